@@ -1,0 +1,145 @@
+"""The `policy-scheduler` command: a thin shell over load → plan → print.
+
+User mistakes print one line on stderr and exit 2; nothing here decides anything about placement.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from importlib import resources
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .load import DEFAULT_SCHEDULER, InputError, load_cluster
+from .output import print_table, render_json, render_yaml
+from .plan import make_plan
+
+DEMO = "demo-cluster.yaml"
+
+
+def demo_path() -> str:
+    return str(resources.files("engine.data").joinpath(DEMO))
+
+
+class _Progress:
+    """Progress lines on stderr: always on a terminal, otherwise once a run has taken over a second."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+        self.start = time.perf_counter()
+        self.console = Console(stderr=True)
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.perf_counter() - self.start
+        if not self.quiet and (sys.stderr.isatty() or elapsed > 1.0):
+            self.console.print(f"[dim][{elapsed:6.2f}s] {message}[/dim]", highlight=False)
+
+
+def _fail(message: str) -> None:
+    click.echo(f"policy-scheduler: error: {message}", err=True)
+    sys.exit(2)
+
+
+cluster_option = click.option(
+    "--cluster", "clusters", multiple=True, metavar="FILE",
+    help="Cluster snapshot: YAML (multi-document or kind: List), JSON, or - for stdin. Repeatable. "
+    "Default: the bundled demo cluster.",
+)
+scheduler_option = click.option(
+    "--scheduler-name", default=DEFAULT_SCHEDULER, show_default=True,
+    help="Pending pods are those with this spec.schedulerName and no spec.nodeName.",
+)
+time_option = click.option("--time-limit", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+                           metavar="SECONDS", help="Solver time limit; the best plan found so far is returned.")
+workers_option = click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
+                              help="CP-SAT worker threads (1 with --seed gives reproducible plans).")
+seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="policy-scheduler")
+def main() -> None:
+    """policy-scheduler: place a whole batch of pending Kubernetes pods at once, optimally."""
+
+
+@main.command("dry-run")
+@cluster_option
+@click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
+@time_option
+@scheduler_option
+@workers_option
+@seed_option
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+def dry_run(clusters, output, time_limit, scheduler_name, workers, seed, quiet) -> None:
+    """Solve a cluster snapshot and print the plan; binds nothing.
+
+    Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input.
+    """
+    progress = _Progress(quiet)
+    try:
+        cluster = load_cluster(list(clusters) or [demo_path()], scheduler_name)
+    except InputError as exc:
+        _fail(str(exc))
+    progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
+    plan = make_plan(cluster, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
+    if output == "json":
+        click.echo(render_json(plan))
+    elif output == "yaml":
+        click.echo(render_yaml(plan), nl=False)
+    else:
+        print_table(plan, Console(highlight=False))
+
+
+@main.command()
+@cluster_option
+@click.argument("pod")
+@time_option
+@scheduler_option
+@workers_option
+@seed_option
+def explain(clusters, pod, time_limit, scheduler_name, workers, seed) -> None:
+    """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
+    from .compile import compile_cluster
+    from .explain import node_table
+    from .plan import plan_from_solution
+    from .solve import solve
+
+    try:
+        cluster = load_cluster(list(clusters) or [demo_path()], scheduler_name)
+    except InputError as exc:
+        _fail(str(exc))
+    matches = [p for p in cluster.pending if pod in (p.key, p.name)]
+    if not matches:
+        known = [p for p in cluster.bound if pod in (p.key, p.name)]
+        if known:
+            _fail(f"pod {known[0].key} is already bound to node {known[0].node_name}")
+        _fail(f"no pending pod {pod!r} for scheduler {scheduler_name!r} in the snapshot")
+    if len(matches) > 1:
+        _fail(f"pod name {pod!r} is ambiguous: {', '.join(p.key for p in matches)} (use namespace/name)")
+    target = matches[0]
+    compiled = compile_cluster(cluster)
+    solution = solve(compiled.problem, time_limit=time_limit, workers=workers, seed=seed)
+    plan = plan_from_solution(compiled, solution, solution.seconds)
+    c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
+    console = Console(highlight=False)
+    table = Table(title=f"{target.key}: node by node", title_justify="left")
+    table.add_column("node")
+    table.add_column("verdict")
+    table.add_column("reason")
+    for name, verdict, reason in node_table(compiled, c, plan.assignments.get(target.key)):
+        style = "green" if verdict in ("fits", "placed here") else "red"
+        table.add_row(name, f"[{style}]{verdict}[/{style}]", reason)
+    console.print(table)
+    if target.key in plan.assignments:
+        console.print(f"[bold green]{target.key} is placed on {plan.assignments[target.key]}[/bold green]")
+    else:
+        console.print(f"[bold red]{target.key} is unschedulable:[/bold red]")
+        for reason in plan.unschedulable.get(target.key, []):
+            console.print(f"  - {reason}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,318 @@
+"""Compile the cluster model plus rule IR into the solver's class-level problem.
+
+Pending pods with identical scheduling-relevant facts form one class; static filters pick each class's
+candidate nodes; pod-to-pod rules become class-to-class constraints over topology partitions.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .filters import BoundState, ClassFacts, rejection
+from .ir import Constraint, GangRule, NodeRule, PodProximity, SpreadRule
+from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
+from .podspec import pod_constraints
+from .solve.problem import NO_DOMAIN, Colocation, Gang, PodClass, Problem, Separation, Spread
+
+PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on the 1..100 preference scale
+SOFT_SPREAD_WEIGHT = 10  # per unit of skew, for ScheduleAnyway constraints
+MAX_WEIGHT = 1 << 60
+
+PolicyRules = Callable[[Pod], tuple[Constraint, ...]]
+
+
+@dataclass(slots=True)
+class ClassInfo:
+    """One pod class as the rest of the pipeline sees it (the solver only sees its index)."""
+
+    pods: list[Pod]
+    constraints: tuple[Constraint, ...]
+    facts: ClassFacts
+    rejected: dict[int, tuple[str, list[str]]]  # node index -> (filter, reasons)
+    gang: str | None = None
+
+    @property
+    def sample(self) -> Pod:
+        return self.pods[0]
+
+    @property
+    def priority(self) -> int:
+        return self.sample.priority
+
+
+@dataclass(slots=True)
+class GangInfo:
+    key: str
+    min_member: int
+    bound: int
+    pending: int
+    classes: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Compiled:
+    cluster: Cluster
+    problem: Problem
+    classes: list[ClassInfo]
+    gangs: list[GangInfo]
+    bound: BoundState
+    notes: list[str] = field(default_factory=list)
+
+
+def _class_key(pod: Pod, constraints: tuple[Constraint, ...]) -> tuple:
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        tuple(sorted(pod.requests.items())),
+        pod.priority,
+        pod.host_ports,
+        constraints,
+    )
+
+
+def group_pods(pending: list[Pod], cluster: Cluster, policy: PolicyRules | None) -> list[tuple[list[Pod], tuple]]:
+    groups: dict[tuple, list[Pod]] = {}
+    rules: dict[tuple, tuple[Constraint, ...]] = {}
+    for pod in pending:
+        constraints = pod_constraints(pod, cluster.pod_groups) + (policy(pod) if policy else ())
+        key = _class_key(pod, constraints)
+        groups.setdefault(key, []).append(pod)
+        rules[key] = constraints
+    out = []
+    for key, pods in groups.items():
+        pods.sort(key=lambda p: (p.created, p.name))
+        out.append((pods, rules[key]))
+    return out
+
+
+def _priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[int, int]:
+    """Lexicographic weights: one pod of a higher priority outweighs every pod of all lower ones."""
+    per_level: dict[int, int] = defaultdict(int)
+    for info in classes:
+        per_level[info.priority] += len(info.pods)
+    weights: dict[int, int] = {}
+    below = 0
+    for level in sorted(per_level):
+        weights[level] = below + 1
+        below += weights[level] * per_level[level]
+    if below > MAX_WEIGHT:
+        notes.append("too many priority levels for exact lexicographic weights; priorities weighted by rank")
+        weights = {level: i + 1 for i, level in enumerate(sorted(per_level))}
+    return weights
+
+
+class _Partitions:
+    """Topology keys -> partition indices, each a domain id per node (NO_DOMAIN where the label is absent)."""
+
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+        self.index: dict[str, int] = {}
+        self.parts: list[list[int]] = []
+        self.values: list[dict[str, int]] = []
+
+    def of(self, key: str) -> int:
+        if key not in self.index:
+            ids: dict[str, int] = {}
+            part = [ids.setdefault(n.labels[key], len(ids)) if key in n.labels else NO_DOMAIN for n in self.nodes]
+            self.index[key] = len(self.parts)
+            self.parts.append(part)
+            self.values.append(ids)
+        return self.index[key]
+
+    def singleton(self, p: int) -> bool:
+        part = [d for d in self.parts[p] if d != NO_DOMAIN]
+        return len(set(part)) == len(part)
+
+
+def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Compiled:
+    nodes = cluster.nodes
+    bound = BoundState.of(nodes, cluster.bound)
+    notes: list[str] = []
+    grouped = group_pods(cluster.pending, cluster, policy)
+    samples = [pods[0] for pods, _ in grouped]
+    has_hard_affinity = [
+        any(isinstance(c, PodProximity) and not c.anti and c.weight is None for c in rules) for _, rules in grouped
+    ]
+
+    def matching(term: PodAffinityTerm) -> list[int]:
+        return [j for j, s in enumerate(samples) if term.matches(s)]
+
+    def supporters(a: int, term: PodAffinityTerm) -> list[int]:
+        # classes that carry required affinity themselves are left out: mutual support could be circular
+        return [j for j in matching(term) if j != a and not has_hard_affinity[j]]
+
+    def seed_allowed(a: int) -> bool:
+        """Upstream: the first pod of a self-affine series may start anywhere when nothing matches yet."""
+        terms = [c.term for c in grouped[a][1] if isinstance(c, PodProximity) and not c.anti and c.weight is None]
+        if not all(t.matches(samples[a]) for t in terms):
+            return False
+        if any(bound.domains_with(t) for t in terms):
+            return False
+        return all(matching(t) == [a] for t in terms)
+
+    classes: list[ClassInfo] = []
+    for a, (pods, rules) in enumerate(grouped):
+        facts = ClassFacts.of(
+            pods[0], rules, bound, lambda t, a=a: bool(supporters(a, t)) or seed_allowed(a)
+        )
+        rejected: dict[int, tuple[str, list[str]]] = {}
+        for i in range(len(nodes)):
+            why = rejection(facts, i, bound)
+            if why is not None:
+                rejected[i] = why
+        gang = next((c.group for c in rules if isinstance(c, GangRule)), None)
+        classes.append(ClassInfo(pods, rules, facts, rejected, gang))
+
+    weights = _priority_weights(classes, notes)
+    resources = sorted({r for info in classes for r in info.facts.requests})
+    problem = Problem(
+        resources=tuple(resources),
+        free=[tuple(bound.free(i, r) for r in resources) for i in range(len(nodes))],
+    )
+    partitions = _Partitions(nodes)
+    gangs = _gangs(cluster, classes)
+
+    for a, info in enumerate(classes):
+        candidates = tuple(i for i in range(len(nodes)) if i not in info.rejected)
+        scores = _node_scores(info, candidates, nodes, bound)
+        problem.classes.append(
+            PodClass(
+                count=len(info.pods),
+                demand=tuple(info.facts.requests.get(r, 0) for r in resources),
+                weight=weights[info.priority],
+                candidates=candidates,
+                scores=scores if any(scores) else (),
+                max_per_node=1 if info.sample.host_ports else None,
+                gang=next((g for g, gi in enumerate(gangs) if a in gi.classes), None),
+            )
+        )
+    for g, gi in enumerate(gangs):
+        problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound)))
+
+    for a, info in enumerate(classes):
+        for c in info.constraints:
+            if isinstance(c, PodProximity):
+                _proximity(problem, partitions, bound, a, c, matching, supporters, seed_allowed)
+            elif isinstance(c, SpreadRule):
+                _spread(problem, partitions, a, info, c, classes, cluster, bound)
+    _exclusive_ports(problem, classes)
+    problem.partitions = partitions.parts
+    ranked = sorted(range(len(classes)), key=lambda a: _rank_key(classes[a], problem.classes[a], has_hard_affinity[a]))
+    for rank, a in enumerate(ranked):
+        problem.classes[a].rank = rank
+    return Compiled(cluster, problem, classes, gangs, bound, notes)
+
+
+def _rank_key(info: ClassInfo, cls: PodClass, affine: bool) -> tuple:
+    """Greedy order (ascending; the greedy takes the highest first): priority, gangs, supporters before
+    followers, then biggest pods first (first-fit decreasing)."""
+    return (info.priority, cls.gang is not None, not affine, cls.demand)
+
+
+def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
+    by_key: dict[str, GangInfo] = {}
+    for a, info in enumerate(classes):
+        rule = next((c for c in info.constraints if isinstance(c, GangRule)), None)
+        if rule is None:
+            continue
+        if rule.group not in by_key:
+            ns, name = rule.group.split("/", 1)
+            bound = sum(1 for p in cluster.bound if p.namespace == ns and p.pod_group == name)
+            by_key[rule.group] = GangInfo(rule.group, rule.min_member, bound, 0)
+        by_key[rule.group].classes.append(a)
+        by_key[rule.group].pending += len(info.pods)
+    return [g for g in by_key.values() if g.min_member - g.bound > 0]
+
+
+def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node], bound: BoundState) -> tuple[int, ...]:
+    """Per-pod soft score of each candidate: preferred node affinity, PreferNoSchedule taints, and
+    preferred pod (anti-)affinity towards bound pods."""
+    soft_rules = [c for c in info.constraints if isinstance(c, NodeRule) and c.weight is not None]
+    proximity = []
+    for c in info.constraints:
+        if isinstance(c, PodProximity) and c.weight is not None:
+            domains = bound.domains_with(c.term)
+            if domains:
+                proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
+    tolerations = info.facts.tolerations
+    scores = []
+    for i in candidates:
+        node = nodes[i]
+        s = sum(r.weight for r in soft_rules if r.predicate.matches(node))
+        s -= PREFER_NO_SCHEDULE_PENALTY * sum(
+            1 for t in node.taints if t.effect == "PreferNoSchedule" and not tolerated(tolerations, t)
+        )
+        s += sum(w for key, domains, w in proximity if node.labels.get(key) in domains)
+        scores.append(s)
+    return tuple(scores)
+
+
+def _proximity(problem, partitions, bound, a, c: PodProximity, matching, supporters, seed_allowed) -> None:
+    p = partitions.of(c.term.topology_key)
+    if c.anti:
+        others = tuple(matching(c.term))
+        if not others:
+            return
+        cls = problem.classes[a]
+        if c.weight is None and a in others and partitions.singleton(p):
+            cls.max_per_node = 1  # one per domain, and every domain is a single node
+            others = tuple(o for o in others if o != a)
+            if not others:
+                return
+        problem.separations.append(Separation(p, a, others, c.weight))
+    else:
+        sup = tuple(supporters(a, c.term))
+        if c.weight is not None:
+            if sup:
+                problem.colocations.append(Colocation(p, a, sup, frozenset(), False, c.weight))
+            return
+        seed = seed_allowed(a)
+        if not sup and not seed:
+            return  # the static filter already confined the class to domains with bound support
+        values = partitions.values[p]
+        supported = frozenset(values[v] for v in bound.domains_with(c.term) if v in values)
+        problem.colocations.append(Colocation(p, a, sup, supported, seed, None))
+
+
+def _spread(problem, partitions, a, info: ClassInfo, c: SpreadRule, classes, cluster, bound: BoundState) -> None:
+    s = c.spread
+    pod = info.sample
+    p = partitions.of(s.topology_key)
+    part = partitions.parts[p]
+    hard_rules = info.facts.node_rules
+    domain_nodes: dict[int, list[int]] = defaultdict(list)
+    for i, node in enumerate(cluster.nodes):
+        if part[i] == NO_DOMAIN:
+            continue
+        if s.honor_affinity and not all(r.predicate.matches(node) for r in hard_rules):
+            continue
+        if s.honor_taints and any(
+            t.effect in ("NoSchedule", "NoExecute") and not tolerated(info.facts.tolerations, t) for t in node.taints
+        ):
+            continue
+        domain_nodes[part[i]].append(i)
+    existing: dict[int, int] = {}
+    for d, members in domain_nodes.items():
+        k = sum(1 for i in members for q in bound.pods_on[i] if q.namespace == pod.namespace and s.selector.matches(q.labels))
+        if k:
+            existing[d] = k
+    counted = tuple(
+        j for j, other in enumerate(classes)
+        if other.sample.namespace == pod.namespace and s.selector.matches(other.sample.labels)
+    )
+    problem.spreads.append(
+        Spread(a, counted, {d: tuple(v) for d, v in domain_nodes.items()}, existing, s.max_skew, s.min_domains,
+               None if s.hard else SOFT_SPREAD_WEIGHT)
+    )
+
+
+def _exclusive_ports(problem: Problem, classes: list[ClassInfo]) -> None:
+    by_port: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for a, info in enumerate(classes):
+        for hp in {(hp.protocol, hp.port) for hp in info.sample.host_ports}:
+            by_port[hp].append(a)
+    for members in by_port.values():
+        if len(members) > 1:
+            problem.exclusive.append(tuple(members))

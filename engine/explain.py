@@ -1,0 +1,117 @@
+"""Why a pod was not placed, in kube-scheduler's words and better.
+
+Static reasons come from the filters (per-node, counted like upstream's "0/N nodes are available"); pods
+that fit somewhere alone but lost in the batch are told who took the room, or why their gang failed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from .compile import Compiled
+from .ir import PodProximity, SpreadRule
+from .solve.greedy import greedy
+from .solve.problem import Solution
+
+
+def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> str:
+    """Upstream style: '0/N nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {a: b}.'"""
+    counts: Counter = Counter(extra or {})
+    for _, reasons in compiled.classes[c].rejected.values():
+        counts.update(reasons)
+    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"0/{len(compiled.cluster.nodes)} nodes are available: {parts}."
+
+
+def gang_fit_alone(compiled: Compiled, g: int) -> int:
+    """How many pending members of gang g could be placed if the rest of the batch did not exist."""
+    problem = compiled.problem
+    members = set(compiled.gangs[g].classes)
+    classes = [replace(cls, count=cls.count if i in members else 0, gang=None) for i, cls in enumerate(problem.classes)]
+    alone = replace(problem, classes=classes, gangs=[])
+    return sum(greedy(alone).values())
+
+
+def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str]:
+    info = compiled.classes[c]
+    cls = compiled.problem.classes[c]
+    if not cls.candidates:
+        return [filter_summary(compiled, c)]
+    reasons: list[str] = []
+    if cls.gang is not None:
+        gi = compiled.gangs[cls.gang]
+        need = gi.min_member - gi.bound
+        placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
+        if placed < need:
+            bound = f", {gi.bound} already bound" if gi.bound else ""
+            if gi.pending < need:
+                reasons.append(
+                    f"gang {gi.key} could not be completed: needs {need} more member(s) (minMember {gi.min_member}"
+                    f"{bound}) but only {gi.pending} are pending"
+                )
+            else:
+                fit = gang_fit_alone(compiled, cls.gang)
+                why = "the rest of the batch took the room" if fit >= need else "not enough room even for the gang alone"
+                reasons.append(
+                    f"gang {gi.key} could not be completed: needs {need} (minMember {gi.min_member}{bound}), "
+                    f"{min(fit, need) if fit >= need else fit} fit alone, {placed} fit in this batch; {why}"
+                )
+    taken = _taken_by(compiled, solution, c)
+    if taken:
+        higher = sum(k for p, k in taken.items() if p > info.priority)
+        equal = sum(k for p, k in taken.items() if p == info.priority)
+        lower = sum(k for p, k in taken.items() if p < info.priority)
+        who = []
+        if higher:
+            who.append(f"{higher} higher-priority pod(s)")
+        if equal:
+            who.append(f"{equal} pod(s) of equal priority")
+        if lower:
+            who.append(f"{lower} lower-priority pod(s) (placing this pod there would leave more pods out)")
+        reasons.append(
+            f"{len(cls.candidates)} node(s) passed every filter, but this batch placed {', '.join(who)} on them"
+        )
+    dynamic = _batch_rules(info)
+    if dynamic:
+        reasons.append("batch constraints also limit where it fits: " + "; ".join(dynamic))
+    extra = Counter({"node(s) fit this pod alone but not the batch's plan": len(cls.candidates)})
+    return [filter_summary(compiled, c, extra)] + reasons
+
+
+def _taken_by(compiled: Compiled, solution: Solution, c: int) -> dict[int, int]:
+    """Priority -> pods of other classes placed on this class's candidate nodes."""
+    candidates = set(compiled.problem.classes[c].candidates)
+    out: Counter = Counter()
+    for (other, n), k in solution.placed.items():
+        if n in candidates:
+            out[compiled.classes[other].priority] += k
+    return dict(out)
+
+
+def _batch_rules(info) -> list[str]:
+    out = []
+    for rule in info.constraints:
+        if isinstance(rule, PodProximity) and rule.weight is None:
+            kind = "anti-affinity" if rule.anti else "affinity"
+            out.append(f"required pod {kind} ({rule.term.selector}) per {rule.term.topology_key} [{rule.source}]")
+        elif isinstance(rule, SpreadRule) and rule.spread.hard:
+            out.append(f"topology spread maxSkew {rule.spread.max_skew} per {rule.spread.topology_key} [{rule.source}]")
+    if info.sample.host_ports:
+        out.append("host ports " + ", ".join(f"{p.port}/{p.protocol}" for p in info.sample.host_ports))
+    return out
+
+
+def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tuple[str, str, str]]:
+    """(node, verdict, reasons) for every node: which filter rejected the pod, or that it fits."""
+    rows = []
+    info = compiled.classes[c]
+    for i, node in enumerate(compiled.cluster.nodes):
+        why = info.rejected.get(i)
+        if why is None:
+            verdict = "placed here" if node.name == here else "fits"
+            rows.append((node.name, verdict, ""))
+        else:
+            plugin, reasons = why
+            rows.append((node.name, plugin, "; ".join(reasons)))
+    return rows

@@ -1,0 +1,184 @@
+"""Static filters: can a pod of this class go on this node at all, given only the bound pods?
+
+One function per kube-scheduler Filter plugin, in upstream order; a node's rejection is the first
+failing filter's reasons (as upstream stops at the first failing plugin). The compiler uses these to
+choose candidate nodes; `explain` prints them per node.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .ir import Constraint, NodeRule, PodProximity, SpreadRule, Tolerations
+from .model import (
+    HARD_EFFECTS,
+    UNSCHEDULABLE_TAINT_KEY,
+    HostPort,
+    Node,
+    Pod,
+    PodAffinityTerm,
+    Taint,
+    Toleration,
+    tolerated,
+)
+
+ANTI_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
+ANTI_OWN = "node(s) didn't match pod anti-affinity rules"
+AFFINITY_OWN = "node(s) didn't match pod affinity rules"
+SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+PORTS = "node(s) didn't have free ports for the requested pod ports"
+UNSCHEDULABLE = "node(s) were unschedulable"
+
+
+@dataclass(slots=True)
+class BoundState:
+    """What the bound pods hold: capacity used, ports taken, and who sits in which topology domain."""
+
+    nodes: list[Node]
+    used: list[dict[str, int]]
+    ports: list[list[HostPort]]
+    pods_on: list[list[Pod]]
+    anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
+
+    @classmethod
+    def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
+        index = {n.name: i for i, n in enumerate(nodes)}
+        state = cls(nodes, [defaultdict(int) for _ in nodes], [[] for _ in nodes], [[] for _ in nodes])
+        for pod in bound:
+            i = index.get(pod.node_name or "")
+            if i is None:
+                continue
+            for r, v in pod.requests.items():
+                state.used[i][r] += v
+            state.ports[i].extend(pod.host_ports)
+            state.pods_on[i].append(pod)
+            state.anti_terms.extend((t, i) for t in pod.anti_affinity_required)
+        return state
+
+    def free(self, i: int, resource: str) -> int:
+        return self.nodes[i].allocatable.get(resource, 0) - self.used[i].get(resource, 0)
+
+    def domains_with(self, term: PodAffinityTerm) -> set[str]:
+        """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
+        key = term.topology_key
+        out = set()
+        for i, pods in enumerate(self.pods_on):
+            value = self.nodes[i].labels.get(key)
+            if value is not None and value not in out and any(term.matches(p) for p in pods):
+                out.add(value)
+        return out
+
+
+@dataclass(slots=True)
+class ClassFacts:
+    """Everything the static filters need to know about one pod class."""
+
+    sample: Pod
+    requests: dict[str, int]
+    tolerations: tuple[Toleration, ...]
+    node_rules: tuple[NodeRule, ...]
+    host_ports: tuple[HostPort, ...]
+    anti_blocked: dict[str, set[str]]  # topology key -> domains barred by bound pods (either direction)
+    anti_own_blocked: dict[str, set[str]]
+    affinity_terms: tuple[PodAffinityTerm, ...]
+    affinity_ok: list[set[str] | None]  # per required affinity term: allowed domains (None = any with key)
+    spread_keys: tuple[str, ...]
+
+    @classmethod
+    def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState,
+           affinity_open: Callable[[PodAffinityTerm], bool]) -> "ClassFacts":
+        tolerations: tuple[Toleration, ...] = ()
+        for c in constraints:
+            if isinstance(c, Tolerations):
+                tolerations += c.tolerations
+        node_rules = tuple(c for c in constraints if isinstance(c, NodeRule) and c.weight is None)
+        hard = [c for c in constraints if isinstance(c, PodProximity) and c.weight is None]
+        anti_own: dict[str, set[str]] = defaultdict(set)
+        for c in hard:
+            if c.anti:
+                anti_own[c.term.topology_key] |= bound.domains_with(c.term)
+        anti_existing: dict[str, set[str]] = defaultdict(set)
+        for term, i in bound.anti_terms:
+            value = bound.nodes[i].labels.get(term.topology_key)
+            if value is not None and term.matches(pod):
+                anti_existing[term.topology_key].add(value)
+        affinity_terms = tuple(c.term for c in hard if not c.anti)
+        affinity_ok = [None if affinity_open(t) else bound.domains_with(t) for t in affinity_terms]
+        spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
+        return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
+                   affinity_terms, affinity_ok, spread_keys)
+
+
+def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    taint = Taint(UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
+    return [UNSCHEDULABLE] if node.unschedulable and not tolerated(f.tolerations, taint) else []
+
+
+def taint_toleration(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    for taint in node.taints:
+        if taint.effect in HARD_EFFECTS and not tolerated(f.tolerations, taint):
+            return [f"node(s) had untolerated taint {taint}"]
+    return []
+
+
+def node_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    for rule in f.node_rules:
+        if not rule.predicate.matches(node):
+            return [f"{rule.reason} ({rule.source})" if rule.source.policy else rule.reason]
+    return []
+
+
+def node_ports(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    if any(p.conflicts(q) for p in f.host_ports for q in bound.ports[i]):
+        return [PORTS]
+    return []
+
+
+def resources_fit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    out = []
+    for r, want in f.requests.items():
+        if want > bound.free(i, r):
+            out.append("Too many pods" if r == "pods" else f"Insufficient {r}")
+    return out
+
+
+def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    labels = node.labels
+    for key, values in f.anti_blocked.items():
+        if labels.get(key) in values:
+            return [ANTI_EXISTING]
+    for key, values in f.anti_own_blocked.items():
+        if labels.get(key) in values:
+            return [ANTI_OWN]
+    for term, ok in zip(f.affinity_terms, f.affinity_ok):
+        value = labels.get(term.topology_key)
+        if value is None or (ok is not None and value not in ok):
+            return [AFFINITY_OWN]
+    return []
+
+
+def topology_spread(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    return [SPREAD_LABEL] if any(k not in node.labels for k in f.spread_keys) else []
+
+
+FILTERS = (
+    ("NodeUnschedulable", node_unschedulable),
+    ("TaintToleration", taint_toleration),
+    ("NodeAffinity", node_affinity),
+    ("NodePorts", node_ports),
+    ("NodeResourcesFit", resources_fit),
+    ("InterPodAffinity", inter_pod_affinity),
+    ("PodTopologySpread", topology_spread),
+)
+
+
+def rejection(f: ClassFacts, i: int, bound: BoundState) -> tuple[str, list[str]] | None:
+    """(plugin, reasons) of the first filter that rejects node i, or None if the node passes."""
+    node = bound.nodes[i]
+    for name, check in FILTERS:
+        reasons = check(f, node, i, bound)
+        if reasons:
+            return name, reasons
+    return None

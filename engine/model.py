@@ -1,0 +1,223 @@
+"""The typed cluster model: what the loader produces and everything downstream reads.
+
+Only scheduling-relevant fields are kept, already normalised (quantities parsed, defaults applied,
+matchLabels folded into requirements), so no later stage ever looks at a raw manifest again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{{{self.key}: {self.value}}}" if self.value else f"{{{self.key}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Upstream ToleratesTaint: empty effect matches all effects; empty key + Exists matches all keys."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One selector requirement (label or field): In, NotIn, Exists, DoesNotExist, Gt, Lt."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op == "In":
+            return self.key in labels and labels[self.key] in self.values
+        if op == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        if op in ("Gt", "Lt"):
+            if self.key not in labels:
+                return False
+            try:
+                have, want = int(labels[self.key]), int(self.values[0])
+            except (ValueError, IndexError):
+                return False
+            return have > want if op == "Gt" else have < want
+        return False
+
+    def __str__(self) -> str:
+        if self.operator in ("Exists", "DoesNotExist"):
+            return f"{self.key} {self.operator}"
+        return f"{self.key} {self.operator} [{', '.join(self.values)}]"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A metav1.LabelSelector; `matchLabels` are folded into `In` requirements.
+
+    `nothing` marks a null selector, which upstream treats as matching no object.
+    """
+
+    requirements: tuple[Requirement, ...] = ()
+    nothing: bool = False
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return not self.nothing and all(r.matches(labels) for r in self.requirements)
+
+    def __str__(self) -> str:
+        if self.nothing:
+            return "<none>"
+        return ", ".join(str(r) for r in self.requirements) or "<all>"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Expressions and fields ANDed; a term with neither matches no node (upstream)."""
+
+    expressions: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()
+
+    def matches(self, node: "Node") -> bool:
+        if not self.expressions and not self.fields:
+            return False
+        return all(r.matches(node.labels) for r in self.expressions) and all(
+            r.matches(node.fields) for r in self.fields
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """Pods matching `selector` in `namespaces` (None = every namespace), within `topology_key` domains."""
+
+    selector: LabelSelector
+    namespaces: frozenset[str] | None
+    topology_key: str
+
+    def matches(self, pod: "Pod") -> bool:
+        return (self.namespaces is None or pod.namespace in self.namespaces) and self.selector.matches(
+            pod.labels
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    max_skew: int
+    topology_key: str
+    hard: bool
+    selector: LabelSelector
+    min_domains: int = 1
+    honor_affinity: bool = True
+    honor_taints: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    protocol: str
+    port: int
+    ip: str = ""
+
+    def conflicts(self, other: "HostPort") -> bool:
+        if self.protocol != other.protocol or self.port != other.port:
+            return False
+        wild = ("", "0.0.0.0", "::")
+        return self.ip in wild or other.ip in wild or self.ip == other.ip
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    labels: dict[str, str]
+    allocatable: dict[str, int]
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def fields(self) -> dict[str, str]:
+        return {"metadata.name": self.name}
+
+
+@dataclass(slots=True)
+class Pod:
+    namespace: str
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=lambda: {"pods": 1})
+    node_name: str | None = None
+    scheduler_name: str = "default-scheduler"
+    phase: str = "Pending"
+    priority: int = 0
+    node_selector: tuple[tuple[str, str], ...] = ()
+    required_node_terms: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_node_terms: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    affinity_required: tuple[PodAffinityTerm, ...] = ()
+    affinity_preferred: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    anti_affinity_required: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity_preferred: tuple[tuple[int, PodAffinityTerm], ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    owner: tuple[str, str] | None = None
+    created: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def pod_group(self) -> str | None:
+        return self.labels.get(POD_GROUP_LABEL)
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    namespace: str
+    name: str
+    min_member: int
+    timeout_seconds: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class Cluster:
+    """A snapshot: nodes, pods already bound, the pending batch, gangs, and namespace labels."""
+
+    nodes: list[Node] = field(default_factory=list)
+    bound: list[Pod] = field(default_factory=list)
+    pending: list[Pod] = field(default_factory=list)
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)

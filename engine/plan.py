@@ -1,0 +1,112 @@
+"""The plan: which pod goes where, why the rest could not go anywhere, and how the solve went.
+
+This is the end of the core pipeline (load → compile → solve → plan); printing and binding read it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compile import Compiled, PolicyRules, compile_cluster
+from .explain import explain_unplaced
+from .model import Cluster
+from .solve import solve
+from .solve.problem import Solution
+
+
+@dataclass(slots=True)
+class NodeUsage:
+    node: str
+    pods: int
+    requested: dict[str, int]  # after the plan: bound + placed
+    allocatable: dict[str, int]
+    placed: int
+
+
+@dataclass(slots=True)
+class Plan:
+    assignments: dict[str, str]
+    unschedulable: dict[str, list[str]]
+    stats: dict[str, Any]
+    usage: list[NodeUsage] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The dry-run JSON contract (DESIGN.md §6)."""
+        return {
+            "assignments": dict(sorted(self.assignments.items())),
+            "unschedulable": dict(sorted(self.unschedulable.items())),
+            "stats": self.stats,
+        }
+
+
+def make_plan(
+    cluster: Cluster,
+    policy: PolicyRules | None = None,
+    time_limit: float = 10.0,
+    workers: int = 2,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> Plan:
+    start = time.perf_counter()
+    compiled = compile_cluster(cluster, policy)
+    compiled_at = time.perf_counter()
+    if progress:
+        progress(
+            f"compiled {len(cluster.pending)} pending pods into {len(compiled.classes)} classes "
+            f"over {len(cluster.nodes)} nodes in {compiled_at - start:.2f}s"
+        )
+    solution = solve(compiled.problem, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
+    return plan_from_solution(compiled, solution, time.perf_counter() - start)
+
+
+def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float) -> Plan:
+    nodes = compiled.cluster.nodes
+    assignments: dict[str, str] = {}
+    unschedulable: dict[str, list[str]] = {}
+    placed_on: dict[int, list[int]] = {}
+    for (c, n), k in sorted(solution.placed.items()):
+        placed_on.setdefault(c, []).extend([n] * k)
+    for c, info in enumerate(compiled.classes):
+        targets = placed_on.get(c, [])
+        for pod, n in zip(info.pods, targets):
+            assignments[pod.key] = nodes[n].name
+        if len(targets) < len(info.pods):
+            reasons = explain_unplaced(compiled, solution, c)
+            for pod in info.pods[len(targets):]:
+                unschedulable[pod.key] = reasons
+    stats = {
+        "pods": len(compiled.cluster.pending),
+        "nodes": len(nodes),
+        "placed": len(assignments),
+        "unschedulable": len(unschedulable),
+        "classes": len(compiled.classes),
+        "status": solution.status,
+        "gap": round(solution.gap, 6),
+        "objective": {"placed": solution.placed_value, "preferences": solution.soft_value},
+        "solver_seconds": round(solution.seconds, 3),
+        "seconds": round(seconds, 3),
+    }
+    return Plan(assignments, unschedulable, stats, _usage(compiled, solution), compiled.cluster.notes + compiled.notes + solution.notes)
+
+
+def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:
+    out = []
+    extra: dict[int, dict[str, int]] = {}
+    placed: dict[int, int] = {}
+    resources = compiled.problem.resources
+    for (c, n), k in solution.placed.items():
+        demand = compiled.problem.classes[c].demand
+        row = extra.setdefault(n, {})
+        for r, d in zip(resources, demand):
+            row[r] = row.get(r, 0) + d * k
+        placed[n] = placed.get(n, 0) + k
+    for i, node in enumerate(compiled.cluster.nodes):
+        used = dict(compiled.bound.used[i])
+        for r, v in extra.get(i, {}).items():
+            used[r] = used.get(r, 0) + v
+        out.append(NodeUsage(node.name, used.get("pods", 0), used, node.allocatable, placed.get(i, 0)))
+    return out

@@ -1,0 +1,41 @@
+"""The pod-spec front end: what a pod's own spec says, as rule IR (kube-scheduler semantics)."""
+
+from __future__ import annotations
+
+from .ir import Constraint, GangRule, NodeRule, NodeTerms, PodProximity, Source, SpreadRule, Tolerations
+from .model import NodeSelectorTerm, Pod, PodGroup, Requirement
+
+AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
+NODE_AFFINITY = "spec.affinity.nodeAffinity"
+
+
+def pod_constraints(pod: Pod, pod_groups: dict[str, PodGroup]) -> tuple[Constraint, ...]:
+    out: list[Constraint] = [Tolerations(pod.tolerations, Source("spec.tolerations"))]
+    if pod.node_selector:
+        term = NodeSelectorTerm(tuple(Requirement(k, "In", (v,)) for k, v in pod.node_selector))
+        out.append(NodeRule(NodeTerms((term,)), None, AFFINITY_REASON, Source("spec.nodeSelector")))
+    if pod.required_node_terms is not None:
+        out.append(
+            NodeRule(NodeTerms(pod.required_node_terms), None, AFFINITY_REASON,
+                     Source(f"{NODE_AFFINITY}.requiredDuringSchedulingIgnoredDuringExecution"))
+        )
+    for i, (weight, term) in enumerate(pod.preferred_node_terms):
+        out.append(NodeRule(NodeTerms((term,)), weight, AFFINITY_REASON,
+                            Source(f"{NODE_AFFINITY}.preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
+    for anti, required, preferred, field in (
+        (False, pod.affinity_required, pod.affinity_preferred, "podAffinity"),
+        (True, pod.anti_affinity_required, pod.anti_affinity_preferred, "podAntiAffinity"),
+    ):
+        base = f"spec.affinity.{field}"
+        for i, term in enumerate(required):
+            out.append(PodProximity(term, anti, None, Source(f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")))
+        for i, (weight, term) in enumerate(preferred):
+            out.append(PodProximity(term, anti, weight, Source(f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
+    for i, spread in enumerate(pod.spread):
+        out.append(SpreadRule(spread, Source(f"spec.topologySpreadConstraints[{i}]")))
+    group = pod.pod_group
+    if group is not None:
+        pg = pod_groups.get(f"{pod.namespace}/{group}")
+        if pg is not None and pg.min_member > 0:
+            out.append(GangRule(pg.key, pg.min_member, Source(f"PodGroup {pg.key}")))
+    return tuple(out)

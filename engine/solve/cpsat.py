@@ -1,0 +1,241 @@
+"""The CP-SAT model over pod classes: integer y[class, node] = pods of the class placed on the node."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from ortools.sat.python import cp_model
+
+from .problem import NO_DOMAIN, Problem
+
+STATUS = {
+    cp_model.OPTIMAL: "OPTIMAL",
+    cp_model.FEASIBLE: "FEASIBLE",
+    cp_model.INFEASIBLE: "INFEASIBLE",
+    cp_model.MODEL_INVALID: "MODEL_INVALID",
+    cp_model.UNKNOWN: "UNKNOWN",
+}
+
+
+class ClassModel:
+    """Builds the model once; `solve_tier` then optimises tier 1 (placement) or tier 2 (preferences)."""
+
+    def __init__(self, problem: Problem):
+        self.p = problem
+        self.m = cp_model.CpModel()
+        self.y: dict[tuple[int, int], cp_model.IntVar] = {}
+        self.ub: dict[int, int] = {}
+        self.placed: list[cp_model.LinearExpr] = []
+        self._presence: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        self.soft_terms: list = []
+        self._build()
+
+    # -- variables -----------------------------------------------------------------------------
+    def _upper(self, c: int, n: int) -> int:
+        cls = self.p.classes[c]
+        ub = cls.count if cls.max_per_node is None else min(cls.count, cls.max_per_node)
+        for f, d in zip(self.p.free[n], cls.demand):
+            if d > 0:
+                ub = min(ub, f // d)
+        return ub
+
+    def presence(self, partition: int, c: int, d: int) -> cp_model.IntVar | int:
+        """A boolean equal to 'class c has a pod in domain d of the partition' (0 if it cannot)."""
+        key = (partition, c, d)
+        if key not in self._presence:
+            part = self.p.partitions[partition]
+            ys = [self.y[(c, n)] for n in self.p.classes[c].candidates if part[n] == d and (c, n) in self.y]
+            if not ys:
+                self._presence[key] = 0
+            else:
+                b = self.m.new_bool_var(f"in_{partition}_{c}_{d}")
+                for v in ys:
+                    self.m.add(v <= self.ub[v.index] * b)
+                self.m.add(sum(ys) >= b)
+                self._presence[key] = b
+        return self._presence[key]
+
+    def _domains_of(self, partition: int, c: int) -> set[int]:
+        part = self.p.partitions[partition]
+        return {part[n] for n in self.p.classes[c].candidates if (c, n) in self.y} - {NO_DOMAIN}
+
+    # -- constraints ---------------------------------------------------------------------------
+    def _build(self) -> None:
+        p, m = self.p, self.m
+        by_node: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+        for c, cls in enumerate(p.classes):
+            row = []
+            for n in cls.candidates:
+                ub = self._upper(c, n)
+                if ub <= 0:
+                    continue
+                v = m.new_int_var(0, ub, f"y_{c}_{n}")
+                self.y[(c, n)] = v
+                self.ub[v.index] = ub
+                by_node[n].append((c, v))
+                row.append(v)
+            total = sum(row) if row else 0
+            self.placed.append(total)
+            if row:
+                m.add(total <= cls.count)
+        for n, items in by_node.items():
+            for r, cap in enumerate(p.free[n]):
+                terms = [(p.classes[c].demand[r], v) for c, v in items if p.classes[c].demand[r] > 0]
+                if sum(d * self.ub[v.index] for d, v in terms) > cap:
+                    m.add(sum(d * v for d, v in terms) <= cap)
+        for group in p.exclusive:
+            members = set(group)
+            for n, items in by_node.items():
+                vs = [v for c, v in items if c in members]
+                if len(vs) > 1 or (vs and self.ub[vs[0].index] > 1):
+                    m.add(sum(vs) <= 1)
+        for gang in p.gangs:
+            on = m.new_bool_var("gang")
+            m.add(sum(self.placed[c] for c in gang.classes) >= gang.need * on)
+            for c in gang.classes:
+                m.add(self.placed[c] <= p.classes[c].count * on)
+        for s in p.separations:
+            self._separation(s)
+        for s in p.colocations:
+            self._colocation(s)
+        for s in p.spreads:
+            self._spread(s)
+        for c, cls in enumerate(p.classes):
+            for n, score in zip(cls.candidates, cls.scores):
+                if score and (c, n) in self.y:
+                    self.soft_terms.append(score * self.y[(c, n)])
+
+    def _separation(self, s) -> None:
+        m = self.m
+        others = [o for o in s.others if o != s.a]
+        self_too = s.a in s.others
+        for d in self._domains_of(s.partition, s.a):
+            a_in = self.presence(s.partition, s.a, d)
+            if isinstance(a_in, int):
+                continue
+            if self_too:
+                part = self.p.partitions[s.partition]
+                ys = [self.y[(s.a, n)] for n in self.p.classes[s.a].candidates if part[n] == d and (s.a, n) in self.y]
+                if s.weight is None:
+                    if len(ys) > 1 or self.ub[ys[0].index] > 1:
+                        m.add(sum(ys) <= 1)
+                else:
+                    excess = m.new_int_var(0, self.p.classes[s.a].count, "excess")
+                    m.add(excess >= sum(ys) - 1)
+                    self.soft_terms.append(-s.weight * excess)
+            present = [x for x in (self.presence(s.partition, o, d) for o in others) if not isinstance(x, int)]
+            if not present:
+                continue
+            if s.weight is None:
+                for x in present:
+                    m.add(a_in + x <= 1)
+            else:
+                both = m.new_bool_var("both")
+                for x in present:
+                    m.add(both >= a_in + x - 1)
+                self.soft_terms.append(-s.weight * both)
+
+    def _colocation(self, s) -> None:
+        m = self.m
+        seeds = []
+        for d in self._domains_of(s.partition, s.a):
+            a_in = self.presence(s.partition, s.a, d)
+            if isinstance(a_in, int):
+                continue
+            support = [x for x in (self.presence(s.partition, o, d) for o in s.supporters if o != s.a)
+                       if not isinstance(x, int)]
+            if s.weight is not None:
+                if d in s.supported:
+                    self.soft_terms.append(s.weight * a_in)
+                elif support:
+                    bonus = m.new_bool_var("together")
+                    m.add(bonus <= a_in)
+                    m.add(bonus <= sum(support))
+                    self.soft_terms.append(s.weight * bonus)
+                continue
+            if d in s.supported:
+                continue
+            if s.seed:
+                seed = m.new_bool_var("seed")
+                seeds.append(seed)
+                support.append(seed)
+            m.add(a_in <= sum(support)) if support else m.add(a_in == 0)
+        if seeds:
+            m.add(sum(seeds) <= 1)
+
+    def _spread(self, s) -> None:
+        m = self.m
+        counted = set(s.counted)
+        counts = {}
+        for d, nodes in s.domain_nodes.items():
+            expr = [self.y[(c, n)] for n in nodes for c in counted if (c, n) in self.y]
+            counts[d] = s.existing.get(d, 0) + sum(expr) if expr else s.existing.get(d, 0)
+        total = sum(self.p.classes[c].count for c in counted) + sum(s.existing.values())
+        low = m.new_int_var(0, total, "spread_min")
+        if len(counts) < s.min_domains:
+            m.add(low == 0)
+        else:
+            for expr in counts.values():
+                m.add(low <= expr)
+        if s.weight is not None:
+            high = m.new_int_var(0, total, "spread_max")
+            for expr in counts.values():
+                m.add(high >= expr)
+            self.soft_terms.append(-s.weight * (high - low))
+            return
+        a_nodes = set(self.p.classes[s.a].candidates)
+        for d, nodes in s.domain_nodes.items():
+            ys = [self.y[(s.a, n)] for n in nodes if n in a_nodes and (s.a, n) in self.y]
+            if not ys:
+                continue
+            a_in = m.new_bool_var("spread_in")
+            for v in ys:
+                m.add(v <= self.ub[v.index] * a_in)
+            m.add(counts[d] - low <= s.max_skew).only_enforce_if(a_in)
+
+    # -- solving -------------------------------------------------------------------------------
+    def tier1(self) -> cp_model.LinearExpr:
+        return sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
+
+    def tier2(self) -> cp_model.LinearExpr:
+        return sum(self.soft_terms) if self.soft_terms else 0
+
+    def hint(self, placed: dict[tuple[int, int], int]) -> None:
+        self.m.clear_hints()
+        for key, v in self.y.items():
+            self.m.add_hint(v, placed.get(key, 0))
+
+    def solve_tier(
+        self,
+        objective,
+        time_limit: float,
+        workers: int,
+        seed: int,
+        on_solution: Callable[[float, float], None] | None = None,
+    ) -> tuple[str, dict[tuple[int, int], int], int, int]:
+        """Maximise `objective`; return (status, placement, value, bound)."""
+        self.m.maximize(objective)
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(0.05, time_limit)
+        solver.parameters.num_workers = max(1, workers)
+        solver.parameters.random_seed = seed
+        callback = _Progress(on_solution) if on_solution else None
+        status = solver.solve(self.m, callback)
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return STATUS.get(status, "UNKNOWN"), {}, 0, 0
+        placed = {k: int(solver.value(v)) for k, v in self.y.items()}
+        placed = {k: v for k, v in placed.items() if v}
+        return STATUS[status], placed, int(round(solver.objective_value)), int(round(solver.best_objective_bound))
+
+    def fix_at_least(self, objective, value: int) -> None:
+        self.m.add(objective >= value)
+
+
+class _Progress(cp_model.CpSolverSolutionCallback):
+    def __init__(self, report: Callable[[float, float], None]):
+        super().__init__()
+        self.report = report
+
+    def on_solution_callback(self) -> None:
+        self.report(self.objective_value, self.best_objective_bound)

@@ -1,0 +1,219 @@
+"""Greedy placement: fast, always feasible, the warm start for CP-SAT and the fallback on timeout.
+
+Classes go in rank order (priority first); each pod takes the first candidate node, in the class's
+preference order, on which every hard constraint still holds in the final state. Gangs are placed
+tentatively and rolled back whole when they cannot reach their minimum.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .problem import NO_DOMAIN, Problem
+
+
+class GreedyState:
+    """Mutable placement state with incremental constraint checks and an undo log."""
+
+    def __init__(self, problem: Problem, forbidden: frozenset[int] = frozenset()):
+        self.p = problem
+        self.free = [list(f) for f in problem.free]
+        self.on_node: dict[tuple[int, int], int] = defaultdict(int)
+        # (partition, class) -> domain -> pods
+        self.in_domain: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.exclusive_used: list[set[int]] = [set() for _ in problem.exclusive]
+        self.seed_domain: dict[int, int] = {}
+        self.spread_counts = [dict.fromkeys(s.domain_nodes, 0) | dict(s.existing) for s in problem.spreads]
+        self.spread_node_domain = [
+            {n: d for d, nodes in s.domain_nodes.items() for n in nodes} for s in problem.spreads
+        ]
+        self.log: list[tuple[int, int]] = []
+        self.forbidden = forbidden
+        self._index(problem)
+
+    def _index(self, p: Problem) -> None:
+        self.sep_of: dict[int, list] = defaultdict(list)
+        for s in p.separations:
+            if s.weight is None:
+                for c in {s.a, *s.others}:
+                    self.sep_of[c].append(s)
+        self.coloc_of: dict[int, list] = defaultdict(list)
+        for i, s in enumerate(p.colocations):
+            if s.weight is None:
+                self.coloc_of[s.a].append((i, s))
+        self.spread_of: dict[int, list[int]] = defaultdict(list)
+        for i, s in enumerate(p.spreads):
+            if s.weight is None:
+                for c in {s.a, *s.counted}:
+                    self.spread_of[c].append(i)
+        self.excl_of: dict[int, list[int]] = defaultdict(list)
+        for i, group in enumerate(p.exclusive):
+            for c in group:
+                self.excl_of[c].append(i)
+
+    def _domain_has(self, partition: int, classes, d: int, skip: int | None = None) -> bool:
+        return any(self.in_domain[(partition, o)].get(d, 0) > 0 for o in classes if o != skip)
+
+    def permanently_blocked(self, c: int, n: int) -> bool:
+        """Checks that can only get worse as pods are added (capacity, ports, separation)."""
+        cls = self.p.classes[c]
+        free = self.free[n]
+        if any(f < d for f, d in zip(free, cls.demand)):
+            return True
+        if cls.max_per_node is not None and self.on_node[(c, n)] >= cls.max_per_node:
+            return True
+        if any(n in self.exclusive_used[g] for g in self.excl_of.get(c, ())):
+            return True
+        for s in self.sep_of.get(c, ()):
+            d = self.p.partitions[s.partition][n]
+            if d == NO_DOMAIN:
+                continue
+            if s.a == c:
+                if self._domain_has(s.partition, s.others, d, skip=None if c in s.others else c):
+                    return True
+            elif self.in_domain[(s.partition, s.a)].get(d, 0) > 0:
+                return True
+        return False
+
+    def currently_blocked(self, c: int, n: int) -> bool:
+        """Checks that adding other pods may fix (co-location support, spread skew)."""
+        for i, s in self.coloc_of.get(c, ()):
+            d = self.p.partitions[s.partition][n]
+            if d == NO_DOMAIN:
+                return True
+            if d in s.supported or self._domain_has(s.partition, s.supporters, d, skip=c):
+                continue
+            if self.in_domain[(s.partition, c)].get(d, 0) > 0 and self.seed_domain.get(i) == d:
+                continue
+            if s.seed and i not in self.seed_domain and not self._any_support(s, c):
+                continue
+            return True
+        for i in self.spread_of.get(c, ()):
+            s = self.p.spreads[i]
+            counts = self.spread_counts[i]
+            d = self.spread_node_domain[i].get(n)
+            if s.a == c and d is None:
+                return True
+            if d is None:
+                continue
+            if c not in s.counted:
+                if s.a == c and counts[d] - self._spread_min(i) > s.max_skew:
+                    return True
+                continue
+            # adding one pod to d must keep every domain hosting `a` within max_skew
+            if (s.a == c or self.in_domain_spread(i, d)) and counts[d] + 1 - self._spread_min(i, d) > s.max_skew:
+                return True
+        return False
+
+    def in_domain_spread(self, i: int, d: int) -> bool:
+        s = self.p.spreads[i]
+        return any(self.on_node[(s.a, n)] for n in s.domain_nodes[d])
+
+    def _spread_min(self, i: int, bumped: int | None = None) -> int:
+        s = self.p.spreads[i]
+        counts = self.spread_counts[i]
+        if len(counts) < s.min_domains:
+            return 0
+        return min(v + (1 if d == bumped else 0) for d, v in counts.items())
+
+    def _any_support(self, s, c: int) -> bool:
+        """True once any pod the colocation's selector matches has been placed anywhere."""
+        return any(any(v > 0 for v in self.in_domain[(s.partition, o)].values()) for o in s.supporters if o != c)
+
+    def place(self, c: int, n: int) -> None:
+        cls = self.p.classes[c]
+        free = self.free[n]
+        for r, d in enumerate(cls.demand):
+            free[r] -= d
+        self.on_node[(c, n)] += 1
+        for part_index, part in enumerate(self.p.partitions):
+            d = part[n]
+            if d != NO_DOMAIN:
+                self.in_domain[(part_index, c)][d] += 1
+        for g in self.excl_of.get(c, ()):
+            self.exclusive_used[g].add(n)
+        for i, s in self.coloc_of.get(c, ()):
+            d = self.p.partitions[s.partition][n]
+            supported = d in s.supported or self._domain_has(s.partition, s.supporters, d, skip=c)
+            if not supported and i not in self.seed_domain:
+                self.seed_domain[i] = d
+        for i in self.spread_of.get(c, ()):
+            d = self.spread_node_domain[i].get(n)
+            if d is not None and c in self.p.spreads[i].counted:
+                self.spread_counts[i][d] += 1
+        self.log.append((c, n))
+
+    def undo_to(self, mark: int) -> None:
+        while len(self.log) > mark:
+            c, n = self.log.pop()
+            cls = self.p.classes[c]
+            for r, d in enumerate(cls.demand):
+                self.free[n][r] += d
+            self.on_node[(c, n)] -= 1
+            for part_index, part in enumerate(self.p.partitions):
+                d = part[n]
+                if d != NO_DOMAIN:
+                    self.in_domain[(part_index, c)][d] -= 1
+            for g in self.excl_of.get(c, ()):
+                self.exclusive_used[g].discard(n)
+            for i, s in self.coloc_of.get(c, ()):
+                d = self.p.partitions[s.partition][n]
+                if self.seed_domain.get(i) == d and self.in_domain[(s.partition, c)][d] == 0:
+                    del self.seed_domain[i]
+            for i in self.spread_of.get(c, ()):
+                d = self.spread_node_domain[i].get(n)
+                if d is not None and c in self.p.spreads[i].counted:
+                    self.spread_counts[i][d] -= 1
+
+    def fill(self, c: int, limit: int) -> int:
+        """Place up to `limit` pods of class c; return how many were placed."""
+        cls = self.p.classes[c]
+        order = [n for n in cls.candidates if n not in self.forbidden]
+        if cls.scores:
+            score = dict(zip(cls.candidates, cls.scores))
+            order.sort(key=lambda n: -score[n])
+        placed = 0
+        cursor = 0
+        while placed < limit:
+            chosen = None
+            all_permanent = True
+            for i in range(cursor, len(order)):
+                n = order[i]
+                if self.permanently_blocked(c, n):
+                    if all_permanent:
+                        cursor = i + 1
+                    continue
+                if self.currently_blocked(c, n):
+                    all_permanent = False
+                    continue
+                chosen = n
+                break
+            if chosen is None:
+                break
+            self.place(c, chosen)
+            placed += 1
+        return placed
+
+
+def greedy(problem: Problem) -> dict[tuple[int, int], int]:
+    """A feasible placement (every hard constraint holds), good but not optimal."""
+    state = GreedyState(problem)
+    done_gangs: set[int] = set()
+    order = sorted(range(len(problem.classes)), key=lambda c: -problem.classes[c].rank)
+    for c in order:
+        cls = problem.classes[c]
+        if cls.gang is None:
+            state.fill(c, cls.count)
+            continue
+        if cls.gang in done_gangs:
+            continue
+        done_gangs.add(cls.gang)
+        gang = problem.gangs[cls.gang]
+        mark = len(state.log)
+        placed = sum(state.fill(m, problem.classes[m].count) for m in gang.classes)
+        if placed < gang.need:
+            state.undo_to(mark)
+    out: dict[tuple[int, int], int] = defaultdict(int)
+    for c, n in state.log:
+        out[(c, n)] += 1
+    return dict(out)

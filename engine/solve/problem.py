@@ -1,0 +1,123 @@
+"""The solver's input and output: plain integers and indices, no Kubernetes.
+
+The compiler turns pods into *classes* (interchangeable pods) and nodes into indices; constraints between
+pods become constraints between classes over *partitions* (a topology key's split of nodes into domains).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NO_DOMAIN = -1
+
+
+@dataclass(slots=True)
+class PodClass:
+    count: int
+    demand: tuple[int, ...]
+    weight: int  # tier-1 value of one placed pod (priority, lexicographic)
+    candidates: tuple[int, ...]  # node indices that pass every static filter
+    scores: tuple[int, ...] = ()  # soft score of one pod on each candidate (aligned with candidates)
+    max_per_node: int | None = None
+    gang: int | None = None
+    rank: int = 0  # greedy order: higher first
+
+
+@dataclass(slots=True)
+class Gang:
+    classes: tuple[int, ...]
+    need: int  # pending members that must be placed for the gang to start (minMember minus bound members)
+
+
+@dataclass(slots=True)
+class Separation:
+    """Pods of `a` share no domain with pods of `others` (if `a` is in `others`: at most one `a` per domain).
+
+    Hard when weight is None; soft: a penalty of `weight` per domain that hosts both.
+    """
+
+    partition: int
+    a: int
+    others: tuple[int, ...]
+    weight: int | None = None
+
+
+@dataclass(slots=True)
+class Colocation:
+    """Every domain hosting `a` also hosts a supporter (or is `supported` already by bound pods).
+
+    With `seed`, one domain may go unsupported: upstream lets the first pod of a self-affine series
+    start anywhere when no pod matches yet. Soft: a bonus of `weight` per supported domain hosting `a`.
+    """
+
+    partition: int
+    a: int
+    supporters: tuple[int, ...]
+    supported: frozenset[int] = frozenset()
+    seed: bool = False
+    weight: int | None = None
+
+
+@dataclass(slots=True)
+class Spread:
+    """count(domain) − min over eligible domains ≤ max_skew for every domain hosting `a`.
+
+    Counts are bound matching pods (`existing`) plus placed pods of `counted` classes, only on the
+    eligible nodes of each domain. Soft: minimise (max − min) by `weight`.
+    """
+
+    a: int
+    counted: tuple[int, ...]
+    domain_nodes: dict[int, tuple[int, ...]]  # eligible domain -> its eligible nodes
+    existing: dict[int, int]
+    max_skew: int
+    min_domains: int = 1
+    weight: int | None = None
+
+
+@dataclass(slots=True)
+class Problem:
+    resources: tuple[str, ...]
+    free: list[tuple[int, ...]]  # per node: capacity left after bound pods
+    partitions: list[list[int]] = field(default_factory=list)  # per partition: domain of each node
+    classes: list[PodClass] = field(default_factory=list)
+    gangs: list[Gang] = field(default_factory=list)
+    separations: list[Separation] = field(default_factory=list)
+    colocations: list[Colocation] = field(default_factory=list)
+    spreads: list[Spread] = field(default_factory=list)
+    exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
+
+    def has_soft_terms(self) -> bool:
+        return (
+            any(any(c.scores) for c in self.classes)
+            or any(s.weight is not None for s in self.separations)
+            or any(s.weight is not None for s in self.colocations)
+            or any(s.weight is not None for s in self.spreads)
+        )
+
+    def upper_bound(self) -> int:
+        """Tier-1 value if every pod that has a candidate node were placed."""
+        return sum(c.weight * c.count for c in self.classes if c.candidates)
+
+
+@dataclass(slots=True)
+class Solution:
+    placed: dict[tuple[int, int], int]  # (class, node) -> pods
+    status: str  # OPTIMAL, FEASIBLE, GREEDY
+    placed_value: int
+    soft_value: int = 0
+    bound: int | None = None  # proven tier-1 bound
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def class_counts(self) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for (c, _), k in self.placed.items():
+            out[c] = out.get(c, 0) + k
+        return out
+
+    @property
+    def gap(self) -> float:
+        if self.bound is None or self.bound == 0:
+            return 0.0
+        return max(0.0, (self.bound - self.placed_value) / self.bound)
