@@ -1,0 +1,70 @@
+"""Hypothesis strategies: random small clusters and pending batches as real manifests."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from kube import anti, expr, node, node_affinity, pod, podgroup, spread, term
+
+ZONE = "topology.kubernetes.io/zone"
+APPS = ["web", "db", "cache"]
+
+
+@st.composite
+def nodes(draw, max_nodes: int = 5) -> list[dict]:
+    out = []
+    for i in range(draw(st.integers(1, max_nodes))):
+        labels = {ZONE: draw(st.sampled_from("ab"))}
+        if draw(st.booleans()):
+            labels["disk"] = draw(st.sampled_from(["ssd", "hdd"]))
+        taints = None
+        if draw(st.integers(0, 4)) == 0:
+            taints = [{"key": "dedicated", "value": draw(st.sampled_from(["gpu", "infra"])),
+                       "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))}]
+        out.append(node(f"n{i}", cpu=str(draw(st.integers(1, 4))), pods=draw(st.integers(2, 6)), labels=labels,
+                        taints=taints, unschedulable=draw(st.integers(0, 6)) == 0))
+    return out
+
+
+@st.composite
+def pending_pod(draw, name: str, gangs: list[str]) -> dict:
+    app = draw(st.sampled_from(APPS))
+    labels = {"app": app}
+    kw: dict = {}
+    if gangs and draw(st.integers(0, 3)) == 0:
+        labels["scheduling.x-k8s.io/pod-group"] = draw(st.sampled_from(gangs))
+    aff: dict = {}
+    choice = draw(st.integers(0, 9))
+    if choice == 0:
+        kw["nodeSelector"] = {"disk": draw(st.sampled_from(["ssd", "hdd"]))}
+    elif choice == 1:
+        aff.update(node_affinity([expr(ZONE, draw(st.sampled_from(["In", "NotIn"])), "a")]))
+    if draw(st.integers(0, 2)) == 0:
+        aff.update(anti(term({"app": draw(st.sampled_from(APPS))}, draw(st.sampled_from([ZONE, "kubernetes.io/hostname"])))))
+    if aff:
+        kw["affinity"] = aff
+    if draw(st.integers(0, 4)) == 0:
+        kw["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    if draw(st.integers(0, 4)) == 0:
+        kw["topologySpreadConstraints"] = [spread({"app": app}, hard=draw(st.booleans()))]
+    if draw(st.integers(0, 5)) == 0:
+        kw["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    cpu = draw(st.sampled_from(["500m", "1", "1500m", "2"]))
+    return pod(name, cpu=cpu, labels=labels, priority=draw(st.sampled_from([0, 0, 100])), **kw)
+
+
+@st.composite
+def clusters(draw, max_nodes: int = 5, max_pods: int = 8) -> list[dict]:
+    docs = draw(nodes(max_nodes))
+    gangs = [g for g in ("g1", "g2") if draw(st.booleans())]
+    docs += [podgroup(g, draw(st.integers(1, 3))) for g in gangs]
+    n_nodes = sum(1 for d in docs if d["kind"] == "Node")
+    for i in range(draw(st.integers(0, 2))):  # a few bound pods
+        host = f"n{draw(st.integers(0, n_nodes - 1))}"
+        bound_kw = {}
+        if draw(st.booleans()):
+            bound_kw["affinity"] = anti(term({"app": draw(st.sampled_from(APPS))}, ZONE))
+        docs.append(pod(f"bound{i}", cpu="500m", labels={"app": draw(st.sampled_from(APPS))}, node_name=host, **bound_kw))
+    for i in range(draw(st.integers(1, max_pods))):
+        docs.append(draw(pending_pod(f"p{i}", gangs)))
+    return docs
