@@ -75,7 +75,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str
     dynamic = _batch_rules(info)
     if dynamic:
         reasons.append("batch constraints also limit where it fits: " + "; ".join(dynamic))
-    extra = Counter({"node(s) fit this pod alone but not the batch's plan": len(cls.candidates)})
+    extra = Counter({"node(s) passed the filters but had no room left in this batch's plan": len(cls.candidates)})
     return [filter_summary(compiled, c, extra)] + reasons
 
 

@@ -277,6 +277,8 @@ def _resources(value: Any, what: str) -> dict[str, int]:
             out[str(name)] = to_milli(qty) if name == "cpu" else to_int(qty)
         except QuantityError as exc:
             raise ValueError(f"{what}.{name}: {exc}") from None
+        if out[str(name)] < 0:
+            raise ValueError(f"{what}.{name}: quantity {qty!r} must not be negative")
     return out
 
 

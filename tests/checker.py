@@ -419,7 +419,7 @@ class Cluster:
                 dead = frozenset(p for p, s in st.items() if s == "no" and p not in final_ok)
                 if dead:  # can neither be satisfied later nor start a series
                     res, st = dead, {}
-                for p in sorted(st):
+                for p in sorted(st, key=lambda p: (p in final_ok, p)):  # forced starters first
                     if st[p] != "no":
                         sub = solve(rem - {p})
                         if len(sub) < len(res):
@@ -429,7 +429,25 @@ class Cluster:
             memo[start] = res
             return res
 
-        stuck = solve(todo)
+        # pods only interact with pods matching one of their terms: solve per component
+        parent = {p: p for p in todo}
+
+        def root(p):
+            while parent[p] != p:
+                p = parent[p]
+            return p
+
+        for p in todo:
+            for q in todo:
+                if p != q and any(t.matches(self.pods[q]) for t in self.pods[p].aff_terms):
+                    parent[root(p)] = root(q)
+        comps: dict = {}
+        for p in todo:
+            comps.setdefault(root(p), set()).add(p)
+        stuck = set()
+        for comp in comps.values():
+            if any(self.pods[p].aff_terms for p in comp):
+                stuck |= solve(frozenset(comp))
         return [f"{p}: required pod affinity cannot be satisfied (no valid placement order)"
                 for p in sorted(stuck)]
 

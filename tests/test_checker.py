@@ -1,13 +1,14 @@
 """Tests for the independent checker/oracle (they do not exercise ``engine``)."""
 import itertools
+import random
 
 import pytest
 
 try:
-    from .checker import check_plan
+    from .checker import Cluster, check_plan
     from .oracle import best_placed, best_plan, placed_vector
 except ImportError:
-    from checker import check_plan
+    from checker import Cluster, check_plan
     from oracle import best_placed, best_plan, placed_vector
 
 SCHED = "policy-scheduler"
@@ -447,8 +448,8 @@ def test_oracle_respects_affinity_and_anti_affinity():
             for i in range(3)]
     assert best_placed(_zones()[:3] + anti) == (2,)
     assert best_placed(_zones() + anti) == (3,)  # x1 has no zone label: unconstrained
-    aff = [pod(f"f{i}", labels={"app": "f"}, affinity=affinity("podAffinity", {"matchLabels": {"app": "f"}}, "zone"),
-               topologySpreadConstraints=[]) for i in range(3)]
+    aff = [pod(f"f{i}", labels={"app": "f"}, affinity=affinity("podAffinity", {"matchLabels": {"app": "f"}}, "zone"))
+           for i in range(3)]
     assert best_placed(_zones() + aff) == (3,)
 
 
@@ -468,3 +469,66 @@ def test_oracle_matches_python_constraint_on_resources():
     # and every constraint solution is accepted by the checker
     for s in itertools.islice(prob.getSolutions(), 50):
         assert check_plan(docs, {f"default/{k}": v for k, v in s.items() if v != "-"}) == []
+
+
+def _sequential_affinity_ok(c, placed, order):
+    """Simulate kube-scheduler's InterPodAffinity filter for pods bound in ``order``."""
+    present = dict(c.bound)
+    for p in order:
+        terms, labels = c.pods[p].aff_terms, c.nodes[placed[p]].labels
+        if terms:
+            if any(t.topology_key not in labels for t in terms):
+                return False
+            counts = set()
+            for q, qn in present.items():
+                if all(t.matches(c.pods[q]) for t in terms):
+                    counts |= {(t.topology_key, c.nodes[qn].labels[t.topology_key])
+                               for t in terms if t.topology_key in c.nodes[qn].labels}
+            if not all((t.topology_key, labels[t.topology_key]) in counts for t in terms):
+                if counts or not all(t.matches(c.pods[p]) for t in terms):
+                    return False
+        present[p] = placed[p]
+    return True
+
+
+def test_affinity_order_search_matches_sequential_simulation():
+    rnd = random.Random(7)
+    for _ in range(400):
+        nodes = [node(f"n{i}", cpu="64", labels={"zone": rnd.choice("ab"),
+                                                  **({"rack": rnd.choice("rs")} if rnd.random() < .6 else {})})
+                 for i in range(3)]
+        pods = []
+        for j in range(rnd.randint(1, 5)):
+            terms = [{"topologyKey": rnd.choice(["zone", "rack"]),
+                      "labelSelector": {"matchLabels": {rnd.choice(["app", "tier"]): rnd.choice("xy")}}}
+                     for _ in range(rnd.choice([0, 0, 1, 1, 2]))]
+            spec = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}}
+            pods.append(pod(f"p{j}", labels={"app": rnd.choice("xy"), "tier": rnd.choice("xy")},
+                            node_name=f"n{rnd.randrange(3)}" if rnd.random() < .2 else None, **spec))
+        docs = nodes + pods
+        c = Cluster(docs)
+        placed = {k: f"n{rnd.randrange(3)}" for k in c.pending}
+        want = any(_sequential_affinity_ok(c, placed, o) for o in itertools.permutations(placed))
+        assert (check_plan(docs, placed) == []) == want, (docs, placed)
+
+
+def test_oracle_pruning_matches_naive_enumeration():
+    rnd = random.Random(1)
+    for _ in range(25):
+        nodes = [node(f"n{i}", cpu=rnd.choice(["1", "2"]), labels={"zone": rnd.choice("ab")})
+                 for i in range(rnd.randint(1, 3))]
+        pods = []
+        for j in range(rnd.randint(1, 4)):
+            kind = rnd.choice(["anti", "aff", "spread", None, None])
+            sel = {"matchLabels": {"app": "x"}}
+            kw = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "labelSelector": sel,
+                                                 "whenUnsatisfiable": "DoNotSchedule"}]} if kind == "spread" else \
+                {"affinity": affinity("podAntiAffinity" if kind == "anti" else "podAffinity", sel, "zone")} if kind else {}
+            pods.append(pod(f"p{j}", cpu=rnd.choice(["300m", "600m", "1"]), labels={"app": rnd.choice("xy")},
+                            priority=rnd.choice([0, 5]), **kw))
+        docs = nodes + pods
+        names = [n["metadata"]["name"] for n in nodes] + [None]
+        keys = [f"default/p{j}" for j in range(len(pods))]
+        plans = ({k: n for k, n in zip(keys, combo) if n} for combo in itertools.product(names, repeat=len(keys)))
+        naive = max(placed_vector(docs, p) for p in plans if check_plan(docs, p) == [])
+        assert best_placed(docs) == naive

@@ -1,0 +1,121 @@
+"""The command line, run as a real process: the dry-run contract, explain, exit codes, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from checker import check_plan
+from engine.cli import demo_path
+from kube import node, pod, podgroup
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def snapshot(tmp_path, *docs) -> str:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(docs)}))
+    return str(path)
+
+
+def test_demo_dry_run_json_contract():
+    out = cli("dry-run", "-o", "json", "--time-limit", "5")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    docs = yaml.safe_load(open(demo_path()))["items"]
+    pending = {f"{d['metadata']['namespace']}/{d['metadata']['name']}" for d in docs
+               if d["kind"] == "Pod" and not d["spec"].get("nodeName")
+               and d["spec"].get("schedulerName") == "policy-scheduler"}
+    assert set(plan["assignments"]) | set(plan["unschedulable"]) == pending
+    assert not set(plan["assignments"]) & set(plan["unschedulable"])
+    assert all(isinstance(r, list) and r for r in plan["unschedulable"].values())
+    assert plan["unschedulable"], "the demo shows at least one explanation"
+    assert {"pods", "nodes", "status", "seconds"} <= set(plan["stats"])
+    assert plan["stats"]["status"] in ("OPTIMAL", "FEASIBLE")
+    assert check_plan(docs, plan["assignments"]) == []
+
+
+def test_demo_table_is_the_default_output():
+    out = cli("dry-run")
+    assert out.returncode == 0, out.stderr
+    assert "Placements" in out.stdout and "Unschedulable" in out.stdout and "Node utilisation" in out.stdout
+    assert "status" in out.stdout
+
+
+def test_yaml_output_and_stdin(tmp_path):
+    text = yaml.safe_dump_all([node("a"), pod("p")])
+    out = cli("dry-run", "--cluster", "-", "-o", "yaml", stdin=text)
+    assert out.returncode == 0, out.stderr
+    assert yaml.safe_load(out.stdout)["assignments"] == {"default/p": "a"}
+
+
+def test_scheduler_name_flag(tmp_path):
+    path = snapshot(tmp_path, node("a"), pod("p", scheduler="other"))
+    out = json.loads(cli("dry-run", "--cluster", path, "-o", "json", "--scheduler-name", "other").stdout)
+    assert out["assignments"] == {"default/p": "a"}
+
+
+def test_unschedulable_pods_still_exit_zero(tmp_path):
+    path = snapshot(tmp_path, node("a", cpu="1"), pod("big", cpu="8"))
+    out = cli("dry-run", "--cluster", path, "-o", "json")
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["unschedulable"]["default/big"] == ["0/1 nodes are available: 1 Insufficient cpu."]
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (None, "cannot read file"),
+        ("kind: Node\nmetadata: {name: [x\n", "invalid YAML"),
+        (yaml.safe_dump(pod("p", cpu="12XYZ")), "Pod default/p"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, content, message):
+    path = tmp_path / "bad.yaml"
+    if content is not None:
+        path.write_text(content)
+    out = cli("dry-run", "--cluster", str(path))
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and str(path) in lines[0]
+
+
+def test_bad_flag_is_a_usage_error():
+    out = cli("dry-run", "-o", "xml")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_help():
+    out = cli("--help")
+    assert out.returncode == 0 and "dry-run" in out.stdout and "explain" in out.stdout
+    out = cli("dry-run", "--help")
+    assert "--time-limit" in out.stdout and "--scheduler-name" in out.stdout
+
+
+def test_explain_shows_each_node_and_the_reason(tmp_path):
+    gpu_taint = [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
+    path = snapshot(tmp_path, node("small", cpu="1"), node("gpu", cpu="16", taints=gpu_taint),
+                    node("cordoned", cpu="16", unschedulable=True), pod("p", cpu="4"))
+    out = cli("explain", "--cluster", path, "default/p")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split("│")[1].strip(): line for line in out.stdout.splitlines() if line.count("│") >= 3}
+    assert "Insufficient cpu" in rows["small"]
+    assert "untolerated taint {gpu: true}" in rows["gpu"]
+    assert "unschedulable" in rows["cordoned"]
+    assert "0/3 nodes are available" in out.stdout
+
+
+def test_explain_placed_pod_and_unknown_pod(tmp_path):
+    path = snapshot(tmp_path, node("a"), pod("p"), podgroup("g", 1))
+    out = cli("explain", "--cluster", path, "p")
+    assert out.returncode == 0 and "placed on a" in out.stdout
+    out = cli("explain", "--cluster", path, "nope")
+    assert out.returncode == 2 and "no pending pod 'nope'" in out.stderr
