@@ -136,27 +136,27 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
         any(isinstance(c, PodProximity) and not c.anti and c.weight is None for c in rules) for _, rules in grouped
     ]
 
+    carriers: dict[PodAffinityTerm, list[int]] = defaultdict(list)
+    for a, (_, rules) in enumerate(grouped):
+        for c in rules:
+            if isinstance(c, PodProximity) and not c.anti and c.weight is None and a not in carriers[c.term]:
+                carriers[c.term].append(a)
+
     def matching(term: PodAffinityTerm) -> list[int]:
         return [j for j, s in enumerate(samples) if term.matches(s)]
 
-    def supporters(a: int, term: PodAffinityTerm) -> list[int]:
-        # classes that carry required affinity themselves are left out: mutual support could be circular
-        return [j for j in matching(term) if j != a and not has_hard_affinity[j]]
+    def supporters(term: PodAffinityTerm) -> list[int]:
+        return matching(term)
 
-    def seed_allowed(a: int) -> bool:
-        """Upstream: the first pod of a self-affine series may start anywhere when nothing matches yet."""
-        terms = [c.term for c in grouped[a][1] if isinstance(c, PodProximity) and not c.anti and c.weight is None]
-        if not all(t.matches(samples[a]) for t in terms):
-            return False
-        if any(bound.domains_with(t) for t in terms):
-            return False
-        return all(matching(t) == [a] for t in terms)
+    def seeders(term: PodAffinityTerm) -> list[int]:
+        """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
+        if bound.domains_with(term):
+            return []
+        return [j for j in matching(term) if j in carriers[term]]
 
     classes: list[ClassInfo] = []
     for a, (pods, rules) in enumerate(grouped):
-        facts = ClassFacts.of(
-            pods[0], rules, bound, lambda t, a=a: bool(supporters(a, t)) or seed_allowed(a)
-        )
+        facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(supporters(t)) - {a} or seeders(t)))
         rejected: dict[int, tuple[str, list[str]]] = {}
         for i in range(len(nodes)):
             why = rejection(facts, i, bound)
@@ -191,10 +191,19 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for g, gi in enumerate(gangs):
         problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound)))
 
+    for term, members in carriers.items():
+        sup, seed = supporters(term), seeders(term)
+        if not (set(sup) - set(members[:1])) and len(members) == 1 and not seed:
+            continue  # the static filter already confined the carrier to domains with bound support
+        p = partitions.of(term.topology_key)
+        values = partitions.values[p]
+        supported = frozenset(values[v] for v in bound.domains_with(term) if v in values)
+        chained = frozenset(j for j in sup if has_hard_affinity[j])
+        problem.colocations.append(Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained))
     for a, info in enumerate(classes):
         for c in info.constraints:
-            if isinstance(c, PodProximity):
-                _proximity(problem, partitions, bound, a, c, matching, supporters, seed_allowed)
+            if isinstance(c, PodProximity) and (c.anti or c.weight is not None):
+                _proximity(problem, partitions, a, c, matching, supporters)
             elif isinstance(c, SpreadRule):
                 _spread(problem, partitions, a, info, c, classes, cluster, bound)
     _exclusive_ports(problem, classes)
@@ -249,7 +258,8 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
     return tuple(scores)
 
 
-def _proximity(problem, partitions, bound, a, c: PodProximity, matching, supporters, seed_allowed) -> None:
+def _proximity(problem, partitions, a, c: PodProximity, matching, supporters) -> None:
+    """Anti-affinity (hard or soft) and soft affinity between classes; hard affinity is per term above."""
     p = partitions.of(c.term.topology_key)
     if c.anti:
         others = tuple(matching(c.term))
@@ -263,17 +273,9 @@ def _proximity(problem, partitions, bound, a, c: PodProximity, matching, support
                 return
         problem.separations.append(Separation(p, a, others, c.weight))
     else:
-        sup = tuple(supporters(a, c.term))
-        if c.weight is not None:
-            if sup:
-                problem.colocations.append(Colocation(p, a, sup, frozenset(), False, c.weight))
-            return
-        seed = seed_allowed(a)
-        if not sup and not seed:
-            return  # the static filter already confined the class to domains with bound support
-        values = partitions.values[p]
-        supported = frozenset(values[v] for v in bound.domains_with(c.term) if v in values)
-        problem.colocations.append(Colocation(p, a, sup, supported, seed, None))
+        sup = tuple(j for j in supporters(c.term) if j != a)
+        if sup:
+            problem.colocations.append(Colocation(p, (a,), sup, weight=c.weight))
 
 
 def _spread(problem, partitions, a, info: ClassInfo, c: SpreadRule, classes, cluster, bound: BoundState) -> None:

@@ -159,7 +159,12 @@ def _parse(s: str) -> Fraction:
     if n == 0:
         return Fraction(0)
     if base == 10:
+        # The power of ten, with upstream's int32 arithmetic: the int64 fast path (at most 18
+        # significant digits, scale >= nano) uses exponent - len(denom); the inf.Dec slow path
+        # negates the exponent into an inf.Scale first. They differ only near the int32 limits.
         scale = _wrap_int32(exponent - len(denom))
+        if scale < -9 or len(num.lstrip("0") or "0") + len(denom) > 18:
+            scale = -_wrap_int32(len(denom) + _wrap_int32(-exponent))
         if scale > MAX_DECIMAL_EXPONENT - len(num.lstrip("0")):
             raise QuantityError(s, f"value too large (beyond 1e{MAX_DECIMAL_EXPONENT})", "range")
         if scale >= 0:

@@ -3,3 +3,13 @@ from pathlib import Path
 
 # tests import their helpers (kube.py, checker.py, oracle.py) as top-level modules
 sys.path.insert(0, str(Path(__file__).parent))
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+# `HYPOTHESIS_PROFILE=deep python -m pytest tests/test_optimality.py` searches far harder than CI does
+settings.register_profile("deep", max_examples=3000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kube import anti, expr, node, node_affinity, pod, podgroup, spread, term
+from kube import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 APPS = ["web", "db", "cache"]
@@ -39,6 +39,8 @@ def pending_pod(draw, name: str, gangs: list[str]) -> dict:
         kw["nodeSelector"] = {"disk": draw(st.sampled_from(["ssd", "hdd"]))}
     elif choice == 1:
         aff.update(node_affinity([expr(ZONE, draw(st.sampled_from(["In", "NotIn"])), "a")]))
+    if draw(st.integers(0, 5)) == 0:
+        aff.update(affinity(term({"app": draw(st.sampled_from(APPS))}, draw(st.sampled_from([ZONE, "kubernetes.io/hostname"])))))
     if draw(st.integers(0, 2)) == 0:
         aff.update(anti(term({"app": draw(st.sampled_from(APPS))}, draw(st.sampled_from([ZONE, "kubernetes.io/hostname"])))))
     if aff:

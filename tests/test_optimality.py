@@ -72,7 +72,7 @@ def test_spread_with_tight_capacity():
     assert len(plan.assignments) == 3
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(clusters(max_nodes=5, max_pods=8))
 def test_every_plan_satisfies_every_hard_constraint(docs):
     plan = run(docs, time_limit=2.0)
@@ -82,7 +82,7 @@ def test_every_plan_satisfies_every_hard_constraint(docs):
     assert all(plan.unschedulable.values())
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(clusters(max_nodes=3, max_pods=5))
 def test_small_plans_are_optimal(docs):
     plan = run(docs, time_limit=5.0)

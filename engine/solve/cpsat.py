@@ -27,7 +27,9 @@ class ClassModel:
         self.y: dict[tuple[int, int], cp_model.IntVar] = {}
         self.ub: dict[int, int] = {}
         self.placed: list[cp_model.LinearExpr] = []
-        self._presence: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        self._presence: dict[tuple[int, int, int], cp_model.IntVar | int] = {}
+        self._by_domain: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
+        self._rank: dict[int, cp_model.IntVar] = {}
         self.soft_terms: list = []
         self._build()
 
@@ -40,12 +42,23 @@ class ClassModel:
                 ub = min(ub, f // d)
         return ub
 
+    def in_domain(self, partition: int, c: int) -> dict[int, list[cp_model.IntVar]]:
+        """Domain -> the y variables of class c on that domain's nodes (built once per partition and class)."""
+        key = (partition, c)
+        if key not in self._by_domain:
+            part = self.p.partitions[partition]
+            out: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+            for n in self.p.classes[c].candidates:
+                if (c, n) in self.y and part[n] != NO_DOMAIN:
+                    out[part[n]].append(self.y[(c, n)])
+            self._by_domain[key] = out
+        return self._by_domain[key]
+
     def presence(self, partition: int, c: int, d: int) -> cp_model.IntVar | int:
         """A boolean equal to 'class c has a pod in domain d of the partition' (0 if it cannot)."""
         key = (partition, c, d)
         if key not in self._presence:
-            part = self.p.partitions[partition]
-            ys = [self.y[(c, n)] for n in self.p.classes[c].candidates if part[n] == d and (c, n) in self.y]
+            ys = self.in_domain(partition, c).get(d)
             if not ys:
                 self._presence[key] = 0
             else:
@@ -57,8 +70,7 @@ class ClassModel:
         return self._presence[key]
 
     def _domains_of(self, partition: int, c: int) -> set[int]:
-        part = self.p.partitions[partition]
-        return {part[n] for n in self.p.classes[c].candidates if (c, n) in self.y} - {NO_DOMAIN}
+        return set(self.in_domain(partition, c))
 
     # -- constraints ---------------------------------------------------------------------------
     def _build(self) -> None:
@@ -115,8 +127,7 @@ class ClassModel:
             if isinstance(a_in, int):
                 continue
             if self_too:
-                part = self.p.partitions[s.partition]
-                ys = [self.y[(s.a, n)] for n in self.p.classes[s.a].candidates if part[n] == d and (s.a, n) in self.y]
+                ys = self.in_domain(s.partition, s.a)[d]
                 if s.weight is None:
                     if len(ys) > 1 or self.ub[ys[0].index] > 1:
                         m.add(sum(ys) <= 1)
@@ -136,19 +147,30 @@ class ClassModel:
                     m.add(both >= a_in + x - 1)
                 self.soft_terms.append(-s.weight * both)
 
+    def rank(self, c: int) -> cp_model.IntVar:
+        """Class c's position in an order in which every supported pod comes after its support.
+
+        One rank per class (not per domain) also rules out cycles across topology keys (a follows b
+        per zone while b follows a per node), at the price of forbidding opposite orders in two domains.
+        """
+        if c not in self._rank:
+            self._rank[c] = self.m.new_int_var(1, len(self.p.classes), f"rank_{c}")
+        return self._rank[c]
+
     def _colocation(self, s) -> None:
         m = self.m
+        domains = set().union(*(self._domains_of(s.partition, a) for a in s.carriers))
         seeds = []
-        for d in self._domains_of(s.partition, s.a):
-            a_in = self.presence(s.partition, s.a, d)
-            if isinstance(a_in, int):
-                continue
-            support = [x for x in (self.presence(s.partition, o, d) for o in s.supporters if o != s.a)
-                       if not isinstance(x, int)]
+        for d in domains:
             if s.weight is not None:
+                a_in = self.presence(s.partition, s.carriers[0], d)
+                if isinstance(a_in, int):
+                    continue
                 if d in s.supported:
                     self.soft_terms.append(s.weight * a_in)
-                elif support:
+                    continue
+                support = [x for x in (self.presence(s.partition, o, d) for o in s.supporters) if not isinstance(x, int)]
+                if support:
                     bonus = m.new_bool_var("together")
                     m.add(bonus <= a_in)
                     m.add(bonus <= sum(support))
@@ -156,11 +178,31 @@ class ClassModel:
                 continue
             if d in s.supported:
                 continue
-            if s.seed:
+            seed = None
+            seeded = [x for x in (self.presence(s.partition, o, d) for o in s.seeders) if not isinstance(x, int)]
+            if seeded:
                 seed = m.new_bool_var("seed")
+                m.add(seed <= sum(seeded))
                 seeds.append(seed)
-                support.append(seed)
-            m.add(a_in <= sum(support)) if support else m.add(a_in == 0)
+            for a in s.carriers:
+                a_in = self.presence(s.partition, a, d)
+                if isinstance(a_in, int):
+                    continue
+                options = []
+                for o in s.supporters:
+                    x = self.presence(s.partition, o, d) if o != a else 0
+                    if isinstance(x, int):
+                        continue
+                    if o in s.chained:
+                        earlier = m.new_bool_var("earlier")
+                        m.add(earlier <= x)
+                        m.add(self.rank(o) < self.rank(a)).only_enforce_if(earlier)
+                        options.append(earlier)
+                    else:
+                        options.append(x)
+                if seed is not None and a in s.seeders:
+                    options.append(seed)
+                m.add(a_in <= sum(options)) if options else m.add(a_in == 0)
         if seeds:
             m.add(sum(seeds) <= 1)
 

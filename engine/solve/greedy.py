@@ -40,7 +40,8 @@ class GreedyState:
         self.coloc_of: dict[int, list] = defaultdict(list)
         for i, s in enumerate(p.colocations):
             if s.weight is None:
-                self.coloc_of[s.a].append((i, s))
+                for c in s.carriers:
+                    self.coloc_of[c].append((i, s))
         self.spread_of: dict[int, list[int]] = defaultdict(list)
         for i, s in enumerate(p.spreads):
             if s.weight is None:
@@ -81,12 +82,10 @@ class GreedyState:
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
                 return True
-            if d in s.supported or self._domain_has(s.partition, s.supporters, d, skip=c):
+            if self._supported(s, d) or self.seed_domain.get(i) == d:
                 continue
-            if self.in_domain[(s.partition, c)].get(d, 0) > 0 and self.seed_domain.get(i) == d:
-                continue
-            if s.seed and i not in self.seed_domain and not self._any_support(s, c):
-                continue
+            if c in s.seeders and i not in self.seed_domain:
+                continue  # this pod opens the series' one seed domain
             return True
         for i in self.spread_of.get(c, ()):
             s = self.p.spreads[i]
@@ -116,12 +115,16 @@ class GreedyState:
             return 0
         return min(v + (1 if d == bumped else 0) for d, v in counts.items())
 
-    def _any_support(self, s, c: int) -> bool:
-        """True once any pod the colocation's selector matches has been placed anywhere."""
-        return any(any(v > 0 for v in self.in_domain[(s.partition, o)].values()) for o in s.supporters if o != c)
+    def _supported(self, s, d: int) -> bool:
+        """Pods are placed one at a time here, so any supporter already in the domain counts (as upstream)."""
+        return d in s.supported or self._domain_has(s.partition, s.supporters, d)
 
     def place(self, c: int, n: int) -> None:
         cls = self.p.classes[c]
+        for i, s in self.coloc_of.get(c, ()):  # before counting this pod: it cannot support itself
+            d = self.p.partitions[s.partition][n]
+            if not self._supported(s, d) and i not in self.seed_domain:
+                self.seed_domain[i] = d
         free = self.free[n]
         for r, d in enumerate(cls.demand):
             free[r] -= d
@@ -132,11 +135,6 @@ class GreedyState:
                 self.in_domain[(part_index, c)][d] += 1
         for g in self.excl_of.get(c, ()):
             self.exclusive_used[g].add(n)
-        for i, s in self.coloc_of.get(c, ()):
-            d = self.p.partitions[s.partition][n]
-            supported = d in s.supported or self._domain_has(s.partition, s.supporters, d, skip=c)
-            if not supported and i not in self.seed_domain:
-                self.seed_domain[i] = d
         for i in self.spread_of.get(c, ()):
             d = self.spread_node_domain[i].get(n)
             if d is not None and c in self.p.spreads[i].counted:
@@ -158,7 +156,7 @@ class GreedyState:
                 self.exclusive_used[g].discard(n)
             for i, s in self.coloc_of.get(c, ()):
                 d = self.p.partitions[s.partition][n]
-                if self.seed_domain.get(i) == d and self.in_domain[(s.partition, c)][d] == 0:
+                if self.seed_domain.get(i) == d and not self._domain_has(s.partition, s.seeders, d):
                     del self.seed_domain[i]
             for i in self.spread_of.get(c, ()):
                 d = self.spread_node_domain[i].get(n)

@@ -44,17 +44,23 @@ class Separation:
 
 @dataclass(slots=True)
 class Colocation:
-    """Every domain hosting `a` also hosts a supporter (or is `supported` already by bound pods).
+    """Every domain hosting a pod of `carriers` also hosts a pod of `supporters` (or is `supported`
+    already by bound pods).
 
-    With `seed`, one domain may go unsupported: upstream lets the first pod of a self-affine series
-    start anywhere when no pod matches yet. Soft: a bonus of `weight` per supported domain hosting `a`.
+    Upstream checks affinity one pod at a time, so support must be realisable in some order: a supporter
+    that is itself `chained` (carries required affinity) must come earlier, which the model expresses with
+    ranks. `seeders` are the carriers the rule's own selector matches: upstream
+    lets the first pod of such a series start anywhere while nothing matches yet, so one domain, shared by
+    all carriers, may be opened by a seeder instead. Soft (one carrier): a bonus of `weight` per domain
+    hosting it that also hosts a supporter.
     """
 
     partition: int
-    a: int
+    carriers: tuple[int, ...]
     supporters: tuple[int, ...]
     supported: frozenset[int] = frozenset()
-    seed: bool = False
+    seeders: tuple[int, ...] = ()
+    chained: frozenset[int] = frozenset()
     weight: int | None = None
 
 
