@@ -191,6 +191,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for g, gi in enumerate(gangs):
         problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound)))
 
+    seed_groups = _seed_groups({t: matching(t) for t in carriers if seeders(t)})
     for term, members in carriers.items():
         sup, seed = supporters(term), seeders(term)
         if not (set(sup) - set(members[:1])) and len(members) == 1 and not seed:
@@ -199,7 +200,9 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
         values = partitions.values[p]
         supported = frozenset(values[v] for v in bound.domains_with(term) if v in values)
         chained = frozenset(j for j in sup if has_hard_affinity[j])
-        problem.colocations.append(Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained))
+        problem.colocations.append(
+            Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained, seed_group=seed_groups.get(term, -1))
+        )
     for a, info in enumerate(classes):
         for c in info.constraints:
             if isinstance(c, PodProximity) and (c.anti or c.weight is not None):
@@ -212,6 +215,27 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for rank, a in enumerate(ranked):
         problem.classes[a].rank = rank
     return Compiled(cluster, problem, classes, gangs, bound, notes)
+
+
+def _seed_groups(matched: dict[PodAffinityTerm, list[int]]) -> dict[PodAffinityTerm, int]:
+    """Terms whose selectors match a common class share one seed (union-find over shared classes)."""
+    parent = list(range(len(matched)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[int, int] = {}
+    terms = list(matched)
+    for i, t in enumerate(terms):
+        for c in matched[t]:
+            if c in owner:
+                parent[root(i)] = root(owner[c])
+            else:
+                owner[c] = i
+    return {t: root(i) for i, t in enumerate(terms)}
 
 
 def _rank_key(info: ClassInfo, cls: PodClass, affine: bool) -> tuple:

@@ -11,5 +11,10 @@ from hypothesis import HealthCheck, settings
 # `HYPOTHESIS_PROFILE=deep python -m pytest tests/test_optimality.py` searches far harder than CI does
 settings.register_profile("deep", max_examples=3000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# CI runs the same examples every time (a landing must not depend on luck); local runs explore
+settings.register_profile("ci", derandomize=True, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+if os.environ.get("CI") and not os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile("ci")
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])

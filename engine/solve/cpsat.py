@@ -30,6 +30,7 @@ class ClassModel:
         self._presence: dict[tuple[int, int, int], cp_model.IntVar | int] = {}
         self._by_domain: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
         self._rank: dict[int, cp_model.IntVar] = {}
+        self._seeds: dict[int, list[cp_model.IntVar]] = {}
         self.soft_terms: list = []
         self._build()
 
@@ -111,6 +112,9 @@ class ClassModel:
             self._separation(s)
         for s in p.colocations:
             self._colocation(s)
+        for seeds in self._seeds.values():
+            if len(seeds) > 1:
+                m.add(sum(seeds) <= 1)
         for s in p.spreads:
             self._spread(s)
         for c, cls in enumerate(p.classes):
@@ -160,7 +164,7 @@ class ClassModel:
     def _colocation(self, s) -> None:
         m = self.m
         domains = set().union(*(self._domains_of(s.partition, a) for a in s.carriers))
-        seeds = []
+        seeds = self._seeds.setdefault(s.seed_group, [])
         for d in domains:
             if s.weight is not None:
                 a_in = self.presence(s.partition, s.carriers[0], d)
@@ -203,8 +207,6 @@ class ClassModel:
                 if seed is not None and a in s.seeders:
                     options.append(seed)
                 m.add(a_in <= sum(options)) if options else m.add(a_in == 0)
-        if seeds:
-            m.add(sum(seeds) <= 1)
 
     def _spread(self, s) -> None:
         m = self.m

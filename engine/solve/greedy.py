@@ -22,7 +22,7 @@ class GreedyState:
         # (partition, class) -> domain -> pods
         self.in_domain: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.exclusive_used: list[set[int]] = [set() for _ in problem.exclusive]
-        self.seed_domain: dict[int, int] = {}
+        self.placed_count: dict[int, int] = defaultdict(int)
         self.spread_counts = [dict.fromkeys(s.domain_nodes, 0) | dict(s.existing) for s in problem.spreads]
         self.spread_node_domain = [
             {n: d for d, nodes in s.domain_nodes.items() for n in nodes} for s in problem.spreads
@@ -82,10 +82,10 @@ class GreedyState:
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
                 return True
-            if self._supported(s, d) or self.seed_domain.get(i) == d:
+            if self._supported(s, d):
                 continue
-            if c in s.seeders and i not in self.seed_domain:
-                continue  # this pod opens the series' one seed domain
+            if c in s.seeders and not any(self.placed_count[o] for o in s.supporters):
+                continue  # upstream: the first pod of a self-affine series may start anywhere
             return True
         for i in self.spread_of.get(c, ()):
             s = self.p.spreads[i]
@@ -121,14 +121,11 @@ class GreedyState:
 
     def place(self, c: int, n: int) -> None:
         cls = self.p.classes[c]
-        for i, s in self.coloc_of.get(c, ()):  # before counting this pod: it cannot support itself
-            d = self.p.partitions[s.partition][n]
-            if not self._supported(s, d) and i not in self.seed_domain:
-                self.seed_domain[i] = d
         free = self.free[n]
         for r, d in enumerate(cls.demand):
             free[r] -= d
         self.on_node[(c, n)] += 1
+        self.placed_count[c] += 1
         for part_index, part in enumerate(self.p.partitions):
             d = part[n]
             if d != NO_DOMAIN:
@@ -148,16 +145,13 @@ class GreedyState:
             for r, d in enumerate(cls.demand):
                 self.free[n][r] += d
             self.on_node[(c, n)] -= 1
+            self.placed_count[c] -= 1
             for part_index, part in enumerate(self.p.partitions):
                 d = part[n]
                 if d != NO_DOMAIN:
                     self.in_domain[(part_index, c)][d] -= 1
             for g in self.excl_of.get(c, ()):
                 self.exclusive_used[g].discard(n)
-            for i, s in self.coloc_of.get(c, ()):
-                d = self.p.partitions[s.partition][n]
-                if self.seed_domain.get(i) == d and not self._domain_has(s.partition, s.seeders, d):
-                    del self.seed_domain[i]
             for i in self.spread_of.get(c, ()):
                 d = self.spread_node_domain[i].get(n)
                 if d is not None and c in self.p.spreads[i].counted:

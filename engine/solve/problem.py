@@ -51,7 +51,7 @@ class Colocation:
     that is itself `chained` (carries required affinity) must come earlier, which the model expresses with
     ranks. `seeders` are the carriers the rule's own selector matches: upstream
     lets the first pod of such a series start anywhere while nothing matches yet, so one domain, shared by
-    all carriers, may be opened by a seeder instead. Soft (one carrier): a bonus of `weight` per domain
+    all carriers (and by every rule in the same `seed_group`), may be opened by a seeder instead. Soft (one carrier): a bonus of `weight` per domain
     hosting it that also hosts a supporter.
     """
 
@@ -62,6 +62,7 @@ class Colocation:
     seeders: tuple[int, ...] = ()
     chained: frozenset[int] = frozenset()
     weight: int | None = None
+    seed_group: int = 0  # rules whose selectors overlap share one seed: only the very first pod may seed
 
 
 @dataclass(slots=True)
