@@ -145,9 +145,6 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     def matching(term: PodAffinityTerm) -> list[int]:
         return [j for j, s in enumerate(samples) if term.matches(s)]
 
-    def supporters(term: PodAffinityTerm) -> list[int]:
-        return matching(term)
-
     def seeders(term: PodAffinityTerm) -> list[int]:
         """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
         if bound.domains_with(term):
@@ -156,7 +153,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
 
     classes: list[ClassInfo] = []
     for a, (pods, rules) in enumerate(grouped):
-        facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(supporters(t)) - {a} or seeders(t)))
+        facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(matching(t)) - {a} or seeders(t)))
         rejected: dict[int, tuple[str, list[str]]] = {}
         for i in range(len(nodes)):
             why = rejection(facts, i, bound)
@@ -193,9 +190,9 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
 
     seed_groups = _seed_groups({t: matching(t) for t in carriers if seeders(t)})
     for term, members in carriers.items():
-        sup, seed = supporters(term), seeders(term)
-        if not (set(sup) - set(members[:1])) and len(members) == 1 and not seed:
-            continue  # the static filter already confined the carrier to domains with bound support
+        sup, seed = matching(term), seeders(term)
+        if set(sup) <= set(members) and len(members) == 1 and not seed:
+            continue  # nothing in the batch can help: the static filter confined it to bound support
         p = partitions.of(term.topology_key)
         values = partitions.values[p]
         supported = frozenset(values[v] for v in bound.domains_with(term) if v in values)
@@ -206,7 +203,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for a, info in enumerate(classes):
         for c in info.constraints:
             if isinstance(c, PodProximity) and (c.anti or c.weight is not None):
-                _proximity(problem, partitions, a, c, matching, supporters)
+                _proximity(problem, partitions, a, c, matching)
             elif isinstance(c, SpreadRule):
                 _spread(problem, partitions, a, info, c, classes, cluster, bound)
     _exclusive_ports(problem, classes)
@@ -282,7 +279,7 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
     return tuple(scores)
 
 
-def _proximity(problem, partitions, a, c: PodProximity, matching, supporters) -> None:
+def _proximity(problem, partitions, a, c: PodProximity, matching) -> None:
     """Anti-affinity (hard or soft) and soft affinity between classes; hard affinity is per term above."""
     p = partitions.of(c.term.topology_key)
     if c.anti:
@@ -297,7 +294,7 @@ def _proximity(problem, partitions, a, c: PodProximity, matching, supporters) ->
                 return
         problem.separations.append(Separation(p, a, others, c.weight))
     else:
-        sup = tuple(j for j in supporters(c.term) if j != a)
+        sup = tuple(j for j in matching(c.term) if j != a)
         if sup:
             problem.colocations.append(Colocation(p, (a,), sup, weight=c.weight))
 

@@ -41,6 +41,7 @@ class BoundState:
     ports: list[list[HostPort]]
     pods_on: list[list[Pod]]
     anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
+    _domains: dict[PodAffinityTerm, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
@@ -60,15 +61,17 @@ class BoundState:
     def free(self, i: int, resource: str) -> int:
         return self.nodes[i].allocatable.get(resource, 0) - self.used[i].get(resource, 0)
 
-    def domains_with(self, term: PodAffinityTerm) -> set[str]:
-        """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
-        key = term.topology_key
-        out = set()
-        for i, pods in enumerate(self.pods_on):
-            value = self.nodes[i].labels.get(key)
-            if value is not None and value not in out and any(term.matches(p) for p in pods):
-                out.add(value)
-        return out
+    def domains_with(self, term: PodAffinityTerm) -> frozenset[str]:
+        """Values of term.topology_key over nodes hosting a bound pod that matches the term (cached)."""
+        if term not in self._domains:
+            key = term.topology_key
+            out = set()
+            for i, pods in enumerate(self.pods_on):
+                value = self.nodes[i].labels.get(key)
+                if value is not None and value not in out and any(term.matches(p) for p in pods):
+                    out.add(value)
+            self._domains[term] = frozenset(out)
+        return self._domains[term]
 
 
 @dataclass(slots=True)
@@ -83,7 +86,7 @@ class ClassFacts:
     anti_blocked: dict[str, set[str]]  # topology key -> domains barred by bound pods (either direction)
     anti_own_blocked: dict[str, set[str]]
     affinity_terms: tuple[PodAffinityTerm, ...]
-    affinity_ok: list[set[str] | None]  # per required affinity term: allowed domains (None = any with key)
+    affinity_ok: list[frozenset[str] | None]  # per required affinity term: allowed domains (None = any with key)
     spread_keys: tuple[str, ...]
 
     @classmethod
