@@ -10,9 +10,16 @@ SchedulingPodAntiAffinity, SchedulingNodeAffinity, TopologySpreading):
   100m CPU / 500Mi memory), are owned by a Deployment-style ReplicaSet, use
   ``spec.schedulerName: policy-scheduler`` and live in namespace ``sched-0``.
 
+The ``mixed`` workloads go beyond scheduler_perf to exercise the CP-SAT path:
+16Gi nodes of two instance types, ~25 Deployments of varied sizes whose cpu
+demand exceeds capacity (~115%), soft zone spread, preferred node affinity,
+required hostname anti-affinity, two priorities and three gangs (PodGroups).
+Not every pod fits, so their ``expect_all_placed`` is False.
+
 A snapshot is ONE ``kind: List`` YAML document, the shape printed by
-``kubectl get nodes,pods -A -o yaml``: nodes first, then already-bound pods
-(optional, ``bound=N``), then the pending pods.
+``kubectl get nodes,pods,podgroups -A -o yaml``: nodes first, then
+already-bound pods (optional, ``bound=N``), then the pending pods, then the
+PodGroups (mixed only).
 
 Two ways to produce it:
 
@@ -37,7 +44,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
@@ -59,6 +66,9 @@ SPREAD_MAX_SKEW = 1
 HOSTNAME_KEY = "kubernetes.io/hostname"
 ZONE_KEY = "topology.kubernetes.io/zone"
 REGION_KEY = "topology.kubernetes.io/region"
+INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
 
 # scheduler_perf node-default / pod-default templates
 NODE_CPU, NODE_MEMORY, NODE_PODS = "4", "32Gi", "110"
@@ -67,7 +77,7 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 CREATION_TIMESTAMP = "2024-01-01T00:00:00Z"
 
-KINDS = ("basic", "anti-affinity", "node-affinity", "topology-spread")
+KINDS = ("basic", "anti-affinity", "node-affinity", "topology-spread", "mixed")
 DETAILS = ("minimal", "full")
 
 
@@ -79,6 +89,9 @@ class Workload:
     pods: int                 # pending pods to schedule
     target: float | None      # pods/s end to end, None = no target
     description: str
+    expect_all_placed: bool = True   # False: pods left unplaced are not a failure
+    node_memory: str = NODE_MEMORY
+    gangs: tuple[int, ...] = ()      # mixed: pods per gang (1 cpu each, minMember = size)
 
     @property
     def app(self) -> str:
@@ -109,6 +122,13 @@ _add(Workload("small-node-affinity", "node-affinity", 500, 1000, None,
               "small SchedulingNodeAffinity"))
 _add(Workload("small-topology-spread", "topology-spread", 500, 1000, None,
               "small TopologySpreading"))
+# CP-SAT at scale: cpu demand ~115% of capacity, soft preferences, gangs, priorities
+_add(Workload("mixed", "mixed", 1000, 4000, None,
+              "25 Deployments + 3 gangs, cpu demand ~115%: soft spread, preferred "
+              "node affinity, hostname anti-affinity, 2 priorities, PodGroups",
+              expect_all_placed=False, node_memory="16Gi", gangs=(16, 32, 64)))
+_add(Workload("small-mixed", "mixed", 100, 400, None, "small mixed",
+              expect_all_placed=False, node_memory="16Gi", gangs=(4, 8, 16)))
 
 FULL_WORKLOADS = tuple(n for n in WORKLOADS if not n.startswith("small-"))
 SMALL_WORKLOADS = tuple(n for n in WORKLOADS if n.startswith("small-"))
@@ -170,15 +190,178 @@ def _pod_uid(ns_tag: int, i: int) -> str:
     return f"9b2d7c41-{ns_tag:04x}-4000-b000-{i:012x}"
 
 
-def _rs_uid(app: str) -> str:
-    h = hashlib.sha1(("rs/" + app).encode()).hexdigest()
+def _owner_uid(app: str, owner_kind: str = "ReplicaSet") -> str:
+    tag = "rs/" if owner_kind == "ReplicaSet" else owner_kind.lower() + "/"
+    h = hashlib.sha1((tag + app).encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def _rs_uid(app: str) -> str:
+    return _owner_uid(app, "ReplicaSet")
+
+
+def node_instance_type(w: Workload, i: int) -> str | None:
+    """mixed: 30% m5.xlarge in every zone (3 of every 10 consecutive nodes per zone)."""
+    if w.kind != "mixed":
+        return None
+    return "m5.xlarge" if (i // ZONES) % 10 < 3 else "c5.xlarge"
+
+
+# --------------------------------------------------------------------------- #
+# Pending pod sets (one Deployment / gang each)
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class MixedDeployment:
+    name: str
+    replicas: int                  # at full scale (``mixed``); scaled for small-mixed
+    cpu: str
+    memory: str
+    priority: int = 0
+    spread: bool = False           # ScheduleAnyway maxSkew 1 on zone
+    preferred: tuple[str, int] | None = None   # (instance type, weight)
+    anti: bool = False             # required anti-affinity to own app on hostname
+
+
+HIGH_PRIORITY = 1000
+_M5, _C5 = "m5.xlarge", "c5.xlarge"
+D = MixedDeployment
+# 25 Deployments, 3888 pods, 4494.5 cpu; + gangs 16/32/64 x 1 cpu -> 4000 pods,
+# 4606.5 cpu = 115% of 1000 x 4 cpu. 5 of 25 at priority 1000 (13% of cpu).
+MIXED_DEPLOYMENTS: tuple[MixedDeployment, ...] = (
+    D("api-gateway", 200, "500m", "1Gi", HIGH_PRIORITY, spread=True, preferred=(_M5, 50)),
+    D("checkout", 160, "1", "2Gi", HIGH_PRIORITY, spread=True),
+    D("payments", 120, "1500m", "3Gi", HIGH_PRIORITY, preferred=(_M5, 80)),
+    D("auth", 150, "500m", "512Mi", HIGH_PRIORITY, spread=True),
+    D("ingress-proxy", 200, "250m", "512Mi", HIGH_PRIORITY, anti=True),
+    D("web-frontend", 200, "500m", "1Gi", spread=True, preferred=(_C5, 20)),
+    D("catalog", 240, "1", "2Gi", spread=True),
+    D("search", 200, "2", "4Gi", spread=True, preferred=(_M5, 60)),
+    D("recommendations", 180, "1500m", "3Gi", preferred=(_M5, 40)),
+    D("cart", 160, "500m", "1536Mi", spread=True),
+    D("inventory", 140, "2", "1Gi"),
+    D("orders", 160, "1", "2Gi", spread=True, preferred=(_C5, 30)),
+    D("notifications", 120, "250m", "512Mi"),
+    D("media-transcode", 160, "2", "2Gi", preferred=(_C5, 70)),
+    D("analytics-etl", 160, "2", "4Gi"),
+    D("report-builder", 120, "1500m", "2Gi", spread=True),
+    D("image-resize", 200, "1500m", "1Gi", preferred=(_C5, 10)),
+    D("session-cache", 100, "500m", "4Gi", preferred=(_M5, 30), anti=True),
+    D("metrics-agent", 120, "250m", "768Mi", spread=True),
+    D("log-shipper", 110, "250m", "512Mi"),
+    D("feature-store", 120, "1500m", "4Gi", spread=True, preferred=(_M5, 20)),
+    D("ml-inference", 160, "2", "3Gi", spread=True),
+    D("batch-scoring", 160, "2", "2Gi"),
+    D("graph-api", 100, "1", "2Gi", spread=True, anti=True),
+    D("email-render", 148, "1500m", "1Gi"),
+)
+del D
+GANG_CPU, GANG_MEMORY = "1", "2Gi"
+GANG_NAMES = ("train-a", "train-b", "train-c")
+
+
+@dataclass(frozen=True, eq=False)
+class PodSet:
+    """Identical pending pods of one owner (ReplicaSet of a Deployment, or a gang's Job)."""
+
+    app: str
+    count: int
+    first: int                     # global index of its first pod (uids)
+    extras: dict[str, Any]         # constraint part of the spec
+    cpu: str = POD_CPU
+    memory: str = POD_MEMORY
+    priority: int | None = None    # None: spec.priority not written (minimal detail)
+    owner_kind: str = "ReplicaSet"
+    gang: str | None = None        # PodGroup name (== app) for gangs
+    anti: bool = False
+
+    @property
+    def prefix(self) -> str:
+        """Pod names are prefix + 5-char suffix (generateName)."""
+        if self.owner_kind == "ReplicaSet":
+            return f"{self.app}-{template_hash(self.app)}-"
+        return f"{self.app}-"
+
+    def names(self) -> list[str]:
+        return [self.prefix + _suffix(i) for i in range(self.count)]
+
+
+def _scaled_replicas(w: Workload) -> list[int]:
+    """MIXED_DEPLOYMENTS replicas scaled (largest remainder) to w.pods - gang pods."""
+    total = w.pods - sum(w.gangs)
+    base = [d.replicas for d in MIXED_DEPLOYMENTS]
+    raw = [r * total / sum(base) for r in base]
+    out = [int(x) for x in raw]
+    order = sorted(range(len(raw)), key=lambda k: (out[k] - raw[k], k))
+    for k in order[: total - sum(out)]:
+        out[k] += 1
+    return out
+
+
+def _mixed_extras(d: MixedDeployment) -> dict[str, Any]:
+    sel = {"matchLabels": {"app": d.name}}
+    extras: dict[str, Any] = {}
+    affinity: dict[str, Any] = {}
+    if d.preferred:
+        itype, weight = d.preferred
+        affinity["nodeAffinity"] = {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "preference": {"matchExpressions": [
+                {"key": INSTANCE_TYPE_KEY, "operator": "In", "values": [itype]}]},
+            "weight": weight}]}
+    if d.anti:
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": sel, "topologyKey": HOSTNAME_KEY}]}
+    if affinity:
+        extras["affinity"] = affinity
+    if d.spread:
+        extras["topologySpreadConstraints"] = [{
+            "labelSelector": sel, "maxSkew": 1, "topologyKey": ZONE_KEY,
+            "whenUnsatisfiable": "ScheduleAnyway"}]
+    return extras
+
+
+def pod_sets(w: Workload) -> list[PodSet]:
+    """The pending pods of ``w`` grouped by owner, in file order."""
+    if w.kind != "mixed":
+        return [PodSet(w.app, w.pods, 0, _pod_spec_extras(w))]
+    sets: list[PodSet] = []
+    first = 0
+    for d, n in zip(MIXED_DEPLOYMENTS, _scaled_replicas(w)):
+        if n <= 0:
+            continue
+        sets.append(PodSet(d.name, n, first, _mixed_extras(d), d.cpu, d.memory, d.priority,
+                           anti=d.anti))
+        first += n
+    for name, n in zip(GANG_NAMES, w.gangs):
+        sets.append(PodSet(name, n, first, {}, GANG_CPU, GANG_MEMORY, 0, owner_kind="Job",
+                           gang=name))
+        first += n
+    assert first == w.pods, (first, w.pods)
+    return sets
+
+
+def _pod_group(name: str, size: int) -> dict[str, Any]:
+    return {"apiVersion": POD_GROUP_API, "kind": "PodGroup",
+            "metadata": {"creationTimestamp": CREATION_TIMESTAMP, "name": name,
+                         "namespace": NAMESPACE, "uid": _owner_uid(name, "PodGroup")},
+            "spec": {"minMember": size}}
+
+
+def pod_groups(w: Workload) -> list[dict[str, Any]]:
+    return [_pod_group(ps.app, ps.count) for ps in pod_sets(w) if ps.gang]
 
 
 def pending_pod_keys(w: Workload) -> list[str]:
     """``namespace/name`` of every pending pod, in file order."""
-    prefix = f"{NAMESPACE}/{w.app}-{template_hash(w.app)}-"
-    return [prefix + _suffix(i) for i in range(w.pods)]
+    return [f"{NAMESPACE}/{n}" for ps in pod_sets(w) for n in ps.names()]
+
+
+def demand(w: Workload) -> tuple[float, float]:
+    """Pending cpu and memory requests as fractions of the nodes' allocatable."""
+    cpu = sum(_qty_cpu_milli(ps.cpu) * ps.count for ps in pod_sets(w))
+    mem = sum(_qty_bytes(ps.memory) * ps.count for ps in pod_sets(w))
+    return (cpu / (_qty_cpu_milli(NODE_CPU) * w.nodes),
+            mem / (_qty_bytes(w.node_memory) * w.nodes))
 
 
 def bound_pod_node(w: Workload, j: int) -> int:
@@ -190,8 +373,9 @@ def bound_pod_node(w: Workload, j: int) -> int:
 # Manifest builders (shared by the dict API and the fast writer)
 # --------------------------------------------------------------------------- #
 
-def _node(name: str, uid: str, zone: str, detail: str, ip: str) -> dict[str, Any]:
-    resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
+def _node(name: str, uid: str, zone: str, detail: str, ip: str,
+          memory: str = NODE_MEMORY, instance_type: str | None = None) -> dict[str, Any]:
+    resources = {"cpu": NODE_CPU, "memory": memory, "pods": NODE_PODS}
     labels = {
         HOSTNAME_KEY: name,
         "kubernetes.io/os": "linux",
@@ -257,6 +441,8 @@ def _node(name: str, uid: str, zone: str, detail: str, ip: str) -> dict[str, Any
             "osImage": "Debian GNU/Linux 12 (bookworm)",
             "systemUUID": uid,
         }
+    if instance_type is not None:
+        labels[INSTANCE_TYPE_KEY] = instance_type
     return node
 
 
@@ -284,10 +470,21 @@ def _pod_spec_extras(w: Workload) -> dict[str, Any]:
 
 def _pod(*, app: str, namespace: str, name: str, uid: str, vol_suffix: str,
          spec_extras: dict[str, Any], detail: str,
-         node: str | None = None) -> dict[str, Any]:
-    h = template_hash(app)
-    rs = f"{app}-{h}"
-    res = {"cpu": POD_CPU, "memory": POD_MEMORY}
+         node: str | None = None, cpu: str = POD_CPU, memory: str = POD_MEMORY,
+         priority: int | None = None, owner_kind: str = "ReplicaSet",
+         gang: str | None = None) -> dict[str, Any]:
+    if owner_kind == "ReplicaSet":
+        h = template_hash(app)
+        owner = f"{app}-{h}"
+        labels = {"app": app, "pod-template-hash": h}
+        owner_api = "apps/v1"
+    else:  # a Job's pods
+        owner = app
+        labels = {"app": app, "batch.kubernetes.io/job-name": app, "job-name": app}
+        owner_api = "batch/v1"
+    if gang is not None:
+        labels[POD_GROUP_LABEL] = gang
+    res = {"cpu": cpu, "memory": memory}
     container: dict[str, Any] = {
         "image": PAUSE_IMAGE,
         "name": "pause",
@@ -300,23 +497,25 @@ def _pod(*, app: str, namespace: str, name: str, uid: str, vol_suffix: str,
         "schedulerName": SCHEDULER_NAME,
     }
     spec.update(spec_extras)
+    if priority is not None:
+        spec["priority"] = priority
     status: dict[str, Any] = {"phase": "Pending", "qosClass": "Guaranteed"}
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "creationTimestamp": CREATION_TIMESTAMP,
-            "generateName": rs + "-",
-            "labels": {"app": app, "pod-template-hash": h},
+            "generateName": owner + "-",
+            "labels": labels,
             "name": name,
             "namespace": namespace,
             "ownerReferences": [{
-                "apiVersion": "apps/v1",
+                "apiVersion": owner_api,
                 "blockOwnerDeletion": True,
                 "controller": True,
-                "kind": "ReplicaSet",
-                "name": rs,
-                "uid": _rs_uid(app),
+                "kind": owner_kind,
+                "name": owner,
+                "uid": _owner_uid(app, owner_kind),
             }],
             "uid": uid,
         },
@@ -340,7 +539,7 @@ def _pod(*, app: str, namespace: str, name: str, uid: str, vol_suffix: str,
             "dnsPolicy": "ClusterFirst",
             "enableServiceLinks": True,
             "preemptionPolicy": "PreemptLowerPriority",
-            "priority": 0,
+            "priority": priority or 0,
             "securityContext": {},
             "serviceAccount": "default",
             "serviceAccountName": "default",
@@ -379,10 +578,14 @@ def _bound_pod(w: Workload, j: int, detail: str, node: str) -> dict[str, Any]:
                 detail=detail, node=node)
 
 
-def _pending_pod(w: Workload, i: int, detail: str, extras: dict[str, Any]) -> dict[str, Any]:
-    return _pod(app=w.app, namespace=NAMESPACE, name=pod_name(w.app, i),
-                uid=_pod_uid(0, i), vol_suffix=_suffix(i, 777), spec_extras=extras,
-                detail=detail)
+def _pending_pod(ps: PodSet, i: int, detail: str, *, name: str | None = None,
+                 uid: str | None = None, vol: str | None = None) -> dict[str, Any]:
+    """The i-th pod of ``ps`` (tokens may replace name/uid/vol for templating)."""
+    g = ps.first + i
+    return _pod(app=ps.app, namespace=NAMESPACE, name=name or ps.prefix + _suffix(i),
+                uid=uid or _pod_uid(0, g), vol_suffix=vol or _suffix(g, 777),
+                spec_extras=ps.extras, detail=detail, cpu=ps.cpu, memory=ps.memory,
+                priority=ps.priority, owner_kind=ps.owner_kind, gang=ps.gang)
 
 
 # --------------------------------------------------------------------------- #
@@ -390,17 +593,19 @@ def _pending_pod(w: Workload, i: int, detail: str, extras: dict[str, Any]) -> di
 # --------------------------------------------------------------------------- #
 
 def iter_manifests(w: Workload | str, bound: int = 0, detail: str = "minimal") -> Iterator[dict]:
-    """Yield the manifests of a snapshot: nodes, bound pods, pending pods."""
+    """Yield the manifests of a snapshot: nodes, bound pods, pending pods, PodGroups."""
     if isinstance(w, str):
         w = get_workload(w)
     _check_args(w, bound, detail)
     for i in range(w.nodes):
-        yield _node(node_name(i), node_uid(i), node_zone(i), detail, _node_ip(i))
+        yield _node(node_name(i), node_uid(i), node_zone(i), detail, _node_ip(i),
+                    w.node_memory, node_instance_type(w, i))
     for j in range(bound):
         yield _bound_pod(w, j, detail, node_name(bound_pod_node(w, j)))
-    extras = _pod_spec_extras(w)
-    for i in range(w.pods):
-        yield _pending_pod(w, i, detail, extras)
+    for ps in pod_sets(w):
+        for i in range(ps.count):
+            yield _pending_pod(ps, i, detail)
+    yield from pod_groups(w)
 
 
 def manifests(w: Workload | str, bound: int = 0, detail: str = "minimal") -> list[dict]:
@@ -471,11 +676,13 @@ def write_snapshot(w: Workload | str, path: str | os.PathLike, bound: int = 0,
         w = get_workload(w)
     _check_args(w, bound, detail)
 
-    node_t = _template(_node(_tok("name"), _tok("uid"), _tok("zone"), detail, _tok("ip")))
-    extras = _pod_spec_extras(w)
-    pending_t = _template(_pod(app=w.app, namespace=NAMESPACE, name=_tok("name"),
-                               uid=_tok("uid"), vol_suffix=_tok("vol"),
-                               spec_extras=extras, detail=detail))
+    itype = _tok("itype") if w.kind == "mixed" else None
+    node_t = _template(_node(_tok("name"), _tok("uid"), _tok("zone"), detail, _tok("ip"),
+                             w.node_memory, itype))
+    sets = pod_sets(w)
+    pending_ts = [_template(_pending_pod(ps, 0, detail, name=_tok("name"), uid=_tok("uid"),
+                                         vol=_tok("vol")))
+                  for ps in sets]
     bound_t = _template(_pod(app=BOUND_APP, namespace=BOUND_NAMESPACE, name=_tok("name"),
                              uid=_tok("uid"), vol_suffix=_tok("vol"), spec_extras={},
                              detail=detail, node=_tok("node")))
@@ -483,8 +690,10 @@ def write_snapshot(w: Workload | str, path: str | os.PathLike, bound: int = 0,
     head, tail = yaml.dump(as_list([{"x": "zqSPLITqz"}]), **_DUMP_KW).split("- x: zqSPLITqz\n")
 
     # The substituted values are plain YAML scalars that stay strings; make sure.
-    samples = [node_name(0), node_uid(0), node_zone(0), _node_ip(0), pod_name(w.app, 0),
-               _pod_uid(0, 0), _pod_uid(1, 0), _suffix(0, 777), pod_name(BOUND_APP, 0)]
+    samples = [node_name(0), node_uid(0), node_zone(0), _node_ip(0), _pod_uid(0, 0),
+               _pod_uid(1, 0), _suffix(0, 777), pod_name(BOUND_APP, 0)]
+    samples += [ps.prefix + _suffix(0) for ps in sets]
+    samples += [t for i in range(min(w.nodes, 100)) if (t := node_instance_type(w, i))]
     bad = [s for s in samples if not _SAFE_VALUE.match(s)]
     assert not bad, f"unsafe template values: {bad}"
 
@@ -493,16 +702,21 @@ def write_snapshot(w: Workload | str, path: str | os.PathLike, bound: int = 0,
     write(head)
     fmt = node_t.format
     for i in range(w.nodes):
-        write(fmt(name=node_name(i), uid=node_uid(i), zone=node_zone(i), ip=_node_ip(i)))
+        write(fmt(name=node_name(i), uid=node_uid(i), zone=node_zone(i), ip=_node_ip(i),
+                  itype=node_instance_type(w, i)))
     fmt = bound_t.format
     b_prefix = f"{BOUND_APP}-{template_hash(BOUND_APP)}-"
     for j in range(bound):
         write(fmt(name=b_prefix + _suffix(j), uid=_pod_uid(1, j), vol=_suffix(j, 777),
                   node=node_name(bound_pod_node(w, j))))
-    fmt = pending_t.format
-    p_prefix = f"{w.app}-{template_hash(w.app)}-"
-    for i in range(w.pods):
-        write(fmt(name=p_prefix + _suffix(i), uid=_pod_uid(0, i), vol=_suffix(i, 777)))
+    for ps, t in zip(sets, pending_ts):
+        fmt = t.format
+        p_prefix = ps.prefix
+        for i in range(ps.count):
+            g = ps.first + i
+            write(fmt(name=p_prefix + _suffix(i), uid=_pod_uid(0, g), vol=_suffix(g, 777)))
+    for pg in pod_groups(w):
+        write(yaml.dump([pg], **_DUMP_KW))
     write(tail)
     data = buf.getvalue().encode("utf-8")
     with open(path, "wb") as f:
@@ -543,18 +757,18 @@ def validate(w: Workload | str, assignments: dict[str, str], bound: int = 0,
     human-readable descriptions of broken constraints (at most ``limit``
     entries plus a summary line). Checks: only known pending pods on known
     nodes; node capacity (cpu, memory, pods, counting bound pods); the
-    workload's constraint (anti-affinity, node affinity, zone spread).
+    workload's constraint (anti-affinity, node affinity, zone spread). For
+    ``mixed``: per-node cpu/memory/pods, required anti-affinity (at most one pod
+    of such a Deployment per node) and gangs all-or-nothing; the soft
+    preferences are not checked.
     """
     if isinstance(w, str):
         w = get_workload(w)
-    problems: list[str] = []
-    n_problems = 0
-
-    def problem(msg: str) -> None:
-        nonlocal n_problems
-        n_problems += 1
-        if len(problems) < limit:
-            problems.append(msg)
+    problems = _Problems(limit)
+    problem = problems.add
+    if w.kind == "mixed":
+        placed = _validate_mixed(w, assignments, bound, problem)
+        return placed, problems.lines()
 
     expected = set(pending_pod_keys(w))
     node_index = {node_name(i): i for i in range(w.nodes)}
@@ -594,9 +808,104 @@ def validate(w: Workload | str, assignments: dict[str, str], bound: int = 0,
         if skew > SPREAD_MAX_SKEW:
             problem(f"zone skew {skew} > maxSkew {SPREAD_MAX_SKEW}: {dict(sorted(zones.items()))}")
 
-    if n_problems > len(problems):
-        problems.append(f"... and {n_problems - len(problems)} more")
-    return placed, problems
+    return placed, problems.lines()
+
+
+class _Problems:
+    """At most ``limit`` messages plus a count of the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.n, self.msgs = limit, 0, []
+
+    def add(self, msg: str) -> None:
+        self.n += 1
+        if len(self.msgs) < self.limit:
+            self.msgs.append(msg)
+
+    def lines(self) -> list[str]:
+        extra = [f"... and {self.n - len(self.msgs)} more"] if self.n > len(self.msgs) else []
+        return self.msgs + extra
+
+
+def _placements(w: Workload, assignments: dict[str, str],
+                problem: Callable[[str], None]) -> tuple[
+        dict[str, Counter[int]], int]:
+    """Per pod set (app): Counter node index -> pods; plus the number placed."""
+    key_set = {f"{NAMESPACE}/{n}": ps.app for ps in pod_sets(w) for n in ps.names()}
+    node_index = {node_name(i): i for i in range(w.nodes)}
+    out: dict[str, Counter[int]] = {ps.app: Counter() for ps in pod_sets(w)}
+    placed = 0
+    for pod, node in assignments.items():
+        app = key_set.get(pod)
+        if app is None:
+            problem(f"assignment of unknown or non-pending pod {pod!r}")
+            continue
+        n = node_index.get(node)
+        if n is None:
+            problem(f"{pod} assigned to unknown node {node!r}")
+            continue
+        placed += 1
+        out[app][n] += 1
+    return out, placed
+
+
+def _validate_mixed(w: Workload, assignments: dict[str, str], bound: int,
+                    problem: Callable[[str], None]) -> int:
+    sets = {ps.app: ps for ps in pod_sets(w)}
+    by_app, placed = _placements(w, assignments, problem)
+    cpu = [0] * w.nodes
+    mem = [0] * w.nodes
+    pods = [0] * w.nodes
+    for j in range(bound):
+        n = bound_pod_node(w, j)
+        cpu[n] += _qty_cpu_milli(POD_CPU)
+        mem[n] += _qty_bytes(POD_MEMORY)
+        pods[n] += 1
+    for app, per_node in by_app.items():
+        ps = sets[app]
+        c, m = _qty_cpu_milli(ps.cpu), _qty_bytes(ps.memory)
+        for n, k in per_node.items():
+            cpu[n] += c * k
+            mem[n] += m * k
+            pods[n] += k
+            if ps.anti and k > 1:
+                problem(f"{node_name(n)}: {k} pods of app={app} violate required "
+                        "hostname anti-affinity")
+        if ps.gang:
+            got = sum(per_node.values())
+            if 0 < got < ps.count:
+                problem(f"gang {NAMESPACE}/{ps.gang}: {got}/{ps.count} pods placed "
+                        f"(minMember {ps.count}: all or nothing)")
+    cap_cpu, cap_mem, cap_pods = (_qty_cpu_milli(NODE_CPU), _qty_bytes(w.node_memory),
+                                  int(NODE_PODS))
+    for n in range(w.nodes):
+        over = [f"{what} {used}/{cap}" for what, used, cap in (
+            ("cpu m", cpu[n], cap_cpu), ("memory Mi", mem[n] >> 20, cap_mem >> 20),
+            ("pods", pods[n], cap_pods)) if used > cap]
+        if over:
+            problem(f"{node_name(n)}: over capacity: {', '.join(over)}")
+    return placed
+
+
+def summarize(w: Workload | str, assignments: dict[str, str]) -> str:
+    """One line on who got placed (mixed: per priority and gangs); "" otherwise."""
+    if isinstance(w, str):
+        w = get_workload(w)
+    if w.kind != "mixed":
+        return ""
+    by_app, _ = _placements(w, assignments, lambda _msg: None)
+    per_prio: dict[int, list[int]] = {}
+    gangs_done = 0
+    sets = pod_sets(w)
+    for ps in sets:
+        got = sum(by_app[ps.app].values())
+        acc = per_prio.setdefault(ps.priority or 0, [0, 0])
+        acc[0] += got
+        acc[1] += ps.count
+        gangs_done += bool(ps.gang) and got == ps.count
+    parts = [f"priority {p}: {a}/{b}" for p, (a, b) in sorted(per_prio.items(), reverse=True)]
+    parts.append(f"gangs complete {gangs_done}/{sum(1 for ps in sets if ps.gang)}")
+    return ", ".join(parts)
 
 
 # --------------------------------------------------------------------------- #
@@ -622,7 +931,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.list or not a.workload:
         for w in WORKLOADS.values():
             tgt = f"{w.target:g} pods/s" if w.target else "-"
-            print(f"{w.name:24} {w.nodes:>6} nodes {w.pods:>7} pods  target {tgt:>12}  {w.description}")
+            cpu = f"cpu {100 * demand(w)[0]:.0f}%"
+            print(f"{w.name:24} {w.nodes:>6} nodes {w.pods:>7} pods  {cpu:>8}  target {tgt:>12}"
+                  f"  {w.description}")
         return 0
     t0 = time.perf_counter()
     out = "/dev/stdout" if a.output == "-" else a.output

@@ -400,7 +400,22 @@ def _node_term(term: Any, what: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(_requirements(term.get("matchExpressions"), f"{what}.matchExpressions", ops), fields)
 
 
-def _pod_term(term: Any, pod_ns: str, ns_labels: dict[str, dict[str, str]], what: str) -> PodAffinityTerm:
+def _with_label_keys(selector: LabelSelector, labels: dict[str, str], match: Any, mismatch: Any, what: str) -> LabelSelector:
+    """matchLabelKeys / mismatchLabelKeys: the incoming pod's own values join the selector (In / NotIn).
+
+    Upstream ignores keys the pod does not carry, and a null selector stays null.
+    """
+    extra = tuple(Requirement(str(k), "In", (labels[str(k)],)) for k in _list(match, f"{what}.matchLabelKeys")
+                  if str(k) in labels)
+    extra += tuple(Requirement(str(k), "NotIn", (labels[str(k)],)) for k in _list(mismatch, f"{what}.mismatchLabelKeys")
+                   if str(k) in labels)
+    if not extra or selector.nothing:
+        return selector
+    return LabelSelector(selector.requirements + extra)
+
+
+def _pod_term(term: Any, pod_ns: str, ns_labels: dict[str, dict[str, str]], what: str,
+              labels: dict[str, str] | None = None) -> PodAffinityTerm:
     term = _mapping(term, what)
     key = term.get("topologyKey")
     if not key:
@@ -417,7 +432,9 @@ def _pod_term(term: Any, pod_ns: str, ns_labels: dict[str, dict[str, str]], what
         elif not names:
             names = {pod_ns}
         namespaces = frozenset(names)
-    return PodAffinityTerm(label_selector(term.get("labelSelector"), f"{what}.labelSelector"), namespaces, str(key))
+    selector = _with_label_keys(label_selector(term.get("labelSelector"), f"{what}.labelSelector"), labels or {},
+                                term.get("matchLabelKeys"), term.get("mismatchLabelKeys"), what)
+    return PodAffinityTerm(selector, namespaces, str(key))
 
 
 def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]]) -> Pod:
@@ -425,6 +442,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]]) -> Pod:
     spec = _mapping(obj.get("spec"), "spec")
     status = _mapping(obj.get("status"), "status")
     ns = str(meta.get("namespace") or "default")
+    labels = _str_map(meta.get("labels"), "metadata.labels")
     affinity = _mapping(spec.get("affinity"), "spec.affinity")
     node_aff = _mapping(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
     pod_aff = _mapping(affinity.get("podAffinity"), "spec.affinity.podAffinity")
@@ -445,14 +463,15 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]]) -> Pod:
     def required(section: dict[str, Any], name: str) -> tuple[PodAffinityTerm, ...]:
         what = f"spec.affinity.{name}.requiredDuringSchedulingIgnoredDuringExecution"
         return tuple(
-            _pod_term(t, ns, ns_labels, f"{what}[{i}]")
+            _pod_term(t, ns, ns_labels, f"{what}[{i}]", labels)
             for i, t in enumerate(_list(section.get("requiredDuringSchedulingIgnoredDuringExecution"), what))
         )
 
     def preferred(section: dict[str, Any], name: str) -> tuple[tuple[int, PodAffinityTerm], ...]:
         what = f"spec.affinity.{name}.preferredDuringSchedulingIgnoredDuringExecution"
         return tuple(
-            (_weight(p, f"{what}[{i}]"), _pod_term(p.get("podAffinityTerm"), ns, ns_labels, f"{what}[{i}].podAffinityTerm"))
+            (_weight(p, f"{what}[{i}]"),
+             _pod_term(p.get("podAffinityTerm"), ns, ns_labels, f"{what}[{i}].podAffinityTerm", labels))
             for i, p in enumerate(_list(section.get("preferredDuringSchedulingIgnoredDuringExecution"), what))
         )
 
@@ -479,7 +498,8 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]]) -> Pod:
                 max_skew=skew,
                 topology_key=str(c["topologyKey"]),
                 hard=when == "DoNotSchedule",
-                selector=label_selector(c.get("labelSelector"), f"{what}.labelSelector"),
+                selector=_with_label_keys(label_selector(c.get("labelSelector"), f"{what}.labelSelector"), labels,
+                                          c.get("matchLabelKeys"), None, what),
                 min_domains=int(c.get("minDomains") or 1),
                 honor_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
                 honor_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
@@ -499,7 +519,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]]) -> Pod:
     return Pod(
         namespace=ns,
         name=str(meta["name"]),
-        labels=_str_map(meta.get("labels"), "metadata.labels"),
+        labels=labels,
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
         requests=pod_requests(spec),
         node_name=str(spec["nodeName"]) if spec.get("nodeName") else None,

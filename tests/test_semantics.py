@@ -371,3 +371,22 @@ def test_pods_of_other_schedulers_and_bound_pods_are_not_planned():
     plan = plan_ok(docs)
     assert list(plan.assignments) == ["default/mine"]
     assert any("other schedulers" in n for n in plan.notes)
+
+
+def test_spread_match_label_keys_counts_only_the_same_revision():
+    nodes = [node("a1", cpu="16", labels={ZONE: "a"}), node("b1", cpu="16", labels={ZONE: "b"})]
+    old = [pod(f"old{i}", labels={"app": "api", "rev": "1"}, node_name="a1") for i in range(3)]
+    c = spread({"app": "api"}, matchLabelKeys=["rev"])
+    new = [pod(f"p{i}", labels={"app": "api", "rev": "2"}, topologySpreadConstraints=[c]) for i in range(2)]
+    plan = plan_ok(nodes + old + new)
+    # the old revision does not count, so the new pods split 1/1 instead of both going to zone b
+    assert Counter(plan.assignments.values()) == {"a1": 1, "b1": 1}
+
+
+def test_affinity_mismatch_label_keys():
+    tenant = {"tenant": "x"}
+    term_ = term({}, mismatchLabelKeys=["tenant"])
+    # keep away from every other tenant's pods, but not from my own tenant's
+    docs = [node("a"), node("b"), pod("mine", labels=tenant, node_name="a"), pod("other", labels={"tenant": "y"}, node_name="b"),
+            pod("p", labels=tenant, affinity=anti(term_))]
+    assert where(plan_ok(docs), "p") == "a"
