@@ -227,7 +227,7 @@ HIGH_PRIORITY = 1000
 _M5, _C5 = "m5.xlarge", "c5.xlarge"
 D = MixedDeployment
 # 25 Deployments, 3888 pods, 4494.5 cpu; + gangs 16/32/64 x 1 cpu -> 4000 pods,
-# 4606.5 cpu = 115% of 1000 x 4 cpu. 5 of 25 at priority 1000 (13% of cpu).
+# 4606.5 cpu = 115% of 1000 x 4 cpu. 5 of 25 at priority 1000 (565 cpu, 14% of capacity).
 MIXED_DEPLOYMENTS: tuple[MixedDeployment, ...] = (
     D("api-gateway", 200, "500m", "1Gi", HIGH_PRIORITY, spread=True, preferred=(_M5, 50)),
     D("checkout", 160, "1", "2Gi", HIGH_PRIORITY, spread=True),

@@ -144,9 +144,18 @@ class Node:
 class Term:
     """A pod (anti-)affinity term, with its namespace set resolved."""
 
-    def __init__(self, d: dict, owner_ns: str, cluster: "Cluster"):
+    def __init__(self, d: dict, owner_ns: str, cluster: "Cluster", owner_labels: dict | None = None):
         self.topology_key = d.get("topologyKey") or ""
         self.selector = d.get("labelSelector")
+        owner_labels = owner_labels or {}
+        # matchLabelKeys / mismatchLabelKeys: the owner's values for these keys join the selector
+        extra = [{"key": k, "operator": "In", "values": [owner_labels[k]]}
+                 for k in d.get("matchLabelKeys") or [] if k in owner_labels]
+        extra += [{"key": k, "operator": "NotIn", "values": [owner_labels[k]]}
+                  for k in d.get("mismatchLabelKeys") or [] if k in owner_labels]
+        if extra and self.selector is not None:
+            self.selector = {**self.selector,
+                             "matchExpressions": list(self.selector.get("matchExpressions") or []) + extra}
         self.namespaces = set(d.get("namespaces") or [])
         self.ns_selector = d.get("namespaceSelector")
         if not self.namespaces and self.ns_selector is None:
@@ -184,9 +193,9 @@ class Pod:
         self.node_affinity = na  # None = unconstrained
         self.node_selector = dict(spec.get("nodeSelector") or {})
         req = "requiredDuringSchedulingIgnoredDuringExecution"
-        self.aff_terms = [Term(t, self.ns, cluster)
+        self.aff_terms = [Term(t, self.ns, cluster, self.labels)
                           for t in (aff.get("podAffinity") or {}).get(req) or []]
-        self.anti_terms = [Term(t, self.ns, cluster)
+        self.anti_terms = [Term(t, self.ns, cluster, self.labels)
                            for t in (aff.get("podAntiAffinity") or {}).get(req) or []]
         self.spread = [c for c in spec.get("topologySpreadConstraints") or []
                        if (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"]
