@@ -88,3 +88,23 @@ def test_small_plans_are_optimal(docs):
     plan = run(docs, time_limit=5.0)
     assert check_plan(docs, plan.assignments) == []
     assert placed_vector(docs, plan.assignments) == best_placed(docs), plan.assignments
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters(max_nodes=5, max_pods=8))
+def test_cp_sat_model_alone_respects_every_hard_constraint(docs):
+    """The model without its greedy warm start or shortcut: whatever CP-SAT returns must be valid too."""
+    from engine.compile import compile_cluster
+    from engine.load import build_cluster
+    from engine.plan import plan_from_solution
+    from engine.solve.cpsat import ClassModel
+    from engine.solve.problem import Solution
+
+    compiled = compile_cluster(build_cluster([("test", d) for d in docs]))
+    model = ClassModel(compiled.problem)
+    status, placed, value, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    assert status in ("OPTIMAL", "FEASIBLE")
+    plan = plan_from_solution(compiled, Solution(placed, status, value), 0.0)
+    assert check_plan(docs, plan.assignments) == []
+    if status == "OPTIMAL":
+        assert placed_vector(docs, plan.assignments) <= best_placed(docs)
