@@ -266,7 +266,7 @@ class PodSet:
 
     app: str
     count: int
-    first: int                     # global index of its first pod (uids)
+    first: int                     # global index of its first pod (name suffix, uid)
     extras: dict[str, Any]         # constraint part of the spec
     cpu: str = POD_CPU
     memory: str = POD_MEMORY
@@ -283,7 +283,7 @@ class PodSet:
         return f"{self.app}-"
 
     def names(self) -> list[str]:
-        return [self.prefix + _suffix(i) for i in range(self.count)]
+        return [self.prefix + _suffix(self.first + i) for i in range(self.count)]
 
 
 def _scaled_replicas(w: Workload) -> list[int]:
@@ -582,7 +582,7 @@ def _pending_pod(ps: PodSet, i: int, detail: str, *, name: str | None = None,
                  uid: str | None = None, vol: str | None = None) -> dict[str, Any]:
     """The i-th pod of ``ps`` (tokens may replace name/uid/vol for templating)."""
     g = ps.first + i
-    return _pod(app=ps.app, namespace=NAMESPACE, name=name or ps.prefix + _suffix(i),
+    return _pod(app=ps.app, namespace=NAMESPACE, name=name or ps.prefix + _suffix(g),
                 uid=uid or _pod_uid(0, g), vol_suffix=vol or _suffix(g, 777),
                 spec_extras=ps.extras, detail=detail, cpu=ps.cpu, memory=ps.memory,
                 priority=ps.priority, owner_kind=ps.owner_kind, gang=ps.gang)
@@ -692,7 +692,7 @@ def write_snapshot(w: Workload | str, path: str | os.PathLike, bound: int = 0,
     # The substituted values are plain YAML scalars that stay strings; make sure.
     samples = [node_name(0), node_uid(0), node_zone(0), _node_ip(0), _pod_uid(0, 0),
                _pod_uid(1, 0), _suffix(0, 777), pod_name(BOUND_APP, 0)]
-    samples += [ps.prefix + _suffix(0) for ps in sets]
+    samples += [ps.prefix + _suffix(ps.first) for ps in sets]
     samples += [t for i in range(min(w.nodes, 100)) if (t := node_instance_type(w, i))]
     bad = [s for s in samples if not _SAFE_VALUE.match(s)]
     assert not bad, f"unsafe template values: {bad}"
@@ -714,7 +714,7 @@ def write_snapshot(w: Workload | str, path: str | os.PathLike, bound: int = 0,
         p_prefix = ps.prefix
         for i in range(ps.count):
             g = ps.first + i
-            write(fmt(name=p_prefix + _suffix(i), uid=_pod_uid(0, g), vol=_suffix(g, 777)))
+            write(fmt(name=p_prefix + _suffix(g), uid=_pod_uid(0, g), vol=_suffix(g, 777)))
     for pg in pod_groups(w):
         write(yaml.dump([pg], **_DUMP_KW))
     write(tail)
