@@ -208,9 +208,10 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
                 _spread(problem, partitions, a, info, c, classes, cluster, bound)
     _exclusive_ports(problem, classes)
     problem.partitions = partitions.parts
-    ranked = sorted(range(len(classes)), key=lambda a: _rank_key(classes[a], problem.classes[a], has_hard_affinity[a]))
-    for rank, a in enumerate(ranked):
-        problem.classes[a].rank = rank
+    keys = [_rank_key(classes[a], problem.classes[a], has_hard_affinity[a]) for a in range(len(classes))]
+    dense = {k: r for r, k in enumerate(sorted(set(keys)))}
+    for a, k in enumerate(keys):
+        problem.classes[a].rank = dense[k]
     return Compiled(cluster, problem, classes, gangs, bound, notes)
 
 
@@ -237,8 +238,8 @@ def _seed_groups(matched: dict[PodAffinityTerm, list[int]]) -> dict[PodAffinityT
 
 def _rank_key(info: ClassInfo, cls: PodClass, affine: bool) -> tuple:
     """Greedy order (ascending; the greedy takes the highest first): priority, gangs, supporters before
-    followers, then biggest pods first (first-fit decreasing)."""
-    return (info.priority, cls.gang is not None, not affine, cls.demand)
+    followers. Within a rank the greedy itself orders by pod size."""
+    return (info.priority, cls.gang is not None, not affine)
 
 
 def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:

@@ -34,6 +34,10 @@ def solve(
     start = time.perf_counter()
     best = greedy(problem)
     value = _value(problem, best)
+    if value < problem.upper_bound():
+        other = greedy(problem, largest_first=False)
+        if _value(problem, other) > value:
+            best, value = other, _value(problem, other)
     bound = problem.upper_bound()
     pods = sum(c.count for c in problem.classes)
     say(f"greedy placed {sum(best.values())}/{pods} pods in {time.perf_counter() - start:.2f}s")

@@ -187,11 +187,22 @@ class GreedyState:
         return placed
 
 
-def greedy(problem: Problem) -> dict[tuple[int, int], int]:
-    """A feasible placement (every hard constraint holds), good but not optimal."""
+def _size(problem: Problem, c: int) -> float:
+    """A pod's share of the largest node, summed over resources (for first-fit ordering)."""
+    biggest = [max((f[r] for f in problem.free), default=0) for r in range(len(problem.resources))]
+    return sum(d / b for d, b in zip(problem.classes[c].demand, biggest) if b > 0)
+
+
+def greedy(problem: Problem, largest_first: bool = True) -> dict[tuple[int, int], int]:
+    """A feasible placement (every hard constraint holds), good but not optimal.
+
+    Within a rank, largest pods first packs tightly (first-fit decreasing); smallest first places more
+    pods when the batch does not fit. The solver tries both.
+    """
     state = GreedyState(problem)
     done_gangs: set[int] = set()
-    order = sorted(range(len(problem.classes)), key=lambda c: -problem.classes[c].rank)
+    sign = -1 if largest_first else 1
+    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * _size(problem, c)))
     for c in order:
         cls = problem.classes[c]
         if cls.gang is None:
