@@ -69,9 +69,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str
             who.append(f"{equal} pod(s) of equal priority")
         if lower:
             who.append(f"{lower} lower-priority pod(s) (placing this pod there would leave more pods out)")
-        reasons.append(
-            f"{len(cls.candidates)} node(s) passed every filter, but this batch placed {', '.join(who)} on them"
-        )
+        reasons.append(f"the room on those nodes went to {', '.join(who)} of this batch")
     dynamic = _batch_rules(info)
     if dynamic:
         reasons.append("batch constraints also limit where it fits: " + "; ".join(dynamic))
