@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .filters import BoundState, ClassFacts, rejection
+from .filters import BoundState, ClassFacts, Rejections, rejections
 from .ir import Constraint, GangRule, NodeRule, PodProximity, SpreadRule
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
 from .podspec import pod_constraints
@@ -30,7 +30,7 @@ class ClassInfo:
     pods: list[Pod]
     constraints: tuple[Constraint, ...]
     facts: ClassFacts
-    rejected: dict[int, tuple[str, list[str]]]  # node index -> (filter, reasons)
+    rejected: Rejections  # nodes no pod of the class can use, and why
     gang: str | None = None
 
     @property
@@ -154,11 +154,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     classes: list[ClassInfo] = []
     for a, (pods, rules) in enumerate(grouped):
         facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(matching(t)) - {a} or seeders(t)))
-        rejected: dict[int, tuple[str, list[str]]] = {}
-        for i in range(len(nodes)):
-            why = rejection(facts, i, bound)
-            if why is not None:
-                rejected[i] = why
+        rejected = rejections(facts, bound)
         gang = next((c.group for c in rules if isinstance(c, GangRule)), None)
         classes.append(ClassInfo(pods, rules, facts, rejected, gang))
 
@@ -172,7 +168,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     gangs = _gangs(cluster, classes)
 
     for a, info in enumerate(classes):
-        candidates = tuple(i for i in range(len(nodes)) if i not in info.rejected)
+        candidates = info.rejected.passing()
         scores = _node_scores(info, candidates, nodes, bound)
         problem.classes.append(
             PodClass(
@@ -268,6 +264,10 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
             if domains:
                 proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
     tolerations = info.facts.tolerations
+    if not soft_rules and not proximity and not any(
+        t.effect == "PreferNoSchedule" for i in candidates for t in nodes[i].taints
+    ):
+        return ()
     scores = []
     for i in candidates:
         node = nodes[i]

@@ -18,8 +18,7 @@ from .solve.problem import Solution
 def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> str:
     """Upstream style: '0/N nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {a: b}.'"""
     counts: Counter = Counter(extra or {})
-    for _, reasons in compiled.classes[c].rejected.values():
-        counts.update(reasons)
+    counts.update(compiled.classes[c].rejected.reason_counts())
     parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return f"0/{len(compiled.cluster.nodes)} nodes are available: {parts}."
 
