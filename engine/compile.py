@@ -136,24 +136,31 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
         any(isinstance(c, PodProximity) and not c.anti and c.weight is None for c in rules) for _, rules in grouped
     ]
 
-    carriers: dict[PodAffinityTerm, list[int]] = defaultdict(list)
-    for a, (_, rules) in enumerate(grouped):
-        for c in rules:
-            if isinstance(c, PodProximity) and not c.anti and c.weight is None and a not in carriers[c.term]:
-                carriers[c.term].append(a)
+    # required affinity, upstream style: a class's terms are satisfied only by pods matching all of them
+    affinity_sets = [
+        tuple(c.term for c in rules if isinstance(c, PodProximity) and not c.anti and c.weight is None)
+        for _, rules in grouped
+    ]
+    carriers: dict[tuple[PodAffinityTerm, ...], list[int]] = defaultdict(list)
+    for a, terms in enumerate(affinity_sets):
+        if terms:
+            carriers[terms].append(a)
 
     def matching(term: PodAffinityTerm) -> list[int]:
         return [j for j, s in enumerate(samples) if term.matches(s)]
 
-    def seeders(term: PodAffinityTerm) -> list[int]:
+    def matching_all(terms: tuple[PodAffinityTerm, ...]) -> list[int]:
+        return [j for j, s in enumerate(samples) if all(t.matches(s) for t in terms)]
+
+    def seeders(terms: tuple[PodAffinityTerm, ...]) -> list[int]:
         """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
-        if bound.domains_with(term):
+        if any(bound.domains_matching(terms, t.topology_key) for t in terms):
             return []
-        return [j for j in matching(term) if j in carriers[term]]
+        return [j for j in matching_all(terms) if j in carriers[terms]]
 
     classes: list[ClassInfo] = []
     for a, (pods, rules) in enumerate(grouped):
-        facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(matching(t)) - {a} or seeders(t)))
+        facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(matching_all(affinity_sets[a])) - {a} or seeders(affinity_sets[a])))
         rejected = rejections(facts, bound)
         gang = next((c.group for c in rules if isinstance(c, GangRule)), None)
         classes.append(ClassInfo(pods, rules, facts, rejected, gang))
@@ -184,18 +191,20 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for g, gi in enumerate(gangs):
         problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound)))
 
-    seed_groups = _seed_groups({t: matching(t) for t in carriers if seeders(t)})
-    for term, members in carriers.items():
-        sup, seed = matching(term), seeders(term)
+    seed_groups = _seed_groups({ts: matching_all(ts) for ts in carriers if seeders(ts)})
+    for terms, members in carriers.items():
+        sup, seed = matching_all(terms), seeders(terms)
         if set(sup) <= set(members) and len(members) == 1 and not seed:
             continue  # nothing in the batch can help: the static filter confined it to bound support
-        p = partitions.of(term.topology_key)
-        values = partitions.values[p]
-        supported = frozenset(values[v] for v in bound.domains_with(term) if v in values)
-        chained = frozenset(j for j in sup if has_hard_affinity[j])
-        problem.colocations.append(
-            Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained, seed_group=seed_groups.get(term, -1))
-        )
+        chained = frozenset(j for j in sup if affinity_sets[j])
+        for t in terms:
+            p = partitions.of(t.topology_key)
+            values = partitions.values[p]
+            supported = frozenset(values[v] for v in bound.domains_matching(terms, t.topology_key) if v in values)
+            problem.colocations.append(
+                Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained,
+                           seed_group=seed_groups.get(terms, -1))
+            )
     for a, info in enumerate(classes):
         for c in info.constraints:
             if isinstance(c, PodProximity) and (c.anti or c.weight is not None):
@@ -211,8 +220,8 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     return Compiled(cluster, problem, classes, gangs, bound, notes)
 
 
-def _seed_groups(matched: dict[PodAffinityTerm, list[int]]) -> dict[PodAffinityTerm, int]:
-    """Terms whose selectors match a common class share one seed (union-find over shared classes)."""
+def _seed_groups(matched: dict[tuple[PodAffinityTerm, ...], list[int]]) -> dict[tuple[PodAffinityTerm, ...], int]:
+    """Term sets whose selectors match a common class share one seed (union-find over shared classes)."""
     parent = list(range(len(matched)))
 
     def root(i: int) -> int:

@@ -41,7 +41,7 @@ class BoundState:
     ports: list[list[HostPort]]
     pods_on: list[list[Pod]]
     anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
-    _domains: dict[PodAffinityTerm, frozenset[str]] = field(default_factory=dict)
+    _domains: dict[tuple, frozenset[str]] = field(default_factory=dict)
     _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
     _free_groups: dict[tuple, list[int]] | None = None
     everything: frozenset[int] = frozenset()
@@ -88,16 +88,24 @@ class BoundState:
         return self.nodes[i].allocatable.get(resource, 0) - self.used[i].get(resource, 0)
 
     def domains_with(self, term: PodAffinityTerm) -> frozenset[str]:
-        """Values of term.topology_key over nodes hosting a bound pod that matches the term (cached)."""
-        if term not in self._domains:
-            key = term.topology_key
+        """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
+        return self.domains_matching((term,), term.topology_key)
+
+    def domains_matching(self, terms: tuple[PodAffinityTerm, ...], key: str) -> frozenset[str]:
+        """Values of `key` over nodes hosting a bound pod that matches every one of `terms` (cached).
+
+        Upstream counts a pod as support for required affinity only if it matches all the incoming
+        pod's terms.
+        """
+        cache_key = (terms, key)
+        if cache_key not in self._domains:
             out = set()
             for i, pods in enumerate(self.pods_on):
                 value = self.nodes[i].labels.get(key)
-                if value is not None and value not in out and any(term.matches(p) for p in pods):
+                if value is not None and value not in out and any(all(t.matches(p) for t in terms) for p in pods):
                     out.add(value)
-            self._domains[term] = frozenset(out)
-        return self._domains[term]
+            self._domains[cache_key] = frozenset(out)
+        return self._domains[cache_key]
 
 
 @dataclass(slots=True)
@@ -134,7 +142,8 @@ class ClassFacts:
             if value is not None and term.matches(pod):
                 anti_existing[term.topology_key].add(value)
         affinity_terms = tuple(c.term for c in hard if not c.anti)
-        affinity_ok = [None if affinity_open(t) else bound.domains_with(t) for t in affinity_terms]
+        affinity_ok = [None if affinity_open(t) else bound.domains_matching(affinity_terms, t.topology_key)
+                       for t in affinity_terms]
         spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
         return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
                    affinity_terms, affinity_ok, spread_keys)

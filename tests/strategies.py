@@ -21,8 +21,9 @@ def nodes(draw, max_nodes: int = 5) -> list[dict]:
         if draw(st.integers(0, 4)) == 0:
             taints = [{"key": "dedicated", "value": draw(st.sampled_from(["gpu", "infra"])),
                        "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "PreferNoSchedule"]))}]
+        extra = {"example.com/gpu": "1"} if draw(st.integers(0, 3)) == 0 else {}
         out.append(node(f"n{i}", cpu=str(draw(st.integers(1, 4))), pods=draw(st.integers(2, 6)), labels=labels,
-                        taints=taints, unschedulable=draw(st.integers(0, 6)) == 0))
+                        taints=taints, unschedulable=draw(st.integers(0, 6)) == 0, **extra))
     return out
 
 
@@ -39,10 +40,20 @@ def pending_pod(draw, name: str, gangs: list[str]) -> dict:
         kw["nodeSelector"] = {"disk": draw(st.sampled_from(["ssd", "hdd"]))}
     elif choice == 1:
         aff.update(node_affinity([expr(ZONE, draw(st.sampled_from(["In", "NotIn"])), "a")]))
-    if draw(st.integers(0, 5)) == 0:
-        aff.update(affinity(term({"app": draw(st.sampled_from(APPS))}, draw(st.sampled_from([ZONE, "kubernetes.io/hostname"])))))
+    n_terms = draw(st.sampled_from([0, 0, 0, 0, 0, 1, 1, 2]))
+    if n_terms:
+        aff.update(affinity(*[term({"app": draw(st.sampled_from(APPS))}, draw(st.sampled_from([ZONE, "kubernetes.io/hostname"])))
+                              for _ in range(n_terms)]))
     if draw(st.integers(0, 2)) == 0:
         aff.update(anti(term({"app": draw(st.sampled_from(APPS))}, draw(st.sampled_from([ZONE, "kubernetes.io/hostname"])))))
+    if draw(st.integers(0, 4)) == 0:
+        aff.setdefault("nodeAffinity", {})["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": draw(st.integers(1, 100)), "preference": {"matchExpressions": [expr("disk", "In", "ssd")]}}]
+    if draw(st.integers(0, 5)) == 0:
+        kw["requests"] = {"example.com/gpu": "1"}
+    if draw(st.integers(0, 5)) == 0:
+        kw["initContainers"] = [{"name": "init", "image": "busybox",
+                                 "resources": {"requests": {"cpu": draw(st.sampled_from(["1", "2", "3"]))}}}]
     if aff:
         kw["affinity"] = aff
     if draw(st.integers(0, 4)) == 0:

@@ -30,7 +30,8 @@ class ClassModel:
         self._presence: dict[tuple[int, int, int], cp_model.IntVar | int] = {}
         self._by_domain: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
         self._rank: dict[int, cp_model.IntVar] = {}
-        self._seeds: dict[int, list[cp_model.IntVar]] = {}
+        self._seeds: dict[int, dict[int, cp_model.IntVar]] = {}  # seed group -> node -> "first pod here"
+        self._seed_domains: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
         self.soft_terms: list = []
         self._build()
 
@@ -114,7 +115,7 @@ class ClassModel:
             self._colocation(s)
         for seeds in self._seeds.values():
             if len(seeds) > 1:
-                m.add(sum(seeds) <= 1)
+                m.add(sum(seeds.values()) <= 1)
         for s in p.spreads:
             self._spread(s)
         for c, cls in enumerate(p.classes):
@@ -161,10 +162,31 @@ class ClassModel:
             self._rank[c] = self.m.new_int_var(1, len(self.p.classes), f"rank_{c}")
         return self._rank[c]
 
+    def _seed_in(self, s, d: int) -> list[cp_model.IntVar]:
+        """'The series' first pod is on node n' for the nodes of domain d; one per seed group in all.
+
+        Per node rather than per domain, so that a pod with several affinity terms seeds its zone and
+        its host at once.
+        """
+        key = (s.seed_group, s.partition)
+        if key not in self._seed_domains:
+            seeds = self._seeds.setdefault(s.seed_group, {})
+            part = self.p.partitions[s.partition]
+            by_domain: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+            nodes = sorted({n for x in s.seeders for n in self.p.classes[x].candidates if (x, n) in self.y})
+            for n in nodes:
+                if n not in seeds:
+                    b = self.m.new_bool_var(f"seed_{s.seed_group}_{n}")
+                    self.m.add(b <= sum(self.y[(o, n)] for o in s.seeders if (o, n) in self.y))
+                    seeds[n] = b
+                if part[n] != NO_DOMAIN:
+                    by_domain[part[n]].append(seeds[n])
+            self._seed_domains[key] = by_domain
+        return self._seed_domains[key].get(d, [])
+
     def _colocation(self, s) -> None:
         m = self.m
         domains = set().union(*(self._domains_of(s.partition, a) for a in s.carriers))
-        seeds = self._seeds.setdefault(s.seed_group, [])
         for d in domains:
             if s.weight is not None:
                 a_in = self.presence(s.partition, s.carriers[0], d)
@@ -182,12 +204,7 @@ class ClassModel:
                 continue
             if d in s.supported:
                 continue
-            seed = None
-            seeded = [x for x in (self.presence(s.partition, o, d) for o in s.seeders) if not isinstance(x, int)]
-            if seeded:
-                seed = m.new_bool_var("seed")
-                m.add(seed <= sum(seeded))
-                seeds.append(seed)
+            seed = self._seed_in(s, d) if s.seeders else []
             for a in s.carriers:
                 a_in = self.presence(s.partition, a, d)
                 if isinstance(a_in, int):
@@ -204,8 +221,8 @@ class ClassModel:
                         options.append(earlier)
                     else:
                         options.append(x)
-                if seed is not None and a in s.seeders:
-                    options.append(seed)
+                if a in s.seeders:
+                    options.extend(seed)
                 m.add(a_in <= sum(options)) if options else m.add(a_in == 0)
 
     def _spread(self, s) -> None:
