@@ -130,7 +130,7 @@ def explain(clusters, pod, time_limit, scheduler_name, workers, seed) -> None:
     table.add_column("verdict")
     table.add_column("reason")
     for name, verdict, reason in node_table(compiled, c, plan.assignments.get(target.key)):
-        style = "green" if verdict in ("fits", "placed here") else "red"
+        style = "green" if verdict in ("fits", "placed here") else "yellow" if verdict == "fits alone" else "red"
         table.add_row(name, f"[{style}]{verdict}[/{style}]", reason)
     console.print(table)
     if target.key in plan.assignments:

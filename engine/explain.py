@@ -100,14 +100,20 @@ def _batch_rules(info) -> list[str]:
 
 
 def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tuple[str, str, str]]:
-    """(node, verdict, reasons) for every node: which filter rejected the pod, or that it fits."""
+    """(node, verdict, reasons) for every node: which filter rejected the pod, or that it fits.
+
+    `here` is the node the plan gave the pod; None means the pod was left out, so nodes that pass every
+    filter only fit it alone.
+    """
     rows = []
     info = compiled.classes[c]
     for i, node in enumerate(compiled.cluster.nodes):
         why = info.rejected.get(i)
         if why is None:
-            verdict = "placed here" if node.name == here else "fits"
-            rows.append((node.name, verdict, ""))
+            if here is None:
+                rows.append((node.name, "fits alone", "passes every filter; the batch's plan used it otherwise"))
+            else:
+                rows.append((node.name, "placed here" if node.name == here else "fits", ""))
         else:
             plugin, reasons = why
             rows.append((node.name, plugin, "; ".join(reasons)))

@@ -119,3 +119,11 @@ def test_explain_placed_pod_and_unknown_pod(tmp_path):
     assert out.returncode == 0 and "placed on a" in out.stdout
     out = cli("explain", "--cluster", path, "nope")
     assert out.returncode == 2 and "no pending pod 'nope'" in out.stderr
+
+
+def test_explain_pod_that_lost_in_the_batch(tmp_path):
+    path = snapshot(tmp_path, node("a", cpu="1"), pod("high", cpu="1", priority=100), pod("low", cpu="1"))
+    out = cli("explain", "--cluster", path, "default/low")
+    assert out.returncode == 0, out.stderr
+    assert "fits alone" in out.stdout
+    assert "higher-priority" in out.stdout
