@@ -15,7 +15,7 @@ from .problem import NO_DOMAIN, Problem
 class GreedyState:
     """Mutable placement state with incremental constraint checks and an undo log."""
 
-    def __init__(self, problem: Problem, forbidden: frozenset[int] = frozenset()):
+    def __init__(self, problem: Problem):
         self.p = problem
         self.free = [list(f) for f in problem.free]
         self.on_node: dict[tuple[int, int], int] = defaultdict(int)
@@ -28,7 +28,6 @@ class GreedyState:
             {n: d for d, nodes in s.domain_nodes.items() for n in nodes} for s in problem.spreads
         ]
         self.log: list[tuple[int, int]] = []
-        self.forbidden = forbidden
         self._index(problem)
 
     def _index(self, p: Problem) -> None:
@@ -160,7 +159,7 @@ class GreedyState:
     def fill(self, c: int, limit: int) -> int:
         """Place up to `limit` pods of class c; return how many were placed."""
         cls = self.p.classes[c]
-        order = [n for n in cls.candidates if n not in self.forbidden]
+        order = list(cls.candidates)
         if cls.scores:
             score = dict(zip(cls.candidates, cls.scores))
             order.sort(key=lambda n: -score[n])
@@ -187,10 +186,10 @@ class GreedyState:
         return placed
 
 
-def _size(problem: Problem, c: int) -> float:
-    """A pod's share of the largest node, summed over resources (for first-fit ordering)."""
+def _sizes(problem: Problem) -> list[float]:
+    """Each class's pod as a share of the largest free node, summed over resources (first-fit order)."""
     biggest = [max((f[r] for f in problem.free), default=0) for r in range(len(problem.resources))]
-    return sum(d / b for d, b in zip(problem.classes[c].demand, biggest) if b > 0)
+    return [sum(d / b for d, b in zip(cls.demand, biggest) if b > 0) for cls in problem.classes]
 
 
 def greedy(problem: Problem, largest_first: bool = True) -> dict[tuple[int, int], int]:
@@ -202,7 +201,8 @@ def greedy(problem: Problem, largest_first: bool = True) -> dict[tuple[int, int]
     state = GreedyState(problem)
     done_gangs: set[int] = set()
     sign = -1 if largest_first else 1
-    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * _size(problem, c)))
+    size = _sizes(problem)
+    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
     for c in order:
         cls = problem.classes[c]
         if cls.gang is None:
