@@ -30,8 +30,8 @@ class ClassModel:
         self._presence: dict[tuple[int, int, int], cp_model.IntVar | int] = {}
         self._by_domain: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
         self._rank: dict[int, cp_model.IntVar] = {}
-        self._seeds: dict[int, dict[int, cp_model.IntVar]] = {}  # seed group -> node -> "first pod here"
-        self._seed_domains: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
+        self._seeds: dict[int, dict[tuple[int, int], cp_model.IntVar]] = {}  # group -> (node, class) -> first pod
+        self._seed_domains: dict[tuple, dict[int, list[cp_model.IntVar]]] = {}
         self.soft_terms: list = []
         self._build()
 
@@ -163,24 +163,25 @@ class ClassModel:
         return self._rank[c]
 
     def _seed_in(self, s, d: int) -> list[cp_model.IntVar]:
-        """'The series' first pod is on node n' for the nodes of domain d; one per seed group in all.
+        """'The series' first pod is class x's, on node n' for the seeders x and nodes n of domain d.
 
-        Per node rather than per domain, so that a pod with several affinity terms seeds its zone and
-        its host at once.
+        One first pod per seed group in all; per node rather than per domain, so that a pod with several
+        affinity terms opens its zone and its host at once.
         """
-        key = (s.seed_group, s.partition)
+        key = (s.seed_group, s.partition, s.seeders)
         if key not in self._seed_domains:
             seeds = self._seeds.setdefault(s.seed_group, {})
             part = self.p.partitions[s.partition]
             by_domain: dict[int, list[cp_model.IntVar]] = defaultdict(list)
-            nodes = sorted({n for x in s.seeders for n in self.p.classes[x].candidates if (x, n) in self.y})
-            for n in nodes:
-                if n not in seeds:
-                    b = self.m.new_bool_var(f"seed_{s.seed_group}_{n}")
-                    self.m.add(b <= sum(self.y[(o, n)] for o in s.seeders if (o, n) in self.y))
-                    seeds[n] = b
-                if part[n] != NO_DOMAIN:
-                    by_domain[part[n]].append(seeds[n])
+            for x in s.seeders:
+                for n in self.p.classes[x].candidates:
+                    if (x, n) not in self.y:
+                        continue
+                    if (n, x) not in seeds:
+                        seeds[(n, x)] = b = self.m.new_bool_var(f"seed_{s.seed_group}_{n}_{x}")
+                        self.m.add(b <= self.y[(x, n)])
+                    if part[n] != NO_DOMAIN:
+                        by_domain[part[n]].append(seeds[(n, x)])
             self._seed_domains[key] = by_domain
         return self._seed_domains[key].get(d, [])
 
@@ -221,8 +222,7 @@ class ClassModel:
                         options.append(earlier)
                     else:
                         options.append(x)
-                if a in s.seeders:
-                    options.extend(seed)
+                options.extend(seed)  # after the series' first pod, any carrier may join it
                 m.add(a_in <= sum(options)) if options else m.add(a_in == 0)
 
     def _spread(self, s) -> None:
