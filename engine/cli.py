@@ -85,6 +85,9 @@ def dry_run(clusters, output, time_limit, scheduler_name, workers, seed, quiet) 
         _fail(str(exc))
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
     plan = make_plan(cluster, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
+    if output != "table" and not quiet:
+        for note in plan.notes:  # the table prints them itself; keep machine-readable stdout clean
+            click.echo(f"policy-scheduler: note: {note}", err=True)
     if output == "json":
         click.echo(render_json(plan))
     elif output == "yaml":

@@ -127,3 +127,11 @@ def test_explain_pod_that_lost_in_the_batch(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "fits alone" in out.stdout
     assert "higher-priority" in out.stdout
+
+
+def test_notes_go_to_stderr_with_json(tmp_path):
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}}
+    path = snapshot(tmp_path, node("a"), pod("p"), svc)
+    out = cli("dry-run", "--cluster", path, "-o", "json")
+    assert json.loads(out.stdout)["assignments"] == {"default/p": "a"}
+    assert "ignored 1 object(s) of kind Service" in out.stderr
