@@ -12,6 +12,39 @@ from collections import defaultdict
 from .problem import NO_DOMAIN, Problem
 
 
+class _DomainCounts:
+    """Pods per eligible domain of one spread constraint, with its minimum kept in O(1) per change."""
+
+    def __init__(self, domains, existing: dict[int, int], min_domains: int):
+        self.count = {d: existing.get(d, 0) for d in domains}
+        self.hist: dict[int, int] = defaultdict(int)
+        for v in self.count.values():
+            self.hist[v] += 1
+        self.low = min(self.count.values(), default=0)
+        self.too_few = len(self.count) < min_domains  # upstream then takes the global minimum as 0
+
+    def __getitem__(self, d: int) -> int:
+        return self.count[d]
+
+    def add(self, d: int, k: int) -> None:
+        v = self.count[d]
+        self.hist[v] -= 1
+        self.hist[v + k] += 1
+        self.count[d] = v + k
+        if k < 0 and v + k < self.low:
+            self.low = v + k
+        while self.hist[self.low] == 0 and self.count:
+            self.low += 1
+
+    def minimum(self, bumped: int | None = None) -> int:
+        """The minimum over domains, as it would be with one more pod in domain `bumped`."""
+        if self.too_few:
+            return 0
+        if bumped is not None and self.count[bumped] == self.low and self.hist[self.low] == 1:
+            return self.low + 1
+        return self.low
+
+
 class GreedyState:
     """Mutable placement state with incremental constraint checks and an undo log."""
 
@@ -23,7 +56,7 @@ class GreedyState:
         self.in_domain: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.exclusive_used: list[set[int]] = [set() for _ in problem.exclusive]
         self.placed_count: dict[int, int] = defaultdict(int)
-        self.spread_counts = [dict.fromkeys(s.domain_nodes, 0) | dict(s.existing) for s in problem.spreads]
+        self.spread_counts = [_DomainCounts(s.domain_nodes, s.existing, s.min_domains) for s in problem.spreads]
         self.spread_node_domain = [
             {n: d for d, nodes in s.domain_nodes.items() for n in nodes} for s in problem.spreads
         ]
@@ -95,24 +128,17 @@ class GreedyState:
             if d is None:
                 continue
             if c not in s.counted:
-                if s.a == c and counts[d] - self._spread_min(i) > s.max_skew:
+                if s.a == c and counts[d] - counts.minimum() > s.max_skew:
                     return True
                 continue
             # adding one pod to d must keep every domain hosting `a` within max_skew
-            if (s.a == c or self.in_domain_spread(i, d)) and counts[d] + 1 - self._spread_min(i, d) > s.max_skew:
+            if (s.a == c or self.in_domain_spread(i, d)) and counts[d] + 1 - counts.minimum(d) > s.max_skew:
                 return True
         return False
 
     def in_domain_spread(self, i: int, d: int) -> bool:
         s = self.p.spreads[i]
         return any(self.on_node[(s.a, n)] for n in s.domain_nodes[d])
-
-    def _spread_min(self, i: int, bumped: int | None = None) -> int:
-        s = self.p.spreads[i]
-        counts = self.spread_counts[i]
-        if len(counts) < s.min_domains:
-            return 0
-        return min(v + (1 if d == bumped else 0) for d, v in counts.items())
 
     def _supported(self, s, d: int) -> bool:
         """Pods are placed one at a time here, so any supporter already in the domain counts (as upstream)."""
@@ -134,7 +160,7 @@ class GreedyState:
         for i in self.spread_of.get(c, ()):
             d = self.spread_node_domain[i].get(n)
             if d is not None and c in self.p.spreads[i].counted:
-                self.spread_counts[i][d] += 1
+                self.spread_counts[i].add(d, 1)
         self.log.append((c, n))
 
     def undo_to(self, mark: int) -> None:
@@ -154,35 +180,46 @@ class GreedyState:
             for i in self.spread_of.get(c, ()):
                 d = self.spread_node_domain[i].get(n)
                 if d is not None and c in self.p.spreads[i].counted:
-                    self.spread_counts[i][d] -= 1
+                    self.spread_counts[i].add(d, -1)
 
     def fill(self, c: int, limit: int) -> int:
-        """Place up to `limit` pods of class c; return how many were placed."""
+        """Place up to `limit` pods of class c; return how many were placed.
+
+        Nodes that can never take another pod of the class are dropped for good. A class that spreads
+        (hard topology spread) scans round-robin from where its last pod went, so that each pod finds the
+        next under-filled domain at once instead of rescanning the full ones; others keep first-fit.
+        """
         cls = self.p.classes[c]
-        order = list(cls.candidates)
+        alive = list(cls.candidates)
         if cls.scores:
             score = dict(zip(cls.candidates, cls.scores))
-            order.sort(key=lambda n: -score[n])
+            alive.sort(key=lambda n: -score[n])
+        rolling = any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
         placed = 0
-        cursor = 0
-        while placed < limit:
+        start = 0
+        while placed < limit and alive:
             chosen = None
-            all_permanent = True
-            for i in range(cursor, len(order)):
-                n = order[i]
+            dead: list[int] = []
+            for step in range(len(alive)):
+                i = (start + step) % len(alive)
+                n = alive[i]
                 if self.permanently_blocked(c, n):
-                    if all_permanent:
-                        cursor = i + 1
-                    continue
-                if self.currently_blocked(c, n):
-                    all_permanent = False
-                    continue
-                chosen = n
-                break
+                    dead.append(i)
+                elif not self.currently_blocked(c, n):
+                    chosen = i
+                    break
+            if chosen is not None:
+                self.place(c, alive[chosen])
+                placed += 1
+            if dead:
+                gone = set(dead)
+                before = sum(1 for i in gone if i < (chosen if chosen is not None else 0))
+                alive = [n for i, n in enumerate(alive) if i not in gone]
+                if chosen is not None:
+                    chosen -= before
             if chosen is None:
                 break
-            self.place(c, chosen)
-            placed += 1
+            start = chosen + 1 if rolling else 0
         return placed
 
 
