@@ -458,6 +458,9 @@ def main(workload_names: tuple[str, ...], repeat: int, time_limit: float,
         w = W.get_workload(name)
         if w.kind == "anti-affinity" and w.pods > w.nodes:
             err.print(f"[yellow]warning:[/] {name} is infeasible ({w.pods} pods > {w.nodes} nodes)")
+        if w.kind == "spread-hostname" and -(-w.pods // w.nodes) > W.pods_per_node_limit():
+            err.print(f"[yellow]warning:[/] {name} is infeasible ({w.pods} pods spread evenly over "
+                      f"{w.nodes} nodes exceed {W.pods_per_node_limit()} pods per node)")
         path = snapshot_path(out_dir, name, bound, detail)
         gen = ensure_snapshot(path, w, bound, detail, regen)
         size = path.stat().st_size / (1 << 20)

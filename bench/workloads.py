@@ -2,7 +2,8 @@
 
 The workloads mirror the upstream Kubernetes scheduler benchmarks
 (kubernetes/test/integration/scheduler_perf: SchedulingBasic,
-SchedulingPodAntiAffinity, SchedulingNodeAffinity, TopologySpreading):
+SchedulingPodAntiAffinity, SchedulingNodeAffinity, TopologySpreading; plus
+``spread-hostname``, TopologySpreading with ``kubernetes.io/hostname`` as key):
 
 * nodes follow scheduler_perf's node-default template (4 CPU, 32Gi, 110 pods),
   labelled with ``kubernetes.io/hostname`` and one of ``ZONES`` zones;
@@ -77,7 +78,8 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 CREATION_TIMESTAMP = "2024-01-01T00:00:00Z"
 
-KINDS = ("basic", "anti-affinity", "node-affinity", "topology-spread", "mixed")
+KINDS = ("basic", "anti-affinity", "node-affinity", "topology-spread", "spread-hostname",
+         "mixed")
 DETAILS = ("minimal", "full")
 
 
@@ -114,6 +116,8 @@ _add(Workload("node-affinity", "node-affinity", 5000, 5000, None,
               "SchedulingNodeAffinity: required nodeAffinity zone In 3 of 10 zones"))
 _add(Workload("topology-spread", "topology-spread", 5000, 5000, None,
               "TopologySpreading: DoNotSchedule maxSkew 1 on zone"))
+_add(Workload("spread-hostname", "spread-hostname", 5000, 5000, None,
+              "TopologySpreading on hostname: DoNotSchedule maxSkew 1 per node"))
 # quick variants (anti-affinity keeps its 2.5 nodes/pod ratio: 1 pod per node max)
 _add(Workload("small-basic", "basic", 500, 1000, None, "small SchedulingBasic"))
 _add(Workload("small-anti-affinity", "anti-affinity", 500, 200, None,
@@ -122,6 +126,8 @@ _add(Workload("small-node-affinity", "node-affinity", 500, 1000, None,
               "small SchedulingNodeAffinity"))
 _add(Workload("small-topology-spread", "topology-spread", 500, 1000, None,
               "small TopologySpreading"))
+_add(Workload("small-spread-hostname", "spread-hostname", 500, 1000, None,
+              "small TopologySpreading on hostname"))
 # CP-SAT at scale: cpu demand ~115% of capacity, soft preferences, gangs, priorities
 _add(Workload("mixed", "mixed", 1000, 4000, None,
               "25 Deployments + 3 gangs, cpu demand ~115%: soft spread, preferred "
@@ -458,11 +464,11 @@ def _pod_spec_extras(w: Workload) -> dict[str, Any]:
         return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [
                 {"key": ZONE_KEY, "operator": "In", "values": list(NODE_AFFINITY_ZONES)}]}]}}}}
-    if w.kind == "topology-spread":
+    if w.kind in ("topology-spread", "spread-hostname"):
         return {"topologySpreadConstraints": [{
             "labelSelector": app_selector,
             "maxSkew": SPREAD_MAX_SKEW,
-            "topologyKey": ZONE_KEY,
+            "topologyKey": ZONE_KEY if w.kind == "topology-spread" else HOSTNAME_KEY,
             "whenUnsatisfiable": "DoNotSchedule",
         }]}
     raise ValueError(f"unknown workload kind {w.kind!r}")
@@ -757,7 +763,8 @@ def validate(w: Workload | str, assignments: dict[str, str], bound: int = 0,
     human-readable descriptions of broken constraints (at most ``limit``
     entries plus a summary line). Checks: only known pending pods on known
     nodes; node capacity (cpu, memory, pods, counting bound pods); the
-    workload's constraint (anti-affinity, node affinity, zone spread). For
+    workload's constraint (anti-affinity, node affinity, zone spread, hostname
+    spread: per-node count max - min over ALL nodes <= maxSkew). For
     ``mixed``: per-node cpu/memory/pods, required anti-affinity (at most one pod
     of such a Deployment per node) and gangs all-or-nothing; the soft
     preferences are not checked.
@@ -807,6 +814,15 @@ def validate(w: Workload | str, assignments: dict[str, str], bound: int = 0,
         skew = max(zones.values()) - min(zones.values())
         if skew > SPREAD_MAX_SKEW:
             problem(f"zone skew {skew} > maxSkew {SPREAD_MAX_SKEW}: {dict(sorted(zones.items()))}")
+    elif w.kind == "spread-hostname":
+        # every node is a domain (nodes without a pod count as 0)
+        counts = [per_node[node_name(i)] for i in range(w.nodes)]
+        lo, hi = min(counts), max(counts)
+        if hi - lo > SPREAD_MAX_SKEW:
+            hist = dict(sorted(Counter(counts).items()))
+            problem(f"hostname skew {hi - lo} > maxSkew {SPREAD_MAX_SKEW}: "
+                    f"min {lo}, max {hi} pods of app={w.app} per node "
+                    f"(pods per node -> nodes: {hist})")
 
     return placed, problems.lines()
 

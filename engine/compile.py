@@ -126,41 +126,55 @@ class _Partitions:
         return len(set(part)) == len(part)
 
 
+class _AffinityIndex:
+    """Which classes match which pod-affinity terms, and who may support or start a required series.
+
+    Upstream counts a pod as support for required affinity only if it matches all of the incoming pod's
+    required terms, so classes are grouped by their whole term set.
+    """
+
+    def __init__(self, samples: list[Pod], rules: list[tuple[Constraint, ...]], bound: BoundState):
+        self.samples = samples
+        self.bound = bound
+        self.affinity_sets = [
+            tuple(c.term for c in rs if isinstance(c, PodProximity) and not c.anti and c.weight is None) for rs in rules
+        ]
+        self.carriers: dict[tuple[PodAffinityTerm, ...], list[int]] = defaultdict(list)
+        for a, terms in enumerate(self.affinity_sets):
+            if terms:
+                self.carriers[terms].append(a)
+        self._all: dict[tuple[PodAffinityTerm, ...], list[int]] = {}
+
+    def matching(self, term: PodAffinityTerm) -> list[int]:
+        return self.matching_all((term,))
+
+    def matching_all(self, terms: tuple[PodAffinityTerm, ...]) -> list[int]:
+        if terms not in self._all:
+            self._all[terms] = [j for j, s in enumerate(self.samples) if all(t.matches(s) for t in terms)]
+        return self._all[terms]
+
+    def seeders(self, terms: tuple[PodAffinityTerm, ...]) -> list[int]:
+        """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
+        if any(self.bound.domains_matching(terms, t.topology_key) for t in terms):
+            return []
+        return [j for j in self.matching_all(terms) if j in self.carriers[terms]]
+
+    def batch_can_support(self, a: int) -> bool:
+        """Can anything in the batch satisfy class a's required affinity (else only bound pods can)?"""
+        terms = self.affinity_sets[a]
+        return bool(set(self.matching_all(terms)) - {a} or self.seeders(terms))
+
+
 def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Compiled:
     nodes = cluster.nodes
     bound = BoundState.of(nodes, cluster.bound)
     notes: list[str] = []
     grouped = group_pods(cluster.pending, cluster, policy)
-    samples = [pods[0] for pods, _ in grouped]
-    has_hard_affinity = [
-        any(isinstance(c, PodProximity) and not c.anti and c.weight is None for c in rules) for _, rules in grouped
-    ]
-
-    # required affinity, upstream style: a class's terms are satisfied only by pods matching all of them
-    affinity_sets = [
-        tuple(c.term for c in rules if isinstance(c, PodProximity) and not c.anti and c.weight is None)
-        for _, rules in grouped
-    ]
-    carriers: dict[tuple[PodAffinityTerm, ...], list[int]] = defaultdict(list)
-    for a, terms in enumerate(affinity_sets):
-        if terms:
-            carriers[terms].append(a)
-
-    def matching(term: PodAffinityTerm) -> list[int]:
-        return [j for j, s in enumerate(samples) if term.matches(s)]
-
-    def matching_all(terms: tuple[PodAffinityTerm, ...]) -> list[int]:
-        return [j for j, s in enumerate(samples) if all(t.matches(s) for t in terms)]
-
-    def seeders(terms: tuple[PodAffinityTerm, ...]) -> list[int]:
-        """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
-        if any(bound.domains_matching(terms, t.topology_key) for t in terms):
-            return []
-        return [j for j in matching_all(terms) if j in carriers[terms]]
+    index = _AffinityIndex([pods[0] for pods, _ in grouped], [rules for _, rules in grouped], bound)
 
     classes: list[ClassInfo] = []
     for a, (pods, rules) in enumerate(grouped):
-        facts = ClassFacts.of(pods[0], rules, bound, lambda t, a=a: bool(set(matching_all(affinity_sets[a])) - {a} or seeders(affinity_sets[a])))
+        facts = ClassFacts.of(pods[0], rules, bound, index.batch_can_support(a))
         rejected = rejections(facts, bound)
         gang = next((c.group for c in rules if isinstance(c, GangRule)), None)
         classes.append(ClassInfo(pods, rules, facts, rejected, gang))
@@ -191,12 +205,12 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for g, gi in enumerate(gangs):
         problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound)))
 
-    seed_groups = _seed_groups({ts: matching_all(ts) for ts in carriers if seeders(ts)})
-    for terms, members in carriers.items():
-        sup, seed = matching_all(terms), seeders(terms)
+    seed_groups = _seed_groups({ts: index.matching_all(ts) for ts in index.carriers if index.seeders(ts)})
+    for terms, members in index.carriers.items():
+        sup, seed = index.matching_all(terms), index.seeders(terms)
         if set(sup) <= set(members) and len(members) == 1 and not seed:
             continue  # nothing in the batch can help: the static filter confined it to bound support
-        chained = frozenset(j for j in sup if affinity_sets[j])
+        chained = frozenset(j for j in sup if index.affinity_sets[j])
         for t in terms:
             p = partitions.of(t.topology_key)
             values = partitions.values[p]
@@ -208,12 +222,12 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for a, info in enumerate(classes):
         for c in info.constraints:
             if isinstance(c, PodProximity) and (c.anti or c.weight is not None):
-                _proximity(problem, partitions, a, c, matching)
+                _proximity(problem, partitions, a, c, index.matching)
             elif isinstance(c, SpreadRule):
                 _spread(problem, partitions, a, info, c, classes, cluster, bound)
     _exclusive_ports(problem, classes)
     problem.partitions = partitions.parts
-    keys = [_rank_key(classes[a], problem.classes[a], has_hard_affinity[a]) for a in range(len(classes))]
+    keys = [_rank_key(classes[a], problem.classes[a], bool(index.affinity_sets[a])) for a in range(len(classes))]
     dense = {k: r for r, k in enumerate(sorted(set(keys)))}
     for a, k in enumerate(keys):
         problem.classes[a].rank = dense[k]

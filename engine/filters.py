@@ -8,7 +8,6 @@ choose candidate nodes; `explain` prints them per node.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .ir import Constraint, NodeRule, NodeTerms, PodProximity, SpreadRule, Tolerations
@@ -125,7 +124,9 @@ class ClassFacts:
 
     @classmethod
     def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState,
-           affinity_open: Callable[[PodAffinityTerm], bool]) -> "ClassFacts":
+           batch_support: bool) -> "ClassFacts":
+        """`batch_support`: pods of the batch may satisfy the class's required affinity, so the static
+        filter only asks for the topology labels; otherwise only domains with bound support pass."""
         tolerations: tuple[Toleration, ...] = ()
         for c in constraints:
             if isinstance(c, Tolerations):
@@ -142,7 +143,7 @@ class ClassFacts:
             if value is not None and term.matches(pod):
                 anti_existing[term.topology_key].add(value)
         affinity_terms = tuple(c.term for c in hard if not c.anti)
-        affinity_ok = [None if affinity_open(t) else bound.domains_matching(affinity_terms, t.topology_key)
+        affinity_ok = [None if batch_support else bound.domains_matching(affinity_terms, t.topology_key)
                        for t in affinity_terms]
         spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
         return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
