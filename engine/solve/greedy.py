@@ -185,9 +185,10 @@ class GreedyState:
     def fill(self, c: int, limit: int) -> int:
         """Place up to `limit` pods of class c; return how many were placed.
 
-        Nodes that can never take another pod of the class are dropped for good. A class that spreads
-        (hard topology spread) scans round-robin from where its last pod went, so that each pod finds the
-        next under-filled domain at once instead of rescanning the full ones; others keep first-fit.
+        Nodes that can never take another pod of the class are dropped for good. Each pod scans the
+        preference order from where the last one went: the same node for first-fit (it may take more),
+        the next one for a class with hard topology spread, so that each pod finds the next under-filled
+        domain at once instead of rescanning the full ones.
         """
         cls = self.p.classes[c]
         alive = list(cls.candidates)
@@ -195,31 +196,31 @@ class GreedyState:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
         rolling = any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
+        dead: set[int] = set()
         placed = 0
         start = 0
         while placed < limit and alive:
             chosen = None
-            dead: list[int] = []
             for step in range(len(alive)):
                 i = (start + step) % len(alive)
                 n = alive[i]
+                if n in dead:
+                    continue
                 if self.permanently_blocked(c, n):
-                    dead.append(i)
+                    dead.add(n)
                 elif not self.currently_blocked(c, n):
                     chosen = i
                     break
-            if chosen is not None:
-                self.place(c, alive[chosen])
-                placed += 1
-            if dead:
-                gone = set(dead)
-                before = sum(1 for i in gone if i < (chosen if chosen is not None else 0))
-                alive = [n for i, n in enumerate(alive) if i not in gone]
-                if chosen is not None:
-                    chosen -= before
             if chosen is None:
                 break
-            start = chosen + 1 if rolling else 0
+            n = alive[chosen]
+            self.place(c, n)
+            placed += 1
+            if len(dead) * 2 > len(alive):  # compact now and then, keeping the scan position
+                alive = [m for m in alive if m not in dead]
+                dead.clear()
+                chosen = alive.index(n) if n in alive else 0
+            start = chosen + 1 if rolling else chosen
         return placed
 
 
