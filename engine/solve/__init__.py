@@ -32,13 +32,14 @@ def solve(
 ) -> Solution:
     say = progress or (lambda _msg: None)
     start = time.perf_counter()
+    bound = problem.upper_bound()
     best = greedy(problem)
     value = _value(problem, best)
-    if value < problem.upper_bound():
+    if value < bound:
         other = greedy(problem, largest_first=False)
-        if _value(problem, other) > value:
-            best, value = other, _value(problem, other)
-    bound = problem.upper_bound()
+        other_value = _value(problem, other)
+        if other_value > value:
+            best, value = other, other_value
     pods = sum(c.count for c in problem.classes)
     say(f"greedy placed {sum(best.values())}/{pods} pods in {time.perf_counter() - start:.2f}s")
     soft = problem.has_soft_terms()
