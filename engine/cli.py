@@ -57,6 +57,26 @@ time_option = click.option("--time-limit", type=click.FloatRange(min=0.1), defau
 workers_option = click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
                               help="CP-SAT worker threads (1 with --seed gives reproducible plans).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
+policy_option = click.option(
+    "--policy", "policies", multiple=True, metavar="PATH",
+    help="Policy files, directories of *.policy files, or a ConfigMap manifest of them. Repeatable.",
+)
+
+
+def _policy_rules(paths):
+    """Parse and check the policies, or print every diagnostic and exit 2."""
+    if not paths:
+        return None
+    from .policy.lower import policy_rules
+    from .policy.parse import PolicyError
+    from .policy.sources import load_policies
+
+    try:
+        return policy_rules(load_policies(list(paths)))
+    except PolicyError as exc:
+        for d in exc.diagnostics:
+            click.echo(d.render(), err=True)
+        sys.exit(2)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -67,24 +87,26 @@ def main() -> None:
 
 @main.command("dry-run")
 @cluster_option
+@policy_option
 @click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]), default="table", show_default=True)
 @time_option
 @scheduler_option
 @workers_option
 @seed_option
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def dry_run(clusters, output, time_limit, scheduler_name, workers, seed, quiet) -> None:
+def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input.
     """
     progress = _Progress(quiet)
+    rules = _policy_rules(policies)
     try:
         cluster = load_cluster(list(clusters) or [demo_path()], scheduler_name)
     except InputError as exc:
         _fail(str(exc))
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    plan = make_plan(cluster, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
+    plan = make_plan(cluster, rules, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
     if output != "table" and not quiet:
         for note in plan.notes:  # the table prints them itself; keep machine-readable stdout clean
             click.echo(f"policy-scheduler: note: {note}", err=True)
@@ -98,18 +120,20 @@ def dry_run(clusters, output, time_limit, scheduler_name, workers, seed, quiet) 
 
 @main.command()
 @cluster_option
+@policy_option
 @click.argument("pod")
 @time_option
 @scheduler_option
 @workers_option
 @seed_option
-def explain(clusters, pod, time_limit, scheduler_name, workers, seed) -> None:
+def explain(clusters, policies, pod, time_limit, scheduler_name, workers, seed) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .compile import compile_cluster
     from .explain import node_table
     from .plan import plan_from_solution
     from .solve import solve
 
+    rules = _policy_rules(policies)
     try:
         cluster = load_cluster(list(clusters) or [demo_path()], scheduler_name)
     except InputError as exc:
@@ -123,7 +147,7 @@ def explain(clusters, pod, time_limit, scheduler_name, workers, seed) -> None:
     if len(matches) > 1:
         _fail(f"pod name {pod!r} is ambiguous: {', '.join(p.key for p in matches)} (use namespace/name)")
     target = matches[0]
-    compiled = compile_cluster(cluster)
+    compiled = compile_cluster(cluster, rules)
     solution = solve(compiled.problem, time_limit=time_limit, workers=workers, seed=seed)
     plan = plan_from_solution(compiled, solution, solution.seconds)
     c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
@@ -142,6 +166,26 @@ def explain(clusters, pod, time_limit, scheduler_name, workers, seed) -> None:
         console.print(f"[bold red]{target.key} is unschedulable:[/bold red]")
         for reason in plan.unschedulable.get(target.key, []):
             console.print(f"  - {reason}")
+
+
+@main.command("check")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+def check_command(paths) -> None:
+    """Parse and type-check policy files, directories or ConfigMap manifests.
+
+    Prints every error as file:line:col with the source line and a caret; exit 1 on errors, 0 when clean.
+    """
+    from .policy.parse import PolicyError
+    from .policy.sources import load_policies
+
+    try:
+        policies = load_policies(list(paths))
+    except PolicyError as exc:
+        for d in exc.diagnostics:
+            click.echo(d.render(), err=True)
+        click.echo(f"{len(exc.diagnostics)} error(s)", err=True)
+        sys.exit(1)
+    click.echo(f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'} OK")
 
 
 if __name__ == "__main__":  # pragma: no cover

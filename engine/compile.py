@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .filters import BoundState, ClassFacts, Rejections, rejections
-from .ir import Constraint, GangRule, NodeRule, PodProximity, SpreadRule
+from .ir import Constraint, GangRule, NodeRule, NodeScore, PodProximity, SpreadRule
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
 from .podspec import pod_constraints
 from .solve.problem import NO_DOMAIN, Colocation, Gang, PodClass, Problem, Separation, Spread
@@ -268,8 +268,7 @@ def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
         if rule is None:
             continue
         if rule.group not in by_key:
-            ns, name = rule.group.split("/", 1)
-            bound = sum(1 for p in cluster.bound if p.namespace == ns and p.pod_group == name)
+            bound = sum(1 for p in cluster.bound if rule.member(p))
             by_key[rule.group] = GangInfo(rule.group, rule.min_member, bound, 0)
         by_key[rule.group].classes.append(a)
         by_key[rule.group].pending += len(info.pods)
@@ -287,7 +286,8 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
             if domains:
                 proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
     tolerations = info.facts.tolerations
-    if not soft_rules and not proximity and not any(
+    costs = [c for c in info.constraints if isinstance(c, NodeScore)]
+    if not soft_rules and not proximity and not costs and not any(
         t.effect == "PreferNoSchedule" for i in candidates for t in nodes[i].taints
     ):
         return ()
@@ -300,7 +300,27 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
         )
         s += sum(w for key, domains, w in proximity if node.labels.get(key) in domains)
         scores.append(s)
+    for cost in costs:
+        for k, penalty in enumerate(_cost_penalties(cost, [nodes[i] for i in candidates])):
+            scores[k] -= penalty
     return tuple(scores)
+
+
+def _cost_penalties(cost: NodeScore, nodes: list[Node]) -> list[int]:
+    """0 for the cheapest node, `weight` for the dearest (and for nodes without a numeric value)."""
+    values: list[float | None] = []
+    for node in nodes:
+        raw = node.attribute(cost.attr, cost.key)
+        try:
+            values.append(float(raw) if raw is not None else None)
+        except ValueError:
+            values.append(None)
+    known = [v for v in values if v is not None]
+    if not known:
+        return [0] * len(nodes)
+    lo, hi = min(known), max(known)
+    span = hi - lo
+    return [cost.weight if v is None else (round(cost.weight * (v - lo) / span) if span else 0) for v in values]
 
 
 def _proximity(problem, partitions, a, c: PodProximity, matching) -> None:

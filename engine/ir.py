@@ -8,9 +8,23 @@ compiler turns each kind into solver constraints exactly once. Every constraint 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Protocol, Union
 
-from .model import Node, NodeSelectorTerm, PodAffinityTerm, SpreadConstraint, Toleration
+from .model import POD_GROUP_LABEL, Node, NodeSelectorTerm, Pod, SpreadConstraint, Toleration
+
+
+class NodePredicate(Protocol):
+    """Anything hashable that accepts or rejects a node: pod-spec NodeTerms, or a policy expression."""
+
+    def matches(self, node: Node) -> bool: ...
+
+
+class PodTerm(Protocol):
+    """Which pods, within which topology domain: a pod spec's PodAffinityTerm or a policy's pod set."""
+
+    topology_key: str
+
+    def matches(self, pod: Pod) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +52,7 @@ class NodeTerms:
 class NodeRule:
     """Hard (weight None): the node must match. Soft: `weight` added to the score of matching nodes."""
 
-    predicate: NodeTerms
+    predicate: NodePredicate
     weight: int | None
     reason: str
     source: Source
@@ -59,7 +73,7 @@ class PodProximity:
     Hard when weight is None; soft terms add/subtract `weight` per domain shared.
     """
 
-    term: PodAffinityTerm
+    term: PodTerm
     anti: bool
     weight: int | None
     source: Source
@@ -73,11 +87,35 @@ class SpreadRule:
 
 @dataclass(frozen=True, slots=True)
 class GangRule:
-    """All-or-nothing: at least `min_member` pods of the group (bound ones included) or none."""
+    """All-or-nothing: at least `min_member` pods of the group (bound ones included) or none.
 
-    group: str  # namespace/name
+    Members are the pods of the namespace whose label `label` has the value `value` (a PodGroup's
+    members carry scheduling.x-k8s.io/pod-group: NAME).
+    """
+
+    group: str  # for messages: namespace/name of the PodGroup, or namespace/label=value
     min_member: int
+    source: Source
+    namespace: str = ""
+    label: str = POD_GROUP_LABEL
+    value: str = ""
+
+    def member(self, pod: Pod) -> bool:
+        return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScore:
+    """Soft: prefer nodes with a low number under a label, annotation or allocatable resource.
+
+    The cheapest candidate node scores 0 and the dearest −weight, linearly in between; a node without a
+    numeric value counts as the dearest.
+    """
+
+    attr: str
+    key: str
+    weight: int
     source: Source
 
 
-Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule]
+Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore]

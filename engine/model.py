@@ -165,6 +165,18 @@ class Node:
     def fields(self) -> dict[str, str]:
         return {"metadata.name": self.name}
 
+    def attribute(self, kind: str, key: str) -> str | int | None:
+        """A node's label, annotation, allocatable amount or taint value by key (None when absent)."""
+        if kind == "label":
+            return self.labels.get(key)
+        if kind == "annotation":
+            return self.annotations.get(key)
+        if kind == "allocatable":
+            return self.allocatable.get(key)
+        if kind == "taint":
+            return next((t.value for t in self.taints if t.key == key), None)
+        raise ValueError(f"unknown node attribute {kind!r}")
+
 
 @dataclass(slots=True)
 class Pod:

@@ -37,5 +37,5 @@ def pod_constraints(pod: Pod, pod_groups: dict[str, PodGroup]) -> tuple[Constrai
     if group is not None:
         pg = pod_groups.get(f"{pod.namespace}/{group}")
         if pg is not None and pg.min_member > 0:
-            out.append(GangRule(pg.key, pg.min_member, Source(f"PodGroup {pg.key}")))
+            out.append(GangRule(pg.key, pg.min_member, Source(f"PodGroup {pg.key}"), pg.namespace, value=pg.name))
     return tuple(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,8 +16,9 @@ from kube import node, pod, podgroup
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "300"}  # rich wraps tables to the terminal width; keep rows whole
     return subprocess.run([sys.executable, "-m", "engine", *args], input=stdin, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=env)
 
 
 def snapshot(tmp_path, *docs) -> str:
@@ -135,3 +137,48 @@ def test_notes_go_to_stderr_with_json(tmp_path):
     out = cli("dry-run", "--cluster", path, "-o", "json")
     assert json.loads(out.stdout)["assignments"] == {"default/p": "a"}
     assert "ignored 1 object(s) of kind Service" in out.stderr
+
+
+GOOD_POLICY = 'policy gpu-only {\n  applies to all pods\n  require node label "accelerator" exists\n}\n'
+
+
+def test_check_clean_and_broken_policies(tmp_path):
+    good = tmp_path / "good.policy"
+    good.write_text(GOOD_POLICY)
+    out = cli("check", str(good))
+    assert out.returncode == 0 and "1 policy OK" in out.stdout
+    bad = tmp_path / "bad.policy"
+    bad.write_text('policy broken {\n  applies to all pods\n  requre node label "x" exists\n}\n')
+    out = cli("check", str(tmp_path))
+    assert out.returncode == 1
+    assert f"{bad}:3:3: unexpected 'requre'" in out.stderr and "did you mean 'require'?" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_check_configmap_of_policies(tmp_path):
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "policies", "namespace": "kube-system"},
+          "data": {"gpu.policy": GOOD_POLICY, "typo.policy": "policy t { applies to all pods\n prefer node label \"x\" exists }\n"}}
+    path = tmp_path / "cm.yaml"
+    path.write_text(yaml.safe_dump(cm))
+    out = cli("check", str(path))
+    assert out.returncode == 1
+    assert f"{path}[ConfigMap policies: typo.policy]:2:" in out.stderr
+
+
+def test_dry_run_with_policy(tmp_path):
+    policy = tmp_path / "gpu.policy"
+    policy.write_text(GOOD_POLICY)
+    path = snapshot(tmp_path, node("plain"), node("gpu", labels={"accelerator": "a100"}), pod("p"))
+    out = cli("dry-run", "--cluster", path, "--policy", str(policy), "-o", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["assignments"] == {"default/p": "gpu"}
+    out = cli("explain", "--cluster", path, "--policy", str(policy), "p")
+    assert f"{policy}:3 (policy gpu-only)" in out.stdout
+
+
+def test_dry_run_with_a_bad_policy_exits_2(tmp_path):
+    policy = tmp_path / "bad.policy"
+    policy.write_text("policy x { applies to all pods\n gang by label \"job\" min 0 }\n")
+    out = cli("dry-run", "--policy", str(policy))
+    assert out.returncode == 2 and f"{policy}:2:2: gang min must be at least 1" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -1,0 +1,361 @@
+"""The typed AST of the policy language; expressions evaluate themselves against pods and nodes.
+
+Every node is a frozen dataclass (hashable, so a node predicate can serve directly as the rule IR's
+predicate and be cached) and carries its position for error messages and explanations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ..model import Node, Pod
+from ..quantity import QuantityError, to_int, to_milli
+
+
+@dataclass(frozen=True, slots=True)
+class Pos:
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+Value = Union[str, int, float]
+
+
+def _number(value: object) -> float | None:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def compare(have: float, op: str, want: float) -> bool:
+    return {"==": have == want, "!=": have != want, "<": have < want, "<=": have <= want,
+            ">": have > want, ">=": have >= want}[op]
+
+
+# --- pod scope expressions -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AllPods:
+    def matches(self, pod: Pod) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return "all pods"
+
+
+@dataclass(frozen=True, slots=True)
+class PodAnd:
+    left: "PodExpr"
+    right: "PodExpr"
+
+    def matches(self, pod: Pod) -> bool:
+        return self.left.matches(pod) and self.right.matches(pod)
+
+    def __str__(self) -> str:
+        return f"({self.left} and {self.right})"
+
+
+@dataclass(frozen=True, slots=True)
+class PodOr:
+    left: "PodExpr"
+    right: "PodExpr"
+
+    def matches(self, pod: Pod) -> bool:
+        return self.left.matches(pod) or self.right.matches(pod)
+
+    def __str__(self) -> str:
+        return f"({self.left} or {self.right})"
+
+
+@dataclass(frozen=True, slots=True)
+class PodNot:
+    inner: "PodExpr"
+
+    def matches(self, pod: Pod) -> bool:
+        return not self.inner.matches(pod)
+
+    def __str__(self) -> str:
+        return f"not {self.inner}"
+
+
+def _set_test(have: str | None, op: str, values: tuple[str, ...]) -> bool:
+    """==, != (one value), in, not in; a missing value never equals and is never in."""
+    if op in ("==", "in"):
+        return have is not None and have in values
+    return have is None or have not in values
+
+
+@dataclass(frozen=True, slots=True)
+class PodField:
+    """namespace / owner kind / label "k" compared with ==, !=, in, not in."""
+
+    field: str  # "namespace", "owner kind" or "label"
+    key: str
+    op: str
+    values: tuple[str, ...]
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, pod: Pod) -> bool:
+        if self.field == "namespace":
+            have: str | None = pod.namespace
+        elif self.field == "owner kind":
+            have = pod.owner[0] if pod.owner else None
+        else:
+            have = pod.labels.get(self.key)
+        return _set_test(have, self.op, self.values)
+
+    def __str__(self) -> str:
+        what = f'label "{self.key}"' if self.field == "label" else self.field
+        return f"{what} {self.op} {list(self.values) if self.op in ('in', 'not in') else self.values[0]!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodLabelExists:
+    key: str
+    exists: bool
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, pod: Pod) -> bool:
+        return (self.key in pod.labels) == self.exists
+
+    def __str__(self) -> str:
+        return f'label "{self.key}" {"exists" if self.exists else "not exists"}'
+
+
+@dataclass(frozen=True, slots=True)
+class PodPriority:
+    op: str
+    value: Value
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, pod: Pod) -> bool:
+        want = _number(self.value)
+        return want is not None and compare(pod.priority, self.op, want)
+
+    def __str__(self) -> str:
+        return f"priority {self.op} {self.value}"
+
+
+PodExpr = Union[AllPods, PodAnd, PodOr, PodNot, PodField, PodLabelExists, PodPriority]
+
+
+# --- node predicates ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class NodeAnd:
+    left: "NodeExpr"
+    right: "NodeExpr"
+
+    def matches(self, node: Node) -> bool:
+        return self.left.matches(node) and self.right.matches(node)
+
+    def __str__(self) -> str:
+        return f"({self.left} and {self.right})"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOr:
+    left: "NodeExpr"
+    right: "NodeExpr"
+
+    def matches(self, node: Node) -> bool:
+        return self.left.matches(node) or self.right.matches(node)
+
+    def __str__(self) -> str:
+        return f"({self.left} or {self.right})"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNot:
+    inner: "NodeExpr"
+
+    def matches(self, node: Node) -> bool:
+        return not self.inner.matches(node)
+
+    def __str__(self) -> str:
+        return f"not {self.inner}"
+
+
+def quantity_value(resource: str, value: Value) -> int:
+    """A literal in an allocatable comparison, in the model's units (cpu in millicores)."""
+    return to_milli(value) if resource == "cpu" else to_int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCompare:
+    """node <attr> "key" <op> value: numeric for < <= > >= (and for allocatable), else string."""
+
+    attr: str
+    key: str
+    op: str
+    value: Value
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, node: Node) -> bool:
+        have = node.attribute(self.attr, self.key)
+        if have is None:
+            return self.op == "!="
+        if self.attr == "allocatable":
+            try:
+                want: float | None = quantity_value(self.key, self.value)
+            except QuantityError:
+                return False
+            return compare(float(have), self.op, want)
+        if self.op in ("==", "!="):
+            equal = str(have) == str(self.value) or (
+                _number(have) is not None and _number(have) == _number(self.value)
+            )
+            return equal == (self.op == "==")
+        have_n, want = _number(have), _number(self.value)
+        return have_n is not None and want is not None and compare(have_n, self.op, want)
+
+    def __str__(self) -> str:
+        return f'node {self.attr} "{self.key}" {self.op} {self.value!r}'
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMember:
+    attr: str
+    key: str
+    op: str  # in / not in
+    values: tuple[str, ...]
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, node: Node) -> bool:
+        have = node.attribute(self.attr, self.key)
+        return _set_test(None if have is None else str(have), self.op, self.values)
+
+    def __str__(self) -> str:
+        return f'node {self.attr} "{self.key}" {self.op} {list(self.values)}'
+
+
+@dataclass(frozen=True, slots=True)
+class NodeExists:
+    attr: str
+    key: str
+    exists: bool
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, node: Node) -> bool:
+        if self.attr == "taint":
+            present = any(t.key == self.key for t in node.taints)
+        else:
+            present = node.attribute(self.attr, self.key) is not None
+        return present == self.exists
+
+    def __str__(self) -> str:
+        return f'node {self.attr} "{self.key}" {"exists" if self.exists else "not exists"}'
+
+
+@dataclass(frozen=True, slots=True)
+class NodeName:
+    op: str
+    values: tuple[str, ...]
+    pos: Pos = field(compare=False, hash=False)
+
+    def matches(self, node: Node) -> bool:
+        return _set_test(node.name, self.op, self.values)
+
+    def __str__(self) -> str:
+        return f"node name {self.op} {list(self.values)}"
+
+
+NodeExpr = Union[NodeAnd, NodeOr, NodeNot, NodeCompare, NodeMember, NodeExists, NodeName]
+
+
+# --- statements -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    expr: PodExpr
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRequirement:
+    """require / forbid (hard) and prefer / avoid (soft, weighted)."""
+
+    verb: str  # require, forbid, prefer, avoid
+    expr: NodeExpr
+    weight: float | None
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class TaintToleration:
+    key: str  # "" with exists=True: every taint
+    value: str | None  # None: any value (operator Exists)
+    effect: str  # "" = every effect
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerate:
+    taints: tuple[TaintToleration, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class Minimize:
+    attr: str
+    key: str
+    weight: float
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class SameLabel:
+    key: str
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class PodsWhere:
+    expr: PodExpr
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """A topology domain: a node label key (`per node` is kubernetes.io/hostname)."""
+
+    key: str
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class Proximity:
+    """separate from … (anti) / keep with … (together); hard unless weighted."""
+
+    anti: bool
+    pods: SameLabel | PodsWhere
+    domain: Domain
+    weight: float | None
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class GangBy:
+    label: str
+    min_member: int
+    pos: Pos
+
+
+Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, Proximity, GangBy]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    statements: tuple[Statement, ...]
+    pos: Pos
+
+    @property
+    def scope(self) -> Scope | None:
+        return next((s for s in self.statements if isinstance(s, Scope)), None)

@@ -1,0 +1,131 @@
+"""Type-check parsed policies before anything uses them; every problem is a positioned Diagnostic."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from ..quantity import QuantityError
+from . import ast as A
+from .parse import Diagnostic
+
+MAX_PODS_PER_CLUSTER = 150_000  # Kubernetes' documented scalability limit
+MAX_WEIGHT = 1000
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+LABEL_VALUE = re.compile(rf"^({_NAME})?$")
+RESOURCE = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+
+
+def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]:
+    """All type errors in the policies (empty when they are fit to use)."""
+    out: list[Diagnostic] = []
+
+    def error(pos: A.Pos, message: str) -> None:
+        lines = sources.get(pos.file, "").splitlines()
+        source = lines[pos.line - 1] if 0 < pos.line <= len(lines) else ""
+        out.append(Diagnostic(pos.file, pos.line, pos.column, message, source))
+
+    seen: dict[str, A.Pos] = {}
+    for policy in policies:
+        if policy.name in seen:
+            error(policy.pos, f"duplicate policy name {policy.name!r} (first defined at {seen[policy.name]})")
+        else:
+            seen[policy.name] = policy.pos
+        scopes = [s for s in policy.statements if isinstance(s, A.Scope)]
+        if not scopes:
+            error(policy.pos, f"policy {policy.name!r} has no 'applies to' line (say 'applies to all pods' for every pod)")
+        for extra in scopes[1:]:
+            error(extra.pos, f"policy {policy.name!r} has a second 'applies to' line; combine them with 'and' / 'or'")
+        gangs = [s for s in policy.statements if isinstance(s, A.GangBy)]
+        for extra in gangs[1:]:
+            error(extra.pos, f"policy {policy.name!r} has a second 'gang' line; a pod belongs to one gang")
+        for statement in policy.statements:
+            for pos, message in _statement(statement):
+                error(pos, message)
+    return out
+
+
+def _weight(weight: float | None, pos: A.Pos) -> Iterator[tuple[A.Pos, str]]:
+    if weight is not None and not (0 < weight <= MAX_WEIGHT and weight == int(weight)):
+        yield pos, f"weight must be a whole number from 1 to {MAX_WEIGHT}, got {weight:g} (use 'avoid' to push pods away)"
+
+
+def _label_key(key: str, pos: A.Pos, what: str = "label key") -> Iterator[tuple[A.Pos, str]]:
+    if not LABEL_KEY.match(key):
+        yield pos, f"invalid {what} {key!r} (a Kubernetes qualified name such as 'example.com/tier')"
+
+
+def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
+    if isinstance(s, A.Scope):
+        yield from _pod_expr(s.expr)
+    elif isinstance(s, A.NodeRequirement):
+        yield from _weight(s.weight, s.pos)
+        yield from _node_expr(s.expr)
+    elif isinstance(s, A.Tolerate):
+        for t in s.taints:
+            if t.key:
+                yield from _label_key(t.key, t.pos, "taint key")
+            if t.value and not LABEL_VALUE.match(t.value):
+                yield t.pos, f"invalid taint value {t.value!r}"
+            if t.effect and t.effect not in EFFECTS:
+                yield t.pos, f"unknown taint effect {t.effect!r} (one of {', '.join(EFFECTS)})"
+    elif isinstance(s, A.Minimize):
+        yield from _weight(s.weight, s.pos)
+        if s.attr not in ("label", "annotation", "allocatable"):
+            yield s.pos, f"cannot minimise a node {s.attr}: use a label, an annotation or an allocatable resource"
+        elif s.attr == "label":
+            yield from _label_key(s.key, s.pos)
+    elif isinstance(s, A.Proximity):
+        yield from _weight(s.weight, s.pos)
+        yield from _label_key(s.domain.key, s.domain.pos, "topology key")
+        if isinstance(s.pods, A.SameLabel):
+            yield from _label_key(s.pods.key, s.pods.pos)
+        else:
+            yield from _pod_expr(s.pods.expr)
+    elif isinstance(s, A.GangBy):
+        yield from _label_key(s.label, s.pos)
+        if s.min_member < 1:
+            yield s.pos, f"gang min must be at least 1, got {s.min_member}"
+        elif s.min_member > MAX_PODS_PER_CLUSTER:
+            yield s.pos, (f"gang min {s.min_member} can never be satisfied: a cluster holds at most "
+                          f"{MAX_PODS_PER_CLUSTER} pods")
+
+
+def _pod_expr(e: A.PodExpr) -> Iterator[tuple[A.Pos, str]]:
+    if isinstance(e, (A.PodAnd, A.PodOr)):
+        yield from _pod_expr(e.left)
+        yield from _pod_expr(e.right)
+    elif isinstance(e, A.PodNot):
+        yield from _pod_expr(e.inner)
+    elif isinstance(e, A.PodField) and e.field == "label":
+        yield from _label_key(e.key, e.pos)
+    elif isinstance(e, A.PodLabelExists):
+        yield from _label_key(e.key, e.pos)
+    elif isinstance(e, A.PodPriority) and not isinstance(e.value, (int, float)):
+        yield e.pos, f"priority is a number; cannot compare it with {e.value!r}"
+
+
+def _node_expr(e: A.NodeExpr) -> Iterator[tuple[A.Pos, str]]:
+    if isinstance(e, (A.NodeAnd, A.NodeOr)):
+        yield from _node_expr(e.left)
+        yield from _node_expr(e.right)
+    elif isinstance(e, A.NodeNot):
+        yield from _node_expr(e.inner)
+    elif isinstance(e, (A.NodeCompare, A.NodeMember, A.NodeExists)):
+        if e.attr == "allocatable":
+            if not RESOURCE.match(e.key):
+                yield e.pos, f"invalid resource name {e.key!r}"
+            if isinstance(e, A.NodeMember):
+                yield e.pos, "compare allocatable resources with <, <=, >, >=, == or !=, not 'in'"
+            if isinstance(e, A.NodeCompare):
+                try:
+                    A.quantity_value(e.key, e.value)
+                except QuantityError as exc:
+                    yield e.pos, f"allocatable {e.key!r} is compared with {e.value!r}, which is not a quantity: {exc}"
+        elif e.attr in ("label", "taint"):
+            yield from _label_key(e.key, e.pos, f"{e.attr} key")
+        if isinstance(e, A.NodeCompare) and e.op in ("<", "<=", ">", ">=") and not isinstance(e.value, (int, float)):
+            if e.attr != "allocatable":
+                yield e.pos, f"'{e.op}' compares numbers; {e.value!r} is a string (write the number without quotes)"

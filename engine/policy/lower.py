@@ -1,0 +1,89 @@
+"""Lower checked policies to the rule IR: for each pod, the constraints of every policy in scope.
+
+A policy only adds: hard rules add to the pod's own requirements, soft rules add to its preferences,
+tolerations add to its own. Policies are applied in load order (files sorted by path, policies in file
+order); where only one can win (the gang a pod belongs to), the pod's own PodGroup wins, then the first
+policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ir import Constraint, GangRule, NodeRule, NodeScore, PodProximity, Source, Tolerations
+from ..model import LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
+from . import ast as A
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyPods:
+    """A policy's `pods where …` set within a topology domain; the policy's stand-in for PodAffinityTerm."""
+
+    expr: A.PodExpr
+    topology_key: str
+
+    def matches(self, pod: Pod) -> bool:
+        return self.expr.matches(pod)
+
+    @property
+    def selector(self) -> str:
+        return str(self.expr)
+
+
+def _source(policy: A.Policy, pos: A.Pos) -> Source:
+    return Source(f"{pos.file}:{pos.line} (policy {policy.name})", policy=True)
+
+
+def _toleration(t: A.TaintToleration) -> Toleration:
+    if t.value is None:
+        return Toleration(t.key, "Exists", "", t.effect)
+    return Toleration(t.key, "Equal", t.value, t.effect)
+
+
+def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constraint]:
+    src = _source(policy, s.pos)
+    if isinstance(s, A.NodeRequirement):
+        if s.verb == "require":
+            return [NodeRule(s.expr, None, f"node(s) didn't match {s.expr}", src)]
+        if s.verb == "forbid":
+            return [NodeRule(A.NodeNot(s.expr), None, f"node(s) are excluded by {s.expr}", src)]
+        weight = int(s.weight or 0)
+        return [NodeRule(s.expr, weight if s.verb == "prefer" else -weight, str(s.expr), src)]
+    if isinstance(s, A.Tolerate):
+        return [Tolerations(tuple(_toleration(t) for t in s.taints), src)]
+    if isinstance(s, A.Minimize):
+        return [NodeScore(s.attr, s.key, int(s.weight), src)]
+    if isinstance(s, A.Proximity):
+        weight = None if s.weight is None else int(s.weight)
+        if isinstance(s.pods, A.SameLabel):
+            value = pod.labels.get(s.pods.key)
+            if value is None:
+                return []  # "pods with the same label" means nothing to a pod without that label
+            selector = LabelSelector((Requirement(s.pods.key, "In", (value,)),))
+            term = PodAffinityTerm(selector, frozenset({pod.namespace}), s.domain.key)
+            return [PodProximity(term, s.anti, weight, src)]
+        return [PodProximity(PolicyPods(s.pods.expr, s.domain.key), s.anti, weight, src)]
+    if isinstance(s, A.GangBy):
+        value = pod.labels.get(s.label)
+        if value is None:
+            return []
+        group = f"{pod.namespace}/{s.label}={value}"
+        return [GangRule(group, s.min_member, src, pod.namespace, s.label, value)]
+    return []
+
+
+def policy_rules(policies: list[A.Policy]) -> Callable[[Pod], tuple[Constraint, ...]]:
+    """The compile stage's hook: a pod's policy constraints (the pod-spec ones come first)."""
+
+    def rules(pod: Pod) -> tuple[Constraint, ...]:
+        out: list[Constraint] = []
+        for policy in policies:
+            scope = policy.scope
+            if scope is None or not scope.expr.matches(pod):
+                continue
+            for statement in policy.statements:
+                out.extend(lower_statement(policy, statement, pod))
+        return tuple(out)
+
+    return rules

@@ -1,0 +1,321 @@
+"""Parse policy source into the typed AST (grammar file + lark Transformer, as lark's examples do).
+
+Syntax errors become `Diagnostic`s with file, line, column, the source line and a caret, and a
+"did you mean" for misspelt keywords.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from . import ast as A
+
+HOSTNAME = "kubernetes.io/hostname"
+DOMAINS = {"per_node": HOSTNAME, "per_zone": "topology.kubernetes.io/zone", "per_region": "topology.kubernetes.io/region"}
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    file: str
+    line: int
+    column: int
+    message: str
+    source_line: str = ""
+
+    def render(self) -> str:
+        """`file:line:col: message`, then the source line with a caret under the column."""
+        out = f"{self.file}:{self.line}:{self.column}: {self.message}"
+        if self.source_line:
+            out += f"\n    {self.source_line}\n    {' ' * (self.column - 1)}^"
+        return out
+
+
+class PolicyError(Exception):
+    def __init__(self, diagnostics: list[Diagnostic]):
+        super().__init__("\n".join(d.render() for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+def grammar_text() -> str:
+    """grammar/policy.lark: shipped in the wheel as engine/grammar, read from the tree when run from source."""
+    try:
+        return resources.files("engine.grammar").joinpath("policy.lark").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        return (Path(__file__).resolve().parents[2] / "grammar" / "policy.lark").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def parser() -> Lark:
+    """The LALR parser, built once per process."""
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+TERMINAL_NAMES = {
+    "NAME": "a policy name (lower-case letters, digits and '-')",
+    "STRING": "a quoted string",
+    "SIGNED_NUMBER": "a number",
+    "INT": "a whole number",
+    "TAINT": "a taint (key[=value][:Effect])",
+    "ATTR": "label, annotation, taint or allocatable",
+}
+ATTRIBUTES = ("label", "annotation", "taint", "allocatable", "name")
+
+
+def keywords() -> dict[str, str]:
+    """Terminal name -> the literal it spells ('WEIGHT' -> 'weight', 'EQ' -> '==')."""
+    return {t.name: t.pattern.value for t in parser().terminals if t.pattern.type == "str"}
+
+
+def _pos(file: str, meta_or_token) -> A.Pos:
+    return A.Pos(file, getattr(meta_or_token, "line", 0) or 0, getattr(meta_or_token, "column", 0) or 0)
+
+
+def _string(token: Token) -> str:
+    return json.loads(str(token))
+
+
+def _value(token) -> A.Value:
+    if isinstance(token, Token) and token.type == "STRING":
+        return _string(token)
+    text = str(token)
+    return int(text) if text.lstrip("+-").isdigit() else float(text)
+
+
+class _ToAst(Transformer):
+    def __init__(self, file: str):
+        super().__init__()
+        self.file = file
+
+    # tokens and small pieces
+    def eq_op(self, items):
+        return str(items[0])
+
+    cmp_op = eq_op
+
+    def op_in(self, _):
+        return "in"
+
+    def op_not_in(self, _):
+        return "not in"
+
+    def op_exists(self, _):
+        return True
+
+    def op_not_exists(self, _):
+        return False
+
+    def list(self, items):
+        return tuple(str(_value(v)) for v in items)
+
+    def weight(self, items):
+        return float(items[0])
+
+    @v_args(meta=True)
+    def per_node(self, meta, _):
+        return A.Domain(DOMAINS["per_node"], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def per_zone(self, meta, _):
+        return A.Domain(DOMAINS["per_zone"], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def per_region(self, meta, _):
+        return A.Domain(DOMAINS["per_region"], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def per_label(self, meta, items):
+        return A.Domain(_string(items[0]), _pos(self.file, meta))
+
+    # pod expressions
+    @v_args(meta=True)
+    def scope_all(self, meta, _):
+        return A.Scope(A.AllPods(), _pos(self.file, meta))
+
+    def pod_or(self, items):
+        return A.PodOr(items[0], items[1])
+
+    def pod_and(self, items):
+        return A.PodAnd(items[0], items[1])
+
+    def pod_not(self, items):
+        return A.PodNot(items[0])
+
+    def _field(self, meta, field: str, key: str, op: str, values) -> A.PodField:
+        values = values if isinstance(values, tuple) else (str(_value(values)),)
+        return A.PodField(field, key, op, values, _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def pod_namespace(self, meta, items):
+        return self._field(meta, "namespace", "", items[0], items[1])
+
+    @v_args(meta=True)
+    def pod_owner_kind(self, meta, items):
+        return self._field(meta, "owner kind", "", items[0], items[1])
+
+    @v_args(meta=True)
+    def pod_label(self, meta, items):
+        return self._field(meta, "label", _string(items[0]), items[1], items[2])
+
+    @v_args(meta=True)
+    def pod_label_exists(self, meta, items):
+        return A.PodLabelExists(_string(items[0]), items[1], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def pod_priority(self, meta, items):
+        return A.PodPriority(items[0], _value(items[1]), _pos(self.file, meta))
+
+    # node expressions
+    def node_or(self, items):
+        return A.NodeOr(items[0], items[1])
+
+    def node_and(self, items):
+        return A.NodeAnd(items[0], items[1])
+
+    def node_not(self, items):
+        return A.NodeNot(items[0])
+
+    @v_args(meta=True)
+    def node_compare(self, meta, items):
+        return A.NodeCompare(str(items[0]), _string(items[1]), items[2], _value(items[3]), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def node_member(self, meta, items):
+        return A.NodeMember(str(items[0]), _string(items[1]), items[2], items[3], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def node_exists(self, meta, items):
+        return A.NodeExists(str(items[0]), _string(items[1]), items[2], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def node_name(self, meta, items):
+        values = items[1] if isinstance(items[1], tuple) else (str(_value(items[1])),)
+        op = {"==": "in", "!=": "not in"}.get(items[0], items[0])
+        return A.NodeName(op, values, _pos(self.file, meta))
+
+    # statements
+    @v_args(meta=True)
+    def scope_where(self, meta, items):
+        return A.Scope(items[0], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def require(self, meta, items):
+        return A.NodeRequirement("require", items[0], None, _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def forbid(self, meta, items):
+        return A.NodeRequirement("forbid", items[0], None, _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def prefer(self, meta, items):
+        return A.NodeRequirement("prefer", items[0], items[1], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def avoid(self, meta, items):
+        return A.NodeRequirement("avoid", items[0], items[1], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def tolerate(self, meta, items):
+        return A.Tolerate(tuple(self._taint(t) for t in items), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def tolerate_all(self, meta, _):
+        return A.Tolerate((A.TaintToleration("", None, "", _pos(self.file, meta)),), _pos(self.file, meta))
+
+    def _taint(self, token: Token) -> A.TaintToleration:
+        text = str(token)
+        key_value, _, effect = text.partition(":")
+        key, eq, value = key_value.partition("=")
+        return A.TaintToleration(key, value if eq else None, effect, _pos(self.file, token))
+
+    @v_args(meta=True)
+    def minimize(self, meta, items):
+        return A.Minimize(str(items[0]), _string(items[1]), items[2], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def pods_same_label(self, meta, items):
+        return A.SameLabel(_string(items[0]), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def pods_where(self, meta, items):
+        return A.PodsWhere(items[0], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def separate(self, meta, items):
+        return A.Proximity(True, items[0], items[1], items[2] if len(items) > 2 else None, _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def together(self, meta, items):
+        return A.Proximity(False, items[0], items[1], items[2] if len(items) > 2 else None, _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def gang(self, meta, items):
+        return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta))
+
+    # structure
+    @v_args(meta=True)
+    def policy(self, meta, items):
+        return A.Policy(str(items[0]), tuple(items[1:]), _pos(self.file, meta))
+
+    def start(self, items):
+        return list(items)
+
+
+def _describe_expected(expected: set[str]) -> str:
+    words = keywords()
+    names = sorted({f"'{words[e]}'" if e in words else TERMINAL_NAMES.get(e, e) for e in expected})
+    return ", ".join(names[:8]) + (" …" if len(names) > 8 else "")
+
+
+def _suggestion(got: str, expected: set[str]) -> str | None:
+    words = [w for e, w in keywords().items() if e in expected and w.isalpha()]
+    if "ATTR" in expected:
+        words += list(ATTRIBUTES)
+    close = difflib.get_close_matches(got.strip('"').lower(), words, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    lines = text.splitlines()
+    line = getattr(exc, "line", 0) or (len(lines) or 1)
+    column = getattr(exc, "column", 0) or 1
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    if isinstance(exc, UnexpectedToken):
+        at_end = exc.token.type == "$END"
+        got = "" if at_end else str(exc.token)
+        message = "unexpected end of file" if at_end else f"unexpected {got!r}"
+        expected = set(exc.expected)
+    elif isinstance(exc, UnexpectedEOF):
+        got, message, expected = "", "unexpected end of file", set(exc.expected)
+    else:
+        assert isinstance(exc, UnexpectedCharacters)
+        got = source[column - 1:].split()[0] if source[column - 1:].split() else source[column - 1:column]
+        message = f"unexpected {got!r}"
+        expected = set(exc.allowed or ())
+    if expected:
+        message += f"; expected {_describe_expected(expected)}"
+        close = _suggestion(got, expected) if got else None
+        if close:
+            message += f" (did you mean '{close}'?)"
+    return Diagnostic(file, line, column, message, source)
+
+
+def parse(text: str, file: str = "<policy>") -> list[A.Policy]:
+    """Parse one source into policies, or raise PolicyError with a positioned diagnostic."""
+    try:
+        tree = parser().parse(text)
+    except UnexpectedInput as exc:
+        raise PolicyError([_syntax_error(exc, text, file)]) from None
+    except RecursionError:
+        raise PolicyError([Diagnostic(file, 1, 1, "policy is nested too deeply")]) from None
+    try:
+        return _ToAst(file).transform(tree)
+    except VisitError as exc:  # a literal the grammar accepts but Python cannot read (e.g. a huge number)
+        raise PolicyError([Diagnostic(file, 1, 1, f"invalid literal: {exc.orig_exc}")]) from None
