@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .filters import BoundState, ClassFacts, Rejections, rejections
-from .ir import Constraint, GangRule, NodeRule, NodeScore, PodProximity, SpreadRule
+from .ir import Constraint, CountLimit, GangRule, NodeRule, NodeScore, PodProximity, SpreadRule
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
 from .podspec import pod_constraints
-from .solve.problem import NO_DOMAIN, Colocation, Gang, PodClass, Problem, Separation, Spread
+from .solve.problem import NO_DOMAIN, Colocation, Gang, Limit, PodClass, Problem, Separation, Spread
 
 PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on the 1..100 preference scale
 SOFT_SPREAD_WEIGHT = 10  # per unit of skew, for ScheduleAnyway constraints
@@ -225,6 +225,11 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
                 _proximity(problem, partitions, a, c, index.matching)
             elif isinstance(c, SpreadRule):
                 _spread(problem, partitions, a, info, c, classes, cluster, bound)
+            elif isinstance(c, CountLimit):
+                p = partitions.of(c.term.topology_key)
+                values = partitions.values[p]
+                existing = {values[v]: k for v, k in bound.domain_counts(c.term).items() if k and v in values}
+                problem.limits.append(Limit(p, a, tuple(index.matching(c.term)), existing, c.most))
     _exclusive_ports(problem, classes)
     problem.partitions = partitions.parts
     keys = [_rank_key(classes[a], problem.classes[a], bool(index.affinity_sets[a])) for a in range(len(classes))]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
-from .ir import Constraint, NodeRule, NodeTerms, PodProximity, SpreadRule, Tolerations
+from .ir import Constraint, CountLimit, NodeRule, NodeTerms, PodProximity, PodTerm, SpreadRule, Tolerations
 from .model import (
     HARD_EFFECTS,
     UNSCHEDULABLE_TAINT_KEY,
@@ -40,7 +41,7 @@ class BoundState:
     ports: list[list[HostPort]]
     pods_on: list[list[Pod]]
     anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
-    _domains: dict[tuple, frozenset[str]] = field(default_factory=dict)
+    _domains: dict[tuple, Any] = field(default_factory=dict)
     _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
     _free_groups: dict[tuple, list[int]] | None = None
     everything: frozenset[int] = frozenset()
@@ -90,6 +91,18 @@ class BoundState:
         """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
         return self.domains_matching((term,), term.topology_key)
 
+    def domain_counts(self, term: PodTerm) -> dict[str, int]:
+        """Bound pods matching `term` per value of its topology key (cached)."""
+        cache_key = ("counts", term)
+        if cache_key not in self._domains:
+            counts: dict[str, int] = defaultdict(int)
+            for i, pods in enumerate(self.pods_on):
+                value = self.nodes[i].labels.get(term.topology_key)
+                if value is not None:
+                    counts[value] += sum(1 for p in pods if term.matches(p))
+            self._domains[cache_key] = dict(counts)
+        return self._domains[cache_key]
+
     def domains_matching(self, terms: tuple[PodAffinityTerm, ...], key: str) -> frozenset[str]:
         """Values of `key` over nodes hosting a bound pod that matches every one of `terms` (cached).
 
@@ -121,6 +134,7 @@ class ClassFacts:
     affinity_terms: tuple[PodAffinityTerm, ...]
     affinity_ok: list[frozenset[str] | None]  # per required affinity term: allowed domains (None = any with key)
     spread_keys: tuple[str, ...]
+    limit_blocked: dict[str, set[str]] = field(default_factory=dict)  # topology key -> domains already full
 
     @classmethod
     def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState,
@@ -146,8 +160,14 @@ class ClassFacts:
         affinity_ok = [None if batch_support else bound.domains_matching(affinity_terms, t.topology_key)
                        for t in affinity_terms]
         spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
+        limit_blocked: dict[str, set[str]] = defaultdict(set)
+        for c in constraints:
+            if isinstance(c, CountLimit):
+                me = 1 if c.term.matches(pod) else 0
+                full = {v for v, k in bound.domain_counts(c.term).items() if k + me > c.most}
+                limit_blocked[c.term.topology_key] |= full
         return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
-                   affinity_terms, affinity_ok, spread_keys)
+                   affinity_terms, affinity_ok, spread_keys, dict(limit_blocked))
 
 
 def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
@@ -198,6 +218,13 @@ def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> 
     return []
 
 
+def count_limit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
+    for key, full in f.limit_blocked.items():
+        if node.labels.get(key) in full:
+            return [f"node(s) are in a {key} domain that already holds a policy's limit of pods"]
+    return []
+
+
 def topology_spread(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
     return [SPREAD_LABEL] if any(k not in node.labels for k in f.spread_keys) else []
 
@@ -210,6 +237,7 @@ FILTERS = (
     ("NodeResourcesFit", resources_fit),
     ("InterPodAffinity", inter_pod_affinity),
     ("PodTopologySpread", topology_spread),
+    ("CountLimit", count_limit),
 )
 
 
@@ -297,4 +325,6 @@ def rejections(f: ClassFacts, bound: BoundState) -> Rejections:
         visit("InterPodAffinity", inter_pod_affinity, range(len(nodes)))
     if f.spread_keys:
         visit("PodTopologySpread", topology_spread, range(len(nodes)))
+    if f.limit_blocked:
+        visit("CountLimit", count_limit, range(len(nodes)))
     return out

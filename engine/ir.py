@@ -118,4 +118,13 @@ class NodeScore:
     source: Source
 
 
-Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore]
+@dataclass(frozen=True, slots=True)
+class CountLimit:
+    """Hard: every topology domain hosting the pod holds at most `most` pods matching `term` (itself included)."""
+
+    term: PodTerm
+    most: int
+    source: Source
+
+
+Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, CountLimit]

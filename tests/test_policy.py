@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -272,3 +274,47 @@ def test_scope_operators(scope, placed):
     docs = [node("n"), ml, pod("w", ns="web", priority=0)]
     plan = plan_with(f'policy p {{ applies to pods where {scope}\n forbid node name == "n" }}', docs)
     assert set(plan.assignments) == {"ml/m", "web/w"} - placed
+
+
+LIMIT = 'policy per-zone { applies to pods where label "app" exists\n at most 2 per zone of pods with same label "app" }'
+
+
+def test_at_most_k_per_zone():
+    zones = [node(f"{z}{i}", cpu="8", labels={ZONE: z}) for z in "abc" for i in range(2)]
+    pods = [pod(f"w{i}", labels={"app": "web"}) for i in range(7)]
+    plan = plan_with(LIMIT, zones + pods)
+    per_zone = Counter(v[0] for v in plan.assignments.values())
+    assert per_zone == {"a": 2, "b": 2, "c": 2}
+    assert len(plan.unschedulable) == 1
+
+
+def test_at_most_k_counts_bound_pods_and_only_the_same_label():
+    zones = [node("a1", cpu="8", labels={ZONE: "a"}), node("b1", cpu="8", labels={ZONE: "b"})]
+    bound = [pod(f"old{i}", labels={"app": "web"}, node_name="a1") for i in range(2)]
+    others = [pod(f"db{i}", labels={"app": "db"}, node_name="a1") for i in range(3)]
+    pods = [pod(f"w{i}", labels={"app": "web"}) for i in range(2)]
+    plan = plan_with(LIMIT, zones + bound + others + pods)
+    assert set(plan.assignments.values()) == {"b1"}
+    solo = plan_with(LIMIT, zones + bound + [pod("w9", labels={"app": "web"}, nodeSelector={ZONE: "a"})])
+    assert "already holds a policy's limit" in solo.unschedulable["default/w9"][0]
+
+
+def test_at_most_k_is_checked_before_use():
+    assert "leaves no room at all" in problems('policy a { applies to all pods\n at most 0 per node of pods with same label "app" }')[0]
+
+
+def test_cp_sat_model_alone_respects_the_limit():
+    from engine.compile import compile_cluster
+    from engine.solve.cpsat import ClassModel
+
+    policies = parse(LIMIT, "t.policy")
+    zones = [node(f"{z}{i}", cpu="8", labels={ZONE: z}) for z in "ab" for i in range(2)]
+    docs = zones + [pod(f"w{i}", labels={"app": "web"}) for i in range(6)] + [pod(f"x{i}", labels={"app": "web"}, cpu="200m") for i in range(3)]
+    compiled = compile_cluster(build_cluster([("t", d) for d in docs]), policy_rules(policies))
+    model = ClassModel(compiled.problem)
+    status, placed, _, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    assert status == "OPTIMAL"
+    per_zone = Counter()
+    for (c, n), k in placed.items():
+        per_zone[compiled.cluster.nodes[n].labels[ZONE]] += k
+    assert per_zone == {"a": 2, "b": 2}

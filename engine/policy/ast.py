@@ -347,7 +347,17 @@ class GangBy:
     pos: Pos
 
 
-Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, Proximity, GangBy]
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """at most K per domain of pods …: no domain hosting the pod holds more than K of them."""
+
+    most: int
+    domain: Domain
+    pods: SameLabel | PodsWhere
+    pos: Pos
+
+
+Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, Proximity, GangBy, Limit]
 
 
 @dataclass(frozen=True, slots=True)

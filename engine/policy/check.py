@@ -84,6 +84,14 @@ def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
             yield from _label_key(s.pods.key, s.pods.pos)
         else:
             yield from _pod_expr(s.pods.expr)
+    elif isinstance(s, A.Limit):
+        yield from _label_key(s.domain.key, s.domain.pos, "topology key")
+        if s.most < 1:
+            yield s.pos, f"'at most {s.most}' leaves no room at all; use 'separate from' to keep pods apart"
+        if isinstance(s.pods, A.SameLabel):
+            yield from _label_key(s.pods.key, s.pods.pos)
+        else:
+            yield from _pod_expr(s.pods.expr)
     elif isinstance(s, A.GangBy):
         yield from _label_key(s.label, s.pos)
         if s.min_member < 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ir import Constraint, GangRule, NodeRule, NodeScore, PodProximity, Source, Tolerations
+from ..ir import Constraint, CountLimit, GangRule, NodeRule, NodeScore, PodProximity, PodTerm, Source, Tolerations
 from ..model import LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
 from . import ast as A
 
@@ -55,15 +55,11 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Minimize):
         return [NodeScore(s.attr, s.key, int(s.weight), src)]
     if isinstance(s, A.Proximity):
-        weight = None if s.weight is None else int(s.weight)
-        if isinstance(s.pods, A.SameLabel):
-            value = pod.labels.get(s.pods.key)
-            if value is None:
-                return []  # "pods with the same label" means nothing to a pod without that label
-            selector = LabelSelector((Requirement(s.pods.key, "In", (value,)),))
-            term = PodAffinityTerm(selector, frozenset({pod.namespace}), s.domain.key)
-            return [PodProximity(term, s.anti, weight, src)]
-        return [PodProximity(PolicyPods(s.pods.expr, s.domain.key), s.anti, weight, src)]
+        term = _term(s.pods, s.domain, pod)
+        return [] if term is None else [PodProximity(term, s.anti, None if s.weight is None else int(s.weight), src)]
+    if isinstance(s, A.Limit):
+        term = _term(s.pods, s.domain, pod)
+        return [] if term is None else [CountLimit(term, s.most, src)]
     if isinstance(s, A.GangBy):
         value = pod.labels.get(s.label)
         if value is None:
@@ -71,6 +67,17 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
         group = f"{pod.namespace}/{s.label}={value}"
         return [GangRule(group, s.min_member, src, pod.namespace, s.label, value)]
     return []
+
+
+def _term(pods: A.SameLabel | A.PodsWhere, domain: A.Domain, pod: Pod) -> PodTerm | None:
+    """The pods a statement talks about, as seen from `pod`; None when 'same label' names a label it lacks."""
+    if isinstance(pods, A.SameLabel):
+        value = pod.labels.get(pods.key)
+        if value is None:
+            return None
+        selector = LabelSelector((Requirement(pods.key, "In", (value,)),))
+        return PodAffinityTerm(selector, frozenset({pod.namespace}), domain.key)
+    return PolicyPods(pods.expr, domain.key)
 
 
 def policy_rules(policies: list[A.Policy]) -> Callable[[Pod], tuple[Constraint, ...]]:

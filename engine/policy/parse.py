@@ -256,6 +256,10 @@ class _ToAst(Transformer):
         return A.Proximity(False, items[0], items[1], items[2] if len(items) > 2 else None, _pos(self.file, meta))
 
     @v_args(meta=True)
+    def limit(self, meta, items):
+        return A.Limit(int(items[0]), items[1], items[2], _pos(self.file, meta))
+
+    @v_args(meta=True)
     def gang(self, meta, items):
         return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta))
 

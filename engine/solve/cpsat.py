@@ -118,6 +118,8 @@ class ClassModel:
                 m.add(sum(seeds.values()) <= 1)
         for s in p.spreads:
             self._spread(s)
+        for s in p.limits:
+            self._limit(s)
         for c, cls in enumerate(p.classes):
             for n, score in zip(cls.candidates, cls.scores):
                 if score and (c, n) in self.y:
@@ -254,6 +256,15 @@ class ClassModel:
             for v in ys:
                 m.add(v <= self.ub[v.index] * a_in)
             m.add(counts[d] - low <= s.max_skew).only_enforce_if(a_in)
+
+    def _limit(self, s) -> None:
+        for d in self._domains_of(s.partition, s.a):
+            a_in = self.presence(s.partition, s.a, d)
+            if isinstance(a_in, int):
+                continue
+            ys = [v for o in s.counted for v in self.in_domain(s.partition, o).get(d, [])]
+            if ys:
+                self.m.add(s.existing.get(d, 0) + sum(ys) <= s.most).only_enforce_if(a_in)
 
     # -- solving -------------------------------------------------------------------------------
     def tier1(self) -> cp_model.LinearExpr:

@@ -79,6 +79,10 @@ class GreedyState:
             if s.weight is None:
                 for c in {s.a, *s.counted}:
                     self.spread_of[c].append(i)
+        self.limit_of: dict[int, list] = defaultdict(list)
+        for s in p.limits:
+            for c in {s.a, *s.counted}:
+                self.limit_of[c].append(s)
         self.excl_of: dict[int, list[int]] = defaultdict(list)
         for i, group in enumerate(p.exclusive):
             for c in group:
@@ -88,7 +92,7 @@ class GreedyState:
         return any(self.in_domain[(partition, o)].get(d, 0) > 0 for o in classes if o != skip)
 
     def permanently_blocked(self, c: int, n: int) -> bool:
-        """Checks that can only get worse as pods are added (capacity, ports, separation)."""
+        """Checks that can only get worse as pods are added (capacity, ports, separation, count limits)."""
         cls = self.p.classes[c]
         free = self.free[n]
         if any(f < d for f, d in zip(free, cls.demand)):
@@ -105,6 +109,13 @@ class GreedyState:
                 if self._domain_has(s.partition, s.others, d, skip=None if c in s.others else c):
                     return True
             elif self.in_domain[(s.partition, s.a)].get(d, 0) > 0:
+                return True
+        for s in self.limit_of.get(c, ()):
+            d = self.p.partitions[s.partition][n]
+            if d == NO_DOMAIN or (s.a != c and not self.in_domain[(s.partition, s.a)].get(d, 0)):
+                continue
+            held = s.existing.get(d, 0) + sum(self.in_domain[(s.partition, o)].get(d, 0) for o in s.counted)
+            if held + (1 if c in s.counted else 0) > s.most:
                 return True
         return False
 

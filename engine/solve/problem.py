@@ -83,6 +83,17 @@ class Spread:
 
 
 @dataclass(slots=True)
+class Limit:
+    """Every domain hosting `a` holds at most `most` pods of `counted` classes plus `existing` bound ones."""
+
+    partition: int
+    a: int
+    counted: tuple[int, ...]
+    existing: dict[int, int]
+    most: int
+
+
+@dataclass(slots=True)
 class Problem:
     resources: tuple[str, ...]
     free: list[tuple[int, ...]]  # per node: capacity left after bound pods
@@ -92,6 +103,7 @@ class Problem:
     separations: list[Separation] = field(default_factory=list)
     colocations: list[Colocation] = field(default_factory=list)
     spreads: list[Spread] = field(default_factory=list)
+    limits: list[Limit] = field(default_factory=list)
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
 
     def has_soft_terms(self) -> bool:
