@@ -49,6 +49,8 @@ class GangInfo:
     bound: int
     pending: int
     classes: list[int] = field(default_factory=list)
+    within: str | None = None
+    bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
 
 
 @dataclass(slots=True)
@@ -202,8 +204,14 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
                 gang=next((g for g, gi in enumerate(gangs) if a in gi.classes), None),
             )
         )
-    for g, gi in enumerate(gangs):
-        problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound)))
+    for gi in gangs:
+        gang = Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound))
+        if gi.within is not None:
+            gang.partition = partitions.of(gi.within)
+            values = partitions.values[gang.partition]
+            if gi.bound_domains:
+                gang.domains = frozenset(values[v] for v in gi.bound_domains if v in values)
+        problem.gangs.append(gang)
 
     seed_groups = _seed_groups({ts: index.matching_all(ts) for ts in index.carriers if index.seeders(ts)})
     for terms, members in index.carriers.items():
@@ -273,8 +281,15 @@ def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
         if rule is None:
             continue
         if rule.group not in by_key:
-            bound = sum(1 for p in cluster.bound if rule.member(p))
-            by_key[rule.group] = GangInfo(rule.group, rule.min_member, bound, 0)
+            members = [p for p in cluster.bound if rule.member(p)]
+            gang = GangInfo(rule.group, rule.min_member, len(members), 0, within=rule.within)
+            if rule.within:
+                labels = {n.name: n.labels for n in cluster.nodes}
+                gang.bound_domains = frozenset(
+                    labels[p.node_name][rule.within] for p in members
+                    if p.node_name in labels and rule.within in labels[p.node_name]
+                )
+            by_key[rule.group] = gang
         by_key[rule.group].classes.append(a)
         by_key[rule.group].pending += len(info.pods)
     return [g for g in by_key.values() if g.min_member - g.bound > 0]

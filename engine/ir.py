@@ -99,6 +99,7 @@ class GangRule:
     namespace: str = ""
     label: str = POD_GROUP_LABEL
     value: str = ""
+    within: str | None = None  # topology key: every member in one domain of it
 
     def member(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value

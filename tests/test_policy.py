@@ -318,3 +318,40 @@ def test_cp_sat_model_alone_respects_the_limit():
     for (c, n), k in placed.items():
         per_zone[compiled.cluster.nodes[n].labels[ZONE]] += k
     assert per_zone == {"a": 2, "b": 2}
+
+
+WITHIN = 'policy train { applies to pods where label "job" exists\n gang by label "job" min 4 within zone }'
+
+
+def test_gang_within_one_zone():
+    # room for 4 across the two zones, but only 3 in either one
+    nodes = [node("a1", cpu="2", labels={ZONE: "a"}), node("a2", cpu="1", labels={ZONE: "a"}),
+             node("b1", cpu="1", labels={ZONE: "b"})]
+    job = [pod(f"j{i}", cpu="1", labels={"job": "t"}) for i in range(4)]
+    assert plan_with(WITHIN, nodes + job).assignments == {}
+    nodes.append(node("b2", cpu="3", labels={ZONE: "b"}))
+    plan = plan_with(WITHIN, nodes + job)
+    assert len(plan.assignments) == 4 and {v[0] for v in plan.assignments.values()} == {"b"}
+
+
+def test_gang_within_follows_bound_members():
+    nodes = [node("a1", cpu="8", labels={ZONE: "a"}), node("b1", cpu="8", labels={ZONE: "b"})]
+    bound = [pod("j-old", cpu="1", labels={"job": "t"}, node_name="b1")]
+    job = [pod(f"j{i}", cpu="1", labels={"job": "t"}, affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["a"]}]}}]}})
+        for i in range(3)]
+    plan = plan_with(WITHIN, nodes + bound + job)
+    assert set(plan.assignments.values()) == {"b1"}
+
+
+def test_cp_sat_model_alone_keeps_a_gang_in_one_zone():
+    from engine.compile import compile_cluster
+    from engine.solve.cpsat import ClassModel
+
+    nodes = [node(f"{z}{i}", cpu="2", labels={ZONE: z}) for z in "abc" for i in range(2)]
+    job = [pod(f"j{i}", cpu="1", labels={"job": "t"}) for i in range(4)]
+    compiled = compile_cluster(build_cluster([("t", d) for d in nodes + job]), policy_rules(parse(WITHIN, "t.policy")))
+    model = ClassModel(compiled.problem)
+    status, placed, _, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    zones = {compiled.cluster.nodes[n].labels[ZONE] for (c, n), k in placed.items() if k}
+    assert status == "OPTIMAL" and sum(placed.values()) == 4 and len(zones) == 1

@@ -345,6 +345,7 @@ class GangBy:
     label: str
     min_member: int
     pos: Pos
+    within: Domain | None = None  # all members in one domain of this topology key
 
 
 @dataclass(frozen=True, slots=True)

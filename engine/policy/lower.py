@@ -65,7 +65,8 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
         if value is None:
             return []
         group = f"{pod.namespace}/{s.label}={value}"
-        return [GangRule(group, s.min_member, src, pod.namespace, s.label, value)]
+        within = s.within.key if s.within else None
+        return [GangRule(group, s.min_member, src, pod.namespace, s.label, value, within)]
     return []
 
 

@@ -261,7 +261,8 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def gang(self, meta, items):
-        return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta))
+        within = items[2] if len(items) > 2 else None
+        return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta), within)
 
     # structure
     @v_args(meta=True)

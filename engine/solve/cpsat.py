@@ -109,6 +109,8 @@ class ClassModel:
             m.add(sum(self.placed[c] for c in gang.classes) >= gang.need * on)
             for c in gang.classes:
                 m.add(self.placed[c] <= p.classes[c].count * on)
+            if gang.partition is not None:
+                self._gang_within(gang)
         for s in p.separations:
             self._separation(s)
         for s in p.colocations:
@@ -124,6 +126,26 @@ class ClassModel:
             for n, score in zip(cls.candidates, cls.scores):
                 if score and (c, n) in self.y:
                     self.soft_terms.append(score * self.y[(c, n)])
+
+    def _gang_within(self, gang) -> None:
+        """Every member in one domain: one chosen domain per gang, members only on its nodes."""
+        chosen: dict[int, cp_model.IntVar] = {}
+        for c in gang.classes:
+            for d, ys in self.in_domain(gang.partition, c).items():
+                if gang.domains is not None and d not in gang.domains:
+                    for v in ys:
+                        self.m.add(v == 0)
+                    continue
+                if d not in chosen:
+                    chosen[d] = self.m.new_bool_var(f"gang_in_{d}")
+                for v in ys:
+                    self.m.add(v <= self.ub[v.index] * chosen[d])
+            part = self.p.partitions[gang.partition]
+            for n in self.p.classes[c].candidates:
+                if part[n] == NO_DOMAIN and (c, n) in self.y:
+                    self.m.add(self.y[(c, n)] == 0)
+        if len(chosen) > 1:
+            self.m.add(sum(chosen.values()) <= 1)
 
     def _separation(self, s) -> None:
         m = self.m

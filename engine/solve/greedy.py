@@ -193,8 +193,10 @@ class GreedyState:
                 if d is not None and c in self.p.spreads[i].counted:
                     self.spread_counts[i].add(d, -1)
 
-    def fill(self, c: int, limit: int) -> int:
+    def fill(self, c: int, limit: int, within: tuple[int, int] | None = None) -> int:
         """Place up to `limit` pods of class c; return how many were placed.
+
+        `within` = (partition, domain) keeps the pods inside one topology domain.
 
         Nodes that can never take another pod of the class are dropped for good. Each pod scans the
         preference order from where the last one went: the same node for first-fit (it may take more),
@@ -203,6 +205,9 @@ class GreedyState:
         """
         cls = self.p.classes[c]
         alive = list(cls.candidates)
+        if within is not None:
+            part = self.p.partitions[within[0]]
+            alive = [n for n in alive if part[n] == within[1]]
         if cls.scores:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
@@ -235,6 +240,23 @@ class GreedyState:
         return placed
 
 
+def _place_gang(state: GreedyState, problem: Problem, gang) -> None:
+    """All of the gang or none; with a `within` partition, the first domain that takes it whole."""
+    domains: list[tuple[int, int] | None] = [None]
+    if gang.partition is not None:
+        part = problem.partitions[gang.partition]
+        found = {part[n] for c in gang.classes for n in problem.classes[c].candidates} - {NO_DOMAIN}
+        if gang.domains is not None:
+            found &= gang.domains
+        domains = [(gang.partition, d) for d in sorted(found)]
+    for within in domains:
+        mark = len(state.log)
+        placed = sum(state.fill(m, problem.classes[m].count, within) for m in gang.classes)
+        if placed >= gang.need:
+            return
+        state.undo_to(mark)
+
+
 def _sizes(problem: Problem) -> list[float]:
     """Each class's pod as a share of the largest free node, summed over resources (first-fit order)."""
     biggest = [max((f[r] for f in problem.free), default=0) for r in range(len(problem.resources))]
@@ -260,11 +282,7 @@ def greedy(problem: Problem, largest_first: bool = True) -> dict[tuple[int, int]
         if cls.gang in done_gangs:
             continue
         done_gangs.add(cls.gang)
-        gang = problem.gangs[cls.gang]
-        mark = len(state.log)
-        placed = sum(state.fill(m, problem.classes[m].count) for m in gang.classes)
-        if placed < gang.need:
-            state.undo_to(mark)
+        _place_gang(state, problem, problem.gangs[cls.gang])
     out: dict[tuple[int, int], int] = defaultdict(int)
     for c, n in state.log:
         out[(c, n)] += 1

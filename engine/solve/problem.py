@@ -27,6 +27,8 @@ class PodClass:
 class Gang:
     classes: tuple[int, ...]
     need: int  # pending members that must be placed for the gang to start (minMember minus bound members)
+    partition: int | None = None  # all members in one domain of this partition…
+    domains: frozenset[int] | None = None  # …one of these (where bound members already are), if given
 
 
 @dataclass(slots=True)
