@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .filters import BoundState, ClassFacts, Rejections, rejections
-from .ir import Constraint, CountLimit, GangRule, NodeRule, NodeScore, PodProximity, SpreadRule
+from .ir import Constraint, CountLimit, GangRule, NodeOpening, NodeRule, NodeScore, PodProximity, SpreadRule
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
 from .podspec import pod_constraints
 from .solve.problem import NO_DOMAIN, Colocation, Gang, Limit, PodClass, Problem, Separation, Spread
@@ -239,6 +239,12 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
                 existing = {values[v]: k for v, k in bound.domain_counts(c.term).items() if k and v in values}
                 problem.limits.append(Limit(p, a, tuple(index.matching(c.term)), existing, c.most))
     _exclusive_ports(problem, classes)
+    problem.empty = frozenset(i for i in range(len(nodes)) if not bound.pods_on[i])
+    by_cost: dict[int, list[int]] = defaultdict(list)
+    for a, info in enumerate(classes):
+        for cost in {c.weight for c in info.constraints if isinstance(c, NodeOpening)}:
+            by_cost[cost].append(a)
+    problem.openings = [(tuple(members), cost) for cost, members in sorted(by_cost.items())]
     problem.partitions = partitions.parts
     keys = [_rank_key(classes[a], problem.classes[a], bool(index.affinity_sets[a])) for a in range(len(classes))]
     dense = {k: r for r, k in enumerate(sorted(set(keys)))}

@@ -128,4 +128,12 @@ class CountLimit:
     source: Source
 
 
-Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, CountLimit]
+@dataclass(frozen=True, slots=True)
+class NodeOpening:
+    """Soft: each empty node the batch starts using costs `weight` (pack; negative: earns, spread)."""
+
+    weight: int
+    source: Source
+
+
+Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, CountLimit, NodeOpening]

@@ -355,3 +355,19 @@ def test_cp_sat_model_alone_keeps_a_gang_in_one_zone():
     status, placed, _, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
     zones = {compiled.cluster.nodes[n].labels[ZONE] for (c, n), k in placed.items() if k}
     assert status == "OPTIMAL" and sum(placed.values()) == 4 and len(zones) == 1
+
+
+def test_pack_and_spread_nodes():
+    nodes = [node(f"n{i}", cpu="4") for i in range(4)]
+
+    def likes(i):  # each pod mildly prefers its own node (weight 1)
+        return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "preference": {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"n{i}"]}]}}]}}
+
+    pods = [pod(f"p{i}", labels={"app": f"a{i}"}, affinity=likes(i)) for i in range(4)]
+    assert len(set(plan_with("policy none { applies to all pods }", nodes + pods).assignments.values())) == 4
+    packed = plan_with("policy p { applies to all pods\n pack nodes weight 10 }", nodes + pods)
+    assert len(set(packed.assignments.values())) == 1
+    plain = [pod(f"p{i}", labels={"app": f"a{i}"}) for i in range(4)]  # first-fit alone would use one node
+    spread = plan_with("policy s { applies to all pods\n spread nodes weight 10 }", nodes + plain)
+    assert len(set(spread.assignments.values())) == 4

@@ -358,7 +358,16 @@ class Limit:
     pos: Pos
 
 
-Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, Proximity, GangBy, Limit]
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """pack nodes (each node the batch starts using costs `weight`) / spread nodes (earns it)."""
+
+    pack: bool
+    weight: float
+    pos: Pos
+
+
+Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, Proximity, GangBy, Limit, NodeUsage]
 
 
 @dataclass(frozen=True, slots=True)

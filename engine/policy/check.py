@@ -84,6 +84,8 @@ def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
             yield from _label_key(s.pods.key, s.pods.pos)
         else:
             yield from _pod_expr(s.pods.expr)
+    elif isinstance(s, A.NodeUsage):
+        yield from _weight(s.weight, s.pos)
     elif isinstance(s, A.Limit):
         yield from _label_key(s.domain.key, s.domain.pos, "topology key")
         if s.most < 1:

@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ir import Constraint, CountLimit, GangRule, NodeRule, NodeScore, PodProximity, PodTerm, Source, Tolerations
+from ..ir import (
+    Constraint,
+    CountLimit,
+    GangRule,
+    NodeOpening,
+    NodeRule,
+    NodeScore,
+    PodProximity,
+    PodTerm,
+    Source,
+    Tolerations,
+)
 from ..model import LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
 from . import ast as A
 
@@ -57,6 +68,8 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Proximity):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [PodProximity(term, s.anti, None if s.weight is None else int(s.weight), src)]
+    if isinstance(s, A.NodeUsage):
+        return [NodeOpening(int(s.weight) if s.pack else -int(s.weight), src)]
     if isinstance(s, A.Limit):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [CountLimit(term, s.most, src)]

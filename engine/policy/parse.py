@@ -256,6 +256,14 @@ class _ToAst(Transformer):
         return A.Proximity(False, items[0], items[1], items[2] if len(items) > 2 else None, _pos(self.file, meta))
 
     @v_args(meta=True)
+    def pack(self, meta, items):
+        return A.NodeUsage(True, items[0], _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def spread(self, meta, items):
+        return A.NodeUsage(False, items[0], _pos(self.file, meta))
+
+    @v_args(meta=True)
     def limit(self, meta, items):
         return A.Limit(int(items[0]), items[1], items[2], _pos(self.file, meta))
 

@@ -122,6 +122,8 @@ class ClassModel:
             self._spread(s)
         for s in p.limits:
             self._limit(s)
+        for classes, cost in p.openings:
+            self._opening(classes, cost)
         for c, cls in enumerate(p.classes):
             for n, score in zip(cls.candidates, cls.scores):
                 if score and (c, n) in self.y:
@@ -278,6 +280,19 @@ class ClassModel:
             for v in ys:
                 m.add(v <= self.ub[v.index] * a_in)
             m.add(counts[d] - low <= s.max_skew).only_enforce_if(a_in)
+
+    def _opening(self, classes: tuple[int, ...], cost: int) -> None:
+        """Pack (cost > 0) or spread (cost < 0): each empty node these classes start using counts once."""
+        for n in self.p.empty:
+            ys = [self.y[(c, n)] for c in classes if (c, n) in self.y]
+            if not ys:
+                continue
+            used = self.m.new_bool_var(f"opened_{n}")
+            for v in ys:
+                self.m.add(v <= self.ub[v.index] * used)
+            if cost < 0:
+                self.m.add(sum(ys) >= used)
+            self.soft_terms.append(-cost * used)
 
     def _limit(self, s) -> None:
         for d in self._domains_of(s.partition, s.a):

@@ -106,6 +106,8 @@ class Problem:
     colocations: list[Colocation] = field(default_factory=list)
     spreads: list[Spread] = field(default_factory=list)
     limits: list[Limit] = field(default_factory=list)
+    openings: list[tuple[tuple[int, ...], int]] = field(default_factory=list)  # (classes, cost per node opened)
+    empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
 
     def has_soft_terms(self) -> bool:
@@ -114,6 +116,7 @@ class Problem:
             or any(s.weight is not None for s in self.separations)
             or any(s.weight is not None for s in self.colocations)
             or any(s.weight is not None for s in self.spreads)
+            or bool(self.openings)
         )
 
     def upper_bound(self) -> int:
