@@ -170,13 +170,18 @@ def explain(clusters, policies, pod, time_limit, scheduler_name, workers, seed) 
 
 @main.command("check")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-def check_command(paths) -> None:
+@click.option("--cluster", "clusters", multiple=True, metavar="FILE",
+              help="Also lint against a snapshot: rules that match nothing, pods left with no node.")
+@scheduler_option
+def check_command(paths, clusters, scheduler_name) -> None:
     """Parse and type-check policy files, directories or ConfigMap manifests.
 
-    Prints every error as file:line:col with the source line and a caret; exit 1 on errors, 0 when clean.
+    Prints every error as file:line:col with the source line and a caret; exit 1 on errors, 0 when clean
+    (lint warnings alone do not fail).
     """
+    from .policy.lint import lint
     from .policy.parse import PolicyError
-    from .policy.sources import load_policies
+    from .policy.sources import load_policies, read_sources
 
     try:
         policies = load_policies(list(paths))
@@ -185,7 +190,20 @@ def check_command(paths) -> None:
             click.echo(d.render(), err=True)
         click.echo(f"{len(exc.diagnostics)} error(s)", err=True)
         sys.exit(1)
+    errors = 0
+    if clusters:
+        try:
+            cluster = load_cluster(list(clusters), scheduler_name)
+        except InputError as exc:
+            _fail(str(exc))
+        findings = lint(policies, cluster, read_sources(list(paths)))
+        for f in findings:
+            click.echo(f.diagnostic.render(), err=True)
+        errors = sum(1 for f in findings if f.error)
+        if findings:
+            click.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
     click.echo(f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'} OK")
+    sys.exit(1 if errors else 0)
 
 
 @main.command("test")

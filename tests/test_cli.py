@@ -182,3 +182,22 @@ def test_dry_run_with_a_bad_policy_exits_2(tmp_path):
     out = cli("dry-run", "--policy", str(policy))
     assert out.returncode == 2 and f"{policy}:2:2: gang min must be at least 1" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_check_lints_against_a_cluster(tmp_path):
+    policy = tmp_path / "p.policy"
+    policy.write_text(
+        'policy ml {\n  applies to pods where namespace == "ml"\n  require node label "accelerator" exists\n}\n'
+        'policy ghost {\n  applies to pods where namespace == "nowhere"\n  prefer node label "ssd" exists weight 5\n}\n'
+    )
+    path = snapshot(tmp_path, node("plain"), pod("train", ns="ml"), pod("web"))
+    out = cli("check", str(policy), "--cluster", path)
+    assert out.returncode == 1, out.stderr
+    assert f"{policy}:3:1: error: hard rules leave 1 pod(s) in scope no candidate node (ml/train)" in out.stderr
+    assert f"{policy}:3:3: warning: 'require node label \"accelerator\" exists' matches no node" in out.stderr
+    assert f"{policy}:6:3: warning: policy 'ghost' applies to no pod in the snapshot" in out.stderr
+    assert f"{policy}:7:3: warning: 'prefer node label \"ssd\" exists' matches no node" in out.stderr
+    fine = snapshot(tmp_path, node("gpu", labels={"accelerator": "a100", "ssd": "1"}), pod("train", ns="ml"),
+                    pod("x", ns="nowhere"))
+    out = cli("check", str(policy), "--cluster", fine)
+    assert out.returncode == 0 and out.stderr == "", out.stderr
