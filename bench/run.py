@@ -66,9 +66,10 @@ class Command:
     env: dict[str, str] | None
     origin: str
 
-    def argv(self, cluster: Path, time_limit: float) -> list[str]:
+    def argv(self, cluster: Path, time_limit: float, policies: tuple[str, ...] = ()) -> list[str]:
+        extra = [arg for p in policies for arg in ("--policy", str(Path(p).resolve()))]
         return [*self.prefix, "dry-run", "--cluster", str(cluster), "-o", "json",
-                "--time-limit", f"{time_limit:g}"]
+                "--time-limit", f"{time_limit:g}", *extra]
 
 
 def resolve_command() -> Command:
@@ -437,10 +438,12 @@ def print_markdown(rows: list[Row], info: list[str], commands: list[str]) -> Non
                    "(tolerations, volumes, node conditions, ...), ~3x bigger files.")
 @click.option("--regen", is_flag=True, help="Regenerate snapshots even if cached.")
 @click.option("--markdown", is_flag=True, help="Print a Markdown table (for BENCHMARKS.md).")
+@click.option("--policy", "policies", multiple=True, metavar="PATH",
+              help="Pass --policy PATH to every dry-run (e.g. the policy library). Repeatable.")
 @click.option("--list", "list_only", is_flag=True, help="List workloads and exit.")
 def main(workload_names: tuple[str, ...], repeat: int, time_limit: float,
          timeout: float | None, out_dir: Path, bound: int, detail: str, regen: bool,
-         markdown: bool, list_only: bool) -> None:
+         markdown: bool, policies: tuple[str, ...], list_only: bool) -> None:
     """Benchmark `policy-scheduler dry-run` end to end on scheduler_perf-like clusters."""
     if list_only:
         W.main(["--list"])
@@ -468,7 +471,7 @@ def main(workload_names: tuple[str, ...], repeat: int, time_limit: float,
             err.print(f"{name}: cached {path} ({size:.1f} MiB)", style="dim", markup=False)
         else:
             err.print(f"{name}: generated {path} ({size:.1f} MiB) in {gen:.2f}s", markup=False)
-        argv = cmd.argv(path, time_limit)
+        argv = cmd.argv(path, time_limit, policies)
         row = Row(name, w.nodes, w.pods, w.target, argv, expect_all_placed=w.expect_all_placed,
                   file_mib=size, gen_seconds=gen)
         rows.append(row)

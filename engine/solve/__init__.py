@@ -45,6 +45,11 @@ def solve(
     soft = problem.has_soft_terms()
     if value == bound and not soft:
         return Solution(best, "OPTIMAL", value, 0, bound, time.perf_counter() - start)
+    if value == bound and problem.score_only() and all(min(c.scores, default=0) >= 0 for c in problem.classes):
+        # every pod placed on its best-scoring candidate is optimal in both tiers
+        score = problem.score(best)
+        if score == problem.score_bound():
+            return Solution(best, "OPTIMAL", value, score, bound, time.perf_counter() - start)
 
     model = ClassModel(problem)
     say(f"CP-SAT model: {len(model.y)} variables over {len(problem.classes)} pod classes")

@@ -119,6 +119,22 @@ class Problem:
             or bool(self.openings)
         )
 
+    def score_only(self) -> bool:
+        """Soft terms are per-pod node scores only (no pairwise or per-domain terms)."""
+        return not (any(s.weight is not None for s in self.separations)
+                    or any(s.weight is not None for s in self.colocations)
+                    or any(s.weight is not None for s in self.spreads)
+                    or self.openings)
+
+    def score_bound(self) -> int:
+        """With score_only(): no plan scores more than every pod on its best candidate."""
+        return sum(c.count * max(c.scores) for c in self.classes if c.scores and c.candidates)
+
+    def score(self, placed: dict[tuple[int, int], int]) -> int:
+        """The node-score part of tier 2 for a placement."""
+        lookup = {c: dict(zip(cls.candidates, cls.scores)) for c, cls in enumerate(self.classes) if cls.scores}
+        return sum(k * lookup[c][n] for (c, n), k in placed.items() if c in lookup)
+
     def upper_bound(self) -> int:
         """Tier-1 value if every pod that has a candidate node were placed."""
         return sum(c.weight * c.count for c in self.classes if c.candidates)
