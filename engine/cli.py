@@ -257,7 +257,9 @@ def configmap_command(paths, name, namespace) -> None:
         for d in exc.diagnostics:
             click.echo(d.render(), err=True)
         sys.exit(1)
-    data = {Path(file).name: text for file, text in sources.items()}
+    # a file's name, or a ConfigMap source's own data key
+    data = {(file.rsplit(": ", 1)[1][:-1] if "[ConfigMap " in file else Path(file).name): text
+            for file, text in sources.items()}
     if len(data) != len(sources):
         _fail("two policy files share a file name; a ConfigMap needs unique keys")
     manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace,

@@ -124,8 +124,9 @@ class _Partitions:
         return self.index[key]
 
     def singleton(self, p: int) -> bool:
-        part = [d for d in self.parts[p] if d != NO_DOMAIN]
-        return len(set(part)) == len(part)
+        """Every node carries the key, each with its own value (as kubernetes.io/hostname does)."""
+        part = self.parts[p]
+        return NO_DOMAIN not in part and len(set(part)) == len(part)
 
 
 class _AffinityIndex:

@@ -371,3 +371,10 @@ def test_pack_and_spread_nodes():
     plain = [pod(f"p{i}", labels={"app": f"a{i}"}) for i in range(4)]  # first-fit alone would use one node
     spread = plan_with("policy s { applies to all pods\n spread nodes weight 10 }", nodes + plain)
     assert len(set(spread.assignments.values())) == 4
+
+
+def test_missing_allocatable_counts_as_zero_and_labels_compare_as_text():
+    docs = [node("gpu", **{"nvidia.com/gpu": "4"}), node("cpu-only"), pod("p")]
+    assert plan_with('policy p { applies to all pods\n require node allocatable "nvidia.com/gpu" == 0 }', docs).assignments == {"default/p": "cpu-only"}
+    docs = [node("a", labels={"gen": "03"}), node("b", labels={"gen": "3"}), pod("p")]
+    assert plan_with('policy p { applies to all pods\n require node label "gen" == 3 }', docs).assignments == {"default/p": "b"}

@@ -390,3 +390,11 @@ def test_affinity_mismatch_label_keys():
     docs = [node("a"), node("b"), pod("mine", labels=tenant, node_name="a"), pod("other", labels={"tenant": "y"}, node_name="b"),
             pod("p", labels=tenant, affinity=anti(term_))]
     assert where(plan_ok(docs), "p") == "a"
+
+
+def test_anti_affinity_does_not_bind_nodes_without_the_topology_label():
+    web = {"app": "web"}
+    n = node("a")
+    del n["metadata"]["labels"]["kubernetes.io/hostname"]
+    plan = plan_ok([n] + [pod(f"w{i}", labels=web, affinity=anti(term(web))) for i in range(2)])
+    assert len(plan.assignments) == 2  # upstream: a node without the key is not constrained by the term

@@ -189,7 +189,7 @@ def quantity_value(resource: str, value: Value) -> int:
 
 @dataclass(frozen=True, slots=True)
 class NodeCompare:
-    """node <attr> "key" <op> value: numeric for < <= > >= (and for allocatable), else string."""
+    """node <attr> "key" <op> value: text for == and !=, numbers for < <= > >=, quantities for allocatable."""
 
     attr: str
     key: str
@@ -199,6 +199,8 @@ class NodeCompare:
 
     def matches(self, node: Node) -> bool:
         have = node.attribute(self.attr, self.key)
+        if have is None and self.attr == "allocatable":
+            have = 0  # a node that does not list a resource has none of it
         if have is None:
             return self.op == "!="
         if self.attr == "allocatable":
@@ -207,11 +209,8 @@ class NodeCompare:
             except QuantityError:
                 return False
             return compare(float(have), self.op, want)
-        if self.op in ("==", "!="):
-            equal = str(have) == str(self.value) or (
-                _number(have) is not None and _number(have) == _number(self.value)
-            )
-            return equal == (self.op == "==")
+        if self.op in ("==", "!="):  # labels are text: == compares text, like `in`
+            return (str(have) == str(self.value)) == (self.op == "==")
         have_n, want = _number(have), _number(self.value)
         return have_n is not None and want is not None and compare(have_n, self.op, want)
 

@@ -49,7 +49,8 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
 
 def _weight(weight: float | None, pos: A.Pos) -> Iterator[tuple[A.Pos, str]]:
     if weight is not None and not (0 < weight <= MAX_WEIGHT and weight == int(weight)):
-        yield pos, f"weight must be a whole number from 1 to {MAX_WEIGHT}, got {weight:g} (use 'avoid' to push pods away)"
+        hint = " (use 'avoid' to push pods away)" if weight < 0 else ""
+        yield pos, f"weight must be a whole number from 1 to {MAX_WEIGHT}, got {weight:g}{hint}"
 
 
 def _label_key(key: str, pos: A.Pos, what: str = "label key") -> Iterator[tuple[A.Pos, str]]:

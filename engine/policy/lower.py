@@ -1,9 +1,9 @@
 """Lower checked policies to the rule IR: for each pod, the constraints of every policy in scope.
 
 A policy only adds: hard rules add to the pod's own requirements, soft rules add to its preferences,
-tolerations add to its own. Policies are applied in load order (files sorted by path, policies in file
-order); where only one can win (the gang a pod belongs to), the pod's own PodGroup wins, then the first
-policy.
+tolerations add to its own. Policies are applied in load order (the PATH arguments in the order given,
+files within a directory sorted by path, policies in file order); where only one can win (the gang a pod
+belongs to), the pod's own PodGroup wins, then the first policy.
 """
 
 from __future__ import annotations
