@@ -134,7 +134,8 @@ class ClassFacts:
     affinity_terms: tuple[PodAffinityTerm, ...]
     affinity_ok: list[frozenset[str] | None]  # per required affinity term: allowed domains (None = any with key)
     spread_keys: tuple[str, ...]
-    limit_blocked: dict[str, set[str]] = field(default_factory=dict)  # topology key -> domains already full
+    # (topology key, limit, where the rule came from) -> domains already holding the limit
+    limit_blocked: dict[tuple[str, int, str], set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState,
@@ -160,12 +161,13 @@ class ClassFacts:
         affinity_ok = [None if batch_support else bound.domains_matching(affinity_terms, t.topology_key)
                        for t in affinity_terms]
         spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
-        limit_blocked: dict[str, set[str]] = defaultdict(set)
+        limit_blocked: dict[tuple[str, int, str], set[str]] = defaultdict(set)
         for c in constraints:
             if isinstance(c, CountLimit):
                 me = 1 if c.term.matches(pod) else 0
                 full = {v for v, k in bound.domain_counts(c.term).items() if k + me > c.most}
-                limit_blocked[c.term.topology_key] |= full
+                if full:
+                    limit_blocked[(c.term.topology_key, c.most, str(c.source))] |= full
         return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
                    affinity_terms, affinity_ok, spread_keys, dict(limit_blocked))
 
@@ -219,9 +221,9 @@ def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> 
 
 
 def count_limit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
-    for key, full in f.limit_blocked.items():
+    for (key, most, source), full in f.limit_blocked.items():
         if node.labels.get(key) in full:
-            return [f"node(s) are in a {key} domain that already holds a policy's limit of pods"]
+            return [f"node(s) are in a {key} domain that already holds the limit of {most} pod(s) ({source})"]
     return []
 
 

@@ -296,7 +296,7 @@ def test_at_most_k_counts_bound_pods_and_only_the_same_label():
     plan = plan_with(LIMIT, zones + bound + others + pods)
     assert set(plan.assignments.values()) == {"b1"}
     solo = plan_with(LIMIT, zones + bound + [pod("w9", labels={"app": "web"}, nodeSelector={ZONE: "a"})])
-    assert "already holds a policy's limit" in solo.unschedulable["default/w9"][0]
+    assert "already holds the limit of 2 pod(s) (t.policy:2 (policy per-zone))" in solo.unschedulable["default/w9"][0]
 
 
 def test_at_most_k_is_checked_before_use():
