@@ -10,9 +10,9 @@ from collections import Counter
 from dataclasses import replace
 
 from .compile import Compiled
-from .ir import PodProximity, SpreadRule
-from .solve.greedy import greedy
-from .solve.problem import Solution
+from .ir import CountLimit, PodProximity, SpreadRule
+from .solve.greedy import GreedyState, greedy
+from .solve.problem import NO_DOMAIN, Solution
 
 
 def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> str:
@@ -24,12 +24,42 @@ def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> 
 
 
 def gang_fit_alone(compiled: Compiled, g: int) -> int:
-    """How many pending members of gang g could be placed if the rest of the batch did not exist."""
+    """How many pending members of gang g could be placed if the rest of the batch did not exist
+    (within one domain, the best one, for a gang that must stay in one)."""
     problem = compiled.problem
-    members = set(compiled.gangs[g].classes)
+    gang = problem.gangs[g]
+    members = set(gang.classes)
     classes = [replace(cls, count=cls.count if i in members else 0, gang=None) for i, cls in enumerate(problem.classes)]
     alone = replace(problem, classes=classes, gangs=[])
-    return sum(greedy(alone).values())
+    if gang.partition is None:
+        return sum(greedy(alone).values())
+    part = problem.partitions[gang.partition]
+    domains = {part[n] for c in members for n in problem.classes[c].candidates} - {NO_DOMAIN}
+    if gang.domains is not None:
+        domains &= gang.domains
+    best = 0
+    for d in domains:
+        state = GreedyState(alone)
+        best = max(best, sum(state.fill(c, alone.classes[c].count, (gang.partition, d)) for c in members))
+    return best
+
+
+def _gang_reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, bool] | None:
+    """Why gang g did not start, and whether the rest of the batch is to blame (None if it started)."""
+    gi = compiled.gangs[g]
+    need = gi.min_member - gi.bound
+    placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
+    if placed >= need:
+        return None
+    bound = f", {gi.bound} already bound" if gi.bound else ""
+    head = f"gang {gi.key} could not be completed: needs {need}"
+    if gi.pending < need:
+        return f"{head} more member(s) (minMember {gi.min_member}{bound}) but only {gi.pending} are pending", False
+    fit = gang_fit_alone(compiled, g)
+    where = f" in one {gi.within} domain" if gi.within else ""
+    if fit < need:
+        return f"{head}{where} (minMember {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
+    return f"{head}{where} (minMember {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took the room", True
 
 
 def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str]:
@@ -38,25 +68,13 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str
     if not cls.candidates:
         return [filter_summary(compiled, c)]
     reasons: list[str] = []
+    crowded = True  # did other pods of the batch take what this one needed?
     if cls.gang is not None:
-        gi = compiled.gangs[cls.gang]
-        need = gi.min_member - gi.bound
-        placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
-        if placed < need:
-            bound = f", {gi.bound} already bound" if gi.bound else ""
-            if gi.pending < need:
-                reasons.append(
-                    f"gang {gi.key} could not be completed: needs {need} more member(s) (minMember {gi.min_member}"
-                    f"{bound}) but only {gi.pending} are pending"
-                )
-            else:
-                fit = gang_fit_alone(compiled, cls.gang)
-                why = "the rest of the batch took the room" if fit >= need else "not enough room even for the gang alone"
-                reasons.append(
-                    f"gang {gi.key} could not be completed: needs {need} (minMember {gi.min_member}{bound}), "
-                    f"{min(fit, need) if fit >= need else fit} fit alone, {placed} fit in this batch; {why}"
-                )
-    taken = _taken_by(compiled, solution, c)
+        gang = _gang_reason(compiled, solution, cls.gang)
+        if gang is not None:
+            reasons.append(gang[0])
+            crowded = gang[1]
+    taken = _taken_by(compiled, solution, c) if crowded else {}
     if taken:
         higher = sum(k for p, k in taken.items() if p > info.priority)
         equal = sum(k for p, k in taken.items() if p == info.priority)
@@ -72,8 +90,13 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str
     dynamic = _batch_rules(info)
     if dynamic:
         reasons.append("batch constraints also limit where it fits: " + "; ".join(dynamic))
-    extra = Counter({"node(s) passed the filters but had no room left in this batch's plan": len(cls.candidates)})
-    return [filter_summary(compiled, c, extra)] + reasons
+    if taken:
+        verdict = "node(s) passed the filters but had no room left in this batch's plan"
+    elif cls.gang is not None and not crowded:
+        verdict = "node(s) passed the filters but the gang cannot start"
+    else:
+        verdict = "node(s) passed the filters but the batch's constraints rule them out"
+    return [filter_summary(compiled, c, Counter({verdict: len(cls.candidates)}))] + reasons
 
 
 def _taken_by(compiled: Compiled, solution: Solution, c: int) -> dict[int, int]:
@@ -94,6 +117,8 @@ def _batch_rules(info) -> list[str]:
             out.append(f"required pod {kind} ({rule.term.selector}) per {rule.term.topology_key} [{rule.source}]")
         elif isinstance(rule, SpreadRule) and rule.spread.hard:
             out.append(f"topology spread maxSkew {rule.spread.max_skew} per {rule.spread.topology_key} [{rule.source}]")
+        elif isinstance(rule, CountLimit):
+            out.append(f"at most {rule.most} per {rule.term.topology_key} of pods {rule.term.selector} [{rule.source}]")
     if info.sample.host_ports:
         out.append("host ports " + ", ".join(f"{p.port}/{p.protocol}" for p in info.sample.host_ports))
     return out

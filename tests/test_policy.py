@@ -378,3 +378,15 @@ def test_missing_allocatable_counts_as_zero_and_labels_compare_as_text():
     assert plan_with('policy p { applies to all pods\n require node allocatable "nvidia.com/gpu" == 0 }', docs).assignments == {"default/p": "cpu-only"}
     docs = [node("a", labels={"gen": "03"}), node("b", labels={"gen": "3"}), pod("p")]
     assert plan_with('policy p { applies to all pods\n require node label "gen" == 3 }', docs).assignments == {"default/p": "b"}
+
+
+def test_gang_within_explains_the_zone_and_limits_cite_their_rule():
+    nodes = [node("a1", cpu="2", labels={ZONE: "a"}), node("b1", cpu="2", labels={ZONE: "b"})]
+    job = [pod(f"j{i}", cpu="1", labels={"job": "t"}) for i in range(4)]
+    reason = " ".join(plan_with(WITHIN, nodes + job).unschedulable["default/j0"])
+    assert "needs 4 in one topology.kubernetes.io/zone domain" in reason and "only 2 fit" in reason
+    assert "had no room left" not in reason
+    zones = [node(f"{z}1", cpu="8", labels={ZONE: z}) for z in "ab"]
+    plan = plan_with(LIMIT, zones + [pod(f"w{i}", labels={"app": "web"}) for i in range(5)])
+    [lost] = plan.unschedulable.values()
+    assert any("at most 2 per topology.kubernetes.io/zone" in r and "t.policy:2 (policy per-zone)" in r for r in lost)

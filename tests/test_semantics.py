@@ -344,7 +344,7 @@ def test_gang_is_all_or_nothing():
     assert plan.assignments == {}
     reason = " ".join(plan.unschedulable["default/g-0"])
     assert "gang default/g could not be completed: needs 3" in reason
-    assert "2 fit alone" in reason
+    assert "only 2 fit, even alone" in reason
 
 
 def test_gang_counts_bound_members():
