@@ -11,7 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .filters import BoundState, ClassFacts, Rejections, rejections
-from .ir import Constraint, CountLimit, GangRule, NodeOpening, NodeRule, NodeScore, PodProximity, SpreadRule
+from .ir import (
+    Constraint,
+    CountLimit,
+    GangRule,
+    NodeOpening,
+    NodeRule,
+    NodeScore,
+    PodCost,
+    PodProximity,
+    SpreadRule,
+)
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
 from .podspec import pod_constraints
 from .solve.problem import NO_DOMAIN, Colocation, Gang, Limit, PodClass, Problem, Separation, Spread
@@ -313,7 +323,7 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
             if domains:
                 proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
     tolerations = info.facts.tolerations
-    costs = [c for c in info.constraints if isinstance(c, NodeScore)]
+    costs = [c for c in info.constraints if isinstance(c, (NodeScore, PodCost))]
     if not soft_rules and not proximity and not costs and not any(
         t.effect == "PreferNoSchedule" for i in candidates for t in nodes[i].taints
     ):
@@ -327,27 +337,50 @@ def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node]
         )
         s += sum(w for key, domains, w in proximity if node.labels.get(key) in domains)
         scores.append(s)
+    candidate_nodes = [nodes[i] for i in candidates]
     for cost in costs:
-        for k, penalty in enumerate(_cost_penalties(cost, [nodes[i] for i in candidates])):
+        if isinstance(cost, NodeScore):
+            values = [_number(n.attribute(cost.attr, cost.key)) for n in candidate_nodes]
+        else:
+            values = [_request_cost(info.facts.requests, cost, n) for n in candidate_nodes]
+        for k, penalty in enumerate(_cost_penalties(values, cost.weight)):
             scores[k] -= penalty
     return tuple(scores)
 
 
-def _cost_penalties(cost: NodeScore, nodes: list[Node]) -> list[int]:
+UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit
+
+
+def _number(raw: object) -> float | None:
+    try:
+        return None if raw is None else float(raw)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+
+
+def _request_cost(requests: dict[str, int], cost: PodCost, node: Node) -> float | None:
+    """What the pod's requests cost on this node at its per-unit prices (None: a price is missing)."""
+    total = 0.0
+    for resource, attr, key in cost.prices:
+        amount = requests.get(resource, 0)
+        if not amount:
+            continue
+        price = _number(node.attribute(attr, key))
+        if price is None:
+            return None
+        unit = UNIT.get(resource, 2**30 if resource.startswith("hugepages-") else 1)
+        total += amount / unit * price
+    return total
+
+
+def _cost_penalties(values: list[float | None], weight: int) -> list[int]:
     """0 for the cheapest node, `weight` for the dearest (and for nodes without a numeric value)."""
-    values: list[float | None] = []
-    for node in nodes:
-        raw = node.attribute(cost.attr, cost.key)
-        try:
-            values.append(float(raw) if raw is not None else None)
-        except ValueError:
-            values.append(None)
     known = [v for v in values if v is not None]
     if not known:
-        return [0] * len(nodes)
+        return [0] * len(values)
     lo, hi = min(known), max(known)
     span = hi - lo
-    return [cost.weight if v is None else (round(cost.weight * (v - lo) / span) if span else 0) for v in values]
+    return [weight if v is None else (round(weight * (v - lo) / span) if span else 0) for v in values]
 
 
 def _proximity(problem, partitions, a, c: PodProximity, matching) -> None:

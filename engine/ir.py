@@ -120,6 +120,16 @@ class NodeScore:
 
 
 @dataclass(frozen=True, slots=True)
+class PodCost:
+    """Soft: prefer nodes where the pod's requests cost least, from per-unit prices on each node
+    (`prices`: (resource, node attribute kind, key)); cheapest candidate 0, dearest −weight."""
+
+    prices: tuple[tuple[str, str, str], ...]
+    weight: int
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
 class CountLimit:
     """Hard: every topology domain hosting the pod holds at most `most` pods matching `term` (itself included)."""
 
@@ -136,4 +146,6 @@ class NodeOpening:
     source: Source
 
 
-Constraint = Union[NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, CountLimit, NodeOpening]
+Constraint = Union[
+    NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, PodCost, CountLimit, NodeOpening
+]

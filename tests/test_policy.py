@@ -390,3 +390,17 @@ def test_gang_within_explains_the_zone_and_limits_cite_their_rule():
     plan = plan_with(LIMIT, zones + [pod(f"w{i}", labels={"app": "web"}) for i in range(5)])
     [lost] = plan.unschedulable.values()
     assert any("at most 2 per topology.kubernetes.io/zone" in r and "t.policy:2 (policy per-zone)" in r for r in lost)
+
+
+def test_minimize_cost_from_per_resource_prices():
+    # a cpu-heavy pod is cheapest where cpu is cheap, a memory-heavy one where memory is
+    cpu_cheap = node("cpu-cheap", cpu="16", memory="64Gi")
+    mem_cheap = node("mem-cheap", cpu="16", memory="64Gi")
+    cpu_cheap["metadata"]["annotations"] = {"price/cpu": "0.02", "price/gib": "0.010"}
+    mem_cheap["metadata"]["annotations"] = {"price/cpu": "0.05", "price/gib": "0.002"}
+    text = ('policy priced { applies to all pods\n'
+            ' minimize cost "cpu" at node annotation "price/cpu", "memory" at node annotation "price/gib" weight 100 }')
+    docs = [cpu_cheap, mem_cheap, pod("crunch", cpu="8", memory="1Gi"), pod("cache", cpu="1", memory="32Gi")]
+    plan = plan_with(text, docs)
+    assert plan.assignments == {"default/crunch": "cpu-cheap", "default/cache": "mem-cheap"}
+    assert "priced twice" in problems('policy a { applies to all pods\n minimize cost "cpu" at node label "p", "cpu" at node label "q" weight 5 }')[0]

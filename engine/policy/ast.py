@@ -309,6 +309,25 @@ class Minimize:
 
 
 @dataclass(frozen=True, slots=True)
+class Price:
+    """A node's price per unit of a resource (cpu: per core; memory and storage: per GiB; others: per unit)."""
+
+    resource: str
+    attr: str
+    key: str
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class MinimizeCost:
+    """minimize cost "cpu" at node annotation "k", …: what the pod's requests would cost on each node."""
+
+    prices: tuple[Price, ...]
+    weight: float
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
 class SameLabel:
     key: str
     pos: Pos
@@ -366,7 +385,7 @@ class NodeUsage:
     pos: Pos
 
 
-Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, Proximity, GangBy, Limit, NodeUsage]
+Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, MinimizeCost, Proximity, GangBy, Limit, NodeUsage]
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,19 @@ def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
             yield s.pos, f"cannot minimise a node {s.attr}: use a label, an annotation or an allocatable resource"
         elif s.attr == "label":
             yield from _label_key(s.key, s.pos)
+    elif isinstance(s, A.MinimizeCost):
+        yield from _weight(s.weight, s.pos)
+        seen: set[str] = set()
+        for price in s.prices:
+            if not RESOURCE.match(price.resource):
+                yield price.pos, f"invalid resource name {price.resource!r}"
+            if price.resource in seen:
+                yield price.pos, f"resource {price.resource!r} is priced twice"
+            seen.add(price.resource)
+            if price.attr not in ("label", "annotation"):
+                yield price.pos, f"a price is read from a node label or annotation, not a {price.attr}"
+            elif price.attr == "label":
+                yield from _label_key(price.key, price.pos)
     elif isinstance(s, A.Proximity):
         yield from _weight(s.weight, s.pos)
         yield from _label_key(s.domain.key, s.domain.pos, "topology key")

@@ -18,6 +18,7 @@ from ..ir import (
     NodeOpening,
     NodeRule,
     NodeScore,
+    PodCost,
     PodProximity,
     PodTerm,
     Source,
@@ -65,6 +66,8 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
         return [Tolerations(tuple(_toleration(t) for t in s.taints), src)]
     if isinstance(s, A.Minimize):
         return [NodeScore(s.attr, s.key, int(s.weight), src)]
+    if isinstance(s, A.MinimizeCost):
+        return [PodCost(tuple((p.resource, p.attr, p.key) for p in s.prices), int(s.weight), src)]
     if isinstance(s, A.Proximity):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [PodProximity(term, s.anti, None if s.weight is None else int(s.weight), src)]

@@ -240,6 +240,14 @@ class _ToAst(Transformer):
         return A.Minimize(str(items[0]), _string(items[1]), items[2], _pos(self.file, meta))
 
     @v_args(meta=True)
+    def price(self, meta, items):
+        return A.Price(_string(items[0]), str(items[1]), _string(items[2]), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def minimize_cost(self, meta, items):
+        return A.MinimizeCost(tuple(items[:-1]), items[-1], _pos(self.file, meta))
+
+    @v_args(meta=True)
     def pods_same_label(self, meta, items):
         return A.SameLabel(_string(items[0]), _pos(self.file, meta))
 

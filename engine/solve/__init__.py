@@ -45,7 +45,7 @@ def solve(
     soft = problem.has_soft_terms()
     if value == bound and not soft:
         return Solution(best, "OPTIMAL", value, 0, bound, time.perf_counter() - start)
-    if value == bound and problem.score_only() and all(min(c.scores, default=0) >= 0 for c in problem.classes):
+    if value == bound and problem.score_only():
         # every pod placed on its best-scoring candidate is optimal in both tiers
         score = problem.score(best)
         if score == problem.score_bound():
