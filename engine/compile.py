@@ -294,17 +294,19 @@ def _rank_key(info: ClassInfo, cls: PodClass, affine: bool) -> tuple:
 def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
     by_key: dict[str, GangInfo] = {}
     for a, info in enumerate(classes):
-        rule = next((c for c in info.constraints if isinstance(c, GangRule)), None)
-        if rule is None:
+        rules = [c for c in info.constraints if isinstance(c, GangRule)]
+        if not rules:
             continue
+        rule = rules[0]  # the pod's own PodGroup first, then the first policy
+        within = next((r.within for r in rules if r.group == rule.group and r.within), None)
         if rule.group not in by_key:
             members = [p for p in cluster.bound if rule.member(p)]
-            gang = GangInfo(rule.group, rule.min_member, len(members), 0, within=rule.within)
-            if rule.within:
+            gang = GangInfo(rule.group, rule.min_member, len(members), 0, within=within)
+            if within:
                 labels = {n.name: n.labels for n in cluster.nodes}
                 gang.bound_domains = frozenset(
-                    labels[p.node_name][rule.within] for p in members
-                    if p.node_name in labels and rule.within in labels[p.node_name]
+                    labels[p.node_name][within] for p in members
+                    if p.node_name in labels and within in labels[p.node_name]
                 )
             by_key[rule.group] = gang
         by_key[rule.group].classes.append(a)

@@ -201,3 +201,11 @@ def test_check_lints_against_a_cluster(tmp_path):
                     pod("x", ns="nowhere"))
     out = cli("check", str(policy), "--cluster", fine)
     assert out.returncode == 0 and out.stderr == "", out.stderr
+
+
+def test_check_lint_reports_gangs_that_cannot_start(tmp_path):
+    policy = tmp_path / "g.policy"
+    policy.write_text('policy g {\n  applies to pods where label "job" exists\n  gang by label "job" min 4\n}\n')
+    path = snapshot(tmp_path, node("a"), *[pod(f"j{i}", labels={"job": "t"}) for i in range(3)])
+    out = cli("check", str(policy), "--cluster", path)
+    assert f"{policy}:3:3: warning: gang default/job=t has 3 pod(s) in the snapshot but needs 4" in out.stderr

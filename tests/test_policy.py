@@ -404,3 +404,16 @@ def test_minimize_cost_from_per_resource_prices():
     plan = plan_with(text, docs)
     assert plan.assignments == {"default/crunch": "cpu-cheap", "default/cache": "mem-cheap"}
     assert "priced twice" in problems('policy a { applies to all pods\n minimize cost "cpu" at node label "p", "cpu" at node label "q" weight 5 }')[0]
+
+
+def test_gang_by_podgroup_within_zone():
+    from kube import podgroup
+
+    nodes = [node("a1", cpu="2", labels={ZONE: "a"}), node("b1", cpu="2", labels={ZONE: "b"})]
+    job = [pod(f"j{i}", cpu="1", labels={"scheduling.x-k8s.io/pod-group": "pg"}) for i in range(3)]
+    docs = nodes + [podgroup("pg", 3)] + job
+    text = 'policy zonal { applies to all pods\n gang by podgroup within zone }'
+    assert len(plan_with("policy none { applies to all pods }", docs).assignments) == 3  # across zones it fits
+    assert plan_with(text, docs).assignments == {}  # in one zone it does not
+    docs[1] = node("b1", cpu="3", labels={ZONE: "b"})
+    assert set(plan_with(text, docs).assignments.values()) == {"b1"}

@@ -360,8 +360,10 @@ class Proximity:
 
 @dataclass(frozen=True, slots=True)
 class GangBy:
-    label: str
-    min_member: int
+    """gang by label "k" min N [within D], or gang by podgroup within D (the PodGroup keeps its minMember)."""
+
+    label: str  # "" for a PodGroup
+    min_member: int  # 0 for a PodGroup
     pos: Pos
     within: Domain | None = None  # all members in one domain of this topology key
 

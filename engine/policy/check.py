@@ -109,9 +109,11 @@ def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
         else:
             yield from _pod_expr(s.pods.expr)
     elif isinstance(s, A.GangBy):
-        yield from _label_key(s.label, s.pos)
         if s.within is not None:
             yield from _label_key(s.within.key, s.within.pos, "topology key")
+        if not s.label:
+            return  # by podgroup: the PodGroup's minMember applies
+        yield from _label_key(s.label, s.pos)
         if s.min_member < 1:
             yield s.pos, f"gang min must be at least 1, got {s.min_member}"
         elif s.min_member > MAX_PODS_PER_CLUSTER:

@@ -39,6 +39,16 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
                     report(s.pos, f"'{s.verb} {s.expr}' matches no node in the snapshot")
                 if s.verb == "forbid" and matching == len(cluster.nodes):
                     report(s.pos, f"'forbid {s.expr}' matches every node in the snapshot")
+            elif isinstance(s, A.GangBy) and s.label and scope is not None:
+                sizes: dict[tuple[str, str], int] = {}
+                for p in pods:
+                    if s.label in p.labels and scope.expr.matches(p):
+                        key = (p.namespace, p.labels[s.label])
+                        sizes[key] = sizes.get(key, 0) + 1
+                for (ns, value), size in sorted(sizes.items()):
+                    if size < s.min_member:
+                        report(s.pos, f"gang {ns}/{s.label}={value} has {size} pod(s) in the snapshot but needs "
+                                      f"{s.min_member}: it cannot start")
             elif isinstance(s, (A.Proximity, A.Limit)) and isinstance(s.pods, A.PodsWhere):
                 if not any(s.pods.expr.matches(p) for p in pods):
                     report(s.pods.pos, f"'pods where {s.pods.expr}' matches no pod in the snapshot")

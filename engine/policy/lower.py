@@ -24,7 +24,7 @@ from ..ir import (
     Source,
     Tolerations,
 )
-from ..model import LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
+from ..model import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
 from . import ast as A
 
 
@@ -76,6 +76,12 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Limit):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [CountLimit(term, s.most, src)]
+    if isinstance(s, A.GangBy) and not s.label:
+        group = pod.pod_group
+        if group is None or s.within is None:
+            return []
+        # adds `within` to the pod's own PodGroup gang (its minMember comes from the PodGroup)
+        return [GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, s.within.key)]
     if isinstance(s, A.GangBy):
         value = pod.labels.get(s.label)
         if value is None:

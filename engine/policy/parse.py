@@ -276,6 +276,10 @@ class _ToAst(Transformer):
         return A.Limit(int(items[0]), items[1], items[2], _pos(self.file, meta))
 
     @v_args(meta=True)
+    def gang_podgroup(self, meta, items):
+        return A.GangBy("", 0, _pos(self.file, meta), items[0])
+
+    @v_args(meta=True)
     def gang(self, meta, items):
         within = items[2] if len(items) > 2 else None
         return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta), within)
