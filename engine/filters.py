@@ -130,12 +130,13 @@ class ClassFacts:
     node_rules: tuple[NodeRule, ...]
     host_ports: tuple[HostPort, ...]
     anti_blocked: dict[str, set[str]]  # topology key -> domains barred by bound pods (either direction)
-    anti_own_blocked: dict[str, set[str]]
+    anti_own_blocked: dict[tuple[str, str], set[str]]  # (topology key, policy citation or "") -> domains
     affinity_terms: tuple[PodAffinityTerm, ...]
     affinity_ok: list[frozenset[str] | None]  # per required affinity term: allowed domains (None = any with key)
     spread_keys: tuple[str, ...]
     # (topology key, limit, where the rule came from) -> domains already holding the limit
     limit_blocked: dict[tuple[str, int, str], set[str]] = field(default_factory=dict)
+    affinity_cites: tuple[str, ...] = ()  # per required affinity term: its policy citation, or ""
 
     @classmethod
     def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState,
@@ -148,16 +149,18 @@ class ClassFacts:
                 tolerations += c.tolerations
         node_rules = tuple(c for c in constraints if isinstance(c, NodeRule) and c.weight is None)
         hard = [c for c in constraints if isinstance(c, PodProximity) and c.weight is None]
-        anti_own: dict[str, set[str]] = defaultdict(set)
+        anti_own: dict[tuple[str, str], set[str]] = defaultdict(set)
         for c in hard:
             if c.anti:
-                anti_own[c.term.topology_key] |= bound.domains_with(c.term)
+                cite = f" ({c.source})" if c.source.policy else ""
+                anti_own[(c.term.topology_key, cite)] |= bound.domains_with(c.term)
         anti_existing: dict[str, set[str]] = defaultdict(set)
         for term, i in bound.anti_terms:
             value = bound.nodes[i].labels.get(term.topology_key)
             if value is not None and term.matches(pod):
                 anti_existing[term.topology_key].add(value)
         affinity_terms = tuple(c.term for c in hard if not c.anti)
+        affinity_cites = tuple(f" ({c.source})" if c.source.policy else "" for c in hard if not c.anti)
         affinity_ok = [None if batch_support else bound.domains_matching(affinity_terms, t.topology_key)
                        for t in affinity_terms]
         spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
@@ -169,7 +172,7 @@ class ClassFacts:
                 if full:
                     limit_blocked[(c.term.topology_key, c.most, str(c.source))] |= full
         return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
-                   affinity_terms, affinity_ok, spread_keys, dict(limit_blocked))
+                   affinity_terms, affinity_ok, spread_keys, dict(limit_blocked), affinity_cites)
 
 
 def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
@@ -210,13 +213,13 @@ def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> 
     for key, values in f.anti_blocked.items():
         if labels.get(key) in values:
             return [ANTI_EXISTING]
-    for key, values in f.anti_own_blocked.items():
+    for (key, cite), values in f.anti_own_blocked.items():
         if labels.get(key) in values:
-            return [ANTI_OWN]
-    for term, ok in zip(f.affinity_terms, f.affinity_ok):
+            return [ANTI_OWN + cite]
+    for term, ok, cite in zip(f.affinity_terms, f.affinity_ok, f.affinity_cites or ("",) * len(f.affinity_terms)):
         value = labels.get(term.topology_key)
         if value is None or (ok is not None and value not in ok):
-            return [AFFINITY_OWN]
+            return [AFFINITY_OWN + cite]
     return []
 
 

@@ -417,3 +417,10 @@ def test_gang_by_podgroup_within_zone():
     assert plan_with(text, docs).assignments == {}  # in one zone it does not
     docs[1] = node("b1", cpu="3", labels={ZONE: "b"})
     assert set(plan_with(text, docs).assignments.values()) == {"b1"}
+
+
+def test_separation_from_running_pods_cites_the_policy():
+    docs = [node("a"), pod("old", labels={"app": "web"}, node_name="a"), pod("new", labels={"app": "web"})]
+    plan = plan_with('policy ha { applies to all pods\n separate from pods with same label "app" per node }', docs)
+    assert plan.unschedulable["default/new"] == [
+        "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules (t.policy:2 (policy ha))."]
