@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
@@ -128,7 +129,8 @@ def test_policy_level_errors():
     assert any("p.policy:3:2: policy 'a' has a second 'applies to' line" in m for m in found)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("POLICY_FUZZ_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_fuzzed_policies_always_get_a_clean_error(data):
     """Mutations of a valid policy: parse + check either succeed or raise PolicyError; never anything else."""
