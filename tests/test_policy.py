@@ -426,3 +426,19 @@ def test_separation_from_running_pods_cites_the_policy():
     plan = plan_with('policy ha { applies to all pods\n separate from pods with same label "app" per node }', docs)
     assert plan.unschedulable["default/new"] == [
         "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules (t.policy:2 (policy ha))."]
+
+
+def test_every_ast_node_has_a_position():
+    text = ('policy p {\n  applies to pods where not (namespace == "a" or label "x" exists) and priority > 1\n'
+            '  require (node label "a" exists or node name == "n") and not node taint "t" exists\n}\n')
+    [policy] = parse(text, "x.policy")
+
+    def walk(node):
+        yield node
+        for name in ("left", "right", "inner", "expr"):
+            child = getattr(node, name, None)
+            if child is not None:
+                yield from walk(child)
+
+    nodes = [n for s in policy.statements for n in walk(s)]
+    assert len(nodes) > 10 and all(isinstance(n.pos, A.Pos) and n.pos.line >= 1 for n in nodes)

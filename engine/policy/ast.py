@@ -42,6 +42,8 @@ def compare(have: float, op: str, want: float) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class AllPods:
+    pos: Pos | None = field(default=None, compare=False, hash=False)
+
     def matches(self, pod: Pod) -> bool:
         return True
 
@@ -53,6 +55,7 @@ class AllPods:
 class PodAnd:
     left: "PodExpr"
     right: "PodExpr"
+    pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, pod: Pod) -> bool:
         return self.left.matches(pod) and self.right.matches(pod)
@@ -65,6 +68,7 @@ class PodAnd:
 class PodOr:
     left: "PodExpr"
     right: "PodExpr"
+    pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, pod: Pod) -> bool:
         return self.left.matches(pod) or self.right.matches(pod)
@@ -76,6 +80,7 @@ class PodOr:
 @dataclass(frozen=True, slots=True)
 class PodNot:
     inner: "PodExpr"
+    pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, pod: Pod) -> bool:
         return not self.inner.matches(pod)
@@ -151,6 +156,7 @@ PodExpr = Union[AllPods, PodAnd, PodOr, PodNot, PodField, PodLabelExists, PodPri
 class NodeAnd:
     left: "NodeExpr"
     right: "NodeExpr"
+    pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, node: Node) -> bool:
         return self.left.matches(node) and self.right.matches(node)
@@ -163,6 +169,7 @@ class NodeAnd:
 class NodeOr:
     left: "NodeExpr"
     right: "NodeExpr"
+    pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, node: Node) -> bool:
         return self.left.matches(node) or self.right.matches(node)
@@ -174,6 +181,7 @@ class NodeOr:
 @dataclass(frozen=True, slots=True)
 class NodeNot:
     inner: "NodeExpr"
+    pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, node: Node) -> bool:
         return not self.inner.matches(node)

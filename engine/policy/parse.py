@@ -137,16 +137,19 @@ class _ToAst(Transformer):
     # pod expressions
     @v_args(meta=True)
     def scope_all(self, meta, _):
-        return A.Scope(A.AllPods(), _pos(self.file, meta))
+        return A.Scope(A.AllPods(_pos(self.file, meta)), _pos(self.file, meta))
 
-    def pod_or(self, items):
-        return A.PodOr(items[0], items[1])
+    @v_args(meta=True)
+    def pod_or(self, meta, items):
+        return A.PodOr(items[0], items[1], _pos(self.file, meta))
 
-    def pod_and(self, items):
-        return A.PodAnd(items[0], items[1])
+    @v_args(meta=True)
+    def pod_and(self, meta, items):
+        return A.PodAnd(items[0], items[1], _pos(self.file, meta))
 
-    def pod_not(self, items):
-        return A.PodNot(items[0])
+    @v_args(meta=True)
+    def pod_not(self, meta, items):
+        return A.PodNot(items[0], _pos(self.file, meta))
 
     def _field(self, meta, field: str, key: str, op: str, values) -> A.PodField:
         values = values if isinstance(values, tuple) else (str(_value(values)),)
@@ -173,14 +176,17 @@ class _ToAst(Transformer):
         return A.PodPriority(items[0], _value(items[1]), _pos(self.file, meta))
 
     # node expressions
-    def node_or(self, items):
-        return A.NodeOr(items[0], items[1])
+    @v_args(meta=True)
+    def node_or(self, meta, items):
+        return A.NodeOr(items[0], items[1], _pos(self.file, meta))
 
-    def node_and(self, items):
-        return A.NodeAnd(items[0], items[1])
+    @v_args(meta=True)
+    def node_and(self, meta, items):
+        return A.NodeAnd(items[0], items[1], _pos(self.file, meta))
 
-    def node_not(self, items):
-        return A.NodeNot(items[0])
+    @v_args(meta=True)
+    def node_not(self, meta, items):
+        return A.NodeNot(items[0], _pos(self.file, meta))
 
     @v_args(meta=True)
     def node_compare(self, meta, items):
