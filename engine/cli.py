@@ -74,9 +74,16 @@ def _policy_rules(paths):
     try:
         return policy_rules(load_policies(list(paths)))
     except PolicyError as exc:
-        for d in exc.diagnostics:
-            click.echo(d.render(), err=True)
-        sys.exit(2)
+        _fail_policies(exc, 2)
+
+
+def _fail_policies(exc, code: int, count: bool = False) -> None:
+    """Every policy diagnostic on stderr (file:line:col, source line, caret), then exit `code`."""
+    for d in exc.diagnostics:
+        click.echo(d.render(), err=True)
+    if count:
+        click.echo(f"{len(exc.diagnostics)} error(s)", err=True)
+    sys.exit(code)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,22 +188,20 @@ def check_command(paths, clusters, scheduler_name) -> None:
     """
     from .policy.lint import lint
     from .policy.parse import PolicyError
-    from .policy.sources import load_policies, read_sources
+    from .policy.sources import check_sources, read_sources
 
     try:
-        policies = load_policies(list(paths))
+        sources = read_sources(list(paths))
+        policies = check_sources(sources)
     except PolicyError as exc:
-        for d in exc.diagnostics:
-            click.echo(d.render(), err=True)
-        click.echo(f"{len(exc.diagnostics)} error(s)", err=True)
-        sys.exit(1)
+        _fail_policies(exc, 1, count=True)
     errors = 0
     if clusters:
         try:
             cluster = load_cluster(list(clusters), scheduler_name)
         except InputError as exc:
             _fail(str(exc))
-        findings = lint(policies, cluster, read_sources(list(paths)))
+        findings = lint(policies, cluster, sources)
         for f in findings:
             click.echo(f.diagnostic.render(), err=True)
         errors = sum(1 for f in findings if f.error)
@@ -225,9 +230,7 @@ def test_command(paths, time_limit) -> None:
     except TestFileError as exc:
         _fail(str(exc))
     except PolicyError as exc:
-        for d in exc.diagnostics:
-            click.echo(d.render(), err=True)
-        sys.exit(2)
+        _fail_policies(exc, 2)
     console = Console(highlight=False, soft_wrap=True)  # one line per case, whatever the width
     for r in results:
         console.print(f"{'[green]PASS[/green]' if r.passed else '[red]FAIL[/red]'} {r.file}: {r.name}")
@@ -249,15 +252,13 @@ def configmap_command(paths, name, namespace) -> None:
     import yaml
 
     from .policy.parse import PolicyError
-    from .policy.sources import load_policies, read_sources
+    from .policy.sources import check_sources, read_sources
 
     try:
-        load_policies(list(paths))
         sources = read_sources(list(paths))
+        check_sources(sources)
     except PolicyError as exc:
-        for d in exc.diagnostics:
-            click.echo(d.render(), err=True)
-        sys.exit(1)
+        _fail_policies(exc, 1)
     # a file's name, or a ConfigMap source's own data key
     data = {(file.rsplit(": ", 1)[1][:-1] if "[ConfigMap " in file else Path(file).name): text
             for file, text in sources.items()}

@@ -41,7 +41,6 @@ class ClassInfo:
     constraints: tuple[Constraint, ...]
     facts: ClassFacts
     rejected: Rejections  # nodes no pod of the class can use, and why
-    gang: str | None = None
 
     @property
     def sample(self) -> Pod:
@@ -133,6 +132,11 @@ class _Partitions:
             self.values.append(ids)
         return self.index[key]
 
+    def ids(self, p: int, values) -> frozenset[int]:
+        """Domain ids of partition p for label values (values no node carries are dropped)."""
+        known = self.values[p]
+        return frozenset(known[v] for v in values if v in known)
+
     def singleton(self, p: int) -> bool:
         """Every node carries the key, each with its own value (as kubernetes.io/hostname does)."""
         part = self.parts[p]
@@ -189,8 +193,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     for a, (pods, rules) in enumerate(grouped):
         facts = ClassFacts.of(pods[0], rules, bound, index.batch_can_support(a))
         rejected = rejections(facts, bound)
-        gang = next((c.group for c in rules if isinstance(c, GangRule)), None)
-        classes.append(ClassInfo(pods, rules, facts, rejected, gang))
+        classes.append(ClassInfo(pods, rules, facts, rejected))
 
     weights = _priority_weights(classes, notes)
     resources = sorted({r for info in classes for r in info.facts.requests})
@@ -219,9 +222,8 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
         gang = Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound))
         if gi.within is not None:
             gang.partition = partitions.of(gi.within)
-            values = partitions.values[gang.partition]
             if gi.bound_domains:
-                gang.domains = frozenset(values[v] for v in gi.bound_domains if v in values)
+                gang.domains = partitions.ids(gang.partition, gi.bound_domains)
         problem.gangs.append(gang)
 
     seed_groups = _seed_groups({ts: index.matching_all(ts) for ts in index.carriers if index.seeders(ts)})
@@ -232,8 +234,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
         chained = frozenset(j for j in sup if index.affinity_sets[j])
         for t in terms:
             p = partitions.of(t.topology_key)
-            values = partitions.values[p]
-            supported = frozenset(values[v] for v in bound.domains_matching(terms, t.topology_key) if v in values)
+            supported = partitions.ids(p, bound.domains_matching(terms, t.topology_key))
             problem.colocations.append(
                 Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained,
                            seed_group=seed_groups.get(terms, -1))
@@ -246,8 +247,8 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
                 _spread(problem, partitions, a, info, c, classes, cluster, bound)
             elif isinstance(c, CountLimit):
                 p = partitions.of(c.term.topology_key)
-                values = partitions.values[p]
-                existing = {values[v]: k for v, k in bound.domain_counts(c.term).items() if k and v in values}
+                ids = partitions.values[p]
+                existing = {ids[v]: k for v, k in bound.domain_counts(c.term).items() if k and v in ids}
                 problem.limits.append(Limit(p, a, tuple(index.matching(c.term)), existing, c.most))
     _exclusive_ports(problem, classes)
     problem.empty = frozenset(i for i in range(len(nodes)) if not bound.pods_on[i])

@@ -152,15 +152,14 @@ class ClassFacts:
         anti_own: dict[tuple[str, str], set[str]] = defaultdict(set)
         for c in hard:
             if c.anti:
-                cite = f" ({c.source})" if c.source.policy else ""
-                anti_own[(c.term.topology_key, cite)] |= bound.domains_with(c.term)
+                anti_own[(c.term.topology_key, c.source.cite)] |= bound.domains_with(c.term)
         anti_existing: dict[str, set[str]] = defaultdict(set)
         for term, i in bound.anti_terms:
             value = bound.nodes[i].labels.get(term.topology_key)
             if value is not None and term.matches(pod):
                 anti_existing[term.topology_key].add(value)
         affinity_terms = tuple(c.term for c in hard if not c.anti)
-        affinity_cites = tuple(f" ({c.source})" if c.source.policy else "" for c in hard if not c.anti)
+        affinity_cites = tuple(c.source.cite for c in hard if not c.anti)
         affinity_ok = [None if batch_support else bound.domains_matching(affinity_terms, t.topology_key)
                        for t in affinity_terms]
         spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
@@ -190,7 +189,7 @@ def taint_toleration(f: ClassFacts, node: Node, i: int, bound: BoundState) -> li
 def node_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
     for rule in f.node_rules:
         if not rule.predicate.matches(node):
-            return [f"{rule.reason} ({rule.source})" if rule.source.policy else rule.reason]
+            return [rule.reason + rule.source.cite]
     return []
 
 
@@ -200,12 +199,13 @@ def node_ports(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str
     return []
 
 
+def shortages(requests: dict[str, int], free) -> list[str]:
+    """Upstream's NodeResourcesFit reasons for the requests that exceed `free(resource)`."""
+    return ["Too many pods" if r == "pods" else f"Insufficient {r}" for r, want in requests.items() if want > free(r)]
+
+
 def resources_fit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
-    out = []
-    for r, want in f.requests.items():
-        if want > bound.free(i, r):
-            out.append("Too many pods" if r == "pods" else f"Insufficient {r}")
-    return out
+    return shortages(f.requests, lambda r: bound.free(i, r))
 
 
 def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
@@ -316,14 +316,12 @@ def rejections(f: ClassFacts, bound: BoundState) -> Rejections:
     visit("NodeUnschedulable", node_unschedulable, bound.cordoned)
     visit("TaintToleration", taint_toleration, bound.tainted)
     for rule in f.node_rules:
-        reason = [f"{rule.reason} ({rule.source})" if rule.source.policy else rule.reason]
-        out.add("NodeAffinity", reason, bound.everything - bound.matching_nodes(rule.predicate))
+        out.add("NodeAffinity", [rule.reason + rule.source.cite], bound.everything - bound.matching_nodes(rule.predicate))
     if f.host_ports:
         visit("NodePorts", node_ports, bound.with_ports)
     for free, members in bound.free_groups().items():
         have = dict(free)
-        short = [("Too many pods" if r == "pods" else f"Insufficient {r}") for r, want in f.requests.items()
-                 if want > have.get(r, 0)]
+        short = shortages(f.requests, lambda r: have.get(r, 0))
         if short:
             out.add("NodeResourcesFit", short, members)
     if f.anti_blocked or f.anti_own_blocked or f.affinity_terms:

@@ -33,9 +33,16 @@ class Source:
 
     where: str
     policy: bool = False
+    file: str = ""  # for policy rules: where to point a diagnostic
+    line: int = 0
 
     def __str__(self) -> str:
         return self.where
+
+    @property
+    def cite(self) -> str:
+        """' (file:line (policy name))' to append to a rejection reason; '' for a pod's own spec."""
+        return f" ({self.where})" if self.policy else ""
 
 
 @dataclass(frozen=True, slots=True)

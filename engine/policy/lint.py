@@ -57,18 +57,17 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
     for c, info in enumerate(compiled.classes):
         if compiled.problem.classes[c].candidates:
             continue
-        blamed = [(plugin, reasons) for plugin, reasons in (info.rejected.get(i) for i in range(len(cluster.nodes)))
-                  if any("(policy " in r for r in reasons)]
+        cited = [c.source for c in info.constraints if c.source.policy]
+        blamed: dict = {}  # policy source -> nodes whose rejection cites it
+        for (_, reasons), members in info.rejected.groups.items():
+            source = next((src for src in cited if any(src.cite in r for r in reasons)), None)
+            if source is not None:
+                blamed[source] = blamed.get(source, 0) + len(members)
         if not blamed:
             continue  # the pod's own spec already rules out every node: not the policies' doing
-        rule = next((c for c in info.constraints if c.source.policy
-                     and any(str(c.source) in r for _, reasons in blamed for r in reasons)), None)
-        if rule is None:
-            continue
-        where = str(rule.source).split(" (policy ")[0]
-        file, line = where.rsplit(":", 1)
+        source = next(src for src in cited if src in blamed)
         names = ", ".join(p.key for p in info.pods[:3]) + (" …" if len(info.pods) > 3 else "")
-        report(A.Pos(file, int(line), 1),
+        report(A.Pos(source.file, source.line, 1),
                f"hard rules leave {len(info.pods)} pod(s) in scope no candidate node ({names}): "
-               f"{len(blamed)}/{len(cluster.nodes)} node(s) rejected by policy rules", error=True)
+               f"{sum(blamed.values())}/{len(cluster.nodes)} node(s) rejected by policy rules", error=True)
     return out

@@ -44,7 +44,7 @@ class PolicyPods:
 
 
 def _source(policy: A.Policy, pos: A.Pos) -> Source:
-    return Source(f"{pos.file}:{pos.line} (policy {policy.name})", policy=True)
+    return Source(f"{pos.file}:{pos.line} (policy {policy.name})", True, pos.file, pos.line)
 
 
 def _toleration(t: A.TaintToleration) -> Toleration:

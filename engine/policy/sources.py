@@ -61,8 +61,12 @@ def _configmap(path: Path) -> dict[str, str]:
 
 
 def load_policies(paths: list[str]) -> list[A.Policy]:
-    """Parse and check every source; raise PolicyError with all diagnostics if any is wrong."""
-    sources = read_sources(paths)
+    """Read, parse and check every source; raise PolicyError with all diagnostics if any is wrong."""
+    return check_sources(read_sources(paths))
+
+
+def check_sources(sources: dict[str, str]) -> list[A.Policy]:
+    """Parse and check already-read sources (name -> text); raise PolicyError listing every problem."""
     policies: list[A.Policy] = []
     problems: list[Diagnostic] = []
     for name, text in sources.items():

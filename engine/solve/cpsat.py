@@ -56,19 +56,21 @@ class ClassModel:
             self._by_domain[key] = out
         return self._by_domain[key]
 
+    def any_placed(self, ys: list[cp_model.IntVar], name: str, exact: bool = True) -> cp_model.IntVar:
+        """A boolean that is 1 if any of `ys` is positive; with `exact`, also 0 if all are zero."""
+        b = self.m.new_bool_var(name)
+        for v in ys:
+            self.m.add(v <= self.ub[v.index] * b)
+        if exact:
+            self.m.add(sum(ys) >= b)
+        return b
+
     def presence(self, partition: int, c: int, d: int) -> cp_model.IntVar | int:
         """A boolean equal to 'class c has a pod in domain d of the partition' (0 if it cannot)."""
         key = (partition, c, d)
         if key not in self._presence:
             ys = self.in_domain(partition, c).get(d)
-            if not ys:
-                self._presence[key] = 0
-            else:
-                b = self.m.new_bool_var(f"in_{partition}_{c}_{d}")
-                for v in ys:
-                    self.m.add(v <= self.ub[v.index] * b)
-                self.m.add(sum(ys) >= b)
-                self._presence[key] = b
+            self._presence[key] = self.any_placed(ys, f"in_{partition}_{c}_{d}") if ys else 0
         return self._presence[key]
 
     def _domains_of(self, partition: int, c: int) -> set[int]:
@@ -276,9 +278,7 @@ class ClassModel:
             ys = [self.y[(s.a, n)] for n in nodes if n in a_nodes and (s.a, n) in self.y]
             if not ys:
                 continue
-            a_in = m.new_bool_var("spread_in")
-            for v in ys:
-                m.add(v <= self.ub[v.index] * a_in)
+            a_in = self.any_placed(ys, "spread_in", exact=False)
             m.add(counts[d] - low <= s.max_skew).only_enforce_if(a_in)
 
     def _opening(self, classes: tuple[int, ...], cost: int) -> None:
@@ -287,11 +287,8 @@ class ClassModel:
             ys = [self.y[(c, n)] for c in classes if (c, n) in self.y]
             if not ys:
                 continue
-            used = self.m.new_bool_var(f"opened_{n}")
-            for v in ys:
-                self.m.add(v <= self.ub[v.index] * used)
-            if cost < 0:
-                self.m.add(sum(ys) >= used)
+            # a cost only needs 'used' forced up; a reward also needs it forced down
+            used = self.any_placed(ys, f"opened_{n}", exact=cost < 0)
             self.soft_terms.append(-cost * used)
 
     def _limit(self, s) -> None:

@@ -88,8 +88,8 @@ class GreedyState:
             for c in group:
                 self.excl_of[c].append(i)
 
-    def _domain_has(self, partition: int, classes, d: int, skip: int | None = None) -> bool:
-        return any(self.in_domain[(partition, o)].get(d, 0) > 0 for o in classes if o != skip)
+    def _domain_has(self, partition: int, classes, d: int) -> bool:
+        return any(self.in_domain[(partition, o)].get(d, 0) > 0 for o in classes)
 
     def permanently_blocked(self, c: int, n: int) -> bool:
         """Checks that can only get worse as pods are added (capacity, ports, separation, count limits)."""
@@ -106,7 +106,7 @@ class GreedyState:
             if d == NO_DOMAIN:
                 continue
             if s.a == c:
-                if self._domain_has(s.partition, s.others, d, skip=None if c in s.others else c):
+                if self._domain_has(s.partition, s.others, d):
                     return True
             elif self.in_domain[(s.partition, s.a)].get(d, 0) > 0:
                 return True
