@@ -1,0 +1,533 @@
+#!/usr/bin/env python3
+"""Production-scale benchmark of ``policy-scheduler dry-run`` (issue 6).
+
+Two modes, both on the realistic snapshots of ``bench/realistic.py``:
+
+* ``run``: each workload (hetero-jobs, hetero-affinity, statefulset, rich-mixed) ``--repeat``
+  times; prints nodes, running, pending, median wall / load / compile / model / solve seconds,
+  peak RSS, pods placed by the engine and by the sequential (kube-scheduler-like) baseline,
+  solver status and whether the plan is valid;
+* ``sweep``: the hetero-jobs shape with ~16 running pods per node, pending pods 100 -> 10,000 at
+  1,500 nodes and nodes 100 -> 20,000 at 1,000 pending; prints a table and draws
+  ``bench/scaling.png`` (seconds and peak RSS vs size, log x). ``--quick``: a few small points.
+
+Each run is ``policy-scheduler dry-run --cluster FILE -o json --time-limit T`` as a subprocess,
+one at a time, timed by ``bench/run.py``'s ``run_once`` (wall clock, peak RSS from
+``os.wait4``). The engine's ``stats.phases`` (load/compile/model/solve seconds) and
+``stats.sequential_placed`` are optional: missing ones print as "-". Every plan is checked by
+``realistic.validate`` (capacity, pools, taints, hard pod (anti-)affinity, hard zone spread,
+gangs); ``--oracle on`` also runs ``tests/checker.py``'s independent ``check_plan`` (slow on big
+clusters; ``auto`` uses it up to 12,000 pods).
+
+Guard rails for a shared machine: a run is killed after ``--timeout`` seconds or when its RSS
+passes ``--rss-cap-mib``, and skipped when less memory than that is available.
+
+Exit status: 0 ok; 1 a ``run`` failed (exit status, timeout, memory cap, bad JSON); 2 a plan
+violated a constraint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import statistics
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+
+import realistic as RL  # noqa: E402
+import run as B  # noqa: E402
+
+PHASES = ("load", "compile", "model", "solve")
+ORACLE_AUTO_PODS = 12_000
+SWEEP_RUNNING_PER_NODE = 16
+SWEEP_FULL = {"pending": (1500, (100, 300, 1000, 3000, 10_000)),
+              "nodes": (1000, (100, 300, 1000, 3000, 10_000, 20_000))}
+SWEEP_QUICK = {"pending": (200, (100, 300, 1000)),
+               "nodes": (100, (100, 300, 1000))}
+DEFAULT_PLOT = BENCH_DIR / "scaling.png"
+err = B.err
+
+
+# --------------------------------------------------------------------------- #
+# Cases and snapshots
+# --------------------------------------------------------------------------- #
+
+@dataclass(frozen=True)
+class Case:
+    """One snapshot to time: a workload with optional size overrides."""
+
+    workload: str
+    nodes: int | None = None
+    running: int | None = None
+    pending: int | None = None
+    series: str = ""          # sweep: "pending" or "nodes"
+
+    def cluster(self) -> RL.Cluster:
+        return RL.build(self.workload, nodes=self.nodes, running=self.running,
+                        pending=self.pending)
+
+
+def snapshot_file(out: Path, c: RL.Cluster, detail: str) -> Path:
+    return out / "realistic" / f"{c.name}-n{c.nodes}-r{c.running}-p{c.pending}-{detail}.yaml"
+
+
+def ensure_snapshot(path: Path, c: RL.Cluster, detail: str, regen: bool) -> float | None:
+    """Write the snapshot unless a copy newer than the generators exists (as bench/run.py
+    caches its own); returns generation seconds, None when cached."""
+    newest = max(Path(m.__file__).stat().st_mtime for m in (RL, RL.W))
+    if not regen and path.exists() and path.stat().st_mtime >= newest:
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    t0 = time.perf_counter()
+    try:
+        RL.write_snapshot(c, tmp, detail)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------- #
+# Memory guard
+# --------------------------------------------------------------------------- #
+
+def mem_available_mib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")
+
+
+def _descendants(root: int) -> list[int]:
+    """Pids below ``root`` (children of children too), from /proc."""
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+                parent[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    out, frontier = [], [root]
+    while frontier:
+        kids = [p for p, pp in parent.items() if pp in frontier]
+        out += kids
+        frontier = kids
+    return out
+
+
+def _rss_mib(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class RssGuard:
+    """Kills this process's children whose RSS passes the cap (run_once only knows time)."""
+
+    def __init__(self, cap_mib: float, interval: float = 0.25) -> None:
+        self.cap, self.interval = cap_mib, interval
+        self.tripped = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> "RssGuard":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.interval):
+            for pid in _descendants(os.getpid()):
+                if _rss_mib(pid) > self.cap:
+                    self.tripped = True
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+
+
+# --------------------------------------------------------------------------- #
+# One run, read
+# --------------------------------------------------------------------------- #
+
+@dataclass
+class RunStats:
+    """What one dry-run told us (engine fields None when the engine did not report them)."""
+
+    wall: float
+    rss_mib: float
+    phases: dict[str, float]
+    placed: int
+    sequential: int | None
+    status: str
+    violations: list[str]
+
+
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def read_stats(doc: dict, res: B.RunResult, c: RL.Cluster,
+               oracle: Callable[[dict[str, str]], list[str]] | None) -> RunStats:
+    stats = doc["stats"]
+    phases_in = stats.get("phases") if isinstance(stats.get("phases"), dict) else {}
+    phases = {k: v for k in PHASES if (v := _number(phases_in.get(k))) is not None}
+    seq = _number(stats.get("sequential_placed"))
+    placed, violations = RL.validate(c, doc["assignments"])
+    if oracle is not None:
+        violations += [f"checker: {v}" for v in oracle(doc["assignments"])[:20]]
+    return RunStats(res.seconds, res.maxrss_mib, phases, placed,
+                    None if seq is None else int(seq), str(stats.get("status", "-")), violations)
+
+
+def make_oracle(c: RL.Cluster, detail: str, mode: str
+                ) -> Callable[[dict[str, str]], list[str]] | None:
+    """tests/checker.py's check_plan over the generator's manifests, if wanted."""
+    if mode == "off" or (mode == "auto" and c.running + c.pending > ORACLE_AUTO_PODS):
+        return None
+    sys.path.insert(0, str(B.REPO_ROOT / "tests"))
+    from checker import check_plan  # an independent oracle: no engine imports
+
+    docs = list(RL.iter_manifests(c, detail))
+    return lambda assignments: check_plan(docs, assignments)
+
+
+# --------------------------------------------------------------------------- #
+# Measuring a case
+# --------------------------------------------------------------------------- #
+
+@dataclass
+class Measure:
+    """A case's runs, summarised by medians."""
+
+    case: Case
+    nodes: int
+    running: int
+    pending: int
+    argv: list[str]
+    file_mib: float
+    runs: list[RunStats] = field(default_factory=list)
+    failure: str | None = None
+
+    def median(self, get: Callable[[RunStats], float | None]) -> float | None:
+        vals = [v for r in self.runs if (v := get(r)) is not None]
+        return statistics.median(vals) if vals else None
+
+    def phase(self, name: str) -> float | None:
+        return self.median(lambda r: r.phases.get(name))
+
+    @property
+    def engine_s(self) -> float | None:
+        """compile + model + solve: the in-cluster cycle's cost (no YAML load)."""
+        parts = [self.phase(p) for p in PHASES[1:]]
+        return sum(parts) if all(p is not None for p in parts) else None
+
+    @property
+    def violations(self) -> list[str]:
+        return next((r.violations for r in self.runs if r.violations), [])
+
+    def valid_text(self) -> str:
+        if not self.runs:
+            return "-"
+        return f"{len(self.violations)} bad" if self.violations else "ok"
+
+
+def measure(case: Case, cmd: B.Command, opts: "Options") -> Measure:
+    c = case.cluster()
+    path = snapshot_file(opts.out, c, opts.detail)
+    gen = ensure_snapshot(path, c, opts.detail, opts.regen)
+    size = path.stat().st_size / (1 << 20)
+    err.print(f"{RL.describe(c)}: {'cached' if gen is None else f'generated in {gen:.1f}s'}"
+              f" {path} ({size:.0f} MiB)", markup=False, style="dim" if gen is None else None)
+    argv = cmd.argv(path, opts.time_limit)
+    m = Measure(case, c.nodes, c.running, c.pending, argv, size)
+    oracle = make_oracle(c, opts.detail, opts.oracle)
+    for k in range(1, opts.repeat + 1):
+        m.failure = _one_run(m, c, cmd, opts, oracle, k)
+        if m.failure:
+            err.print(f"  {c.name}: {m.failure}", style="red", markup=False)
+            break
+    return m
+
+
+def _one_run(m: Measure, c: RL.Cluster, cmd: B.Command, opts: "Options",
+             oracle: Callable[[dict[str, str]], list[str]] | None, k: int) -> str | None:
+    """Run once and append its stats to ``m``; returns why it failed, if it did."""
+    avail = mem_available_mib()
+    if avail < opts.rss_cap_mib:
+        return f"skipped: {avail:.0f} MiB available < cap {opts.rss_cap_mib:.0f} MiB"
+    err.print(f"  run {k}/{opts.repeat}: {shlex.join(m.argv)}", markup=False)
+    with RssGuard(opts.rss_cap_mib) as guard:
+        res = B.run_once(m.argv, cmd, opts.timeout)
+    if guard.tripped:
+        return f"killed at the {opts.rss_cap_mib:.0f} MiB RSS cap after {res.seconds:.1f}s"
+    if res.timed_out or res.returncode != 0:
+        tail = res.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        why = f"timeout {opts.timeout:g}s" if res.timed_out else f"exit {res.returncode}"
+        return f"{why} after {res.seconds:.1f}s " + " | ".join(tail)
+    try:
+        r = read_stats(B.parse_output(res.stdout), res, c, oracle)
+    except B.BadOutput as e:
+        return f"bad output: {e}"
+    m.runs.append(r)
+    phases = " ".join(f"{p} {v:.2f}s" for p, v in r.phases.items())
+    err.print(f"    {r.wall:.2f}s wall, {r.rss_mib:.0f} MiB, placed {r.placed}/{c.pending} "
+              f"(sequential {'-' if r.sequential is None else r.sequential}), {r.status}"
+              + (f", {phases}" if phases else ""), markup=False)
+    for v in r.violations[:10]:
+        err.print(f"    violation: {v}", style="red", markup=False)
+    return None
+
+
+# --------------------------------------------------------------------------- #
+# Tables
+# --------------------------------------------------------------------------- #
+
+COLUMNS = ("workload", "nodes", "running", "pending", "runs", "wall s", *(f"{p} s" for p in
+           PHASES), "peak RSS MiB", "placed", "sequential", "status", "valid")
+
+
+def cells(m: Measure) -> list[str]:
+    f = B._fmt
+    placed = m.median(lambda r: r.placed)
+    seq = m.median(lambda r: r.sequential)
+    status = "/".join(dict.fromkeys(r.status for r in m.runs)) or (
+        "FAILED" if m.failure else "-")
+    label = m.case.workload + (f" ({m.case.series})" if m.case.series else "")
+    return [label, str(m.nodes), str(m.running), str(m.pending), str(len(m.runs)),
+            f(m.median(lambda r: r.wall), ".2f"), *(f(m.phase(p), ".2f") for p in PHASES),
+            f(m.median(lambda r: r.rss_mib), ".0f"), f(placed, ".0f"), f(seq, ".0f"), status,
+            m.valid_text()]
+
+
+def print_table(title: str, rows: list[Measure], notes: list[str], markdown: bool) -> None:
+    body = [cells(m) for m in rows]
+    if markdown:
+        print(f"**{title}**\n")
+        print("| " + " | ".join(COLUMNS) + " |")
+        print("|" + "|".join("---" if c in ("workload", "status") else "---:"
+                             for c in COLUMNS) + "|")
+        for row in body:
+            print("| " + " | ".join(row) + " |")
+        print()
+        print("\n".join(f"{n}  " for n in notes))
+        return
+    table = Table(title=title)
+    for c in COLUMNS:
+        table.add_column(c, justify="left" if c in ("workload", "status") else "right")
+    for m, row in zip(rows, body):
+        table.add_row(*row, style="red" if m.failure or m.violations else None)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 220)
+    console.print(table)
+    for n in notes:
+        console.print(n, markup=False, soft_wrap=True)
+
+
+def notes(opts: "Options", rows: list[Measure], cmd: B.Command) -> list[str]:
+    rev = B.git_rev()
+    out = [B.machine_line() + (f"; repo {rev}" if rev else ""),
+           f"bench: {shlex.join(['python', *sys.argv])}",
+           f"time limit {opts.time_limit:g}s, median of {opts.repeat} run(s), "
+           f"snapshots --detail {opts.detail}; command {shlex.join(cmd.prefix)}"]
+    out += [f"{m.case.workload} n{m.nodes}: {m.failure}" for m in rows if m.failure]
+    return out
+
+
+def save_results(opts: "Options", mode: str, rows: list[Measure]) -> Path:
+    path = opts.out / f"scale-{mode}.json"
+    path.write_text(json.dumps({"machine": B.machine_line(), "repo": B.git_rev(),
+                                "argv": sys.argv, "options": {**asdict(opts), "out": str(opts.out)},
+                                "rows": [asdict(m) for m in rows]}, indent=1, default=str))
+    return path
+
+
+# --------------------------------------------------------------------------- #
+# Sweep plot
+# --------------------------------------------------------------------------- #
+
+def sweep_cases(quick: bool) -> list[Case]:
+    plan = SWEEP_QUICK if quick else SWEEP_FULL
+    fixed_nodes, pending_points = plan["pending"]
+    fixed_pending, node_points = plan["nodes"]
+    cases = [Case("hetero-jobs", fixed_nodes, SWEEP_RUNNING_PER_NODE * fixed_nodes, p,
+                  "pending") for p in pending_points]
+    cases += [Case("hetero-jobs", n, SWEEP_RUNNING_PER_NODE * n, fixed_pending, "nodes")
+              for n in node_points]
+    return cases
+
+
+def _series(rows: list[Measure], name: str, get: Callable[[Measure], float | None]
+            ) -> tuple[list[int], list[float]]:
+    pts = [(m.pending if name == "pending" else m.nodes, v) for m in rows
+           if m.case.series == name and (v := get(m)) is not None]
+    return [x for x, _ in pts], [y for _, y in pts]
+
+
+def plot(rows: list[Measure], path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fixed = {s: _fixed_label(rows, s) for s in ("pending", "nodes")}
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for s, color in (("pending", "tab:blue"), ("nodes", "tab:orange")):
+        label = f"vs {s} ({fixed[s]})"
+        ax_t.plot(*_series(rows, s, lambda m: m.median(lambda r: r.wall)), "o-", color=color,
+                  label=f"wall, {label}")
+        ax_t.plot(*_series(rows, s, lambda m: m.engine_s), "s--", color=color,
+                  label=f"compile+model+solve, {label}")
+        ax_m.plot(*_series(rows, s, lambda m: m.median(lambda r: r.rss_mib)), "o-",
+                  color=color, label=label)
+    for ax, ylabel in ((ax_t, "seconds"), (ax_m, "peak RSS (MiB)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("size (pending pods or nodes)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _fixed_label(rows: list[Measure], series: str) -> str:
+    ms = [m for m in rows if m.case.series == series]
+    if not ms:
+        return ""
+    return f"{ms[0].nodes} nodes" if series == "pending" else f"{ms[0].pending} pending"
+
+
+# --------------------------------------------------------------------------- #
+# CLI
+# --------------------------------------------------------------------------- #
+
+@dataclass
+class Options:
+    """Settings shared by both modes."""
+
+    repeat: int
+    time_limit: float
+    timeout: float
+    rss_cap_mib: float
+    out: Path
+    detail: str
+    regen: bool
+    oracle: str
+    markdown: bool
+
+
+def common(f: Callable) -> Callable:
+    """The options of both subcommands."""
+    for opt in reversed((
+        click.option("-n", "--repeat", default=1, show_default=True, type=click.IntRange(1),
+                     help="Runs per case (medians are reported)."),
+        click.option("--time-limit", default=2.0, show_default=True,
+                     type=click.FloatRange(0.1), help="dry-run --time-limit (seconds)."),
+        click.option("--timeout", default=120.0, show_default=True, type=click.FloatRange(1),
+                     help="Kill a run after this many seconds."),
+        click.option("--rss-cap-mib", default=8192.0, show_default=True,
+                     type=click.FloatRange(64), help="Kill a run above this RSS; skip it when "
+                                                     "less memory is available."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     default=B.DEFAULT_OUT, show_default=True,
+                     help="Snapshots (cached) and scale-*.json go here."),
+        click.option("--detail", type=click.Choice(RL.DETAILS), default="full",
+                     show_default=True, help="'lean' drops kubectl's boilerplate fields "
+                                             "(volumes, default tolerations, conditions)."),
+        click.option("--regen", is_flag=True, help="Rewrite snapshots even if cached."),
+        click.option("--oracle", type=click.Choice(("auto", "on", "off")), default="auto",
+                     show_default=True, help="Also check plans with tests/checker.py "
+                                             f"(auto: up to {ORACLE_AUTO_PODS} pods)."),
+        click.option("--markdown", is_flag=True, help="Markdown table (for BENCHMARKS.md)."),
+    )):
+        f = opt(f)
+    return f
+
+
+def _options(kw: dict[str, Any]) -> Options:
+    return Options(**{k: kw.pop(k) for k in Options.__dataclass_fields__})
+
+
+def _measure_all(cases: list[Case], opts: Options) -> tuple[list[Measure], B.Command]:
+    cmd = B.resolve_command()
+    opts.out.mkdir(parents=True, exist_ok=True)
+    err.print(f"command: {shlex.join(cmd.prefix)}  [{cmd.origin}]", markup=False)
+    return [measure(c, cmd, opts) for c in cases], cmd
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Benchmark policy-scheduler dry-run on realistic, production-sized clusters."""
+
+
+@cli.command("run")
+@click.option("-w", "--workload", "names", multiple=True, metavar="NAME",
+              type=click.Choice(sorted(RL.WORKLOADS)),
+              help="Workload (repeatable). Default: all four.")
+@click.option("--nodes", type=click.IntRange(1), help="Override the workload's node count.")
+@click.option("--running", type=click.IntRange(0), help="Override its running pod count.")
+@click.option("--pending", type=click.IntRange(1), help="Override its pending pod count.")
+@common
+def run_cmd(names: tuple[str, ...], nodes: int | None, running: int | None,
+            pending: int | None, **kw: Any) -> None:
+    """Time each realistic workload; exit 1 on a failed run, 2 on an invalid plan."""
+    opts = _options(kw)
+    cases = [Case(n, nodes, running, pending) for n in names or RL.WORKLOADS]
+    rows, cmd = _measure_all(cases, opts)
+    print_table("policy-scheduler dry-run on realistic clusters", rows,
+                notes(opts, rows, cmd), opts.markdown)
+    err.print(f"results: {save_results(opts, 'run', rows)}", markup=False)
+    _exit(rows, failures_count=True)
+
+
+@cli.command("sweep")
+@click.option("--quick", is_flag=True, help="A few small points (a couple of minutes).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=DEFAULT_PLOT, show_default=True, help="Where the PNG goes.")
+@common
+def sweep_cmd(quick: bool, plot_path: Path, **kw: Any) -> None:
+    """Solve time and peak RSS vs pending pods and vs nodes (hetero-jobs shape)."""
+    opts = _options(kw)
+    rows, cmd = _measure_all(sweep_cases(quick), opts)
+    info = notes(opts, rows, cmd)
+    print_table("scaling: hetero-jobs shape, ~16 running pods per node", rows, info,
+                opts.markdown)
+    plot(rows, plot_path, f"policy-scheduler dry-run, hetero-jobs shape, --time-limit "
+                          f"{opts.time_limit:g}; {info[0]}")
+    err.print(f"plot: {plot_path}; results: {save_results(opts, 'sweep', rows)}", markup=False)
+    _exit(rows, failures_count=False)
+
+
+def _exit(rows: list[Measure], failures_count: bool) -> None:
+    """2 for an invalid plan; 1 for a failed run where failures count (not in sweeps, whose
+    big points are expected to hit the guard rails until the engine scales)."""
+    if any(m.violations for m in rows):
+        sys.exit(2)
+    if failures_count and any(m.failure for m in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    cli()
