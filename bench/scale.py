@@ -22,6 +22,17 @@ clusters; ``auto`` uses it up to 12,000 pods).
 Guard rails for a shared machine: a run is killed after ``--timeout`` seconds or when its RSS
 passes ``--rss-cap-mib``, and skipped when less memory than that is available.
 
+    python bench/scale.py run --time-limit 1                  # the four workloads, full size
+    python bench/scale.py run -w hetero-jobs -n 3 --time-limit 2 --markdown
+    python bench/scale.py run --nodes 100 --running 1000 --pending 300   # small versions
+    python bench/scale.py sweep --quick --time-limit 1        # ~1 minute; writes bench/scaling.png
+    python bench/scale.py sweep --time-limit 2 --timeout 600  # the full sweep
+    python bench/realistic.py hetero-jobs -o /tmp/hj.yaml     # just a snapshot (--help)
+
+Snapshots are cached under ``--out`` (default ``/tmp/policy-scheduler-bench/realistic``) and
+rewritten when ``realistic.py`` or ``workloads.py`` change; ``scale-run.json`` /
+``scale-sweep.json`` there keep every run's numbers.
+
 Exit status: 0 ok; 1 a ``run`` failed (exit status, timeout, memory cap, bad JSON); 2 a plan
 violated a constraint.
 """
@@ -286,7 +297,8 @@ def _one_run(m: Measure, c: RL.Cluster, cmd: B.Command, opts: "Options",
     if res.timed_out or res.returncode != 0:
         tail = res.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
         why = f"timeout {opts.timeout:g}s" if res.timed_out else f"exit {res.returncode}"
-        return f"{why} after {res.seconds:.1f}s " + " | ".join(tail)
+        return (f"{why} after {res.seconds:.1f}s, peak RSS {res.maxrss_mib:.0f} MiB; "
+                + " | ".join(tail))
     try:
         r = read_stats(B.parse_output(res.stdout), res, c, oracle)
     except B.BadOutput as e:
@@ -394,22 +406,33 @@ def plot(rows: list[Measure], path: Path, title: str) -> None:
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4.2))
     for s, color in (("pending", "tab:blue"), ("nodes", "tab:orange")):
         label = f"vs {s} ({fixed[s]})"
-        ax_t.plot(*_series(rows, s, lambda m: m.median(lambda r: r.wall)), "o-", color=color,
-                  label=f"wall, {label}")
-        ax_t.plot(*_series(rows, s, lambda m: m.engine_s), "s--", color=color,
-                  label=f"compile+model+solve, {label}")
-        ax_m.plot(*_series(rows, s, lambda m: m.median(lambda r: r.rss_mib)), "o-",
-                  color=color, label=label)
+        _line(ax_t, _series(rows, s, lambda m: m.median(lambda r: r.wall)), "o-", color,
+              f"wall, {label}")
+        _line(ax_t, _series(rows, s, lambda m: m.engine_s), "s--", color,
+              f"compile+model+solve, {label}")
+        _line(ax_m, _series(rows, s, lambda m: m.median(lambda r: r.rss_mib)), "o-", color,
+              label)
     for ax, ylabel in ((ax_t, "seconds"), (ax_m, "peak RSS (MiB)")):
         ax.set_xscale("log")
         ax.set_xlabel("size (pending pods or nodes)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title, fontsize=9)
+    failed = [f"{m.case.series} n{m.nodes} p{m.pending}: {m.failure.split(' after')[0]}"
+              for m in rows if m.failure]
+    if failed:
+        title += "\nnot shown: " + "; ".join(failed)
+    fig.suptitle(title, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _line(ax: Any, xy: tuple[list[int], list[float]], style: str, color: str,
+          label: str) -> None:
+    """One series, left out (legend too) when the engine did not report it."""
+    if xy[0]:
+        ax.plot(*xy, style, color=color, label=label)
 
 
 def _fixed_label(rows: list[Measure], series: str) -> str:
@@ -514,10 +537,17 @@ def sweep_cmd(quick: bool, plot_path: Path, **kw: Any) -> None:
     info = notes(opts, rows, cmd)
     print_table("scaling: hetero-jobs shape, ~16 running pods per node", rows, info,
                 opts.markdown)
-    plot(rows, plot_path, f"policy-scheduler dry-run, hetero-jobs shape, --time-limit "
-                          f"{opts.time_limit:g}; {info[0]}")
+    rev = B.git_rev()
+    plot(rows, plot_path, f"policy-scheduler dry-run, hetero-jobs shape (~16 running pods per "
+                          f"node), --time-limit {opts.time_limit:g}, median of {opts.repeat}"
+                          + (f", repo {rev}" if rev else "") + f"\n{_machine_short()}")
     err.print(f"plot: {plot_path}; results: {save_results(opts, 'sweep', rows)}", markup=False)
     _exit(rows, failures_count=False)
+
+
+def _machine_short() -> str:
+    """machine_line without the kernel, to fit a plot title."""
+    return B.machine_line().split("; Linux")[0]
 
 
 def _exit(rows: list[Measure], failures_count: bool) -> None:
