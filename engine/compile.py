@@ -1,7 +1,8 @@
-"""Compile the cluster model plus rule IR into the solver's class-level problem.
+"""Compile the cluster model plus rule IR into the solver's class-level problem, in named steps.
 
-Pending pods with identical scheduling-relevant facts form one class; static filters pick each class's
-candidate nodes; pod-to-pod rules become class-to-class constraints over topology partitions.
+Pending pods become classes (`classes.py`); static filters pick each class's candidate nodes; then one
+emitter per constraint kind turns the classes' rules into class-to-class constraints over topology
+partitions, all appending to one `ProblemBuilder` (as DCM has one function per constraint kind).
 """
 
 from __future__ import annotations
@@ -10,45 +11,17 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .filters import BoundState, ClassFacts, Rejections, rejections
-from .ir import (
-    Constraint,
-    CountLimit,
-    GangRule,
-    NodeOpening,
-    NodeRule,
-    NodeScore,
-    PodCost,
-    PodProximity,
-    SpreadRule,
-)
+from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
+from .filters import ClassFacts, rejections
+from .index import BoundState
+from .ir import Constraint, CountLimit, GangRule, NodeOpening, PodProximity, SpreadRule
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
-from .podspec import pod_constraints
+from .scores import node_scores
 from .solve.problem import NO_DOMAIN, Colocation, Gang, Limit, PodClass, Problem, Separation, Spread
 
-PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on the 1..100 preference scale
 SOFT_SPREAD_WEIGHT = 10  # per unit of skew, for ScheduleAnyway constraints
-MAX_WEIGHT = 1 << 60
 
-PolicyRules = Callable[[Pod], tuple[Constraint, ...]]
-
-
-@dataclass(slots=True)
-class ClassInfo:
-    """One pod class as the rest of the pipeline sees it (the solver only sees its index)."""
-
-    pods: list[Pod]
-    constraints: tuple[Constraint, ...]
-    facts: ClassFacts
-    rejected: Rejections  # nodes no pod of the class can use, and why
-
-    @property
-    def sample(self) -> Pod:
-        return self.pods[0]
-
-    @property
-    def priority(self) -> int:
-        return self.sample.priority
+__all__ = ["compile_cluster", "Compiled", "ClassInfo", "GangInfo", "PolicyRules"]
 
 
 @dataclass(slots=True)
@@ -72,49 +45,7 @@ class Compiled:
     notes: list[str] = field(default_factory=list)
 
 
-def _class_key(pod: Pod, constraints: tuple[Constraint, ...]) -> tuple:
-    return (
-        pod.namespace,
-        tuple(sorted(pod.labels.items())),
-        tuple(sorted(pod.requests.items())),
-        pod.priority,
-        pod.host_ports,
-        constraints,
-    )
-
-
-def group_pods(pending: list[Pod], cluster: Cluster, policy: PolicyRules | None) -> list[tuple[list[Pod], tuple]]:
-    groups: dict[tuple, list[Pod]] = {}
-    rules: dict[tuple, tuple[Constraint, ...]] = {}
-    for pod in pending:
-        constraints = pod_constraints(pod, cluster.pod_groups) + (policy(pod) if policy else ())
-        key = _class_key(pod, constraints)
-        groups.setdefault(key, []).append(pod)
-        rules[key] = constraints
-    out = []
-    for key, pods in groups.items():
-        pods.sort(key=lambda p: (p.created, p.name))
-        out.append((pods, rules[key]))
-    return out
-
-
-def _priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[int, int]:
-    """Lexicographic weights: one pod of a higher priority outweighs every pod of all lower ones."""
-    per_level: dict[int, int] = defaultdict(int)
-    for info in classes:
-        per_level[info.priority] += len(info.pods)
-    weights: dict[int, int] = {}
-    below = 0
-    for level in sorted(per_level):
-        weights[level] = below + 1
-        below += weights[level] * per_level[level]
-    if below > MAX_WEIGHT:
-        notes.append("too many priority levels for exact lexicographic weights; priorities weighted by rank")
-        weights = {level: i + 1 for i, level in enumerate(sorted(per_level))}
-    return weights
-
-
-class _Partitions:
+class Partitions:
     """Topology keys -> partition indices, each a domain id per node (NO_DOMAIN where the label is absent)."""
 
     def __init__(self, nodes: list[Node]):
@@ -143,7 +74,7 @@ class _Partitions:
         return NO_DOMAIN not in part and len(set(part)) == len(part)
 
 
-class _AffinityIndex:
+class AffinityIndex:
     """Which classes match which pod-affinity terms, and who may support or start a required series.
 
     Upstream counts a pod as support for required affinity only if it matches all of the incoming pod's
@@ -182,87 +113,6 @@ class _AffinityIndex:
         return bool(set(self.matching_all(terms)) - {a} or self.seeders(terms))
 
 
-def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Compiled:
-    nodes = cluster.nodes
-    bound = BoundState.of(nodes, cluster.bound)
-    notes: list[str] = []
-    grouped = group_pods(cluster.pending, cluster, policy)
-    index = _AffinityIndex([pods[0] for pods, _ in grouped], [rules for _, rules in grouped], bound)
-
-    classes: list[ClassInfo] = []
-    for a, (pods, rules) in enumerate(grouped):
-        facts = ClassFacts.of(pods[0], rules, bound, index.batch_can_support(a))
-        rejected = rejections(facts, bound)
-        classes.append(ClassInfo(pods, rules, facts, rejected))
-
-    weights = _priority_weights(classes, notes)
-    resources = sorted({r for info in classes for r in info.facts.requests})
-    problem = Problem(
-        resources=tuple(resources),
-        free=[tuple(bound.free(i, r) for r in resources) for i in range(len(nodes))],
-    )
-    partitions = _Partitions(nodes)
-    gangs = _gangs(cluster, classes)
-
-    for a, info in enumerate(classes):
-        candidates = info.rejected.passing()
-        scores = _node_scores(info, candidates, nodes, bound)
-        problem.classes.append(
-            PodClass(
-                count=len(info.pods),
-                demand=tuple(info.facts.requests.get(r, 0) for r in resources),
-                weight=weights[info.priority],
-                candidates=candidates,
-                scores=scores if any(scores) else (),
-                max_per_node=1 if info.sample.host_ports else None,
-                gang=next((g for g, gi in enumerate(gangs) if a in gi.classes), None),
-            )
-        )
-    for gi in gangs:
-        gang = Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound))
-        if gi.within is not None:
-            gang.partition = partitions.of(gi.within)
-            if gi.bound_domains:
-                gang.domains = partitions.ids(gang.partition, gi.bound_domains)
-        problem.gangs.append(gang)
-
-    seed_groups = _seed_groups({ts: index.matching_all(ts) for ts in index.carriers if index.seeders(ts)})
-    for terms, members in index.carriers.items():
-        sup, seed = index.matching_all(terms), index.seeders(terms)
-        if set(sup) <= set(members) and len(members) == 1 and not seed:
-            continue  # nothing in the batch can help: the static filter confined it to bound support
-        chained = frozenset(j for j in sup if index.affinity_sets[j])
-        for t in terms:
-            p = partitions.of(t.topology_key)
-            supported = partitions.ids(p, bound.domains_matching(terms, t.topology_key))
-            problem.colocations.append(
-                Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained,
-                           seed_group=seed_groups.get(terms, -1))
-            )
-    for a, info in enumerate(classes):
-        for c in info.constraints:
-            if isinstance(c, PodProximity) and (c.anti or c.weight is not None):
-                _proximity(problem, partitions, a, c, index.matching)
-            elif isinstance(c, SpreadRule):
-                _spread(problem, partitions, a, info, c, classes, cluster, bound)
-            elif isinstance(c, CountLimit):
-                p = partitions.of(c.term.topology_key)
-                ids = partitions.values[p]
-                existing = {ids[v]: k for v, k in bound.domain_counts(c.term).items() if k and v in ids}
-                problem.limits.append(Limit(p, a, tuple(index.matching(c.term)), existing, c.most))
-    _exclusive_ports(problem, classes)
-    problem.empty = frozenset(i for i in range(len(nodes)) if not bound.pods_on[i])
-    by_cost: dict[int, list[int]] = defaultdict(list)
-    for a, info in enumerate(classes):
-        for cost in {c.weight for c in info.constraints if isinstance(c, NodeOpening)}:
-            by_cost[cost].append(a)
-    problem.openings = [(tuple(members), cost) for cost, members in sorted(by_cost.items())]
-    problem.partitions = partitions.parts
-    keys = [_rank_key(classes[a], problem.classes[a], bool(index.affinity_sets[a])) for a in range(len(classes))]
-    dense = {k: r for r, k in enumerate(sorted(set(keys)))}
-    for a, k in enumerate(keys):
-        problem.classes[a].rank = dense[k]
-    return Compiled(cluster, problem, classes, gangs, bound, notes)
 
 
 def _seed_groups(matched: dict[tuple[PodAffinityTerm, ...], list[int]]) -> dict[tuple[PodAffinityTerm, ...], int]:
@@ -286,10 +136,108 @@ def _seed_groups(matched: dict[tuple[PodAffinityTerm, ...], list[int]]) -> dict[
     return {t: root(i) for i, t in enumerate(terms)}
 
 
-def _rank_key(info: ClassInfo, cls: PodClass, affine: bool) -> tuple:
+
+
+@dataclass(slots=True)
+class ProblemBuilder:
+    """What every constraint emitter reads, and the one Problem they all append to."""
+
+    cluster: Cluster
+    bound: BoundState
+    classes: list[ClassInfo]
+    index: AffinityIndex
+    partitions: Partitions
+    problem: Problem
+
+
+def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Compiled:
+    bound = BoundState.of(cluster.nodes, cluster.bound)
+    grouped = group_pods(cluster, policy, bound)
+    index = AffinityIndex([pods[0] for pods, _ in grouped], [rules for _, rules in grouped], bound)
+    classes = _class_infos(grouped, index, bound)
+    gangs = _gangs(cluster, classes)
+    partitions = Partitions(cluster.nodes)
+    notes: list[str] = []
+    problem = _problem(cluster.nodes, bound, classes)
+    build = ProblemBuilder(cluster, bound, classes, index, partitions, problem)
+    problem.classes = _pod_classes(build, gangs, notes)
+    emit_gangs(build, gangs)
+    emit_required_affinity(build)
+    for a, info in enumerate(classes):
+        for c in info.constraints:
+            emitter = EMITTERS.get(type(c))
+            if emitter is not None:
+                emitter(build, a, c)
+    emit_exclusive_ports(build)
+    emit_openings(build)
+    problem.partitions = partitions.parts
+    return Compiled(cluster, problem, classes, gangs, bound, notes)
+
+
+# -- steps ----------------------------------------------------------------------------------------
+
+def _class_infos(grouped: list[tuple[list[Pod], tuple]], index: AffinityIndex, bound: BoundState) -> list[ClassInfo]:
+    """Static filter facts and rejected nodes per class."""
+    out = []
+    for a, (pods, rules) in enumerate(grouped):
+        facts = ClassFacts.of(pods[0], rules, bound, index.batch_can_support(a))
+        out.append(ClassInfo(pods, rules, facts, rejections(facts, bound)))
+    return out
+
+
+def _problem(nodes: list[Node], bound: BoundState, classes: list[ClassInfo]) -> Problem:
+    """The empty problem: resources the batch asks for, free capacity and allocatable per node."""
+    resources = tuple(sorted({r for info in classes for r in info.facts.requests}))
+    return Problem(
+        resources=resources,
+        free=[tuple(bound.free(i, r) for r in resources) for i in range(len(nodes))],
+        capacity=[tuple(node.allocatable.get(r, 0) for r in resources) for node in nodes],
+        empty=frozenset(i for i in range(len(nodes)) if not bound.pods_on[i]),
+    )
+
+
+def _pod_classes(build: ProblemBuilder, gangs: list[GangInfo], notes: list[str]) -> list[PodClass]:
+    """One solver class per pod class, complete when built (gang, greedy rank, per-node cap, queue)."""
+    classes, nodes = build.classes, build.cluster.nodes
+    weights = priority_weights(classes, notes)
+    gang_of = {a: g for g, gi in enumerate(gangs) for a in gi.classes}
+    keys = [_rank_key(info, a in gang_of, bool(build.index.affinity_sets[a])) for a, info in enumerate(classes)]
+    rank = {k: r for r, k in enumerate(sorted(set(keys)))}
+    queues = queue_positions(classes)
+    out = []
+    for a, info in enumerate(classes):
+        candidates = info.rejected.passing()
+        scores = node_scores(info, candidates, nodes, build.bound)
+        out.append(PodClass(
+            count=len(info.pods),
+            demand=tuple(info.facts.requests.get(r, 0) for r in build.problem.resources),
+            weight=weights[info.priority],
+            candidates=candidates,
+            scores=scores if any(scores) else (),
+            max_per_node=1 if info.sample.host_ports or _one_per_node(build, a) else None,
+            gang=gang_of.get(a),
+            rank=rank[keys[a]],
+            queue=queues[a],
+        ))
+    return out
+
+
+def _rank_key(info: ClassInfo, in_gang: bool, affine: bool) -> tuple:
     """Greedy order (ascending; the greedy takes the highest first): priority, gangs, supporters before
     followers. Within a rank the greedy itself orders by pod size."""
-    return (info.priority, cls.gang is not None, not affine)
+    return (info.priority, in_gang, not affine)
+
+
+def _self_anti_per_node(build: ProblemBuilder, a: int, c: PodProximity) -> bool:
+    """A hard anti-affinity term that matches its own class on a one-node-per-domain key (hostname):
+    simply at most one such pod per node."""
+    if not (c.anti and c.weight is None) or a not in build.index.matching(c.term):
+        return False
+    return build.partitions.singleton(build.partitions.of(c.term.topology_key))
+
+
+def _one_per_node(build: ProblemBuilder, a: int) -> bool:
+    return any(isinstance(c, PodProximity) and _self_anti_per_node(build, a, c) for c in build.classes[a].constraints)
 
 
 def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
@@ -301,148 +249,134 @@ def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
         rule = rules[0]  # the pod's own PodGroup first, then the first policy
         within = next((r.within for r in rules if r.group == rule.group and r.within), None)
         if rule.group not in by_key:
-            members = [p for p in cluster.bound if rule.member(p)]
-            gang = GangInfo(rule.group, rule.min_member, len(members), 0, within=within)
-            if within:
-                labels = {n.name: n.labels for n in cluster.nodes}
-                gang.bound_domains = frozenset(
-                    labels[p.node_name][within] for p in members
-                    if p.node_name in labels and within in labels[p.node_name]
-                )
-            by_key[rule.group] = gang
+            by_key[rule.group] = _gang_info(cluster, rule, within)
         by_key[rule.group].classes.append(a)
         by_key[rule.group].pending += len(info.pods)
     return [g for g in by_key.values() if g.min_member - g.bound > 0]
 
 
-def _node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node], bound: BoundState) -> tuple[int, ...]:
-    """Per-pod soft score of each candidate: preferred node affinity, PreferNoSchedule taints, and
-    preferred pod (anti-)affinity towards bound pods."""
-    soft_rules = [c for c in info.constraints if isinstance(c, NodeRule) and c.weight is not None]
-    proximity = []
-    for c in info.constraints:
-        if isinstance(c, PodProximity) and c.weight is not None:
-            domains = bound.domains_with(c.term)
-            if domains:
-                proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
-    tolerations = info.facts.tolerations
-    costs = [c for c in info.constraints if isinstance(c, (NodeScore, PodCost))]
-    if not soft_rules and not proximity and not costs and not any(
-        t.effect == "PreferNoSchedule" for i in candidates for t in nodes[i].taints
-    ):
-        return ()
-    scores = []
-    for i in candidates:
-        node = nodes[i]
-        s = sum(r.weight for r in soft_rules if r.predicate.matches(node))
-        s -= PREFER_NO_SCHEDULE_PENALTY * sum(
-            1 for t in node.taints if t.effect == "PreferNoSchedule" and not tolerated(tolerations, t)
+def _gang_info(cluster: Cluster, rule: GangRule, within: str | None) -> GangInfo:
+    members = [p for p in cluster.bound if rule.member(p)]
+    gang = GangInfo(rule.group, rule.min_member, len(members), 0, within=within)
+    if within:
+        labels = {n.name: n.labels for n in cluster.nodes}
+        gang.bound_domains = frozenset(
+            labels[p.node_name][within] for p in members if p.node_name in labels and within in labels[p.node_name]
         )
-        s += sum(w for key, domains, w in proximity if node.labels.get(key) in domains)
-        scores.append(s)
-    candidate_nodes = [nodes[i] for i in candidates]
-    for cost in costs:
-        if isinstance(cost, NodeScore):
-            values = [_number(n.attribute(cost.attr, cost.key)) for n in candidate_nodes]
-        else:
-            values = [_request_cost(info.facts.requests, cost, n) for n in candidate_nodes]
-        for k, penalty in enumerate(_cost_penalties(values, cost.weight)):
-            scores[k] -= penalty
-    return tuple(scores)
+    return gang
 
 
-UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit
+# -- one emitter per constraint kind ---------------------------------------------------------------
+
+def emit_gangs(build: ProblemBuilder, gangs: list[GangInfo]) -> None:
+    for gi in gangs:
+        partition = domains = None
+        if gi.within is not None:
+            partition = build.partitions.of(gi.within)
+            if gi.bound_domains:
+                domains = build.partitions.ids(partition, gi.bound_domains)
+        build.problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound), partition, domains))
 
 
-def _number(raw: object) -> float | None:
-    try:
-        return None if raw is None else float(raw)  # type: ignore[arg-type]
-    except ValueError:
-        return None
+def emit_required_affinity(build: ProblemBuilder) -> None:
+    """Required pod affinity, per term set: carriers need support in each of their terms' domains."""
+    index, partitions = build.index, build.partitions
+    seed_groups = _seed_groups({ts: index.matching_all(ts) for ts in index.carriers if index.seeders(ts)})
+    for terms, members in index.carriers.items():
+        sup, seed = index.matching_all(terms), index.seeders(terms)
+        if set(sup) <= set(members) and len(members) == 1 and not seed:
+            continue  # nothing in the batch can help: the static filter confined it to bound support
+        chained = frozenset(j for j in sup if index.affinity_sets[j])
+        for t in terms:
+            p = partitions.of(t.topology_key)
+            supported = partitions.ids(p, build.bound.domains_matching(terms, t.topology_key))
+            build.problem.colocations.append(
+                Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained,
+                           seed_group=seed_groups.get(terms, -1))
+            )
 
 
-def _request_cost(requests: dict[str, int], cost: PodCost, node: Node) -> float | None:
-    """What the pod's requests cost on this node at its per-unit prices (None: a price is missing)."""
-    total = 0.0
-    for resource, attr, key in cost.prices:
-        amount = requests.get(resource, 0)
-        if not amount:
-            continue
-        price = _number(node.attribute(attr, key))
-        if price is None:
-            return None
-        unit = UNIT.get(resource, 2**30 if resource.startswith("hugepages-") else 1)
-        total += amount / unit * price
-    return total
-
-
-def _cost_penalties(values: list[float | None], weight: int) -> list[int]:
-    """0 for the cheapest node, `weight` for the dearest (and for nodes without a numeric value)."""
-    known = [v for v in values if v is not None]
-    if not known:
-        return [0] * len(values)
-    lo, hi = min(known), max(known)
-    span = hi - lo
-    return [weight if v is None else (round(weight * (v - lo) / span) if span else 0) for v in values]
-
-
-def _proximity(problem, partitions, a, c: PodProximity, matching) -> None:
-    """Anti-affinity (hard or soft) and soft affinity between classes; hard affinity is per term above."""
-    p = partitions.of(c.term.topology_key)
-    if c.anti:
-        others = tuple(matching(c.term))
-        if not others:
-            return
-        cls = problem.classes[a]
-        if c.weight is None and a in others and partitions.singleton(p):
-            cls.max_per_node = 1  # one per domain, and every domain is a single node
-            others = tuple(o for o in others if o != a)
-            if not others:
-                return
-        problem.separations.append(Separation(p, a, others, c.weight))
-    else:
-        sup = tuple(j for j in matching(c.term) if j != a)
+def emit_proximity(build: ProblemBuilder, a: int, c: PodProximity) -> None:
+    """Anti-affinity (hard or soft) and soft affinity between classes; hard affinity is per term set."""
+    if not c.anti and c.weight is None:
+        return  # emit_required_affinity
+    p = build.partitions.of(c.term.topology_key)
+    matching = build.index.matching(c.term)
+    if not c.anti:
+        sup = tuple(j for j in matching if j != a)
         if sup:
-            problem.colocations.append(Colocation(p, (a,), sup, weight=c.weight))
+            build.problem.colocations.append(Colocation(p, (a,), sup, weight=c.weight))
+        return
+    others = tuple(o for o in matching if not (o == a and _self_anti_per_node(build, a, c)))
+    if others:
+        build.problem.separations.append(Separation(p, a, others, c.weight))
 
 
-def _spread(problem, partitions, a, info: ClassInfo, c: SpreadRule, classes, cluster, bound: BoundState) -> None:
-    s = c.spread
+def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
+    s, info = c.spread, build.classes[a]
     pod = info.sample
-    p = partitions.of(s.topology_key)
-    part = partitions.parts[p]
-    hard_rules = info.facts.node_rules
-    domain_nodes: dict[int, list[int]] = defaultdict(list)
-    for i, node in enumerate(cluster.nodes):
-        if part[i] == NO_DOMAIN:
-            continue
-        if s.honor_affinity and not all(r.predicate.matches(node) for r in hard_rules):
-            continue
-        if s.honor_taints and any(
-            t.effect in ("NoSchedule", "NoExecute") and not tolerated(info.facts.tolerations, t) for t in node.taints
-        ):
-            continue
-        domain_nodes[part[i]].append(i)
+    p = build.partitions.of(s.topology_key)
+    domain_nodes = _spread_domains(build, info, c, build.partitions.parts[p])
     existing: dict[int, int] = {}
     for d, members in domain_nodes.items():
-        k = sum(1 for i in members for q in bound.pods_on[i] if q.namespace == pod.namespace and s.selector.matches(q.labels))
+        k = sum(1 for i in members for q in build.bound.pods_on[i]
+                if q.namespace == pod.namespace and s.selector.matches(q.labels))
         if k:
             existing[d] = k
     counted = tuple(
-        j for j, other in enumerate(classes)
+        j for j, other in enumerate(build.classes)
         if other.sample.namespace == pod.namespace and s.selector.matches(other.sample.labels)
     )
-    problem.spreads.append(
+    build.problem.spreads.append(
         Spread(a, counted, {d: tuple(v) for d, v in domain_nodes.items()}, existing, s.max_skew, s.min_domains,
                None if s.hard else SOFT_SPREAD_WEIGHT)
     )
 
 
-def _exclusive_ports(problem: Problem, classes: list[ClassInfo]) -> None:
+def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule, part: list[int]) -> dict[int, list[int]]:
+    """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints."""
+    s = c.spread
+    out: dict[int, list[int]] = defaultdict(list)
+    for i, node in enumerate(build.cluster.nodes):
+        if part[i] == NO_DOMAIN:
+            continue
+        if s.honor_affinity and not all(r.predicate.matches(node) for r in info.facts.node_rules):
+            continue
+        if s.honor_taints and any(
+            t.effect in ("NoSchedule", "NoExecute") and not tolerated(info.facts.tolerations, t) for t in node.taints
+        ):
+            continue
+        out[part[i]].append(i)
+    return out
+
+
+def emit_limit(build: ProblemBuilder, a: int, c: CountLimit) -> None:
+    p = build.partitions.of(c.term.topology_key)
+    ids = build.partitions.values[p]
+    existing = {ids[v]: k for v, k in build.bound.domain_counts(c.term).items() if k and v in ids}
+    build.problem.limits.append(Limit(p, a, tuple(build.index.matching(c.term)), existing, c.most))
+
+
+def emit_exclusive_ports(build: ProblemBuilder) -> None:
+    """Classes sharing a host port: a node takes at most one pod of all of them."""
     by_port: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for a, info in enumerate(classes):
+    for a, info in enumerate(build.classes):
         for hp in {(hp.protocol, hp.port) for hp in info.sample.host_ports}:
             by_port[hp].append(a)
-    for members in by_port.values():
-        if len(members) > 1:
-            problem.exclusive.append(tuple(members))
+    build.problem.exclusive.extend(tuple(m) for m in by_port.values() if len(m) > 1)
+
+
+def emit_openings(build: ProblemBuilder) -> None:
+    """Pack / spread nodes: classes grouped by their cost per empty node opened."""
+    by_cost: dict[int, list[int]] = defaultdict(list)
+    for a, info in enumerate(build.classes):
+        for cost in {c.weight for c in info.constraints if isinstance(c, NodeOpening)}:
+            by_cost[cost].append(a)
+    build.problem.openings = [(tuple(members), cost) for cost, members in sorted(by_cost.items())]
+
+
+EMITTERS: dict[type, Callable[[ProblemBuilder, int, Constraint], None]] = {
+    PodProximity: emit_proximity,  # type: ignore[dict-item]
+    SpreadRule: emit_spread,  # type: ignore[dict-item]
+    CountLimit: emit_limit,  # type: ignore[dict-item]
+}

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
-from .ir import Constraint, CountLimit, NodeRule, NodeTerms, PodProximity, PodTerm, SpreadRule, Tolerations
+from .index import BoundState
+from .ir import Constraint, CountLimit, NodeRule, PodProximity, SpreadRule, Tolerations
 from .model import (
     HARD_EFFECTS,
     UNSCHEDULABLE_TAINT_KEY,
@@ -30,94 +30,6 @@ AFFINITY_OWN = "node(s) didn't match pod affinity rules"
 SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 PORTS = "node(s) didn't have free ports for the requested pod ports"
 UNSCHEDULABLE = "node(s) were unschedulable"
-
-
-@dataclass(slots=True)
-class BoundState:
-    """What the bound pods hold: capacity used, ports taken, and who sits in which topology domain."""
-
-    nodes: list[Node]
-    used: list[dict[str, int]]
-    ports: list[list[HostPort]]
-    pods_on: list[list[Pod]]
-    anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
-    _domains: dict[tuple, Any] = field(default_factory=dict)
-    _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
-    _free_groups: dict[tuple, list[int]] | None = None
-    everything: frozenset[int] = frozenset()
-    cordoned: list[int] = field(default_factory=list)
-    tainted: list[int] = field(default_factory=list)
-    with_ports: list[int] = field(default_factory=list)
-
-    def matching_nodes(self, predicate: NodeTerms) -> frozenset[int]:
-        """Indices of the nodes a node predicate accepts (cached: classes share rules)."""
-        if predicate not in self._matching:
-            self._matching[predicate] = frozenset(i for i, n in enumerate(self.nodes) if predicate.matches(n))
-        return self._matching[predicate]
-
-    def free_groups(self) -> dict[tuple, list[int]]:
-        """Nodes grouped by identical free capacity, so a fit check runs once per group."""
-        if self._free_groups is None:
-            groups: dict[tuple, list[int]] = defaultdict(list)
-            for i, node in enumerate(self.nodes):
-                keys = set(node.allocatable) | set(self.used[i])
-                groups[tuple(sorted((r, self.free(i, r)) for r in keys))].append(i)
-            self._free_groups = dict(groups)
-        return self._free_groups
-
-    @classmethod
-    def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
-        index = {n.name: i for i, n in enumerate(nodes)}
-        state = cls(nodes, [defaultdict(int) for _ in nodes], [[] for _ in nodes], [[] for _ in nodes])
-        for pod in bound:
-            i = index.get(pod.node_name or "")
-            if i is None:
-                continue
-            for r, v in pod.requests.items():
-                state.used[i][r] += v
-            state.ports[i].extend(pod.host_ports)
-            state.pods_on[i].append(pod)
-            state.anti_terms.extend((t, i) for t in pod.anti_affinity_required)
-        state.everything = frozenset(range(len(nodes)))
-        state.cordoned = [i for i, n in enumerate(nodes) if n.unschedulable]
-        state.tainted = [i for i, n in enumerate(nodes) if n.taints]
-        state.with_ports = [i for i, p in enumerate(state.ports) if p]
-        return state
-
-    def free(self, i: int, resource: str) -> int:
-        return self.nodes[i].allocatable.get(resource, 0) - self.used[i].get(resource, 0)
-
-    def domains_with(self, term: PodAffinityTerm) -> frozenset[str]:
-        """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
-        return self.domains_matching((term,), term.topology_key)
-
-    def domain_counts(self, term: PodTerm) -> dict[str, int]:
-        """Bound pods matching `term` per value of its topology key (cached)."""
-        cache_key = ("counts", term)
-        if cache_key not in self._domains:
-            counts: dict[str, int] = defaultdict(int)
-            for i, pods in enumerate(self.pods_on):
-                value = self.nodes[i].labels.get(term.topology_key)
-                if value is not None:
-                    counts[value] += sum(1 for p in pods if term.matches(p))
-            self._domains[cache_key] = dict(counts)
-        return self._domains[cache_key]
-
-    def domains_matching(self, terms: tuple[PodAffinityTerm, ...], key: str) -> frozenset[str]:
-        """Values of `key` over nodes hosting a bound pod that matches every one of `terms` (cached).
-
-        Upstream counts a pod as support for required affinity only if it matches all the incoming
-        pod's terms.
-        """
-        cache_key = (terms, key)
-        if cache_key not in self._domains:
-            out = set()
-            for i, pods in enumerate(self.pods_on):
-                value = self.nodes[i].labels.get(key)
-                if value is not None and value not in out and any(all(t.matches(p) for t in terms) for p in pods):
-                    out.add(value)
-            self._domains[cache_key] = frozenset(out)
-        return self._domains[cache_key]
 
 
 @dataclass(slots=True)

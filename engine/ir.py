@@ -20,11 +20,17 @@ class NodePredicate(Protocol):
 
 
 class PodTerm(Protocol):
-    """Which pods, within which topology domain: a pod spec's PodAffinityTerm or a policy's pod set."""
+    """Which pods, within which topology domain: a pod spec's PodAffinityTerm or a policy's pod set.
+
+    `label_keys` names every pod label `matches` may read, so the compiler can tell which labels can
+    split pods into different classes (None: any label).
+    """
 
     topology_key: str
 
     def matches(self, pod: Pod) -> bool: ...
+
+    def label_keys(self) -> frozenset[str] | None: ...
 
 
 @dataclass(frozen=True, slots=True)

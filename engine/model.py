@@ -93,6 +93,10 @@ class LabelSelector:
     def matches(self, labels: Mapping[str, str]) -> bool:
         return not self.nothing and all(r.matches(labels) for r in self.requirements)
 
+    def label_keys(self) -> frozenset[str]:
+        """The label keys this selector reads: pods differing only in other labels match alike."""
+        return frozenset(r.key for r in self.requirements)
+
     def __str__(self) -> str:
         if self.nothing:
             return "<none>"
@@ -126,6 +130,9 @@ class PodAffinityTerm:
         return (self.namespaces is None or pod.namespace in self.namespaces) and self.selector.matches(
             pod.labels
         )
+
+    def label_keys(self) -> frozenset[str]:
+        return self.selector.label_keys()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +232,7 @@ class PodGroup:
 
 @dataclass(slots=True)
 class Cluster:
-    """A snapshot: nodes, pods already bound, the pending batch, gangs, and namespace labels."""
+    """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out."""
 
     nodes: list[Node] = field(default_factory=list)
     bound: list[Pod] = field(default_factory=list)
@@ -233,3 +240,6 @@ class Cluster:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # pods of this scheduler without a node that are not pending at all (gated, terminating, unknown
+    # PriorityClass, missing PodGroup): pod key -> reason; never placed, take no capacity
+    skipped: dict[str, str] = field(default_factory=dict)

@@ -38,9 +38,29 @@ class PolicyPods:
     def matches(self, pod: Pod) -> bool:
         return self.expr.matches(pod)
 
+    def label_keys(self) -> frozenset[str]:
+        return pod_label_keys(self.expr)
+
     @property
     def selector(self) -> str:
         return str(self.expr)
+
+
+def pod_label_keys(expr: A.PodExpr) -> frozenset[str]:
+    """The pod labels a policy's pod expression reads (walked without recursion: expressions can nest deep)."""
+    keys: set[str] = set()
+    stack: list[A.PodExpr] = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (A.PodAnd, A.PodOr)):
+            stack += (e.left, e.right)
+        elif isinstance(e, A.PodNot):
+            stack.append(e.inner)
+        elif isinstance(e, A.PodField) and e.field == "label":
+            keys.add(e.key)
+        elif isinstance(e, A.PodLabelExists):
+            keys.add(e.key)
+    return frozenset(keys)
 
 
 def _source(policy: A.Policy, pos: A.Pos) -> Source:

@@ -21,6 +21,7 @@ class PodClass:
     max_per_node: int | None = None
     gang: int | None = None
     rank: int = 0  # greedy order: higher first
+    queue: tuple[int, ...] = ()  # each pod's place in a one-at-a-time scheduler's queue (priority, age)
 
 
 @dataclass(slots=True)
@@ -99,6 +100,7 @@ class Limit:
 class Problem:
     resources: tuple[str, ...]
     free: list[tuple[int, ...]]  # per node: capacity left after bound pods
+    capacity: list[tuple[int, ...]] = field(default_factory=list)  # per node: allocatable
     partitions: list[list[int]] = field(default_factory=list)  # per partition: domain of each node
     classes: list[PodClass] = field(default_factory=list)
     gangs: list[Gang] = field(default_factory=list)

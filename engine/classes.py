@@ -1,0 +1,120 @@
+"""Pod classes: pending pods that no constraint of the problem can tell apart share one class.
+
+The solver's size grows with classes × nodes, so class identity must come only from what some constraint
+can see: namespace, requests, priority, host ports, owner kind, the pod's own rules, and the labels that
+some selector of the problem reads. Labels nothing reads (`pod-template-hash`,
+`statefulset.kubernetes.io/pod-name`, `batch.kubernetes.io/job-completion-index`…), names and annotations
+do not split classes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .filters import ClassFacts, Rejections
+from .index import BoundState
+from .ir import Constraint, CountLimit, PodProximity, PodTerm, SpreadRule
+from .model import Cluster, Pod
+from .podspec import pod_constraints
+
+MAX_WEIGHT = 1 << 60
+
+PolicyRules = Callable[[Pod], tuple[Constraint, ...]]
+
+
+@dataclass(slots=True)
+class ClassInfo:
+    """One pod class as the rest of the pipeline sees it (the solver only sees its index)."""
+
+    pods: list[Pod]
+    constraints: tuple[Constraint, ...]
+    facts: ClassFacts
+    rejected: Rejections  # nodes no pod of the class can use, and why
+
+    @property
+    def sample(self) -> Pod:
+        return self.pods[0]
+
+    @property
+    def priority(self) -> int:
+        return self.sample.priority
+
+
+def _term_keys(term: PodTerm) -> frozenset[str] | None:
+    reader = getattr(term, "label_keys", None)
+    return reader() if reader is not None else None
+
+
+def visible_label_keys(rule_sets: Iterable[tuple[Constraint, ...]], bound: BoundState) -> frozenset[str] | None:
+    """Every pod label a selector of this problem reads: the batch's pod terms and spread selectors, and
+    bound pods' anti-affinity terms (checked against incoming pods). None when some term cannot say."""
+    keys: set[str] = set()
+    terms: list[PodTerm] = [term for term, _ in bound.anti_terms]
+    for rules in rule_sets:
+        for c in rules:
+            if isinstance(c, (PodProximity, CountLimit)):
+                terms.append(c.term)
+            elif isinstance(c, SpreadRule):
+                keys |= c.spread.selector.label_keys()
+    for term in set(terms):
+        read = _term_keys(term)
+        if read is None:
+            return None
+        keys |= read
+    return frozenset(keys)
+
+
+def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[str] | None) -> tuple:
+    labels = pod.labels.items() if visible is None else ((k, v) for k, v in pod.labels.items() if k in visible)
+    return (
+        pod.namespace,
+        tuple(sorted(labels)),
+        tuple(sorted(pod.requests.items())),
+        pod.priority,
+        pod.host_ports,
+        pod.owner[0] if pod.owner else None,  # policies may select by owner kind
+        constraints,
+    )
+
+
+def group_pods(cluster: Cluster, policy: PolicyRules | None, bound: BoundState) -> list[tuple[list[Pod], tuple]]:
+    """(pods, constraints) per class, pods of a class in queue order (creation time, then name)."""
+    rules = [pod_constraints(pod, cluster.pod_groups) + (policy(pod) if policy else ()) for pod in cluster.pending]
+    visible = visible_label_keys(set(rules), bound)
+    groups: dict[tuple, tuple[list[Pod], tuple[Constraint, ...]]] = {}
+    for pod, constraints in zip(cluster.pending, rules):
+        key = class_key(pod, constraints, visible)
+        groups.setdefault(key, ([], constraints))[0].append(pod)
+    out = list(groups.values())
+    for pods, _ in out:
+        pods.sort(key=lambda p: (p.created, p.name))
+    return out
+
+
+def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[int, int]:
+    """Lexicographic weights: one pod of a higher priority outweighs every pod of all lower ones."""
+    per_level: dict[int, int] = defaultdict(int)
+    for info in classes:
+        per_level[info.priority] += len(info.pods)
+    weights: dict[int, int] = {}
+    below = 0
+    for level in sorted(per_level):
+        weights[level] = below + 1
+        below += weights[level] * per_level[level]
+    if below > MAX_WEIGHT:
+        notes.append("too many priority levels for exact lexicographic weights; priorities weighted by rank")
+        weights = {level: i + 1 for i, level in enumerate(sorted(per_level))}
+    return weights
+
+
+def queue_positions(classes: list[ClassInfo]) -> list[tuple[int, ...]]:
+    """Each pod's place in kube-scheduler's active queue (priority, then creation time), per class."""
+    order = sorted(
+        ((-info.priority, pod.created, pod.name, a, k) for a, info in enumerate(classes) for k, pod in enumerate(info.pods))
+    )
+    out: list[list[int]] = [[0] * len(info.pods) for info in classes]
+    for position, (_, _, _, a, k) in enumerate(order):
+        out[a][k] = position
+    return [tuple(q) for q in out]
