@@ -610,26 +610,26 @@ class Usage:
     def empty(cls, n: int) -> "Usage":
         return cls([0] * n, [0] * n, [0] * n, [0] * n)
 
-    def fits(self, pool: NodePool, n: int, o: Owner, k: int = 1) -> bool:
-        return (self.cpu_m[n] + k * o.request_cpu_m <= pool.cpu_m
-                and self.memory_ki[n] + k * o.memory_mi * 1024 <= pool.memory_ki
-                and self.pods[n] + k <= pool.pods and self.gpus[n] + k * o.gpus <= pool.gpus)
+    def fits(self, pool: NodePool, n: int, o: Owner) -> bool:
+        return (self.cpu_m[n] + o.request_cpu_m <= pool.cpu_m
+                and self.memory_ki[n] + o.memory_mi * 1024 <= pool.memory_ki
+                and self.pods[n] + 1 <= pool.pods and self.gpus[n] + o.gpus <= pool.gpus)
 
-    def add(self, n: int, o: Owner, k: int = 1) -> None:
-        self.cpu_m[n] += k * o.request_cpu_m
-        self.memory_ki[n] += k * o.memory_mi * 1024
-        self.pods[n] += k
-        self.gpus[n] += k * o.gpus
+    def add(self, n: int, o: Owner) -> None:
+        self.cpu_m[n] += o.request_cpu_m
+        self.memory_ki[n] += o.memory_mi * 1024
+        self.pods[n] += 1
+        self.gpus[n] += o.gpus
 
 
-def tolerated(pool: NodePool, o: Owner) -> bool:
-    return all((k, e) in o.tolerate for k, _, e in pool.taints if e in ("NoSchedule", "NoExecute"))
+def may_use(pool: NodePool, o: Owner) -> bool:
+    """The owner's required pool (if any) and every hard taint tolerated."""
+    return o.pool in (None, pool.name) and all(
+        (k, e) in o.tolerate for k, _, e in pool.taints if e in ("NoSchedule", "NoExecute"))
 
 
 def allowed_nodes(c: Cluster, o: Owner) -> list[int]:
-    """Nodes whose pool the owner may use: its required pool, else any untainted-or-tolerated."""
-    return [n for n, p in enumerate(c.pool_of)
-            if (p.name == o.pool if o.pool else tolerated(p, o)) and tolerated(p, o)]
+    return [n for n, p in enumerate(c.pool_of) if may_use(p, o)]
 
 
 def place_running(c: Cluster, seed: int) -> Usage:
@@ -923,7 +923,7 @@ def _check_owner(c: Cluster, o: Owner, nodes: list[int], zone_has: dict[str, set
                  problem: Callable[[str], None]) -> None:
     """Pool/taints, hostname anti-affinity, zone affinity, zone spread, gang of one owner."""
     pools = c.pool_of
-    bad = [n for n in nodes if not (o.pool in (None, pools[n].name) and tolerated(pools[n], o))]
+    bad = [n for n in nodes if not may_use(pools[n], o)]
     if bad:
         problem(f"{o.namespace}/{o.name}: {len(bad)} pods on nodes outside its pool/taints")
     every = c.bound.get(o.name, []) + nodes

@@ -326,7 +326,7 @@ def cells(m: Measure) -> list[str]:
     placed = m.median(lambda r: r.placed)
     seq = m.median(lambda r: r.sequential)
     status = "/".join(dict.fromkeys(r.status for r in m.runs)) or (
-        "FAILED" if m.failure else "-")
+        m.failure.split()[0].rstrip(":").upper() if m.failure else "-")   # TIMEOUT, KILLED...
     label = m.case.workload + (f" ({m.case.series})" if m.case.series else "")
     return [label, str(m.nodes), str(m.running), str(m.pending), str(len(m.runs)),
             f(m.median(lambda r: r.wall), ".2f"), *(f(m.phase(p), ".2f") for p in PHASES),
@@ -363,7 +363,7 @@ def notes(opts: "Options", rows: list[Measure], cmd: B.Command) -> list[str]:
            f"bench: {shlex.join(['python', *sys.argv])}",
            f"time limit {opts.time_limit:g}s, median of {opts.repeat} run(s), "
            f"snapshots --detail {opts.detail}; command {shlex.join(cmd.prefix)}"]
-    out += [f"{m.case.workload} n{m.nodes}: {m.failure}" for m in rows if m.failure]
+    out += [f"{m.case.workload} n{m.nodes} p{m.pending}: {m.failure}" for m in rows if m.failure]
     return out
 
 
@@ -493,11 +493,25 @@ def _options(kw: dict[str, Any]) -> Options:
     return Options(**{k: kw.pop(k) for k in Options.__dataclass_fields__})
 
 
-def _measure_all(cases: list[Case], opts: Options) -> tuple[list[Measure], B.Command]:
+def _measure_all(cases: list[Case], opts: Options, keep_going: bool = True
+                 ) -> tuple[list[Measure], B.Command]:
+    """Measure every case; unless ``keep_going``, a sweep series stops at its first failure
+    (the bigger points would only burn the timeout again)."""
     cmd = B.resolve_command()
     opts.out.mkdir(parents=True, exist_ok=True)
     err.print(f"command: {shlex.join(cmd.prefix)}  [{cmd.origin}]", markup=False)
-    return [measure(c, cmd, opts) for c in cases], cmd
+    rows: list[Measure] = []
+    for case in cases:
+        failed = next((m for m in rows if m.failure and m.case.series == case.series), None)
+        rows.append(_skipped(case, failed) if failed and not keep_going
+                    else measure(case, cmd, opts))
+    return rows, cmd
+
+
+def _skipped(case: Case, failed: Measure) -> Measure:
+    c = case.cluster()
+    return Measure(case, c.nodes, c.running, c.pending, [], 0.0,
+                   failure=f"skipped: n{failed.nodes} p{failed.pending} failed already")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -527,13 +541,15 @@ def run_cmd(names: tuple[str, ...], nodes: int | None, running: int | None,
 
 @cli.command("sweep")
 @click.option("--quick", is_flag=True, help="A few small points (a couple of minutes).")
+@click.option("--keep-going", is_flag=True,
+              help="Run a series' bigger points even after a smaller one failed.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path),
               default=DEFAULT_PLOT, show_default=True, help="Where the PNG goes.")
 @common
-def sweep_cmd(quick: bool, plot_path: Path, **kw: Any) -> None:
+def sweep_cmd(quick: bool, keep_going: bool, plot_path: Path, **kw: Any) -> None:
     """Solve time and peak RSS vs pending pods and vs nodes (hetero-jobs shape)."""
     opts = _options(kw)
-    rows, cmd = _measure_all(sweep_cases(quick), opts)
+    rows, cmd = _measure_all(sweep_cases(quick), opts, keep_going)
     info = notes(opts, rows, cmd)
     print_table("scaling: hetero-jobs shape, ~16 running pods per node", rows, info,
                 opts.markdown)
