@@ -64,7 +64,7 @@ kube_ldflags+=" -X $version_pkg.gitTreeState=clean"
 kube_ldflags+=" -X $version_pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 tmp=""
-cleanup() { [[ -n "$tmp" ]] && rm -f "$tmp"; }
+cleanup() { if [[ -n "$tmp" ]]; then rm -f "$tmp"; fi; }
 trap cleanup EXIT
 
 # build NAME MODULE_DIR PACKAGE EXPECTED_VERSION_TEXT LDFLAGS

@@ -1,0 +1,54 @@
+"""End-to-end tests against a real control plane (etcd + kube-apiserver built from Go modules).
+
+The first run on a machine builds the binaries (about 8 minutes, cached under
+~/.cache/policy-scheduler/controlplane/<version>/); a build or startup failure fails the
+tests loudly, it never skips them. Every test here is marked `e2e` (`-m "not e2e"` leaves
+them out for a quick local loop).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+# the fixture's machinery lives beside this file (importable without pytest, e.g. by bench/)
+sys.path.insert(0, str(Path(__file__).parent))
+
+from local_cluster import LOOPBACK_NO_PROXY, ControlPlane, start_control_plane  # noqa: E402
+
+E2E_DIR = Path(__file__).parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: needs the real control plane (tests/e2e/); builds it on first use")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark everything under tests/e2e, so no test there can forget the marker."""
+    for item in items:
+        if E2E_DIR in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _with_loopback(value: str | None) -> str:
+    """`value` (a NO_PROXY list) plus the loopback names, so clients never proxy to us."""
+    return ",".join(part for part in (value, LOOPBACK_NO_PROXY) if part)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A running etcd + kube-apiserver for the whole session, stopped at its end even when
+    tests fail. While it runs, NO_PROXY includes 127.0.0.1 and localhost, so that
+    `kubernetes.config.load_kube_config(config_file=cp.kubeconfig)` clients (which read
+    HTTPS_PROXY from the environment) reach it directly."""
+    workdir = tmp_path_factory.mktemp("control-plane")
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("NO_PROXY", "no_proxy"):
+            env.setenv(name, _with_loopback(os.environ.get(name)))
+        with start_control_plane(workdir) as cp:
+            sys.stderr.write(f"\ncontrol plane up in {cp.startup_seconds:.1f} s at {cp.server} "
+                             f"(kubeconfig {cp.kubeconfig}, logs in {workdir})\n")
+            yield cp

@@ -1,0 +1,71 @@
+"""Smoke test of the e2e control plane: it is the real thing, and usable from the Python client."""
+from __future__ import annotations
+
+import kubernetes
+import pytest
+
+from local_cluster import ControlPlane
+
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+
+
+@pytest.fixture
+def core(control_plane: ControlPlane):
+    """A CoreV1Api built the way tests and the scheduler do it: load_kube_config + ApiClient."""
+    config = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config(config_file=str(control_plane.kubeconfig), client_configuration=config)
+    with kubernetes.client.ApiClient(config) as api:
+        yield kubernetes.client.CoreV1Api(api)
+
+
+def test_version_is_the_pinned_release(control_plane: ControlPlane) -> None:
+    version = control_plane.version()
+    assert version["gitVersion"] == "v1.36.3"
+    assert (version["major"], version["minor"]) == ("1", "36")
+
+
+def test_namespace_node_and_pod_round_trip(control_plane: ControlPlane, core) -> None:
+    control_plane.ensure_namespace("smoke")
+    control_plane.ensure_namespace("smoke")  # idempotent
+    assert core.read_namespaced_service_account("default", "smoke").metadata.name == "default"
+
+    control_plane.create_ready_node("smoke-node-1", cpu="4", memory="8Gi", pods="110")
+    node = core.read_node("smoke-node-1")
+    assert node.status.allocatable == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    assert node.status.capacity == {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    assert [(c.type, c.status) for c in node.status.conditions] == [("Ready", "True")]
+    assert not [t for t in node.spec.taints or [] if t.key == NOT_READY_TAINT]
+
+    pod = {"metadata": {"name": "smoke-pod"},
+           "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]}}
+    core.create_namespaced_pod("smoke", pod)
+
+    pods = core.list_namespaced_pod("smoke").items
+    assert [p.metadata.name for p in pods] == ["smoke-pod"]
+    assert pods[0].spec.node_name is None  # no scheduler runs: it stays pending
+    assert pods[0].spec.service_account_name == "default"
+    assert "smoke-node-1" in [n.metadata.name for n in core.list_node().items]
+
+
+@pytest.mark.parametrize("token", [None, "not-a-known-token"])
+def test_unknown_callers_are_refused(control_plane: ControlPlane, token: str | None) -> None:
+    status, _ = control_plane.get("/api/v1/namespaces", token=token)
+    assert status in (401, 403)
+
+
+def test_rbac_limits_a_service_account(control_plane: ControlPlane) -> None:
+    """RBAC is on: an authenticated identity without bindings may not list nodes."""
+    kubeconfig = control_plane.service_account_kubeconfig("rbac", "nobody")
+    with kubernetes.config.new_client_from_config(config_file=str(kubeconfig)) as api:
+        with pytest.raises(kubernetes.client.ApiException) as refused:
+            kubernetes.client.CoreV1Api(api).list_node()
+    assert refused.value.status == 403
+
+
+def test_restart_apiserver_keeps_state_and_kubeconfig(control_plane: ControlPlane) -> None:
+    control_plane.ensure_namespace("restart")
+    control_plane.restart_apiserver()
+    with control_plane.api_client() as api:  # same port, same CA: the old kubeconfig still works
+        core = kubernetes.client.CoreV1Api(api)
+        assert core.read_namespaced_service_account("default", "restart").metadata.name == "default"
