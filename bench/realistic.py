@@ -681,8 +681,10 @@ SERVICES = ("api", "gateway", "worker", "frontend", "indexer", "cache-proxy", "s
             "thumbnailer", "router", "audit", "metrics")
 ROLES = ("v1", "v2", "blue", "green", "east", "west", "internal", "public", "batch", "stream",
          "sync", "async", "grpc", "rest", "admin", "edge", "core", "lite", "ha", "shadow")
-CPU_SIZES_M = (50, 100, 100, 200, 250, 250, 500, 500, 1000)   # ~330m: nodes ~1/3 full
+CPU_SIZES_M = (50, 100, 100, 200, 250, 250, 500, 500, 1000)   # ~330m: 16/node ~1/3 full
 MEMORY_SIZES_MI = (64, 128, 256, 256, 512, 512, 1024, 2048, 4096)
+BIG_CPU_SIZES_M = (250, 500, 500, 1000, 1000, 2000)           # ~875m: 10/node ~55% full
+BIG_MEMORY_SIZES_MI = (512, 1024, 2048, 4096, 8192)
 JOB_CPU_M = (500, 1000, 2000)
 JOB_MEMORY_MI = (1024, 2048, 4096)
 
@@ -702,8 +704,10 @@ def split(total: int, parts: int, rng: random.Random) -> list[int]:
 class Owners:
     """Appends owners with unique names, global pod indices and creation times."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, cpu_sizes_m: tuple[int, ...] = CPU_SIZES_M,
+                 memory_sizes_mi: tuple[int, ...] = MEMORY_SIZES_MI) -> None:
         self.rng = random.Random(seed)
+        self.cpu_sizes_m, self.memory_sizes_mi = cpu_sizes_m, memory_sizes_mi
         self.items: list[Owner] = []
         self.names: Counter[str] = Counter()
         self.next_first = 0
@@ -712,8 +716,8 @@ class Owners:
             **kw: Any) -> Owner:
         self.names[base] += 1
         name = base if self.names[base] == 1 else f"{base}-{self.names[base]}"
-        kw.setdefault("cpu_m", self.rng.choice(CPU_SIZES_M))
-        kw.setdefault("memory_mi", self.rng.choice(MEMORY_SIZES_MI))
+        kw.setdefault("cpu_m", self.rng.choice(self.cpu_sizes_m))
+        kw.setdefault("memory_mi", self.rng.choice(self.memory_sizes_mi))
         created = EPOCH + 3600 * len(self.items) % (20 * 86400)
         o = Owner(kind, name, namespace, replicas, running, created=created,
                   first=self.next_first, **kw)
@@ -816,13 +820,14 @@ def statefulset(nodes: int = 500, running: int = 4000, pending: int = 800,
 
 def rich_mixed(nodes: int = 5000, running: int = 50_000, pending: int = 5000,
                seed: int = 4) -> Cluster:
-    """Three pools (70% general, 25% tainted high-memory, 5% tainted GPU) and a pending mix:
+    """Three pools (70% general, 25% tainted high-memory, 5% tainted GPU), ~55% of cpu used by
+    bigger running pods, and a pending mix:
     30% soft anti-affinity Jobs, 18% affinity stacks, ~10% StatefulSets, 20% high-memory pool
     Deployments, 6% GPU pods, ~6% gangs, the rest plain Deployments with priorities."""
     gpu_n = max(1, nodes // 20)
     highmem_n = nodes // 4
     pools = (m5_4xlarge(nodes - gpu_n - highmem_n), r5_4xlarge(highmem_n), p3_8xlarge(gpu_n))
-    ow = Owners(seed)
+    ow = Owners(seed, BIG_CPU_SIZES_M, BIG_MEMORY_SIZES_MI)
     highmem = dict(pool="highmem", tolerate=(("dedicated", "NoSchedule"),))
     gpu = dict(pool="gpu", tolerate=((GPU, "NoSchedule"),), gpus=1, cpu_m=4000,
                memory_mi=16384)
