@@ -29,7 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark everything under tests/e2e, so no test there can forget the marker."""
     for item in items:
-        if E2E_DIR in Path(item.fspath).parents:
+        if E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.e2e)
 
 

@@ -23,8 +23,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
+import kubernetes
 import yaml
 
 CONTROLPLANE_SRC = Path(__file__).parent / "controlplane"
@@ -141,7 +142,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def wait_until(ready, proc: Process, what: str, timeout: float = STARTUP_TIMEOUT_S) -> float:
+def wait_until(ready: Callable[[], bool], proc: Process, what: str, timeout: float = STARTUP_TIMEOUT_S) -> float:
     """Poll `ready()` until true; fail at once with the log tail if `proc` exits. Returns seconds."""
     start = time.monotonic()
     last_error = ""
@@ -213,10 +214,8 @@ class ControlPlane:
 
     # --- clients
 
-    def api_client(self):
+    def api_client(self) -> kubernetes.client.ApiClient:
         """A kubernetes.client.ApiClient for the admin, loaded from the kubeconfig file."""
-        import kubernetes
-
         return kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
 
     def get(self, path: str, token: str | None = None) -> tuple[int, bytes]:
@@ -235,8 +234,6 @@ class ControlPlane:
     def ensure_namespace(self, name: str) -> None:
         """Create namespace `name` and its `default` ServiceAccount (the ServiceAccount
         admission plugin rejects pods without it, and no controller-manager makes it)."""
-        import kubernetes
-
         with self.api_client() as api:
             core = kubernetes.client.CoreV1Api(api)
             _create_if_absent(lambda: core.create_namespace({"metadata": {"name": name}}))
@@ -251,8 +248,6 @@ class ControlPlane:
         Status is written through the status subresource (a create ignores it). No kubelet
         heartbeats and no node-lifecycle controller runs, so it stays Ready. Returns the Node.
         """
-        import kubernetes
-
         resources = {"cpu": cpu, "memory": memory, "pods": pods, **(extra_resources or {})}
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
@@ -274,8 +269,6 @@ class ControlPlane:
                                    expiration_seconds: int = 3600) -> Path:
         """Create ServiceAccount `name` in `namespace` (namespace included) and write a
         kubeconfig with a TokenRequest token for it: for testing RBAC as a non-admin."""
-        import kubernetes
-
         self.ensure_namespace(namespace)
         with self.api_client() as api:
             core = kubernetes.client.CoreV1Api(api)
@@ -307,10 +300,8 @@ class ControlPlane:
                           self.apiserver, "/readyz = 200")
 
 
-def _create_if_absent(create) -> None:
+def _create_if_absent(create: Callable[[], object]) -> None:
     """Call `create()`; an AlreadyExists (409) is fine, anything else is raised."""
-    import kubernetes
-
     try:
         create()
     except kubernetes.client.ApiException as exc:

@@ -1,10 +1,12 @@
 """Smoke test of the e2e control plane: it is the real thing, and usable from the Python client."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import kubernetes
 import pytest
 
-from local_cluster import ControlPlane
+from local_cluster import ControlPlane, ControlPlaneError, start_control_plane
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
@@ -69,3 +71,32 @@ def test_restart_apiserver_keeps_state_and_kubeconfig(control_plane: ControlPlan
     with control_plane.api_client() as api:  # same port, same CA: the old kubeconfig still works
         core = kubernetes.client.CoreV1Api(api)
         assert core.read_namespaced_service_account("default", "restart").metadata.name == "default"
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    """Command lines of running processes that contain `text` (e.g. a work directory)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(text.encode() in arg for arg in args):
+            found.append(b" ".join(args).decode(errors="replace"))
+    return found
+
+
+def test_a_failing_apiserver_fails_loudly_and_leaves_nothing_running(control_plane: ControlPlane,
+                                                                      tmp_path: Path) -> None:
+    """Startup errors carry the log tail, and etcd (already up) is stopped again."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "etcd").symlink_to(control_plane.bin_dir / "etcd")
+    fake = bin_dir / "kube-apiserver"
+    fake.write_text("#!/bin/sh\necho 'E0000 fake apiserver: cannot start' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    workdir = tmp_path / "cp"
+    with pytest.raises(ControlPlaneError, match=r"(?s)exited \(code 3\).*fake apiserver: cannot start"):
+        with start_control_plane(workdir, bin_dir=bin_dir):
+            pass
+    assert _processes_mentioning(str(workdir)) == []

@@ -50,9 +50,11 @@ mkdir -p "$cache_dir"
 exec 9>"$cache_dir/.build.lock"
 flock 9
 
-# Static binaries (no C toolchain needed), as upstream releases them; tidy go.sum is committed.
+# Static binaries (no C toolchain needed), as upstream releases them. go.mod and go.sum are
+# committed complete: -mod=readonly fails loudly rather than let a build rewrite them
+# (after changing a version: `go mod tidy` in this directory and in etcd/, then commit).
 export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod"
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly"
 
 # /version of the apiserver reports these (k8s.io/component-base/version's link-time vars).
 version_pkg="k8s.io/component-base/version"
