@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import http.client
 import json
 import os
 import secrets
@@ -114,15 +115,18 @@ class Process:
         return self.popen is not None and self.popen.poll() is None
 
     def stop(self) -> None:
-        """SIGTERM the group, then SIGKILL what is left after STOP_TIMEOUT_S. Idempotent."""
-        if self.popen is not None:
+        """SIGTERM the group, SIGKILL it if still there after STOP_TIMEOUT_S. Idempotent.
+
+        The group is signalled only while its leader is unreaped, so its id cannot have
+        been reused by someone else's process.
+        """
+        if self.popen is not None and self.popen.poll() is None:
             _signal_group(self.popen.pid, signal.SIGTERM)
             try:
                 self.popen.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                pass
-            _signal_group(self.popen.pid, signal.SIGKILL)  # stragglers in the group, if any
-            self.popen.wait()
+                _signal_group(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -154,7 +158,7 @@ def wait_until(ready: Callable[[], bool], proc: Process, what: str, timeout: flo
         try:
             if ready():
                 return time.monotonic() - start
-        except (OSError, urllib.error.URLError, ValueError) as exc:
+        except (OSError, http.client.HTTPException, ValueError) as exc:  # URLError is an OSError
             last_error = repr(exc)
         time.sleep(0.1)
     raise ControlPlaneError(f"{proc.name}: no {what} after {timeout:.0f} s (last error: {last_error}); "
