@@ -50,6 +50,23 @@ def test_namespace_node_and_pod_round_trip(control_plane: ControlPlane, core) ->
     assert "smoke-node-1" in [n.metadata.name for n in core.list_node().items]
 
 
+def test_default_client_setup_ignores_proxy_and_ca_bundle_variables(control_plane: ControlPlane,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain `load_kube_config(config_file=...)` + `ApiClient()` path, with a dead proxy
+    and a missing CA bundle in the environment: loopback bypasses the one, the kubeconfig's
+    CA replaces the other."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # discard port: nothing listens
+    for name in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"):
+        monkeypatch.setenv(name, "/nonexistent/ca.pem")
+    # load_kube_config sets the process-wide default Configuration: put the old one back after
+    monkeypatch.setattr(kubernetes.client.Configuration, "_default", kubernetes.client.Configuration._default)
+    kubernetes.config.load_kube_config(config_file=str(control_plane.kubeconfig))
+    with kubernetes.client.ApiClient() as api:
+        assert api.configuration.proxy == "http://127.0.0.1:9"  # it was picked up, and bypassed:
+        assert kubernetes.client.VersionApi(api).get_code().git_version == "v1.36.3"
+
+
 @pytest.mark.parametrize("token", [None, "not-a-known-token"])
 def test_unknown_callers_are_refused(control_plane: ControlPlane, token: str | None) -> None:
     status, _ = control_plane.get("/api/v1/namespaces", token=token)
