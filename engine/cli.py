@@ -5,6 +5,7 @@ User mistakes print one line on stderr and exit 2; nothing here decides anything
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from importlib import resources
@@ -18,6 +19,7 @@ from .output import print_table, render_json, render_yaml
 from .plan import make_plan
 
 DEMO = "demo-cluster.yaml"
+EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
 
 
 def demo_path() -> str:
@@ -100,22 +102,23 @@ def main() -> None:
 @scheduler_option
 @workers_option
 @seed_option
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress or notes on stderr.")
+@click.option("--fail-on-unschedulable", is_flag=True,
+              help="Exit 3 when a pending pod is left unschedulable (the plan is still printed): a CI gate that "
+              "checks policy changes against a snapshot.")
+def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
-    Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input.
+    Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
+    --fail-on-unschedulable when a pending pod could not be placed. Progress and notes go to stderr.
     """
     progress = _Progress(quiet)
     rules = _policy_rules(policies)
-    try:
-        cluster = load_cluster(list(clusters) or [demo_path()], scheduler_name)
-    except InputError as exc:
-        _fail(str(exc))
+    cluster = _load(clusters, scheduler_name)
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
     plan = make_plan(cluster, rules, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
-    if output != "table" and not quiet:
-        for note in plan.notes:  # the table prints them itself; keep machine-readable stdout clean
+    if not quiet:
+        for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)
     if output == "json":
         click.echo(render_json(plan))
@@ -123,17 +126,29 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
         click.echo(render_yaml(plan), nl=False)
     else:
         print_table(plan, Console(highlight=False))
+    if fail_on_unschedulable and plan.unschedulable:
+        click.echo(f"policy-scheduler: {len(plan.unschedulable)} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
+        sys.exit(EXIT_UNSCHEDULABLE)
+
+
+def _load(clusters, scheduler_name):
+    """The snapshot (the bundled demo without --cluster), or one error line and exit 2."""
+    try:
+        return load_cluster(list(clusters) or [demo_path()], scheduler_name)
+    except InputError as exc:
+        _fail(str(exc))
 
 
 @main.command()
 @cluster_option
 @policy_option
 @click.argument("pod")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @time_option
 @scheduler_option
 @workers_option
 @seed_option
-def explain(clusters, policies, pod, time_limit, scheduler_name, workers, seed) -> None:
+def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .compile import compile_cluster
     from .explain import node_table
@@ -141,37 +156,64 @@ def explain(clusters, policies, pod, time_limit, scheduler_name, workers, seed) 
     from .solve import solve
 
     rules = _policy_rules(policies)
-    try:
-        cluster = load_cluster(list(clusters) or [demo_path()], scheduler_name)
-    except InputError as exc:
-        _fail(str(exc))
-    matches = [p for p in cluster.pending if pod in (p.key, p.name)]
-    if not matches:
-        known = [p for p in cluster.bound if pod in (p.key, p.name)]
-        if known:
-            _fail(f"pod {known[0].key} is already bound to node {known[0].node_name}")
-        _fail(f"no pending pod {pod!r} for scheduler {scheduler_name!r} in the snapshot")
-    if len(matches) > 1:
-        _fail(f"pod name {pod!r} is ambiguous: {', '.join(p.key for p in matches)} (use namespace/name)")
-    target = matches[0]
+    cluster = _load(clusters, scheduler_name)
+    skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
+    target = _explain_target(cluster, pod, scheduler_name, bool(skipped))
+    if target is None:
+        _print_skipped_pod(skipped[0], cluster.skipped[skipped[0]], output)
+        return
     compiled = compile_cluster(cluster, rules)
     solution = solve(compiled.problem, time_limit=time_limit, workers=workers, seed=seed)
     plan = plan_from_solution(compiled, solution, solution.seconds)
     c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
+    rows = node_table(compiled, c, plan.assignments.get(target.key))
+    if output == "json":
+        click.echo(json.dumps({
+            "pod": target.key, "node": plan.assignments.get(target.key),
+            "unschedulable": plan.unschedulable.get(target.key, []),
+            "nodes": [{"node": name, "verdict": verdict, "reason": reason} for name, verdict, reason in rows],
+        }, indent=2))
+    else:
+        _print_explanation(target.key, rows, plan)
+
+
+def _explain_target(cluster, pod, scheduler_name, skipped: bool):
+    """The one pending pod POD names; None when it names a skipped pod; otherwise one error line and exit 2."""
+    matches = [p for p in cluster.pending if pod in (p.key, p.name)]
+    if len(matches) > 1:
+        _fail(f"pod name {pod!r} is ambiguous: {', '.join(p.key for p in matches)} (use namespace/name)")
+    if matches:
+        return matches[0]
+    if skipped:
+        return None
+    known = [p for p in cluster.bound if pod in (p.key, p.name)]
+    if known:
+        _fail(f"pod {known[0].key} is already bound to node {known[0].node_name}")
+    _fail(f"no pending pod {pod!r} for scheduler {scheduler_name!r} in the snapshot")
+
+
+def _print_skipped_pod(key: str, reason: str, output: str) -> None:
+    if output == "json":
+        click.echo(json.dumps({"pod": key, "node": None, "skipped": reason, "unschedulable": [], "nodes": []}, indent=2))
+    else:
+        click.echo(f"{key} is not pending for scheduling: {reason}")
+
+
+def _print_explanation(key: str, rows, plan) -> None:
     console = Console(highlight=False)
-    table = Table(title=f"{target.key}: node by node", title_justify="left")
+    table = Table(title=f"{key}: node by node", title_justify="left")
     table.add_column("node")
     table.add_column("verdict")
     table.add_column("reason")
-    for name, verdict, reason in node_table(compiled, c, plan.assignments.get(target.key)):
+    for name, verdict, reason in rows:
         style = "green" if verdict in ("fits", "placed here") else "yellow" if verdict == "fits alone" else "red"
         table.add_row(name, f"[{style}]{verdict}[/{style}]", reason)
     console.print(table)
-    if target.key in plan.assignments:
-        console.print(f"[bold green]{target.key} is placed on {plan.assignments[target.key]}[/bold green]")
+    if key in plan.assignments:
+        console.print(f"[bold green]{key} is placed on {plan.assignments[key]}[/bold green]")
     else:
-        console.print(f"[bold red]{target.key} is unschedulable:[/bold red]")
-        for reason in plan.unschedulable.get(target.key, []):
+        console.print(f"[bold red]{key} is unschedulable:[/bold red]")
+        for reason in plan.unschedulable.get(key, []):
             console.print(f"  - {reason}")
 
 
@@ -197,10 +239,7 @@ def check_command(paths, clusters, scheduler_name) -> None:
         _fail_policies(exc, 1, count=True)
     errors = 0
     if clusters:
-        try:
-            cluster = load_cluster(list(clusters), scheduler_name)
-        except InputError as exc:
-            _fail(str(exc))
+        cluster = _load(clusters, scheduler_name)
         findings = lint(policies, cluster, sources)
         for f in findings:
             click.echo(f.diagnostic.render(), err=True)

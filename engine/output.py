@@ -10,7 +10,11 @@ from rich.table import Table
 
 from .plan import Plan
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Plain YAML: pods that share one list of reasons must not come out as &id001 / *id001 aliases."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 def render_json(plan: Plan) -> str:
@@ -29,53 +33,108 @@ def _fmt(resource: str, value: int) -> str:
     return str(value)
 
 
+def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> None:
+    """Pods the scheduler does not consider pending (gated, terminating, ...): one line each, with the reason."""
+    pod_cell = _pod_cell(max(len(p) for p in skipped) + WHY_WIDTH + 7 > console.width)
+    t = Table(title=f"Skipped, not pending ({len(skipped)})", title_justify="left")
+    t.add_column("pod", style="yellow", overflow="fold")
+    t.add_column("why")
+    for i, (pod, reason) in enumerate(sorted(skipped.items())):
+        if i == max_rows:
+            t.add_row(f"… {len(skipped) - max_rows} more (use -o json)", "")
+            break
+        t.add_row(pod_cell(pod), reason)
+    console.print(t)
+
+
+WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
+
+
+def _pod_cell(split: bool):
+    """A pod key as one cell; on a narrow console namespace/ and name on two lines rather than cut mid-word."""
+    return (lambda key: key.replace("/", "/\n", 1)) if split else (lambda key: key)
+
+
 def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
+    """Placements, unschedulable and skipped pods, node utilisation, and a summary line.
+
+    Sized to the console: names fold rather than being cut, and at a narrow width resource columns are
+    dropped (extended resources first) rather than cutting their values. Notes are the caller's (stderr).
+    """
     s = plan.stats
     if plan.assignments:
+        longest = max(len(p) for p in plan.assignments) + max(len(n) for n in plan.assignments.values())
+        pod_cell = _pod_cell(longest + 7 > console.width)
         t = Table(title=f"Placements ({len(plan.assignments)})", title_justify="left")
-        t.add_column("pod")
-        t.add_column("node")
+        t.add_column("pod", overflow="fold")
+        t.add_column("node", overflow="fold")
         for i, (pod, node) in enumerate(sorted(plan.assignments.items())):
             if i == max_rows:
                 t.add_row(f"… {len(plan.assignments) - max_rows} more (use -o json)", "")
                 break
-            t.add_row(pod, node)
+            t.add_row(pod_cell(pod), node)
         console.print(t)
     if plan.unschedulable:
+        pod_cell = _pod_cell(max(len(p) for p in plan.unschedulable) + WHY_WIDTH + 7 > console.width)
         t = Table(title=f"Unschedulable ({len(plan.unschedulable)})", title_justify="left", show_lines=True)
-        t.add_column("pod", style="red")
-        t.add_column("why")
+        t.add_column("pod", style="red", overflow="fold")
+        t.add_column("why", overflow="fold")
         for i, (pod, reasons) in enumerate(sorted(plan.unschedulable.items())):
             if i == max_rows:
                 t.add_row(f"… {len(plan.unschedulable) - max_rows} more (use -o json)", "")
                 break
-            t.add_row(pod, "\n".join(reasons))
+            t.add_row(pod_cell(pod), "\n".join(reasons))
         console.print(t)
-    touched = [u for u in plan.usage if u.placed] or plan.usage
-    if touched:
-        resources = sorted({r for u in touched for r in u.requested if r != "pods"} | {"cpu", "memory"})
-        t = Table(title="Node utilisation after the plan", title_justify="left")
-        t.add_column("node")
-        t.add_column("new pods", justify="right")
-        t.add_column("pods", justify="right")
-        for r in resources:
-            t.add_column(r, justify="right")
-        for i, u in enumerate(touched):
-            if i == max_rows:
-                t.add_row(f"… {len(touched) - max_rows} more", "", "")
-                break
-            cells = []
-            for r in resources:
-                cap = u.allocatable.get(r, 0)
-                used = u.requested.get(r, 0)
-                pct = f" ({100 * used / cap:.0f}%)" if cap else ""
-                cells.append(f"{_fmt(r, used)}/{_fmt(r, cap)}{pct}")
-            t.add_row(u.node, str(u.placed), f"{u.pods}/{u.allocatable.get('pods', 0)}", *cells)
-        console.print(t)
-    for note in plan.notes:
-        console.print(f"[dim]note: {note}[/dim]")
+    if plan.skipped:
+        _print_skipped(plan.skipped, console, max_rows)
+    _print_usage(plan, console, max_rows)
+    skipped = f" · {s['skipped']} skipped" if s.get("skipped") else ""
     console.print(
-        f"[bold]{s['placed']}/{s['pods']} pods placed[/bold] on {s['nodes']} nodes · status {s['status']} · "
+        f"[bold]{s['placed']}/{s['pods']} pods placed[/bold] on {s['nodes']} nodes{skipped} · status {s['status']} · "
         f"gap {100 * s['gap']:.2f}% · {s['classes']} pod classes · solver {s['solver_seconds']:.2f}s · "
         f"total {s['seconds']:.2f}s"
     )
+
+
+def _print_usage(plan: Plan, console: Console, max_rows: int) -> None:
+    """Node utilisation, laid out to fit the console: percentages on a second line if need be, then
+    extended resources dropped (named below the table) rather than any value cut."""
+    touched = ([u for u in plan.usage if u.placed] or plan.usage)[:max_rows]
+    if not touched:
+        return
+    extended = sorted({r for u in touched for r in u.requested if r not in ("pods", "cpu", "memory")})
+    every = ["cpu", "memory", *extended]
+    for resources in (every[:n] for n in range(len(every), 0, -1)):
+        for split in (False, True):
+            header, rows = _usage_rows(touched, resources, split)
+            if _table_width(header, rows) <= console.width or (split and len(resources) == 1):
+                t = Table(title="Node utilisation after the plan", title_justify="left")
+                for i, name in enumerate(header):
+                    t.add_column(name, justify="left" if i == 0 else "right", no_wrap=i > 0, overflow="fold")
+                for row in rows:
+                    t.add_row(*row)
+                console.print(t)
+                hidden = every[len(resources):]
+                if hidden:
+                    console.print(f"[dim]not shown at this width: {', '.join(hidden)}[/dim]")
+                return
+
+
+def _usage_rows(touched: list, resources: list[str], split: bool) -> tuple[list[str], list[list[str]]]:
+    header = ["node", "new pods", "pods", *resources]
+    rows = []
+    for u in touched:
+        cells = []
+        for r in resources:
+            cap = u.allocatable.get(r, 0)
+            used = u.requested.get(r, 0)
+            pct = f"({100 * used / cap:.0f}%)" if cap else ""
+            cells.append(f"{_fmt(r, used)}/{_fmt(r, cap)}{chr(10) if split else ' '}{pct}".rstrip())
+        rows.append([u.node, str(u.placed), f"{u.pods}/{u.allocatable.get('pods', 0)}", *cells])
+    return header, rows
+
+
+def _table_width(header: list[str], rows: list[list[str]]) -> int:
+    """Characters a rich table needs to show every cell line whole: each column, its padding and a border."""
+    widths = [max(len(line) for cell in column for line in cell.split("\n")) for column in zip(header, *rows)]
+    return sum(w + 3 for w in widths) + 1

@@ -86,11 +86,26 @@ class QuantityError(ValueError):
     """
 
     def __init__(self, quantity: object, reason: str, kind: str = "format"):
-        shown = f'"{quantity}"' if isinstance(quantity, str) else repr(quantity)
-        super().__init__(f"invalid quantity {shown}: {reason}")
+        shown = "" if kind == "type" else f" {_shown(quantity)}"
+        super().__init__(f"invalid quantity{shown}: {reason}")
         self.quantity = quantity
         self.reason = reason
         self.kind = kind
+
+
+_TYPE_NAMES = {type(None): "null", bool: "a boolean", list: "a list", dict: "a mapping"}
+
+
+def _shown(quantity: object) -> str:
+    """The input in a message: quoted text or a number; never the repr of a (possibly huge) structure."""
+    if isinstance(quantity, str):
+        return f'"{quantity}"' if len(quantity) <= 60 else f'"{quantity[:57]}..."'
+    if isinstance(quantity, bool):
+        return "true" if quantity else "false"
+    if isinstance(quantity, (int, float)):
+        text = repr(quantity)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return _TYPE_NAMES.get(type(quantity), "value")
 
 
 def _wrap_int32(v: int) -> int:
@@ -199,7 +214,7 @@ def _key(s: object) -> str:
         return str(int(s))
     if isinstance(s, float):
         return _key(float(s))
-    raise QuantityError(s, f"expected a string or a number, got {type(s).__name__}", "type")
+    raise QuantityError(s, f"expected a string or a number, got {_TYPE_NAMES.get(type(s), type(s).__name__)}", "type")
 
 
 def parse_quantity(s: str | int | float) -> Fraction:

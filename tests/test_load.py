@@ -86,7 +86,7 @@ def test_limits_default_requests(tmp_path):
         ([node("a"), node("a")], "Node a: duplicate object"),
         ([pod("p"), pod("p")], "Pod default/p: duplicate object"),
         ([node("a", cpu="lots")], "Node a: status.allocatable.cpu: "),
-        ([node("a", taints=[{"key": "k", "effect": "Sometimes"}])], "Node a: spec.taints: unknown taint effect 'Sometimes'"),
+        ([node("a", taints=[{"key": "k", "effect": "Sometimes"}])], "Node a: spec.taints[0]: unknown taint effect 'Sometimes'"),
         ([pod("p", affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "Like", "values": ["x"]}]}]}}})],
          "unknown operator 'Like'"),
@@ -97,7 +97,7 @@ def test_bad_objects_name_file_object_and_problem(tmp_path, docs, message):
     path = write(tmp_path, "bad.yaml", as_yaml(*docs))
     with pytest.raises(InputError) as err:
         load_cluster([path])
-    assert str(err.value).startswith(path + ": ")
+    assert str(err.value).startswith(path + ":")  # file:line: when the loader knows the line
     assert message in str(err.value)
     assert "\n" not in str(err.value)
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import ast as A
@@ -338,14 +338,39 @@ def _syntax_error(exc: UnexpectedInput, text: str, file: str) -> Diagnostic:
     return Diagnostic(file, line, column, message, source)
 
 
+MAX_NESTING = 100  # and/or/not levels in one expression; every later stage walks expressions recursively
+
+
+def _too_deep(tree: Tree, text: str, file: str) -> Diagnostic | None:
+    """An expression nested beyond MAX_NESTING, at its start; found without recursing (that is what it guards)."""
+    todo: list[tuple[Tree, int, Tree | None]] = [(tree, 0, None)]
+    while todo:
+        node, depth, top = todo.pop()
+        nested = node.data in ("pod_or", "pod_and", "pod_not", "node_or", "node_and", "node_not")
+        depth, top = (depth + 1, top or node) if nested else (0, None)
+        if depth > MAX_NESTING:
+            line, column = getattr(top.meta, "line", 1), getattr(top.meta, "column", 1)
+            lines = text.splitlines()
+            source = lines[line - 1] if 0 < line <= len(lines) else ""
+            message = (f"expression nested more than {MAX_NESTING} levels deep (and / or / not); "
+                       "for many alternatives use 'in [...]'")
+            return Diagnostic(file, line, column, message, source if len(source) <= 200 else "")
+        todo.extend((c, depth, top) for c in node.children if isinstance(c, Tree))
+    return None
+
+
 def parse(text: str, file: str = "<policy>") -> list[A.Policy]:
     """Parse one source into policies, or raise PolicyError with a positioned diagnostic."""
+    text = text.removeprefix("\ufeff")  # a BOM some editors write; invisible, so never the user's mistake
     try:
         tree = parser().parse(text)
     except UnexpectedInput as exc:
         raise PolicyError([_syntax_error(exc, text, file)]) from None
     except RecursionError:
         raise PolicyError([Diagnostic(file, 1, 1, "policy is nested too deeply")]) from None
+    deep = _too_deep(tree, text, file)
+    if deep:
+        raise PolicyError([deep])
     try:
         return _ToAst(file).transform(tree)
     except VisitError as exc:  # a literal the grammar accepts but Python cannot read (e.g. a huge number)

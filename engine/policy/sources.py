@@ -36,7 +36,7 @@ def read_sources(paths: list[str]) -> dict[str, str]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a BOM is accepted (and dropped)
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyError([Diagnostic(str(path), 1, 1, f"cannot read policy file: {getattr(exc, 'strerror', None) or exc}")]) from None
 

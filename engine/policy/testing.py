@@ -9,13 +9,17 @@ A test file is YAML named `*_test.yaml`:
         expect:
           placed: {ml/train-0: gpu-1, ml/train-1: [gpu-1, gpu-2]}   # a node, or any of several
           unschedulable: {default/web: "untolerated taint"}        # a substring of one reason
+          skipped: {default/gated: "scheduling gate"}              # not pending at all; a substring of the reason
           placed_count: 3                                          # optional
 
-Each case is solved like a dry run (one worker, fixed seed, so results are reproducible).
+Each case is solved like a dry run (one worker, fixed seed, so results are reproducible). A case needs at
+least one expectation, and an unknown key (`expcet:`) is an error naming its line, so a typo cannot make a
+case pass by checking nothing.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,8 @@ from .lower import policy_rules
 from .sources import load_policies
 
 SUFFIX = "_test.yaml"
+CASE_KEYS = ("name", "policies", "cluster", "cluster_file", "scheduler_name", "expect")
+EXPECT_KEYS = ("placed", "unschedulable", "skipped", "placed_count")
 
 
 class TestFileError(Exception):
@@ -62,13 +68,80 @@ def find_test_files(paths: list[str]) -> list[Path]:
 
 def run_file(path: Path, time_limit: float = 10.0) -> list[CaseResult]:
     try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8-sig")
+        spec = yaml.safe_load(text)
+        lines = _case_lines(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise TestFileError(f"{path}: cannot read test file: {exc}") from None
+    except RecursionError:
+        raise TestFileError(f"{path}: cannot read test file: nested too deeply") from None
     cases = spec.get("cases") if isinstance(spec, dict) else None
     if not isinstance(cases, list) or not cases:
         raise TestFileError(f"{path}: expected a mapping with a non-empty 'cases' list")
+    for i, case in enumerate(cases):
+        _validate_case(path, i, case, lines[i] if i < len(lines) else _CaseLines(1))
     return [run_case(path, i, case, time_limit) for i, case in enumerate(cases)]
+
+
+@dataclass(slots=True)
+class _CaseLines:
+    """Where a case and its keys start in the test file (1-based), for messages."""
+
+    start: int
+    keys: dict[str, int] = field(default_factory=dict)
+    expect: dict[str, int] = field(default_factory=dict)
+
+
+def _case_lines(text: str) -> list[_CaseLines]:
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    cases = next((v for k, v in root.value if k.value == "cases"), None) if isinstance(root, yaml.MappingNode) else None
+    if not isinstance(cases, yaml.SequenceNode):
+        return []
+    out = []
+    for item in cases.value:
+        lines = _CaseLines(item.start_mark.line + 1)
+        for key, value in item.value if isinstance(item, yaml.MappingNode) else ():
+            lines.keys[str(key.value)] = key.start_mark.line + 1
+            if key.value == "expect" and isinstance(value, yaml.MappingNode):
+                lines.expect = {str(k.value): k.start_mark.line + 1 for k, _ in value.value}
+        out.append(lines)
+    return out
+
+
+def _unknown_key(key: str, known: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else f" (one of {', '.join(known)})"
+    return f"unknown key {key!r}{hint}"
+
+
+def _validate_case(path: Path, index: int, case: Any, lines: _CaseLines) -> None:
+    """Reject what would otherwise make a case check less than its author meant."""
+    if not isinstance(case, dict):
+        raise TestFileError(f"{path}:{lines.start}: case {index + 1} is not a mapping")
+    name = str(case.get("name") or f"case {index + 1}")
+    for key in case:
+        if key not in CASE_KEYS:
+            raise TestFileError(f"{path}:{lines.keys.get(str(key), lines.start)}: case {name!r}: {_unknown_key(str(key), CASE_KEYS)}")
+    expect = case.get("expect")
+    where = f"{path}:{lines.keys.get('expect', lines.start)}: case {name!r}"
+    if not expect:
+        raise TestFileError(f"{where}: no expectation (give expect: with {', '.join(EXPECT_KEYS)})")
+    if not isinstance(expect, dict):
+        raise TestFileError(f"{where}: expect must be a mapping")
+    for key, value in expect.items():
+        at = f"{path}:{lines.expect.get(str(key), lines.start)}: case {name!r}: expect"
+        if key not in EXPECT_KEYS:
+            raise TestFileError(f"{at}: {_unknown_key(str(key), EXPECT_KEYS)}")
+        if key == "placed_count" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise TestFileError(f"{at}.placed_count must be a whole number, got {value!r}")
+        if key != "placed_count" and not isinstance(value, dict):
+            raise TestFileError(f"{at}.{key} must be a mapping of namespace/pod to what is expected")
+        if key == "placed" and not all(isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(n, str) for n in v))
+                                       for v in value.values()):
+            raise TestFileError(f"{at}.placed: each pod maps to a node name or a list of node names")
+    policies = case.get("policies")
+    if policies is not None and not (isinstance(policies, list) and all(isinstance(p, str) for p in policies)):
+        raise TestFileError(f"{path}:{lines.keys.get('policies', lines.start)}: case {name!r}: policies must be a list of paths")
 
 
 def _docs(path: Path, case: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any]]]:
@@ -78,6 +151,9 @@ def _docs(path: Path, case: dict[str, Any], name: str) -> list[tuple[str, dict[s
     items = case.get("cluster")
     if not isinstance(items, list):
         raise TestFileError(f"{path}: case {name!r}: 'cluster' must be a list of manifests (or use cluster_file)")
+    for i, d in enumerate(items):
+        if not isinstance(d, dict):
+            raise TestFileError(f"{path}: case {name!r}: cluster[{i}] is not a Kubernetes object (a mapping)")
     return [(f"{path}[{name}]", d) for d in items]
 
 
@@ -105,6 +181,11 @@ def _compare(expect: dict[str, Any], plan) -> list[str]:
             failures.append(f"{pod}: expected on {' or '.join(allowed)}, but it was not placed: {why}")
         elif got not in allowed:
             failures.append(f"{pod}: expected on {' or '.join(allowed)}, placed on {got}")
+    for pod, want in (expect.get("skipped") or {}).items():
+        if pod not in plan.skipped:
+            failures.append(f"{pod}: expected skipped (not pending), but it was not")
+        elif want and str(want) not in plan.skipped[pod]:
+            failures.append(f"{pod}: expected a skip reason containing {want!r}, got: {plan.skipped[pod]}")
     for pod, want in (expect.get("unschedulable") or {}).items():
         if pod in plan.assignments:
             failures.append(f"{pod}: expected unschedulable, placed on {plan.assignments[pod]}")
