@@ -27,6 +27,8 @@ class BoundState:
     _domains: dict[tuple, Any] = field(default_factory=dict)
     _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
     _free_groups: dict[tuple, list[int]] | None = None
+    _by_namespace: dict[str, list[tuple[int, Pod]]] | None = None
+    _by_label: dict[tuple[str, str], list[tuple[int, Pod]]] | None = None
     everything: frozenset[int] = frozenset()
     cordoned: list[int] = field(default_factory=list)
     tainted: list[int] = field(default_factory=list)
@@ -74,15 +76,38 @@ class BoundState:
         """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
         return self.domains_matching((term,), term.topology_key)
 
+    def _placed(self) -> list[tuple[int, Pod]]:
+        return [(i, p) for i, pods in enumerate(self.pods_on) for p in pods]
+
+    def _candidates(self, term: PodTerm) -> list[tuple[int, Pod]]:
+        """Bound pods that may match `term`: a superset, narrowed by an inverted index on namespace and
+        on the selector's `In` requirements, so a term is matched against its few candidates and not
+        against every bound pod (tens of thousands in a real cluster)."""
+        if self._by_namespace is None:
+            self._by_namespace, self._by_label = defaultdict(list), defaultdict(list)
+            for i, p in self._placed():
+                self._by_namespace[p.namespace].append((i, p))
+                for item in p.labels.items():
+                    self._by_label[item].append((i, p))
+        options: list[list[tuple[int, Pod]]] = []
+        namespaces = getattr(term, "namespaces", None)
+        if namespaces is not None:
+            options.append([x for ns in sorted(namespaces) for x in self._by_namespace.get(ns, ())])
+        selector = getattr(term, "selector", None)
+        for r in getattr(selector, "requirements", ()):
+            if r.operator == "In":
+                options.append([x for v in r.values for x in self._by_label.get((r.key, v), ())])
+        return min(options, key=len) if options else self._placed()
+
     def domain_counts(self, term: PodTerm) -> dict[str, int]:
         """Bound pods matching `term` per value of its topology key (cached)."""
         cache_key = ("counts", term)
         if cache_key not in self._domains:
             counts: dict[str, int] = defaultdict(int)
-            for i, pods in enumerate(self.pods_on):
+            for i, p in self._candidates(term):
                 value = self.nodes[i].labels.get(term.topology_key)
-                if value is not None:
-                    counts[value] += sum(1 for p in pods if term.matches(p))
+                if value is not None and term.matches(p):
+                    counts[value] += 1
             self._domains[cache_key] = dict(counts)
         return self._domains[cache_key]
 
@@ -95,9 +120,9 @@ class BoundState:
         cache_key = (terms, key)
         if cache_key not in self._domains:
             out = set()
-            for i, pods in enumerate(self.pods_on):
+            for i, p in self._candidates(terms[0]) if terms else self._placed():
                 value = self.nodes[i].labels.get(key)
-                if value is not None and value not in out and any(all(t.matches(p) for t in terms) for p in pods):
+                if value is not None and value not in out and all(t.matches(p) for t in terms):
                     out.add(value)
             self._domains[cache_key] = frozenset(out)
         return self._domains[cache_key]

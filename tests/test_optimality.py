@@ -98,13 +98,13 @@ def test_cp_sat_model_alone_respects_every_hard_constraint(docs):
     from engine.load import build_cluster
     from engine.plan import plan_from_solution
     from engine.solve.cpsat import ClassModel
-    from engine.solve.problem import Solution
+    from engine.solve.problem import Solution, Status
 
     compiled = compile_cluster(build_cluster([("test", d) for d in docs]))
     model = ClassModel(compiled.problem)
-    status, placed, value, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
-    assert status in ("OPTIMAL", "FEASIBLE")
-    plan = plan_from_solution(compiled, Solution(placed, status, value), 0.0)
+    result = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    assert result.found
+    plan = plan_from_solution(compiled, Solution(result.placed, Status.FEASIBLE, result.value), 0.0)
     assert check_plan(docs, plan.assignments) == []
-    if status == "OPTIMAL":
+    if result.proven:
         assert placed_vector(docs, plan.assignments) <= best_placed(docs)

@@ -314,8 +314,9 @@ def test_cp_sat_model_alone_respects_the_limit():
     docs = zones + [pod(f"w{i}", labels={"app": "web"}) for i in range(6)] + [pod(f"x{i}", labels={"app": "web"}, cpu="200m") for i in range(3)]
     compiled = compile_cluster(build_cluster([("t", d) for d in docs]), policy_rules(policies))
     model = ClassModel(compiled.problem)
-    status, placed, _, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
-    assert status == "OPTIMAL"
+    result = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    assert result.proven
+    placed = result.placed
     per_zone = Counter()
     for (c, n), k in placed.items():
         per_zone[compiled.cluster.nodes[n].labels[ZONE]] += k
@@ -354,9 +355,10 @@ def test_cp_sat_model_alone_keeps_a_gang_in_one_zone():
     job = [pod(f"j{i}", cpu="1", labels={"job": "t"}) for i in range(4)]
     compiled = compile_cluster(build_cluster([("t", d) for d in nodes + job]), policy_rules(parse(WITHIN, "t.policy")))
     model = ClassModel(compiled.problem)
-    status, placed, _, _ = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    result = model.solve_tier(model.tier1(), 5.0, 1, 0)
+    placed = result.placed
     zones = {compiled.cluster.nodes[n].labels[ZONE] for (c, n), k in placed.items() if k}
-    assert status == "OPTIMAL" and sum(placed.values()) == 4 and len(zones) == 1
+    assert result.proven and sum(placed.values()) == 4 and len(zones) == 1
 
 
 def test_pack_and_spread_nodes():

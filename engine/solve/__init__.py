@@ -1,26 +1,87 @@
-"""Solve a placement problem: greedy warm start, then CP-SAT in two lexicographic tiers.
+"""Solve a placement problem within a hard time limit.
 
-Tier 1 maximises pods placed (weighted by priority, gangs all-or-nothing); tier 2, with tier 1 fixed at
-its best value, maximises soft preferences. The greedy plan is always kept as the fallback, so a plan
-exists whatever the time limit.
+Starting plans first (two greedy orders and the one-at-a-time baseline); when they are provably best
+(every pod placed, preferences at their bound) CP-SAT never runs. Otherwise CP-SAT improves the best
+start in two lexicographic tiers — tier 1 maximises pods placed (weighted by priority, gangs
+all-or-nothing), tier 2, with tier 1 fixed, soft preferences — on the full model when it fits the time
+left, else on neighbourhoods of bounded size, round after round while time is left. The best start is
+always kept, so a plan exists whatever the time limit.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from .cpsat import ClassModel
+from .cpsat import ClassModel, TierResult
 from .greedy import greedy
-from .problem import Colocation, Gang, PodClass, Problem, Separation, Solution, Spread
+from .neighbourhood import model_size, per_pair, restrict, room_order
+from .problem import Colocation, Gang, Phases, PodClass, Problem, Separation, Solution, Spread, Status
+from .sequential import sequential
 
-__all__ = ["solve", "Problem", "PodClass", "Gang", "Separation", "Colocation", "Spread", "Solution"]
+__all__ = ["solve", "Problem", "PodClass", "Gang", "Separation", "Colocation", "Spread", "Solution", "Status"]
 
 Progress = Callable[[str], None]
 
+MODEL_VARS_PER_SECOND = 20_000  # CP-SAT model building in Python, measured on the benchmark machine
+MAX_MODEL_VARS = 100_000  # memory: ~10 KiB per variable with its constraints (1.55 M variables took 13.8 GB)
+MODEL_SHARE = 0.3  # of the time left, for building one model
+MIN_ROUND_SECONDS = 0.2  # a CP-SAT round shorter than this rarely finds anything
+TIER1_SHARE = 0.6  # of a round's time, for placement when preferences follow
 
-def _value(problem: Problem, placed: dict[tuple[int, int], int]) -> int:
-    return sum(problem.classes[c].weight * k for (c, _), k in placed.items())
+
+@dataclass(slots=True)
+class _Plan:
+    placed: dict[tuple[int, int], int]
+    value: int  # tier 1
+    soft: int  # tier 2
+    origin: str
+
+    def beats(self, other: "_Plan") -> bool:
+        return (self.value, self.soft) > (other.value, other.soft)
+
+
+class _Clock:
+    def __init__(self, limit: float):
+        self.start = time.perf_counter()
+        self.limit = limit
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self) -> float:
+        return self.limit - self.elapsed()
+
+
+def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> _Plan:
+    return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin)
+
+
+def starting_plan(problem: Problem, baseline: bool = False) -> tuple[_Plan, int | None]:
+    """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out,
+    or when asked), and how many pods the baseline placed (None if it did not run)."""
+    bound = problem.upper_bound()
+    best = _plan(problem, greedy(problem), "greedy")
+    if best.value < bound or problem.has_soft_terms():
+        other = _plan(problem, greedy(problem, largest_first=False), "greedy (smallest first)")
+        best = other if other.beats(best) else best
+    placed_by_baseline = None
+    if best.value < bound or baseline:
+        one_by_one = _plan(problem, sequential(problem), "one pod at a time")
+        placed_by_baseline = sum(one_by_one.placed.values())
+        best = one_by_one if one_by_one.beats(best) else best
+    return best, placed_by_baseline
+
+
+def _proven(problem: Problem, plan: _Plan) -> bool:
+    """Every placeable pod placed and the preferences at a bound no plan can pass."""
+    if plan.value < problem.upper_bound():
+        return False
+    if not problem.has_soft_terms():
+        return True
+    soft_bound = problem.soft_bound()
+    return soft_bound is not None and plan.soft >= soft_bound
 
 
 def solve(
@@ -29,58 +90,122 @@ def solve(
     workers: int = 2,
     seed: int = 0,
     progress: Progress | None = None,
+    baseline: bool = False,
 ) -> Solution:
     say = progress or (lambda _msg: None)
-    start = time.perf_counter()
-    bound = problem.upper_bound()
-    best = greedy(problem)
-    value = _value(problem, best)
-    if value < bound:
-        other = greedy(problem, largest_first=False)
-        other_value = _value(problem, other)
-        if other_value > value:
-            best, value = other, other_value
+    clock = _Clock(time_limit)
+    best, by_baseline = starting_plan(problem, baseline)
+    phases = Phases(start=clock.elapsed())
     pods = sum(c.count for c in problem.classes)
-    say(f"greedy placed {sum(best.values())}/{pods} pods in {time.perf_counter() - start:.2f}s")
-    soft = problem.has_soft_terms()
-    if value == bound and not soft:
-        return Solution(best, "OPTIMAL", value, 0, bound, time.perf_counter() - start)
-    if value == bound and problem.score_only():
-        # every pod placed on its best-scoring candidate is optimal in both tiers
-        score = problem.score(best)
-        if score == problem.score_bound():
-            return Solution(best, "OPTIMAL", value, score, bound, time.perf_counter() - start)
+    say(f"placed {sum(best.placed.values())} of {pods} pods at once ({best.origin}), "
+        f"at most {_placeable(problem)} possible")
+    bound = problem.upper_bound()
+    if _proven(problem, best):
+        return _solution(best, Status.OPTIMAL, bound, clock, phases, best.origin, by_baseline)
+    search = _Search(problem, best, bound, clock, phases, workers, seed, say)
+    search.run()
+    return _solution(search.best, search.status(), search.bound, clock, phases, search.strategy, by_baseline,
+                     search.notes)
 
-    model = ClassModel(problem)
-    say(f"CP-SAT model: {len(model.y)} variables over {len(problem.classes)} pod classes")
-    status = "OPTIMAL" if value == bound else "FEASIBLE"
-    tier1 = model.tier1()
-    if value < bound:
-        model.hint(best)
-        left = time_limit - (time.perf_counter() - start)
-        budget = left * (0.6 if soft else 1.0)
-        report = lambda v, b: say(f"placement: value {v:.0f}, bound {b:.0f}")  # noqa: E731
-        st, placed, v, b = model.solve_tier(tier1, budget, workers, seed, report)
-        if st in ("OPTIMAL", "FEASIBLE") and v >= value:
-            best, value, status = placed, v, st
-            bound = v if st == "OPTIMAL" else min(bound, b)
-        elif st in ("OPTIMAL", "FEASIBLE"):
-            bound = min(bound, b)
-        elif st == "INFEASIBLE":  # cannot happen with a correct model: the greedy plan is feasible
-            return Solution(best, "GREEDY", value, 0, bound, time.perf_counter() - start,
-                            ["CP-SAT reported the model infeasible; kept the greedy plan"])
-        if status == "FEASIBLE" and bound == value:
-            status = "OPTIMAL"
 
-    soft_value = 0
-    if soft:
-        model.fix_at_least(tier1, value)
-        model.hint(best)
-        left = max(0.1, time_limit - (time.perf_counter() - start))
-        report = lambda v, b: say(f"preferences: score {v:.0f}, bound {b:.0f}")  # noqa: E731
-        st, placed, v, _ = model.solve_tier(model.tier2(), left, workers, seed, report)
-        if st in ("OPTIMAL", "FEASIBLE"):
-            best, soft_value = placed, v
-            if st == "FEASIBLE" and status == "OPTIMAL":
-                status = "FEASIBLE"  # placement optimal, preferences within the time limit
-    return Solution(best, status, value, soft_value, bound, time.perf_counter() - start)
+def _placeable(problem: Problem) -> int:
+    return sum(c.count for c in problem.classes if c.candidates)
+
+
+def _solution(plan: _Plan, status: Status, bound: int, clock: _Clock, phases: Phases, strategy: str,
+              by_baseline: int | None, notes: list[str] | None = None) -> Solution:
+    return Solution(plan.placed, status, plan.value, plan.soft, bound, clock.elapsed(), notes or [], phases,
+                    strategy, by_baseline)
+
+
+class _Search:
+    """CP-SAT rounds over the full model, or over moving neighbourhoods when the full one will not fit."""
+
+    def __init__(self, problem: Problem, best: _Plan, bound: int, clock: _Clock, phases: Phases,
+                 workers: int, seed: int, say: Progress):
+        self.p, self.best, self.bound, self.clock, self.phases = problem, best, bound, clock, phases
+        self.workers, self.seed, self.say = workers, seed, say
+        self.soft = problem.has_soft_terms()
+        self.placement_proven = best.value >= bound
+        self.preferences_proven = _proven(problem, best)
+        self.rounds = 0
+        self.window: int | None = None
+        self.notes: list[str] = []
+
+    def run(self) -> None:
+        size = model_size(self.p)
+        budget = min(MAX_MODEL_VARS, MODEL_VARS_PER_SECOND * MODEL_SHARE * max(0.0, self.clock.left()))
+        if size <= budget:
+            self._round(self.p, full=True)
+            return
+        order = room_order(self.p)
+        classes = max(1, len(self.p.classes))
+        while self.clock.left() > MIN_ROUND_SECONDS and not self.preferences_proven:
+            budget = min(MAX_MODEL_VARS, MODEL_VARS_PER_SECOND * MODEL_SHARE * self.clock.left())
+            k = int((budget / per_pair(self.p) - len(self.best.placed)) / classes)
+            if k < 1:
+                self.notes.append("the time limit leaves no room for a CP-SAT model; kept the starting plan")
+                return
+            self.window = k
+            self._round(restrict(self.p, self.best.placed, k, self.rounds, order), full=False)
+            self.rounds += 1
+            if self.placement_proven and not self.soft:
+                return
+
+    def _round(self, problem: Problem, full: bool) -> None:
+        started = time.perf_counter()
+        model = ClassModel(problem)
+        self.phases.model += time.perf_counter() - started
+        self.say(f"CP-SAT model: {len(model.y)} variables over {len(problem.classes)} pod classes"
+                 + ("" if full else f" (neighbourhood {self.rounds + 1}: up to {self.window} extra nodes per class)"))
+        tier1 = model.tier1()
+        if not self.placement_proven:
+            share = TIER1_SHARE if self.soft else 1.0
+            result = self._search(model, tier1, self._slice(full) * share, "placement")
+            self._take_tier1(problem, result, full)
+        if self.soft and self.clock.left() > 0.05:
+            model.fix_at_least(tier1, self.best.value)
+            result = self._search(model, model.tier2(), self._slice(full), "preferences")
+            if result.found:
+                candidate = _plan(self.p, result.placed, "CP-SAT")
+                if candidate.beats(self.best):
+                    self.best = candidate
+                if full and result.proven and self.placement_proven:
+                    self.preferences_proven = True
+
+    def _slice(self, full: bool) -> float:
+        left = max(0.05, self.clock.left())
+        return left if full else max(MIN_ROUND_SECONDS, min(left, left / 2))
+
+    def _search(self, model: ClassModel, objective, seconds: float, tier: str) -> TierResult:
+        model.hint(self.best.placed)
+        report = lambda v, b: self.say(f"{tier}: value {v:.0f}, bound {b:.0f}")  # noqa: E731
+        started = time.perf_counter()
+        result = model.solve_tier(objective, seconds, self.workers, self.seed, report)
+        self.phases.solve += time.perf_counter() - started
+        if result.infeasible:  # cannot happen with a correct model: the hint is feasible
+            self.notes.append("CP-SAT reported a model infeasible; kept the best plan so far")
+        return result
+
+    def _take_tier1(self, problem: Problem, result: TierResult, full: bool) -> None:
+        if not result.found:
+            return
+        if full:
+            self.bound = min(self.bound, result.value if result.proven else result.bound)
+        candidate = _plan(self.p, result.placed, "CP-SAT")
+        if candidate.value > self.best.value:
+            self.best = candidate
+        if self.best.value >= self.bound:
+            self.placement_proven = True
+
+    @property
+    def strategy(self) -> str:
+        if self.window is None:
+            return "CP-SAT on the full model" if self.phases.model else self.best.origin
+        return (f"CP-SAT on {self.rounds} neighbourhood(s) of the current plan, up to {self.window} extra nodes "
+                f"per class (the full model would not fit the time limit)")
+
+    def status(self) -> Status:
+        if self.placement_proven and (not self.soft or self.preferences_proven):
+            return Status.OPTIMAL
+        return Status.FEASIBLE

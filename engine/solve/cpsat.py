@@ -4,18 +4,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
 from .problem import NO_DOMAIN, Problem
 
-STATUS = {
-    cp_model.OPTIMAL: "OPTIMAL",
-    cp_model.FEASIBLE: "FEASIBLE",
-    cp_model.INFEASIBLE: "INFEASIBLE",
-    cp_model.MODEL_INVALID: "MODEL_INVALID",
-    cp_model.UNKNOWN: "UNKNOWN",
-}
+
+@dataclass(slots=True)
+class TierResult:
+    """One CP-SAT run: did it find a plan (`found`), was it proven best (`proven`), the plan, its
+    objective value and CP-SAT's bound on it; `infeasible` would mean the model is wrong (the greedy
+    hint is always feasible)."""
+
+    found: bool
+    proven: bool = False
+    infeasible: bool = False
+    placed: dict[tuple[int, int], int] = field(default_factory=dict)
+    value: int = 0
+    bound: int = 0
 
 
 class ClassModel:
@@ -319,8 +326,8 @@ class ClassModel:
         workers: int,
         seed: int,
         on_solution: Callable[[float, float], None] | None = None,
-    ) -> tuple[str, dict[tuple[int, int], int], int, int]:
-        """Maximise `objective`; return (status, placement, value, bound)."""
+    ) -> TierResult:
+        """Maximise `objective` within the time limit."""
         self.m.maximize(objective)
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(0.05, time_limit)
@@ -329,10 +336,11 @@ class ClassModel:
         callback = _Progress(on_solution) if on_solution else None
         status = solver.solve(self.m, callback)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return STATUS.get(status, "UNKNOWN"), {}, 0, 0
+            return TierResult(False, infeasible=status == cp_model.INFEASIBLE)
         placed = {k: int(solver.value(v)) for k, v in self.y.items()}
         placed = {k: v for k, v in placed.items() if v}
-        return STATUS[status], placed, int(round(solver.objective_value)), int(round(solver.best_objective_bound))
+        return TierResult(True, status == cp_model.OPTIMAL, False, placed, int(round(solver.objective_value)),
+                          int(round(solver.best_objective_bound)))
 
     def fix_at_least(self, objective, value: int) -> None:
         self.m.add(objective >= value)

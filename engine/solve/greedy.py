@@ -65,10 +65,10 @@ class GreedyState:
 
     def _index(self, p: Problem) -> None:
         self.sep_of: dict[int, list] = defaultdict(list)
+        self.soft_sep_of: dict[int, list] = defaultdict(list)
         for s in p.separations:
-            if s.weight is None:
-                for c in {s.a, *s.others}:
-                    self.sep_of[c].append(s)
+            for c in {s.a, *s.others}:
+                (self.sep_of if s.weight is None else self.soft_sep_of)[c].append(s)
         self.coloc_of: dict[int, list] = defaultdict(list)
         for i, s in enumerate(p.colocations):
             if s.weight is None:
@@ -147,6 +147,27 @@ class GreedyState:
                 return True
         return False
 
+    def soft_penalty(self, c: int, n: int) -> int:
+        """What one more pod of c on node n adds to the soft separation penalties (preferred
+        anti-affinity), counted as the CP-SAT model counts them: per domain hosting both sides, and per
+        extra pod of a self-separated class in one domain."""
+        penalty = 0
+        for s in self.soft_sep_of.get(c, ()):
+            d = self.p.partitions[s.partition][n]
+            if d == NO_DOMAIN:
+                continue
+            a_here = self.in_domain[(s.partition, s.a)].get(d, 0) > 0
+            others = [o for o in s.others if o != s.a]
+            others_here = self._domain_has(s.partition, others, d)
+            if s.a == c:
+                if c in s.others and a_here:
+                    penalty += s.weight
+                if others_here and not a_here:
+                    penalty += s.weight
+            elif a_here and not others_here:
+                penalty += s.weight
+        return penalty
+
     def in_domain_spread(self, i: int, d: int) -> bool:
         s = self.p.spreads[i]
         return any(self.on_node[(s.a, n)] for n in s.domain_nodes[d])
@@ -193,6 +214,44 @@ class GreedyState:
                 if d is not None and c in self.p.spreads[i].counted:
                     self.spread_counts[i].add(d, -1)
 
+    def _first_fit(self, c: int, alive: list[int], dead: set[int], start: int) -> int | None:
+        """Index in `alive` of the first node, from `start` on, that takes a pod of c now."""
+        for step in range(len(alive)):
+            i = (start + step) % len(alive)
+            n = alive[i]
+            if n in dead:
+                continue
+            if self.permanently_blocked(c, n):
+                dead.add(n)
+            elif not self.currently_blocked(c, n):
+                return i
+        return None
+
+    def _choose(self, c: int, alive: list[int], dead: set[int], start: int, score: dict[int, int] | None) -> int | None:
+        """Like `_first_fit`, but the best node by static score minus soft separation penalty.
+
+        Without scores the first feasible node with no penalty ends the search; with scores the scan
+        starts at 0 (scores descend along `alive`), so the same holds: no later node can beat it.
+        """
+        best: tuple[int, int] | None = None  # (value, index)
+        for step in range(len(alive)):
+            i = (start + step) % len(alive)
+            n = alive[i]
+            if n in dead:
+                continue
+            if self.permanently_blocked(c, n):
+                dead.add(n)
+                continue
+            if self.currently_blocked(c, n):
+                continue
+            base = score[n] if score is not None else 0
+            value = base - self.soft_penalty(c, n)
+            if best is None or value > best[0]:
+                best = (value, i)
+            if value == base:
+                break
+        return None if best is None else best[1]
+
     def fill(self, c: int, limit: int, within: tuple[int, int] | None = None) -> int:
         """Place up to `limit` pods of class c; return how many were placed.
 
@@ -201,7 +260,8 @@ class GreedyState:
         Nodes that can never take another pod of the class are dropped for good. Each pod scans the
         preference order from where the last one went: the same node for first-fit (it may take more),
         the next one for a class with hard topology spread, so that each pod finds the next under-filled
-        domain at once instead of rescanning the full ones.
+        domain at once instead of rescanning the full ones. A class with soft separations (preferred
+        anti-affinity) takes the best node by score minus penalty, as kube-scheduler's scoring would.
         """
         cls = self.p.classes[c]
         alive = list(cls.candidates)
@@ -211,22 +271,16 @@ class GreedyState:
         if cls.scores:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
-        rolling = any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
+        soft = bool(self.soft_sep_of.get(c))
+        rolling = (soft and not cls.scores) or any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
         dead: set[int] = set()
         placed = 0
         start = 0
         while placed < limit and alive:
-            chosen = None
-            for step in range(len(alive)):
-                i = (start + step) % len(alive)
-                n = alive[i]
-                if n in dead:
-                    continue
-                if self.permanently_blocked(c, n):
-                    dead.add(n)
-                elif not self.currently_blocked(c, n):
-                    chosen = i
-                    break
+            if soft:
+                chosen = self._choose(c, alive, dead, start, score if cls.scores else None)
+            else:
+                chosen = self._first_fit(c, alive, dead, start)
             if chosen is None:
                 break
             n = alive[chosen]
@@ -236,11 +290,11 @@ class GreedyState:
                 alive = [m for m in alive if m not in dead]
                 dead.clear()
                 chosen = alive.index(n) if n in alive else 0
-            start = chosen + 1 if rolling else chosen
+            start = chosen + 1 if rolling else (0 if soft else chosen)
         return placed
 
 
-def _place_gang(state: GreedyState, problem: Problem, gang) -> None:
+def place_gang(state: GreedyState, problem: Problem, gang) -> None:
     """All of the gang or none; with a `within` partition, the first domain that takes it whole."""
     domains: list[tuple[int, int] | None] = [None]
     if gang.partition is not None:
@@ -282,7 +336,7 @@ def greedy(problem: Problem, largest_first: bool = True) -> dict[tuple[int, int]
         if cls.gang in done_gangs:
             continue
         done_gangs.add(cls.gang)
-        _place_gang(state, problem, problem.gangs[cls.gang])
+        place_gang(state, problem, problem.gangs[cls.gang])
     out: dict[tuple[int, int], int] = defaultdict(int)
     for c, n in state.log:
         out[(c, n)] += 1

@@ -6,9 +6,22 @@ pods become constraints between classes over *partitions* (a topology key's spli
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
+from enum import Enum
 
 NO_DOMAIN = -1
+
+
+class Status(str, Enum):
+    """How good a plan is known to be (the string value is what the dry-run prints)."""
+
+    OPTIMAL = "OPTIMAL"  # proven best placement (and preferences, unless notes say otherwise)
+    FEASIBLE = "FEASIBLE"  # valid; the bound says how far from the best it may be
+    GREEDY = "GREEDY"  # valid; CP-SAT did not improve or prove it within the time limit
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(slots=True)
@@ -141,16 +154,100 @@ class Problem:
         """Tier-1 value if every pod that has a candidate node were placed."""
         return sum(c.weight * c.count for c in self.classes if c.candidates)
 
+    def value(self, placed: dict[tuple[int, int], int]) -> int:
+        """Tier 1 of a placement: pods placed, weighted by priority."""
+        return sum(self.classes[c].weight * k for (c, _), k in placed.items())
+
+    def soft_value(self, placed: dict[tuple[int, int], int]) -> int:
+        """Tier 2 of a placement, counted exactly as the CP-SAT model counts it."""
+        per_domain: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        for (c, n), k in placed.items():
+            for p, part in enumerate(self.partitions):
+                if part[n] != NO_DOMAIN:
+                    per_domain[(p, c)][part[n]] += k
+        total = self.score(placed)
+        for s in self.separations:
+            if s.weight is not None:
+                total -= s.weight * _separation_cost(s, per_domain)
+        for s in self.colocations:
+            if s.weight is not None:
+                total += s.weight * _colocation_gain(s, per_domain)
+        for s in self.spreads:
+            if s.weight is not None:
+                total -= s.weight * _skew(s, placed)
+        for classes, cost in self.openings:
+            members = set(classes)
+            total -= cost * len({n for (c, n), k in placed.items() if k and c in members and n in self.empty})
+        return total
+
+    def soft_bound(self) -> int | None:
+        """No plan's tier 2 exceeds this (None: no cheap bound). Penalties can at best be avoided, so they
+        bound at 0; gains are bounded by every pod on its best node or in a supported domain."""
+        if any(s.weight is not None and s.weight < 0 for s in self.separations + self.colocations):
+            return None
+        bound = sum(c.count * max(c.scores) for c in self.classes if c.scores and c.candidates)
+        for s in self.colocations:
+            if s.weight is not None:
+                bound += s.weight * self.classes[s.carriers[0]].count
+        for classes, cost in self.openings:
+            if cost < 0:
+                bound += -cost * min(len(self.empty), sum(self.classes[c].count for c in classes))
+        return bound
+
+
+def _separation_cost(s: Separation, per_domain) -> int:
+    """Domains hosting both sides, plus extra pods of a self-separated class per domain."""
+    mine = per_domain.get((s.partition, s.a), {})
+    others = [per_domain.get((s.partition, o), {}) for o in s.others if o != s.a]
+    cost = sum(1 for d, k in mine.items() if k and any(o.get(d) for o in others))
+    if s.a in s.others:
+        cost += sum(k - 1 for k in mine.values() if k > 1)
+    return cost
+
+
+def _colocation_gain(s: Colocation, per_domain) -> int:
+    """Domains hosting the (soft) carrier that are supported, by bound pods or by the batch."""
+    mine = per_domain.get((s.partition, s.carriers[0]), {})
+    support = [per_domain.get((s.partition, o), {}) for o in s.supporters]
+    return sum(1 for d, k in mine.items() if k and (d in s.supported or any(o.get(d) for o in support)))
+
+
+def _skew(s: Spread, placed: dict[tuple[int, int], int]) -> int:
+    """max − min over the eligible domains (min 0 with fewer domains than minDomains)."""
+    counted = set(s.counted)
+    count = dict(s.existing)
+    where = {n: d for d, nodes in s.domain_nodes.items() for n in nodes}
+    for (c, n), k in placed.items():
+        if c in counted and n in where:
+            count[where[n]] = count.get(where[n], 0) + k
+    values = [count.get(d, 0) for d in s.domain_nodes]
+    if not values:
+        return 0
+    low = 0 if len(values) < s.min_domains else min(values)
+    return max(values) - low
+
+
+@dataclass(slots=True)
+class Phases:
+    """Seconds spent in each step of a solve (the dry-run's stats.phases)."""
+
+    start: float = 0.0  # greedy and one-at-a-time plans
+    model: float = 0.0  # building CP-SAT models
+    solve: float = 0.0  # CP-SAT searching
+
 
 @dataclass(slots=True)
 class Solution:
     placed: dict[tuple[int, int], int]  # (class, node) -> pods
-    status: str  # OPTIMAL, FEASIBLE, GREEDY
+    status: Status
     placed_value: int
     soft_value: int = 0
     bound: int | None = None  # proven tier-1 bound
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    phases: Phases = field(default_factory=Phases)
+    strategy: str = ""  # where the plan came from and how much of the model CP-SAT saw
+    sequential_placed: int | None = None  # pods the one-at-a-time baseline placed, when it ran
 
     def class_counts(self) -> dict[int, int]:
         out: dict[int, int] = {}
