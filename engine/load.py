@@ -6,6 +6,7 @@ Accepts multi-document YAML, a `kind: List`, JSON, or `-` for stdin. Every user 
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import sys
@@ -129,20 +130,14 @@ def _load_json(text: str, name: str) -> Any:
 
 
 def _depth_at_most(value: Any, limit: int) -> bool:
-    """Whether containers nest at most `limit` deep (iteratively: the point is not to recurse)."""
-    todo = [(value, 1)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return False
-        todo.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return True
+    """Whether containers nest at most `limit` deep: one level at a time (the point is not to recurse)."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(limit):
+        if not level:
+            return True
+        level = [c for item in level for c in (item.values() if type(item) is dict else item)
+                 if type(c) is dict or type(c) is list]
+    return not level
 
 
 def _too_deep_offset(text: str) -> int:
@@ -177,6 +172,15 @@ def _typed_scalar(value: str, tag: str | None) -> Any:
     return construct(_CONSTRUCTOR, yaml.ScalarNode(tag, value))
 
 
+def _tagged(ev: Any) -> Any:
+    """An explicitly tagged scalar; an unsupported or malformed one is an error at its position."""
+    try:
+        return _typed_scalar(ev.value, ev.tag)
+    except (yaml.YAMLError, ValueError, TypeError) as exc:
+        problem = getattr(exc, "problem", None) or f"cannot read {ev.value!r} as {ev.tag}"
+        raise yaml.constructor.ConstructorError(None, None, problem, ev.start_mark) from None
+
+
 def load_yaml_documents(text: str) -> list[Any]:
     """yaml.safe_load_all, but built straight from libyaml's parse events (see _yaml_documents)."""
     return _yaml_documents(text, {})
@@ -199,12 +203,12 @@ def _yaml_documents(text: str, lines: dict[int, int]) -> list[Any]:
         cls = type(ev)
         if cls is yaml.ScalarEvent:
             if not ev.implicit[0]:  # quoted or block scalars are strings unless explicitly tagged
-                value: Any = ev.value if ev.tag in (None, "!", _STR) else _typed_scalar(ev.value, ev.tag)
+                value: Any = ev.value if ev.tag in (None, "!", _STR) else _tagged(ev)
             elif ev.tag is None and ev.value and ev.value[0] not in _MAYBE_TYPED:
                 value = _MERGE if ev.value == "<<" and stack and keys[-1] is _NO_KEY and type(stack[-1]) is dict \
                     else ev.value  # a plain scalar that cannot resolve to anything but a string
             else:
-                value = _typed_scalar(ev.value, ev.tag)
+                value = _typed_scalar(ev.value, ev.tag) if ev.tag is None else _tagged(ev)
         elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
             if len(stack) >= MAX_DEPTH:
                 raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", ev.start_mark)
@@ -337,7 +341,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
         if not isinstance(meta, dict) or not meta.get("name"):
             raise InputError(f"{src}: {kind if isinstance(kind, str) and kind else 'object'} without metadata.name")
         if kind not in KINDS:
-            shown = kind if isinstance(kind, str) else "<none>" if kind is None else _show(kind)
+            shown = kind if isinstance(kind, str) else "<none>" if kind is None else "<not a string>"
             ignored[shown] = ignored.get(shown, 0) + 1
             continue
         try:
@@ -802,8 +806,18 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         spread=_spread(spec, labels),
         host_ports=_host_ports(spec),
         owner=_owner(meta),
-        created=_scalar_text(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        created=_timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
     )
+
+
+def _timestamp(value: Any, what: str) -> str:
+    """An RFC 3339 time as text; an unquoted one in hand-written YAML arrives as a datetime."""
+    if isinstance(value, datetime.datetime):
+        value = value.astimezone(datetime.timezone.utc) if value.tzinfo else value
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, datetime.date):
+        return value.strftime("%Y-%m-%dT00:00:00Z")
+    return _scalar_text(value, what)
 
 
 def _scheduling_gates(spec: dict[str, Any]) -> tuple[str, ...]:

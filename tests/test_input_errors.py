@@ -384,3 +384,52 @@ def test_test_file_expects_skipped_pods(tmp_path):
                                      "expect": {"skipped": {"default/g": "terminating"}}})
     out = cli("test", path)
     assert out.returncode == 1 and "default/g" in out.stdout, out.stdout + out.stderr
+
+
+# --- assorted shapes of bad input: each one line, exit 2, naming the file ------------------------------------
+
+LOL = "".join(f"{a}: &{a} [{', '.join([f'*{p}' if p else 'x'] * 9)}]\n"
+              for a, p in zip("abcdefg", ["", "a", "b", "c", "d", "e", "f"]))
+ASSORTED = {
+    "scalar document": ("5\n", "not a Kubernetes object"),
+    "items not a list": ("kind: List\nitems: {a: 1}\n", "items is not a list"),
+    "trailing JSON": ('{"kind": "Node"} xx', "invalid JSON"),
+    "NaN quantity": ('{"kind": "Node", "metadata": {"name": "a"}, "status": {"allocatable": {"cpu": NaN}}}',
+                     "not a finite number"),
+    "python tag": ("kind: Node\nmetadata: {name: !!python/name:os.system }\n", "unsupported tag"),
+    "bad !!int": ("kind: Node\nmetadata: {name: a, x: !!int abc}\n", "cannot read 'abc'"),
+    "binary name": ("kind: Node\nmetadata: {name: !!binary aGVsbG8=}\n", "metadata.name must be a string"),
+    "list as key": ("kind: Node\nmetadata: {name: a, labels: {? [a, b] : c}}\n", "unhashable key"),
+    "bad merge": ("kind: Node\nmetadata:\n  <<: [1, 2]\n  name: a\n", "merging"),
+    "billion laughs name": (LOL + "kind: Node\nmetadata: {name: *g}\n", "metadata.name must be a string"),
+    "billion laughs label": (LOL + "kind: Node\nmetadata: {name: a, labels: {x: *g}}\n", "metadata.labels.x"),
+    "self alias": ("&a [*a]\n", "nested more than"),
+    "huge priority": (as_yaml(node("a"), pod("p", priority=10**30)), "spec.priority must be in"),
+    "hostPort range": (as_yaml(node("a"), pod("p", ports=[{"hostPort": 70000}])), "hostPort must be in 0..65535"),
+    "Gt beyond int64": (as_yaml(node("a"), with_spec(pod("p"), affinity=node_terms(
+        {"key": "c", "operator": "Gt", "values": ["99999999999999999999"]}))), "needs an integer value"),
+}
+
+
+@pytest.mark.parametrize("text,fragment", ASSORTED.values(), ids=list(ASSORTED))
+def test_assorted_bad_input(tmp_path, text, fragment):
+    path = write(tmp_path, "bad.yaml", text)
+    assert_clean_error(cli("dry-run", "--cluster", path), path, fragment)
+
+
+def test_unquoted_timestamps_are_read(tmp_path):
+    text = as_yaml(node("a"), pod("p")).replace("name: p\n", "name: p\n  creationTimestamp: 2024-01-01T00:00:00Z\n")
+    cluster = load_cluster([write(tmp_path, "c.yaml", text)])
+    assert cluster.pending[0].created == "2024-01-01T00:00:00Z"
+
+
+def test_a_directory_is_not_a_snapshot(tmp_path):
+    assert_clean_error(cli("dry-run", "--cluster", str(tmp_path)), str(tmp_path), "cannot read file")
+
+
+def test_failing_case_says_when_a_pod_was_skipped(tmp_path):
+    gated = pod("g", schedulingGates=[{"name": "example.com/wait"}])
+    path = make_test_file(tmp_path, {"cluster": [node("a", labels={"gpu": "yes"}), gated],
+                                     "expect": {"placed": {"default/g": "a"}}})
+    out = cli("test", path)
+    assert out.returncode == 1 and "skipped: gated by scheduling gate(s): example.com/wait" in out.stdout, out.stdout

@@ -177,7 +177,8 @@ def _compare(expect: dict[str, Any], plan) -> list[str]:
         allowed = [want] if isinstance(want, str) else list(want)
         got = plan.assignments.get(pod)
         if got is None:
-            why = "; ".join(plan.unschedulable.get(pod, ["not a pending pod of this scheduler"]))
+            why = "; ".join(plan.unschedulable.get(pod, [f"skipped: {plan.skipped[pod]}" if pod in plan.skipped
+                                                         else "not a pending pod of this scheduler"]))
             failures.append(f"{pod}: expected on {' or '.join(allowed)}, but it was not placed: {why}")
         elif got not in allowed:
             failures.append(f"{pod}: expected on {' or '.join(allowed)}, placed on {got}")
@@ -190,7 +191,8 @@ def _compare(expect: dict[str, Any], plan) -> list[str]:
         if pod in plan.assignments:
             failures.append(f"{pod}: expected unschedulable, placed on {plan.assignments[pod]}")
         elif pod not in plan.unschedulable:
-            failures.append(f"{pod}: not a pending pod of this scheduler")
+            failures.append(f"{pod}: skipped: {plan.skipped[pod]}" if pod in plan.skipped
+                            else f"{pod}: not a pending pod of this scheduler")
         elif want and not any(str(want) in r for r in plan.unschedulable[pod]):
             failures.append(f"{pod}: expected a reason containing {want!r}, got: {'; '.join(plan.unschedulable[pod])}")
     if "placed_count" in expect and len(plan.assignments) != int(expect["placed_count"]):
