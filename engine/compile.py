@@ -105,7 +105,7 @@ class AffinityIndex:
         """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
         if any(self.bound.domains_matching(terms, t.topology_key) for t in terms):
             return []
-        return [j for j in self.matching_all(terms) if j in self.carriers[terms]]
+        return [j for j in self.matching_all(terms) if j in self.carriers.get(terms, ())]
 
     def batch_can_support(self, a: int) -> bool:
         """Can anything in the batch satisfy class a's required affinity (else only bound pods can)?"""
@@ -268,6 +268,19 @@ def _gang_info(cluster: Cluster, rule: GangRule, within: str | None) -> GangInfo
 
 # -- one emitter per constraint kind ---------------------------------------------------------------
 
+def describe(rule: Constraint) -> str:
+    """A batch rule in words, with where it came from: what explanations say blocked a pod."""
+    if isinstance(rule, PodProximity):
+        kind = ("preferred " if rule.weight is not None else "required ") + ("anti-affinity" if rule.anti else "affinity")
+        return f"pod {kind} to pods {rule.term.selector} per {rule.term.topology_key} [{rule.source}]"
+    if isinstance(rule, SpreadRule):
+        s = rule.spread
+        return f"topology spread maxSkew {s.max_skew} per {s.topology_key} over pods {s.selector} [{rule.source}]"
+    if isinstance(rule, CountLimit):
+        return f"at most {rule.most} per {rule.term.topology_key} of pods {rule.term.selector} [{rule.source}]"
+    return str(rule)
+
+
 def emit_gangs(build: ProblemBuilder, gangs: list[GangInfo]) -> None:
     for gi in gangs:
         partition = domains = None
@@ -287,12 +300,14 @@ def emit_required_affinity(build: ProblemBuilder) -> None:
         if set(sup) <= set(members) and len(members) == 1 and not seed:
             continue  # nothing in the batch can help: the static filter confined it to bound support
         chained = frozenset(j for j in sup if index.affinity_sets[j])
+        rules = {c.term: c for c in build.classes[members[0]].constraints
+                 if isinstance(c, PodProximity) and not c.anti and c.weight is None}
         for t in terms:
             p = partitions.of(t.topology_key)
             supported = partitions.ids(p, build.bound.domains_matching(terms, t.topology_key))
             build.problem.colocations.append(
                 Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained,
-                           seed_group=seed_groups.get(terms, -1))
+                           seed_group=seed_groups.get(terms, -1), why=describe(rules[t]))
             )
 
 
@@ -305,11 +320,11 @@ def emit_proximity(build: ProblemBuilder, a: int, c: PodProximity) -> None:
     if not c.anti:
         sup = tuple(j for j in matching if j != a)
         if sup:
-            build.problem.colocations.append(Colocation(p, (a,), sup, weight=c.weight))
+            build.problem.colocations.append(Colocation(p, (a,), sup, weight=c.weight, why=describe(c)))
         return
     others = tuple(o for o in matching if not (o == a and _self_anti_per_node(build, a, c)))
     if others:
-        build.problem.separations.append(Separation(p, a, others, c.weight))
+        build.problem.separations.append(Separation(p, a, others, c.weight, describe(c)))
 
 
 def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
@@ -329,7 +344,7 @@ def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
     )
     build.problem.spreads.append(
         Spread(a, counted, {d: tuple(v) for d, v in domain_nodes.items()}, existing, s.max_skew, s.min_domains,
-               None if s.hard else SOFT_SPREAD_WEIGHT)
+               None if s.hard else SOFT_SPREAD_WEIGHT, describe(c))
     )
 
 
@@ -354,7 +369,7 @@ def emit_limit(build: ProblemBuilder, a: int, c: CountLimit) -> None:
     p = build.partitions.of(c.term.topology_key)
     ids = build.partitions.values[p]
     existing = {ids[v]: k for v, k in build.bound.domain_counts(c.term).items() if k and v in ids}
-    build.problem.limits.append(Limit(p, a, tuple(build.index.matching(c.term)), existing, c.most))
+    build.problem.limits.append(Limit(p, a, tuple(build.index.matching(c.term)), existing, c.most, describe(c)))
 
 
 def emit_exclusive_ports(build: ProblemBuilder) -> None:

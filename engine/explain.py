@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import replace
 
 from .compile import Compiled
-from .ir import CountLimit, PodProximity, SpreadRule
-from .solve.greedy import GreedyState, greedy
+from .filters import PORTS, shortages
+from .solve.greedy import Blocker, GreedyState, greedy
 from .solve.problem import NO_DOMAIN, Solution
 
 
@@ -62,7 +62,19 @@ def _gang_reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, b
     return f"{head}{where} (minMember {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took the room", True
 
 
-def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str]:
+def replay(compiled: Compiled, solution: Solution) -> GreedyState:
+    """The plan as a placement state, to ask of each node what stops one more pod."""
+    state = GreedyState(compiled.problem)
+    for (c, n), k in sorted(solution.placed.items()):
+        for _ in range(k):
+            state.place(c, n)
+    return state
+
+
+def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None) -> list[str]:
+    """Upstream's per-node summary, with the batch's part said exactly: for each candidate node, the first
+    check that stops one more pod of the class in the final plan (room, ports, which anti-affinity,
+    affinity, spread or limit rule), and who took the room when room is what lacks."""
     info = compiled.classes[c]
     cls = compiled.problem.classes[c]
     if not cls.candidates:
@@ -74,54 +86,69 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int) -> list[str
         if gang is not None:
             reasons.append(gang[0])
             crowded = gang[1]
-    taken = _taken_by(compiled, solution, c) if crowded else {}
+    state = state or replay(compiled, solution)
+    verdicts: Counter = Counter()
+    full: list[int] = []
+    for n in cls.candidates:
+        blocker = state.permanent_blocker(c, n) or state.current_blocker(c, n)
+        if blocker is not None and blocker.kind == "resources":
+            full.append(n)
+        verdicts[_verdict(compiled, state, c, n, blocker, crowded)] += 1
+    taken = _taken_by(compiled, solution, full) if full and crowded else {}
     if taken:
-        higher = sum(k for p, k in taken.items() if p > info.priority)
-        equal = sum(k for p, k in taken.items() if p == info.priority)
-        lower = sum(k for p, k in taken.items() if p < info.priority)
-        who = []
-        if higher:
-            who.append(f"{higher} higher-priority pod(s)")
-        if equal:
-            who.append(f"{equal} pod(s) of equal priority")
-        if lower:
-            who.append(f"{lower} lower-priority pod(s) (placing this pod there would leave more pods out)")
-        reasons.append(f"the room on those nodes went to {', '.join(who)} of this batch")
-    dynamic = _batch_rules(info)
-    if dynamic:
-        reasons.append("batch constraints also limit where it fits: " + "; ".join(dynamic))
-    if taken:
-        verdict = "node(s) passed the filters but had no room left in this batch's plan"
-    elif cls.gang is not None and not crowded:
-        verdict = "node(s) passed the filters but the gang cannot start"
-    else:
-        verdict = "node(s) passed the filters but the batch's constraints rule them out"
-    return [filter_summary(compiled, c, Counter({verdict: len(cls.candidates)}))] + reasons
+        reasons.append(f"the room on those nodes went to {_who(taken, info.priority)} of this batch")
+    return [filter_summary(compiled, c, verdicts)] + reasons
 
 
-def _taken_by(compiled: Compiled, solution: Solution, c: int) -> dict[int, int]:
-    """Priority -> pods of other classes placed on this class's candidate nodes."""
-    candidates = set(compiled.problem.classes[c].candidates)
+def _verdict(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None, crowded: bool) -> str:
+    """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style."""
+    if blocker is None:
+        if not crowded:
+            return "node(s) passed the filters but the gang cannot start"
+        return "node(s) passed the filters and had room, but the solver did not place it within the time limit"
+    kind, rule = blocker.kind, blocker.rule
+    if kind == "resources":
+        demand = dict(zip(compiled.problem.resources, compiled.problem.classes[c].demand))
+        free = dict(zip(compiled.problem.resources, state.free[n]))
+        return "node(s) had no room left in this batch's plan (" + ", ".join(shortages(demand, free.__getitem__)) + ")"
+    if kind == "ports" or (kind == "one per node" and compiled.classes[c].sample.host_ports):
+        return PORTS + " in this batch's plan"
+    if kind == "one per node":
+        return "node(s) already run a pod of this batch that its own required anti-affinity excludes (one per node)"
+    why = getattr(rule, "why", "")
+    if kind == "separation":
+        if rule.a == c:
+            return f"node(s) are in a domain holding pods of this batch that its {why} excludes"
+        return f"node(s) are in a domain holding pods of this batch whose {why} excludes it"
+    if kind == "limit":
+        return f"node(s) are in a domain already at the limit in this batch's plan: {why}"
+    if kind == "affinity":
+        return f"node(s) had no pod in their domain that its {why} needs"
+    return f"node(s) would break its {why} in this batch's plan"
+
+
+def _who(taken: dict[int, int], priority: int) -> str:
+    higher = sum(k for p, k in taken.items() if p > priority)
+    equal = sum(k for p, k in taken.items() if p == priority)
+    lower = sum(k for p, k in taken.items() if p < priority)
+    who = []
+    if higher:
+        who.append(f"{higher} higher-priority pod(s)")
+    if equal:
+        who.append(f"{equal} pod(s) of equal priority")
+    if lower:
+        who.append(f"{lower} lower-priority pod(s) (placing this pod there would leave more pods out)")
+    return ", ".join(who)
+
+
+def _taken_by(compiled: Compiled, solution: Solution, nodes: list[int]) -> dict[int, int]:
+    """Priority -> pods of the batch placed on these nodes."""
+    chosen = set(nodes)
     out: Counter = Counter()
     for (other, n), k in solution.placed.items():
-        if n in candidates:
+        if n in chosen:
             out[compiled.classes[other].priority] += k
     return dict(out)
-
-
-def _batch_rules(info) -> list[str]:
-    out = []
-    for rule in info.constraints:
-        if isinstance(rule, PodProximity) and rule.weight is None:
-            kind = "anti-affinity" if rule.anti else "affinity"
-            out.append(f"required pod {kind} ({rule.term.selector}) per {rule.term.topology_key} [{rule.source}]")
-        elif isinstance(rule, SpreadRule) and rule.spread.hard:
-            out.append(f"topology spread maxSkew {rule.spread.max_skew} per {rule.spread.topology_key} [{rule.source}]")
-        elif isinstance(rule, CountLimit):
-            out.append(f"at most {rule.most} per {rule.term.topology_key} of pods {rule.term.selector} [{rule.source}]")
-    if info.sample.host_ports:
-        out.append("host ports " + ", ".join(f"{p.port}/{p.protocol}" for p in info.sample.host_ports))
-    return out
 
 
 def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tuple[str, str, str]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compile import Compiled, PolicyRules, compile_cluster
-from .explain import explain_unplaced
+from .explain import explain_unplaced, replay
 from .model import Cluster
 from .solve import solve
 from .solve.problem import Solution
@@ -73,6 +73,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     assignments: dict[str, str] = {}
     unschedulable: dict[str, list[str]] = {}
     placed_on: dict[int, list[int]] = {}
+    state = None  # the plan replayed, built once if some pod needs explaining
     for (c, n), k in sorted(solution.placed.items()):
         placed_on.setdefault(c, []).extend([n] * k)
     for c, info in enumerate(compiled.classes):
@@ -80,7 +81,8 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         for pod, n in zip(info.pods, targets):
             assignments[pod.key] = nodes[n].name
         if len(targets) < len(info.pods):
-            reasons = explain_unplaced(compiled, solution, c)
+            state = state or replay(compiled, solution)
+            reasons = explain_unplaced(compiled, solution, c, state)
             for pod in info.pods[len(targets):]:
                 unschedulable[pod.key] = reasons
     stats = {

@@ -8,8 +8,20 @@ tentatively and rolled back whole when they cannot reach their minimum.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from .problem import NO_DOMAIN, Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """Why a node cannot take one more pod of a class now: the kind of check, and the rule that failed."""
+
+    kind: str  # resources, one per node, ports, separation, limit, affinity, spread
+    rule: object = None
+
+
+RESOURCES, ONE_PER_NODE, PORTS = Blocker("resources"), Blocker("one per node"), Blocker("ports")
 
 
 class _DomainCounts:
@@ -92,60 +104,66 @@ class GreedyState:
         return any(self.in_domain[(partition, o)].get(d, 0) > 0 for o in classes)
 
     def permanently_blocked(self, c: int, n: int) -> bool:
+        return self.permanent_blocker(c, n) is not None
+
+    def currently_blocked(self, c: int, n: int) -> bool:
+        return self.current_blocker(c, n) is not None
+
+    def permanent_blocker(self, c: int, n: int) -> Blocker | None:
         """Checks that can only get worse as pods are added (capacity, ports, separation, count limits)."""
         cls = self.p.classes[c]
         free = self.free[n]
         if any(f < d for f, d in zip(free, cls.demand)):
-            return True
+            return RESOURCES
         if cls.max_per_node is not None and self.on_node[(c, n)] >= cls.max_per_node:
-            return True
+            return ONE_PER_NODE
         if any(n in self.exclusive_used[g] for g in self.excl_of.get(c, ())):
-            return True
+            return PORTS
         for s in self.sep_of.get(c, ()):
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
                 continue
             if s.a == c:
                 if self._domain_has(s.partition, s.others, d):
-                    return True
+                    return Blocker("separation", s)
             elif self.in_domain[(s.partition, s.a)].get(d, 0) > 0:
-                return True
+                return Blocker("separation", s)
         for s in self.limit_of.get(c, ()):
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN or (s.a != c and not self.in_domain[(s.partition, s.a)].get(d, 0)):
                 continue
             held = s.existing.get(d, 0) + sum(self.in_domain[(s.partition, o)].get(d, 0) for o in s.counted)
             if held + (1 if c in s.counted else 0) > s.most:
-                return True
-        return False
+                return Blocker("limit", s)
+        return None
 
-    def currently_blocked(self, c: int, n: int) -> bool:
+    def current_blocker(self, c: int, n: int) -> Blocker | None:
         """Checks that adding other pods may fix (co-location support, spread skew)."""
-        for i, s in self.coloc_of.get(c, ()):
+        for _, s in self.coloc_of.get(c, ()):
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
-                return True
+                return Blocker("affinity", s)
             if self._supported(s, d):
                 continue
             if c in s.seeders and not any(self.placed_count[o] for o in s.supporters):
                 continue  # upstream: the first pod of a self-affine series may start anywhere
-            return True
+            return Blocker("affinity", s)
         for i in self.spread_of.get(c, ()):
             s = self.p.spreads[i]
             counts = self.spread_counts[i]
             d = self.spread_node_domain[i].get(n)
             if s.a == c and d is None:
-                return True
+                return Blocker("spread", s)
             if d is None:
                 continue
             if c not in s.counted:
                 if s.a == c and counts[d] - counts.minimum() > s.max_skew:
-                    return True
+                    return Blocker("spread", s)
                 continue
             # adding one pod to d must keep every domain hosting `a` within max_skew
             if (s.a == c or self.in_domain_spread(i, d)) and counts[d] + 1 - counts.minimum(d) > s.max_skew:
-                return True
-        return False
+                return Blocker("spread", s)
+        return None
 
     def soft_penalty(self, c: int, n: int) -> int:
         """What one more pod of c on node n adds to the soft separation penalties (preferred

@@ -56,6 +56,7 @@ class Separation:
     a: int
     others: tuple[int, ...]
     weight: int | None = None
+    why: str = ""  # the rule in words, for explanations (the solver never reads it)
 
 
 @dataclass(slots=True)
@@ -79,6 +80,7 @@ class Colocation:
     chained: frozenset[int] = frozenset()
     weight: int | None = None
     seed_group: int = 0  # rules whose selectors overlap share one seed: only the very first pod may seed
+    why: str = ""
 
 
 @dataclass(slots=True)
@@ -96,6 +98,7 @@ class Spread:
     max_skew: int
     min_domains: int = 1
     weight: int | None = None
+    why: str = ""
 
 
 @dataclass(slots=True)
@@ -107,6 +110,7 @@ class Limit:
     counted: tuple[int, ...]
     existing: dict[int, int]
     most: int
+    why: str = ""
 
 
 @dataclass(slots=True)
