@@ -1,0 +1,215 @@
+"""The one module that talks to Kubernetes (the official `kubernetes` client); see `ports.ClusterAPI`.
+
+All calls go through `KubeAPI._request`: raw JSON in and out (`param_serialize` + `call_api`), so objects
+cross the boundary as plain dicts, the client's typed models never validate or reformat them, and a
+successful Binding (the apiserver answers with a Status, which older clients failed to deserialize as
+`ValueError: Invalid value for target`) is judged by its HTTP status alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlparse
+
+import kubernetes
+import urllib3
+from kubernetes.watch.watch import iter_resp_lines
+
+from .ports import ApiError, ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, Resource, WatchEvent
+
+COMPONENT = "policy-scheduler"
+EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+PENDING_OR_RUNNING = "status.phase!=Succeeded,status.phase!=Failed"  # finished pods hold no capacity
+
+
+class ConfigError(Exception):
+    """No usable cluster configuration (bad kubeconfig, not in a cluster): a user mistake."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    api_version: str
+    plural: str
+    namespaced: bool
+
+
+KINDS = {
+    "Node": _Kind("v1", "nodes", False),
+    "Pod": _Kind("v1", "pods", True),
+    "ConfigMap": _Kind("v1", "configmaps", True),
+    "Namespace": _Kind("v1", "namespaces", False),
+    "PodGroup": _Kind("scheduling.x-k8s.io/v1alpha1", "podgroups", True),
+    "PriorityClass": _Kind("scheduling.k8s.io/v1", "priorityclasses", False),
+}
+
+
+def load_client(kubeconfig: str | None, pool_size: int = 32) -> kubernetes.client.ApiClient:
+    """An ApiClient from `kubeconfig`, else the in-cluster config, else the default kubeconfig."""
+    config = kubernetes.client.Configuration()
+    try:
+        if kubeconfig:
+            kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
+        else:
+            try:
+                kubernetes.config.load_incluster_config(client_configuration=config)
+            except kubernetes.config.ConfigException:
+                kubernetes.config.load_kube_config(client_configuration=config)
+    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError, KeyError) as exc:
+        where = f"kubeconfig {kubeconfig}" if kubeconfig else "in-cluster config or default kubeconfig"
+        raise ConfigError(f"cannot load {where}: {getattr(exc, 'strerror', None) or exc}") from None
+    if urlparse(config.host).hostname in LOOPBACK:
+        config.proxy = None  # a proxy from the environment can never reach our own loopback
+    config.connection_pool_maxsize = max(config.connection_pool_maxsize or 0, pool_size)
+    return kubernetes.client.ApiClient(config)
+
+
+def _path(resource: Resource) -> str:
+    kind = KINDS[resource.kind]
+    root = "/api/v1" if kind.api_version == "v1" else f"/apis/{kind.api_version}"
+    if kind.namespaced and resource.namespace:
+        return f"{root}/namespaces/{quote(resource.namespace)}/{kind.plural}"
+    return f"{root}/{kind.plural}"
+
+
+def _query(resource: Resource) -> list[tuple[str, str]]:
+    selectors = [PENDING_OR_RUNNING] if resource.kind == "Pod" else []
+    if resource.name:
+        selectors.append(f"metadata.name={resource.name}")
+    return [("fieldSelector", ",".join(selectors))] if selectors else []
+
+
+def _message(data: bytes) -> str:
+    try:
+        return str(json.loads(data).get("message") or data[:300].decode(errors="replace"))
+    except (ValueError, AttributeError):
+        return data[:300].decode(errors="replace")
+
+
+def raise_for(status: int, data: bytes) -> None:
+    """Map an HTTP status to the port's exceptions (2xx: nothing)."""
+    if 200 <= status < 300:
+        return
+    message = _message(data)
+    if status == 404:
+        raise NotFound(message)
+    if status == 409:
+        raise Conflict(message)
+    if status == 410:
+        raise Gone(message)
+    if status == 429 or status >= 500:
+        raise ApiUnavailable(f"{status}: {message}")
+    raise ApiError(status, message)
+
+
+class KubeAPI:
+    """`ports.ClusterAPI` over one ApiClient; thread-safe (urllib3's pool is)."""
+
+    def __init__(self, client: kubernetes.client.ApiClient, request_timeout: float = 30.0):
+        self.client = client
+        self.request_timeout = request_timeout
+
+    def _request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+                 content_type: str = "application/json", timeout: Any = None, stream: bool = False) -> Any:
+        """One HTTP call: (status, bytes), or the open urllib3 response when `stream`. Never raises on status."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
+                                             body=body, auth_settings=["BearerToken"])
+        try:
+            response = self.client.call_api(*params, _request_timeout=timeout or self.request_timeout)
+        except (urllib3.exceptions.HTTPError, OSError, kubernetes.client.ApiException) as exc:
+            raise ApiUnavailable(f"{method} {path}: {exc}") from None
+        if stream and response.status == 200:
+            return response.response
+        try:
+            return response.status, response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiUnavailable(f"{method} {path}: {exc}") from None
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Obj:
+        status, data = self._request(method, path, **kwargs)
+        raise_for(status, data)
+        return json.loads(data)
+
+    def list(self, resource: Resource) -> tuple[list[Obj], str]:
+        body = self._json("GET", _path(resource), query=_query(resource))
+        kind = KINDS[resource.kind]
+        items = [{"kind": resource.kind, "apiVersion": kind.api_version, **item} for item in body.get("items") or []]
+        return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
+
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+        query = _query(resource) + [("watch", "true"), ("resourceVersion", resource_version),
+                                    ("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "true")]
+        answer = self._request("GET", _path(resource), query=query, stream=True, timeout=(10, timeout_seconds + 30))
+        if isinstance(answer, tuple):
+            raise_for(*answer)
+            return
+        try:
+            for line in iter_resp_lines(answer):
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise_for(int(status.get("code") or 500), json.dumps(status).encode())
+                yield WatchEvent(event["type"], event["object"])
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise ApiUnavailable(f"watch {resource.kind}: {exc}") from None
+        finally:
+            answer.release_conn()
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        try:
+            status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding",
+                                         body=body)
+        except ApiUnavailable as exc:
+            return BindResult(False, 0, str(exc))
+        ok = 200 <= status < 300
+        return BindResult(ok, status, "" if ok else _message(data))
+
+    def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                     "message": message, "lastTransitionTime": _now(), "lastProbeTime": None}
+        self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
+                   body={"status": {"conditions": [condition]}},
+                   content_type="application/strategic-merge-patch+json")
+
+    def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+        meta = involved.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        now = _now()
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": namespace},
+                 "involvedObject": {"apiVersion": involved.get("apiVersion", "v1"), "kind": involved.get("kind"),
+                                    "name": meta.get("name"), "namespace": namespace, "uid": meta.get("uid"),
+                                    "resourceVersion": meta.get("resourceVersion")},
+                 "type": type_, "reason": reason, "message": message[:EVENT_MESSAGE_LIMIT],
+                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+                 "reportingInstance": COMPONENT, "action": reason}
+        self._json("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
+
+    def _lease_path(self, namespace: str, name: str = "") -> str:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
+        return f"{path}/{quote(name)}" if name else path
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._json("GET", self._lease_path(namespace, name), timeout=5)
+        except NotFound:
+            return None
+
+    def create_lease(self, namespace: str, lease: Obj) -> Obj:
+        return self._json("POST", self._lease_path(namespace), body=lease, timeout=5)
+
+    def update_lease(self, namespace: str, lease: Obj) -> Obj:
+        return self._json("PUT", self._lease_path(namespace, lease["metadata"]["name"]), body=lease, timeout=5)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,152 @@
+"""Binding and telling users why: bounded parallel binds, Scheduled/FailedScheduling events, conditions.
+
+Placed pods are assumed in the store before any bind is sent (the caller does that); here a failed bind
+forgets the pod and sends it back to the queue. A gang is bound only when every placed member is still
+the pod that was planned (same UID, still unbound); otherwise none of it is bound and it is retried.
+The plan itself places gangs all-or-nothing; if the apiserver refuses some binds of a gang, the gang is
+left part-bound (a Binding cannot be undone) and that is reported on each member.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .ports import BindResult, ClusterAPI, Obj
+from .store import Store, meta, node_of, pod_key
+
+log = logging.getLogger("policy_scheduler.binder")
+CONFLICT = 409
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    key: str  # namespace/name
+    node: str
+    pod: Obj  # the manifest the plan was made from
+    gang: str | None = None  # namespace/podgroup
+
+    @property
+    def uid(self) -> str:
+        return str(meta(self.pod).get("uid") or "")
+
+
+@dataclass(slots=True)
+class BindReport:
+    bound: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # key -> why
+    gone: list[str] = field(default_factory=list)  # 409 or deleted/replaced: not retried blindly
+
+
+class EventSink:
+    """Events and conditions go out from a small pool of their own: a slow event never delays a bind."""
+
+    def __init__(self, api: ClusterAPI, workers: int = 4):
+        self.api = api
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events")
+
+    def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+        self.pool.submit(self._safe, self.api.create_event, involved, type_, reason, message)
+
+    def unschedulable(self, pod: Obj, message: str) -> None:
+        """Condition PodScheduled=False/Unschedulable (only when the message changes) and a FailedScheduling event."""
+        m = meta(pod)
+        if _condition_message(pod) != message:
+            self.pool.submit(self._safe, self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
+        self.event(pod, "Warning", "FailedScheduling", message)
+
+    @staticmethod
+    def _safe(call: Callable[..., object], *args: object) -> None:
+        try:
+            call(*args)
+        except Exception as exc:  # noqa: BLE001 — a lost event must never stop the scheduler
+            log.warning("event/status write failed error=%r", str(exc))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=False)
+
+
+def _condition_message(pod: Obj) -> str | None:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            return cond.get("message")
+    return None
+
+
+class Binder:
+    def __init__(self, api: ClusterAPI, store: Store, events: EventSink, workers: int = 16,
+                 pool: Executor | None = None):
+        self.api = api
+        self.store = store
+        self.events = events
+        self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+
+    def bind_all(self, placements: list[Placement]) -> BindReport:
+        """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
+        report = BindReport()
+        ready = self._drop_stale_gangs(placements, report)
+        results = list(self.pool.map(lambda p: (p, self.api.bind(*p.key.split("/", 1), p.uid, p.node)), ready))
+        for placement, result in results:
+            self._settle(placement, result, report)
+        self._report_partial_gangs(ready, report)
+        return report
+
+    def _drop_stale_gangs(self, placements: list[Placement], report: BindReport) -> list[Placement]:
+        """A gang whose member was deleted, recreated or bound elsewhere since the snapshot is not bound at all."""
+        stale = {p.gang for p in placements if p.gang and not self._current(p)}
+        out = []
+        for p in placements:
+            if p.gang in stale:
+                self.store.forget(p.key)
+                report.failed[p.key] = f"gang {p.gang} changed before binding (a member was deleted or replaced)"
+            else:
+                out.append(p)
+        return out
+
+    def _current(self, p: Placement) -> bool:
+        namespace, name = p.key.split("/", 1)
+        now = self.store.get("Pod", namespace, name)
+        return now is not None and meta(now).get("uid") == p.uid and not node_of(now)
+
+    def _settle(self, p: Placement, result: BindResult, report: BindReport) -> None:
+        if result.ok:
+            report.bound.append(p.key)
+            self.events.event(p.pod, "Normal", "Scheduled", f"Successfully assigned {p.key} to {p.node}")
+            return
+        self.store.forget(p.key)
+        if result.status == CONFLICT:
+            report.gone.append(p.key)
+            log.info("bind conflict pod=%s node=%s message=%r", p.key, p.node, result.message)
+            return
+        report.failed[p.key] = f"binding to {p.node} failed ({result.status or 'no answer'}): {result.message}"
+        self.events.event(p.pod, "Warning", "FailedScheduling", report.failed[p.key])
+        log.warning("bind failed pod=%s node=%s status=%s message=%r", p.key, p.node, result.status, result.message)
+
+    def _report_partial_gangs(self, placements: list[Placement], report: BindReport) -> None:
+        bound = set(report.bound)
+        gangs: dict[str, list[Placement]] = {}
+        for p in placements:
+            if p.gang:
+                gangs.setdefault(p.gang, []).append(p)
+        for gang, members in gangs.items():
+            done = [p for p in members if p.key in bound]
+            if done and len(done) < len(members):
+                message = (f"gang {gang} is part-bound: {len(done)} of {len(members)} placed members bound; "
+                           "the apiserver refused the rest")
+                log.error("gang part-bound gang=%s bound=%d placed=%d", gang, len(done), len(members))
+                for p in members:
+                    self.events.event(p.pod, "Warning", "FailedScheduling", message)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+def placement_for(key: str, node: str, pod: Obj) -> Placement:
+    labels = meta(pod).get("labels") or {}
+    group = labels.get("scheduling.x-k8s.io/pod-group")
+    return Placement(key, node, pod, f"{key.split('/', 1)[0]}/{group}" if group else None)
+
+
+__all__ = ["Binder", "BindReport", "EventSink", "Placement", "placement_for", "pod_key"]

@@ -1,0 +1,172 @@
+"""`policy-scheduler run`: the in-cluster named scheduler. A thin shell: options → Settings → Scheduler.
+
+User mistakes (bad kubeconfig, malformed option, port in use) print one line and exit 2; losing
+leadership exits 1 (the Deployment restarts the pod, as kube-scheduler does); SIGTERM/SIGINT stop
+gracefully: the cycle in progress finishes, binds and events are flushed, the lease is released.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import uuid
+from typing import TYPE_CHECKING
+
+import click
+
+from ..load import DEFAULT_SCHEDULER
+
+if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
+    from .leader import LeaderElector
+    from .metrics import HealthServer
+    from .scheduler import Profile, Scheduler
+
+log = logging.getLogger("policy_scheduler")
+LOG_FORMAT = "ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s"
+EXIT_LEADERSHIP_LOST = 1
+
+
+def _fail(message: str) -> None:
+    click.echo(f"policy-scheduler: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _namespaced(value: str, what: str) -> tuple[str, str]:
+    namespace, _, name = value.partition("/")
+    if not namespace or not name or "/" in name:
+        _fail(f"{what} must be NAMESPACE/NAME, got {value!r}")
+    return namespace, name
+
+
+def _profiles(scheduler_name: str, policy_configmap: str | None, profiles: tuple[str, ...]) -> tuple[Profile, ...]:
+    """--profile NAME=NS/CONFIGMAP (repeatable) replaces the single --scheduler-name/--policy-configmap profile."""
+    from .scheduler import Profile
+
+    if not profiles:
+        cm = _namespaced(policy_configmap, "--policy-configmap") if policy_configmap else None
+        return (Profile(scheduler_name, cm),)
+    if policy_configmap:
+        _fail("--policy-configmap goes with --scheduler-name; with --profile give each profile its ConfigMap")
+    out: list[Profile] = []
+    for item in profiles:
+        name, sep, cm = item.partition("=")
+        if not name:
+            _fail(f"--profile must be NAME or NAME=NAMESPACE/CONFIGMAP, got {item!r}")
+        if any(p.name == name for p in out):
+            _fail(f"--profile {name!r} is given twice")
+        out.append(Profile(name, _namespaced(cm, f"--profile {name}") if sep else None))
+    return tuple(out)
+
+
+def _configure_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, "%Y-%m-%dT%H:%M:%S"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+@click.command("run")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Kubeconfig to use; default: the in-cluster config, else $KUBECONFIG / ~/.kube/config.")
+@click.option("--scheduler-name", default=DEFAULT_SCHEDULER, show_default=True,
+              help="Schedule pods whose spec.schedulerName is this.")
+@click.option("--policy-configmap", metavar="NS/NAME", help="ConfigMap of policy files (hot-reloaded).")
+@click.option("--profile", "profiles", multiple=True, metavar="NAME=NS/CONFIGMAP",
+              help="Serve several scheduler names, each with its own policies. Repeatable.")
+@click.option("--batch-window", type=click.FloatRange(min=0.0), default=1.0, show_default=True, metavar="SECONDS",
+              help="Collect pending pods this long before solving.")
+@click.option("--max-batch", type=click.IntRange(min=1), default=None, metavar="N", help="At most N pods per batch.")
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS",
+              help="Solver time limit per batch.")
+@click.option("--leader-elect/--no-leader-elect", default=False, show_default=True,
+              help="Run with replicas: only the holder of the Lease schedules.")
+@click.option("--lease-namespace", default="kube-system", show_default=True)
+@click.option("--lease-name", default=None, help="Default: the (first) scheduler name.")
+@click.option("--lease-duration", type=click.FloatRange(min=1.0), default=15.0, show_default=True, metavar="SECONDS")
+@click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=10251, show_default=True,
+              help="Port of /metrics, /healthz, /readyz (0: none).")
+@click.option("--bind-workers", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
+def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, max_batch, time_limit, leader_elect,
+        lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, log_level) -> None:
+    """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
+    from .api import ConfigError, KubeAPI, load_client
+    from .leader import LeaderElector
+    from .queue import QueueConfig
+    from .scheduler import Scheduler, Settings
+
+    _configure_logging(log_level)
+    settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
+                        QueueConfig(batch_window=batch_window, max_batch=max_batch), time_limit=time_limit,
+                        bind_workers=bind_workers)
+    try:
+        api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))
+    except ConfigError as exc:
+        _fail(str(exc))
+    scheduler = Scheduler(api, settings)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    health = _start_health(scheduler, metrics_port)
+    elector = None
+    if leader_elect:
+        elector = LeaderElector(api, lease_namespace, lease_name or settings.profiles[0].name, _identity(),
+                                lease_seconds=lease_duration, renew_deadline=lease_duration * 2 / 3,
+                                retry_seconds=max(0.5, lease_duration / 7.5))
+    sys.exit(_serve(scheduler, elector, stop, health))
+
+
+def _start_health(scheduler: Scheduler, port: int) -> HealthServer | None:
+    from .metrics import HealthServer
+
+    if not port:
+        return None
+    server = HealthServer(scheduler.metrics, scheduler.ready, port)
+    try:
+        server.start()
+    except OSError as exc:
+        _fail(f"cannot serve metrics on port {port}: {exc.strerror or exc}")
+    return server
+
+
+def _identity() -> str:
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.Event,
+           health: HealthServer | None) -> int:
+    """Watch, (wait for leadership,) schedule until stopped; returns the exit code."""
+    names = ",".join(p.name for p in scheduler.settings.profiles)
+    log.info("starting profiles=%s leader_elect=%s", names, elector is not None)
+    scheduler.start_watches(stop)  # standbys keep their caches warm: takeover needs no relist
+    lost = threading.Event()
+    if elector is not None:
+        if not elector.acquire(stop):
+            return _stop(scheduler, None, health, 0)
+        threading.Thread(target=elector.hold, args=(stop, lambda: (lost.set(), stop.set())), name="lease",
+                         daemon=True).start()
+    while not scheduler.wait_synced(stop, timeout=5.0):
+        if stop.is_set():
+            return _stop(scheduler, elector, health, 0)
+        log.info("waiting for caches to sync")
+    scheduler.start_loops(stop)
+    log.info("scheduling profiles=%s", names)
+    while not stop.wait(0.5):
+        pass
+    return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
+
+
+def _stop(scheduler: Scheduler, elector: LeaderElector | None, health: HealthServer | None, code: int) -> int:
+    log.info("shutting down")
+    scheduler.shutdown()
+    if elector is not None and code == 0:
+        elector.release()
+    if health is not None:
+        health.stop()
+    log.info("stopped exit_code=%d", code)
+    return code

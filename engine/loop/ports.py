@@ -1,0 +1,94 @@
+"""The small interface between the scheduler loop and the Kubernetes API.
+
+Everything in the loop codes against `ClusterAPI`; `api.KubeAPI` is the real implementation, and the
+tests use an in-memory one. Objects cross this boundary as plain dicts (manifests), as `build_cluster` takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """What a reflector lists and watches: a kind, optionally one namespace and one object name."""
+
+    kind: str  # Node, Pod, PodGroup, PriorityClass, ConfigMap
+    namespace: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK
+    obj: Obj
+
+
+class ApiUnavailable(Exception):
+    """The apiserver could not be reached or answered 5xx/429: retry with backoff."""
+
+
+class Gone(Exception):
+    """410 Gone: the resourceVersion is too old; list again."""
+
+
+class NotFound(Exception):
+    """404: the object (or, for PodGroups, the CRD) does not exist."""
+
+
+class Conflict(Exception):
+    """409: already exists, already bound, or a stale resourceVersion (optimistic concurrency)."""
+
+
+class ApiError(Exception):
+    """Any other refusal (403, 422, ...); the message is the apiserver's."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class BindResult:
+    ok: bool
+    status: int  # HTTP status; 0 when the apiserver was not reached
+    message: str = ""
+
+
+class ClusterAPI(Protocol):
+    """What the loop needs from Kubernetes, and nothing more."""
+
+    def list(self, resource: Resource) -> tuple[list[Obj], str]:
+        """All objects (each with kind and apiVersion) and the list's resourceVersion."""
+        ...
+
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+        """Changes after `resource_version` until the server ends the watch; raises Gone, ApiUnavailable."""
+        ...
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+        """POST a Binding (with the pod's UID as precondition)."""
+        ...
+
+    def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
+        """Patch the pod's PodScheduled condition to False / Unschedulable / message."""
+        ...
+
+    def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+        """Record an Event about `involved` (a manifest with kind, metadata)."""
+        ...
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        ...
+
+    def create_lease(self, namespace: str, lease: Obj) -> Obj:
+        """Raises Conflict when it exists already."""
+        ...
+
+    def update_lease(self, namespace: str, lease: Obj) -> Obj:
+        """PUT with the lease's resourceVersion; raises Conflict when someone else wrote first."""
+        ...

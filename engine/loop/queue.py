@@ -1,0 +1,144 @@
+"""When to cycle: collect pending pods for a batch window, back off unplaced ones, wake them on change.
+
+Backoff is per *unit*: a gang (all pods of one PodGroup) waits and wakes together, so a batch never holds
+half a gang because the other half was backing off. A new member resets its unit's wait (it may complete
+the quorum); a cluster change (node added, pod deleted, policies changed) wakes every unit at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    batch_window: float = 1.0  # seconds to collect pods after the first is ready
+    max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
+    backoff_initial: float = 1.0
+    backoff_max: float = 10.0
+
+
+@dataclass(slots=True)
+class _Unit:
+    attempts: int = 0
+    not_before: float = 0.0
+    waiting: dict[str, float] = field(default_factory=dict)  # pod key -> arrival, ready for a batch
+    members: set[str] = field(default_factory=set)  # waiting, in a cycle, or placed and not yet seen bound
+
+
+class PodQueue:
+    """Pending pods of one scheduler profile; one consumer calls next_batch() then done().
+
+    A pod stays a member from add() until remove() (the watch shows it bound or deleted), so watch
+    updates of a pod that is being scheduled or bound never put it back in line.
+    """
+
+    def __init__(self, config: QueueConfig, clock: Callable[[], float] = time.monotonic):
+        self.config = config
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._units: dict[str, _Unit] = {}
+        self._unit_of: dict[str, str] = {}
+        self._arrived: dict[str, float] = {}  # first seen pending (monotonic)
+
+    def add(self, key: str, unit: str) -> None:
+        """A pending pod; a new one resets its unit's backoff wait, a known one changes nothing."""
+        with self._cond:
+            if key in self._unit_of:
+                return
+            now = self.clock()
+            self._arrived[key] = now
+            self._unit_of[key] = unit
+            state = self._units.setdefault(unit, _Unit())
+            state.members.add(key)
+            state.waiting[key] = now
+            state.not_before = 0.0
+            self._cond.notify_all()
+
+    def remove(self, key: str) -> None:
+        """The pod was bound or deleted: it leaves the queue for good."""
+        with self._cond:
+            unit = self._unit_of.pop(key, None)
+            self._arrived.pop(key, None)
+            if unit is None:
+                return
+            state = self._units[unit]
+            state.waiting.pop(key, None)
+            state.members.discard(key)
+            if not state.members:
+                del self._units[unit]
+
+    def wake_all(self) -> None:
+        """The cluster changed in a way that may help: every waiting unit is ready now (attempts kept)."""
+        with self._cond:
+            for state in self._units.values():
+                state.not_before = 0.0
+            self._cond.notify_all()
+
+    def arrival(self, key: str) -> float | None:
+        with self._cond:
+            return self._arrived.get(key)
+
+    def waiting(self) -> int:
+        with self._cond:
+            return sum(len(s.waiting) for s in self._units.values())
+
+    def _ready(self, now: float) -> list[str]:
+        """Ready units, oldest first."""
+        ready = [(min(s.waiting.values()), u) for u, s in self._units.items() if s.waiting and s.not_before <= now]
+        return [u for _, u in sorted(ready)]
+
+    def next_batch(self, stop: threading.Event, idle: float = 1.0) -> list[str]:
+        """Block until a pod is ready (or `idle` seconds pass: []), then collect for the batch window."""
+        cfg = self.config
+        with self._cond:
+            give_up = self.clock() + idle
+            while not self._ready(now := self.clock()):
+                if stop.is_set() or now >= give_up:
+                    return []
+                waits = [s.not_before - now for s in self._units.values() if s.waiting] + [give_up - now]
+                self._cond.wait(max(0.001, min(min(waits), 0.5)))
+            window_end = self.clock() + cfg.batch_window
+            while not stop.is_set() and (now := self.clock()) < window_end:
+                if cfg.max_batch is not None and sum(len(self._units[u].waiting) for u in self._ready(now)) >= cfg.max_batch:
+                    break
+                self._cond.wait(min(window_end - now, 0.5))
+            return self._take(self._ready(self.clock()))
+
+    def _take(self, units: list[str]) -> list[str]:
+        """The waiting pods of `units` up to max_batch, whole units only, oldest first."""
+        out: list[str] = []
+        for unit in units:
+            if out and self.config.max_batch is not None and len(out) >= self.config.max_batch:
+                break
+            waiting = self._units[unit].waiting
+            out.extend(sorted(waiting, key=waiting.__getitem__))
+            waiting.clear()
+        return out
+
+    def done(self, unplaced: Iterable[str]) -> None:
+        """After a cycle: the batch's unplaced pods wait longer before the next try. Placed pods stay
+        members (assumed) until remove(); requeue() them if their binding fails."""
+        with self._cond:
+            for key in unplaced:
+                self._back_off(key)
+
+    def requeue(self, key: str) -> None:
+        """A placed pod whose binding failed: back in line, after a backoff."""
+        with self._cond:
+            self._back_off(key)
+
+    def _back_off(self, key: str) -> None:
+        unit = self._unit_of.get(key)
+        if unit is None:  # bound or deleted meanwhile
+            return
+        state = self._units[unit]
+        now = self.clock()
+        if not state.waiting or state.not_before <= now:  # the unit's first pod back sets the wait
+            state.not_before = now + min(self.config.backoff_max, self.config.backoff_initial * 2 ** state.attempts)
+            state.attempts += 1
+        state.waiting[key] = self._arrived[key]
+        self._cond.notify_all()

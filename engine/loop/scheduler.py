@@ -1,0 +1,248 @@
+"""One profile's loop (queue → cycle → assume → bind) and the wiring of store, reflectors and profiles.
+
+Cycles of all profiles share one lock from snapshot to assume, so two profiles never plan on the same free
+capacity; binding happens outside it. Policies are refreshed only between cycles.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..model import POD_GROUP_LABEL
+from .binder import Binder, EventSink, Placement, placement_for
+from .cycle import refused_pod_key, run_cycle
+from .metrics import Metrics
+from .policies import PolicyHolder
+from .ports import ClusterAPI, Obj, Resource
+from .queue import PodQueue, QueueConfig
+from .store import Change, Store, meta, node_of, pod_key
+from .sync import Reflector
+
+log = logging.getLogger("policy_scheduler.loop")
+WAKING_KINDS = ("PodGroup", "PriorityClass", "Namespace")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A scheduler name served by this process, and where its policies live (namespace, name)."""
+
+    name: str
+    policy_configmap: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    profiles: tuple[Profile, ...]
+    queue: QueueConfig = QueueConfig()
+    time_limit: float = 5.0
+    solver_workers: int = 1
+    bind_workers: int = 16
+
+
+def unit_of(obj: Obj) -> str:
+    """The queue's backoff unit: a gang for members of a PodGroup, else the pod itself."""
+    m = meta(obj)
+    group = (m.get("labels") or {}).get(POD_GROUP_LABEL)
+    return f"gang:{m.get('namespace') or 'default'}/{group}" if group else pod_key(obj)
+
+
+def node_changed(old: Obj | None, new: Obj | None) -> bool:
+    """A node added, or changed in what placement reads (labels, taints, unschedulable, allocatable)."""
+    if new is None:
+        return False
+    if old is None:
+        return True
+    return (meta(old).get("labels") != meta(new).get("labels") or old.get("spec") != new.get("spec")
+            or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))
+
+
+@dataclass
+class ProfileLoop:
+    profile: Profile
+    settings: Settings
+    api: ClusterAPI
+    store: Store
+    binder: Binder
+    events: EventSink
+    metrics: Metrics
+    cycle_lock: threading.Lock
+    queue: PodQueue = field(init=False)
+    policies: PolicyHolder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.queue = PodQueue(self.settings.queue)
+        self.policies = PolicyHolder(self.profile.policy_configmap)
+        self.store.subscribe(self.on_change)
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    def on_change(self, change: Change) -> None:
+        """Store listener: feed the queue, and wake waiting pods when the cluster changed for the better."""
+        if change.kind == "Pod":
+            self._pod_changed(change.old, change.new)
+        elif change.kind == "Node":
+            if node_changed(change.old, change.new):
+                self.queue.wake_all()
+        elif change.kind in WAKING_KINDS:
+            self.queue.wake_all()
+
+    def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
+        obj = new or old
+        key = pod_key(obj)
+        if new is None or node_of(new) or meta(new).get("deletionTimestamp"):
+            arrived = self.queue.arrival(key)
+            if new is not None and node_of(new) and arrived is not None:
+                self.metrics.latency.labels(self.name).observe(time.monotonic() - arrived)
+            self.queue.remove(key)
+            if new is None and old is not None and node_of(old):
+                self.queue.wake_all()  # a bound pod left (deleted or finished): capacity, ports, affinity freed
+        elif (new.get("spec") or {}).get("schedulerName") == self.name:
+            self.queue.add(key, unit_of(new))
+
+    def ready(self) -> bool:
+        return self.policies.ready
+
+    def run(self, stop: threading.Event) -> None:
+        """Cycle until `stop`; the current cycle (and its binds) always finishes."""
+        while not stop.is_set():
+            if self._refresh_policies() or not self.policies.ready:
+                if not self.policies.ready:
+                    stop.wait(1.0)
+                continue
+            batch = self.queue.next_batch(stop, idle=1.0)
+            if batch:
+                try:
+                    self.cycle(batch)
+                except Exception:  # noqa: BLE001 — one bad cycle must not end scheduling
+                    log.exception("cycle failed profile=%s pods=%d", self.name, len(batch))
+                    self.queue.done(batch)
+
+    def _refresh_policies(self) -> bool:
+        """Reload a changed ConfigMap between cycles; a good change wakes every waiting pod."""
+        if self.profile.policy_configmap is None:
+            return False
+        namespace, name = self.profile.policy_configmap
+        changed = self.policies.refresh(self.store.get("ConfigMap", namespace, name), self._bad_policies)
+        if changed:
+            self.metrics.policy_reloads.labels(self.name, "ok").inc()
+            self.queue.wake_all()
+        return changed
+
+    def _bad_policies(self, configmap: Obj, message: str) -> None:
+        self.metrics.policy_reloads.labels(self.name, "failed").inc()
+        self.events.event(configmap, "Warning", "InvalidPolicy", f"policies not reloaded, previous ones stay active: {message}")
+
+    def cycle(self, batch: list[str]) -> None:
+        started = time.perf_counter()
+        with self.cycle_lock:
+            objects = self.store.snapshot(set(batch))
+            result = run_cycle(objects, self.name, self.policies.rules, self.settings.time_limit,
+                               self.settings.solver_workers)
+            pods = {pod_key(o): o for s, o in objects if s.startswith("Pod ")}
+            placements = [placement_for(k, node, pods[k]) for k, node in sorted(result.plan.assignments.items())]
+            for p in placements:
+                self.store.assume(p.key, p.uid, p.node)
+        solved = time.perf_counter() - started
+        unplaced = result.unplaced()
+        for source, reason in result.refused.items():
+            key = refused_pod_key(source)
+            if key in batch:
+                unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
+        self._report_unplaced(unplaced, pods)
+        handled = set(unplaced) | set(result.plan.assignments)
+        for key in batch:
+            if key not in handled:  # bound, gone or no longer ours since it was queued
+                self.queue.remove(key)
+        self.queue.done(unplaced)
+        report = self.binder.bind_all(placements)
+        for key in list(report.failed) + report.gone:
+            self.queue.requeue(key)
+        self._record(batch, result.plan.stats, report, solved, len(unplaced), started)
+
+    def _report_unplaced(self, unplaced: dict[str, list[str]], pods: dict[str, Obj]) -> None:
+        for key, reasons in unplaced.items():
+            if key in pods:
+                self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits")
+
+    def _record(self, batch: list[str], stats: dict, report, solved: float, unplaced: int, started: float) -> None:
+        m, name = self.metrics, self.name
+        m.batches.labels(name).inc()
+        m.batch_size.labels(name).observe(len(batch))
+        m.solve_seconds.labels(name).observe(solved)
+        m.pods_bound.labels(name).inc(len(report.bound))
+        m.unschedulable.labels(name).inc(unplaced)
+        m.bind_errors.labels(name).inc(len(report.failed) + len(report.gone))
+        log.info("cycle profile=%s pods=%d bound=%d unschedulable=%d bind_errors=%d status=%s solve_s=%.3f total_s=%.3f",
+                 name, len(batch), len(report.bound), unplaced, len(report.failed) + len(report.gone),
+                 stats.get("status"), solved, time.perf_counter() - started)
+
+
+def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
+    """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
+    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource("PriorityClass"), Resource("Namespace")]
+    for p in profiles:
+        if p.policy_configmap and Resource("ConfigMap", *p.policy_configmap) not in out:
+            out.append(Resource("ConfigMap", *p.policy_configmap))
+    return out
+
+
+@dataclass
+class Scheduler:
+    """Everything that runs, in one place: reflectors, one loop per profile, binder and event sink."""
+
+    api: ClusterAPI
+    settings: Settings
+    metrics: Metrics = field(default_factory=Metrics)
+    store: Store = field(default_factory=Store)
+    watch_seconds: int = 300
+    loops: list[ProfileLoop] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.events = EventSink(self.api)
+        self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers)
+        lock = threading.Lock()
+        self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock)
+                      for p in self.settings.profiles]
+        self.resources = resources(self.settings.profiles)
+        self._threads: list[threading.Thread] = []
+
+    def start_watches(self, stop: threading.Event) -> None:
+        for r in self.resources:
+            reflector = Reflector(self.api, r, self.store, stop, watch_seconds=self.watch_seconds)
+            self._spawn(reflector.run, f"watch-{r.kind}")
+
+    def wait_synced(self, stop: threading.Event, timeout: float = 60.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.store.synced(self.resources):
+            if stop.wait(0.05) or time.monotonic() > deadline:
+                return False
+        return True
+
+    def start_loops(self, stop: threading.Event) -> None:
+        for loop in self.loops:
+            self._spawn(lambda loop=loop: loop.run(stop), f"profile-{loop.name}")
+
+    def _spawn(self, target, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def ready(self) -> bool:
+        return self.store.synced(self.resources) and all(loop.ready() for loop in self.loops)
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """After `stop` was set: let loops finish their cycle, then flush binds and events."""
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            if thread.name.startswith("profile-"):
+                thread.join(max(0.0, deadline - time.monotonic()))
+        self.binder.close()
+        self.events.close()
+
+
+__all__ = ["Placement", "Profile", "ProfileLoop", "Scheduler", "Settings"]

@@ -1,0 +1,170 @@
+"""One store of raw objects, fed only by the watches, plus assumed pods (kube-scheduler's assume/forget).
+
+A placed pod is *assumed* on its node until the watch shows it bound (or gone), or it is forgotten when its
+binding fails: every snapshot in between shows it bound, so the next batch cannot double-book its node.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .ports import Obj, Resource
+
+ObjKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One object changed: `old` is None when it was added, `new` None when it was deleted."""
+
+    kind: str
+    old: Obj | None
+    new: Obj | None
+
+
+@dataclass(frozen=True, slots=True)
+class Assumed:
+    uid: str
+    node: str
+
+
+def meta(obj: Obj) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def obj_key(kind: str, obj: Obj) -> ObjKey:
+    m = meta(obj)
+    return kind, m.get("namespace") or "", m.get("name") or ""
+
+
+def pod_key(obj: Obj) -> str:
+    m = meta(obj)
+    return f"{m.get('namespace') or 'default'}/{m.get('name')}"
+
+
+def node_of(obj: Obj) -> str | None:
+    return (obj.get("spec") or {}).get("nodeName") or None
+
+
+def _in_scope(key: ObjKey, resource: Resource) -> bool:
+    kind, namespace, name = key
+    return (kind == resource.kind and (resource.namespace is None or namespace == resource.namespace)
+            and (resource.name is None or name == resource.name))
+
+
+class Store:
+    """Thread-safe; listeners hear every change after the store has applied it (outside its lock)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[ObjKey, Obj] = {}
+        self._assumed: dict[str, Assumed] = {}
+        self._listeners: list[Callable[[Change], None]] = []
+        self._synced: set[Resource] = set()
+
+    def subscribe(self, listener: Callable[[Change], None]) -> None:
+        self._listeners.append(listener)
+
+    def apply(self, kind: str, event_type: str, obj: Obj) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED)."""
+        key = obj_key(kind, obj)
+        with self._lock:
+            old = self._objects.get(key)
+            if event_type == "DELETED":
+                self._objects.pop(key, None)
+            else:
+                self._objects[key] = obj
+            new = None if event_type == "DELETED" else obj
+            self._settle_assumed(kind, old, new)
+        self._notify([Change(kind, old, new)])
+
+    def replace(self, resource: Resource, objs: Iterable[Obj]) -> None:
+        """A (re)list: the objects in `resource`'s scope are exactly `objs`; changes are announced."""
+        fresh = {obj_key(resource.kind, o): o for o in objs}
+        changes = []
+        with self._lock:
+            for key in [k for k in self._objects if _in_scope(k, resource) and k not in fresh]:
+                changes.append(Change(resource.kind, self._objects.pop(key), None))
+            for key, obj in fresh.items():
+                old = self._objects.get(key)
+                if old is None or meta(old).get("resourceVersion") != meta(obj).get("resourceVersion"):
+                    changes.append(Change(resource.kind, old, obj))
+                self._objects[key] = obj
+            for change in changes:
+                self._settle_assumed(change.kind, change.old, change.new)
+            self._synced.add(resource)
+        self._notify(changes)
+
+    def _settle_assumed(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+        """Drop an assumption once the watch shows the pod bound, deleted or replaced (another UID)."""
+        if kind != "Pod":
+            return
+        obj = new or old
+        key = pod_key(obj)
+        assumed = self._assumed.get(key)
+        if assumed and (new is None or node_of(new) or meta(new).get("uid") != assumed.uid):
+            del self._assumed[key]
+
+    def _notify(self, changes: list[Change]) -> None:
+        for change in changes:
+            for listener in self._listeners:
+                listener(change)
+
+    def mark_synced(self, resource: Resource) -> None:
+        with self._lock:
+            self._synced.add(resource)
+
+    def synced(self, resources: Iterable[Resource]) -> bool:
+        with self._lock:
+            return all(r in self._synced for r in resources)
+
+    def get(self, kind: str, namespace: str, name: str) -> Obj | None:
+        with self._lock:
+            return self._objects.get((kind, namespace, name))
+
+    def objects(self, kind: str) -> list[Obj]:
+        with self._lock:
+            return [o for (k, _, _), o in self._objects.items() if k == kind]
+
+    def assume(self, key: str, uid: str, node: str) -> None:
+        with self._lock:
+            self._assumed[key] = Assumed(uid, node)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._assumed.pop(key, None)
+
+    def is_assumed(self, key: str) -> bool:
+        with self._lock:
+            return key in self._assumed
+
+    def assumed(self) -> dict[str, Assumed]:
+        with self._lock:
+            return dict(self._assumed)
+
+    def snapshot(self, batch: set[str]) -> list[tuple[str, Obj]]:
+        """(source name, manifest) pairs for build_cluster: assumed pods shown bound, and of the pods
+        without a node only those in `batch` (the rest wait for a later cycle and hold nothing)."""
+        with self._lock:
+            items = list(self._objects.items())
+            assumed = dict(self._assumed)
+        out = []
+        for (kind, namespace, name), obj in items:
+            if kind == "ConfigMap":
+                continue
+            if kind == "Pod" and not node_of(obj):
+                key = f"{namespace}/{name}"
+                if key in assumed:
+                    obj = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": assumed[key].node}}
+                elif key not in batch:
+                    continue
+            out.append((source_name(kind, namespace, name), obj))
+        return out
+
+
+def source_name(kind: str, namespace: str, name: str) -> str:
+    """How a stored object is named in build_cluster's error messages (which start with it)."""
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"

@@ -1,0 +1,175 @@
+"""Helpers for the scheduler's end-to-end tests: raw-JSON API calls and `policy-scheduler run` processes.
+
+Objects are plain dicts both ways (like the scheduler itself sees them); the scheduler runs as a separate
+process (`python -m engine run --kubeconfig ...`), stopped at the end of each test.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import kubernetes
+import pytest
+
+from local_cluster import ControlPlane, Process, _signal_group, free_port, http_get
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Kube:
+    """Raw JSON calls as the admin (or any kubeconfig): no typed models in the way."""
+
+    def __init__(self, kubeconfig: Path):
+        config = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(config_file=str(kubeconfig), client_configuration=config)
+        config.proxy = None
+        self.client = kubernetes.client.ApiClient(config)
+
+    def request(self, method: str, path: str, body: Any = None, query: list | None = None,
+                content_type: str = "application/json") -> tuple[int, Any]:
+        params = self.client.param_serialize(method, path, query_params=query or [],
+                                             header_params={"Accept": "application/json", "Content-Type": content_type},
+                                             body=body, auth_settings=["BearerToken"])
+        response = self.client.call_api(*params, _request_timeout=30)
+        data = response.read()
+        try:
+            return response.status, json.loads(data) if data else None
+        except ValueError:
+            return response.status, data.decode(errors="replace")
+
+    def ok(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        status, data = self.request(method, path, body, **kw)
+        assert 200 <= status < 300, f"{method} {path}: {status} {data}"
+        return data
+
+    def create(self, obj: dict) -> dict:
+        return self.ok("POST", collection(obj), obj)
+
+    def pods(self, namespace: str) -> dict[str, dict]:
+        return {p["metadata"]["name"]: p for p in self.ok("GET", f"/api/v1/namespaces/{namespace}/pods")["items"]}
+
+    def events(self, namespace: str) -> list[dict]:
+        return self.ok("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
+
+
+PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "Node": "nodes",
+           "PriorityClass": "priorityclasses", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts"}
+
+
+def collection(obj: dict) -> str:
+    api = obj.get("apiVersion", "v1")
+    root = "/api/v1" if api == "v1" else f"/apis/{api}"
+    ns = (obj.get("metadata") or {}).get("namespace")
+    plural = PLURALS[obj["kind"]]
+    return f"{root}/namespaces/{ns}/{plural}" if ns and obj["kind"] not in ("Node", "Namespace") else f"{root}/{plural}"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:
+    """Poll until `check()` is truthy; returns its value, or fails the test naming `what`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def node_of(pod: dict) -> str | None:
+    return (pod.get("spec") or {}).get("nodeName")
+
+
+def condition(pod: dict, type_: str = "PodScheduled") -> dict | None:
+    return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c["type"] == type_), None)
+
+
+@dataclass
+class Scheduler:
+    """One `policy-scheduler run` process; its log is kept for failure messages."""
+
+    process: Process
+    metrics_port: int
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        return http_get(f"http://127.0.0.1:{self.metrics_port}{path}")
+
+    def metric(self, name: str, labels: str = "") -> float:
+        """Sum of the samples of `name` (whose label text contains `labels`) on /metrics."""
+        status, body = self.get("/metrics")
+        assert status == 200
+        total = 0.0
+        for line in body.decode().splitlines():
+            if line.startswith(name) and (line[len(name)] in " {") and labels in line:
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def log(self) -> str:
+        return self.process.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, no lease release."""
+        _signal_group(self.process.popen.pid, signal.SIGKILL)
+        self.process.popen.wait()
+
+    def stop(self) -> int | None:
+        self.process.stop()
+        return self.process.popen.returncode
+
+
+@dataclass
+class Schedulers:
+    """Starts scheduler processes for one test and stops every one of them at its end."""
+
+    cp: ControlPlane
+    workdir: Path
+    started: list[Scheduler] = field(default_factory=list)
+
+    def start(self, *args: str, kubeconfig: Path | None = None, name: str = "scheduler") -> Scheduler:
+        port = free_port()
+        argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig or self.cp.kubeconfig),
+                "--metrics-port", str(port), "--batch-window", "0.3", "--time-limit", "2", *args]
+        process = Process(name, argv, self.workdir / f"{name}-{len(self.started)}.log")
+        process.start()
+        scheduler = Scheduler(process, port)
+        self.started.append(scheduler)
+        wait_for(f"{name} /readyz", lambda: _ready(scheduler), timeout=60)
+        return scheduler
+
+    def stop_all(self) -> None:
+        for scheduler in self.started:
+            scheduler.process.stop()
+
+
+def _ready(scheduler: Scheduler) -> bool:
+    if not scheduler.process.running():
+        pytest.fail(f"scheduler exited ({scheduler.process.popen.returncode}):\n{scheduler.process.log_tail()}")
+    try:
+        return scheduler.get("/readyz")[0] == 200
+    except OSError:
+        return False
+
+
+def pod(name: str, ns: str, scheduler: str = "policy-scheduler", cpu: str = "100m", labels: dict | None = None,
+        **spec: Any) -> dict:
+    """A pending pod manifest (pause image; no kubelet runs it)."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": {"schedulerName": scheduler, "containers": [
+                {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}],
+                **spec}}
+
+
+def install_podgroup_crd(kube: Kube) -> None:
+    """Apply deploy/podgroup-crd.yaml (idempotent) and wait until PodGroups are served."""
+    import yaml
+
+    crd = yaml.safe_load((REPO / "deploy" / "podgroup-crd.yaml").read_text())
+    status, _ = kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status in (201, 409), status
+    wait_for("PodGroup CRD established",
+             lambda: kube.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")[0] == 200, timeout=30)

@@ -1,0 +1,138 @@
+"""Running the scheduler: policy hot reload, profiles, leader election, metrics, apiserver restarts.
+
+Same conventions as test_scheduler.py: a namespace and `e2e: <test>` nodes per test, schedulers as
+separate processes with their own scheduler names.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from local_cluster import ControlPlane
+from scheduling import Kube, Schedulers, node_of, pod, wait_for
+
+
+@pytest.fixture
+def kube(control_plane: ControlPlane) -> Kube:
+    return Kube(control_plane.kubeconfig)
+
+
+@pytest.fixture
+def schedulers(control_plane: ControlPlane, tmp_path) -> Iterator[Schedulers]:
+    started = Schedulers(control_plane, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+def _policy(ns: str, label: str, value: str) -> str:
+    return (f'policy only-{value} {{\n  applies to pods where namespace == "{ns}"\n'
+            f'  require node label "{label}" == "{value}"\n}}\n')
+
+
+def _configmap(ns: str, name: str, text: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+            "data": {"rules.policy": text}}
+
+
+def _bound_to(kube: Kube, ns: str, name: str) -> str | None:
+    return node_of(kube.pods(ns).get(name) or {})
+
+
+def test_policy_configmap_hot_reload_good_and_bad(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-policy", {"e2e": "policy"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("pol-gold", labels={**sel, "tier": "gold"})
+    control_plane.create_ready_node("pol-plain", labels={**sel, "tier": "plain"})
+    cm_path = f"/api/v1/namespaces/{ns}/configmaps/policies"
+    kube.create(_configmap(ns, "policies", _policy(ns, "tier", "gold")))
+    s = schedulers.start("--scheduler-name", "policy-sched", "--policy-configmap", f"{ns}/policies")
+    kube.create(pod("first", ns, scheduler="policy-sched", nodeSelector=sel))
+    wait_for("first on gold", lambda: _bound_to(kube, ns, "first") == "pol-gold")
+
+    kube.ok("PUT", cm_path, _configmap(ns, "policies", "policy broken {\n  require nonsense\n}\n"))
+    warning = wait_for("Warning event on the ConfigMap", lambda: [
+        e for e in kube.events(ns) if e["involvedObject"]["kind"] == "ConfigMap" and e["type"] == "Warning"])
+    assert f"{ns}/policies[rules.policy]:2:" in warning[0]["message"]
+    wait_for("failed reload metric", lambda: s.metric("policy_scheduler_policy_reloads_total", 'result="failed"') == 1)
+    kube.create(pod("second", ns, scheduler="policy-sched", nodeSelector=sel))
+    wait_for("second on gold: the previous policies stay active", lambda: _bound_to(kube, ns, "second") == "pol-gold")
+
+    kube.ok("PUT", cm_path, _configmap(ns, "policies", _policy(ns, "tier", "plain")))
+    wait_for("good reload metric", lambda: s.metric("policy_scheduler_policy_reloads_total", 'result="ok"') == 2)
+    kube.create(pod("third", ns, scheduler="policy-sched", nodeSelector=sel))
+    wait_for("third on plain: the new policies", lambda: _bound_to(kube, ns, "third") == "pol-plain")
+    assert "policy reload failed" in s.log()
+
+
+def test_two_profiles_in_one_process(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-profiles", {"e2e": "profiles"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("prof-red", labels={**sel, "color": "red"})
+    control_plane.create_ready_node("prof-blue", labels={**sel, "color": "blue"})
+    kube.create(_configmap(ns, "alpha", _policy(ns, "color", "red")))
+    kube.create(_configmap(ns, "beta", _policy(ns, "color", "blue")))
+    schedulers.start("--profile", f"alpha={ns}/alpha", "--profile", f"beta={ns}/beta")
+    for i in range(3):
+        kube.create(pod(f"a-{i}", ns, scheduler="alpha", nodeSelector=sel))
+        kube.create(pod(f"b-{i}", ns, scheduler="beta", nodeSelector=sel))
+    wait_for("all bound", lambda: all(node_of(p) for p in kube.pods(ns).values()))
+    placed = {name: node_of(p) for name, p in kube.pods(ns).items()}
+    assert {placed[f"a-{i}"] for i in range(3)} == {"prof-red"}
+    assert {placed[f"b-{i}"] for i in range(3)} == {"prof-blue"}
+
+
+def test_leader_failover_binds_every_pod_once(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-leader", {"e2e": "leader"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("leader-1", labels=sel)
+    args = ("--scheduler-name", "ha-sched", "--leader-elect", "--lease-namespace", ns, "--lease-duration", "4")
+    first = schedulers.start(*args, name="replica-a")
+    wait_for("replica-a leads", lambda: "became leader" in first.log())
+    second = schedulers.start(*args, name="replica-b")  # ready (caches synced) while standing by
+    for i in range(5):
+        kube.create(pod(f"before-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
+    wait_for("bound by the leader", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 5)
+    assert "became leader" not in second.log() and "cycle profile" not in second.log()
+
+    first.kill()  # a crash: the lease is not released, the standby waits it out
+    for i in range(5):
+        kube.create(pod(f"after-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
+    wait_for("takeover within the lease duration", lambda: "became leader" in second.log(), timeout=4 + 6)
+    wait_for("bound by the new leader", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 10)
+    scheduled = [e["involvedObject"]["name"] for e in kube.events(ns) if e["reason"] == "Scheduled"]
+    assert sorted(scheduled) == sorted(kube.pods(ns)), "every pod bound exactly once"
+    assert second.metric("policy_scheduler_bind_errors_total") == 0
+
+
+def test_sigterm_releases_the_lease(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns = "sched-release"
+    control_plane.ensure_namespace(ns)
+    args = ("--scheduler-name", "release-sched", "--leader-elect", "--lease-namespace", ns, "--lease-duration", "30")
+    first = schedulers.start(*args, name="replica-a")
+    wait_for("replica-a leads", lambda: "became leader" in first.log())
+    second = schedulers.start(*args, name="replica-b")
+    assert first.stop() == 0
+    lease = kube.ok("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/release-sched")
+    assert not lease["spec"].get("holderIdentity")
+    wait_for("standby leads long before 30 s", lambda: "became leader" in second.log(), timeout=10)
+
+
+def test_metrics_health_and_an_apiserver_restart(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-restart", {"e2e": "restart"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("restart-1", labels=sel)
+    s = schedulers.start("--scheduler-name", "restart-sched")
+    assert s.get("/healthz")[0] == 200 and s.get("/readyz")[0] == 200
+    kube.create(pod("before", ns, scheduler="restart-sched", nodeSelector=sel))
+    wait_for("bound", lambda: _bound_to(kube, ns, "before"))
+    control_plane.restart_apiserver()
+    for i in range(3):
+        kube.create(pod(f"after-{i}", ns, scheduler="restart-sched", nodeSelector=sel))
+    wait_for("bound after the restart", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=60)
+    assert s.metric("policy_scheduler_pods_bound_total") == 4
+    assert s.metric("policy_scheduler_batches_total") >= 2
+    assert s.metric("policy_scheduler_pending_to_bound_seconds_count") == 4
+    assert s.process.running()

@@ -1,0 +1,173 @@
+"""An in-memory `ClusterAPI` for testing the scheduler loop's logic without an apiserver.
+
+It keeps objects with resourceVersions and a watch history (compactable, to provoke 410 Gone), binds by
+setting spec.nodeName (UID-checked, 409 when already bound), and records every write for assertions.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.loop.ports import ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, Resource, WatchEvent
+
+Key = tuple[str, str, str]
+
+
+def _key(kind: str, obj: Obj) -> Key:
+    m = obj["metadata"]
+    return kind, m.get("namespace") or "", m["name"]
+
+
+@dataclass
+class FakeAPI:
+    emit_binds: bool = True  # False: a bind succeeds but the watch does not show it (yet)
+    fail_binds: dict[str, int] = field(default_factory=dict)  # pod key -> HTTP status to answer
+    down: bool = False  # every call raises ApiUnavailable
+    absent_kinds: set[str] = field(default_factory=set)  # e.g. {"PodGroup"}: the CRD is not installed
+    objects: dict[Key, Obj] = field(default_factory=dict)
+    history: list[tuple[int, str, str, Obj]] = field(default_factory=list)  # rv, kind, type, obj
+    compacted: int = 0  # watches from before this resourceVersion get 410 Gone
+    binds: list[tuple[str, str]] = field(default_factory=list)
+    conditions: dict[str, str] = field(default_factory=dict)
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # kind/name, type, reason, message
+    leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    rv: int = 0
+    cond: threading.Condition = field(default_factory=threading.Condition)
+
+    # --- test side
+
+    def put(self, kind: str, obj: Obj, type_: str | None = None) -> Obj:
+        with self.cond:
+            key = _key(kind, obj)
+            obj = copy.deepcopy(obj)
+            obj.setdefault("kind", kind)
+            self.rv += 1
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            obj["metadata"].setdefault("uid", f"uid-{'-'.join(key)}")
+            type_ = type_ or ("MODIFIED" if key in self.objects else "ADDED")
+            self.objects[key] = obj
+            self.history.append((self.rv, kind, type_, obj))
+            self.cond.notify_all()
+            return obj
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        with self.cond:
+            obj = self.objects.pop((kind, namespace, name))
+            self.rv += 1
+            self.history.append((self.rv, kind, "DELETED", obj))
+            self.cond.notify_all()
+
+    def compact(self) -> None:
+        with self.cond:
+            self.compacted = self.rv + 1
+            self.history.clear()
+            self.cond.notify_all()
+
+    # --- ClusterAPI
+
+    def _check(self, kind: str | None = None) -> None:
+        if self.down:
+            raise ApiUnavailable("fake apiserver down")
+        if kind in self.absent_kinds:
+            raise NotFound(f"no {kind}")
+
+    def list(self, resource: Resource) -> tuple[list[Obj], str]:
+        self._check(resource.kind)
+        with self.cond:
+            items = [copy.deepcopy(o) for k, o in self.objects.items() if _match(k, resource)]
+            return items, str(self.rv)
+
+    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+        self._check(resource.kind)
+        since = int(resource_version or 0)
+        if since < self.compacted - 1:
+            raise Gone("too old")
+        with self.cond:
+            self.cond.wait_for(lambda: self.down or any(rv > since for rv, *_ in self.history), timeout=timeout_seconds)
+            self._check()
+            if since < self.compacted - 1:
+                raise Gone("too old")
+            events = [(rv, t, o) for rv, k, t, o in self.history if rv > since and _match(_key(k, o), resource)]
+        for rv, type_, obj in events:
+            yield WatchEvent(type_, copy.deepcopy(obj))
+        if not events:  # a quiet watch ends with a bookmark at the current version
+            yield WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(max(since, self.rv))}})
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+        key = f"{namespace}/{name}"
+        if self.down:
+            return BindResult(False, 0, "down")
+        if key in self.fail_binds:
+            return BindResult(False, self.fail_binds[key], "injected failure")
+        with self.cond:
+            pod = self.objects.get(("Pod", namespace, name))
+            if pod is None or pod["metadata"]["uid"] != uid or pod["spec"].get("nodeName"):
+                return BindResult(False, 409, "conflict")
+            self.binds.append((key, node))
+            bound = copy.deepcopy(pod)
+            bound["spec"]["nodeName"] = node
+            if self.emit_binds:
+                self.put("Pod", bound)
+            else:
+                self.objects[("Pod", namespace, name)] = bound
+        return BindResult(True, 201)
+
+    def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
+        self.conditions[f"{namespace}/{name}"] = message
+
+    def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+        m = involved["metadata"]
+        self.events.append((f"{involved.get('kind')}/{m.get('namespace')}/{m['name']}", type_, reason, message))
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        self._check()
+        return copy.deepcopy(self.leases.get((namespace, name)))
+
+    def create_lease(self, namespace: str, lease: Obj) -> Obj:
+        self._check()
+        key = (namespace, lease["metadata"]["name"])
+        with self.cond:
+            if key in self.leases:
+                raise Conflict("exists")
+            return self._store_lease(key, lease)
+
+    def update_lease(self, namespace: str, lease: Obj) -> Obj:
+        self._check()
+        key = (namespace, lease["metadata"]["name"])
+        with self.cond:
+            current = self.leases.get(key)
+            if current is None:
+                raise NotFound("no lease")
+            if lease["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+                raise Conflict("stale")
+            return self._store_lease(key, lease)
+
+    def _store_lease(self, key: tuple[str, str], lease: Obj) -> Obj:
+        self.rv += 1
+        lease = copy.deepcopy(lease)
+        lease["metadata"]["resourceVersion"] = str(self.rv)
+        self.leases[key] = lease
+        return copy.deepcopy(lease)
+
+
+def _match(key: Key, resource: Resource) -> bool:
+    kind, namespace, name = key
+    return (kind == resource.kind and (resource.namespace is None or namespace == resource.namespace)
+            and (resource.name is None or name == resource.name))
+
+
+def node(name: str, cpu: str = "1", labels: dict | None = None) -> Obj:
+    alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "spec": {}, "status": {"allocatable": alloc, "capacity": alloc}}
+
+
+def pod(name: str, ns: str = "default", cpu: str = "1", scheduler: str = "policy-scheduler",
+        labels: dict | None = None, **spec: Any) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+            "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "i",
+                                                                 "resources": {"requests": {"cpu": cpu}}}], **spec},
+            "status": {"phase": "Pending"}}

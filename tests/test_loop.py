@@ -1,0 +1,282 @@
+"""The scheduler loop's logic against an in-memory ClusterAPI: assume/forget, queue, watches, leases, policies."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from engine.loop.leader import LeaderElector
+from engine.loop.policies import PolicyHolder
+from engine.loop.ports import Resource
+from engine.loop.queue import PodQueue, QueueConfig
+from engine.loop.scheduler import Profile, Scheduler, Settings
+from engine.loop.store import Store
+from engine.loop.sync import Backoff, Reflector
+from loopfake import FakeAPI, node, pod
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _scheduler(api: FakeAPI, *profiles: Profile) -> Scheduler:
+    settings = Settings(profiles or (Profile("policy-scheduler"),), QueueConfig(batch_window=0.0), time_limit=2)
+    return Scheduler(api, settings)
+
+
+def _sync(s: Scheduler) -> None:
+    """Fill the store from the fake as a relist would (no threads)."""
+    for r in s.resources:
+        items, _ = s.api.list(r) if r.kind not in s.api.absent_kinds else ([], "")
+        s.store.replace(r, items)
+
+
+# --- assume / forget -------------------------------------------------------------------------------------
+
+def test_an_assumed_pod_holds_its_node_until_the_watch_shows_it_bound() -> None:
+    api = FakeAPI(emit_binds=False)  # binds succeed, but the watch has not shown them yet
+    api.put("Node", node("n1", cpu="1"))
+    api.put("Pod", pod("a"))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(["default/a"])
+    assert api.binds == [("default/a", "n1")]
+    assert s.store.is_assumed("default/a")
+
+    s.store.apply("Pod", "ADDED", api.put("Pod", pod("b")))  # the watch brings b, but not a's binding yet
+    loop.cycle(["default/b"])
+    assert api.binds == [("default/a", "n1")], "b must not get a's capacity: no double-booking"
+    s.events.close()
+    assert "default/b" in api.conditions
+
+
+def test_next_batch_sees_the_assumption_then_the_watch_confirms_it() -> None:
+    api = FakeAPI(emit_binds=False)
+    api.put("Node", node("n1", cpu="1"))
+    a = api.put("Pod", pod("a"))
+    api.put("Pod", pod("b"))
+    s = _scheduler(api)
+    for r in s.resources:  # the store sees a and b pending
+        s.store.replace(r, api.list(r)[0])
+    s.loops[0].cycle(["default/a"])
+    s.loops[0].cycle(["default/b"])
+    assert api.binds == [("default/a", "n1")]
+    s.store.apply("Pod", "MODIFIED", {**a, "spec": {**a["spec"], "nodeName": "n1"}})
+    assert not s.store.is_assumed("default/a")  # confirmed: the bound pod itself now holds the node
+    s.loops[0].cycle(["default/b"])
+    assert api.binds == [("default/a", "n1")]
+
+
+def test_a_failed_bind_forgets_the_pod_and_frees_its_node() -> None:
+    api = FakeAPI(fail_binds={"default/a": 500})
+    api.put("Node", node("n1", cpu="1"))
+    api.put("Pod", pod("a"))
+    api.put("Pod", pod("b"))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(["default/a"])
+    assert not s.store.is_assumed("default/a") and api.binds == []
+    assert loop.queue.waiting() == 2  # a is back in line (after a backoff), beside b
+    loop.cycle(["default/b"])
+    assert api.binds == [("default/b", "n1")]  # the forgotten assumption left the node free
+
+
+def test_a_conflict_is_not_retried_blindly_and_other_schedulers_pods_are_untouched() -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1", cpu="4"))
+    api.put("Pod", pod("mine"))
+    api.put("Pod", pod("theirs", scheduler="default-scheduler"))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    assert loop.queue.waiting() == 1  # only our pod is queued
+    api.objects[("Pod", "default", "mine")]["metadata"]["uid"] = "recreated"  # same name, another pod
+    loop.cycle(["default/mine"])
+    assert api.binds == []
+    assert not s.store.is_assumed("default/mine")
+    s.events.close()
+    assert not [e for e in api.events if "theirs" in e[0]] and "default/theirs" not in api.conditions
+
+
+def test_gang_is_bound_whole_or_not_at_all() -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1", cpu="2"))
+    api.put("Node", node("n2", cpu="2"))
+    for g in ("g1", "g2"):
+        api.put("PodGroup", {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                             "metadata": {"name": g, "namespace": "default"}, "spec": {"minMember": 3}})
+        for i in range(3):
+            api.put("Pod", pod(f"{g}-{i}", labels={"scheduling.x-k8s.io/pod-group": g}))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle([f"default/{g}-{i}" for g in ("g1", "g2") for i in range(3)])
+    groups = {key.split("/")[1].split("-")[0] for key, _ in api.binds}
+    assert len(api.binds) == 3 and len(groups) == 1
+    s.events.close()
+    assert len(api.conditions) == 3
+
+
+# --- the queue ---------------------------------------------------------------------------------------------
+
+def test_backoff_grows_and_a_cluster_change_wakes_at_once() -> None:
+    clock = Clock()
+    q = PodQueue(QueueConfig(batch_window=0, backoff_initial=1, backoff_max=4), clock)
+    stop = threading.Event()
+    q.add("ns/a", "ns/a")
+    assert q.next_batch(stop, idle=0) == ["ns/a"]
+    waits = []
+    for _ in range(4):
+        q.done(["ns/a"])
+        start = clock.now
+        assert q.next_batch(stop, idle=0) == []  # still backing off
+        while not (batch := q.next_batch(stop, idle=0)):
+            clock.now += 0.5
+        waits.append(clock.now - start)
+        assert batch == ["ns/a"]
+    assert waits == [1.0, 2.0, 4.0, 4.0]  # doubling, capped
+    q.done(["ns/a"])
+    q.wake_all()
+    assert q.next_batch(stop, idle=0) == ["ns/a"]
+
+
+def test_batch_window_collects_pods_arriving_during_it() -> None:
+    q = PodQueue(QueueConfig(batch_window=0.3))
+    stop = threading.Event()
+    q.add("ns/a", "ns/a")
+    threading.Timer(0.1, lambda: q.add("ns/b", "ns/b")).start()
+    assert q.next_batch(stop, idle=1) == ["ns/a", "ns/b"]
+    q.add("ns/a", "ns/a")  # a known member (placed, not yet seen bound): not queued again
+    assert q.next_batch(stop, idle=0) == []
+
+
+def test_max_batch_and_gangs_stay_whole() -> None:
+    q = PodQueue(QueueConfig(batch_window=0, max_batch=2))
+    stop = threading.Event()
+    for i in range(3):
+        q.add(f"ns/g-{i}", "gang:ns/g")
+    q.add("ns/x", "ns/x")
+    q.add("ns/y", "ns/y")
+    assert q.next_batch(stop, idle=0) == ["ns/g-0", "ns/g-1", "ns/g-2"]  # a gang exceeds max_batch, never split
+    assert q.next_batch(stop, idle=0) == ["ns/x", "ns/y"]
+
+
+def test_a_new_gang_member_wakes_its_gang() -> None:
+    clock = Clock()
+    q = PodQueue(QueueConfig(batch_window=0, backoff_initial=10), clock)
+    stop = threading.Event()
+    q.add("ns/g-0", "gang:ns/g")
+    q.done(q.next_batch(stop, idle=0))
+    assert q.next_batch(stop, idle=0) == []
+    q.add("ns/g-1", "gang:ns/g")
+    assert q.next_batch(stop, idle=0) == ["ns/g-0", "ns/g-1"]
+
+
+# --- watches ----------------------------------------------------------------------------------------------
+
+def test_relist_after_410_gone_loses_no_pending_pod() -> None:
+    api = FakeAPI()
+    api.put("Pod", pod("a"))
+    store, stop = Store(), threading.Event()
+    reflector = Reflector(api, Resource("Pod"), store, stop, watch_seconds=1, backoff=Backoff(0.01, 0.05))
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    try:
+        _eventually(lambda: store.get("Pod", "default", "a"))
+        api.down = True  # the apiserver goes away; meanwhile b is created and history is compacted
+        api.put("Pod", pod("b"))
+        api.delete("Pod", "default", "a")
+        api.compact()
+        api.down = False
+        _eventually(lambda: store.get("Pod", "default", "b") and not store.get("Pod", "default", "a"))
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_a_missing_crd_counts_as_synced_and_empty() -> None:
+    api = FakeAPI(absent_kinds={"PodGroup"})
+    store, stop = Store(), threading.Event()
+    reflector = Reflector(api, Resource("PodGroup"), store, stop, absent_retry=0.05)
+    thread = threading.Thread(target=reflector.run, daemon=True)
+    thread.start()
+    try:
+        _eventually(lambda: store.synced([Resource("PodGroup")]))
+        api.absent_kinds.clear()
+        api.put("PodGroup", {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 1}})
+        _eventually(lambda: store.get("PodGroup", "default", "g"))
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def _eventually(check, timeout: float = 5.0) -> None:
+    done = threading.Event()
+    deadline = threading.Event()
+    threading.Timer(timeout, deadline.set).start()
+    while not deadline.is_set():
+        if check():
+            done.set()
+            break
+        deadline.wait(0.01)
+    assert done.is_set(), "condition not reached in time"
+
+
+# --- leader election ----------------------------------------------------------------------------------------
+
+def test_one_leader_takeover_after_expiry_and_at_once_after_release() -> None:
+    api, clock = FakeAPI(), Clock()
+    a = LeaderElector(api, "kube-system", "ps", "a", lease_seconds=10, clock=clock, wall=clock)
+    b = LeaderElector(api, "kube-system", "ps", "b", lease_seconds=10, clock=clock, wall=clock)
+    assert a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()
+    clock.now += 5
+    assert a.try_acquire_or_renew()  # renewed
+    clock.now += 9
+    assert not b.try_acquire_or_renew()  # b saw a renewal 9 s ago (its own clock): not expired
+    clock.now += 11  # a died: no renewal for longer than the lease
+    assert b.try_acquire_or_renew()
+    assert not a.try_acquire_or_renew()  # a comes back: b holds it now
+    b.release()
+    assert a.try_acquire_or_renew()  # released: no need to wait the lease out
+    assert api.leases[("kube-system", "ps")]["spec"]["leaseTransitions"] == 2
+
+
+# --- policies -----------------------------------------------------------------------------------------------
+
+GOOD = 'policy web-in-a {\n  applies to pods where label "app" == "web"\n  prefer node label "zone" == "a" weight 10\n}\n'
+
+
+def test_bad_policy_update_keeps_the_previous_policies() -> None:
+    holder = PolicyHolder(("kube-system", "policies"))
+    errors: list[str] = []
+    cm = {"metadata": {"name": "policies", "namespace": "kube-system", "resourceVersion": "1"}, "data": {"a.policy": GOOD}}
+    assert not holder.ready
+    assert holder.refresh(cm, lambda _, m: errors.append(m))
+    good_rules = holder.rules
+    bad = {**cm, "metadata": {**cm["metadata"], "resourceVersion": "2"}, "data": {"a.policy": "policy broken {\n  nonsense\n}\n"}}
+    assert not holder.refresh(bad, lambda _, m: errors.append(m))
+    assert holder.rules is good_rules and holder.ready
+    assert len(errors) == 1 and errors[0].startswith("kube-system/policies[a.policy]:2:")
+    assert not holder.refresh(bad, lambda _, m: errors.append(m))  # reported once per version
+    assert len(errors) == 1
+
+
+def test_a_profile_without_loaded_policies_is_not_ready() -> None:
+    api = FakeAPI()
+    s = _scheduler(api, Profile("a", ("kube-system", "missing")), Profile("b"))
+    _sync(s)
+    for loop in s.loops:
+        loop._refresh_policies()
+    assert [loop.ready() for loop in s.loops] == [False, True]
+    assert not s.ready()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__])
