@@ -745,7 +745,7 @@ def _term_selector(term: dict[str, Any], labels: dict[str, str] | None, what: st
                             term.get("matchLabelKeys"), term.get("mismatchLabelKeys"), what)
 
 
-def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: Priorities | None = None) -> Pod:
+def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: Priorities) -> Pod:
     meta = obj["metadata"]
     spec = _mapping(obj.get("spec"), "spec")
     status = _mapping(obj.get("status"), "status")
@@ -784,7 +784,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
             for i, p in enumerate(_list(section.get("preferredDuringSchedulingIgnoredDuringExecution"), what))
         )
 
-    priority = (priorities or Priorities(dict(BUILTIN_PRIORITY_CLASSES))).of(spec)
+    priority = priorities.of(spec)  # None (an unknown class) makes the pod skipped; see _skip_reason
     return Pod(
         namespace=ns,
         name=_text(meta["name"], "metadata.name"),

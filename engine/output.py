@@ -10,6 +10,9 @@ from rich.table import Table
 
 from .plan import Plan
 
+WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
+
+
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Plain YAML: pods that share one list of reasons must not come out as &id001 / *id001 aliases."""
 
@@ -33,6 +36,11 @@ def _fmt(resource: str, value: int) -> str:
     return str(value)
 
 
+def _pod_cell(split: bool):
+    """A pod key as one cell; on a narrow console namespace/ and name on two lines rather than cut mid-word."""
+    return (lambda key: key.replace("/", "/\n", 1)) if split else (lambda key: key)
+
+
 def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> None:
     """Pods the scheduler does not consider pending (gated, terminating, ...): one line each, with the reason."""
     pod_cell = _pod_cell(max(len(p) for p in skipped) + WHY_WIDTH + 7 > console.width)
@@ -45,14 +53,6 @@ def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> 
             break
         t.add_row(pod_cell(pod), reason)
     console.print(t)
-
-
-WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
-
-
-def _pod_cell(split: bool):
-    """A pod key as one cell; on a narrow console namespace/ and name on two lines rather than cut mid-word."""
-    return (lambda key: key.replace("/", "/\n", 1)) if split else (lambda key: key)
 
 
 def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
@@ -99,7 +99,8 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
 def _print_usage(plan: Plan, console: Console, max_rows: int) -> None:
     """Node utilisation, laid out to fit the console: percentages on a second line if need be, then
     extended resources dropped (named below the table) rather than any value cut."""
-    touched = ([u for u in plan.usage if u.placed] or plan.usage)[:max_rows]
+    every_node = [u for u in plan.usage if u.placed] or plan.usage
+    touched = every_node[:max_rows]
     if not touched:
         return
     extended = sorted({r for u in touched for r in u.requested if r not in ("pods", "cpu", "memory")})
@@ -114,6 +115,8 @@ def _print_usage(plan: Plan, console: Console, max_rows: int) -> None:
                 for row in rows:
                     t.add_row(*row)
                 console.print(t)
+                if len(every_node) > max_rows:
+                    console.print(f"[dim]… {len(every_node) - max_rows} more node(s)[/dim]")
                 hidden = every[len(resources):]
                 if hidden:
                     console.print(f"[dim]not shown at this width: {', '.join(hidden)}[/dim]")
