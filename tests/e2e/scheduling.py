@@ -58,7 +58,11 @@ class Kube:
 
 
 PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "Node": "nodes",
-           "PriorityClass": "priorityclasses", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts"}
+           "PriorityClass": "priorityclasses", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
+           "Service": "services", "Deployment": "deployments", "ClusterRole": "clusterroles",
+           "ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
+           "CustomResourceDefinition": "customresourcedefinitions"}
+CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
 
 
 def collection(obj: dict) -> str:
@@ -66,7 +70,23 @@ def collection(obj: dict) -> str:
     root = "/api/v1" if api == "v1" else f"/apis/{api}"
     ns = (obj.get("metadata") or {}).get("namespace")
     plural = PLURALS[obj["kind"]]
-    return f"{root}/namespaces/{ns}/{plural}" if ns and obj["kind"] not in ("Node", "Namespace") else f"{root}/{plural}"
+    return f"{root}/namespaces/{ns}/{plural}" if ns and obj["kind"] not in CLUSTER_SCOPED else f"{root}/{plural}"
+
+
+def apply(kube: Kube, obj: dict, dry_run: bool = False) -> tuple[int, Any]:
+    """Server-side apply (`kubectl apply --server-side [--dry-run=server]`): idempotent, no client-side diff."""
+    query = [("fieldManager", "e2e"), ("force", "true")] + ([("dryRun", "All")] if dry_run else [])
+    return kube.request("PATCH", f"{collection(obj)}/{obj['metadata']['name']}", obj, query=query,
+                        content_type="application/apply-patch+yaml")
+
+
+def deploy_manifests() -> list[dict]:
+    """Every object deploy/kustomization.yaml lists, in its order."""
+    import yaml
+
+    kustomization = yaml.safe_load((REPO / "deploy" / "kustomization.yaml").read_text())
+    return [doc for name in kustomization["resources"]
+            for doc in yaml.safe_load_all((REPO / "deploy" / name).read_text()) if doc]
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:

@@ -1,0 +1,70 @@
+"""deploy/ against the real apiserver: it applies (server-side dry run), and its RBAC is enough.
+
+The RBAC test runs the scheduler with a token of exactly deploy/'s ServiceAccount and the Deployment's own
+arguments: it lists, watches, binds, patches conditions, posts events and holds its Lease with nothing more.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from local_cluster import ControlPlane
+from scheduling import Kube, Schedulers, apply, condition, deploy_manifests, node_of, pod, wait_for
+
+NAMESPACE = "policy-scheduler"
+
+
+@pytest.fixture
+def kube(control_plane: ControlPlane) -> Kube:
+    return Kube(control_plane.kubeconfig)
+
+
+@pytest.fixture
+def schedulers(control_plane: ControlPlane, tmp_path) -> Iterator[Schedulers]:
+    started = Schedulers(control_plane, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()
+
+
+def test_kustomization_lists_every_manifest_and_applies_server_side(kube: Kube) -> None:
+    docs = deploy_manifests()
+    kinds = {d["kind"] for d in docs}
+    assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap",
+            "Deployment", "Service", "CustomResourceDefinition"} <= kinds
+    # objects inside the namespace can only be dry-run once it exists, as `kubectl apply` would have made it
+    namespace = next(d for d in docs if d["kind"] == "Namespace")
+    assert apply(kube, namespace)[0] in (200, 201)
+    for doc in docs:
+        status, body = apply(kube, doc, dry_run=True)
+        assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
+
+
+def _deployment_args() -> list[str]:
+    deployment = next(d for d in deploy_manifests() if d["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[0] == "run"
+    return [a for a in args[1:] if not a.startswith("--metrics-port")]  # the test picks a free port
+
+
+def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    for doc in deploy_manifests():
+        if doc["kind"] not in ("Deployment", "Service"):  # no kubelet would run them
+            status, body = apply(kube, doc)
+            assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
+    token_config = control_plane.service_account_kubeconfig(NAMESPACE, "policy-scheduler")
+    ns, sel = "sched-rbac", {"e2e": "rbac"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("rbac-1", labels=sel)
+    s = schedulers.start(*_deployment_args(), kubeconfig=token_config, name="rbac-scheduler")
+    wait_for("leadership with the Role's lease rights", lambda: "became leader" in s.log())
+    kube.create(pod("fits", ns, nodeSelector=sel))
+    kube.create(pod("huge", ns, cpu="64", nodeSelector=sel))
+    wait_for("bound with the ServiceAccount's rights", lambda: node_of(kube.pods(ns)["fits"]) == "rbac-1")
+    wait_for("condition patched", lambda: condition(kube.pods(ns)["huge"]))
+    wait_for("events posted", lambda: {e["reason"] for e in kube.events(ns)} >= {"Scheduled", "FailedScheduling"})
+    log = s.log()
+    assert "403" not in log and "forbidden" not in log.lower(), log[-3000:]
+    assert "policies loaded configmap=kube-system/policy-scheduler-policies" in log
