@@ -123,6 +123,25 @@ def test_gang_is_bound_whole_or_not_at_all() -> None:
     assert len(api.conditions) == 3
 
 
+def test_a_failed_cycle_forgets_its_assumptions_and_requeues_the_batch(monkeypatch) -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1", cpu="1"))
+    api.put("Pod", pod("a"))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+
+    def broken(placements):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(s.binder, "bind_all", broken)
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    loop.run(stop)  # the cycle fails; run() goes on until stopped
+    assert not s.store.is_assumed("default/a")
+    assert loop.queue.waiting() == 1
+
+
 # --- the queue ---------------------------------------------------------------------------------------------
 
 def test_backoff_grows_and_a_cluster_change_wakes_at_once() -> None:

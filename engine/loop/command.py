@@ -144,16 +144,16 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     names = ",".join(p.name for p in scheduler.settings.profiles)
     log.info("starting profiles=%s leader_elect=%s", names, elector is not None)
     scheduler.start_watches(stop)  # standbys keep their caches warm: takeover needs no relist
+    while not scheduler.wait_synced(stop, timeout=5.0):
+        if stop.is_set():
+            return _stop(scheduler, None, health, 0)
+        log.info("waiting for caches to sync")
     lost = threading.Event()
     if elector is not None:
-        if not elector.acquire(stop):
+        if not elector.acquire(stop, waiting=scheduler.refresh_policies):
             return _stop(scheduler, None, health, 0)
         threading.Thread(target=elector.hold, args=(stop, lambda: (lost.set(), stop.set())), name="lease",
                          daemon=True).start()
-    while not scheduler.wait_synced(stop, timeout=5.0):
-        if stop.is_set():
-            return _stop(scheduler, elector, health, 0)
-        log.info("waiting for caches to sync")
     scheduler.start_loops(stop)
     log.info("scheduling profiles=%s", names)
     while not stop.wait(0.5):

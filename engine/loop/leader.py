@@ -36,10 +36,12 @@ class LeaderElector:
     _observed: tuple | None = field(default=None, init=False)
     _observed_at: float = field(default=0.0, init=False)
 
-    def acquire(self, stop: threading.Event) -> bool:
-        """Block until this process holds the lease (True) or `stop` is set (False)."""
+    def acquire(self, stop: threading.Event, waiting: Callable[[], None] = lambda: None) -> bool:
+        """Block until this process holds the lease (True) or `stop` is set (False); `waiting()` runs
+        between attempts (a standby keeps its policies loaded, so it is ready and takes over at once)."""
         logged = False
         while not stop.is_set():
+            waiting()
             if self.try_acquire_or_renew():
                 log.info("became leader lease=%s/%s identity=%s", self.namespace, self.name, self.identity)
                 return True

@@ -120,7 +120,18 @@ class ProfileLoop:
                     self.cycle(batch)
                 except Exception:  # noqa: BLE001 — one bad cycle must not end scheduling
                     log.exception("cycle failed profile=%s pods=%d", self.name, len(batch))
-                    self.queue.done(batch)
+                    self._recover(batch)
+
+    def _recover(self, batch: list[str]) -> None:
+        """After a failed cycle: drop its assumptions and put the whole batch back, after a backoff.
+        (A pod already bound is removed again when the watch shows it; nothing pending is lost.)"""
+        for key in batch:
+            self.store.forget(key)
+        self.queue.done(batch)
+
+    def refresh_policies(self) -> bool:
+        """For a standby (no cycles run yet): load the policies so it is ready, and reports a bad ConfigMap."""
+        return self._refresh_policies()
 
     def _refresh_policies(self) -> bool:
         """Reload a changed ConfigMap between cycles; a good change wakes every waiting pod."""
@@ -234,6 +245,11 @@ class Scheduler:
 
     def ready(self) -> bool:
         return self.store.synced(self.resources) and all(loop.ready() for loop in self.loops)
+
+    def refresh_policies(self) -> None:
+        """Only while no profile loop runs (a standby waiting for leadership)."""
+        for loop in self.loops:
+            loop.refresh_policies()
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """After `stop` was set: let loops finish their cycle, then flush binds and events."""

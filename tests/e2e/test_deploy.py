@@ -60,6 +60,8 @@ def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube:
     control_plane.create_ready_node("rbac-1", labels=sel)
     s = schedulers.start(*_deployment_args(), kubeconfig=token_config, name="rbac-scheduler")
     wait_for("leadership with the Role's lease rights", lambda: "became leader" in s.log())
+    standby = schedulers.start(*_deployment_args(), kubeconfig=token_config, name="rbac-standby")  # waits for /readyz
+    assert "became leader" not in standby.log()  # ready (policies loaded) while standing by: rollouts proceed
     kube.create(pod("fits", ns, nodeSelector=sel))
     kube.create(pod("huge", ns, cpu="64", nodeSelector=sel))
     wait_for("bound with the ServiceAccount's rights", lambda: node_of(kube.pods(ns)["fits"]) == "rbac-1")
