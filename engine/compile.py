@@ -332,10 +332,10 @@ def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
     pod = info.sample
     p = build.partitions.of(s.topology_key)
     domain_nodes = _spread_domains(build, info, c, build.partitions.parts[p])
+    on_node = build.bound.node_counts(PodAffinityTerm(s.selector, frozenset({pod.namespace}), s.topology_key))
     existing: dict[int, int] = {}
     for d, members in domain_nodes.items():
-        k = sum(1 for i in members for q in build.bound.pods_on[i]
-                if q.namespace == pod.namespace and s.selector.matches(q.labels))
+        k = sum(on_node.get(i, 0) for i in members)
         if k:
             existing[d] = k
     counted = tuple(

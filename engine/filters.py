@@ -219,23 +219,26 @@ def rejections(f: ClassFacts, bound: BoundState) -> Rejections:
     nodes = bound.nodes
 
     def visit(name: str, check, indices) -> None:
+        found: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for i in indices:
             if i not in out:
                 reasons = check(f, nodes[i], i, bound)
                 if reasons:
-                    out.add(name, reasons, (i,))
+                    found[tuple(reasons)].append(i)
+        for reasons, members in found.items():
+            out.add(name, list(reasons), members)
 
     visit("NodeUnschedulable", node_unschedulable, bound.cordoned)
-    visit("TaintToleration", taint_toleration, bound.tainted)
+    for taints, members in bound.taint_groups().items():  # nodes with equal taints answer alike
+        reasons = taint_toleration(f, nodes[members[0]], members[0], bound)
+        if reasons:
+            out.add("TaintToleration", reasons, members)
     for rule in f.node_rules:
         out.add("NodeAffinity", [rule.reason + rule.source.cite], bound.everything - bound.matching_nodes(rule.predicate))
     if f.host_ports:
         visit("NodePorts", node_ports, bound.with_ports)
-    for free, members in bound.free_groups().items():
-        have = dict(free)
-        short = shortages(f.requests, lambda r: have.get(r, 0))
-        if short:
-            out.add("NodeResourcesFit", short, members)
+    for short, members in bound.short_of(f.requests).items():
+        out.add("NodeResourcesFit", ["Too many pods" if r == "pods" else f"Insufficient {r}" for r in short], members)
     if f.anti_blocked or f.anti_own_blocked or f.affinity_terms:
         visit("InterPodAffinity", inter_pod_affinity, range(len(nodes)))
     if f.spread_keys:

@@ -11,8 +11,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .ir import NodeTerms, PodTerm
-from .model import HostPort, Node, Pod, PodAffinityTerm
+from .model import HostPort, Node, Pod, PodAffinityTerm, Taint
 
 
 @dataclass(slots=True)
@@ -26,7 +28,7 @@ class BoundState:
     anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
     _domains: dict[tuple, Any] = field(default_factory=dict)
     _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
-    _free_groups: dict[tuple, list[int]] | None = None
+    _free_matrix: tuple[dict[str, int], np.ndarray] | None = None
     _by_namespace: dict[str, list[tuple[int, Pod]]] | None = None
     _by_label: dict[tuple[str, str], list[tuple[int, Pod]]] | None = None
     everything: frozenset[int] = frozenset()
@@ -40,15 +42,35 @@ class BoundState:
             self._matching[predicate] = frozenset(i for i, n in enumerate(self.nodes) if predicate.matches(n))
         return self._matching[predicate]
 
-    def free_groups(self) -> dict[tuple, list[int]]:
-        """Nodes grouped by identical free capacity, so a fit check runs once per group."""
-        if self._free_groups is None:
-            groups: dict[tuple, list[int]] = defaultdict(list)
-            for i, node in enumerate(self.nodes):
-                keys = set(node.allocatable) | set(self.used[i])
-                groups[tuple(sorted((r, self.free(i, r)) for r in keys))].append(i)
-            self._free_groups = dict(groups)
-        return self._free_groups
+    def short_of(self, requests: dict[str, int]) -> dict[tuple[str, ...], list[int]]:
+        """Nodes that cannot fit `requests`, grouped by the resources they are short of (in the order of
+        `requests`): one vectorised comparison per class instead of a Python loop over every node."""
+        if self._free_matrix is None:
+            names = sorted({r for n in self.nodes for r in n.allocatable} | {r for u in self.used for r in u})
+            column = {r: k for k, r in enumerate(names)}
+            free = np.zeros((len(self.nodes), len(names)), dtype=np.int64)
+            for i in range(len(self.nodes)):
+                for r in set(self.nodes[i].allocatable) | set(self.used[i]):
+                    free[i, column[r]] = self.free(i, r)
+            self._free_matrix = (column, free)
+        column, free = self._free_matrix
+        wanted = list(requests.items())
+        short = np.zeros((len(self.nodes), len(wanted)), dtype=bool)
+        for k, (r, v) in enumerate(wanted):
+            short[:, k] = (free[:, column[r]] < v) if r in column else (0 < v)
+        codes = short @ (1 << np.arange(len(wanted), dtype=np.int64)) if wanted else np.zeros(len(self.nodes), np.int64)
+        out: dict[tuple[str, ...], list[int]] = {}
+        for code in np.unique(codes[codes > 0]):
+            names = tuple(r for k, (r, _) in enumerate(wanted) if int(code) >> k & 1)
+            out[names] = np.flatnonzero(codes == code).tolist()
+        return out
+
+    def taint_groups(self) -> dict[tuple[Taint, ...], list[int]]:
+        """Tainted nodes grouped by their taints: a toleration check runs once per distinct taint set."""
+        groups: dict[tuple[Taint, ...], list[int]] = defaultdict(list)
+        for i in self.tainted:
+            groups[self.nodes[i].taints].append(i)
+        return groups
 
     @classmethod
     def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
@@ -98,6 +120,17 @@ class BoundState:
             if r.operator == "In":
                 options.append([x for v in r.values for x in self._by_label.get((r.key, v), ())])
         return min(options, key=len) if options else self._placed()
+
+    def node_counts(self, term: PodTerm) -> dict[int, int]:
+        """Bound pods matching `term` per node index (cached)."""
+        cache_key = ("nodes", term)
+        if cache_key not in self._domains:
+            counts: dict[int, int] = defaultdict(int)
+            for i, p in self._candidates(term):
+                if term.matches(p):
+                    counts[i] += 1
+            self._domains[cache_key] = dict(counts)
+        return self._domains[cache_key]
 
     def domain_counts(self, term: PodTerm) -> dict[str, int]:
         """Bound pods matching `term` per value of its topology key (cached)."""
