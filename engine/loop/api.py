@@ -157,7 +157,8 @@ class KubeAPI:
                 yield WatchEvent(event["type"], event["object"])
         except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
             raise ApiUnavailable(f"watch {resource.kind}: {exc}") from None
-        finally:
+        finally:  # a watch left mid-stream must not hand its half-read connection back to the pool
+            answer.close()
             answer.release_conn()
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:

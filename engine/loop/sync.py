@@ -66,6 +66,10 @@ class Reflector:
                 if isinstance(exc, ApiError):
                     version = None
                 self.stop.wait(delay)
+            except Exception:  # noqa: BLE001 — a dead reflector would freeze the store: relist instead
+                log.exception("reflector error kind=%s; relisting", self.resource.kind)
+                version = None
+                self.stop.wait(backoff.next())
 
     def _watch(self, version: str) -> str:
         """Apply events until the server ends the watch; returns the last resourceVersion seen."""

@@ -136,3 +136,18 @@ def test_metrics_health_and_an_apiserver_restart(control_plane: ControlPlane, ku
     assert s.metric("policy_scheduler_batches_total") >= 2
     assert s.metric("policy_scheduler_pending_to_bound_seconds_count") == 4
     assert s.process.running()
+
+
+def test_live_snapshot_plans_without_writing(control_plane: ControlPlane, kube: Kube) -> None:
+    """engine.loop.live.read_cluster: the input of a live `dry-run --kubeconfig`, read only."""
+    from engine.load import build_cluster
+    from engine.loop.live import read_cluster
+    from engine.plan import make_plan
+
+    ns, sel = "sched-live", {"e2e": "live"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("live-1", labels=sel)
+    kube.create(pod("planned", ns, scheduler="nobody-runs-me", nodeSelector=sel))
+    plan = make_plan(build_cluster(read_cluster(str(control_plane.kubeconfig)), "nobody-runs-me"), time_limit=2)
+    assert plan.assignments == {f"{ns}/planned": "live-1"}
+    assert not node_of(kube.pods(ns)["planned"])  # nothing was bound

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark of ``policy-scheduler run`` through a local etcd + kube-apiserver (issue 8).
+
+Starts the e2e control plane (tests/e2e/local_cluster.py; binaries built on first use), creates
+``--nodes`` Ready nodes, starts the scheduler as a subprocess, then creates ``--pods`` pending pods
+from ``--clients`` threads and measures: pods created → all bound (wall seconds, pods/s), and the
+scheduler's own pending→bound latency histogram (p50/p99, interpolated from its /metrics buckets).
+Everything it started is stopped at the end.
+
+    python bench/loop_e2e.py --nodes 500 --pods 1000
+    python bench/loop_e2e.py --nodes 5000 --pods 5000 --batch-window 1 --time-limit 5
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+
+from local_cluster import start_control_plane  # noqa: E402
+from scheduling import Kube, Schedulers, pod  # noqa: E402
+
+
+def quantile(buckets: list[tuple[float, float]], q: float) -> float:
+    """Linear interpolation inside Prometheus cumulative buckets [(le, count)]."""
+    total = buckets[-1][1]
+    target, prev_le, prev_count = q * total, 0.0, 0.0
+    for le, count in buckets:
+        if count >= target:
+            if le == float("inf"):
+                return prev_le
+            span = count - prev_count
+            return prev_le + (le - prev_le) * ((target - prev_count) / span if span else 0)
+        prev_le, prev_count = le, count
+    return prev_le
+
+
+def histogram(text: str, name: str) -> list[tuple[float, float]]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith(f"{name}_bucket"):
+            le = line.split('le="', 1)[1].split('"', 1)[0]
+            out.append((float(le), float(line.rsplit(" ", 1)[1])))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=500)
+    ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=16, help="threads creating pods")
+    ap.add_argument("--batch-window", default="1")
+    ap.add_argument("--time-limit", default="5")
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--bind-workers", default="16")
+    ap.add_argument("--precreate", action="store_true",
+                    help="create the pods before the scheduler starts (its own throughput, apart from creation)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, start_control_plane(Path(tmp) / "cp") as cp:
+        kube = Kube(cp.kubeconfig)
+        cp.ensure_namespace("bench")
+        started = time.monotonic()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(lambda i: cp.create_ready_node(f"node-{i:05d}", cpu="8", memory="32Gi"), range(args.nodes)))
+        print(f"{args.nodes} nodes created in {time.monotonic() - started:.1f} s", flush=True)
+        schedulers = Schedulers(cp, Path(tmp))
+        try:
+            def create() -> float:
+                t = time.monotonic()
+                with ThreadPoolExecutor(args.clients) as pool:
+                    list(pool.map(lambda i: kube.create(pod(f"p-{i:05d}", "bench", cpu="100m")), range(args.pods)))
+                return time.monotonic() - t
+
+            created = create() if args.precreate else 0.0
+            s = schedulers.start("--batch-window", args.batch_window, "--time-limit", args.time_limit,
+                                 "--bind-workers", args.bind_workers)
+            t0 = time.monotonic()
+            if not args.precreate:
+                created = create()
+            while s.metric("policy_scheduler_pods_bound_total") < args.pods:
+                if time.monotonic() - t0 > args.timeout:
+                    sys.exit(f"timed out; scheduler log:\n{s.process.log_tail()}")
+                time.sleep(0.1)
+            wall = time.monotonic() - t0
+            _, body = s.get("/metrics")
+            buckets = histogram(body.decode(), "policy_scheduler_pending_to_bound_seconds")
+            batches = s.metric("policy_scheduler_batches_total")
+            print(f"nodes={args.nodes} pods={args.pods} created_in={created:.1f}s all_bound_in={wall:.1f}s "
+                  f"pods_per_s={args.pods / wall:.0f} batches={batches:.0f} "
+                  f"latency_p50={quantile(buckets, 0.5):.2f}s latency_p99={quantile(buckets, 0.99):.2f}s "
+                  f"batch_window={args.batch_window}s")
+            print("\n".join(line for line in s.log().splitlines() if "cycle profile" in line))
+        finally:
+            schedulers.stop_all()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""A live cluster's current state, read once (list only, never a write): for planning without a snapshot file.
+
+`read_cluster(kubeconfig)` returns the (source name, manifest) pairs that `engine.load.build_cluster` takes,
+so `dry-run --kubeconfig F` can plan exactly what `run` would see, with the same output as with a snapshot.
+"""
+
+from __future__ import annotations
+
+from .api import KubeAPI, load_client
+from .ports import NotFound, Obj, Resource
+from .store import meta, source_name
+
+LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "Pod")
+
+
+def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:
+    """Every object planning reads; a missing PodGroup CRD counts as no PodGroups. Raises api.ConfigError
+    for an unusable kubeconfig and ports.ApiUnavailable / ApiError when the apiserver says no."""
+    api = KubeAPI(load_client(kubeconfig))
+    out: list[tuple[str, Obj]] = []
+    for kind in LIVE_KINDS:
+        try:
+            items, _ = api.list(Resource(kind))
+        except NotFound:
+            continue
+        out.extend((source_name(kind, meta(o).get("namespace") or "", meta(o).get("name") or ""), o) for o in items)
+    return out
