@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import POD_GROUP_LABEL
-from .binder import Binder, EventSink, Placement, placement_for
+from .binder import Binder, BindReport, EventSink, Placement, placement_for
 from .cycle import refused_pod_key, run_cycle
 from .metrics import Metrics
 from .policies import PolicyHolder
@@ -180,7 +181,8 @@ class ProfileLoop:
             if key in pods:
                 self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits")
 
-    def _record(self, batch: list[str], stats: dict, report, solved: float, unplaced: int, started: float) -> None:
+    def _record(self, batch: list[str], stats: dict, report: BindReport, solved: float, unplaced: int,
+                started: float) -> None:
         m, name = self.metrics, self.name
         m.batches.labels(name).inc()
         m.batch_size.labels(name).observe(len(batch))
@@ -211,7 +213,11 @@ class Scheduler:
     metrics: Metrics = field(default_factory=Metrics)
     store: Store = field(default_factory=Store)
     watch_seconds: int = 300
+    events: EventSink = field(init=False)
+    binder: Binder = field(init=False)
     loops: list[ProfileLoop] = field(init=False)
+    resources: list[Resource] = field(init=False)
+    _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.events = EventSink(self.api)
@@ -220,7 +226,6 @@ class Scheduler:
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock)
                       for p in self.settings.profiles]
         self.resources = resources(self.settings.profiles)
-        self._threads: list[threading.Thread] = []
 
     def start_watches(self, stop: threading.Event) -> None:
         for r in self.resources:
@@ -238,7 +243,7 @@ class Scheduler:
         for loop in self.loops:
             self._spawn(lambda loop=loop: loop.run(stop), f"profile-{loop.name}")
 
-    def _spawn(self, target, name: str) -> None:
+    def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
