@@ -176,8 +176,8 @@ def _tagged(ev: Any) -> Any:
     """An explicitly tagged scalar; an unsupported or malformed one is an error at its position."""
     try:
         return _typed_scalar(ev.value, ev.tag)
-    except (yaml.YAMLError, ValueError, TypeError) as exc:
-        problem = getattr(exc, "problem", None) or f"cannot read {ev.value!r} as {ev.tag}"
+    except (yaml.YAMLError, ValueError, TypeError, IndexError, KeyError, OverflowError) as exc:
+        problem = getattr(exc, "problem", None) or f"cannot read {ev.value[:40]!r} as {ev.tag}"
         raise yaml.constructor.ConstructorError(None, None, problem, ev.start_mark) from None
 
 
@@ -217,7 +217,7 @@ def _yaml_documents(text: str, lines: dict[int, int]) -> list[Any]:
                 anchors[ev.anchor] = value
             if len(stack) < 3 and cls is yaml.MappingStartEvent:
                 lines[id(value)] = ev.start_mark.line + 1
-            _attach(stack, keys, docs, value)
+            _attach(stack, keys, docs, value, ev)
             stack.append(value)
             keys.append(_NO_KEY)
             continue
@@ -235,7 +235,7 @@ def _yaml_documents(text: str, lines: dict[int, int]) -> list[Any]:
             continue
         if cls is yaml.ScalarEvent and ev.anchor:
             anchors[ev.anchor] = value
-        _attach(stack, keys, docs, value)
+        _attach(stack, keys, docs, value, ev)
     return docs
 
 
@@ -258,7 +258,7 @@ def _merge(mapping: dict[Any, Any], mark: Any) -> None:
     mapping.update(own)
 
 
-def _attach(stack: list[Any], keys: list[Any], docs: list[Any], value: Any) -> None:
+def _attach(stack: list[Any], keys: list[Any], docs: list[Any], value: Any, ev: Any) -> None:
     if not stack:
         docs.append(value)
         return
@@ -271,7 +271,7 @@ def _attach(stack: list[Any], keys: list[Any], docs: list[Any], value: Any) -> N
         try:
             top[keys[-1]] = value
         except TypeError:  # a list or mapping as a key: safe_load refuses it too
-            raise yaml.constructor.ConstructorError(None, None, "found an unhashable key (a list or mapping)", None) from None
+            raise yaml.constructor.ConstructorError(None, None, "a list or mapping cannot be a key", ev.start_mark) from None
         keys[-1] = _NO_KEY
 
 

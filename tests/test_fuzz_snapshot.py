@@ -137,6 +137,21 @@ def test_mutated_and_truncated_text_loads_cleanly_or_fails_cleanly(docs, fmt, ke
     check_outcome(lambda: build_cluster(parse_objects(text, "fuzz." + fmt)))
 
 
+SNIPPETS = ["&a ", "*a", "<<: ", "<<: *a\n", "!!int ", "!!str ", "!!binary ", "\t", "[", "]", "{", "}", "- ", ": ",
+            "? ", "---\n", "...\n", "#", "'", '"', "\\", "\x00", "\ufeff", "\u2028", "\n  ", "~", "1e400", ",", "|"]
+
+
+@FUZZ
+@given(mutated_docs(), st.lists(st.tuples(st.floats(0.0, 1.0), st.sampled_from(SNIPPETS)), min_size=1, max_size=6))
+def test_yaml_text_with_stray_syntax_loads_cleanly_or_fails_cleanly(docs, edits):
+    """Anchors, aliases, merge keys, tags, flow brackets, control characters dropped into the text."""
+    text = yaml.safe_dump_all(docs)
+    for where, snippet in edits:
+        at = int(len(text) * where)
+        text = text[:at] + snippet + text[at:]
+    check_outcome(lambda: build_cluster(parse_objects(text, "fuzz.yaml")))
+
+
 def test_base_snapshot_plans():
     """The unmutated snapshot is valid: the fuzz starts from something that works."""
     cluster = build_cluster([("base", d) for d in copy.deepcopy(base_snapshot())])
