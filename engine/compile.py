@@ -350,18 +350,19 @@ def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
 
 def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule, part: list[int]) -> dict[int, list[int]]:
     """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints."""
-    s = c.spread
+    s, bound = c.spread, build.bound
+    eligible = set(bound.everything)
+    if s.honor_affinity:
+        for rule in info.facts.node_rules:
+            eligible &= bound.matching_nodes(rule.predicate)
+    if s.honor_taints:
+        for taints, members in bound.taint_groups().items():
+            if any(t.effect in ("NoSchedule", "NoExecute") and not tolerated(info.facts.tolerations, t) for t in taints):
+                eligible.difference_update(members)
     out: dict[int, list[int]] = defaultdict(list)
-    for i, node in enumerate(build.cluster.nodes):
-        if part[i] == NO_DOMAIN:
-            continue
-        if s.honor_affinity and not all(r.predicate.matches(node) for r in info.facts.node_rules):
-            continue
-        if s.honor_taints and any(
-            t.effect in ("NoSchedule", "NoExecute") and not tolerated(info.facts.tolerations, t) for t in node.taints
-        ):
-            continue
-        out[part[i]].append(i)
+    for i in sorted(eligible):
+        if part[i] != NO_DOMAIN:
+            out[part[i]].append(i)
     return out
 
 

@@ -138,8 +138,12 @@ def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> 
 def count_limit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
     for (key, most, source), full in f.limit_blocked.items():
         if node.labels.get(key) in full:
-            return [f"node(s) are in a {key} domain that already holds the limit of {most} pod(s) ({source})"]
+            return count_limit_reason(key, most, source)
     return []
+
+
+def count_limit_reason(key: str, most: int, source: str) -> list[str]:
+    return [f"node(s) are in a {key} domain that already holds the limit of {most} pod(s) ({source})"]
 
 
 def topology_spread(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
@@ -239,10 +243,18 @@ def rejections(f: ClassFacts, bound: BoundState) -> Rejections:
         visit("NodePorts", node_ports, bound.with_ports)
     for short, members in bound.short_of(f.requests).items():
         out.add("NodeResourcesFit", ["Too many pods" if r == "pods" else f"Insufficient {r}" for r in short], members)
-    if f.anti_blocked or f.anti_own_blocked or f.affinity_terms:
-        visit("InterPodAffinity", inter_pod_affinity, range(len(nodes)))
-    if f.spread_keys:
-        visit("PodTopologySpread", topology_spread, range(len(nodes)))
-    if f.limit_blocked:
-        visit("CountLimit", count_limit, range(len(nodes)))
+    # label checks select whole groups of nodes; added in each filter's own order, so the first failing
+    # check of a node gives its reason, as in the per-node functions above
+    for key, values in f.anti_blocked.items():
+        out.add("InterPodAffinity", [ANTI_EXISTING], bound.nodes_with(key, values))
+    for (key, cite), values in f.anti_own_blocked.items():
+        out.add("InterPodAffinity", [ANTI_OWN + cite], bound.nodes_with(key, values))
+    for term, ok, cite in zip(f.affinity_terms, f.affinity_ok, f.affinity_cites or ("",) * len(f.affinity_terms)):
+        key = term.topology_key
+        out.add("InterPodAffinity", [AFFINITY_OWN + cite],
+                bound.nodes_with(key, [None]) if ok is None else bound.nodes_outside(key, ok))
+    for key in f.spread_keys:
+        out.add("PodTopologySpread", [SPREAD_LABEL], bound.nodes_with(key, [None]))
+    for (key, most, source), full in f.limit_blocked.items():
+        out.add("CountLimit", count_limit_reason(key, most, source), bound.nodes_with(key, full))
     return out

@@ -29,6 +29,8 @@ class BoundState:
     _domains: dict[tuple, Any] = field(default_factory=dict)
     _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
     _free_matrix: tuple[dict[str, int], np.ndarray] | None = None
+    _by_value: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
+    _taint_groups: dict[tuple[Taint, ...], list[int]] | None = None
     _by_namespace: dict[str, list[tuple[int, Pod]]] | None = None
     _by_label: dict[tuple[str, str], list[tuple[int, Pod]]] | None = None
     everything: frozenset[int] = frozenset()
@@ -67,10 +69,31 @@ class BoundState:
 
     def taint_groups(self) -> dict[tuple[Taint, ...], list[int]]:
         """Tainted nodes grouped by their taints: a toleration check runs once per distinct taint set."""
-        groups: dict[tuple[Taint, ...], list[int]] = defaultdict(list)
-        for i in self.tainted:
-            groups[self.nodes[i].taints].append(i)
-        return groups
+        if self._taint_groups is None:
+            groups: dict[tuple[Taint, ...], list[int]] = defaultdict(list)
+            for i in self.tainted:
+                groups[self.nodes[i].taints].append(i)
+            self._taint_groups = dict(groups)
+        return self._taint_groups
+
+    def by_value(self, key: str) -> dict[str | None, list[int]]:
+        """Node indices per value of label `key` (None: nodes without it), so that label checks of the
+        static filters select whole groups of nodes at once."""
+        if key not in self._by_value:
+            groups: dict[str | None, list[int]] = defaultdict(list)
+            for i, node in enumerate(self.nodes):
+                groups[node.labels.get(key)].append(i)
+            self._by_value[key] = dict(groups)
+        return self._by_value[key]
+
+    def nodes_with(self, key: str, values) -> list[int]:
+        """Nodes whose label `key` has one of `values` (None among them: nodes without the label)."""
+        groups = self.by_value(key)
+        return [i for v in values if v in groups for i in groups[v]]
+
+    def nodes_outside(self, key: str, values) -> list[int]:
+        """Nodes without label `key`, or with a value not among `values`."""
+        return [i for v, members in self.by_value(key).items() if v is None or v not in values for i in members]
 
     @classmethod
     def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
