@@ -151,3 +151,16 @@ def test_live_snapshot_plans_without_writing(control_plane: ControlPlane, kube: 
     plan = make_plan(build_cluster(read_cluster(str(control_plane.kubeconfig)), "nobody-runs-me"), time_limit=2)
     assert plan.assignments == {f"{ns}/planned": "live-1"}
     assert not node_of(kube.pods(ns)["planned"])  # nothing was bound
+
+
+def test_a_proxy_in_the_environment_does_not_break_loopback(control_plane: ControlPlane, monkeypatch) -> None:
+    """The scheduler's client ignores HTTPS_PROXY for a loopback apiserver (nothing listens on port 9)."""
+    from engine.loop.api import KubeAPI, load_client
+    from engine.loop.ports import Resource
+
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+    items, version = KubeAPI(load_client(str(control_plane.kubeconfig))).list(Resource("Node"))
+    assert version and all(item["kind"] == "Node" for item in items)
