@@ -1,7 +1,7 @@
 """Fuzz the loader with mutated valid snapshots: every input ends in a clean InputError or a valid plan.
 
 Mutations change a value's type, replace it with an odd value, delete a key, bury a value in nesting, or cut
-the serialized text short. CI runs a modest number of examples; `SNAPSHOT_FUZZ_EXAMPLES=5000 python -m pytest
+the serialized text short. CI runs a modest number of examples (100 per test, a few seconds); `SNAPSHOT_FUZZ_EXAMPLES=5000 python -m pytest
 tests/test_fuzz_snapshot.py` searches much harder.
 """
 
@@ -21,7 +21,7 @@ from engine.output import render_json, render_yaml
 from engine.plan import make_plan
 from kube import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
 
-EXAMPLES = int(os.environ.get("SNAPSHOT_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("SNAPSHOT_FUZZ_EXAMPLES", "100"))
 LEAKS = ("object has no attribute", "invalid literal", "NoneType", "not subscriptable", "unhashable",
          "Traceback", "not iterable", "takes ", "argument")
 
