@@ -55,7 +55,8 @@ scheduler_option = click.option(
     help="Pending pods are those with this spec.schedulerName and no spec.nodeName.",
 )
 time_option = click.option("--time-limit", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-                           metavar="SECONDS", help="Solver time limit; the best plan found so far is returned.")
+                           metavar="SECONDS", help="Time limit for compiling and solving (loading not included); the best "
+                           "plan found so far is returned.")
 workers_option = click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
                               help="CP-SAT worker threads (1 with --seed gives reproducible plans).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
@@ -106,7 +107,11 @@ def main() -> None:
 @click.option("--fail-on-unschedulable", is_flag=True,
               help="Exit 3 when a pending pod is left unschedulable (the plan is still printed): a CI gate that "
               "checks policy changes against a snapshot.")
-def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable) -> None:
+@click.option("--baseline", is_flag=True,
+              help="Also run the kube-scheduler-like one-pod-at-a-time baseline and report its count as "
+              "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")
+def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
+            baseline) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
@@ -114,9 +119,13 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     """
     progress = _Progress(quiet)
     rules = _policy_rules(policies)
+    started = time.perf_counter()
     cluster = _load(clusters, scheduler_name)
+    loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    plan = make_plan(cluster, rules, time_limit=time_limit, workers=workers, seed=seed, progress=progress)
+    plan = make_plan(cluster, rules, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
+                     baseline=baseline)
+    plan.stats["phases"] = {"load": round(loaded, 3), **plan.stats.get("phases", {})}
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)

@@ -118,3 +118,17 @@ def test_the_engines_one_at_a_time_start_is_valid(docs):
     placed = sequential(c.problem)
     plan = plan_from_solution(c, Solution(placed, Status.FEASIBLE, c.problem.value(placed)), 0.0)
     assert check_plan(docs, plan.assignments) == []
+
+
+def test_dry_run_reports_phases_and_the_one_at_a_time_baseline():
+    import json
+
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    result = CliRunner().invoke(main, ["dry-run", "-o", "json", "-q", "--baseline"])
+    stats = json.loads(result.stdout)["stats"]
+    assert result.exit_code == 0
+    assert set(stats["phases"]) == {"load", "compile", "start", "model", "solve"}
+    assert 0 < stats["sequential_placed"] <= stats["placed"]
