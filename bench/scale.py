@@ -272,7 +272,7 @@ def measure(case: Case, cmd: B.Command, opts: "Options") -> Measure:
     size = path.stat().st_size / (1 << 20)
     err.print(f"{RL.describe(c)}: {'cached' if gen is None else f'generated in {gen:.1f}s'}"
               f" {path} ({size:.0f} MiB)", markup=False, style="dim" if gen is None else None)
-    argv = cmd.argv(path, opts.time_limit)
+    argv = [*cmd.argv(path, opts.time_limit), "--baseline"]  # report the one-at-a-time baseline too
     m = Measure(case, c.nodes, c.running, c.pending, argv, size)
     oracle = make_oracle(c, opts.detail, opts.oracle)
     for k in range(1, opts.repeat + 1):
