@@ -8,6 +8,7 @@ tentatively and rolled back whole when they cannot reach their minimum.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .problem import NO_DOMAIN, Problem
@@ -232,8 +233,9 @@ class GreedyState:
                 if d is not None and c in self.p.spreads[i].counted:
                     self.spread_counts[i].add(d, -1)
 
-    def _first_fit(self, c: int, alive: list[int], dead: set[int], start: int) -> int | None:
-        """Index in `alive` of the first node, from `start` on, that takes a pod of c now."""
+    def _open(self, c: int, alive: list[int], dead: set[int], start: int) -> Iterator[int]:
+        """Indices in `alive`, from `start` on, of the nodes that take a pod of c now; nodes that never
+        will again are dropped into `dead` on the way."""
         for step in range(len(alive)):
             i = (start + step) % len(alive)
             n = alive[i]
@@ -242,26 +244,17 @@ class GreedyState:
             if self.permanently_blocked(c, n):
                 dead.add(n)
             elif not self.currently_blocked(c, n):
-                return i
-        return None
+                yield i
 
     def _choose(self, c: int, alive: list[int], dead: set[int], start: int, score: dict[int, int] | None) -> int | None:
-        """Like `_first_fit`, but the best node by static score minus soft separation penalty.
+        """The best open node by static score minus soft separation penalty.
 
-        Without scores the first feasible node with no penalty ends the search; with scores the scan
+        Without scores the first open node with no penalty ends the search; with scores the scan
         starts at 0 (scores descend along `alive`), so the same holds: no later node can beat it.
         """
         best: tuple[int, int] | None = None  # (value, index)
-        for step in range(len(alive)):
-            i = (start + step) % len(alive)
+        for i in self._open(c, alive, dead, start):
             n = alive[i]
-            if n in dead:
-                continue
-            if self.permanently_blocked(c, n):
-                dead.add(n)
-                continue
-            if self.currently_blocked(c, n):
-                continue
             base = score[n] if score is not None else 0
             value = base - self.soft_penalty(c, n)
             if best is None or value > best[0]:
@@ -298,7 +291,7 @@ class GreedyState:
             if soft:
                 chosen = self._choose(c, alive, dead, start, score if cls.scores else None)
             else:
-                chosen = self._first_fit(c, alive, dead, start)
+                chosen = next(self._open(c, alive, dead, start), None)
             if chosen is None:
                 break
             n = alive[chosen]
