@@ -54,6 +54,13 @@ def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube:
         if doc["kind"] not in ("Deployment", "Service"):  # no kubelet would run them
             status, body = apply(kube, doc)
             assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
+    deployment = next(d for d in deploy_manifests() if d["kind"] == "Deployment")
+    template = deployment["spec"]["template"]
+    pod_of_template = {"apiVersion": "v1", "kind": "Pod", "metadata": {**template["metadata"], "name": "template-check",
+                       "namespace": NAMESPACE}, "spec": template["spec"]}
+    status, body = kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", pod_of_template,
+                                query=[("dryRun", "All")])
+    assert status == 201, f"the Deployment's pod is not admitted: {status} {body}"  # priority class, SA, security
     token_config = control_plane.service_account_kubeconfig(NAMESPACE, "policy-scheduler")
     ns, sel = "sched-rbac", {"e2e": "rbac"}
     control_plane.ensure_namespace(ns)
