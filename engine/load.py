@@ -7,6 +7,7 @@ Accepts multi-document YAML, a `kind: List`, JSON, or `-` for stdin. Every user 
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import re
 import sys
@@ -33,6 +34,7 @@ from .model import (
     Toleration,
 )
 from .quantity import QuantityError, to_int, to_milli
+from .yaml_parallel import parse_list
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -91,7 +93,7 @@ def parse_objects(text: str, name: str = "<input>") -> list[tuple[str, dict[str,
         if text.lstrip()[:1] in ("{", "["):
             docs: list[Any] = [_load_json(text, name)]
         else:
-            docs = _yaml_documents(text, lines)
+            docs = parse_list(text, lines, _yaml_documents) or _yaml_documents(text, lines)
     except json.JSONDecodeError as exc:
         raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except yaml.reader.ReaderError as exc:
@@ -298,11 +300,21 @@ def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int =
 
 
 def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> Cluster:
-    """Read every file and build one cluster model (objects from all files are merged)."""
+    """Read every file and build one cluster model (objects from all files are merged).
+
+    The cyclic garbage collector is paused meanwhile: loading creates millions of containers and no
+    cycles, and full collections over them would only cost time.
+    """
     docs: list[tuple[str, dict[str, Any]]] = []
-    for path in paths:
-        docs.extend(read_objects(path))
-    return build_cluster(docs, scheduler_name)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path in paths:
+            docs.extend(read_objects(path))
+        return build_cluster(docs, scheduler_name)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass")

@@ -75,6 +75,31 @@ def _slots(value: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return out
 
 
+class Deep:
+    """A value to bury `depth` lists deep, built only inside the test (`bury`): hypothesis prints a failing
+    example's arguments with a printer that recurses once per level, so the nesting must not be drawn."""
+
+    def __init__(self, value: Any, depth: int):
+        self.value, self.depth = value, depth
+
+    def __repr__(self) -> str:
+        return f"Deep({self.value!r}, {self.depth})"
+
+
+def bury(value: Any) -> Any:
+    """The drawn documents with every Deep turned into its nested lists."""
+    if isinstance(value, Deep):
+        deep = bury(value.value)
+        for _ in range(value.depth):
+            deep = [deep]
+        return deep
+    if isinstance(value, dict):
+        return {k: bury(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [bury(v) for v in value]
+    return value
+
+
 @st.composite
 def mutated_docs(draw) -> list[dict[str, Any]]:
     docs = base_snapshot()
@@ -89,10 +114,7 @@ def mutated_docs(draw) -> list[dict[str, Any]]:
         elif action == "wrap":
             container[key] = draw(st.sampled_from([[container[key]], {"x": container[key]}, str(container[key])]))
         else:
-            deep: Any = container[key]
-            for _ in range(draw(st.integers(1, 300))):
-                deep = [deep]
-            container[key] = deep
+            container[key] = Deep(container[key], draw(st.integers(1, 300)))
     return docs
 
 
@@ -123,12 +145,14 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[Hea
 @FUZZ
 @given(mutated_docs())
 def test_mutated_objects_load_cleanly_or_fail_cleanly(docs):
+    docs = bury(docs)
     check_outcome(lambda: build_cluster([("fuzz.yaml", d) for d in docs if isinstance(d, dict)]))
 
 
 @FUZZ
 @given(mutated_docs(), st.sampled_from(["yaml", "json"]), st.floats(0.0, 1.0))
 def test_mutated_and_truncated_text_loads_cleanly_or_fails_cleanly(docs, fmt, keep):
+    docs = bury(docs)
     try:
         text = yaml.safe_dump_all(docs) if fmt == "yaml" else json.dumps({"kind": "List", "items": docs})
     except (ValueError, yaml.YAMLError):
@@ -144,6 +168,7 @@ SNIPPETS = ["&a ", "*a", "<<: ", "<<: *a\n", "!!int ", "!!str ", "!!binary ", "\
 @FUZZ
 @given(mutated_docs(), st.lists(st.tuples(st.floats(0.0, 1.0), st.sampled_from(SNIPPETS)), min_size=1, max_size=6))
 def test_yaml_text_with_stray_syntax_loads_cleanly_or_fails_cleanly(docs, edits):
+    docs = bury(docs)
     """Anchors, aliases, merge keys, tags, flow brackets, control characters dropped into the text."""
     text = yaml.safe_dump_all(docs)
     for where, snippet in edits:

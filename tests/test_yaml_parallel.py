@@ -1,0 +1,68 @@
+"""The parallel parse of big kubectl Lists gives what the serial parse gives, or steps aside."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kube import node, pod
+
+from engine import load
+from engine.load import InputError, build_cluster
+from engine.yaml_parallel import parse_list, prune
+
+
+def kubectl_list(items: list[dict]) -> str:
+    """As kubectl prints it: items at column 0, then kind and metadata after them."""
+    return yaml.safe_dump({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
+                          sort_keys=True)
+
+
+def snapshot() -> list[dict]:
+    items = [node(f"n{i}") for i in range(5)] + [pod(f"p{i}", labels={"app": f"a{i % 3}"}) for i in range(40)]
+    items[7]["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    items[7]["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    return items
+
+
+def serial(text: str) -> list:
+    lines: dict[int, int] = {}
+    return load._yaml_documents(text, lines), lines
+
+
+def test_parallel_parse_equals_serial_parse_after_pruning():
+    text = kubectl_list(snapshot())
+    lines: dict[int, int] = {}
+    fast = parse_list(text, lines, load._yaml_documents, workers=3, min_bytes=0)
+    slow, slow_lines = serial(text)
+    for item in slow[0]["items"]:
+        prune(item)
+    assert fast == slow
+    assert sorted(lines[id(i)] for i in fast[0]["items"]) == sorted(slow_lines[id(i)] for i in slow[0]["items"])
+
+
+def test_pruning_drops_only_what_scheduling_never_reads():
+    docs = [("t", d) for d in snapshot()]
+    pruned = [("t", yaml.safe_load(yaml.safe_dump(d))) for _, d in docs]
+    for _, d in pruned:
+        prune(d)
+    a, b = build_cluster(docs), build_cluster(pruned)
+    assert (a.nodes, a.bound, a.pending) == (b.nodes, b.bound, b.pending)
+
+
+def test_a_broken_part_falls_back_to_the_serial_parse_and_its_error(monkeypatch):
+    text = kubectl_list(snapshot()).replace("name: p30\n", "name: [p30\n")
+    assert parse_list(text, {}, load._yaml_documents, workers=2, min_bytes=0) is None
+    monkeypatch.setattr(load, "parse_list", lambda *a, **k: parse_list(*a, **k, workers=2, min_bytes=0))
+    with pytest.raises(InputError) as parallel_error:
+        load.parse_objects(text, "snap.yaml")
+    monkeypatch.setattr(load, "parse_list", lambda *a, **k: None)
+    with pytest.raises(InputError) as serial_error:
+        load.parse_objects(text, "snap.yaml")
+    assert str(parallel_error.value) == str(serial_error.value)
+
+
+def test_texts_that_are_not_one_kubectl_list_are_left_to_the_serial_parse():
+    multi = "---\n" + "\n---\n".join(yaml.safe_dump(d) for d in snapshot())
+    assert parse_list(multi, {}, load._yaml_documents, workers=2, min_bytes=0) is None
+    assert parse_list(yaml.safe_dump(snapshot()[0]), {}, load._yaml_documents, workers=2, min_bytes=0) is None
