@@ -162,7 +162,7 @@ class _Search:
         if not self.placement_proven:
             share = TIER1_SHARE if self.soft else 1.0
             result = self._search(model, tier1, self._slice(full) * share, "placement")
-            self._take_tier1(problem, result, full)
+            self._take_tier1(result, full)
         if self.soft and self.clock.left() > 0.05:
             model.fix_at_least(tier1, self.best.value)
             result = self._search(model, model.tier2(), self._slice(full), "preferences")
@@ -187,7 +187,7 @@ class _Search:
             self.notes.append("CP-SAT reported a model infeasible; kept the best plan so far")
         return result
 
-    def _take_tier1(self, problem: Problem, result: TierResult, full: bool) -> None:
+    def _take_tier1(self, result: TierResult, full: bool) -> None:
         if not result.found:
             return
         if full:
@@ -200,10 +200,13 @@ class _Search:
 
     @property
     def strategy(self) -> str:
+        """Where the plan came from, and what CP-SAT saw of the problem."""
+        if not self.phases.model:
+            return self.best.origin
         if self.window is None:
-            return "CP-SAT on the full model" if self.phases.model else self.best.origin
-        return (f"CP-SAT on {self.rounds} neighbourhood(s) of the current plan, up to {self.window} extra nodes "
-                f"per class (the full model would not fit the time limit)")
+            return f"{self.best.origin}, CP-SAT on the full model"
+        return (f"{self.best.origin}, CP-SAT on {self.rounds} neighbourhood(s) of the best plan, up to {self.window} "
+                f"extra nodes per class (the full model would not fit the time limit)")
 
     def status(self) -> Status:
         if self.placement_proven and (not self.soft or self.preferences_proven):
