@@ -299,3 +299,18 @@ def test_a_profile_without_loaded_policies_is_not_ready() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
+
+
+def test_an_unchanged_reason_is_not_posted_again_within_a_minute() -> None:
+    from engine.loop.binder import EventSink
+
+    api, clock = FakeAPI(), Clock()
+    sink = EventSink(api, repeat_after=60, clock=clock)
+    p = api.put("Pod", pod("a"))
+    for _ in range(3):
+        sink.unschedulable(p, "no node has room")
+    clock.now += 61
+    sink.unschedulable(p, "no node has room")
+    sink.unschedulable(p, "another reason")
+    sink.close()
+    assert [e[3] for e in api.events if e[2] == "FailedScheduling"] == ["no node has room"] * 2 + ["another reason"]

@@ -10,6 +10,8 @@ left part-bound (a Binding cannot be undone) and that is reported on each member
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from .store import Store, meta, node_of, pod_key
 
 log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
+TOLD_LIMIT = 50_000  # unschedulable pods whose last event is remembered
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,11 +44,21 @@ class BindReport:
 
 
 class EventSink:
-    """Events and conditions go out from a small pool of their own: a slow event never delays a bind."""
+    """Events and conditions go out from a small pool of their own: a slow event never delays a bind.
 
-    def __init__(self, api: ClusterAPI, workers: int = 4):
+    A pod that stays unschedulable gets its FailedScheduling event again only when the reason changes or
+    `repeat_after` seconds have passed (kube-scheduler's event recorder aggregates the same way), so many
+    waiting pods retried on every cluster change do not flood the apiserver with events.
+    """
+
+    def __init__(self, api: ClusterAPI, workers: int = 4, repeat_after: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.api = api
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events")
+        self.repeat_after = repeat_after
+        self.clock = clock
+        self._told: dict[str, tuple[str, float]] = {}  # pod uid -> (message, when), for unschedulable pods
+        self._lock = threading.Lock()
 
     def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
         self.pool.submit(self._safe, self.api.create_event, involved, type_, reason, message)
@@ -55,7 +68,21 @@ class EventSink:
         m = meta(pod)
         if _condition_message(pod) != message:
             self.pool.submit(self._safe, self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
-        self.event(pod, "Warning", "FailedScheduling", message)
+        if self._news(str(m.get("uid") or pod_key(pod)), message):
+            self.event(pod, "Warning", "FailedScheduling", message)
+
+    def _news(self, uid: str, message: str) -> bool:
+        """True when this pod was not yet told `message`, or not for `repeat_after` seconds."""
+        now = self.clock()
+        with self._lock:
+            last = self._told.get(uid)
+            if last is not None and last[0] == message and now - last[1] < self.repeat_after:
+                return False
+            if len(self._told) >= TOLD_LIMIT:  # forget the oldest half: bound memory, at worst one extra event
+                for key in sorted(self._told, key=lambda k: self._told[k][1])[: TOLD_LIMIT // 2]:
+                    del self._told[key]
+            self._told[uid] = (message, now)
+            return True
 
     @staticmethod
     def _safe(call: Callable[..., object], *args: object) -> None:

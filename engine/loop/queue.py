@@ -18,7 +18,7 @@ class QueueConfig:
     batch_window: float = 1.0  # seconds to collect pods after the first is ready
     max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
     backoff_initial: float = 1.0
-    backoff_max: float = 10.0
+    backoff_max: float = 30.0  # cluster changes wake pods at once; this only bounds blind retries
 
 
 @dataclass(slots=True)
