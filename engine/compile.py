@@ -241,22 +241,40 @@ def _one_per_node(build: ProblemBuilder, a: int) -> bool:
 
 
 def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
-    by_key: dict[str, GangInfo] = {}
+    rules: dict[str, tuple[GangRule, str | None]] = {}
+    members: dict[str, list[int]] = defaultdict(list)
     for a, info in enumerate(classes):
-        rules = [c for c in info.constraints if isinstance(c, GangRule)]
-        if not rules:
-            continue
-        rule = rules[0]  # the pod's own PodGroup first, then the first policy
-        within = next((r.within for r in rules if r.group == rule.group and r.within), None)
-        if rule.group not in by_key:
-            by_key[rule.group] = _gang_info(cluster, rule, within)
-        by_key[rule.group].classes.append(a)
-        by_key[rule.group].pending += len(info.pods)
-    return [g for g in by_key.values() if g.min_member - g.bound > 0]
+        own = [c for c in info.constraints if isinstance(c, GangRule)]
+        if own:
+            rule = own[0]  # the pod's own PodGroup first, then the first policy
+            within = next((r.within for r in own if r.group == rule.group and r.within), None)
+            rules.setdefault(rule.group, (rule, within))
+            members[rule.group].append(a)
+    bound = _bound_members(cluster, [rule for rule, _ in rules.values()])
+    gangs = []
+    for group, (rule, within) in rules.items():
+        gang = _gang_info(cluster, rule, within, bound.get(group, []))
+        gang.classes = members[group]
+        gang.pending = sum(len(classes[a].pods) for a in members[group])
+        if gang.min_member - gang.bound > 0:
+            gangs.append(gang)
+    return gangs
 
 
-def _gang_info(cluster: Cluster, rule: GangRule, within: str | None) -> GangInfo:
-    members = [p for p in cluster.bound if rule.member(p)]
+def _bound_members(cluster: Cluster, rules: list[GangRule]) -> dict[str, list[Pod]]:
+    """Bound pods per gang, in one pass over the bound pods (a gang is found by its label's value)."""
+    wanted = {(r.namespace, r.label, r.value): r.group for r in rules}
+    labels = {r.label for r in rules}
+    out: dict[str, list[Pod]] = defaultdict(list)
+    for pod in cluster.bound:
+        for label in labels:
+            group = wanted.get((pod.namespace, label, pod.labels.get(label)))
+            if group is not None:
+                out[group].append(pod)
+    return out
+
+
+def _gang_info(cluster: Cluster, rule: GangRule, within: str | None, members: list[Pod]) -> GangInfo:
     gang = GangInfo(rule.group, rule.min_member, len(members), 0, within=within)
     if within:
         labels = {n.name: n.labels for n in cluster.nodes}
@@ -333,17 +351,17 @@ def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
     p = build.partitions.of(s.topology_key)
     domain_nodes = _spread_domains(build, info, c, build.partitions.parts[p])
     on_node = build.bound.node_counts(PodAffinityTerm(s.selector, frozenset({pod.namespace}), s.topology_key))
-    existing: dict[int, int] = {}
-    for d, members in domain_nodes.items():
-        k = sum(on_node.get(i, 0) for i in members)
-        if k:
-            existing[d] = k
+    domain_of = {i: d for d, members in domain_nodes.items() for i in members} if on_node else {}
+    existing: dict[int, int] = defaultdict(int)
+    for i, k in on_node.items():
+        if i in domain_of:
+            existing[domain_of[i]] += k
     counted = tuple(
         j for j, other in enumerate(build.classes)
         if other.sample.namespace == pod.namespace and s.selector.matches(other.sample.labels)
     )
     build.problem.spreads.append(
-        Spread(a, counted, {d: tuple(v) for d, v in domain_nodes.items()}, existing, s.max_skew, s.min_domains,
+        Spread(a, counted, {d: tuple(v) for d, v in domain_nodes.items()}, dict(existing), s.max_skew, s.min_domains,
                None if s.hard else SOFT_SPREAD_WEIGHT, describe(c))
     )
 

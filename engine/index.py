@@ -33,6 +33,7 @@ class BoundState:
     _taint_groups: dict[tuple[Taint, ...], list[int]] | None = None
     _by_namespace: dict[str, list[tuple[int, Pod]]] | None = None
     _by_label: dict[tuple[str, str], list[tuple[int, Pod]]] | None = None
+    _all: list[tuple[int, Pod]] | None = None
     everything: frozenset[int] = frozenset()
     cordoned: list[int] = field(default_factory=list)
     tainted: list[int] = field(default_factory=list)
@@ -122,7 +123,9 @@ class BoundState:
         return self.domains_matching((term,), term.topology_key)
 
     def _placed(self) -> list[tuple[int, Pod]]:
-        return [(i, p) for i, pods in enumerate(self.pods_on) for p in pods]
+        if self._all is None:
+            self._all = [(i, p) for i, pods in enumerate(self.pods_on) for p in pods]
+        return self._all
 
     def _candidates(self, term: PodTerm) -> list[tuple[int, Pod]]:
         """Bound pods that may match `term`: a superset, narrowed by an inverted index on namespace and
@@ -134,24 +137,33 @@ class BoundState:
                 self._by_namespace[p.namespace].append((i, p))
                 for item in p.labels.items():
                     self._by_label[item].append((i, p))
-        options: list[list[tuple[int, Pod]]] = []
+        options: list[list[list[tuple[int, Pod]]]] = []  # each option: the index lists it would join
         namespaces = getattr(term, "namespaces", None)
         if namespaces is not None:
-            options.append([x for ns in sorted(namespaces) for x in self._by_namespace.get(ns, ())])
+            options.append([self._by_namespace.get(ns, []) for ns in sorted(namespaces)])
         selector = getattr(term, "selector", None)
         for r in getattr(selector, "requirements", ()):
             if r.operator == "In":
-                options.append([x for v in r.values for x in self._by_label.get((r.key, v), ())])
-        return min(options, key=len) if options else self._placed()
+                options.append([self._by_label.get((r.key, v), []) for v in r.values])
+        if not options:
+            return self._placed()
+        smallest = min(options, key=lambda lists: sum(map(len, lists)))
+        return smallest[0] if len(smallest) == 1 else [x for part in smallest for x in part]
+
+    def matching(self, term: PodTerm) -> list[tuple[int, Pod]]:
+        """Bound pods matching `term`, with their node index (cached)."""
+        cache_key = ("pods", term)
+        if cache_key not in self._domains:
+            self._domains[cache_key] = [(i, p) for i, p in self._candidates(term) if term.matches(p)]
+        return self._domains[cache_key]
 
     def node_counts(self, term: PodTerm) -> dict[int, int]:
         """Bound pods matching `term` per node index (cached)."""
         cache_key = ("nodes", term)
         if cache_key not in self._domains:
             counts: dict[int, int] = defaultdict(int)
-            for i, p in self._candidates(term):
-                if term.matches(p):
-                    counts[i] += 1
+            for i, _ in self.matching(term):
+                counts[i] += 1
             self._domains[cache_key] = dict(counts)
         return self._domains[cache_key]
 
@@ -160,10 +172,10 @@ class BoundState:
         cache_key = ("counts", term)
         if cache_key not in self._domains:
             counts: dict[str, int] = defaultdict(int)
-            for i, p in self._candidates(term):
+            for i, k in self.node_counts(term).items():
                 value = self.nodes[i].labels.get(term.topology_key)
-                if value is not None and term.matches(p):
-                    counts[value] += 1
+                if value is not None:
+                    counts[value] += k
             self._domains[cache_key] = dict(counts)
         return self._domains[cache_key]
 
@@ -176,9 +188,9 @@ class BoundState:
         cache_key = (terms, key)
         if cache_key not in self._domains:
             out = set()
-            for i, p in self._candidates(terms[0]) if terms else self._placed():
+            for i, p in self.matching(terms[0]) if terms else self._placed():
                 value = self.nodes[i].labels.get(key)
-                if value is not None and value not in out and all(t.matches(p) for t in terms):
+                if value is not None and value not in out and all(t.matches(p) for t in terms[1:]):
                     out.add(value)
             self._domains[cache_key] = frozenset(out)
         return self._domains[cache_key]
