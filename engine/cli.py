@@ -107,11 +107,14 @@ def main() -> None:
 @click.option("--fail-on-unschedulable", is_flag=True,
               help="Exit 3 when a pending pod is left unschedulable (the plan is still printed): a CI gate that "
               "checks policy changes against a snapshot.")
+@click.option("--kubeconfig", metavar="FILE",
+              help="Plan against a live cluster's current state instead of a snapshot (read only: lists nodes, "
+              "pods, PodGroups, PriorityClasses and namespaces; binds nothing).")
 @click.option("--baseline", is_flag=True,
               help="Also run the kube-scheduler-like one-pod-at-a-time baseline and report its count as "
               "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
-            baseline) -> None:
+            kubeconfig, baseline) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
@@ -120,7 +123,7 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     progress = _Progress(quiet)
     rules = _policy_rules(policies)
     started = time.perf_counter()
-    cluster = _load(clusters, scheduler_name)
+    cluster = _load(clusters, scheduler_name) if kubeconfig is None else _load_live(clusters, kubeconfig, scheduler_name)
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
     plan = make_plan(cluster, rules, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
@@ -144,6 +147,23 @@ def _load(clusters, scheduler_name):
     """The snapshot (the bundled demo without --cluster), or one error line and exit 2."""
     try:
         return load_cluster(list(clusters) or [demo_path()], scheduler_name)
+    except InputError as exc:
+        _fail(str(exc))
+
+
+def _load_live(clusters, kubeconfig: str, scheduler_name: str):
+    """A live cluster's current state through the scheduler loop's read-only reader, or one error line."""
+    from .load import build_cluster
+    from .loop.api import ConfigError
+    from .loop.live import read_cluster
+    from .loop.ports import ApiError, ApiUnavailable
+
+    if clusters:
+        _fail("--cluster and --kubeconfig cannot be used together (a snapshot or a live cluster)")
+    try:
+        return build_cluster(read_cluster(kubeconfig), scheduler_name)
+    except (ConfigError, ApiUnavailable, ApiError) as exc:
+        _fail(f"{kubeconfig}: {exc}")
     except InputError as exc:
         _fail(str(exc))
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .index import BoundState
 from .ir import Constraint, CountLimit, NodeRule, PodProximity, SpreadRule, Tolerations
 from .model import (
@@ -200,7 +202,9 @@ class Rejections:
         return i in self.rejected
 
     def passing(self) -> tuple[int, ...]:
-        return tuple(i for i in range(self.size) if i not in self.rejected)
+        keep = np.ones(self.size, dtype=bool)
+        keep[list(self.rejected)] = False
+        return tuple(np.flatnonzero(keep).tolist())
 
     def reason_counts(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)

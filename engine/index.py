@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .ir import NodeTerms, PodTerm
+from .ir import NodePredicate, PodTerm
 from .model import HostPort, Node, Pod, PodAffinityTerm, Taint
 
 
@@ -27,19 +27,20 @@ class BoundState:
     pods_on: list[list[Pod]]
     anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
     _domains: dict[tuple, Any] = field(default_factory=dict)
-    _matching: dict[NodeTerms, frozenset[int]] = field(default_factory=dict)
+    _matching: dict[NodePredicate, frozenset[int]] = field(default_factory=dict)
     _free_matrix: tuple[dict[str, int], np.ndarray] | None = None
     _by_value: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
     _taint_groups: dict[tuple[Taint, ...], list[int]] | None = None
     _by_namespace: dict[str, list[tuple[int, Pod]]] | None = None
-    _by_label: dict[tuple[str, str], list[tuple[int, Pod]]] | None = None
+    _by_label: dict[str, dict[str, list[tuple[int, Pod]]]] = field(default_factory=dict)
     _all: list[tuple[int, Pod]] | None = None
     everything: frozenset[int] = frozenset()
     cordoned: list[int] = field(default_factory=list)
     tainted: list[int] = field(default_factory=list)
     with_ports: list[int] = field(default_factory=list)
+    soft_tainted: frozenset[int] = frozenset()  # nodes with a PreferNoSchedule taint
 
-    def matching_nodes(self, predicate: NodeTerms) -> frozenset[int]:
+    def matching_nodes(self, predicate: NodePredicate) -> frozenset[int]:
         """Indices of the nodes a node predicate accepts (cached: classes share rules)."""
         if predicate not in self._matching:
             self._matching[predicate] = frozenset(i for i, n in enumerate(self.nodes) if predicate.matches(n))
@@ -112,6 +113,7 @@ class BoundState:
         state.everything = frozenset(range(len(nodes)))
         state.cordoned = [i for i, n in enumerate(nodes) if n.unschedulable]
         state.tainted = [i for i, n in enumerate(nodes) if n.taints]
+        state.soft_tainted = frozenset(i for i in state.tainted if any(t.effect == "PreferNoSchedule" for t in nodes[i].taints))
         state.with_ports = [i for i, p in enumerate(state.ports) if p]
         return state
 
@@ -132,11 +134,9 @@ class BoundState:
         on the selector's `In` requirements, so a term is matched against its few candidates and not
         against every bound pod (tens of thousands in a real cluster)."""
         if self._by_namespace is None:
-            self._by_namespace, self._by_label = defaultdict(list), defaultdict(list)
+            self._by_namespace = defaultdict(list)
             for i, p in self._placed():
                 self._by_namespace[p.namespace].append((i, p))
-                for item in p.labels.items():
-                    self._by_label[item].append((i, p))
         options: list[list[list[tuple[int, Pod]]]] = []  # each option: the index lists it would join
         namespaces = getattr(term, "namespaces", None)
         if namespaces is not None:
@@ -144,11 +144,23 @@ class BoundState:
         selector = getattr(term, "selector", None)
         for r in getattr(selector, "requirements", ()):
             if r.operator == "In":
-                options.append([self._by_label.get((r.key, v), []) for v in r.values])
+                by_value = self._label_index(r.key)
+                options.append([by_value.get(v, []) for v in r.values])
         if not options:
             return self._placed()
         smallest = min(options, key=lambda lists: sum(map(len, lists)))
         return smallest[0] if len(smallest) == 1 else [x for part in smallest for x in part]
+
+    def _label_index(self, key: str) -> dict[str, list[tuple[int, Pod]]]:
+        """Bound pods per value of label `key`, built the first time a selector asks for that key."""
+        if key not in self._by_label:
+            index: dict[str, list[tuple[int, Pod]]] = defaultdict(list)
+            for i, p in self._placed():
+                value = p.labels.get(key)
+                if value is not None:
+                    index[value].append((i, p))
+            self._by_label[key] = dict(index)
+        return self._by_label[key]
 
     def matching(self, term: PodTerm) -> list[tuple[int, Pod]]:
         """Bound pods matching `term`, with their node index (cached)."""

@@ -26,17 +26,18 @@ def node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node],
                 proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
     tolerations = info.facts.tolerations
     costs = [c for c in info.constraints if isinstance(c, (NodeScore, PodCost))]
-    if not soft_rules and not proximity and not costs and not any(
-        t.effect == "PreferNoSchedule" for i in candidates for t in nodes[i].taints
-    ):
+    soft_tainted = bound.soft_tainted
+    if not soft_rules and not proximity and not costs and not (soft_tainted and any(i in soft_tainted for i in candidates)):
         return ()
+    preferred = [(bound.matching_nodes(r.predicate), r.weight) for r in soft_rules]  # cached per rule
     scores = []
     for i in candidates:
         node = nodes[i]
-        s = sum(r.weight for r in soft_rules if r.predicate.matches(node))
-        s -= PREFER_NO_SCHEDULE_PENALTY * sum(
-            1 for t in node.taints if t.effect == "PreferNoSchedule" and not tolerated(tolerations, t)
-        )
+        s = sum(w for members, w in preferred if i in members)
+        if i in soft_tainted:
+            s -= PREFER_NO_SCHEDULE_PENALTY * sum(
+                1 for t in node.taints if t.effect == "PreferNoSchedule" and not tolerated(tolerations, t)
+            )
         s += sum(w for key, domains, w in proximity if node.labels.get(key) in domains)
         scores.append(s)
     candidate_nodes = [nodes[i] for i in candidates]

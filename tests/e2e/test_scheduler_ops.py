@@ -153,6 +153,29 @@ def test_live_snapshot_plans_without_writing(control_plane: ControlPlane, kube: 
     assert not node_of(kube.pods(ns)["planned"])  # nothing was bound
 
 
+def test_dry_run_against_a_live_cluster(control_plane: ControlPlane, kube: Kube) -> None:
+    """`policy-scheduler dry-run --kubeconfig F`: the same JSON contract as with a snapshot, nothing bound."""
+    import json
+    import subprocess
+    import sys
+
+    ns, sel = "dry-live", {"e2e": "dry-live"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dry-live-1", labels=sel)
+    kube.create(pod("fits", ns, scheduler="dry-runner", nodeSelector=sel))
+    kube.create(pod("too-big", ns, scheduler="dry-runner", cpu="64", nodeSelector=sel))
+    done = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--kubeconfig", str(control_plane.kubeconfig),
+                           "--scheduler-name", "dry-runner", "-o", "json", "-q"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["assignments"] == {f"{ns}/fits": "dry-live-1"}
+    assert "Insufficient cpu" in plan["unschedulable"][f"{ns}/too-big"][0]
+    assert not any(node_of(p) for p in kube.pods(ns).values())
+    bad = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--kubeconfig", "/nonexistent/kubeconfig"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "/nonexistent/kubeconfig" in bad.stderr
+
+
 def test_a_proxy_in_the_environment_does_not_break_loopback(control_plane: ControlPlane, monkeypatch) -> None:
     """The scheduler's client ignores HTTPS_PROXY for a loopback apiserver (nothing listens on port 9)."""
     from engine.loop.api import KubeAPI, load_client
