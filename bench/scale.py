@@ -13,7 +13,7 @@ Two modes, both on the realistic snapshots of ``bench/realistic.py``:
 
 Each run is ``policy-scheduler dry-run --cluster FILE -o json --time-limit T`` as a subprocess,
 one at a time, timed by ``bench/run.py``'s ``run_once`` (wall clock, peak RSS from
-``os.wait4``). The engine's ``stats.phases`` (load/compile/model/solve seconds) and
+``os.wait4``). The engine's ``stats.phases`` (load/compile/start/model/solve seconds) and
 ``stats.sequential_placed`` are optional: missing ones print as "-". Every plan is checked by
 ``realistic.validate`` (capacity, pools, taints, hard pod (anti-)affinity, hard zone spread,
 gangs); ``--oracle on`` also runs ``tests/checker.py``'s independent ``check_plan`` (slow on big
@@ -61,7 +61,7 @@ sys.path.insert(0, str(BENCH_DIR))
 import realistic as RL  # noqa: E402
 import run as B  # noqa: E402
 
-PHASES = ("load", "compile", "model", "solve")
+PHASES = ("load", "compile", "start", "model", "solve")  # start: greedy and one-at-a-time plans
 ORACLE_AUTO_PODS = 12_000
 SWEEP_RUNNING_PER_NODE = 16
 SWEEP_FULL = {"pending": (1500, (100, 300, 1000, 3000, 10_000)),
@@ -251,7 +251,7 @@ class Measure:
 
     @property
     def engine_s(self) -> float | None:
-        """compile + model + solve: the in-cluster cycle's cost (no YAML load)."""
+        """compile + start + model + solve: the in-cluster cycle's cost (no YAML load)."""
         parts = [self.phase(p) for p in PHASES[1:]]
         return sum(parts) if all(p is not None for p in parts) else None
 
@@ -415,7 +415,7 @@ def plot(rows: list[Measure], path: Path, title: str) -> None:
         _line(ax_t, _series(rows, s, lambda m: m.median(lambda r: r.wall)), "o-", color,
               f"wall, {label}")
         _line(ax_t, _series(rows, s, lambda m: m.engine_s), "s--", color,
-              f"compile+model+solve, {label}")
+              f"compile+start+model+solve, {label}")
         _line(ax_m, _series(rows, s, lambda m: m.median(lambda r: r.rss_mib)), "o-", color,
               label)
     for ax, ylabel in ((ax_t, "seconds"), (ax_m, "peak RSS (MiB)")):
