@@ -8,7 +8,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 
 from checker import check_plan
-from kube import anti, node, pod, podgroup, run, spread, term
+from kube import anti, node, pod, run, spread, term
 from oracle import placed_vector
 from sequential_oracle import sequential_plan
 from strategies import clusters

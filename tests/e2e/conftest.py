@@ -18,6 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from local_cluster import LOOPBACK_NO_PROXY, ControlPlane, start_control_plane  # noqa: E402
+from scheduling import Kube, Schedulers  # noqa: E402
 
 E2E_DIR = Path(__file__).parent
 
@@ -52,3 +53,19 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
             sys.stderr.write(f"\ncontrol plane up in {cp.startup_seconds:.1f} s at {cp.server} "
                              f"(kubeconfig {cp.kubeconfig}, logs in {workdir})\n")
             yield cp
+
+
+@pytest.fixture
+def kube(control_plane: ControlPlane) -> Kube:
+    """Raw API calls as the admin."""
+    return Kube(control_plane.kubeconfig)
+
+
+@pytest.fixture
+def schedulers(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Schedulers]:
+    """Scheduler processes a test starts; all stopped when it ends."""
+    started = Schedulers(control_plane, tmp_path)
+    try:
+        yield started
+    finally:
+        started.stop_all()

@@ -6,28 +6,10 @@ arguments: it lists, watches, binds, patches conditions, posts events and holds 
 from __future__ import annotations
 
 import re
-from typing import Iterator
-
-import pytest
-
 from local_cluster import ControlPlane
-from scheduling import Kube, Schedulers, apply, condition, deploy_manifests, node_of, pod, wait_for
+from scheduling import Kube, apply, condition, deploy_manifests, node_of, pod, wait_for
 
 NAMESPACE = "policy-scheduler"
-
-
-@pytest.fixture
-def kube(control_plane: ControlPlane) -> Kube:
-    return Kube(control_plane.kubeconfig)
-
-
-@pytest.fixture
-def schedulers(control_plane: ControlPlane, tmp_path) -> Iterator[Schedulers]:
-    started = Schedulers(control_plane, tmp_path)
-    try:
-        yield started
-    finally:
-        started.stop_all()
 
 
 def test_kustomization_lists_every_manifest_and_applies_server_side(kube: Kube) -> None:

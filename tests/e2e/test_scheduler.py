@@ -5,28 +5,10 @@ the session's control plane never compete for capacity. The scheduler is a separ
 """
 from __future__ import annotations
 
-from typing import Iterator
-
-import pytest
-
 from local_cluster import ControlPlane
-from scheduling import Kube, Schedulers, condition, install_podgroup_crd, node_of, pod, wait_for
+from scheduling import Kube, condition, install_podgroup_crd, node_of, pod, wait_for
 
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-@pytest.fixture
-def kube(control_plane: ControlPlane) -> Kube:
-    return Kube(control_plane.kubeconfig)
-
-
-@pytest.fixture
-def schedulers(control_plane: ControlPlane, tmp_path) -> Iterator[Schedulers]:
-    started = Schedulers(control_plane, tmp_path)
-    try:
-        yield started
-    finally:
-        started.stop_all()
 
 
 def _unschedulable(kube: Kube, ns: str, name: str) -> dict | None:

@@ -5,26 +5,8 @@ separate processes with their own scheduler names.
 """
 from __future__ import annotations
 
-from typing import Iterator
-
-import pytest
-
 from local_cluster import ControlPlane
-from scheduling import Kube, Schedulers, node_of, pod, wait_for
-
-
-@pytest.fixture
-def kube(control_plane: ControlPlane) -> Kube:
-    return Kube(control_plane.kubeconfig)
-
-
-@pytest.fixture
-def schedulers(control_plane: ControlPlane, tmp_path) -> Iterator[Schedulers]:
-    started = Schedulers(control_plane, tmp_path)
-    try:
-        yield started
-    finally:
-        started.stop_all()
+from scheduling import Kube, node_of, pod, wait_for
 
 
 def _policy(ns: str, label: str, value: str) -> str:
