@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .filters import ClassFacts, Rejections
 from .index import BoundState
-from .ir import Constraint, CountLimit, PodProximity, PodTerm, SpreadRule
+from .ir import Constraint, CountLimit, GangRule, PodProximity, PodTerm, SpreadRule
 from .model import Cluster, Pod
 from .podspec import pod_constraints
 
@@ -110,11 +110,15 @@ def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[int, in
 
 
 def queue_positions(classes: list[ClassInfo]) -> list[tuple[int, ...]]:
-    """Each pod's place in kube-scheduler's active queue (priority, then creation time), per class."""
-    order = sorted(
-        ((-info.priority, pod.created, pod.name, a, k) for a, info in enumerate(classes) for k, pod in enumerate(info.pods))
-    )
+    """Each pod's place in the active queue, per class: priority, then creation time — the PodGroup's for
+    gang members, as Coscheduling's queue sort does, so a gang's pods come up together."""
+    order = []
+    for a, info in enumerate(classes):
+        gang = next((c for c in info.constraints if isinstance(c, GangRule)), None)
+        for k, pod in enumerate(info.pods):
+            created, group = (gang.created, gang.group) if gang is not None else (pod.created, "")
+            order.append((-info.priority, created, group, pod.created, pod.name, a, k))
     out: list[list[int]] = [[0] * len(info.pods) for info in classes]
-    for position, (_, _, _, a, k) in enumerate(order):
-        out[a][k] = position
+    for position, entry in enumerate(sorted(order)):
+        out[entry[-2]][entry[-1]] = position
     return [tuple(q) for q in out]

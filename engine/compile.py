@@ -33,6 +33,8 @@ class GangInfo:
     classes: list[int] = field(default_factory=list)
     within: str | None = None
     bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
+    short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
+    created: str = ""  # the PodGroup's creation time
 
 
 @dataclass(slots=True)
@@ -155,7 +157,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Comp
     grouped = group_pods(cluster, policy, bound)
     index = AffinityIndex([pods[0] for pods, _ in grouped], [rules for _, rules in grouped], bound)
     classes = _class_infos(grouped, index, bound)
-    gangs = _gangs(cluster, classes)
+    gangs = _gangs(cluster, bound, classes)
     partitions = Partitions(cluster.nodes)
     notes: list[str] = []
     problem = _problem(cluster.nodes, bound, classes)
@@ -201,7 +203,9 @@ def _pod_classes(build: ProblemBuilder, gangs: list[GangInfo], notes: list[str])
     classes, nodes = build.classes, build.cluster.nodes
     weights = priority_weights(classes, notes)
     gang_of = {a: g for g, gi in enumerate(gangs) for a in gi.classes}
-    keys = [_rank_key(info, a in gang_of, bool(build.index.affinity_sets[a])) for a, info in enumerate(classes)]
+    age = {g: k for k, g in enumerate(sorted(range(len(gangs)), key=lambda g: (gangs[g].created, gangs[g].key)))}
+    keys = [_rank_key(info, age.get(gang_of[a]) if a in gang_of else None, bool(build.index.affinity_sets[a]))
+            for a, info in enumerate(classes)]
     rank = {k: r for r, k in enumerate(sorted(set(keys)))}
     queues = queue_positions(classes)
     out = []
@@ -222,10 +226,11 @@ def _pod_classes(build: ProblemBuilder, gangs: list[GangInfo], notes: list[str])
     return out
 
 
-def _rank_key(info: ClassInfo, in_gang: bool, affine: bool) -> tuple:
-    """Greedy order (ascending; the greedy takes the highest first): priority, gangs, supporters before
-    followers. Within a rank the greedy itself orders by pod size."""
-    return (info.priority, in_gang, not affine)
+def _rank_key(info: ClassInfo, gang_age: int | None, affine: bool) -> tuple:
+    """Greedy order (ascending; the greedy takes the highest first): priority, gangs (the oldest PodGroup
+    first, as Coscheduling's queue sort), supporters before followers. Within a rank the greedy itself
+    orders by pod size."""
+    return (info.priority, gang_age is not None, -(gang_age or 0), not affine)
 
 
 def _self_anti_per_node(build: ProblemBuilder, a: int, c: PodProximity) -> bool:
@@ -240,7 +245,16 @@ def _one_per_node(build: ProblemBuilder, a: int) -> bool:
     return any(isinstance(c, PodProximity) and _self_anti_per_node(build, a, c) for c in build.classes[a].constraints)
 
 
-def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
+def _short_of(index: BoundState, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+    """Resources of a PodGroup's minResources beyond the cluster's total free room: Coscheduling's
+    PreFilter rejects such a gang before trying any member."""
+    return tuple(
+        f"{r} {want} > {free} free" for r, want in min_resources
+        if want > (free := sum(max(0, index.free(i, r)) for i in range(len(index.nodes))))
+    )
+
+
+def _gangs(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) -> list[GangInfo]:
     rules: dict[str, tuple[GangRule, str | None]] = {}
     members: dict[str, list[int]] = defaultdict(list)
     for a, info in enumerate(classes):
@@ -254,6 +268,8 @@ def _gangs(cluster: Cluster, classes: list[ClassInfo]) -> list[GangInfo]:
     gangs = []
     for group, (rule, within) in rules.items():
         gang = _gang_info(cluster, rule, within, bound.get(group, []))
+        gang.short_of = _short_of(index, rule.min_resources)
+        gang.created = rule.created
         gang.classes = members[group]
         gang.pending = sum(len(classes[a].pods) for a in members[group])
         if gang.min_member - gang.bound > 0:
@@ -306,7 +322,10 @@ def emit_gangs(build: ProblemBuilder, gangs: list[GangInfo]) -> None:
             partition = build.partitions.of(gi.within)
             if gi.bound_domains:
                 domains = build.partitions.ids(partition, gi.bound_domains)
-        build.problem.gangs.append(Gang(tuple(gi.classes), max(0, gi.min_member - gi.bound), partition, domains))
+        need = max(0, gi.min_member - gi.bound)
+        if gi.short_of:
+            need = gi.pending + 1  # cannot start: the cluster lacks the room its minResources asks for
+        build.problem.gangs.append(Gang(tuple(gi.classes), need, partition, domains))
 
 
 def emit_required_affinity(build: ProblemBuilder) -> None:

@@ -53,6 +53,9 @@ def _gang_reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, b
         return None
     bound = f", {gi.bound} already bound" if gi.bound else ""
     head = f"gang {gi.key} could not be completed: needs {need}"
+    if gi.short_of:
+        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
+                f"({', '.join(gi.short_of)})"), False
     if gi.pending < need:
         return f"{head} more member(s) (minMember {gi.min_member}{bound}) but only {gi.pending} are pending", False
     fit = gang_fit_alone(compiled, g)

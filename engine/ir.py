@@ -113,6 +113,8 @@ class GangRule:
     label: str = POD_GROUP_LABEL
     value: str = ""
     within: str | None = None  # topology key: every member in one domain of it
+    min_resources: tuple[tuple[str, int], ...] = ()  # the PodGroup's spec.minResources
+    created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
 
     def member(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value

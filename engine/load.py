@@ -616,8 +616,10 @@ def _pod_group(obj: dict[str, Any]) -> PodGroup:
     if min_member < 0:
         raise ValueError("spec.minMember must not be negative")
     timeout = spec.get("scheduleTimeoutSeconds")
+    room = _resources(spec["minResources"], "spec.minResources") if spec.get("minResources") is not None else {}
     return PodGroup(_text(meta.get("namespace") or "default", "metadata.namespace"), _text(meta["name"], "metadata.name"),
-                    min_member, _int(timeout, "spec.scheduleTimeoutSeconds") if timeout is not None else None)
+                    min_member, _int(timeout, "spec.scheduleTimeoutSeconds") if timeout is not None else None,
+                    tuple(sorted(room.items())), _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
 
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, int]:

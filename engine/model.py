@@ -224,6 +224,8 @@ class PodGroup:
     name: str
     min_member: int
     timeout_seconds: int | None = None
+    min_resources: tuple[tuple[str, int], ...] = ()  # spec.minResources: room the whole gang needs
+    created: str = ""  # metadata.creationTimestamp: Coscheduling serves equal-priority gangs oldest first
 
     @property
     def key(self) -> str:

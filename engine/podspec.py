@@ -37,5 +37,6 @@ def pod_constraints(pod: Pod, pod_groups: dict[str, PodGroup]) -> tuple[Constrai
     if group is not None:
         pg = pod_groups.get(f"{pod.namespace}/{group}")
         if pg is not None and pg.min_member > 0:
-            out.append(GangRule(pg.key, pg.min_member, Source(f"PodGroup {pg.key}"), pg.namespace, value=pg.name))
+            out.append(GangRule(pg.key, pg.min_member, Source(f"PodGroup {pg.key}"), pg.namespace, value=pg.name,
+                                min_resources=pg.min_resources, created=pg.created))
     return tuple(out)

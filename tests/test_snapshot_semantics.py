@@ -162,3 +162,62 @@ def test_explain_a_skipped_pod_says_why(tmp_path):
     out = cli("explain", "--cluster", str(path), "default/g")
     assert "Traceback" not in out.stderr
     assert "example.com/wait" in out.stdout + out.stderr
+
+
+def group_with_room(name: str, min_member: int, **room: str) -> dict:
+    doc = podgroup(name, min_member)
+    doc["spec"]["minResources"] = room
+    return doc
+
+
+def test_podgroup_min_resources_beyond_the_free_room_keeps_the_gang_out():
+    # 2 members of 1 cpu fit, but the PodGroup says the gang needs 6 cpu, and the cluster has 4 free
+    docs = [node("n1", cpu="4"), group_with_room("train", 2, cpu="6"),
+            *(pod(f"w{i}", cpu="1", labels={GROUP: "train"}) for i in range(2))]
+    plan = run(docs)
+    assert plan.assignments == {}
+    reason = " ".join(plan.unschedulable["default/w0"])
+    assert "minResources" in reason and "cpu 6000 > 4000 free" in reason
+
+
+def test_podgroup_min_resources_within_the_free_room_starts_the_gang():
+    docs = [node("n1", cpu="4"), group_with_room("train", 2, cpu="3", memory="1Gi"),
+            *(pod(f"w{i}", cpu="1", labels={GROUP: "train"}) for i in range(2))]
+    assert set(run(docs).assignments) == {"default/w0", "default/w1"}
+
+
+def test_podgroup_min_resources_must_be_quantities():
+    import pytest
+
+    from engine.load import InputError
+
+    with pytest.raises(InputError) as bad:
+        build_cluster([("pg.yaml", group_with_room("train", 2, cpu="lots"))])
+    assert "spec.minResources.cpu" in str(bad.value) and "PodGroup default/train" in str(bad.value)
+
+
+def aged_group(name: str, min_member: int, created: str) -> dict:
+    doc = podgroup(name, min_member)
+    doc["metadata"]["creationTimestamp"] = created
+    return doc
+
+
+def two_gangs_on_room_for_four(first_created: str, second_created: str) -> dict[str, str]:
+    """Two gangs of 3 (equal priority) on room for 4: exactly one starts; the file lists 'second' first."""
+    docs = [node("n1", cpu="4"),
+            aged_group("second", 3, second_created), aged_group("first", 3, first_created),
+            *(pod(f"s{i}", cpu="1", labels={GROUP: "second", "app": "s"}) for i in range(3)),
+            *(pod(f"f{i}", cpu="1", labels={GROUP: "first", "app": "f"}) for i in range(3))]
+    return run(docs).assignments
+
+
+def test_the_older_podgroup_wins_among_equal_gangs():
+    placed = two_gangs_on_room_for_four("2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z")
+    assert set(placed) == {"default/f0", "default/f1", "default/f2"}
+    placed = two_gangs_on_room_for_four("2026-03-01T00:00:00Z", "2026-02-01T00:00:00Z")
+    assert set(placed) == {"default/s0", "default/s1", "default/s2"}
+
+
+def test_equal_ages_fall_back_to_the_podgroup_name():
+    placed = two_gangs_on_room_for_four("2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    assert set(placed) == {"default/f0", "default/f1", "default/f2"}  # "first" < "second"

@@ -165,6 +165,7 @@ class _Search:
             self._take_tier1(result, full)
         if self.soft and self.clock.left() > 0.05:
             model.fix_at_least(tier1, self.best.value)
+            model.keep_gangs(self.best.placed)
             result = self._search(model, model.tier2(), self._slice(full), "preferences")
             if result.found:
                 candidate = _plan(self.p, result.placed, "CP-SAT")

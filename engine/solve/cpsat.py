@@ -40,6 +40,7 @@ class ClassModel:
         self._seeds: dict[int, dict[tuple[int, int], cp_model.IntVar]] = {}  # group -> (node, class) -> first pod
         self._seed_domains: dict[tuple, dict[int, list[cp_model.IntVar]]] = {}
         self.soft_terms: list = []
+        self.gang_on: list[cp_model.IntVar] = []  # per gang: started
         self._build()
 
     # -- variables -----------------------------------------------------------------------------
@@ -115,6 +116,7 @@ class ClassModel:
                     m.add(sum(vs) <= 1)
         for gang in p.gangs:
             on = m.new_bool_var("gang")
+            self.gang_on.append(on)
             m.add(sum(self.placed[c] for c in gang.classes) >= gang.need * on)
             for c in gang.classes:
                 m.add(self.placed[c] <= p.classes[c].count * on)
@@ -344,6 +346,16 @@ class ClassModel:
 
     def fix_at_least(self, objective, value: int) -> None:
         self.m.add(objective >= value)
+
+    def keep_gangs(self, placed: dict[tuple[int, int], int]) -> None:
+        """Gangs started in `placed` stay started: preferences never swap which of two equal gangs starts
+        (the older PodGroup, placed first by the starting plans, keeps its place, as Coscheduling's queue)."""
+        counts: dict[int, int] = defaultdict(int)
+        for (c, _), k in placed.items():
+            counts[c] += k
+        for on, gang in zip(self.gang_on, self.p.gangs):
+            if sum(counts[c] for c in gang.classes) >= gang.need:
+                self.m.add(on == 1)
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
