@@ -180,7 +180,7 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str):
 def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .compile import compile_cluster
-    from .explain import node_table
+    from .explain import node_table, score_breakdown
     from .plan import plan_from_solution
     from .solve import solve
 
@@ -196,14 +196,17 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
     plan = plan_from_solution(compiled, solution, solution.seconds)
     c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
     rows = node_table(compiled, c, plan.assignments.get(target.key))
+    node = plan.assignments.get(target.key)
+    score = score_breakdown(compiled, c, node) if node else []
     if output == "json":
         click.echo(json.dumps({
-            "pod": target.key, "node": plan.assignments.get(target.key),
+            "pod": target.key, "node": node,
             "unschedulable": plan.unschedulable.get(target.key, []),
+            "score": [{"term": term, "points": points} for term, points in score],
             "nodes": [{"node": name, "verdict": verdict, "reason": reason} for name, verdict, reason in rows],
         }, indent=2))
     else:
-        _print_explanation(target.key, rows, plan)
+        _print_explanation(target.key, rows, plan, score)
 
 
 def _explain_target(cluster, pod, scheduler_name, skipped: bool):
@@ -228,7 +231,7 @@ def _print_skipped_pod(key: str, reason: str, output: str) -> None:
         click.echo(f"{key} is not pending for scheduling: {reason}")
 
 
-def _print_explanation(key: str, rows, plan) -> None:
+def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> None:
     console = Console(highlight=False)
     table = Table(title=f"{key}: node by node", title_justify="left")
     table.add_column("node")
@@ -240,6 +243,10 @@ def _print_explanation(key: str, rows, plan) -> None:
     console.print(table)
     if key in plan.assignments:
         console.print(f"[bold green]{key} is placed on {plan.assignments[key]}[/bold green]")
+        if score:
+            console.print("why this node (soft score of one pod, term by term):")
+        for term, points in score:
+            console.print(f"  {points:+d}  {term}")
     else:
         console.print(f"[bold red]{key} is unschedulable:[/bold red]")
         for reason in plan.unschedulable.get(key, []):

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from .compile import Compiled
 from .filters import PORTS, shortages
+from .scores import score_parts
 from .solve.greedy import Blocker, GreedyState, greedy
 from .solve.problem import NO_DOMAIN, Solution
 
@@ -173,3 +174,20 @@ def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tupl
             plugin, reasons = why
             rows.append((node.name, plugin, "; ".join(reasons)))
     return rows
+
+
+def score_breakdown(compiled: Compiled, c: int, node: str) -> list[tuple[str, int]]:
+    """Why this node: each soft term's points for one pod of class c on `node` (terms worth 0 left out),
+    then the best any candidate node scores, for comparison."""
+    cls = compiled.problem.classes[c]
+    names = [compiled.cluster.nodes[i].name for i in cls.candidates]
+    if node not in names:
+        return []
+    k = names.index(node)
+    parts = score_parts(compiled.classes[c], cls.candidates, compiled.cluster.nodes, compiled.bound)
+    if not parts:
+        return []  # nothing scores: every candidate was as good as any other
+    out = [(label, values[k]) for label, values in parts if values[k]]
+    best = max((sum(v) for v in zip(*(values for _, values in parts))), default=0)
+    return out + [("best score of any candidate node", best)]
+

@@ -15,40 +15,47 @@ PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on th
 
 
 def node_scores(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node], bound: BoundState) -> tuple[int, ...]:
-    """Per-pod soft score of each candidate: preferred node affinity, PreferNoSchedule taints, and
-    preferred pod (anti-)affinity towards bound pods."""
-    soft_rules = [c for c in info.constraints if isinstance(c, NodeRule) and c.weight is not None]
-    proximity = []
-    for c in info.constraints:
-        if isinstance(c, PodProximity) and c.weight is not None:
-            domains = bound.domains_with(c.term)
-            if domains:
-                proximity.append((c.term.topology_key, domains, -c.weight if c.anti else c.weight))
-    tolerations = info.facts.tolerations
-    costs = [c for c in info.constraints if isinstance(c, (NodeScore, PodCost))]
-    soft_tainted = bound.soft_tainted
-    if not soft_rules and not proximity and not costs and not (soft_tainted and any(i in soft_tainted for i in candidates)):
+    """Per-pod soft score of each candidate (the sum of `score_parts`); () when nothing scores."""
+    parts = score_parts(info, candidates, nodes, bound)
+    if not parts:
         return ()
-    preferred = [(bound.matching_nodes(r.predicate), r.weight) for r in soft_rules]  # cached per rule
-    scores = []
-    for i in candidates:
-        node = nodes[i]
-        s = sum(w for members, w in preferred if i in members)
-        if i in soft_tainted:
-            s -= PREFER_NO_SCHEDULE_PENALTY * sum(
-                1 for t in node.taints if t.effect == "PreferNoSchedule" and not tolerated(tolerations, t)
-            )
-        s += sum(w for key, domains, w in proximity if node.labels.get(key) in domains)
-        scores.append(s)
+    return tuple(sum(values) for values in zip(*(values for _, values in parts)))
+
+
+def score_parts(info: ClassInfo, candidates: tuple[int, ...], nodes: list[Node],
+                bound: BoundState) -> list[tuple[str, list[int]]]:
+    """Each soft term in words with its points on every candidate: preferred node affinity (and policy
+    prefer/avoid), untolerated PreferNoSchedule taints, preferred pod (anti-)affinity towards bound pods,
+    and node prices. Kept apart so `explain` can say why a node won."""
+    parts: list[tuple[str, list[int]]] = []
+    for rule in (c for c in info.constraints if isinstance(c, NodeRule) and c.weight is not None):
+        members = bound.matching_nodes(rule.predicate)  # cached per rule
+        what = rule.reason if rule.source.policy else "preferred node affinity"  # a pod's reason reads as a rejection
+        parts.append((f"{what} [{rule.source}]", [rule.weight if i in members else 0 for i in candidates]))
+    soft_tainted = bound.soft_tainted
+    if soft_tainted and any(i in soft_tainted for i in candidates):
+        tolerations = info.facts.tolerations
+        parts.append(("untolerated PreferNoSchedule taint(s)", [
+            -PREFER_NO_SCHEDULE_PENALTY * sum(1 for t in nodes[i].taints
+                                              if t.effect == "PreferNoSchedule" and not tolerated(tolerations, t))
+            if i in soft_tainted else 0 for i in candidates]))
+    for c in info.constraints:
+        if isinstance(c, PodProximity) and c.weight is not None and (domains := bound.domains_with(c.term)):
+            kind = "anti-affinity" if c.anti else "affinity"
+            points = -c.weight if c.anti else c.weight
+            key = c.term.topology_key
+            parts.append((f"preferred pod {kind} to running pods {c.term.selector} per {key} [{c.source}]",
+                          [points if nodes[i].labels.get(key) in domains else 0 for i in candidates]))
     candidate_nodes = [nodes[i] for i in candidates]
-    for cost in costs:
+    for cost in (c for c in info.constraints if isinstance(c, (NodeScore, PodCost))):
         if isinstance(cost, NodeScore):
             values = [_number(n.attribute(cost.attr, cost.key)) for n in candidate_nodes]
+            what = f"lowest {cost.attr} {cost.key}"
         else:
             values = [_request_cost(info.facts.requests, cost, n) for n in candidate_nodes]
-        for k, penalty in enumerate(_cost_penalties(values, cost.weight)):
-            scores[k] -= penalty
-    return tuple(scores)
+            what = "lowest cost of the requests"
+        parts.append((f"{what} [{cost.source}]", [-p for p in _cost_penalties(values, cost.weight)]))
+    return [(label, values) for label, values in parts if any(values)]
 
 
 UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit

@@ -50,3 +50,27 @@ def test_room_taken_says_by_whom():
     text = reasons(run(docs), "default/lo")
     assert "had no room left in this batch's plan (Insufficient cpu)" in text
     assert "went to 1 higher-priority pod(s)" in text
+
+
+def test_explain_says_why_this_node(tmp_path):
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    from kube import expr
+
+    preferred = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 40, "preference": {"matchExpressions": [expr("disk", "In", "ssd")]}}]}}
+    docs = [node("hdd", cpu="8", labels={"disk": "hdd"}), node("ssd", cpu="8", labels={"disk": "ssd"}),
+            pod("db", labels={"app": "db"}, affinity=preferred)]
+    snapshot = tmp_path / "snap.yaml"
+    snapshot.write_text(yaml.safe_dump_all(docs))
+    result = CliRunner().invoke(main, ["explain", "--cluster", str(snapshot), "db", "-o", "json"])
+    out = json.loads(result.stdout)
+    assert out["node"] == "ssd"
+    assert {"term": "preferred node affinity "
+                    "[spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]]",
+            "points": 40} in out["score"]
+    assert out["score"][-1] == {"term": "best score of any candidate node", "points": 40}
