@@ -150,6 +150,7 @@ class ProblemBuilder:
     index: AffinityIndex
     partitions: Partitions
     problem: Problem
+    spread_domains: dict[tuple, dict[int, list[int]]] = field(default_factory=dict)  # shared by equal classes
 
 
 def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Compiled:
@@ -386,7 +387,16 @@ def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
 
 
 def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule, part: list[int]) -> dict[int, list[int]]:
-    """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints."""
+    """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints; the same
+    for every class with the same node rules and tolerations, so computed once for them."""
+    s = c.spread
+    key = (s.topology_key, s.honor_affinity and info.facts.node_rules, s.honor_taints and info.facts.tolerations)
+    if key not in build.spread_domains:
+        build.spread_domains[key] = _eligible_by_domain(build, info, c, part)
+    return build.spread_domains[key]
+
+
+def _eligible_by_domain(build: ProblemBuilder, info: ClassInfo, c: SpreadRule, part: list[int]) -> dict[int, list[int]]:
     s, bound = c.spread, build.bound
     eligible = set(bound.everything)
     if s.honor_affinity:
