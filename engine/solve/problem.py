@@ -138,15 +138,8 @@ class Problem:
             or bool(self.openings)
         )
 
-    def score_only(self) -> bool:
-        """Soft terms are per-pod node scores only (no pairwise or per-domain terms)."""
-        return not (any(s.weight is not None for s in self.separations)
-                    or any(s.weight is not None for s in self.colocations)
-                    or any(s.weight is not None for s in self.spreads)
-                    or self.openings)
-
     def score_bound(self) -> int:
-        """With score_only(): no plan scores more than every pod on its best candidate."""
+        """No plan's node scores exceed every pod on its best candidate."""
         return sum(c.count * max(c.scores) for c in self.classes if c.scores and c.candidates)
 
     def score(self, placed: dict[tuple[int, int], int]) -> int:
@@ -189,7 +182,7 @@ class Problem:
         bound at 0; gains are bounded by every pod on its best node or in a supported domain."""
         if any(s.weight is not None and s.weight < 0 for s in self.separations + self.colocations):
             return None
-        bound = sum(c.count * max(c.scores) for c in self.classes if c.scores and c.candidates)
+        bound = self.score_bound()
         for s in self.colocations:
             if s.weight is not None:
                 bound += s.weight * self.classes[s.carriers[0]].count
