@@ -132,17 +132,18 @@ class _Search:
         self.window: int | None = None
         self.notes: list[str] = []
 
+    def _budget(self) -> float:
+        """Model variables that can be built in the time left (and held in memory)."""
+        return min(MAX_MODEL_VARS, MODEL_VARS_PER_SECOND * MODEL_SHARE * max(0.0, self.clock.left()))
+
     def run(self) -> None:
-        size = model_size(self.p)
-        budget = min(MAX_MODEL_VARS, MODEL_VARS_PER_SECOND * MODEL_SHARE * max(0.0, self.clock.left()))
-        if size <= budget:
+        if model_size(self.p) <= self._budget():
             self._round(self.p, full=True)
             return
         order = room_order(self.p)
         classes = max(1, len(self.p.classes))
         while self.clock.left() > MIN_ROUND_SECONDS and not self.preferences_proven:
-            budget = min(MAX_MODEL_VARS, MODEL_VARS_PER_SECOND * MODEL_SHARE * self.clock.left())
-            k = int((budget / per_pair(self.p) - len(self.best.placed)) / classes)
+            k = int((self._budget() / per_pair(self.p) - len(self.best.placed)) / classes)
             if k < 1:
                 self.notes.append("the time limit leaves no room for a CP-SAT model; kept the starting plan")
                 return
