@@ -20,7 +20,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.load import load_cluster, load_yaml_documents  # noqa: E402
+from engine.manifests import load_cluster, load_yaml_documents  # noqa: E402
 from workloads import get_workload, write_snapshot  # noqa: E402
 
 

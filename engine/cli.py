@@ -14,7 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .load import DEFAULT_SCHEDULER, InputError, load_cluster
+from .load import DEFAULT_SCHEDULER, InputError
+from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
 from .plan import make_plan
 

@@ -46,7 +46,7 @@ def _items_region(text: str) -> tuple[int, int] | None:
     return m.end(), end.start() if end else len(text)
 
 
-# Bulky fields no scheduling decision reads (load.py never looks at them): dropped in the worker, so the
+# Bulky fields no scheduling decision reads (engine.load never looks at them): dropped in the worker, so the
 # objects sent back to the parent, which unpickles them on one core, are a fraction of the text.
 UNREAD_CONTAINER = ("env", "envFrom", "volumeMounts", "volumeDevices", "command", "args", "image", "imagePullPolicy",
                     "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "securityContext",

@@ -16,7 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.load import InputError, build_cluster, parse_objects
+from engine.load import InputError, build_cluster
+from engine.manifests import parse_objects
 from engine.output import render_json, render_yaml
 from engine.plan import make_plan
 from kube import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term

@@ -10,7 +10,8 @@ import sys
 import pytest
 import yaml
 
-from engine.load import InputError, load_cluster, load_yaml_documents, parse_documents
+from engine.load import InputError
+from engine.manifests import load_cluster, load_yaml_documents, parse_documents
 from kube import node, pod, podgroup
 
 

@@ -7,7 +7,8 @@ import json
 import pytest
 import yaml
 
-from engine.load import InputError, load_cluster, load_yaml_documents, parse_documents
+from engine.load import InputError
+from engine.manifests import load_cluster, load_yaml_documents, parse_documents
 from kube import node, pod, podgroup
 
 

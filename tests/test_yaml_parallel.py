@@ -7,7 +7,7 @@ import yaml
 
 from kube import node, pod
 
-from engine import load
+from engine import manifests
 from engine.load import InputError, build_cluster
 from engine.yaml_parallel import parse_list, prune
 
@@ -27,13 +27,13 @@ def snapshot() -> list[dict]:
 
 def serial(text: str) -> list:
     lines: dict[int, int] = {}
-    return load._yaml_documents(text, lines), lines
+    return manifests._yaml_documents(text, lines), lines
 
 
 def test_parallel_parse_equals_serial_parse_after_pruning():
     text = kubectl_list(snapshot())
     lines: dict[int, int] = {}
-    fast = parse_list(text, lines, load._yaml_documents, workers=3, min_bytes=0)
+    fast = parse_list(text, lines, manifests._yaml_documents, workers=3, min_bytes=0)
     slow, slow_lines = serial(text)
     for item in slow[0]["items"]:
         prune(item)
@@ -52,17 +52,17 @@ def test_pruning_drops_only_what_scheduling_never_reads():
 
 def test_a_broken_part_falls_back_to_the_serial_parse_and_its_error(monkeypatch):
     text = kubectl_list(snapshot()).replace("name: p30\n", "name: [p30\n")
-    assert parse_list(text, {}, load._yaml_documents, workers=2, min_bytes=0) is None
-    monkeypatch.setattr(load, "parse_list", lambda *a, **k: parse_list(*a, **k, workers=2, min_bytes=0))
+    assert parse_list(text, {}, manifests._yaml_documents, workers=2, min_bytes=0) is None
+    monkeypatch.setattr(manifests, "parse_list", lambda *a, **k: parse_list(*a, **k, workers=2, min_bytes=0))
     with pytest.raises(InputError) as parallel_error:
-        load.parse_objects(text, "snap.yaml")
-    monkeypatch.setattr(load, "parse_list", lambda *a, **k: None)
+        manifests.parse_objects(text, "snap.yaml")
+    monkeypatch.setattr(manifests, "parse_list", lambda *a, **k: None)
     with pytest.raises(InputError) as serial_error:
-        load.parse_objects(text, "snap.yaml")
+        manifests.parse_objects(text, "snap.yaml")
     assert str(parallel_error.value) == str(serial_error.value)
 
 
 def test_texts_that_are_not_one_kubectl_list_are_left_to_the_serial_parse():
     multi = "---\n" + "\n---\n".join(yaml.safe_dump(d) for d in snapshot())
-    assert parse_list(multi, {}, load._yaml_documents, workers=2, min_bytes=0) is None
-    assert parse_list(yaml.safe_dump(snapshot()[0]), {}, load._yaml_documents, workers=2, min_bytes=0) is None
+    assert parse_list(multi, {}, manifests._yaml_documents, workers=2, min_bytes=0) is None
+    assert parse_list(yaml.safe_dump(snapshot()[0]), {}, manifests._yaml_documents, workers=2, min_bytes=0) is None

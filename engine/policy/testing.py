@@ -26,7 +26,8 @@ from typing import Any
 
 import yaml
 
-from ..load import InputError, build_cluster, read_documents
+from ..load import InputError, build_cluster
+from ..manifests import read_documents
 from ..plan import make_plan
 from .lower import policy_rules
 from .sources import load_policies

@@ -1,0 +1,292 @@
+"""Read snapshots: files or stdin, multi-document YAML, a `kind: List`, or JSON, into manifests.
+
+The I/O edge of the dry-run: text in, (source, object) pairs out, where the source is `file:line` so
+that `engine.load.build_cluster` can name every object in its errors. Malformed, binary, too deep or
+aliased input is one `InputError` with file, line and column.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .load import DEFAULT_SCHEDULER, InputError, build_cluster, show_value
+from .model import Cluster
+from .yaml_parallel import parse_list
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_DEPTH = 200  # nesting levels; real manifests use ~20, and deeper input only serves to crash parsers
+
+
+def read_documents(path: str) -> list[dict[str, Any]]:
+    """Parse a file (or `-` for stdin) into the list of top-level objects, flattening `kind: List`."""
+    return [obj for _, obj in read_objects(path)]
+
+
+def read_objects(path: str) -> list[tuple[str, dict[str, Any]]]:
+    """(source, object) pairs from a file or stdin; the source is `file:line` where the line is known."""
+    name = "<stdin>" if path == "-" else path
+    return parse_objects(_read_text(path, name), name)
+
+
+def _read_text(path: str, name: str) -> str:
+    """The input as text: bytes decoded as UTF-8 here (not by the locale), so binary input is one clear error."""
+    try:
+        if path == "-":
+            stream = getattr(sys.stdin, "buffer", sys.stdin)
+            data = stream.read()
+        else:
+            data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read file: {exc.strerror or exc}") from None
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                         "a snapshot is YAML or JSON") from None
+
+
+def parse_documents(text: str, name: str = "<input>") -> list[dict[str, Any]]:
+    return [obj for _, obj in parse_objects(text, name)]
+
+
+def parse_objects(text: str, name: str = "<input>") -> list[tuple[str, dict[str, Any]]]:
+    """Top-level objects with their source (`name:line` for YAML); empty input is an error."""
+    text = text.removeprefix("\ufeff")
+    lines: dict[int, int] = {}
+    try:
+        if text.lstrip()[:1] in ("{", "["):
+            docs: list[Any] = [_load_json(text, name)]
+        else:
+            docs = parse_list(text, lines, _yaml_documents) or _yaml_documents(text, lines)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except yaml.reader.ReaderError as exc:
+        line, col = _line_col(text, exc.position)
+        raise InputError(f"{name}:{line}:{col}: invalid YAML: unacceptable character #x{exc.character:04x}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{where}: invalid YAML: {problem}") from None
+    if all(d is None for d in docs):
+        raise InputError(f"{name}: no Kubernetes objects (the input is empty)")
+    return list(_flatten(docs, name, lines))
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _load_json(text: str, name: str) -> Any:
+    """json.loads with an explicit nesting limit (the C decoder would otherwise hit Python's recursion limit)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value = None
+    else:
+        if _depth_at_most(value, MAX_DEPTH):
+            return value
+    offset = _too_deep_offset(text)
+    line, col = _line_col(text, offset)
+    raise InputError(f"{name}:{line}:{col}: invalid JSON: nested more than {MAX_DEPTH} levels deep")
+
+
+def _depth_at_most(value: Any, limit: int) -> bool:
+    """Whether containers nest at most `limit` deep: one level at a time (the point is not to recurse)."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(limit):
+        if not level:
+            return True
+        level = [c for item in level for c in (item.values() if type(item) is dict else item)
+                 if type(c) is dict or type(c) is list]
+    return not level
+
+
+def _too_deep_offset(text: str) -> int:
+    depth = 0
+    for m in _JSON_NESTING.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return m.start()
+        elif token in "]}":
+            depth -= 1
+    return 0
+
+
+_STR = "tag:yaml.org,2002:str"
+_RESOLVER = yaml.resolver.Resolver()
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+_MAYBE_TYPED = frozenset("0123456789+-.~yYnNtTfFoO")
+
+
+@lru_cache(maxsize=1 << 16)
+def _typed_scalar(value: str, tag: str | None) -> Any:
+    """A plain (or explicitly tagged) scalar as safe_load would construct it."""
+    if tag is None or tag == "!":
+        tag = _RESOLVER.resolve(yaml.ScalarNode, value, (True, False))
+    if tag == _STR:
+        return value
+    construct = _CONSTRUCTOR.yaml_constructors.get(tag)
+    if construct is None:
+        raise yaml.constructor.ConstructorError(None, None, f"unsupported tag {tag!r}", None)
+    return construct(_CONSTRUCTOR, yaml.ScalarNode(tag, value))
+
+
+def _tagged(ev: Any) -> Any:
+    """An explicitly tagged scalar; an unsupported or malformed one is an error at its position."""
+    try:
+        return _typed_scalar(ev.value, ev.tag)
+    except (yaml.YAMLError, ValueError, TypeError, IndexError, KeyError, OverflowError) as exc:
+        problem = getattr(exc, "problem", None) or f"cannot read {ev.value[:40]!r} as {ev.tag}"
+        raise yaml.constructor.ConstructorError(None, None, problem, ev.start_mark) from None
+
+
+def load_yaml_documents(text: str) -> list[Any]:
+    """yaml.safe_load_all, but built straight from libyaml's parse events (see _yaml_documents)."""
+    return _yaml_documents(text, {})
+
+
+def _yaml_documents(text: str, lines: dict[int, int]) -> list[Any]:
+    """yaml.safe_load_all, but built straight from libyaml's parse events.
+
+    PyYAML's constructor is pure Python and takes ~11 s on a 15,000-object snapshot; libyaml parses it
+    in ~1 s, and building plain dicts and lists from its events costs little more. Scalars resolve as
+    in safe_load (ints, bools, nulls, floats, timestamps); anchors, aliases and merge keys (`<<`) are
+    honoured. Nesting deeper than MAX_DEPTH is an error with its position. `lines` receives the
+    starting line of the mappings near the top (documents and List items), by id, for messages.
+    """
+    docs: list[Any] = []
+    stack: list[Any] = []  # containers under construction; a mapping carries its pending key
+    keys: list[Any] = []
+    anchors: dict[str, Any] = {}
+    for ev in yaml.parse(text, Loader=_Loader):
+        cls = type(ev)
+        if cls is yaml.ScalarEvent:
+            if not ev.implicit[0]:  # quoted or block scalars are strings unless explicitly tagged
+                value: Any = ev.value if ev.tag in (None, "!", _STR) else _tagged(ev)
+            elif ev.tag is None and ev.value and ev.value[0] not in _MAYBE_TYPED:
+                value = _MERGE if ev.value == "<<" and stack and keys[-1] is _NO_KEY and type(stack[-1]) is dict \
+                    else ev.value  # a plain scalar that cannot resolve to anything but a string
+            else:
+                value = _typed_scalar(ev.value, ev.tag) if ev.tag is None else _tagged(ev)
+        elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
+            if len(stack) >= MAX_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", ev.start_mark)
+            value = {} if cls is yaml.MappingStartEvent else []
+            if ev.anchor:
+                anchors[ev.anchor] = value
+            if len(stack) < 3 and cls is yaml.MappingStartEvent:
+                lines[id(value)] = ev.start_mark.line + 1
+            _attach(stack, keys, docs, value, ev)
+            stack.append(value)
+            keys.append(_NO_KEY)
+            continue
+        elif cls is yaml.MappingEndEvent or cls is yaml.SequenceEndEvent:
+            done = stack.pop()
+            keys.pop()
+            if cls is yaml.MappingEndEvent and _MERGE in done:
+                _merge(done, ev.start_mark)
+            continue
+        elif cls is yaml.AliasEvent:
+            if ev.anchor not in anchors:
+                raise yaml.composer.ComposerError(None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark)
+            value = anchors[ev.anchor]
+        else:
+            continue
+        if cls is yaml.ScalarEvent and ev.anchor:
+            anchors[ev.anchor] = value
+        _attach(stack, keys, docs, value, ev)
+    return docs
+
+
+_NO_KEY = object()
+_MERGE = type("_Merge", (), {"__repr__": lambda self: "<<"})()  # the `<<` merge key, as a unique dict key
+
+
+def _merge(mapping: dict[Any, Any], mark: Any) -> None:
+    """Apply a `<<` key as safe_load does: merged keys first, the mapping's own keys win, earlier sources win."""
+    source = mapping.pop(_MERGE)
+    sources = source if isinstance(source, list) else [source]
+    if not all(isinstance(s, dict) for s in sources):
+        raise yaml.constructor.ConstructorError(
+            None, None, "expected a mapping or list of mappings for merging", mark)
+    own = dict(mapping)
+    mapping.clear()
+    for s in sources:
+        for k, v in s.items():
+            mapping.setdefault(k, v)
+    mapping.update(own)
+
+
+def _attach(stack: list[Any], keys: list[Any], docs: list[Any], value: Any, ev: Any) -> None:
+    if not stack:
+        docs.append(value)
+        return
+    top = stack[-1]
+    if type(top) is list:
+        top.append(value)
+    elif keys[-1] is _NO_KEY:
+        keys[-1] = value
+    else:
+        try:
+            top[keys[-1]] = value
+        except TypeError:  # a list or mapping as a key: safe_load refuses it too
+            raise yaml.constructor.ConstructorError(None, None, "a list or mapping cannot be a key", ev.start_mark) from None
+        keys[-1] = _NO_KEY
+
+
+def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
+    if depth > 3:
+        raise InputError(f"{name}: lists of objects nested more than 3 deep")
+    for i, doc in enumerate(docs):
+        if doc is None:
+            continue
+        if isinstance(doc, list):
+            yield from _flatten(doc, name, lines, depth + 1)
+            continue
+        src = f"{name}:{lines[id(doc)]}" if id(doc) in lines else name
+        if not isinstance(doc, dict):
+            raise InputError(f"{name}: document {i + 1} is not a Kubernetes object (got {show_value(doc)})")
+        kind = doc.get("kind")
+        if kind == "List" or (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                raise InputError(f"{src}: {kind}.items is not a list")
+            yield from _flatten(items, name, lines, depth + 1)
+        else:
+            yield src, doc
+
+
+def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> Cluster:
+    """Read every file and build one cluster model (objects from all files are merged).
+
+    The cyclic garbage collector is paused meanwhile: loading creates millions of containers and no
+    cycles, and full collections over them would only cost time.
+    """
+    docs: list[tuple[str, dict[str, Any]]] = []
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path in paths:
+            docs.extend(read_objects(path))
+        return build_cluster(docs, scheduler_name)
+    finally:
+        if collecting:
+            gc.enable()
