@@ -13,6 +13,7 @@ Everything it started is stopped at the end.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -49,6 +50,12 @@ def histogram(text: str, name: str) -> list[tuple[float, float]]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of one process so far (/proc/PID/stat), to see who the bottleneck is."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=500)
@@ -79,6 +86,8 @@ def main() -> None:
             created = create() if args.precreate else 0.0
             s = schedulers.start("--batch-window", args.batch_window, "--time-limit", args.time_limit,
                                  "--bind-workers", args.bind_workers)
+            pids = {"scheduler": s.process.popen.pid, "apiserver": cp.apiserver.popen.pid, "etcd": cp.etcd.popen.pid}
+            cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             t0 = time.monotonic()
             if not args.precreate:
                 created = create()
@@ -87,6 +96,7 @@ def main() -> None:
                     sys.exit(f"timed out; scheduler log:\n{s.process.log_tail()}")
                 time.sleep(0.1)
             wall = time.monotonic() - t0
+            cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
             _, body = s.get("/metrics")
             buckets = histogram(body.decode(), "policy_scheduler_pending_to_bound_seconds")
             batches = s.metric("policy_scheduler_batches_total")
@@ -94,6 +104,8 @@ def main() -> None:
                   f"pods_per_s={args.pods / wall:.0f} batches={batches:.0f} "
                   f"latency_p50={quantile(buckets, 0.5):.2f}s latency_p99={quantile(buckets, 0.99):.2f}s "
                   f"batch_window={args.batch_window}s")
+            print("cpu seconds while scheduling: " + " ".join(f"{k}={v:.1f}" for k, v in cpu.items())
+                  + f" (of {2 * wall:.1f} on 2 cores)")
             print("\n".join(line for line in s.log().splitlines() if "cycle profile" in line))
         finally:
             schedulers.stop_all()

@@ -44,12 +44,12 @@ def test_an_assumed_pod_holds_its_node_until_the_watch_shows_it_bound() -> None:
     s = _scheduler(api)
     _sync(s)
     loop = s.loops[0]
-    loop.cycle(["default/a"])
+    loop.cycle(["default/a"]).result()
     assert api.binds == [("default/a", "n1")]
     assert s.store.is_assumed("default/a")
 
     s.store.apply("Pod", "ADDED", api.put("Pod", pod("b")))  # the watch brings b, but not a's binding yet
-    loop.cycle(["default/b"])
+    loop.cycle(["default/b"]).result()
     assert api.binds == [("default/a", "n1")], "b must not get a's capacity: no double-booking"
     s.events.close()
     assert "default/b" in api.conditions
@@ -63,12 +63,12 @@ def test_next_batch_sees_the_assumption_then_the_watch_confirms_it() -> None:
     s = _scheduler(api)
     for r in s.resources:  # the store sees a and b pending
         s.store.replace(r, api.list(r)[0])
-    s.loops[0].cycle(["default/a"])
-    s.loops[0].cycle(["default/b"])
+    s.loops[0].cycle(["default/a"]).result()
+    s.loops[0].cycle(["default/b"]).result()
     assert api.binds == [("default/a", "n1")]
     s.store.apply("Pod", "MODIFIED", {**a, "spec": {**a["spec"], "nodeName": "n1"}})
     assert not s.store.is_assumed("default/a")  # confirmed: the bound pod itself now holds the node
-    s.loops[0].cycle(["default/b"])
+    s.loops[0].cycle(["default/b"]).result()
     assert api.binds == [("default/a", "n1")]
 
 
@@ -80,10 +80,10 @@ def test_a_failed_bind_forgets_the_pod_and_frees_its_node() -> None:
     s = _scheduler(api)
     _sync(s)
     loop = s.loops[0]
-    loop.cycle(["default/a"])
+    loop.cycle(["default/a"]).result()
     assert not s.store.is_assumed("default/a") and api.binds == []
     assert loop.queue.waiting() == 2  # a is back in line (after a backoff), beside b
-    loop.cycle(["default/b"])
+    loop.cycle(["default/b"]).result()
     assert api.binds == [("default/b", "n1")]  # the forgotten assumption left the node free
 
 
@@ -97,7 +97,7 @@ def test_a_conflict_is_not_retried_blindly_and_other_schedulers_pods_are_untouch
     loop = s.loops[0]
     assert loop.queue.waiting() == 1  # only our pod is queued
     api.objects[("Pod", "default", "mine")]["metadata"]["uid"] = "recreated"  # same name, another pod
-    loop.cycle(["default/mine"])
+    loop.cycle(["default/mine"]).result()
     assert api.binds == []
     assert not s.store.is_assumed("default/mine")
     s.events.close()
@@ -116,7 +116,7 @@ def test_gang_is_bound_whole_or_not_at_all() -> None:
     s = _scheduler(api)
     _sync(s)
     loop = s.loops[0]
-    loop.cycle([f"default/{g}-{i}" for g in ("g1", "g2") for i in range(3)])
+    loop.cycle([f"default/{g}-{i}" for g in ("g1", "g2") for i in range(3)]).result()
     groups = {key.split("/")[1].split("-")[0] for key, _ in api.binds}
     assert len(api.binds) == 3 and len(groups) == 1
     s.events.close()
@@ -140,6 +140,47 @@ def test_a_failed_cycle_forgets_its_assumptions_and_requeues_the_batch(monkeypat
     loop.run(stop)  # the cycle fails; run() goes on until stopped
     assert not s.store.is_assumed("default/a")
     assert loop.queue.waiting() == 1
+
+
+def test_the_next_batch_is_planned_while_the_last_one_is_still_binding() -> None:
+    """Binds run in the bind stage: a slow apiserver does not hold up planning, and the assumption
+    keeps the second batch off the first one's node meanwhile."""
+    api = FakeAPI(emit_binds=False)
+    api.put("Node", node("n1", cpu="1"))
+    api.put("Node", node("n2", cpu="1"))
+    api.put("Pod", pod("a"))
+    api.put("Pod", pod("b"))
+    release = threading.Event()
+    real_bind = api.bind
+
+    def slow_bind(*args):
+        release.wait(10)
+        return real_bind(*args)
+
+    api.bind = slow_bind
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    first = loop.cycle(["default/a"])
+    second = loop.cycle(["default/b"])  # planned while a's bind is still in flight
+    assert not first.done() and not second.done()
+    release.set()
+    first.result(), second.result()
+    assert sorted(node for _, node in api.binds) == ["n1", "n2"], api.binds
+
+
+def test_a_full_outbox_drops_writes_and_counts_them_instead_of_waiting() -> None:
+    from engine.loop.binder import Outbox
+
+    gate, dropped, done = threading.Event(), [], []
+    box = Outbox(workers=1, capacity=2, on_drop=lambda: dropped.append(1))
+    box.submit(gate.wait, 10)  # the writer is busy with this one
+    for i in range(5):
+        box.submit(done.append, i)
+    gate.set()
+    box.close()  # writes what was queued, then stops
+    assert len(dropped) + len(done) == 5 and len(dropped) >= 2
+    assert done == sorted(done)
 
 
 # --- the queue ---------------------------------------------------------------------------------------------

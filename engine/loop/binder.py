@@ -10,6 +10,7 @@ left part-bound (a Binding cannot be undone) and that is reported on each member
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -43,31 +44,69 @@ class BindReport:
     gone: list[str] = field(default_factory=list)  # 409 or deleted/replaced: not retried blindly
 
 
+class Outbox:
+    """Best-effort writes from a few threads through a bounded queue: a full queue drops the write and counts it.
+
+    Events and conditions must never hold up binds, nor grow memory without bound when the apiserver is slow;
+    kube-scheduler's event broadcaster drops the same way. Few writers (2) against many binders (16) keep the
+    apiserver's time for bindings; the backlog drains after the batch.
+    """
+
+    def __init__(self, workers: int = 2, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None):
+        self._queue: queue.Queue[tuple[Callable[..., object], tuple[object, ...]] | None] = queue.Queue(capacity)
+        self._on_drop = on_drop
+        self._threads = [threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, call: Callable[..., object], *args: object) -> None:
+        try:
+            self._queue.put_nowait((call, args))
+        except queue.Full:
+            self._on_drop()
+
+    def _drain(self) -> None:
+        while (item := self._queue.get()) is not None:
+            call, args = item
+            try:
+                call(*args)
+            except Exception as exc:  # noqa: BLE001 — a lost event must never stop the scheduler
+                log.warning("event/status write failed error=%r", str(exc))
+
+    def close(self) -> None:
+        """Write what is queued, then stop."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+
+
 class EventSink:
-    """Events and conditions go out from a small pool of their own: a slow event never delays a bind.
+    """Events and conditions go out through an `Outbox` of their own: a slow event never delays a bind.
 
     A pod that stays unschedulable gets its FailedScheduling event again only when the reason changes or
     `repeat_after` seconds have passed (kube-scheduler's event recorder aggregates the same way), so many
     waiting pods retried on every cluster change do not flood the apiserver with events.
     """
 
-    def __init__(self, api: ClusterAPI, workers: int = 4, repeat_after: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, api: ClusterAPI, workers: int = 2, repeat_after: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic, capacity: int = 10_000,
+                 on_drop: Callable[[], None] = lambda: None):
         self.api = api
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="events")
+        self.outbox = Outbox(workers, capacity, on_drop)
         self.repeat_after = repeat_after
         self.clock = clock
         self._told: dict[str, tuple[str, float]] = {}  # pod uid -> (message, when), for unschedulable pods
         self._lock = threading.Lock()
 
     def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
-        self.pool.submit(self._safe, self.api.create_event, involved, type_, reason, message)
+        self.outbox.submit(self.api.create_event, involved, type_, reason, message)
 
     def unschedulable(self, pod: Obj, message: str) -> None:
         """Condition PodScheduled=False/Unschedulable (only when the message changes) and a FailedScheduling event."""
         m = meta(pod)
         if _condition_message(pod) != message:
-            self.pool.submit(self._safe, self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
+            self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
         if self._news(str(m.get("uid") or pod_key(pod)), message):
             self.event(pod, "Warning", "FailedScheduling", message)
 
@@ -84,15 +123,8 @@ class EventSink:
             self._told[uid] = (message, now)
             return True
 
-    @staticmethod
-    def _safe(call: Callable[..., object], *args: object) -> None:
-        try:
-            call(*args)
-        except Exception as exc:  # noqa: BLE001 — a lost event must never stop the scheduler
-            log.warning("event/status write failed error=%r", str(exc))
-
     def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=False)
+        self.outbox.close()
 
 
 def _condition_message(pod: Obj) -> str | None:

@@ -34,6 +34,8 @@ class Metrics:
                                    registry=r)
         self.latency = Histogram(f"{p}_pending_to_bound_seconds", "From first seen pending to bound", ["profile"],
                                  buckets=LATENCY_BUCKETS, registry=r)
+        self.events_dropped = Counter(f"{p}_events_dropped", "Events and status writes dropped: the outbox was full",
+                                      registry=r)
         self.policy_reloads = Counter(f"{p}_policy_reloads", "Policy ConfigMap loads", ["profile", "result"],
                                       registry=r)
 

@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..model import POD_GROUP_LABEL
@@ -60,6 +61,17 @@ def node_changed(old: Obj | None, new: Obj | None) -> bool:
             or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a cycle planned, kept for the record written once its binds are done."""
+
+    batch: list[str]
+    stats: dict
+    solved: float  # seconds from snapshot to plan
+    unplaced: int
+    started: float  # perf_counter at the cycle's start
+
+
 @dataclass
 class ProfileLoop:
     profile: Profile
@@ -72,9 +84,11 @@ class ProfileLoop:
     cycle_lock: threading.Lock
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
+    bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
 
     def __post_init__(self) -> None:
         self.queue = PodQueue(self.settings.queue)
+        self.bind_stage = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bind-stage-{self.profile.name}")
         self.policies = PolicyHolder(self.profile.policy_configmap)
         self.store.subscribe(self.on_change)
 
@@ -109,7 +123,7 @@ class ProfileLoop:
         return self.policies.ready
 
     def run(self, stop: threading.Event) -> None:
-        """Cycle until `stop`; the current cycle (and its binds) always finishes."""
+        """Cycle until `stop`; the current cycle and every bind already planned always finish."""
         while not stop.is_set():
             if self._refresh_policies() or not self.policies.ready:
                 if not self.policies.ready:
@@ -122,6 +136,7 @@ class ProfileLoop:
                 except Exception:  # noqa: BLE001 — one bad cycle must not end scheduling
                     log.exception("cycle failed profile=%s pods=%d", self.name, len(batch))
                     self._recover(batch)
+        self.bind_stage.submit(lambda: None).result()  # every planned bind is sent before run() returns
 
     def _recover(self, batch: list[str]) -> None:
         """After a failed cycle: drop its assumptions and put the whole batch back, after a backoff.
@@ -149,7 +164,9 @@ class ProfileLoop:
         self.metrics.policy_reloads.labels(self.name, "failed").inc()
         self.events.event(configmap, "Warning", "InvalidPolicy", f"policies not reloaded, previous ones stay active: {message}")
 
-    def cycle(self, batch: list[str]) -> None:
+    def cycle(self, batch: list[str]) -> Future[BindReport]:
+        """Plan `batch` and assume its placements; the binds go to the bind stage, so the next batch can be
+        planned while they are sent (the assumptions keep it off this batch's capacity)."""
         started = time.perf_counter()
         with self.cycle_lock:
             objects = self.store.snapshot(set(batch))
@@ -171,28 +188,38 @@ class ProfileLoop:
             if key not in handled:  # bound, gone or no longer ours since it was queued
                 self.queue.remove(key)
         self.queue.done(unplaced)
-        report = self.binder.bind_all(placements)
+        outcome = _Outcome(batch, result.plan.stats, solved, len(unplaced), started)
+        return self.bind_stage.submit(self._bind, placements, outcome)
+
+    def _bind(self, placements: list[Placement], outcome: _Outcome) -> BindReport:
+        """In the bind stage: bind, requeue what failed, record the cycle. A crash forgets and requeues all."""
+        try:
+            report = self.binder.bind_all(placements)
+        except Exception:
+            log.exception("binding failed profile=%s pods=%d", self.name, len(placements))
+            self._recover([p.key for p in placements])
+            raise
         for key in list(report.failed) + report.gone:
             self.queue.requeue(key)
-        self._record(batch, result.plan.stats, report, solved, len(unplaced), started)
+        self._record(outcome, report)
+        return report
 
     def _report_unplaced(self, unplaced: dict[str, list[str]], pods: dict[str, Obj]) -> None:
         for key, reasons in unplaced.items():
             if key in pods:
                 self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits")
 
-    def _record(self, batch: list[str], stats: dict, report: BindReport, solved: float, unplaced: int,
-                started: float) -> None:
+    def _record(self, o: _Outcome, report: BindReport) -> None:
         m, name = self.metrics, self.name
         m.batches.labels(name).inc()
-        m.batch_size.labels(name).observe(len(batch))
-        m.solve_seconds.labels(name).observe(solved)
+        m.batch_size.labels(name).observe(len(o.batch))
+        m.solve_seconds.labels(name).observe(o.solved)
         m.pods_bound.labels(name).inc(len(report.bound))
-        m.unschedulable.labels(name).inc(unplaced)
+        m.unschedulable.labels(name).inc(o.unplaced)
         m.bind_errors.labels(name).inc(len(report.failed) + len(report.gone))
         log.info("cycle profile=%s pods=%d bound=%d unschedulable=%d bind_errors=%d status=%s solve_s=%.3f total_s=%.3f",
-                 name, len(batch), len(report.bound), unplaced, len(report.failed) + len(report.gone),
-                 stats.get("status"), solved, time.perf_counter() - started)
+                 name, len(o.batch), len(report.bound), o.unplaced, len(report.failed) + len(report.gone),
+                 o.stats.get("status"), o.solved, time.perf_counter() - o.started)
 
 
 def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
@@ -220,7 +247,7 @@ class Scheduler:
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
-        self.events = EventSink(self.api)
+        self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc)
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers)
         lock = threading.Lock()
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock)
@@ -262,6 +289,8 @@ class Scheduler:
         for thread in self._threads:
             if thread.name.startswith("profile-"):
                 thread.join(max(0.0, deadline - time.monotonic()))
+        for loop in self.loops:
+            loop.bind_stage.shutdown(wait=True)
         self.binder.close()
         self.events.close()
 
