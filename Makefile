@@ -4,12 +4,15 @@ SCHEDULER = $(PYTHON) -m engine
 POLICIES = policies
 POLICIES_CONFIGMAP = deploy/policies-configmap.yaml
 
-.PHONY: help check-policies policies-configmap test
+.PHONY: help check-policies policies-configmap test bench bench-quick bench-medium
 
 help:
 	@echo "make check-policies      check and test the policy library ($(POLICIES)/)"
 	@echo "make policies-configmap  regenerate $(POLICIES_CONFIGMAP) from $(POLICIES)/"
 	@echo "make test                run the whole test suite"
+	@echo "make bench-quick         side by side with kube-scheduler and Coscheduling, 100 nodes (minutes)"
+	@echo "make bench-medium        the same at 500 and 1,000 nodes"
+	@echo "make bench               the full comparison, 100 to 5,000 nodes, 3 repeats (hours)"
 
 check-policies:
 	$(SCHEDULER) check $(POLICIES)/
@@ -22,3 +25,13 @@ policies-configmap:
 
 test:
 	$(PYTHON) -m pytest -q
+
+# Side-by-side benchmarks (bench/compare.py): rewrite their section of BENCHMARKS.md and bench/compare_*.png.
+bench-quick:
+	$(PYTHON) bench/compare.py --mode quick
+
+bench-medium:
+	$(PYTHON) bench/compare.py --mode medium
+
+bench:
+	$(PYTHON) bench/compare.py --mode full

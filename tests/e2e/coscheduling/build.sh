@@ -17,12 +17,21 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module="sigs.k8s.io/scheduler-plugins"
 
-# The version lives in go.mod only.
+# The versions live in go.mod only: scheduler-plugins' (the cache key) and the k8s.io/kubernetes release
+# it is built with (what --version reports: component-base derives the emulation version from it, and a
+# v0.x version there makes the scheduler refuse to start).
 version="$(awk -v m="$module" '!/=>/ && !/^[[:space:]]*\/\// { for (i = 1; i < NF; i++) if ($i == m) { print $(i + 1); exit } }' "$here/go.mod")"
 if [[ ! "$version" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
     echo "build.sh: cannot read the $module version from $here/go.mod (got '$version')" >&2
     exit 1
 fi
+kube_version="$(awk '$1 == "replace" && $2 == "k8s.io/kubernetes" { print $5; exit }' "$here/go.mod")"
+if [[ ! "$kube_version" =~ ^v([0-9]+)\.([0-9]+)\.[0-9]+$ ]]; then
+    echo "build.sh: cannot read the k8s.io/kubernetes replace version from $here/go.mod (got '$kube_version')" >&2
+    exit 1
+fi
+kube_major="${BASH_REMATCH[1]}"
+kube_minor="${BASH_REMATCH[2]}"
 
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/policy-scheduler/scheduler-plugins/$version"
 if [[ "${1:-}" == "--print-dir" ]]; then
@@ -48,16 +57,18 @@ cleanup() { if [[ -n "$tmp" ]]; then rm -f "$tmp"; fi; }
 trap cleanup EXIT
 
 if [[ -x "$dest" ]]; then
-    echo "build.sh: kube-scheduler (scheduler-plugins $version): already built ($dest)"
+    echo "build.sh: kube-scheduler (scheduler-plugins $version, Kubernetes $kube_version): already built ($dest)"
 else
     tmp="$dest.tmp.$$"
     echo "build.sh: building $module/cmd/scheduler $version into $dest (minutes the first time)"
     start=$SECONDS
-    ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
+    version_pkg="k8s.io/component-base/version"
+    ldflags="-s -w -X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=$kube_major"
+    ldflags+=" -X $version_pkg.gitMinor=$kube_minor -X $version_pkg.gitTreeState=clean"
     (cd "$here" && nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$module/cmd/scheduler")
     got="$("$tmp" --version 2>&1 | head -n 1)"
-    if [[ "$got" != *"$version"* ]]; then
-        echo "build.sh: '$tmp --version' printed '$got', expected it to contain '$version'" >&2
+    if [[ "$got" != *"$kube_version"* ]]; then
+        echo "build.sh: '$tmp --version' printed '$got', expected it to contain '$kube_version'" >&2
         exit 1
     fi
     mv -f "$tmp" "$dest"

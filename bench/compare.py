@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""policy-scheduler side by side with the real kube-scheduler and Coscheduling, same control plane, same run.
+
+For each workload and node count: a fresh etcd + kube-apiserver (tests/e2e), the nodes, PriorityClasses and
+running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start the scheduler,
+create the pending pods (or, for batch-arrival workloads, create them first), wait until all are bound or no
+binding came for ``--idle`` seconds, read the figures, stop the scheduler, delete the pending pods. The report
+(Markdown tables, PNG plots) is written between the markers of ``--report`` (BENCHMARKS.md by default), leaving
+the rest of the file alone.
+
+    python bench/compare.py --mode quick                 # ~100 nodes, every workload, 1 repeat (minutes)
+    python bench/compare.py --mode medium                # 500 and 1,000 nodes
+    python bench/compare.py --mode full                  # 100 .. 5,000 nodes, 3 repeats (hours)
+    python bench/compare.py --nodes 20 -w basic -w gangs --report /tmp/r.md --plots /tmp   # a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import compare_cluster as api  # noqa: E402
+import compare_report as report  # noqa: E402
+from compare_measure import RunResult, outcome, timing  # noqa: E402
+from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap, build_coscheduling  # noqa: E402
+from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
+from local_cluster import LOOPBACK_NO_PROXY, build_binaries, start_control_plane  # noqa: E402
+from scheduling import Kube  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Sizes and patience of a benchmark run."""
+
+    nodes: tuple[int, ...]
+    repeats: int
+    idle_s: float          # no new binding for this long (after all pods exist): the scheduler is done
+    timeout_s: float       # per scheduler run, whatever happens
+
+
+MODES = {
+    "quick": Mode((100,), 1, 8.0, 240.0),
+    "medium": Mode((500, 1000), 1, 12.0, 600.0),
+    "full": Mode((100, 500, 1000, 2000, 5000), 3, 15.0, 1200.0),
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    workloads: tuple[Workload, ...]
+    schedulers: tuple[SchedulerKind, ...]
+    mode: Mode
+    settings: Settings
+    crd_file: Path
+    workdir: Path
+
+
+# --- one scheduler, one workload --------------------------------------------------------------------------
+
+def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, kind: SchedulerKind,
+            repeat: int) -> RunResult:
+    """Start ``kind``, give it the pending pods, wait until it is done, measure, stop it, clean up."""
+    result = RunResult(workload.name, len_nodes(scenario), kind.name, repeat, workload.arrival,
+                       len(scenario.pending))
+    pods = api.pending_for(scenario, kind.name)
+    api.create_pod_groups(kube, scenario)
+    watch = api.BindWatch(cp)
+    watch.start()
+    running = None
+    try:
+        batch = workload.arrival == "batch"
+        created, create_s = ({}, 0.0)
+        if batch:
+            created, create_s = timed_create(kube, pods)
+        logs = plan.workdir / f"{scenario.workload}-{result.nodes}-{repeat}"
+        logs.mkdir(parents=True, exist_ok=True)
+        running = kind.start(cp, plan.settings, logs, with_policy=scenario.policy_dir is not None)
+        result.startup_s = running.ready_at - running.started_at
+        t0 = running.ready_at
+        if not batch:
+            t0 = time.monotonic()
+            created, create_s = timed_create(kube, pods)
+        result.create_s = create_s
+        wait_done(watch, running, len(pods), plan.mode)
+        if batch and watch.bound:
+            t0 = min(t0, min(watch.bound.values()))
+        result.rss_mib = running.peak_rss_mib()
+        timing(result, created, dict(watch.bound), t0, batch)
+        cycles = running.cycles()
+        if kind.name == "policy-scheduler":
+            result.cycles = cycles
+            result.batches = len(cycles)
+            result.solve_s = round(sum(s for _, s in cycles), 3)
+    except Exception as exc:  # noqa: BLE001 (one failed run is reported, the benchmark goes on)
+        result.error = f"{type(exc).__name__}: {exc}"[:2000]
+    finally:
+        if running is not None:
+            running.stop()
+        watch.stop()
+    outcome(result, scenario, api.placement(kube))
+    api.reset(kube, scenario)
+    return result
+
+
+def len_nodes(scenario: Scenario) -> int:
+    """The size the workload was asked for (gangs adds two small nodes of its own)."""
+    return sum(1 for n in scenario.nodes if not n.name.startswith("small-"))
+
+
+def timed_create(kube: Kube, pods: list[dict]) -> tuple[dict[str, float], float]:
+    start = time.monotonic()
+    created = api.create_pods(kube, pods)
+    return created, time.monotonic() - start
+
+
+def wait_done(watch: api.BindWatch, running, expected: int, mode: Mode) -> None:
+    """Until every pod is bound, or nothing was bound for ``idle_s``, or ``timeout_s`` is over; a scheduler
+    that exits is an error."""
+    start = last_change = time.monotonic()
+    seen = -1
+    while len(watch.bound) < expected:
+        now = time.monotonic()
+        if len(watch.bound) != seen:
+            seen, last_change = len(watch.bound), now
+        if now - last_change > mode.idle_s or now - start > mode.timeout_s:
+            return
+        if not running.process.running():
+            raise RuntimeError(f"{running.name} exited:\n{running.process.log_tail()}")
+        time.sleep(0.1)
+
+
+# --- one workload at one size -----------------------------------------------------------------------------
+
+def run_workload(plan: Plan, workload: Workload, nodes: int, repeat: int, bin_dir: Path) -> list[RunResult]:
+    """A fresh control plane for the workload; every scheduler in turn on the same nodes and pods."""
+    scenario = workload.build(nodes)
+    cpdir = Path(tempfile.mkdtemp(prefix=f"cp-{workload.name}-{nodes}-", dir=plan.workdir))
+    results = []
+    with start_control_plane(cpdir, bin_dir) as cp:
+        kube = Kube(cp.kubeconfig)
+        started = time.monotonic()
+        api.populate(cp, kube, scenario, plan.crd_file)
+        if scenario.policy_dir is not None:
+            apply_policy_configmap(cp, scenario.policy_dir)
+        log(f"{workload.name} x {nodes} nodes (repeat {repeat + 1}): {len(scenario.nodes)} nodes, "
+            f"{len(scenario.running)} running pods in {time.monotonic() - started:.1f} s")
+        order = rotate(plan.schedulers, repeat)
+        for kind in order:
+            result = run_one(plan, cp, kube, scenario, workload, kind, repeat)
+            log(summary(result))
+            results.append(result)
+    return results
+
+
+def rotate(items: tuple, k: int) -> tuple:
+    """Who goes first changes per repeat, so a warm-up or a noisy minute does not favour one scheduler."""
+    k %= len(items)
+    return items[k:] + items[:k]
+
+
+def summary(r: RunResult) -> str:
+    gangs = f" gangs {r.gangs_complete}/{r.gangs} ({r.gangs_partial} partial)" if r.gangs else ""
+    err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""
+    return (f"  {r.scheduler:17s} placed {r.placed}/{r.pending} in {r.seconds:.1f} s = {r.pods_per_s:.0f} pods/s, "
+            f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}, nodes {r.nodes_used}{gangs}, "
+            f"rss {fmt(r.rss_mib, 0)} MiB{err}")
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- command line ------------------------------------------------------------------------------------------
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--mode", choices=sorted(MODES), default="quick")
+    ap.add_argument("--nodes", type=int, action="append", help="node counts (repeatable; default: the mode's)")
+    ap.add_argument("-w", "--workload", action="append", choices=list(WORKLOADS), help="default: all")
+    ap.add_argument("-s", "--scheduler", action="append", choices=list(SCHEDULERS), help="default: all")
+    ap.add_argument("-n", "--repeats", type=int, help="default: the mode's")
+    ap.add_argument("--idle", type=float, help="seconds without a binding that end a run (default: the mode's)")
+    ap.add_argument("--ours-arg", action="append", default=[],
+                    help="extra flag for `policy-scheduler run`, e.g. --ours-arg=--batch-window=0.5")
+    ap.add_argument("--report", type=Path, default=ROOT / "BENCHMARKS.md",
+                    help="Markdown file whose compare section is (re)written")
+    ap.add_argument("--plots", type=Path, default=ROOT / "bench", help="directory of the PNG plots")
+    ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "policy-scheduler-compare",
+                    help="work directory: logs of every process, results.json")
+    return ap.parse_args(argv)
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    base = MODES[args.mode]
+    mode = Mode(tuple(args.nodes or base.nodes), args.repeats or base.repeats, args.idle or base.idle_s,
+                base.timeout_s)
+    plugins_dir = build_coscheduling()
+    args.out.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=args.out))
+    return Plan(tuple(WORKLOADS[w] for w in args.workload or WORKLOADS),
+                tuple(SCHEDULERS[s] for s in args.scheduler or SCHEDULERS), mode,
+                Settings(build_binaries() / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg)),
+                plugins_dir / "podgroups-crd.yaml", workdir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    command = "python bench/compare.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    import os
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
+        p for p in (os.environ.get("NO_PROXY"), LOOPBACK_NO_PROXY) if p)
+    plan = make_plan(args)
+    log(f"work directory {plan.workdir}")
+    started = time.monotonic()
+    results: list[RunResult] = []
+    for nodes in plan.mode.nodes:
+        for workload in plan.workloads:
+            for repeat in range(plan.mode.repeats):
+                results += run_workload(plan, workload, nodes, repeat, plan.settings.kube_bin.parent)
+    raw = [r.as_dict() for r in results]
+    (plan.workdir / "results.json").write_text(json.dumps(raw, indent=1))
+    report.write(raw, plan, command, args.report, args.plots, time.monotonic() - started)
+    log(f"report in {args.report}, plots in {args.plots}, results in {plan.workdir / 'results.json'}")
+    return 1 if any(r.error for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The API side of the side-by-side benchmark: fill a control plane with a Scenario, watch bindings, reset.
+
+Everything goes through the real kube-apiserver of tests/e2e (raw JSON, as the e2e helpers do). Binding times
+are observed by one watch on the pending pods (the harness's own clock for every scheduler alike, finer than
+the one-second timestamps the API records), and the final placement is read back with a list.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import urlencode, urlparse
+
+import yaml
+from compare_workloads import PENDING_LABEL, NodeSpec, Scenario
+from local_cluster import ControlPlane, verifying_context
+from scheduling import Kube
+
+CLIENTS = 16           # threads creating objects (as bench/loop_e2e.py)
+DELETE_TIMEOUT_S = 300.0
+
+
+def in_parallel(fn: Callable[[Any], Any], items: Iterable[Any], clients: int = CLIENTS) -> list[Any]:
+    """``fn`` over ``items`` from ``clients`` threads; the first exception is raised."""
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(fn, items))
+
+
+def ok(kube: Kube, method: str, path: str, body: Any = None, allow: tuple[int, ...] = (), **kw: Any) -> Any:
+    """A call that must succeed (or answer one of ``allow``): a setup failure stops the benchmark loudly."""
+    status, data = kube.request(method, path, body, **kw)
+    if not (200 <= status < 300 or status in allow):
+        raise RuntimeError(f"{method} {path}: {status} {str(data)[:500]}")
+    return data
+
+
+# --- filling the cluster ----------------------------------------------------------------------------------
+
+def install_crd(kube: Kube, crd_file: Path) -> None:
+    """The PodGroup CRD as scheduler-plugins ships it (policy-scheduler reads the same group/version/fields
+    as deploy/podgroup-crd.yaml); waits until PodGroups are served."""
+    ok(kube, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+       yaml.safe_load(crd_file.read_text()), allow=(409,))
+    deadline = time.monotonic() + 60
+    while kube.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")[0] != 200:
+        if time.monotonic() > deadline:
+            raise RuntimeError("PodGroup CRD not served after 60 s")
+        time.sleep(0.2)
+
+
+def create_node(kube: Kube, spec: NodeSpec) -> None:
+    """A Node whose status says Ready (written through the status subresource: a create ignores it)."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    meta = {"name": spec.name, "labels": {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux",
+                                          **spec.labels}, "annotations": dict(spec.annotations)}
+    ok(kube, "POST", "/api/v1/nodes", {"metadata": meta, "spec": {"taints": list(spec.taints)}})
+    status = {"status": {"capacity": spec.allocatable, "allocatable": spec.allocatable,
+                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                         "message": "bench: a Node without a kubelet",
+                                         "lastHeartbeatTime": now, "lastTransitionTime": now}],
+                         "addresses": [{"type": "Hostname", "address": spec.name}]}}
+    ok(kube, "PATCH", f"/api/v1/nodes/{spec.name}/status", status, content_type="application/merge-patch+json")
+
+
+def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -> None:
+    """Everything but the pending pods and PodGroups: CRD, namespaces, PriorityClasses, nodes, running pods."""
+    install_crd(kube, crd_file)
+    for ns in scenario.namespaces:
+        cp.ensure_namespace(ns)
+    for name, value in scenario.priority_classes.items():
+        ok(kube, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+           {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+            "value": value}, allow=(409,))
+    in_parallel(lambda n: create_node(kube, n), scenario.nodes)
+    in_parallel(lambda p: ok(kube, "POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", p),
+                scenario.running)
+
+
+def create_pod_groups(kube: Kube, scenario: Scenario) -> None:
+    for group in scenario.pod_groups:
+        ns = group["metadata"]["namespace"]
+        ok(kube, "POST", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", group)
+
+
+def pending_for(scenario: Scenario, scheduler_name: str) -> list[dict[str, Any]]:
+    """The scenario's pending pods addressed to one scheduler and labelled for the reset."""
+    out = []
+    for pod in scenario.pending:
+        meta = {**pod["metadata"], "labels": {**pod["metadata"].get("labels", {}), PENDING_LABEL: "true"}}
+        out.append({**pod, "metadata": meta, "spec": {**pod["spec"], "schedulerName": scheduler_name}})
+    return out
+
+
+def create_pods(kube: Kube, pods: list[dict[str, Any]]) -> dict[str, float]:
+    """Create pods from CLIENTS threads, in order; ``namespace/name`` -> monotonic time its create returned."""
+    def one(pod: dict[str, Any]) -> tuple[str, float]:
+        ns = pod["metadata"]["namespace"]
+        ok(kube, "POST", f"/api/v1/namespaces/{ns}/pods", pod)
+        return f"{ns}/{pod['metadata']['name']}", time.monotonic()
+    return dict(in_parallel(one, pods))
+
+
+def reset(kube: Kube, scenario: Scenario) -> None:
+    """Delete the pending pods (bound or not: gracePeriodSeconds 0, no kubelet to wait for) and the
+    PodGroups, and wait until they are gone, so the next scheduler starts from the same state."""
+    selector = f"{PENDING_LABEL}=true"
+    query = [("labelSelector", selector), ("gracePeriodSeconds", "0")]
+    for ns in scenario.namespaces:
+        ok(kube, "DELETE", f"/api/v1/namespaces/{ns}/pods", {"gracePeriodSeconds": 0}, query=query)
+        ok(kube, "DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", {})
+    deadline = time.monotonic() + DELETE_TIMEOUT_S
+    while ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", selector), ("limit", "1")])["items"] or \
+            ok(kube, "GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", query=[("limit", "1")])["items"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pending pods still there {DELETE_TIMEOUT_S:.0f} s after deleting them")
+        time.sleep(0.2)
+
+
+def placement(kube: Kube) -> dict[str, str | None]:
+    """``namespace/name`` -> node (None: not bound) of every benchmark pod, read once at the end."""
+    items = ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", f"{PENDING_LABEL}=true")])["items"]
+    return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName") for p in items}
+
+
+# --- watching bindings ------------------------------------------------------------------------------------
+
+@dataclass
+class BindWatch:
+    """One watch on the benchmark's pods that records when each is first seen bound (monotonic seconds).
+
+    Started before the pods are created, so no binding is missed; reconnects from the last resourceVersion
+    if the server ends the watch."""
+
+    cp: ControlPlane
+    bound: dict[str, float] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _conn: http.client.HTTPSConnection | None = None
+    _ready: threading.Event = field(default_factory=threading.Event)
+    error: str = ""
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="bind-watch", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(30):
+            raise RuntimeError(f"the bind watch did not start: {self.error}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._conn is not None and self._conn.sock is not None:
+            try:
+                self._conn.sock.shutdown(2)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(10)
+
+    def last_bind(self) -> float | None:
+        return max(self.bound.values(), default=None)
+
+    def _run(self) -> None:
+        rv = "0"
+        while not self._stop.is_set():
+            try:
+                rv = self._watch(rv)
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                if self._stop.is_set():
+                    return
+                self.error = repr(exc)
+                time.sleep(0.2)
+
+    def _watch(self, rv: str) -> str:
+        url = urlparse(self.cp.server)
+        self._conn = http.client.HTTPSConnection(url.hostname, url.port, context=verifying_context(self.cp.ca_file),
+                                                 timeout=None)
+        query = urlencode({"watch": "true", "labelSelector": f"{PENDING_LABEL}=true", "resourceVersion": rv,
+                           "timeoutSeconds": "3600"})
+        self._conn.request("GET", f"/api/v1/pods?{query}", headers={"Authorization": f"Bearer {self.cp.token}"})
+        response = self._conn.getresponse()
+        if response.status != 200:
+            raise ValueError(f"watch answered {response.status}: {response.read()[:300]!r}")
+        self._ready.set()
+        while not self._stop.is_set():
+            line = response.readline()
+            if not line:
+                return rv
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            if event.get("type") == "ERROR":   # 410 Gone: start again from now
+                return "0"
+            rv = obj.get("metadata", {}).get("resourceVersion", rv)
+            if (obj.get("spec") or {}).get("nodeName"):
+                key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+                self.bound.setdefault(key, time.monotonic())
+        return rv

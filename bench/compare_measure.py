@@ -1,0 +1,134 @@
+"""What one scheduler did with one workload: figures from the observations of a run (pure functions).
+
+A run observes: when each pending pod's create returned, when the watch first saw it bound, and where the
+pods are at the end. Everything here derives from those, the same way for every scheduler.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from compare_workloads import POD_GROUP_LABEL, PRICE_ANNOTATION, Scenario
+
+
+@dataclass
+class RunResult:
+    """One scheduler on one workload at one size, one repeat. Times in seconds, memory in MiB."""
+
+    workload: str
+    nodes: int
+    scheduler: str
+    repeat: int
+    arrival: str
+    pending: int
+    placed: int = 0
+    seconds: float = 0.0               # t0 (creation start, or ready for batch arrival) -> last bind seen
+    pods_per_s: float = 0.0            # placed / seconds
+    latency_p50: float | None = None   # created (or t0) -> bind seen, over placed pods
+    latency_p99: float | None = None
+    startup_s: float = 0.0             # process start -> ready
+    create_s: float = 0.0              # creating the pending pods (16 client threads)
+    gangs: int = 0
+    gangs_complete: int = 0
+    gangs_partial: int = 0
+    pods_in_partial: int = 0           # bound pods of incomplete gangs: capacity held for nothing
+    nodes_used: int = 0                # nodes hosting at least one benchmark pod
+    price: float | None = None         # sum of the `price` annotations of those nodes
+    solve_s: float | None = None       # policy-scheduler: seconds from snapshot to plan, all cycles
+    batches: int | None = None
+    rss_mib: float | None = None       # peak resident memory of the scheduler process (VmHWM)
+    error: str = ""
+    cycles: list[tuple[int, float]] = field(default_factory=list)   # policy-scheduler: (batch pods, solve s)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..1); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def timing(result: RunResult, created: dict[str, float], bound: dict[str, float], t0: float,
+           batch: bool) -> None:
+    """Throughput and latency. Stream arrival: latency from each pod's creation; batch arrival (pods
+    waiting before the scheduler started): from t0, when it was ready."""
+    times = [t for key, t in bound.items() if key in created]
+    if not times:
+        return
+    result.seconds = max(times) - t0
+    result.pods_per_s = len(times) / result.seconds if result.seconds > 0 else 0.0
+    waits = [max(0.0, bound[k] - (t0 if batch else created[k])) for k in bound if k in created]
+    result.latency_p50 = percentile(waits, 0.5)
+    result.latency_p99 = percentile(waits, 0.99)
+
+
+def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None]) -> None:
+    """Pods placed, gangs complete / partial, nodes used and their price, from the final placement."""
+    placed = {key: node for key, node in where.items() if node}
+    result.placed = len(placed)
+    result.nodes_used = len(set(placed.values()))
+    prices = {n.name: float(n.annotations[PRICE_ANNOTATION]) for n in scenario.nodes
+              if PRICE_ANNOTATION in n.annotations}
+    if prices:
+        result.price = round(sum(prices.get(node, 0.0) for node in set(placed.values())), 3)
+    sizes = scenario.gang_sizes()
+    members = gang_members(scenario)
+    bound_per_gang = Counter(members[key] for key in placed if key in members)
+    result.gangs = len(sizes)
+    for gang, size in sizes.items():
+        got = bound_per_gang.get(gang, 0)
+        if got >= size:
+            result.gangs_complete += 1
+        elif got > 0:
+            result.gangs_partial += 1
+            result.pods_in_partial += got
+
+
+def gang_members(scenario: Scenario) -> dict[str, str]:
+    """``namespace/pod`` -> ``namespace/podgroup`` for pending pods labelled with a PodGroup."""
+    out: dict[str, str] = {}
+    for pod in scenario.pending:
+        meta = pod["metadata"]
+        group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+        if group:
+            out[f"{meta['namespace']}/{meta['name']}"] = f"{meta['namespace']}/{group}"
+    return out
+
+
+NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p99", "startup_s", "create_s",
+           "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
+           "rss_mib")
+
+
+def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (workload, nodes, scheduler): the median of each figure over its repeats (runs that
+    failed are left out and counted in ``errors``)."""
+    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in results:
+        groups[(r["workload"], r["nodes"], r["scheduler"])].append(r)
+    rows = []
+    for (workload, nodes, scheduler), runs in groups.items():
+        good = [r for r in runs if not r["error"]]
+        row: dict[str, Any] = {"workload": workload, "nodes": nodes, "scheduler": scheduler,
+                               "pending": runs[0]["pending"], "gangs": runs[0]["gangs"],
+                               "arrival": runs[0]["arrival"], "runs": len(good),
+                               "errors": [r["error"] for r in runs if r["error"]]}
+        for key in NUMERIC:
+            values = [r[key] for r in good if r[key] is not None]
+            row[key] = median(values)
+        rows.append(row)
+    return rows
+
+
+def median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

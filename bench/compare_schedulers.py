@@ -1,0 +1,201 @@
+"""The schedulers of the side-by-side benchmark, each started as its own process against the same apiserver.
+
+* ``policy-scheduler``: ``python -m engine run`` (this repository), its defaults unless told otherwise.
+* ``kube-scheduler``: the real one, from the e2e control plane's build (k8s.io/kubernetes v1.36.3), default
+  plugins.
+* ``kube-binpack``: the same binary, the upstream bin-packing profile (NodeResourcesFit scoring strategy
+  MostAllocated).
+* ``coscheduling``: kube-scheduler with sigs.k8s.io/scheduler-plugins v0.34.7 (tests/e2e/coscheduling/), the
+  Coscheduling plugin in multiPoint and queueSort, as its manifests/coscheduling example configures it.
+
+policy-scheduler does not preempt, so DefaultPreemption is disabled in every kube-scheduler profile. Their
+client QPS / burst are raised from the 50 / 100 defaults to 5000 (scheduler_perf's setting), since our
+scheduler's client has no such limit. Leader election is off everywhere.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+from local_cluster import ControlPlane, Process, free_port, http_get, unverified_context
+from scheduling import Kube, apply
+
+ROOT = Path(__file__).resolve().parents[1]
+COSCHEDULING_BUILD = ROOT / "tests" / "e2e" / "coscheduling" / "build.sh"
+READY_TIMEOUT_S = 120.0
+POLICY_CONFIGMAP = "kube-system/policy-scheduler-policies"
+CLIENT_QPS = 5000
+CYCLE_LINE = re.compile(r"cycle profile=\S+ pods=(\d+) .*?solve_s=([0-9.]+)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How each scheduler is run; the same for every workload of one benchmark run."""
+
+    kube_bin: Path                      # the e2e control plane's kube-scheduler (v1.36.3)
+    plugins_bin: Path                   # scheduler-plugins' kube-scheduler (v0.34.7)
+    ours_args: tuple[str, ...] = ()     # extra `policy-scheduler run` flags (defaults otherwise)
+
+
+@dataclass
+class Running:
+    """A started scheduler: its process, when it became ready, and what it can tell about itself."""
+
+    name: str
+    process: Process
+    started_at: float
+    ready_at: float = 0.0
+    metrics_port: int | None = None
+
+    def peak_rss_mib(self) -> float | None:
+        """VmHWM of the process (the kernel's high-water mark of resident memory), read before it stops."""
+        try:
+            text = Path(f"/proc/{self.process.popen.pid}/status").read_text()
+        except OSError:
+            return None
+        match = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
+        return int(match.group(1)) / 1024 if match else None
+
+    def cycles(self) -> list[tuple[int, float]]:
+        """(pods in the batch, solve seconds) of each of policy-scheduler's cycles, from its log (none for
+        the others)."""
+        return [(int(m.group(1)), float(m.group(2)))
+                for m in CYCLE_LINE.finditer(self.process.log_path.read_text(errors="replace"))]
+
+    def stop(self) -> None:
+        self.process.stop()
+
+
+@dataclass(frozen=True)
+class SchedulerKind:
+    """One contender. ``name`` is also its pods' ``spec.schedulerName`` (and its profile's)."""
+
+    name: str
+    description: str
+    gangs: bool                                     # knows PodGroups (all-or-nothing)
+    launch: Callable[["SchedulerKind", ControlPlane, Settings, Path, bool], Running] = field(repr=False)
+
+    def start(self, cp: ControlPlane, settings: Settings, workdir: Path, with_policy: bool) -> Running:
+        return self.launch(self, cp, settings, workdir, with_policy)
+
+
+# --- policy-scheduler -------------------------------------------------------------------------------------
+
+def apply_policy_configmap(cp: ControlPlane, policy_dir: Path) -> None:
+    """`policy-scheduler configmap DIR` into kube-system, as deploy/ does (replaced if present)."""
+    manifest = subprocess.run([sys.executable, "-m", "engine", "configmap", str(policy_dir)], check=True,
+                              capture_output=True, text=True, cwd=ROOT).stdout
+    path = cp.workdir / "policies-configmap.yaml"
+    path.write_text(manifest)
+    status, data = apply(Kube(cp.kubeconfig), yaml.safe_load(manifest))
+    if status >= 300:
+        raise RuntimeError(f"policy ConfigMap not applied: {status} {data}")
+
+
+def launch_ours(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
+                with_policy: bool) -> Running:
+    port = free_port()
+    argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(cp.kubeconfig),
+            "--scheduler-name", kind.name, "--metrics-port", str(port), "--no-leader-elect",
+            *(["--policy-configmap", POLICY_CONFIGMAP] if with_policy else []), *settings.ours_args]
+    running = Running(kind.name, Process(kind.name, argv, workdir / f"{kind.name}.log"), time.monotonic(),
+                      metrics_port=port)
+    running.process.start()
+    running.ready_at = wait_ready(running, lambda: http_get(f"http://127.0.0.1:{port}/readyz")[0] == 200)
+    return running
+
+
+# --- kube-scheduler ---------------------------------------------------------------------------------------
+
+def kube_config(cp: ControlPlane, profile: dict) -> dict:
+    """A KubeSchedulerConfiguration with one profile, preemption off, leader election off."""
+    plugins = profile.setdefault("plugins", {})
+    plugins.setdefault("postFilter", {})["disabled"] = [{"name": "DefaultPreemption"}]
+    return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": CLIENT_QPS, "burst": CLIENT_QPS},
+            "profiles": [profile]}
+
+
+def default_profile(name: str) -> dict:
+    return {"schedulerName": name}
+
+
+def binpack_profile(name: str) -> dict:
+    """The upstream bin-packing example (docs: "Resource Bin Packing"): MostAllocated on cpu and memory."""
+    return {"schedulerName": name, "pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {
+        "type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}}]}
+
+
+def coscheduling_profile(name: str) -> dict:
+    """scheduler-plugins' manifests/coscheduling/scheduler-config.yaml, under our scheduler name."""
+    return {"schedulerName": name,
+            "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
+            "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]}
+
+
+def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict]
+                ) -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running]:
+    def launch(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
+               with_policy: bool) -> Running:
+        config = workdir / f"{kind.name}-config.yaml"
+        config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name)), sort_keys=False))
+        port = free_port()
+        argv = [str(binary(settings)), "--config", str(config), "--secure-port", str(port),
+                "--bind-address", "127.0.0.1", "--v", "1"]
+        running = Running(kind.name, Process(kind.name, argv, workdir / f"{kind.name}.log"), time.monotonic())
+        running.process.start()
+        context = unverified_context()
+        running.ready_at = wait_ready(running, lambda: http_get(f"https://127.0.0.1:{port}/readyz",
+                                                                 context=context)[0] == 200)
+        return running
+    return launch
+
+
+def wait_ready(running: Running, ready: Callable[[], bool]) -> float:
+    """Poll readiness every 50 ms; the monotonic time it answered. Fails with the log tail if the process
+    exits first."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not running.process.running():
+            raise RuntimeError(f"{running.name} exited before ready:\n{running.process.log_tail()}")
+        try:
+            if ready():
+                return time.monotonic()
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{running.name} not ready after {READY_TIMEOUT_S:.0f} s:\n{running.process.log_tail()}")
+
+
+SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
+    SchedulerKind("policy-scheduler", "this repository: `policy-scheduler run` (CP-SAT batches)", True, launch_ours),
+    SchedulerKind("kube-scheduler", "kube-scheduler v1.36.3, default plugins", False,
+                  launch_kube(lambda s: s.kube_bin, default_profile)),
+    SchedulerKind("kube-binpack", "kube-scheduler v1.36.3, NodeResourcesFit MostAllocated", False,
+                  launch_kube(lambda s: s.kube_bin, binpack_profile)),
+    SchedulerKind("coscheduling", "scheduler-plugins v0.34.7 kube-scheduler, Coscheduling", True,
+                  launch_kube(lambda s: s.plugins_bin, coscheduling_profile)),
+)}
+
+
+# --- binaries ---------------------------------------------------------------------------------------------
+
+def build_coscheduling() -> Path:
+    """Run tests/e2e/coscheduling/build.sh (a no-op when cached); the directory with kube-scheduler and the
+    PodGroup CRD of scheduler-plugins."""
+    result = subprocess.run(["bash", str(COSCHEDULING_BUILD)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, check=False)
+    sys.stderr.write(result.stdout)
+    if result.returncode != 0:
+        raise RuntimeError(f"{COSCHEDULING_BUILD} failed (exit {result.returncode}):\n{result.stdout[-6000:]}")
+    out = subprocess.run(["bash", str(COSCHEDULING_BUILD), "--print-dir"], capture_output=True, text=True,
+                         check=True)
+    return Path(out.stdout.strip())

@@ -1,0 +1,255 @@
+"""Workloads for the side-by-side benchmark (bench/compare.py): what goes through the API, per node count.
+
+Each workload builds a ``Scenario`` for a node count: Nodes, namespaces, PriorityClasses, PodGroups, pods
+already bound (created with ``spec.nodeName``), and the pending pods every scheduler is asked to place, in
+creation order. The scenario is scheduler-neutral: ``spec.schedulerName`` is filled in per run, so every
+scheduler gets exactly the same objects.
+
+The scheduler_perf-like ones (basic, node affinity, anti-affinity, pod affinity, spread) use its node and pod
+templates (4 CPU / 32Gi / 110 pods, 10 zones; pause pods of 100m / 500Mi). The realistic ones come from
+``bench/realistic.py`` (issue 6): ``mixed`` is its rich-mixed cluster (pools, tainted GPU nodes, running pods,
+gangs, priorities), ``hetero`` its hetero-affinity one (the case where one-at-a-time scheduling used to beat
+us), both scaled to the node count. The rest exercise what batch placement is about: ``tight-packing`` (sizes
+that one-at-a-time placement fragments), ``gangs`` (all-or-nothing, including two gangs of 3 on room for 4),
+``cost`` (nodes with a ``price`` annotation; policy-scheduler runs the lowest-price policy).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import realistic as R
+import workloads as W
+
+ROOT = Path(__file__).resolve().parents[1]
+PENDING_LABEL = "bench.policy-scheduler.io/pending"   # the pods a run deletes before the next scheduler
+POD_GROUP_LABEL = W.POD_GROUP_LABEL
+ZONE_KEY, HOSTNAME_KEY = W.ZONE_KEY, W.HOSTNAME_KEY
+PRICE_ANNOTATION = "price"
+BENCH_NS = "bench"
+PAUSE = W.PAUSE_IMAGE
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A Ready node: what the scheduler sees of it."""
+
+    name: str
+    allocatable: dict[str, str]
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[dict[str, str], ...] = ()
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything one workload creates, in order; pending pods carry no schedulerName yet."""
+
+    workload: str
+    nodes: list[NodeSpec]
+    pending: list[dict[str, Any]]
+    namespaces: tuple[str, ...] = (BENCH_NS,)
+    running: list[dict[str, Any]] = field(default_factory=list)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    pod_groups: list[dict[str, Any]] = field(default_factory=list)
+    policy_dir: Path | None = None     # policies for policy-scheduler (a ConfigMap), None: none
+
+    def gang_sizes(self) -> dict[str, int]:
+        """``namespace/podgroup`` -> minMember."""
+        return {f"{g['metadata']['namespace']}/{g['metadata']['name']}": g["spec"]["minMember"]
+                for g in self.pod_groups}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A named scenario family. ``arrival`` says how pods reach the scheduler: ``stream`` (created while it
+    runs, the usual case) or ``batch`` (all pending before it starts: what a backlog or a burst looks like)."""
+
+    name: str
+    description: str
+    build: Callable[[int], Scenario]
+    arrival: str = "stream"
+
+
+# --- builders --------------------------------------------------------------------------------------------
+
+def perf_nodes(n: int, cpu: str = W.NODE_CPU, memory: str = W.NODE_MEMORY, prefix: str = "node") -> list[NodeSpec]:
+    """scheduler_perf's node-default template, 10 zones round robin."""
+    return [NodeSpec(f"{prefix}-{i:05d}", {"cpu": cpu, "memory": memory, "pods": W.NODE_PODS},
+                     {ZONE_KEY: W.ZONE_NAMES[i % W.ZONES], W.REGION_KEY: W.REGION})
+            for i in range(n)]
+
+
+def pause_pod(name: str, app: str, cpu: str = W.POD_CPU, memory: str = W.POD_MEMORY, ns: str = BENCH_NS,
+              labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    """A pending pod (pause container, requests = limits) labelled with its app."""
+    res = {"cpu": cpu, "memory": memory}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": {"app": app, **(labels or {})}},
+            "spec": {"containers": [{"name": "pause", "image": PAUSE,
+                                     "resources": {"requests": dict(res), "limits": dict(res)}}], **spec}}
+
+
+def pods_of(app: str, count: int, **kw: Any) -> list[dict[str, Any]]:
+    return [pause_pod(f"{app}-{i:05d}", app, **kw) for i in range(count)]
+
+
+def own_app(app: str) -> dict[str, Any]:
+    return {"matchLabels": {"app": app}}
+
+
+def pod_group(name: str, min_member: int, ns: str = BENCH_NS, timeout_s: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout_s is not None:
+        spec["scheduleTimeoutSeconds"] = timeout_s
+    return {"apiVersion": W.POD_GROUP_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
+
+
+# --- scheduler_perf-like ----------------------------------------------------------------------------------
+
+def basic(n: int) -> Scenario:
+    return Scenario("basic", perf_nodes(n), pods_of("basic", 2 * n))
+
+
+def node_affinity(n: int) -> Scenario:
+    term = {"matchExpressions": [{"key": ZONE_KEY, "operator": "In", "values": list(W.NODE_AFFINITY_ZONES)}]}
+    aff = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    return Scenario("node-affinity", perf_nodes(n), pods_of("node-affinity", n, affinity=aff))
+
+
+def anti_affinity(n: int) -> Scenario:
+    aff = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": own_app("anti"), "topologyKey": HOSTNAME_KEY}]}}
+    return Scenario("anti-affinity", perf_nodes(n), pods_of("anti", max(1, n // 2), affinity=aff))
+
+
+def pod_affinity(n: int) -> Scenario:
+    """10 apps, each pod requires its app in its zone (the first of each app may go anywhere)."""
+    pods = []
+    for a in range(10):
+        app = f"aff-{a}"
+        aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": own_app(app), "topologyKey": ZONE_KEY}]}}
+        pods += pods_of(app, max(1, n // 10), affinity=aff)
+    return Scenario("pod-affinity", perf_nodes(n), pods)
+
+
+def topology_spread(n: int) -> Scenario:
+    tsc = [{"labelSelector": own_app("spread"), "maxSkew": 1, "topologyKey": ZONE_KEY,
+            "whenUnsatisfiable": "DoNotSchedule"}]
+    return Scenario("topology-spread", perf_nodes(n), pods_of("spread", n, topologySpreadConstraints=tsc))
+
+
+# --- what batches are for ---------------------------------------------------------------------------------
+
+TIGHT_SIZES_M = (1000, 1500, 2500, 3000)
+
+
+def tight_packing(n: int) -> Scenario:
+    """n/2 pods each of 1, 1.5, 2.5 and 3 CPU, smallest first, on 4-CPU nodes: exactly 100% of the cpu.
+
+    Every pod fits (pair 1+3 and 1.5+2.5 on each node), but placing them one at a time in arrival order
+    fragments the nodes whichever way it scores: spreading (LeastAllocated) leaves 150 of 200 placed per 100
+    nodes, packing (MostAllocated) 163 (simulated)."""
+    pods = []
+    for size in TIGHT_SIZES_M:
+        pods += pods_of(f"size-{size}m", max(1, n // 2), cpu=f"{size}m", memory="256Mi")
+    return Scenario("tight-packing", perf_nodes(n), pods)
+
+
+GANG_SIZE, GANG_CPU = 8, "2"
+
+
+def gangs(n: int) -> Scenario:
+    """Gangs of 8 x 2 CPU asking for 150% of the cluster's cpu, pods created round robin across gangs (as
+    many Jobs submitted at once are), plus the coscheduling design's case on two 2-CPU nodes of their own:
+    two gangs of 3 x 1 CPU on room for 4."""
+    count = max(2, (n * 4 * 3) // (2 * GANG_SIZE * 2))  # 150% of 4n cpu
+    names = [f"job-{g:03d}" for g in range(count)]
+    pods = [pause_pod(f"{name}-{i}", name, cpu=GANG_CPU, memory="1Gi", labels={POD_GROUP_LABEL: name})
+            for i in range(GANG_SIZE) for name in names]
+    small = {"pool": "small"}
+    nodes = perf_nodes(n) + [NodeSpec(f"small-{i}", {"cpu": "2", "memory": "8Gi", "pods": "110"},
+                                      {"pool": "small"}, ({"key": "pool", "value": "small",
+                                                           "effect": "NoSchedule"},)) for i in range(2)]
+    tol = [{"key": "pool", "operator": "Equal", "value": "small", "effect": "NoSchedule"}]
+    for name in ("pair-a", "pair-b"):
+        pods += [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", labels={POD_GROUP_LABEL: name},
+                           nodeSelector=small, tolerations=tol) for i in range(3)]
+    groups = [pod_group(name, GANG_SIZE) for name in names] + [pod_group(p, 3) for p in ("pair-a", "pair-b")]
+    return Scenario("gangs", nodes, pods, pod_groups=groups)
+
+
+PRICES = ("2.0", "1.0", "0.5")
+
+
+def cost(n: int) -> Scenario:
+    """Nodes priced 2.0 / 1.0 / 0.5 (round robin: the cheap ones are not simply the first), pods asking for
+    a quarter of the cpu, which the cheapest third could hold. policy-scheduler runs policies/lowest-price."""
+    nodes = [NodeSpec(s.name, s.allocatable, s.labels, annotations={PRICE_ANNOTATION: PRICES[i % 3]})
+             for i, s in enumerate(perf_nodes(n))]
+    return Scenario("cost", nodes, pods_of("web", n, cpu="1", memory="1Gi"),
+                    policy_dir=ROOT / "policies" / "lowest-price")
+
+
+# --- realistic (bench/realistic.py, issue 6) --------------------------------------------------------------
+
+def from_cluster(workload: str, c: R.Cluster) -> Scenario:
+    """A realistic.Cluster as API objects: its running pods bound, its pending pods pending, priorities as
+    PriorityClasses (the Priority admission plugin refuses a bare ``spec.priority``)."""
+    nodes = [_node_spec(pool, R.node_fields(i)) for i, pool in enumerate(c.pool_of)]
+    running, pending, classes = [], [], {}
+    for _, _, k, i in R.pod_order(c):
+        o = c.owners[k]
+        doc = _api_pod(R.pod_doc(o, R.pod_fields(c, o, i), "lean"), classes)
+        (running if i < o.running else pending).append(doc)
+    groups = [pod_group(o.name, o.replicas, o.namespace) for o in c.owners if o.gang]
+    namespaces = tuple(sorted({o.namespace for o in c.owners}))
+    return Scenario(workload, nodes, pending, namespaces, running, classes, groups)
+
+
+def _node_spec(pool: R.NodePool, f: R.NodeFields) -> NodeSpec:
+    doc = R.node_doc(pool, f, "lean")
+    return NodeSpec(f.name, doc["status"]["allocatable"], doc["metadata"]["labels"],
+                    tuple(doc["spec"].get("taints", ())))
+
+
+def _api_pod(doc: dict[str, Any], classes: dict[str, int]) -> dict[str, Any]:
+    """What a client would POST: no uid, timestamps or status; priority by class name."""
+    meta = {k: v for k, v in doc["metadata"].items() if k not in ("uid", "creationTimestamp", "resourceVersion")}
+    spec = dict(doc["spec"])
+    value = spec.pop("priority", None)
+    if value:
+        name = f"bench-priority-{value}"
+        classes[name] = value
+        spec["priorityClassName"] = name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def mixed(n: int) -> Scenario:
+    return from_cluster("mixed", R.rich_mixed(nodes=n, running=5 * n, pending=n))
+
+
+def hetero(n: int) -> Scenario:
+    return from_cluster("hetero", R.hetero_affinity(nodes=n, pending=5 * n))
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (
+    Workload("basic", "identical pods, resources only (scheduler_perf SchedulingBasic); 2 pods per node", basic),
+    Workload("node-affinity", "required nodeAffinity: zone In 3 of 10; 1 pod per node", node_affinity),
+    Workload("anti-affinity", "required podAntiAffinity to own app on hostname; 1 pod per 2 nodes", anti_affinity),
+    Workload("pod-affinity", "10 apps, required podAffinity to own app on zone; 1 pod per node", pod_affinity),
+    Workload("topology-spread", "DoNotSchedule maxSkew 1 on zone; 1 pod per node", topology_spread),
+    Workload("mixed", "bench/realistic.py rich-mixed: 3 pools (tainted high-memory and GPU), 5 running and "
+             "1 pending pod per node, affinity stacks, StatefulSets, GPU pods, gangs, 3 priorities", mixed),
+    Workload("hetero", "bench/realistic.py hetero-affinity (issue 6): 5 pending pods per node in stacks: cache "
+             "(zone spread, hostname anti-affinity), workers (required zone affinity to it), api", hetero),
+    Workload("tight-packing", "1 / 1.5 / 2.5 / 3 CPU pods, n/2 each, smallest first: 100% of cpu, all fit only "
+             "if paired", tight_packing, arrival="batch"),
+    Workload("gangs", "PodGroups of 8 x 2 CPU asking 150% of cpu, created round robin; plus two gangs of 3 on "
+             "room for 4", gangs),
+    Workload("cost", "nodes priced 2.0 / 1.0 / 0.5, pods for 25% of cpu; policy-scheduler: lowest-price policy",
+             cost),
+)}

@@ -1,0 +1,42 @@
+"""Smoke check of the side-by-side benchmark (bench/compare.py): it runs every scheduler against the real
+control plane and writes its report and plots. No performance threshold: CI's machine is not the benchmark's.
+
+Builds scheduler-plugins' kube-scheduler on first use (tests/e2e/coscheduling/build.sh, about 5 minutes),
+like the control plane fixture builds its binaries. Starts control planes of its own (one per workload), not
+the session's, and stops everything it started.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEDULERS = ("policy-scheduler", "kube-scheduler", "kube-binpack", "coscheduling")
+# the code paths: stream and batch arrival, gangs, a policy ConfigMap for policy-scheduler
+WORKLOADS = ("basic", "tight-packing", "gangs", "cost")
+TIMEOUT_S = 1800  # a cold scheduler-plugins build included
+
+
+def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    report.write_text("# Benchmarks\n\nhand-written text that must survive\n")
+    argv = [sys.executable, str(REPO / "bench" / "compare.py"), "--mode", "quick", "--nodes", "10", "--idle", "3",
+            "--report", str(report), "--plots", str(tmp_path / "plots"), "--out", str(tmp_path / "out")]
+    for workload in WORKLOADS:
+        argv += ["-w", workload]
+    result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-8000:]
+
+    text = report.read_text()
+    assert text.startswith("# Benchmarks\n\nhand-written text that must survive\n")
+    section = text.split("<!-- compare:start", 1)[1].split("<!-- compare:end -->", 1)[0]
+    rows = re.findall(r"^\| ([a-z-]+) \| 10 \| ([a-z-]+) \| (\d+)/(\d+) \|", section, re.M)  # "Everything"
+    assert {(w, s) for w, s, _, _ in rows} == {(w, s) for w in WORKLOADS for s in SCHEDULERS}, section
+    assert all(int(pending) > 0 for _, _, _, pending in rows)
+    assert "⚠" not in section and "Failed runs" not in section, section
+    for name in ("compare_throughput.png", "compare_tight_packing.png", "compare_gangs.png",
+                 "compare_solve_time.png"):
+        assert (tmp_path / "plots" / name).stat().st_size > 0
+    assert (tmp_path / "out").glob("run-*/results.json")
