@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -62,6 +64,7 @@ class Plan:
     settings: Settings
     crd_file: Path
     workdir: Path
+    revision: str          # the policy-scheduler code measured
 
 
 # --- one scheduler, one workload --------------------------------------------------------------------------
@@ -214,18 +217,28 @@ def make_plan(args: argparse.Namespace) -> Plan:
     return Plan(tuple(WORKLOADS[w] for w in args.workload or WORKLOADS),
                 tuple(SCHEDULERS[s] for s in args.scheduler or SCHEDULERS), mode,
                 Settings(build_binaries() / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg)),
-                plugins_dir / "podgroups-crd.yaml", workdir)
+                plugins_dir / "podgroups-crd.yaml", workdir, revision())
+
+
+def revision() -> str:
+    """The commit of the engine that runs (``python -m engine`` from this tree), marked when engine/ or
+    grammar/ differ from it: figures are only comparable for the same code."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "engine", "grammar")
+    return f"{commit} + uncommitted changes" if dirty else commit
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = "python bench/compare.py " + shlex.join(sys.argv[1:] if argv is None else argv)
-    import os
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
         p for p in (os.environ.get("NO_PROXY"), LOOPBACK_NO_PROXY) if p)
     plan = make_plan(args)
     log(f"work directory {plan.workdir}")
-    started = time.monotonic()
+    started, load_start = time.monotonic(), os.getloadavg()[0]
     results: list[RunResult] = []
     for nodes in plan.mode.nodes:
         for workload in plan.workloads:
@@ -233,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                 results += run_workload(plan, workload, nodes, repeat, plan.settings.kube_bin.parent)
     raw = [r.as_dict() for r in results]
     (plan.workdir / "results.json").write_text(json.dumps(raw, indent=1))
-    report.write(raw, plan, command, args.report, args.plots, time.monotonic() - started)
+    report.write(raw, plan, command, args.report, args.plots, time.monotonic() - started, load_start)
     log(f"report in {args.report}, plots in {args.plots}, results in {plan.workdir / 'results.json'}")
     return 1 if any(r.error for r in results) else 0
 

@@ -70,12 +70,13 @@ def detail_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def setup_lines(plan: Any, command: str, wall_s: float) -> list[str]:
+def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> list[str]:
     load = os.getloadavg()
     ours = " ".join(plan.settings.ours_args) or "its defaults (`--batch-window 1 --time-limit 5 --bind-workers 16`)"
     lines = [f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, "
-             f"Python {platform.python_version()}, load average {load[0]:.1f} at the end, "
-             f"{wall_s / 60:.1f} minutes in all. Node counts {', '.join(f'{n:,}' for n in plan.mode.nodes)}; "
+             f"Python {platform.python_version()}, load average {load_start:.1f} at the start and {load[0]:.1f} at "
+             f"the end (the machine is shared), "
+             f"{wall_s / 60:.1f} minutes in all; policy-scheduler at {plan.revision}. Node counts {', '.join(f'{n:,}' for n in plan.mode.nodes)}; "
              f"{plan.mode.repeats} repeat(s), medians; a run ends when every pod is bound or no binding came "
              f"for {plan.mode.idle_s:.0f} s.",
              "",
@@ -99,10 +100,10 @@ def setup_lines(plan: Any, command: str, wall_s: float) -> list[str]:
 
 
 def section(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, plots: dict[str, Path],
-            wall_s: float) -> str:
+            wall_s: float, load_start: float) -> str:
     rows = medians(raw)
     schedulers = [k.name for k in plan.schedulers]
-    lines = [START, ""] + setup_lines(plan, command, wall_s) + ["", "#### Pods placed (of pending)", ""]
+    lines = [START, ""] + setup_lines(plan, command, wall_s, load_start) + ["", "#### Pods placed (of pending)", ""]
     lines += matrix(rows, schedulers, placed_cell)
     lines += ["", "#### Throughput, pods/s (latency p50 / p99 s)", ""]
     lines += matrix(rows, schedulers, lambda r: f"{num(r['pods_per_s'])} ({num(r['latency_p50'], 1)} / "
@@ -191,7 +192,7 @@ def grouped_bars(rows: list[dict[str, Any]], workload: str, series: list[tuple[s
     plt = _pyplot()
     sizes = sorted({r["nodes"] for r in picked})
     schedulers = [s for s in COLORS if any(r["scheduler"] == s for r in picked)]
-    fig, ax = plt.subplots(figsize=(1.6 + 2.2 * len(sizes), 3.8))
+    fig, ax = plt.subplots(figsize=(max(6.4, 3.0 + 2.2 * len(sizes)), 3.8))
     width = 0.8 / len(schedulers)
     by_key = {(r["nodes"], r["scheduler"]): r for r in picked}
     for j, scheduler in enumerate(schedulers):
@@ -206,7 +207,7 @@ def grouped_bars(rows: list[dict[str, Any]], workload: str, series: list[tuple[s
     ax.set_xticks(range(len(sizes)), [f"{n:,} nodes" for n in sizes])
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
@@ -247,12 +248,13 @@ def plots(raw: list[dict[str, Any]], directory: Path) -> dict[str, Path]:
                  paths["tight"], "tight packing: pods placed (all fit when paired)", "% of pending pods placed")
     grouped_bars(rows, "gangs", [("complete", lambda r: r["gangs_complete"] or 0),
                                  ("partial", lambda r: r["gangs_partial"] or 0)],
-                 paths["gangs"], "gangs: complete (solid) and partial (hatched: capacity held for nothing)",
+                 paths["gangs"], "gangs: complete (solid), partial (hatched: capacity held for nothing)",
                  "gangs")
     plot_solve_time(raw, paths["solve"])
     return paths
 
 
-def write(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, plot_dir: Path, wall_s: float) -> None:
+def write(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, plot_dir: Path, wall_s: float,
+          load_start: float) -> None:
     paths = plots(raw, plot_dir)
-    replace_section(report, section(raw, plan, command, report, paths, wall_s))
+    replace_section(report, section(raw, plan, command, report, paths, wall_s, load_start))
