@@ -17,7 +17,7 @@ from rich.table import Table
 from .load import DEFAULT_SCHEDULER, InputError
 from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
-from .plan import make_plan
+from .preempt import plan_with_preemption
 
 DEMO = "demo-cluster.yaml"
 EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
@@ -69,16 +69,22 @@ policy_option = click.option(
 
 def _policy_rules(paths):
     """Parse and check the policies, or print every diagnostic and exit 2."""
+    return _policies(paths)[0]
+
+
+def _policies(paths):
+    """(placement rules, preemption rules) from the policies, or every diagnostic and exit 2."""
     if not paths:
-        return None
-    from .policy.lower import policy_rules
+        return None, None
+    from .policy.lower import policy_rules, preemption_rules
     from .policy.parse import PolicyError
     from .policy.sources import load_policies
 
     try:
-        return policy_rules(load_policies(list(paths)))
+        policies = load_policies(list(paths))
     except PolicyError as exc:
         _fail_policies(exc, 2)
+    return policy_rules(policies), preemption_rules(policies)
 
 
 def _fail_policies(exc, code: int, count: bool = False) -> None:
@@ -114,21 +120,23 @@ def main() -> None:
 @click.option("--baseline", is_flag=True,
               help="Also run the kube-scheduler-like one-pod-at-a-time baseline and report its count as "
               "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")
+@click.option("--no-preemption", "no_preemption", is_flag=True,
+              help="Never plan evictions: pods that only fit by evicting lower-priority pods stay unschedulable.")
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
-            kubeconfig, baseline) -> None:
+            kubeconfig, baseline, no_preemption) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
     --fail-on-unschedulable when a pending pod could not be placed. Progress and notes go to stderr.
     """
     progress = _Progress(quiet)
-    rules = _policy_rules(policies)
+    rules, victim_rules = _policies(policies)
     started = time.perf_counter()
     cluster = _load(clusters, scheduler_name) if kubeconfig is None else _load_live(clusters, kubeconfig, scheduler_name)
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    plan = make_plan(cluster, rules, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
-                     baseline=baseline)
+    plan = plan_with_preemption(cluster, rules, victim_rules, time_limit=time_limit, workers=workers, seed=seed,
+                                progress=progress, baseline=baseline, enabled=not no_preemption)
     plan.stats["phases"] = {"load": round(loaded, 3), **plan.stats.get("phases", {})}
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format

@@ -8,6 +8,7 @@ compiler turns each kind into solver constraints exactly once. Every constraint 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Protocol, Union
 
 from .model import POD_GROUP_LABEL, Node, NodeSelectorTerm, Pod, SpreadConstraint, Toleration
@@ -164,3 +165,25 @@ class NodeOpening:
 Constraint = Union[
     NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, PodCost, CountLimit, NodeOpening
 ]
+
+
+# --- preemption rules: which running pods may be evicted, and how many per cycle -------------------
+
+@dataclass(frozen=True, slots=True)
+class Protected:
+    """The pod is never a preemption victim."""
+
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionCap:
+    """At most `most` victims per cycle among the pods this cap covers, in total or per namespace."""
+
+    most: int
+    per_namespace: bool
+    source: Source  # also the cap's identity: two pods under the same statement share its count
+
+
+VictimRule = Union[Protected, EvictionCap]
+PreemptionRules = Callable[[Pod], tuple[VictimRule, ...]]

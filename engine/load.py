@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import datetime
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import Any
 
 from .model import (
+    NEVER_PREEMPT,
+    PREEMPT_LOWER,
     Cluster,
+    DisruptionBudget,
     HostPort,
     LabelSelector,
     Node,
@@ -42,7 +45,8 @@ MAX_QUANTITY = 2**53  # per resource, in its unit (millicores, bytes); no real n
 INT32 = 2**31
 
 
-KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass")
+KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget")
+PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
 
@@ -53,6 +57,14 @@ class Priorities:
 
     values: dict[str, int]
     default: int = 0
+    preemption: dict[str, str] = field(default_factory=dict)  # class name -> preemptionPolicy, when set
+
+    def preemption_policy(self, spec: dict[str, Any]) -> str:
+        """spec.preemptionPolicy (admission copies it from the class), else the class's, else PreemptLowerPriority."""
+        value = spec.get("preemptionPolicy")
+        if value is None:
+            value = self.preemption.get(str(spec.get("priorityClassName") or ""), PREEMPT_LOWER)
+        return _choice(value, "spec.preemptionPolicy", PREEMPTION_POLICIES)
 
     def of(self, spec: dict[str, Any]) -> int | None:
         """spec.priority when set, else the named class's value, else the default; None for an unknown class."""
@@ -70,8 +82,9 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     seen: set[tuple[str, str, str]] = set()
     ignored: dict[str, int] = {}
     raw_pods: list[tuple[str, dict[str, Any]]] = []
-    classes: dict[str, tuple[int, bool]] = {}
+    classes: dict[str, tuple[int, bool, str | None]] = {}
     bare_nodes: list[str] = []
+    raw_budgets: list[tuple[str, dict[str, Any]]] = []
 
     for src, obj in docs:
         kind, meta = obj.get("kind"), obj.get("metadata")
@@ -100,6 +113,8 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
                 cluster.pod_groups[group.key] = group
             elif kind == "PriorityClass":
                 classes[ident[2]] = _priority_class(obj)
+            elif kind == "PodDisruptionBudget":
+                raw_budgets.append((src, obj))
             else:
                 raw_pods.append((src, obj))
         except _PROBLEMS as exc:
@@ -124,6 +139,11 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
             cluster.skipped[pod.key] = reason
         else:
             cluster.pending.append(pod)
+    for src, obj in raw_budgets:
+        try:
+            cluster.budgets.append(_budget(obj, cluster.bound))
+        except _PROBLEMS as exc:
+            raise InputError(f"{src}: {_describe('PodDisruptionBudget', obj['metadata'])}: {_reason(exc)}") from None
 
     cluster.notes.extend(_notes(cluster, ignored, other_scheduler, scheduler_name, bare_nodes))
     return cluster
@@ -173,21 +193,64 @@ def _has_capacity(obj: dict[str, Any]) -> bool:
     return status.get("allocatable") is not None or status.get("capacity") is not None
 
 
-def _priority_class(obj: dict[str, Any]) -> tuple[int, bool]:
-    """(value, globalDefault) of a scheduling.k8s.io PriorityClass."""
+def _priority_class(obj: dict[str, Any]) -> tuple[int, bool, str | None]:
+    """(value, globalDefault, preemptionPolicy) of a scheduling.k8s.io PriorityClass."""
     if "value" not in obj:
         raise ValueError("value is required")
     value = _int(obj["value"], "value")
     default = obj.get("globalDefault")
     if default is not None and not isinstance(default, bool):
         raise ValueError(f"globalDefault must be true or false, got {show_value(default)}")
-    return value, bool(default)
+    policy = obj.get("preemptionPolicy")
+    return value, bool(default), None if policy is None else _choice(policy, "preemptionPolicy", PREEMPTION_POLICIES)
 
 
-def _priorities(classes: dict[str, tuple[int, bool]]) -> Priorities:
-    defaults = [value for value, default in classes.values() if default]
-    values = {**BUILTIN_PRIORITY_CLASSES, **{name: value for name, (value, _) in classes.items()}}
-    return Priorities(values, max(defaults) if defaults else 0)
+def _priorities(classes: dict[str, tuple[int, bool, str | None]]) -> Priorities:
+    defaults = [value for value, default, _ in classes.values() if default]
+    values = {**BUILTIN_PRIORITY_CLASSES, **{name: value for name, (value, _, _) in classes.items()}}
+    preemption = {name: policy for name, (_, _, policy) in classes.items() if policy is not None}
+    return Priorities(values, max(defaults) if defaults else 0, preemption)
+
+
+def _choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}, got {show_value(value)}")
+    return value
+
+
+def _budget(obj: dict[str, Any], bound: list[Pod]) -> DisruptionBudget:
+    """A PodDisruptionBudget; disruptionsAllowed from its status, else computed from the spec as the
+    disruption controller would with every matching running pod healthy (a snapshot made without that
+    controller, or a test cluster, has no status)."""
+    meta = obj["metadata"]
+    namespace = _text(meta.get("namespace") or "default", "metadata.namespace")
+    spec = _mapping(obj.get("spec"), "spec")
+    selector = label_selector(spec.get("selector"), "spec.selector")
+    status = _mapping(obj.get("status"), "status")
+    if status.get("disruptionsAllowed") is not None:
+        allowed = _int(status["disruptionsAllowed"], "status.disruptionsAllowed", 0)
+    else:
+        budget = DisruptionBudget(namespace, "", selector, 0)
+        healthy = sum(1 for p in bound if not p.terminating and budget.covers(p))
+        allowed = _allowed_by_spec(spec, healthy)
+    return DisruptionBudget(namespace, _text(meta["name"], "metadata.name"), selector, allowed)
+
+
+def _allowed_by_spec(spec: dict[str, Any], healthy: int) -> int:
+    """minAvailable / maxUnavailable (a count or a percentage, rounded up) with `healthy` pods expected;
+    a budget with neither allows no disruption."""
+    if spec.get("minAvailable") is not None:
+        return max(0, healthy - _int_or_percent(spec["minAvailable"], healthy, "spec.minAvailable"))
+    if spec.get("maxUnavailable") is not None:
+        return max(0, _int_or_percent(spec["maxUnavailable"], healthy, "spec.maxUnavailable"))
+    return 0
+
+
+def _int_or_percent(value: Any, total: int, what: str) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        percent = _int(value[:-1], what, 0, 100)
+        return -(-percent * total // 100)
+    return _int(value, what, 0)
 
 
 def _describe(kind: Any, meta: dict[str, Any]) -> str:
@@ -546,6 +609,8 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         host_ports=_host_ports(spec),
         owner=_owner(meta),
         created=_timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        preemption_policy=priorities.preemption_policy(spec),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
+PREEMPT_LOWER = "PreemptLowerPriority"
+NEVER_PREEMPT = "Never"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +210,8 @@ class Pod:
     owner: tuple[str, str] | None = None
     created: str = ""
     annotations: dict[str, str] = field(default_factory=dict)
+    preemption_policy: str = PREEMPT_LOWER  # or NEVER_PREEMPT: the pod waits instead of evicting others
+    terminating: bool = False  # metadata.deletionTimestamp set: going already, never a victim twice
 
     @property
     def key(self) -> str:
@@ -232,6 +236,28 @@ class PodGroup:
         return f"{self.namespace}/{self.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A policy/v1 PodDisruptionBudget: how many of the pods it selects may be evicted now.
+
+    `allowed` is status.disruptionsAllowed when the snapshot has a status, else what the spec allows
+    given the matching running pods (see engine.load); an empty selector selects nothing (upstream).
+    """
+
+    namespace: str
+    name: str
+    selector: LabelSelector
+    allowed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def covers(self, pod: "Pod") -> bool:
+        return (pod.namespace == self.namespace and bool(self.selector.requirements)
+                and self.selector.matches(pod.labels))
+
+
 @dataclass(slots=True)
 class Cluster:
     """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out."""
@@ -245,3 +271,4 @@ class Cluster:
     # pods of this scheduler without a node that are not pending at all (gated, terminating, unknown
     # PriorityClass, missing PodGroup): pod key -> reason; never placed, take no capacity
     skipped: dict[str, str] = field(default_factory=dict)
+    budgets: list[DisruptionBudget] = field(default_factory=list)

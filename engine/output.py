@@ -74,6 +74,8 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
                 break
             t.add_row(pod_cell(pod), node)
         console.print(t)
+    if plan.preemptions:
+        _print_preemptions(plan, console, max_rows)
     if plan.unschedulable:
         pod_cell = _pod_cell(max(len(p) for p in plan.unschedulable) + WHY_WIDTH + 7 > console.width)
         t = Table(title=f"Unschedulable ({len(plan.unschedulable)})", title_justify="left", show_lines=True)
@@ -89,11 +91,30 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
         _print_skipped(plan.skipped, console, max_rows)
     _print_usage(plan, console, max_rows)
     skipped = f" · {s['skipped']} skipped" if s.get("skipped") else ""
+    evicted = len(plan.evictions)
+    skipped += f" · {evicted} eviction{'s' if evicted != 1 else ''}" if evicted else ""
     console.print(
         f"[bold]{s['placed']}/{s['pods']} pods placed[/bold] on {s['nodes']} nodes{skipped} · status {s['status']} · "
         f"gap {100 * s['gap']:.2f}% · {s['classes']} pod classes · solver {s['solver_seconds']:.2f}s · "
         f"total {s['seconds']:.2f}s"
     )
+
+
+def _print_preemptions(plan: Plan, console: Console, max_rows: int) -> None:
+    """Pods placed by evicting lower-priority ones: each preemptor, its node, and its victims with why."""
+    pods, evictions = len(plan.preemptions), len(plan.evictions)
+    t = Table(title=f"Preemptions ({pods} pod{'s' * (pods != 1)}, {evictions} eviction{'s' * (evictions != 1)})",
+              title_justify="left", show_lines=True)
+    t.add_column("pod (priority)", overflow="fold")
+    t.add_column("node", overflow="fold")
+    t.add_column("evicts (priority; budget)", overflow="fold")
+    for i, (pod, p) in enumerate(sorted(plan.preemptions.items())):
+        if i == max_rows:
+            t.add_row(f"… {len(plan.preemptions) - max_rows} more (use -o json)", "", "")
+            break
+        victims = "\n".join(f"{v.pod} ({v.priority}; {v.to_dict()['budget']})" for v in p.victims)
+        t.add_row(f"{pod} ({p.priority})", p.node, victims or "nothing: room freed by the evictions beside it")
+    console.print(t)
 
 
 def _print_usage(plan: Plan, console: Console, max_rows: int) -> None:

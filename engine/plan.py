@@ -26,6 +26,38 @@ class NodeUsage:
     placed: int
 
 
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """A running pod evicted so that a higher-priority pod fits on its node."""
+
+    pod: str
+    node: str
+    priority: int
+    over_budget: tuple[str, ...] = ()  # PodDisruptionBudgets this eviction goes over (namespace/name)
+    within_budget: tuple[str, ...] = ()  # budgets covering the pod that still allowed it
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.over_budget:
+            budget = "violates " + ", ".join(f"PodDisruptionBudget {b}" for b in self.over_budget)
+        elif self.within_budget:
+            budget = "within " + ", ".join(f"PodDisruptionBudget {b}" for b in self.within_budget)
+        else:
+            budget = "no PodDisruptionBudget covers it"
+        return {"pod": self.pod, "priority": self.priority, "budget": budget}
+
+
+@dataclass(slots=True)
+class Preemption:
+    """A pod placed only after evictions: its node, and the victims there it outranks."""
+
+    node: str
+    priority: int
+    victims: list[Eviction] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "priority": self.priority, "victims": [v.to_dict() for v in self.victims]}
+
+
 @dataclass(slots=True)
 class Plan:
     assignments: dict[str, str]
@@ -34,6 +66,11 @@ class Plan:
     usage: list[NodeUsage] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
+    preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
+
+    @property
+    def evictions(self) -> list[Eviction]:
+        return [v for p in self.preemptions.values() for v in p.victims]
 
     def to_dict(self) -> dict[str, Any]:
         """The dry-run JSON contract (DESIGN.md §6)."""
@@ -41,6 +78,7 @@ class Plan:
             "assignments": dict(sorted(self.assignments.items())),
             "unschedulable": dict(sorted(self.unschedulable.items())),
             "skipped": dict(sorted(self.skipped.items())),
+            "preemptions": {k: v.to_dict() for k, v in sorted(self.preemptions.items())},
             "stats": self.stats,
         }
 

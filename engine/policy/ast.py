@@ -395,7 +395,24 @@ class NodeUsage:
     pos: Pos
 
 
-Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, MinimizeCost, Proximity, GangBy, Limit, NodeUsage]
+@dataclass(frozen=True, slots=True)
+class Protect:
+    """protect from preemption: no pod in scope is ever chosen as a victim."""
+
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionCap:
+    """at most N evictions [per namespace] per cycle: victims in scope, counted in total or per namespace."""
+
+    most: int
+    per_namespace: bool
+    pos: Pos
+
+
+Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, MinimizeCost, Proximity, GangBy, Limit, NodeUsage,
+                  Protect, EvictionCap]
 
 
 @dataclass(frozen=True, slots=True)

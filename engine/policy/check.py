@@ -108,6 +108,9 @@ def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
             yield from _label_key(s.pods.key, s.pods.pos)
         else:
             yield from _pod_expr(s.pods.expr)
+    elif isinstance(s, A.EvictionCap):
+        if s.most > MAX_PODS_PER_CLUSTER:
+            yield s.pos, f"'at most {s.most} evictions' is more than a cluster can hold ({MAX_PODS_PER_CLUSTER:,} pods)"
     elif isinstance(s, A.GangBy):
         if s.within is not None:
             yield from _label_key(s.within.key, s.within.pos, "topology key")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..ir import (
     Constraint,
     CountLimit,
+    EvictionCap,
     GangRule,
     NodeOpening,
     NodeRule,
@@ -21,8 +22,11 @@ from ..ir import (
     PodCost,
     PodProximity,
     PodTerm,
+    PreemptionRules,
+    Protected,
     Source,
     Tolerations,
+    VictimRule,
 )
 from ..model import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
 from . import ast as A
@@ -134,6 +138,25 @@ def policy_rules(policies: list[A.Policy]) -> Callable[[Pod], tuple[Constraint, 
                 continue
             for statement in policy.statements:
                 out.extend(lower_statement(policy, statement, pod))
+        return tuple(out)
+
+    return rules
+
+
+def preemption_rules(policies: list[A.Policy]) -> PreemptionRules:
+    """The preemption stage's hook: for a running pod, the `protect` and eviction caps of every policy in scope."""
+
+    def rules(pod: Pod) -> tuple[VictimRule, ...]:
+        out: list[VictimRule] = []
+        for policy in policies:
+            scope = policy.scope
+            if scope is None or not scope.expr.matches(pod):
+                continue
+            for s in policy.statements:
+                if isinstance(s, A.Protect):
+                    out.append(Protected(_source(policy, s.pos)))
+                elif isinstance(s, A.EvictionCap):
+                    out.append(EvictionCap(s.most, s.per_namespace, _source(policy, s.pos)))
         return tuple(out)
 
     return rules

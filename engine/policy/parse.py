@@ -282,6 +282,18 @@ class _ToAst(Transformer):
         return A.Limit(int(items[0]), items[1], items[2], _pos(self.file, meta))
 
     @v_args(meta=True)
+    def protect(self, meta, items):
+        return A.Protect(_pos(self.file, meta))
+
+    @v_args(meta=True)
+    def evictions_total(self, meta, items):
+        return A.EvictionCap(int(items[0]), False, _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def evictions_per_namespace(self, meta, items):
+        return A.EvictionCap(int(items[0]), True, _pos(self.file, meta))
+
+    @v_args(meta=True)
     def gang_podgroup(self, meta, items):
         return A.GangBy("", 0, _pos(self.file, meta), items[0])
 

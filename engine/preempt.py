@@ -1,0 +1,430 @@
+"""Preemption decided for the whole batch: fewest victims, budgets respected, gangs whole or not at all.
+
+kube-scheduler's DefaultPreemption picks victims for one pod on one node at a time. Here the pods the
+plan left out are taken together, highest priority first, against one ledger of the batch:
+1. `plan_with_preemption` makes the plan without preemption (`make_plan`).
+2. Pods it left out that may preempt (`preemptionPolicy` not `Never`) choose victims node by node as
+   upstream does (remove every lower-priority pod, then give back all that are not needed, those whose
+   eviction would break a PodDisruptionBudget first, highest priority first), and take the node with
+   the fewest budget violations, then the lowest highest victim priority, the smallest priority sum, the
+   fewest victims. Victims chosen for one pod free room for the next; a gang gets room for all its
+   members or evicts nothing.
+3. The same compile → solve path re-plans the preemptors on the cluster without the victims, with the
+   first plan's placements fixed (freed room goes to preemptors only).
+4. Victims that no placed preemptor of higher priority on their node needs are given back, and 3 repeats;
+   then each remaining victim, most important first, is given back if the preemptors still place as well
+   without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
+
+Pure, like the rest of the core: the scheduler loop evicts what the plan says.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from .compile import PolicyRules, compile_cluster
+from .ir import EvictionCap, PreemptionRules, Protected
+from .model import NEVER_PREEMPT, Cluster, Pod
+from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
+
+LOWEST = -(2**63)
+MAX_ROUNDS = 4  # re-plans after giving back unneeded victims; in practice 1-2 suffice
+MAX_TRIALS = 40  # victims tried one by one for give-back (each a re-plan of the preemptors alone)
+PREEMPTION_SHARE = 0.4  # of the time limit, kept for preemption when some pending pod may preempt
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A running pod that a preemptor of higher priority may evict, with what its eviction costs."""
+
+    pod: Pod
+    node: str
+    caps: tuple[EvictionCap, ...]
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+@dataclass(slots=True)
+class Ledger:
+    """The batch's running account: free room per node, victims chosen, budgets and caps left."""
+
+    free: dict[str, dict[str, int]]
+    evicted: dict[str, Candidate] = field(default_factory=dict)
+    budget_left: dict[str, int] = field(default_factory=dict)
+    cap_used: dict[tuple[object, str], int] = field(default_factory=dict)
+
+    def copy(self) -> Ledger:
+        return Ledger({n: dict(r) for n, r in self.free.items()}, dict(self.evicted), dict(self.budget_left),
+                      dict(self.cap_used))
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Victims on one node for one preemptor, and upstream's order of preference among nodes."""
+
+    node: str
+    victims: tuple[Candidate, ...]
+    violations: int
+
+    def rank(self, order: int) -> tuple[int, int, int, int, int]:
+        priorities = [v.pod.priority for v in self.victims]
+        return (self.violations, max(priorities, default=LOWEST), sum(priorities), len(priorities), order)
+
+
+@dataclass(slots=True)
+class Search:
+    """Everything victim selection reads: the cluster with the first plan's placements fixed, and the rules."""
+
+    cluster: Cluster
+    rules: PreemptionRules | None
+    by_node: dict[str, list[Candidate]]
+    node_order: dict[str, int]
+    protected: dict[str, str]  # pod key -> the rule protecting it
+    protected_pods: dict[str, Pod] = field(default_factory=dict)
+    hints: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # preemptor -> why not
+
+
+def plan_with_preemption(cluster: Cluster, policy: PolicyRules | None = None, rules: PreemptionRules | None = None,
+                         time_limit: float = 10.0, workers: int = 2, seed: int = 0,
+                         progress: Callable[[str], None] | None = None, baseline: bool = False,
+                         enabled: bool = True) -> Plan:
+    """`make_plan`, then preemption for the pods it left out (unless `enabled` is False)."""
+    started = time.perf_counter()
+    hopeful = enabled and may_preempt_any(cluster)
+    plan = make_plan(cluster, policy, time_limit=time_limit * (1 - PREEMPTION_SHARE if hopeful else 1.0),
+                     workers=workers, seed=seed, progress=progress, baseline=baseline)
+    if enabled:
+        _say_never(cluster, plan)
+    preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT]
+    if not hopeful or not preemptors:
+        return plan
+    deadline = started + time_limit
+    fixed = _with_placements(cluster, plan)
+    search = _search(fixed, rules, preemptors, set(plan.assignments))
+    ledger = choose_victims(search, preemptors, policy)
+    replan, ledger = _replan(fixed, preemptors, ledger, policy, deadline, workers, seed)
+    if progress:
+        progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted")
+    return _merge(plan, replan, ledger, search, preemptors, started)
+
+
+def _say_never(cluster: Cluster, plan: Plan) -> None:
+    """Left-out pods that may not preempt say so: the reason they wait although they outrank running pods."""
+    lowest = _lowest_running(cluster)
+    for pod in cluster.pending:
+        if (pod.key in plan.unschedulable and pod.preemption_policy == NEVER_PREEMPT and lowest is not None
+                and pod.priority > lowest):
+            plan.unschedulable[pod.key] = plan.unschedulable[pod.key] + [
+                "it does not evict lower-priority pods (preemptionPolicy: Never)"]
+
+
+def may_preempt_any(cluster: Cluster) -> bool:
+    """Some pending pod may preempt and some running pod has a lower priority: else skip the whole stage."""
+    lowest = _lowest_running(cluster)
+    return lowest is not None and any(p.preemption_policy != NEVER_PREEMPT and p.priority > lowest
+                                      for p in cluster.pending)
+
+
+def _lowest_running(cluster: Cluster) -> int | None:
+    return min((p.priority for p in cluster.bound if not p.terminating), default=None)
+
+
+def _with_placements(cluster: Cluster, plan: Plan) -> Cluster:
+    """The cluster with the plan's placements bound (kept; never victims) and the rest still pending."""
+    placed = [replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments]
+    return replace(cluster, bound=cluster.bound + placed, pending=[], notes=[], skipped={})
+
+
+def _search(fixed: Cluster, rules: PreemptionRules | None, preemptors: list[Pod], placed: set[str]) -> Search:
+    """Running pods below the highest preemptor priority, by node, minus those a policy protects (pods the
+    first plan just placed are not running yet and are never victims)."""
+    top = max(p.priority for p in preemptors)
+    by_node: dict[str, list[Candidate]] = defaultdict(list)
+    protected: dict[str, str] = {}
+    shielded: dict[str, Pod] = {}
+    for pod in fixed.bound:
+        if pod.priority >= top or pod.terminating or pod.key in placed or pod.node_name is None:
+            continue
+        found = rules(pod) if rules else ()
+        guard = next((r for r in found if isinstance(r, Protected)), None)
+        if guard is not None:
+            protected[pod.key] = str(guard.source)
+            shielded[pod.key] = pod
+            continue
+        caps = tuple(r for r in found if isinstance(r, EvictionCap))
+        by_node[pod.node_name].append(Candidate(pod, pod.node_name, caps))
+    order = {n.name: i for i, n in enumerate(fixed.nodes)}
+    return Search(fixed, rules, dict(by_node), order, protected, shielded)
+
+
+def _free_room(cluster: Cluster) -> dict[str, dict[str, int]]:
+    free = {n.name: dict(n.allocatable) for n in cluster.nodes}
+    for pod in cluster.bound:
+        room = free.get(pod.node_name or "")
+        if room is not None:
+            for r, v in pod.requests.items():
+                room[r] = room.get(r, 0) - v
+    return free
+
+
+def _fits(requests: dict[str, int], free: dict[str, int]) -> bool:
+    return all(v <= free.get(r, 0) for r, v in requests.items() if v > 0)
+
+
+def _units(preemptors: list[Pod]) -> list[list[Pod]]:
+    """Gangs (by PodGroup) as one unit, other pods alone; highest priority first, then oldest."""
+    groups: dict[str, list[Pod]] = defaultdict(list)
+    for p in preemptors:
+        groups[f"{p.namespace}/{p.pod_group}" if p.pod_group else f"pod:{p.key}"].append(p)
+    return sorted(groups.values(), key=lambda u: (-max(p.priority for p in u), min(p.created for p in u), u[0].key))
+
+
+def choose_victims(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> Ledger:
+    """Step 2: victims for each unit in turn, against one ledger; a gang that cannot fit whole evicts nothing."""
+    ledger = Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets})
+    feasible = _feasible_nodes(search, preemptors, policy)
+    for unit in _units(preemptors):
+        trial = ledger.copy()
+        if all(_place_one(search, trial, pod, feasible.get(pod.key, ())) for pod in unit):
+            ledger = trial
+        elif len(unit) > 1:
+            for pod in unit:
+                search.hints[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+    return ledger
+
+
+def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> dict[str, tuple[str, ...]]:
+    """Nodes each preemptor passes every filter on once all pods below its priority are gone (upstream's
+    first step), by compiling that cluster once per priority level."""
+    out: dict[str, tuple[str, ...]] = {}
+    candidates = {c.key: c.pod.priority for cs in search.by_node.values() for c in cs}
+    for level in sorted({p.priority for p in preemptors}, reverse=True):
+        pods = [p for p in preemptors if p.priority == level]
+        gone = {k for k, priority in candidates.items() if priority < level}
+        cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods)
+        compiled = compile_cluster(cluster, policy)
+        for info in compiled.classes:
+            nodes = tuple(compiled.cluster.nodes[i].name for i in info.rejected.passing())
+            for pod in info.pods:
+                out[pod.key] = nodes
+    return out
+
+
+def _place_one(search: Search, ledger: Ledger, pod: Pod, nodes: tuple[str, ...]) -> bool:
+    """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room."""
+    best: Choice | None = None
+    for node in nodes:
+        choice = _victims_on(search, ledger, pod, node)
+        if choice is not None and (best is None or choice.rank(search.node_order[node]) < best.rank(search.node_order[best.node])):
+            best = choice
+    if best is None:
+        if not search.hints.get(pod.key):
+            search.hints[pod.key].append(_no_node_reason(search, pod, nodes))
+        return False
+    for v in best.victims:
+        _evict(ledger, v)
+    room = ledger.free[best.node]
+    for r, v in pod.requests.items():
+        room[r] = room.get(r, 0) - v
+    return True
+
+
+def _no_node_reason(search: Search, pod: Pod, nodes: tuple[str, ...]) -> str:
+    """Why preemption found no node: protected pods in the way, or nothing evictable would make room."""
+    shielded = sorted(k for k, p in search.protected_pods.items() if p.priority < pod.priority)
+    if shielded:
+        return (f"preemption may not evict protected pods ({shielded[0]}"
+                f"{f' and {len(shielded) - 1} more' if len(shielded) > 1 else ''}: {search.protected[shielded[0]]})")
+    if not nodes:
+        return "preemption would not help: no node fits this pod even with every lower-priority pod gone"
+    return "preemption cannot make room: the lower-priority pods it may evict are not enough, or an eviction cap is reached"
+
+
+def _victims_on(search: Search, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
+    """Upstream's SelectVictimsOnNode against the ledger: every lower-priority pod out, then give back what
+    is not needed (pods whose eviction breaks a budget first, then the rest, highest priority first)."""
+    lower = [c for c in search.by_node.get(node, []) if c.key not in ledger.evicted and c.pod.priority < pod.priority]
+    free = dict(ledger.free[node])
+    if _fits(pod.requests, free):
+        return Choice(node, (), 0)
+    for c in lower:
+        for r, v in c.pod.requests.items():
+            free[r] = free.get(r, 0) + v
+    if not _fits(pod.requests, free):
+        return None
+    budgets = dict(ledger.budget_left)
+    violating, keeping = _split_by_budget(search, lower, budgets)
+    victims: list[Candidate] = []
+    violations = 0
+    for c, breaks in [(c, True) for c in violating] + [(c, False) for c in keeping]:
+        if not _port_clash(pod, c.pod):
+            after = {r: free.get(r, 0) - c.pod.requests.get(r, 0) for r in free}
+            if _fits(pod.requests, after):
+                free = after  # given back: the pod stays
+                continue
+        victims.append(c)
+        violations += breaks
+    if not _within_caps(ledger, victims):
+        return None
+    return Choice(node, tuple(victims), violations)
+
+
+def _split_by_budget(search: Search, lower: list[Candidate], budgets: dict[str, int]) -> tuple[list[Candidate], list[Candidate]]:
+    """Upstream's filterPodsWithPDBViolation: walking pods highest priority first, those whose eviction
+    would take some covering budget below zero; both lists highest priority first."""
+    ordered = sorted(lower, key=lambda c: (-c.pod.priority, c.pod.created, c.key))
+    violating, keeping = [], []
+    for c in ordered:
+        covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
+        breaks = False
+        for key in covering:
+            budgets[key] = budgets.get(key, 0) - 1
+            breaks |= budgets[key] < 0
+        (violating if breaks else keeping).append(c)
+    return violating, keeping
+
+
+def _port_clash(pod: Pod, other: Pod) -> bool:
+    return any(a.conflicts(b) for a in pod.host_ports for b in other.host_ports)
+
+
+def _cap_keys(c: Candidate) -> list[tuple[object, str]]:
+    return [(cap.source, c.pod.namespace if cap.per_namespace else "") for cap in c.caps]
+
+
+def _within_caps(ledger: Ledger, victims: list[Candidate]) -> bool:
+    used = dict(ledger.cap_used)
+    for c in victims:
+        for cap, key in zip(c.caps, _cap_keys(c)):
+            used[key] = used.get(key, 0) + 1
+            if used[key] > cap.most:
+                return False
+    return True
+
+
+def _evict(ledger: Ledger, c: Candidate) -> None:
+    ledger.evicted[c.key] = c
+    room = ledger.free[c.node]
+    for r, v in c.pod.requests.items():
+        room[r] = room.get(r, 0) + v
+    for key in _cap_keys(c):
+        ledger.cap_used[key] = ledger.cap_used.get(key, 0) + 1
+
+
+def _replan(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, policy: PolicyRules | None, deadline: float,
+            workers: int, seed: int) -> tuple[Plan, Ledger]:
+    """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs."""
+    plan = _solve_without(fixed, preemptors, ledger, policy, deadline, workers, seed)
+    for _ in range(MAX_ROUNDS):
+        needed = _needed(plan, ledger, {p.key: p.priority for p in preemptors})
+        if len(needed) == len(ledger.evicted):
+            break
+        ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in needed})
+        plan = _solve_without(fixed, preemptors, ledger, policy, deadline, workers, seed)
+    return _give_back(fixed, preemptors, ledger, plan, policy, deadline, workers, seed)
+
+
+def _give_back(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, plan: Plan, policy: PolicyRules | None,
+               deadline: float, workers: int, seed: int) -> tuple[Plan, Ledger]:
+    """Try each victim back, most important first: kept back if the preemptors place as well without it."""
+    priorities = {p.key: p.priority for p in preemptors}
+    order = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))[:MAX_TRIALS]
+    for c in order:
+        if time.perf_counter() >= deadline:
+            break
+        trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k != c.key})
+        attempt = _solve_without(fixed, preemptors, trial, policy, deadline, workers, seed)
+        if _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
+            ledger, plan = trial, attempt
+    return plan, ledger
+
+
+def _placed_by_priority(plan: Plan, priorities: dict[str, int]) -> list[tuple[int, int]]:
+    """Placed preemptors per priority level, highest first: compared as a list, a higher priority counts first."""
+    levels: dict[int, int] = defaultdict(int)
+    for key in plan.assignments:
+        levels[priorities[key]] += 1
+    every = sorted(set(priorities.values()), reverse=True)
+    return [(level, levels.get(level, 0)) for level in every]
+
+
+def _solve_without(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, policy: PolicyRules | None,
+                   deadline: float, workers: int, seed: int) -> Plan:
+    if not ledger.evicted:
+        return Plan({}, {p.key: [] for p in preemptors}, {}, [])
+    cluster = replace(fixed, bound=[b for b in fixed.bound if b.key not in ledger.evicted], pending=list(preemptors))
+    limit = max(0.2, (deadline - time.perf_counter()) / 2)
+    return make_plan(cluster, policy, time_limit=limit, workers=workers, seed=seed)
+
+
+def _needed(plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> set[str]:
+    """Victims on a node where a placed preemptor outranks them, minus those that fit back beside it."""
+    top: dict[str, int] = {}
+    for key, node in plan.assignments.items():
+        top[node] = max(top.get(node, LOWEST), priorities.get(key, LOWEST))
+    free = {u.node: {r: u.allocatable.get(r, 0) - u.requested.get(r, 0) for r in set(u.allocatable) | set(u.requested)}
+            for u in plan.usage}
+    needed = set()
+    for c in sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)):
+        if top.get(c.node, LOWEST) <= c.pod.priority:
+            continue
+        room = free.get(c.node, {})
+        if not c.pod.host_ports and _fits(c.pod.requests, room):
+            for r, v in c.pod.requests.items():
+                room[r] = room.get(r, 0) - v
+            continue  # fits back beside the placed pods: given back
+        needed.add(c.key)
+    return needed
+
+
+def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, preemptors: list[Pod], started: float) -> Plan:
+    """The first plan plus what preemption placed, with each victim listed under the preemptor it makes room for."""
+    assignments = {**plan.assignments, **replan.assignments}
+    unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in replan.assignments}
+    for key in unschedulable:
+        hints = search.hints.get(key) or (replan.unschedulable.get(key) and ["preemption did not help: "
+                                                                            + "; ".join(replan.unschedulable[key])])
+        if hints:
+            unschedulable[key] = unschedulable[key] + list(hints)
+    preemptions = _attribute(replan, ledger, search, {p.key: p.priority for p in preemptors})
+    victims = [v for p in preemptions.values() for v in p.victims]
+    stats = dict(plan.stats)
+    stats.update(placed=len(assignments), unschedulable=len(unschedulable),
+                 preemption={"preemptors": len(replan.assignments), "victims": len(victims),
+                             "budget_violations": sum(1 for v in victims if v.over_budget),
+                             "seconds": round(time.perf_counter() - started - plan.stats.get("seconds", 0.0), 3)})
+    stats["seconds"] = round(time.perf_counter() - started, 3)
+    usage = _usage(plan, replan)
+    return Plan(assignments, unschedulable, stats, usage, plan.notes, plan.skipped, preemptions)
+
+
+def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[str, int]) -> dict[str, Preemption]:
+    """Each victim goes under the highest-priority preemptor placed on its node."""
+    out: dict[str, Preemption] = {k: Preemption(n, priorities.get(k, 0)) for k, n in replan.assignments.items()}
+    by_node: dict[str, list[str]] = defaultdict(list)
+    for key, node in replan.assignments.items():
+        by_node[node].append(key)
+    budget_left = {b.key: b.allowed for b in search.cluster.budgets}
+    for c in sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)):
+        owner = max(by_node.get(c.node, []), key=lambda k: (out[k].priority, k), default=None)
+        if owner is None:
+            continue
+        covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
+        for key in covering:
+            budget_left[key] -= 1
+        over = tuple(k for k in covering if budget_left[k] < 0)
+        within = tuple(k for k in covering if budget_left[k] >= 0)
+        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within))
+    return out
+
+
+def _usage(plan: Plan, replan: Plan) -> list[NodeUsage]:
+    if not replan.usage:
+        return plan.usage
+    placed = {u.node: u.placed for u in plan.usage}
+    return [NodeUsage(u.node, u.pods, u.requested, u.allocatable, u.placed + placed.get(u.node, 0)) for u in replan.usage]

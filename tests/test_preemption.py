@@ -1,0 +1,270 @@
+"""Preemption for the whole batch (issue 10): each rule has a test that fails without it."""
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checker import check_plan
+from kube import node, pod, podgroup
+from engine.load import build_cluster
+from engine.policy.lower import policy_rules, preemption_rules
+from engine.policy.sources import check_sources
+from engine.preempt import plan_with_preemption
+
+
+def plan_for(*docs, policy: str = "", enabled: bool = True, time_limit: float = 2):
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    placement, victims = None, None
+    if policy:
+        policies = check_sources({"test.policy": policy})
+        placement, victims = policy_rules(policies), preemption_rules(policies)
+    return plan_with_preemption(cluster, placement, victims, time_limit=time_limit, workers=1, enabled=enabled)
+
+
+def victims(plan) -> set[str]:
+    return {v.pod.split("/", 1)[1] for v in plan.evictions}
+
+
+def budget(name: str, selector: dict, min_available: int | None = None, allowed: int | None = None) -> dict:
+    spec: dict = {"selector": {"matchLabels": selector}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    out = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    if allowed is not None:
+        out["status"] = {"disruptionsAllowed": allowed}
+    return out
+
+
+# --- who may preempt, who may be a victim ------------------------------------------------------------
+
+def test_a_higher_priority_pod_evicts_a_lower_one_on_a_full_node() -> None:
+    docs = [node("n1", cpu="2"), pod("low", cpu="2", node_name="n1", priority=0), pod("high", cpu="1", priority=100)]
+    plan = plan_for(*docs)
+    assert plan.assignments == {"default/high": "n1"}
+    assert victims(plan) == {"low"}
+    assert plan.preemptions["default/high"].node == "n1"
+    off = plan_for(*docs, enabled=False)
+    assert off.assignments == {} and not off.preemptions
+
+
+def test_preemption_policy_never_waits_instead_of_evicting() -> None:
+    never_class = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "polite"},
+                   "value": 100, "preemptionPolicy": "Never"}
+    for waiting in (pod("high", cpu="1", priority=100, preemptionPolicy="Never"),
+                    pod("high", cpu="1", priorityClassName="polite")):
+        plan = plan_for(node("n1", cpu="1"), never_class, pod("low", cpu="1", node_name="n1", priority=0), waiting)
+        assert not plan.evictions and "default/high" in plan.unschedulable
+        assert any("preemptionPolicy: Never" in r for r in plan.unschedulable["default/high"])
+
+
+def test_only_strictly_lower_priority_pods_are_victims() -> None:
+    plan = plan_for(node("n1", cpu="1"), pod("peer", cpu="1", node_name="n1", priority=100),
+                    pod("high", cpu="1", priority=100))
+    assert not plan.evictions and "default/high" in plan.unschedulable
+
+
+def test_a_terminating_pod_is_not_evicted_again() -> None:
+    going = pod("going", cpu="1", node_name="n1", priority=0)
+    going["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+    plan = plan_for(node("n1", cpu="2"), going, pod("low", cpu="1", node_name="n1", priority=0),
+                    pod("high", cpu="1", priority=100))
+    assert victims(plan) == {"low"}  # the terminating pod still holds its cpu, but is not counted as a victim
+
+
+# --- which victims: upstream's order, for the whole batch ----------------------------------------------
+
+def test_the_node_whose_highest_victim_has_the_lowest_priority_wins() -> None:
+    plan = plan_for(node("a", cpu="1"), node("b", cpu="1"),
+                    pod("on-a", cpu="1", node_name="a", priority=50), pod("on-b", cpu="1", node_name="b", priority=10),
+                    pod("high", cpu="1", priority=100))
+    assert plan.assignments["default/high"] == "b" and victims(plan) == {"on-b"}
+
+
+def test_fewest_victims_when_priorities_tie() -> None:
+    plan = plan_for(node("a", cpu="2"), node("b", cpu="2"),
+                    pod("a1", cpu="1", node_name="a", priority=0), pod("a2", cpu="1", node_name="a", priority=0),
+                    pod("b1", cpu="2", node_name="b", priority=0), pod("high", cpu="2", priority=100))
+    assert victims(plan) == {"b1"}
+
+
+def test_only_as_many_victims_as_the_pod_needs() -> None:
+    plan = plan_for(node("n1", cpu="3"), *(pod(f"low{i}", cpu="1", node_name="n1", priority=i) for i in range(3)),
+                    pod("high", cpu="1", priority=100))
+    assert victims(plan) == {"low0"}  # the lowest priority goes; the others are given back
+
+
+def test_a_budget_is_respected_when_another_node_works() -> None:
+    docs = [node("a", cpu="1"), node("b", cpu="1"),
+            pod("guarded", cpu="1", node_name="a", priority=0, labels={"app": "db"}),
+            pod("plain", cpu="1", node_name="b", priority=5), pod("high", cpu="1", priority=100),
+            budget("db", {"app": "db"}, allowed=0)]
+    plan = plan_for(*docs)
+    assert victims(plan) == {"plain"}  # a higher victim priority, but no budget broken
+    assert plan.stats["preemption"]["budget_violations"] == 0
+
+
+def test_a_budget_is_violated_only_when_nothing_else_works_and_the_plan_says_so() -> None:
+    plan = plan_for(node("a", cpu="1"), pod("guarded", cpu="1", node_name="a", priority=0, labels={"app": "db"}),
+                    pod("high", cpu="1", priority=100), budget("db", {"app": "db"}, min_available=1))
+    assert victims(plan) == {"guarded"}
+    (eviction,) = plan.evictions
+    assert eviction.over_budget == ("default/db",)
+    assert plan.to_dict()["preemptions"]["default/high"]["victims"][0]["budget"].startswith("violates")
+    assert plan.stats["preemption"]["budget_violations"] == 1
+
+
+def test_one_eviction_makes_room_for_two_preemptors() -> None:
+    plan = plan_for(node("n1", cpu="2"), node("n2", cpu="2"),
+                    pod("big-low", cpu="2", node_name="n1", priority=0), pod("low2", cpu="2", node_name="n2", priority=0),
+                    pod("h1", cpu="1", priority=100), pod("h2", cpu="1", priority=100))
+    assert len(plan.assignments) == 2 and len(victims(plan)) == 1
+
+
+def test_no_eviction_for_a_pod_that_another_placement_makes_room_for() -> None:
+    # h-small (older, so chosen for first) would evict on n1, first by node order; h-big must evict on n2,
+    # and the room left there takes h-small too, so n1's pod is given back.
+    small, big = pod("h-small", cpu="1", priority=100), pod("h-big", cpu="3", priority=100)
+    small["metadata"]["creationTimestamp"] = "2026-11-01T00:00:00Z"
+    big["metadata"]["creationTimestamp"] = "2026-11-02T00:00:00Z"
+    plan = plan_for(node("n1", cpu="1"), node("n2", cpu="4"),
+                    pod("l1", cpu="1", node_name="n1", priority=0), pod("l2", cpu="4", node_name="n2", priority=0),
+                    small, big)
+    assert len(plan.assignments) == 2
+    assert victims(plan) == {"l2"}
+
+
+def test_a_gang_evicts_only_when_the_whole_gang_then_fits() -> None:
+    members = [pod(f"g{i}", cpu="1", priority=100, labels={"scheduling.x-k8s.io/pod-group": "job"}) for i in range(3)]
+    low = [pod(f"low{i}", cpu="1", node_name=f"n{i}", priority=0) for i in range(2)]
+    half = plan_for(node("n0", cpu="1"), node("n1", cpu="1"), *low, podgroup("job", 3), *members)
+    assert not half.evictions and not half.assignments  # room for 2 of 3: nobody is evicted for half a gang
+    assert any("whole gang" in r for r in half.unschedulable["default/g0"])
+    whole = plan_for(node("n0", cpu="1"), node("n1", cpu="1"), node("n2", cpu="1"), *low,
+                     pod("low2", cpu="1", node_name="n2", priority=0), podgroup("job", 3), *members)
+    assert len(whole.assignments) == 3 and len(whole.evictions) == 3
+
+
+# --- policies: protect, caps ---------------------------------------------------------------------------
+
+PROTECT = """
+policy keep-prod {
+  applies to pods where namespace == "prod"
+  protect from preemption
+}
+"""
+
+
+def test_protected_pods_are_never_victims_and_the_reason_says_so() -> None:
+    docs = [node("n1", cpu="1"), pod("db", cpu="1", node_name="n1", priority=0, ns="prod"),
+            pod("high", cpu="1", priority=100)]
+    assert victims(plan_for(*docs)) == {"db"}
+    plan = plan_for(*docs, policy=PROTECT)
+    assert not plan.evictions
+    assert any("protected" in r and "keep-prod" in r for r in plan.unschedulable["default/high"])
+
+
+def test_an_eviction_cap_per_cycle_bounds_the_victims() -> None:
+    docs = [node("a", cpu="1"), node("b", cpu="1"), pod("la", cpu="1", node_name="a", priority=0),
+            pod("lb", cpu="1", node_name="b", priority=0), pod("h1", cpu="1", priority=100),
+            pod("h2", cpu="1", priority=100)]
+    assert len(plan_for(*docs).evictions) == 2
+    capped = plan_for(*docs, policy="policy gentle {\n applies to all pods\n at most 1 eviction per cycle\n}\n")
+    assert len(capped.evictions) == 1 and len(capped.assignments) == 1
+
+
+def test_an_eviction_cap_per_namespace_counts_each_namespace() -> None:
+    docs = [node("a", cpu="1"), node("b", cpu="1"), node("c", cpu="1"),
+            pod("x1", cpu="1", node_name="a", priority=0, ns="x"), pod("x2", cpu="1", node_name="b", priority=0, ns="x"),
+            pod("y1", cpu="1", node_name="c", priority=0, ns="y"),
+            *(pod(f"h{i}", cpu="1", priority=100) for i in range(3))]
+    capped = plan_for(*docs, policy="policy per-ns {\n applies to all pods\n"
+                                    " at most 1 evictions per namespace per cycle\n}\n")
+    assert len(capped.evictions) == 2
+    assert {v.pod.split("/")[0] for v in capped.evictions} == {"x", "y"}
+
+
+def test_json_has_a_preemptions_map() -> None:
+    plan = plan_for(node("n1", cpu="1"), pod("low", cpu="1", node_name="n1", priority=3),
+                    pod("high", cpu="1", priority=100))
+    out = json.loads(json.dumps(plan.to_dict()))
+    assert out["preemptions"] == {"default/high": {"node": "n1", "priority": 100, "victims": [
+        {"pod": "default/low", "priority": 3, "budget": "no PodDisruptionBudget covers it"}]}}
+
+
+# --- property: every planned preemption is valid -------------------------------------------------------
+
+@st.composite
+def full_clusters(draw) -> list[dict]:
+    docs: list[dict] = []
+    nodes = draw(st.integers(1, 4))
+    for i in range(nodes):
+        docs.append(node(f"n{i}", cpu=str(draw(st.integers(1, 4))), pods=10))
+        for j in range(draw(st.integers(0, 3))):
+            labels = {"app": draw(st.sampled_from(["web", "db"]))}
+            running = pod(f"r{i}-{j}", cpu=str(draw(st.integers(1, 2))), node_name=f"n{i}",
+                          priority=draw(st.sampled_from([0, 10, 50])), labels=labels,
+                          ns=draw(st.sampled_from(["default", "prod"])))
+            if draw(st.integers(0, 5)) == 0:
+                running["metadata"]["deletionTimestamp"] = "2026-11-22T00:00:00Z"
+            docs.append(running)
+    for k in range(draw(st.integers(1, 5))):
+        extra = {"preemptionPolicy": "Never"} if draw(st.integers(0, 4)) == 0 else {}
+        docs.append(pod(f"p{k}", cpu=str(draw(st.integers(1, 3))), priority=draw(st.sampled_from([0, 20, 100])),
+                        **extra))
+    if draw(st.booleans()):
+        docs.append(budget("web", {"app": "web"}, allowed=draw(st.integers(0, 1))))
+    return docs
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(full_clusters(), st.booleans())
+def test_every_planned_preemption_is_valid(docs, protect) -> None:
+    plan = plan_for(*docs, policy=PROTECT if protect else "", time_limit=1)
+    pods = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs if d["kind"] == "Pod"}
+    evicted = {v.pod for v in plan.evictions}
+    for preemptor, p in plan.preemptions.items():
+        spec = pods[preemptor]["spec"]
+        assert spec.get("preemptionPolicy") != "Never"
+        assert plan.assignments[preemptor] == p.node
+        for v in p.victims:
+            victim = pods[v.pod]
+            assert victim["spec"]["nodeName"] == p.node
+            assert victim["spec"].get("priority", 0) < spec.get("priority", 0)
+            assert not victim["metadata"].get("deletionTimestamp")
+            assert not (protect and v.pod.startswith("prod/"))
+    assert len(evicted) == len(plan.evictions)  # no pod evicted twice
+    remaining = [d for d in docs if d["kind"] != "Pod" or
+                 f"{d['metadata']['namespace']}/{d['metadata']['name']}" not in evicted]
+    assert check_plan(remaining, plan.assignments) == []  # the plan holds once the victims are gone
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+def test_dry_run_shows_preemptions_and_no_preemption_turns_them_off(tmp_path) -> None:
+    from test_cli import cli, snapshot
+
+    path = snapshot(tmp_path, node("n1", cpu="1"), pod("low", cpu="1", node_name="n1", priority=0),
+                    pod("high", cpu="1", priority=100), budget("low", {"app": "x"}, allowed=1))
+    table = cli("dry-run", "--cluster", path, "-q")
+    assert table.returncode == 0, table.stderr
+    assert "Preemptions (1 pod, 1 eviction)" in table.stdout and "default/low (0;" in table.stdout
+    on = json.loads(cli("dry-run", "--cluster", path, "-o", "json", "-q").stdout)
+    assert on["assignments"] == {"default/high": "n1"} and list(on["preemptions"]) == ["default/high"]
+    off = json.loads(cli("dry-run", "--cluster", path, "-o", "json", "-q", "--no-preemption").stdout)
+    assert off["assignments"] == {} and off["preemptions"] == {}
+
+
+def test_policy_words_for_preemption_are_checked(tmp_path) -> None:
+    from test_cli import cli
+
+    bad = tmp_path / "bad.policy"
+    bad.write_text("policy p {\n  applies to all pods\n  at most 200000 evictions per cycle\n}\n")
+    out = cli("check", str(bad))
+    assert out.returncode == 1 and "bad.policy:3:" in out.stderr  # `check` exits 1 on policy errors
+    typo = tmp_path / "typo.policy"
+    typo.write_text("policy p {\n  applies to all pods\n  protect from eviction\n}\n")
+    out = cli("check", str(typo))
+    assert out.returncode == 1 and "typo.policy:3:" in out.stderr
