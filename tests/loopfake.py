@@ -34,6 +34,9 @@ class FakeAPI:
     conditions: dict[str, str] = field(default_factory=dict)
     events: list[tuple[str, str, str, str]] = field(default_factory=list)  # kind/name, type, reason, message
     leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    evictions: list[tuple[str, str]] = field(default_factory=list)  # pod key, message
+    nominated: dict[str, str] = field(default_factory=dict)
+    hold_evictions: bool = False  # True: evictions are accepted but the pods stay (no kubelet finishing them)
     rv: int = 0
     cond: threading.Condition = field(default_factory=threading.Condition)
 
@@ -114,6 +117,24 @@ class FakeAPI:
             else:
                 self.objects[("Pod", namespace, name)] = bound
         return BindResult(True, 201)
+
+    def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
+        """Like the apiserver with a kubelet behind it: the victim is gone at once (grace period 0)."""
+        key = ("Pod", namespace, name)
+        with self.cond:
+            pod = self.objects.get(key)
+            if pod is None:
+                return BindResult(True, 404)
+            if pod["metadata"]["uid"] != uid:
+                return BindResult(False, 409, "uid precondition failed")
+            self.evictions.append((f"{namespace}/{name}", message))
+            if self.hold_evictions:
+                return BindResult(True, 200)
+            self.delete("Pod", namespace, name)
+        return BindResult(True, 200)
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        self.nominated[f"{namespace}/{name}"] = node
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         self.conditions[f"{namespace}/{name}"] = message

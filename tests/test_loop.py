@@ -183,6 +183,83 @@ def test_a_full_outbox_drops_writes_and_counts_them_instead_of_waiting() -> None
     assert done == sorted(done)
 
 
+# --- preemption --------------------------------------------------------------------------------------------
+
+def _full_node(api: FakeAPI, victims: int = 1) -> None:
+    api.put("Node", node("n1", cpu=str(victims)))
+    for i in range(victims):
+        api.put("Pod", pod(f"low{i}", nodeName="n1", priority=0))
+
+
+def test_a_preemptor_is_nominated_and_bound_only_once_its_victims_are_gone() -> None:
+    api = FakeAPI(hold_evictions=True)  # evicted pods linger, as with a kubelet still stopping them
+    _full_node(api)
+    api.put("Pod", pod("high", priority=100))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(["default/high"]).result()
+    loop.bind_stage.submit(lambda: None).result()
+    assert [k for k, _ in api.evictions] == ["default/low0"]
+    assert api.binds == [] and s.store.is_assumed("default/high")
+    s.events.close()
+    assert api.nominated == {"default/high": "n1"}
+    assert any(e[2] == "Preempted" and "default/high" in e[3] for e in api.events if "low0" in e[0])
+    s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low0")])  # the victim is gone at last
+    loop.bind_stage.submit(lambda: None).result()
+    assert api.binds == [("default/high", "n1")]
+    assert s.metrics.victims.labels("policy-scheduler")._value.get() == 1
+
+
+def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
+    api = FakeAPI(hold_evictions=True)
+    _full_node(api, victims=2)
+    api.put("PodGroup", {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                         "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2}})
+    for i in range(2):
+        api.put("Pod", pod(f"g-{i}", priority=100, labels={"scheduling.x-k8s.io/pod-group": "g"}))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(["default/g-0", "default/g-1"]).result()
+    loop.bind_stage.submit(lambda: None).result()
+    assert len(api.evictions) == 2
+    s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low0")])
+    loop.bind_stage.submit(lambda: None).result()
+    assert api.binds == [], "half the room is free: no member may bind yet"
+    s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low1")])
+    loop.bind_stage.submit(lambda: None).result()
+    assert sorted(k for k, _ in api.binds) == ["default/g-0", "default/g-1"]
+
+
+def test_a_nomination_whose_victims_never_leave_is_given_up_and_the_pod_requeued() -> None:
+    api = FakeAPI(hold_evictions=True)
+    _full_node(api)
+    api.put("Pod", pod("high", priority=100))
+    settings = Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0), time_limit=2,
+                        victims_timeout=0.0)
+    s = Scheduler(api, settings)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(["default/high"]).result()
+    loop.bind_stage.submit(lambda: None).result()
+    assert s.store.is_assumed("default/high")
+    loop._give_up_late_nominations()
+    assert not s.store.is_assumed("default/high") and api.binds == []
+    assert loop.queue.waiting() == 1
+
+
+def test_no_preemption_setting_evicts_nothing() -> None:
+    api = FakeAPI()
+    _full_node(api)
+    api.put("Pod", pod("high", priority=100))
+    settings = Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0), time_limit=2, preemption=False)
+    s = Scheduler(api, settings)
+    _sync(s)
+    s.loops[0].cycle(["default/high"]).result()
+    assert api.evictions == [] and api.binds == []
+
+
 # --- the queue ---------------------------------------------------------------------------------------------
 
 def test_backoff_grows_and_a_cluster_change_wakes_at_once() -> None:

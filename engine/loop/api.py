@@ -45,6 +45,7 @@ KINDS = {
     "Namespace": _Kind("v1", "namespaces", False),
     "PodGroup": _Kind("scheduling.x-k8s.io/v1alpha1", "podgroups", True),
     "PriorityClass": _Kind("scheduling.k8s.io/v1", "priorityclasses", False),
+    "PodDisruptionBudget": _Kind("policy/v1", "poddisruptionbudgets", True),
 }
 
 
@@ -179,6 +180,28 @@ class KubeAPI:
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
                    body={"status": {"conditions": [condition]}},
                    content_type="application/strategic-merge-patch+json")
+
+    def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
+        """kube-scheduler's way with a victim: a DisruptionTarget condition, then delete (UID precondition).
+        404 counts as done: the pod is gone already."""
+        pod = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}"
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+                     "message": message, "lastTransitionTime": _now()}
+        try:
+            status, data = self._request("PATCH", f"{pod}/status", body={"status": {"conditions": [condition]}},
+                                         content_type="application/strategic-merge-patch+json")
+            if status == 404:
+                return BindResult(True, 404)
+            status, data = self._request("DELETE", pod, body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                                              "preconditions": {"uid": uid}})
+        except ApiUnavailable as exc:
+            return BindResult(False, 0, str(exc))
+        ok = 200 <= status < 300 or status == 404
+        return BindResult(ok, status, "" if ok else _message(data))
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
+                   body={"status": {"nominatedNodeName": node}}, content_type="application/merge-patch+json")
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
         meta = involved.get("metadata") or {}

@@ -110,6 +110,13 @@ class EventSink:
         if self._news(str(m.get("uid") or pod_key(pod)), message):
             self.event(pod, "Warning", "FailedScheduling", message)
 
+    def nominate(self, pod: Obj, node: str, victims: int) -> None:
+        """status.nominatedNodeName (as kube-scheduler sets it) and a Nominated event: the pod waits for room."""
+        m = meta(pod)
+        self.outbox.submit(self.api.nominate, m.get("namespace") or "default", m["name"], node)
+        self.event(pod, "Normal", "Nominated", f"nominated to {node}: waiting for {victims} preempted pod(s) to leave"
+                   if victims else f"nominated to {node}: waiting for pods preempted there to leave")
+
     def _news(self, uid: str, message: str) -> bool:
         """True when this pod was not yet told `message`, or not for `repeat_after` seconds."""
         now = self.clock()
@@ -151,6 +158,20 @@ class Binder:
             self._settle(placement, result, report)
         self._report_partial_gangs(ready, report)
         return report
+
+    def evict_all(self, victims: list[tuple[Obj | None, str]]) -> list[BindResult]:
+        """Evict every (pod, why) in parallel; a Preempted event on each victim. A pod no longer in the
+        snapshot (None) counts as gone."""
+        def one(item: tuple[Obj | None, str]) -> BindResult:
+            pod, why = item
+            if pod is None:
+                return BindResult(True, 404)
+            m = meta(pod)
+            result = self.api.evict(m.get("namespace") or "default", m["name"], str(m.get("uid") or ""), why)
+            if result.ok and result.status != 404:
+                self.events.event(pod, "Normal", "Preempted", why[:1].upper() + why[1:])
+            return result
+        return list(self.pool.map(one, victims))
 
     def _drop_stale_gangs(self, placements: list[Placement], report: BindReport) -> list[Placement]:
         """A gang whose member was deleted, recreated or bound elsewhere since the snapshot is not bound at all."""

@@ -91,9 +91,11 @@ def _configure_logging(level: str) -> None:
 @click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=10251, show_default=True,
               help="Port of /metrics, /healthz, /readyz (0: none).")
 @click.option("--bind-workers", type=click.IntRange(min=1), default=16, show_default=True)
+@click.option("--no-preemption", "no_preemption", is_flag=True,
+              help="Never evict running pods: higher-priority pods wait for room instead.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, max_batch, time_limit, leader_elect,
-        lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, log_level) -> None:
+        lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, no_preemption, log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
     from .api import ConfigError, KubeAPI, load_client
     from .leader import LeaderElector
@@ -103,7 +105,7 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ma
     _configure_logging(log_level)
     settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
                         QueueConfig(batch_window=batch_window, max_batch=max_batch), time_limit=time_limit,
-                        bind_workers=bind_workers)
+                        bind_workers=bind_workers, preemption=not no_preemption)
     try:
         api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))
     except ConfigError as exc:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..compile import PolicyRules
+from ..ir import PreemptionRules
 from ..load import InputError, build_cluster
 from ..model import Cluster
-from ..plan import Plan, make_plan
+from ..plan import Plan
+from ..preempt import plan_with_preemption
 from .ports import Obj
 
 MAX_REFUSED = 100  # objects left out of one cycle before it gives up
@@ -33,7 +35,8 @@ class CycleResult:
 
 
 def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, policy: PolicyRules | None,
-              time_limit: float, workers: int = 1) -> CycleResult:
+              time_limit: float, workers: int = 1, victim_rules: PreemptionRules | None = None,
+              preemption: bool = True) -> CycleResult:
     """Plan the batch in `objects` ((source name, manifest) pairs, as Store.snapshot gives them)."""
     refused: dict[str, str] = {}
     remaining = list(objects)
@@ -47,7 +50,8 @@ def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, policy: Polic
                 raise
             refused[source] = str(exc)
             remaining = [(s, o) for s, o in remaining if s != source]
-    plan = make_plan(cluster, policy, time_limit=time_limit, workers=workers)
+    plan = plan_with_preemption(cluster, policy, victim_rules, time_limit=time_limit, workers=workers,
+                                enabled=preemption)
     return CycleResult(plan, cluster, refused)
 
 

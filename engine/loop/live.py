@@ -10,7 +10,7 @@ from .api import KubeAPI, load_client
 from .ports import NotFound, Obj, Resource
 from .store import meta, source_name
 
-LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "Pod")
+LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "PodDisruptionBudget", "Pod")
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:

@@ -34,6 +34,13 @@ class Metrics:
                                    registry=r)
         self.latency = Histogram(f"{p}_pending_to_bound_seconds", "From first seen pending to bound", ["profile"],
                                  buckets=LATENCY_BUCKETS, registry=r)
+        self.preemptors = Counter(f"{p}_preemptors", "Pods placed by evicting lower-priority pods", ["profile"],
+                                  registry=r)
+        self.victims = Counter(f"{p}_preemption_victims", "Running pods evicted for a higher-priority pod",
+                               ["profile"], registry=r)
+        self.budget_violations = Counter(f"{p}_preemption_budget_violations",
+                                         "Evictions that went over a PodDisruptionBudget (nothing else placed the pod)",
+                                         ["profile"], registry=r)
         self.events_dropped = Counter(f"{p}_events_dropped", "Events and status writes dropped: the outbox was full",
                                       registry=r)
         self.policy_reloads = Counter(f"{p}_policy_reloads", "Policy ConfigMap loads", ["profile", "result"],

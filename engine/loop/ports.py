@@ -17,7 +17,7 @@ Obj = dict[str, Any]
 class Resource:
     """What a reflector lists and watches: a kind, optionally one namespace and one object name."""
 
-    kind: str  # Node, Pod, PodGroup, PriorityClass, ConfigMap
+    kind: str  # Node, Pod, PodGroup, PriorityClass, PodDisruptionBudget, ConfigMap
     namespace: str | None = None
     name: str | None = None
 
@@ -72,6 +72,14 @@ class ClusterAPI(Protocol):
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
         """POST a Binding (with the pod's UID as precondition)."""
+        ...
+
+    def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
+        """Preempt a victim: DisruptionTarget condition, then delete with its UID as precondition (404: gone)."""
+        ...
+
+    def nominate(self, namespace: str, name: str, node: str) -> None:
+        """Set the preemptor's status.nominatedNodeName while its victims leave."""
         ...
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:

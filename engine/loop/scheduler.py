@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from ..model import POD_GROUP_LABEL
 from .binder import Binder, BindReport, EventSink, Placement, placement_for
 from .cycle import refused_pod_key, run_cycle
+from ..plan import Preemption
 from .metrics import Metrics
+from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
 from .ports import ClusterAPI, Obj, Resource
 from .queue import PodQueue, QueueConfig
@@ -42,6 +44,8 @@ class Settings:
     time_limit: float = 5.0
     solver_workers: int = 1
     bind_workers: int = 16
+    preemption: bool = True
+    victims_timeout: float = 120.0  # seconds a preemptor waits for its victims to leave before giving up
 
 
 def unit_of(obj: Obj) -> str:
@@ -85,9 +89,11 @@ class ProfileLoop:
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
     bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
+    nominations: Nominations = field(init=False)
 
     def __post_init__(self) -> None:
         self.queue = PodQueue(self.settings.queue)
+        self.nominations = Nominations()
         self.bind_stage = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bind-stage-{self.profile.name}")
         self.policies = PolicyHolder(self.profile.policy_configmap)
         self.store.subscribe(self.on_change)
@@ -109,6 +115,9 @@ class ProfileLoop:
     def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
         obj = new or old
         key = pod_key(obj)
+        if new is None:
+            for nomination in self.nominations.gone(key):  # the last victim left: its preemptors bind
+                self.bind_stage.submit(self._bind_nominated, nomination)
         if new is None or node_of(new) or meta(new).get("deletionTimestamp"):
             arrived = self.queue.arrival(key)
             if new is not None and node_of(new) and arrived is not None:
@@ -129,6 +138,7 @@ class ProfileLoop:
                 if not self.policies.ready:
                     stop.wait(1.0)
                 continue
+            self._give_up_late_nominations()
             batch = self.queue.next_batch(stop, idle=1.0)
             if batch:
                 try:
@@ -171,7 +181,7 @@ class ProfileLoop:
         with self.cycle_lock:
             objects = self.store.snapshot(set(batch))
             result = run_cycle(objects, self.name, self.policies.rules, self.settings.time_limit,
-                               self.settings.solver_workers)
+                               self.settings.solver_workers, self.policies.victim_rules, self.settings.preemption)
             pods = {pod_key(o): o for s, o in objects if s.startswith("Pod ")}
             placements = [placement_for(k, node, pods[k]) for k, node in sorted(result.plan.assignments.items())]
             for p in placements:
@@ -189,9 +199,13 @@ class ProfileLoop:
                 self.queue.remove(key)
         self.queue.done(unplaced)
         outcome = _Outcome(batch, result.plan.stats, solved, len(unplaced), started)
-        return self.bind_stage.submit(self._bind, placements, outcome)
+        nominated = [p for p in placements if p.key in result.plan.preemptions]
+        now = [p for p in placements if p.key not in result.plan.preemptions]
+        if nominated:
+            self.bind_stage.submit(self._preempt, nominated, result.plan.preemptions, pods)
+        return self.bind_stage.submit(self._bind, now, outcome)
 
-    def _bind(self, placements: list[Placement], outcome: _Outcome) -> BindReport:
+    def _bind(self, placements: list[Placement], outcome: _Outcome | None = None) -> BindReport:
         """In the bind stage: bind, requeue what failed, record the cycle. A crash forgets and requeues all."""
         try:
             report = self.binder.bind_all(placements)
@@ -201,8 +215,46 @@ class ProfileLoop:
             raise
         for key in list(report.failed) + report.gone:
             self.queue.requeue(key)
-        self._record(outcome, report)
+        if outcome is not None:
+            self._record(outcome, report)
+        else:
+            self.metrics.pods_bound.labels(self.name).inc(len(report.bound))
         return report
+
+    def _preempt(self, nominated: list[Placement], preemptions: dict[str, Preemption], pods: dict[str, Obj]) -> None:
+        """In the bind stage: evict the victims, nominate the preemptors, and wait for the victims to leave."""
+        victims = {v.pod: (v, key) for key, p in preemptions.items() for v in p.victims}
+        results = self.binder.evict_all([(pods.get(k), f"preempted by {key} (priority {preemptions[key].priority}) "
+                                          f"on node {v.node}") for k, (v, key) in victims.items()])
+        failed = [k for k, r in zip(victims, results) if not r.ok]
+        m = self.metrics
+        m.preemptors.labels(self.name).inc(len(nominated))
+        m.victims.labels(self.name).inc(len(victims) - len(failed))
+        m.budget_violations.labels(self.name).inc(sum(1 for v, _ in victims.values() if v.over_budget))
+        if failed:
+            log.warning("preemption abandoned profile=%s victims_not_evicted=%s", self.name, failed)
+            self._abandon(nominated, f"could not evict {', '.join(failed)}")
+            return
+        for p in nominated:
+            self.events.nominate(p.pod, p.node, len(preemptions[p.key].victims))
+        nomination = Nomination(nominated, set(victims), time.monotonic() + self.settings.victims_timeout)
+        if not self.nominations.add(nomination, lambda key: self.store.get("Pod", *key.split("/", 1)) is not None):
+            self._bind(nominated)
+
+    def _bind_nominated(self, nomination: Nomination) -> None:
+        self._bind(nomination.placements)
+
+    def _give_up_late_nominations(self) -> None:
+        for nomination in self.nominations.expired():
+            self._abandon(nomination.placements, f"victims still present after {self.settings.victims_timeout:g}s: "
+                          f"{', '.join(sorted(nomination.victims)[:5])}")
+
+    def _abandon(self, placements: list[Placement], why: str) -> None:
+        """Give up preemptors' claims: forgotten in the store, back in the queue, told why."""
+        for p in placements:
+            self.store.forget(p.key)
+            self.queue.requeue(p.key)
+            self.events.event(p.pod, "Warning", "FailedScheduling", f"preemption on {p.node} given up: {why}")
 
     def _report_unplaced(self, unplaced: dict[str, list[str]], pods: dict[str, Obj]) -> None:
         for key, reasons in unplaced.items():
@@ -224,7 +276,8 @@ class ProfileLoop:
 
 def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
-    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource("PriorityClass"), Resource("Namespace")]
+    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource("PriorityClass"), Resource("Namespace"),
+           Resource("PodDisruptionBudget")]
     for p in profiles:
         if p.policy_configmap and Resource("ConfigMap", *p.policy_configmap) not in out:
             out.append(Resource("ConfigMap", *p.policy_configmap))

@@ -61,7 +61,7 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "PriorityClass": "priorityclasses", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
            "Service": "services", "Deployment": "deployments", "ClusterRole": "clusterroles",
            "ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
-           "CustomResourceDefinition": "customresourcedefinitions"}
+           "CustomResourceDefinition": "customresourcedefinitions", "PodDisruptionBudget": "poddisruptionbudgets"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
 
 
