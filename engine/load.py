@@ -76,23 +76,45 @@ class Priorities:
         return self.values.get(_text(name, "spec.priorityClassName"))
 
 
+@dataclass(slots=True)
+class _Sorted:
+    """First pass over the objects: the cluster-wide ones converted, pods and budgets kept for the second
+    (pods need every PriorityClass and Namespace; budgets need the pods)."""
+
+    cluster: Cluster = field(default_factory=Cluster)
+    ignored: dict[str, int] = field(default_factory=dict)
+    pods: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    budgets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
+    bare_nodes: list[str] = field(default_factory=list)
+
+
 def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: str = DEFAULT_SCHEDULER) -> Cluster:
     """Turn (source name, raw object) pairs into the typed model, and decide which pods are pending."""
-    cluster = Cluster()
-    seen: set[tuple[str, str, str]] = set()
-    ignored: dict[str, int] = {}
-    raw_pods: list[tuple[str, dict[str, Any]]] = []
-    classes: dict[str, tuple[int, bool, str | None]] = {}
-    bare_nodes: list[str] = []
-    raw_budgets: list[tuple[str, dict[str, Any]]] = []
+    found = _sort_objects(docs)
+    cluster = found.cluster
+    priorities = _priorities(found.classes)
+    other_scheduler = _add_pods(cluster, found.pods, priorities, scheduler_name)
+    for src, obj in found.budgets:
+        try:
+            cluster.budgets.append(_budget(obj, cluster.bound))
+        except _PROBLEMS as exc:
+            raise InputError(f"{src}: {_describe('PodDisruptionBudget', obj['metadata'])}: {_reason(exc)}") from None
+    cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
+    return cluster
 
+
+def _sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
+    """Check identity (named, no duplicates), convert nodes, namespaces, PodGroups and PriorityClasses."""
+    found = _Sorted()
+    seen: set[tuple[str, str, str]] = set()
     for src, obj in docs:
         kind, meta = obj.get("kind"), obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
             raise InputError(f"{src}: {kind if isinstance(kind, str) and kind else 'object'} without metadata.name")
         if kind not in KINDS:
             shown = kind if isinstance(kind, str) else "<none>" if kind is None else "<not a string>"
-            ignored[shown] = ignored.get(shown, 0) + 1
+            found.ignored[shown] = found.ignored.get(shown, 0) + 1
             continue
         try:
             ident = (kind, _text(meta.get("namespace") or "", "metadata.namespace"), _text(meta["name"], "metadata.name"))
@@ -102,25 +124,34 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
             raise InputError(f"{src}: {_describe(kind, meta)}: duplicate object (it appears more than once)")
         seen.add(ident)
         try:
-            if kind == "Node":
-                cluster.nodes.append(_node(obj))
-                if not _has_capacity(obj):
-                    bare_nodes.append(cluster.nodes[-1].name)
-            elif kind == "Namespace":
-                cluster.namespaces[ident[2]] = _str_map(meta.get("labels"), "metadata.labels")
-            elif kind == "PodGroup":
-                group = _pod_group(obj)
-                cluster.pod_groups[group.key] = group
-            elif kind == "PriorityClass":
-                classes[ident[2]] = _priority_class(obj)
-            elif kind == "PodDisruptionBudget":
-                raw_budgets.append((src, obj))
-            else:
-                raw_pods.append((src, obj))
+            _sort_one(found, src, obj, kind, ident[2])
         except _PROBLEMS as exc:
             raise InputError(f"{src}: {_describe(kind, meta)}: {_reason(exc)}") from None
+    return found
 
-    priorities = _priorities(classes)
+
+def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    cluster = found.cluster
+    if kind == "Node":
+        cluster.nodes.append(_node(obj))
+        if not _has_capacity(obj):
+            found.bare_nodes.append(cluster.nodes[-1].name)
+    elif kind == "Namespace":
+        cluster.namespaces[name] = _str_map(obj["metadata"].get("labels"), "metadata.labels")
+    elif kind == "PodGroup":
+        group = _pod_group(obj)
+        cluster.pod_groups[group.key] = group
+    elif kind == "PriorityClass":
+        found.classes[name] = _priority_class(obj)
+    elif kind == "PodDisruptionBudget":
+        found.budgets.append((src, obj))
+    else:
+        found.pods.append((src, obj))
+
+
+def _add_pods(cluster: Cluster, raw_pods: list[tuple[str, dict[str, Any]]], priorities: Priorities,
+              scheduler_name: str) -> int:
+    """Bound, pending or skipped: every pod in its place. Returns how many pending pods are another scheduler's."""
     namespaces = set(cluster.namespaces) | {str(o["metadata"].get("namespace") or "default") for _, o in raw_pods}
     ns_labels = {ns: {"kubernetes.io/metadata.name": ns, **cluster.namespaces.get(ns, {})} for ns in namespaces}
     other_scheduler = 0
@@ -139,14 +170,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
             cluster.skipped[pod.key] = reason
         else:
             cluster.pending.append(pod)
-    for src, obj in raw_budgets:
-        try:
-            cluster.budgets.append(_budget(obj, cluster.bound))
-        except _PROBLEMS as exc:
-            raise InputError(f"{src}: {_describe('PodDisruptionBudget', obj['metadata'])}: {_reason(exc)}") from None
-
-    cluster.notes.extend(_notes(cluster, ignored, other_scheduler, scheduler_name, bare_nodes))
-    return cluster
+    return other_scheduler
 
 
 def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, scheduler_name: str,
