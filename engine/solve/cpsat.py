@@ -6,9 +6,28 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ortools.sat.python import cp_model
+import importlib.util
+import sys
+from types import ModuleType
 
 from .problem import NO_DOMAIN, Problem
+
+
+def _lazy(name: str) -> ModuleType:
+    """Import `name` on first attribute use: ortools (and the pandas it imports) takes ~0.5 s to load, and most
+    batches are settled by the starting plans without ever building a CP-SAT model."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+cp_model = _lazy("ortools.sat.python.cp_model")
 
 
 @dataclass(slots=True)
@@ -335,7 +354,7 @@ class ClassModel:
         solver.parameters.max_time_in_seconds = max(0.05, time_limit)
         solver.parameters.num_workers = max(1, workers)
         solver.parameters.random_seed = seed
-        callback = _Progress(on_solution) if on_solution else None
+        callback = _progress(on_solution) if on_solution else None
         status = solver.solve(self.m, callback)
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return TierResult(False, infeasible=status == cp_model.INFEASIBLE)
@@ -358,10 +377,11 @@ class ClassModel:
                 self.m.add(on == 1)
 
 
-class _Progress(cp_model.CpSolverSolutionCallback):
-    def __init__(self, report: Callable[[float, float], None]):
-        super().__init__()
-        self.report = report
+def _progress(report: Callable[[float, float], None]):
+    """A solution callback reporting (objective, bound); its class is made here, when ortools is loaded anyway."""
 
-    def on_solution_callback(self) -> None:
-        self.report(self.objective_value, self.best_objective_bound)
+    class Progress(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            report(self.objective_value, self.best_objective_bound)
+
+    return Progress()
