@@ -113,10 +113,11 @@ def launch_ours(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workd
 
 # --- kube-scheduler ---------------------------------------------------------------------------------------
 
-def kube_config(cp: ControlPlane, profile: dict) -> dict:
-    """A KubeSchedulerConfiguration with one profile, preemption off, leader election off."""
+def kube_config(cp: ControlPlane, profile: dict, preemption: bool = False) -> dict:
+    """A KubeSchedulerConfiguration with one profile, preemption off (unless `preemption`), leader election off."""
     plugins = profile.setdefault("plugins", {})
-    plugins.setdefault("postFilter", {})["disabled"] = [{"name": "DefaultPreemption"}]
+    if not preemption:
+        plugins.setdefault("postFilter", {})["disabled"] = [{"name": "DefaultPreemption"}]
     return {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
             "leaderElection": {"leaderElect": False},
             "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": CLIENT_QPS, "burst": CLIENT_QPS},
@@ -141,12 +142,12 @@ def coscheduling_profile(name: str) -> dict:
             "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]}
 
 
-def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict]
+def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict], preemption: bool = False
                 ) -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running]:
     def launch(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
                with_policy: bool) -> Running:
         config = workdir / f"{kind.name}-config.yaml"
-        config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name)), sort_keys=False))
+        config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name), preemption), sort_keys=False))
         port = free_port()
         argv = [str(binary(settings)), "--config", str(config), "--secure-port", str(port),
                 "--bind-address", "127.0.0.1", "--v", "1"]
