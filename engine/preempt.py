@@ -86,6 +86,7 @@ class Search:
     node_order: dict[str, int]
     protected: dict[str, str]  # pod key -> the rule protecting it
     protected_pods: dict[str, Pod] = field(default_factory=dict)
+    capped: dict[str, str] = field(default_factory=dict)  # preemptor -> a cap that ruled out some node
     hints: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # preemptor -> why not
 
 
@@ -240,9 +241,11 @@ def _no_node_reason(search: Search, pod: Pod, nodes: tuple[str, ...]) -> str:
     if shielded:
         return (f"preemption may not evict protected pods ({shielded[0]}"
                 f"{f' and {len(shielded) - 1} more' if len(shielded) > 1 else ''}: {search.protected[shielded[0]]})")
+    if pod.key in search.capped:
+        return f"preemption would go over an eviction cap ({search.capped[pod.key]})"
     if not nodes:
         return "preemption would not help: no node fits this pod even with every lower-priority pod gone"
-    return "preemption cannot make room: the lower-priority pods it may evict are not enough, or an eviction cap is reached"
+    return "preemption cannot make room: the lower-priority pods it may evict are not enough"
 
 
 def _victims_on(search: Search, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
@@ -269,7 +272,9 @@ def _victims_on(search: Search, ledger: Ledger, pod: Pod, node: str) -> Choice |
                 continue
         victims.append(c)
         violations += breaks
-    if not _within_caps(ledger, victims):
+    cap = _cap_reached(ledger, victims)
+    if cap is not None:
+        search.capped.setdefault(pod.key, str(cap.source))
         return None
     return Choice(node, tuple(victims), violations)
 
@@ -297,14 +302,15 @@ def _cap_keys(c: Candidate) -> list[tuple[object, str]]:
     return [(cap.source, c.pod.namespace if cap.per_namespace else "") for cap in c.caps]
 
 
-def _within_caps(ledger: Ledger, victims: list[Candidate]) -> bool:
+def _cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None:
+    """The first eviction cap these victims would go over, if any."""
     used = dict(ledger.cap_used)
     for c in victims:
         for cap, key in zip(c.caps, _cap_keys(c)):
             used[key] = used.get(key, 0) + 1
             if used[key] > cap.most:
-                return False
-    return True
+                return cap
+    return None
 
 
 def _evict(ledger: Ledger, c: Candidate) -> None:

@@ -173,6 +173,8 @@ def test_an_eviction_cap_per_cycle_bounds_the_victims() -> None:
     assert len(plan_for(*docs).evictions) == 2
     capped = plan_for(*docs, policy="policy gentle {\n applies to all pods\n at most 1 eviction per cycle\n}\n")
     assert len(capped.evictions) == 1 and len(capped.assignments) == 1
+    (waiting,) = capped.unschedulable
+    assert any("eviction cap" in r and "gentle" in r for r in capped.unschedulable[waiting])
 
 
 def test_an_eviction_cap_per_namespace_counts_each_namespace() -> None:
