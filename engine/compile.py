@@ -7,21 +7,26 @@ partitions, all appending to one `ProblemBuilder` (as DCM has one function per c
 
 from __future__ import annotations
 
+import gc
+import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
-from .filters import ClassFacts, rejections
+from .filters import ClassFacts, Rejections, rejections
 from .index import BoundState
-from .ir import Constraint, CountLimit, GangRule, NodeOpening, PodProximity, SpreadRule
+from .ir import Constraint, CountLimit, GangRule, NodeOpening, PodProximity, PodTerm, SpreadRule
 from .model import Cluster, Node, Pod, PodAffinityTerm, tolerated
 from .scores import node_scores
 from .solve.problem import NO_DOMAIN, Colocation, Gang, Limit, PodClass, Problem, Separation, Spread
 
 SOFT_SPREAD_WEIGHT = 10  # per unit of skew, for ScheduleAnyway constraints
 
-__all__ = ["compile_cluster", "Compiled", "ClassInfo", "GangInfo", "PolicyRules"]
+__all__ = ["compile_cluster", "Compiled", "ClassInfo", "Deadline", "GangInfo", "PolicyRules"]
 
 
 @dataclass(slots=True)
@@ -48,21 +53,23 @@ class Compiled:
 
 
 class Partitions:
-    """Topology keys -> partition indices, each a domain id per node (NO_DOMAIN where the label is absent)."""
+    """Topology keys -> partition indices, each a domain id per node (NO_DOMAIN where the label is absent).
 
-    def __init__(self, nodes: list[Node]):
-        self.nodes = nodes
+    A partition is the cluster index's label column (value codes, -1 = NO_DOMAIN for nodes without it)."""
+
+    def __init__(self, bound: BoundState):
+        self.bound = bound
         self.index: dict[str, int] = {}
         self.parts: list[list[int]] = []
         self.values: list[dict[str, int]] = []
+        self._singleton: dict[int, bool] = {}
 
     def of(self, key: str) -> int:
         if key not in self.index:
-            ids: dict[str, int] = {}
-            part = [ids.setdefault(n.labels[key], len(ids)) if key in n.labels else NO_DOMAIN for n in self.nodes]
+            column = self.bound.label(key)
             self.index[key] = len(self.parts)
-            self.parts.append(part)
-            self.values.append(ids)
+            self.parts.append(column.codes.tolist())
+            self.values.append(column.values)
         return self.index[key]
 
     def ids(self, p: int, values) -> frozenset[int]:
@@ -72,8 +79,10 @@ class Partitions:
 
     def singleton(self, p: int) -> bool:
         """Every node carries the key, each with its own value (as kubernetes.io/hostname does)."""
-        part = self.parts[p]
-        return NO_DOMAIN not in part and len(set(part)) == len(part)
+        if p not in self._singleton:
+            part = self.parts[p]
+            self._singleton[p] = NO_DOMAIN not in part and len(self.values[p]) == len(part)
+        return self._singleton[p]
 
 
 class AffinityIndex:
@@ -94,13 +103,29 @@ class AffinityIndex:
             if terms:
                 self.carriers[terms].append(a)
         self._all: dict[tuple[PodAffinityTerm, ...], list[int]] = {}
+        self._one: dict[object, list[int]] = {}
+        self._in_namespace: dict[str, list[int]] = defaultdict(list)
+        for j, sample in enumerate(samples):
+            self._in_namespace[sample.namespace].append(j)
 
-    def matching(self, term: PodAffinityTerm) -> list[int]:
-        return self.matching_all((term,))
+    def matching(self, term: PodTerm) -> list[int]:
+        """Classes whose pods `term` matches (its topology key plays no part, so terms that differ only
+        there share one answer)."""
+        namespaces, selector = getattr(term, "namespaces", None), getattr(term, "selector", None)
+        key = (namespaces, selector) if selector is not None else term
+        if key not in self._one:
+            scope = range(len(self.samples)) if namespaces is None else sorted(
+                j for ns in namespaces for j in self._in_namespace.get(ns, ()))
+            self._one[key] = [j for j in scope if term.matches(self.samples[j])]
+        return self._one[key]
 
     def matching_all(self, terms: tuple[PodAffinityTerm, ...]) -> list[int]:
         if terms not in self._all:
-            self._all[terms] = [j for j, s in enumerate(self.samples) if all(t.matches(s) for t in terms)]
+            if not terms:
+                self._all[terms] = list(range(len(self.samples)))
+            else:
+                rest = terms[1:]
+                self._all[terms] = [j for j in self.matching(terms[0]) if all(t.matches(self.samples[j]) for t in rest)]
         return self._all[terms]
 
     def seeders(self, terms: tuple[PodAffinityTerm, ...]) -> list[int]:
@@ -150,58 +175,158 @@ class ProblemBuilder:
     index: AffinityIndex
     partitions: Partitions
     problem: Problem
-    spread_domains: dict[tuple, dict[int, list[int]]] = field(default_factory=dict)  # shared by equal classes
+    spread_domains: dict[tuple, "SpreadDomains"] = field(default_factory=dict)  # shared by equal classes
 
 
-def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None) -> Compiled:
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When compile stops checking more pod classes: `at` on `clock` (None: never)."""
+
+    at: float | None = None
+    clock: Callable[[], float] = time.perf_counter
+
+    @classmethod
+    def after(cls, seconds: float | None) -> "Deadline":
+        """`seconds` from now (None: never)."""
+        return cls(None if seconds is None else time.perf_counter() + seconds)
+
+    def passed(self) -> bool:
+        return self.at is not None and self.clock() >= self.at
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """A class's candidate nodes (those passing every static filter) and one pod's soft score on each."""
+
+    nodes: tuple[int, ...] = ()
+    scores: tuple[int, ...] = ()  # () when every candidate scores 0
+
+
+class NodeTuples:
+    """Candidate node tuples, shared: classes with the same candidates get the same tuple, made of one
+    set of int objects. At 20,000 nodes and hundreds of classes, a fresh tuple of fresh ints per class is
+    millions of objects (memory, and time whenever the garbage collector walks them)."""
+
+    def __init__(self, size: int):
+        self.ints = list(range(size))
+        self.known: dict[bytes, tuple[int, ...]] = {}
+
+    def of(self, nodes: np.ndarray) -> tuple[int, ...]:
+        key = nodes.tobytes()
+        if key not in self.known:
+            ints = self.ints
+            self.known[key] = tuple([ints[i] for i in nodes.tolist()])
+        return self.known[key]
+
+
+@dataclass(slots=True)
+class Checked:
+    """The classes after the static filters: each class's facts, rejections and candidates, and which
+    classes compile left unchecked because the time limit came first."""
+
+    infos: list[ClassInfo]
+    candidates: list[Candidates]
+    unchecked: list[int]
+
+
+def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadline: Deadline | None = None) -> Compiled:
+    """The class-level problem of a cluster snapshot (and policies).
+
+    Classes are checked (static filters, candidates, scores) highest priority first; once `deadline` has
+    passed the rest are left unchecked — no candidates, every node rejected as not checked, and the
+    solver's status and strategy say so — so compile cannot overrun a time limit on any input. The caller
+    gives it the time limit of the whole solve (`Deadline.after(time_limit)`): the starting plans that
+    follow cost a fraction of compile.
+    """
+    with _collector_paused():
+        return _compile(cluster, policy, deadline or Deadline())
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Compile builds hundreds of thousands of small containers (index entries, candidate tuples) and no
+    reference cycles, while the snapshot holds millions of objects: each full pass of the cyclic collector
+    would walk all of them again (seconds per compile at 20,000 nodes)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline) -> Compiled:
     bound = BoundState.of(cluster.nodes, cluster.bound)
     grouped = group_pods(cluster, policy, bound)
     index = AffinityIndex([pods[0] for pods, _ in grouped], [rules for _, rules in grouped], bound)
-    classes = _class_infos(grouped, index, bound)
+    checked = _check_classes(grouped, index, bound, deadline)
+    classes = checked.infos
     gangs = _gangs(cluster, bound, classes)
-    partitions = Partitions(cluster.nodes)
     notes: list[str] = []
-    problem = _problem(cluster.nodes, bound, classes)
-    build = ProblemBuilder(cluster, bound, classes, index, partitions, problem)
-    problem.classes = _pod_classes(build, gangs, notes)
+    problem = _problem(bound, classes)
+    build = ProblemBuilder(cluster, bound, classes, index, Partitions(bound), problem)
+    problem.classes = _pod_classes(build, checked.candidates, gangs, notes)
     emit_gangs(build, gangs)
     emit_required_affinity(build)
+    skip = set(checked.unchecked)  # their pods go nowhere, so their own rules bind nothing
     for a, info in enumerate(classes):
-        for c in info.constraints:
+        for c in info.constraints if a not in skip else ():
             emitter = EMITTERS.get(type(c))
             if emitter is not None:
                 emitter(build, a, c)
     emit_exclusive_ports(build)
     emit_openings(build)
-    problem.partitions = partitions.parts
+    problem.partitions = build.partitions.parts
+    problem.unchecked = tuple(checked.unchecked)
+    if checked.unchecked:
+        notes.append(f"compile reached the time limit: {len(classes) - len(skip)} of {len(classes)} pod classes "
+                     f"checked (highest priority first); {sum(len(classes[a].pods) for a in skip)} pod(s) of "
+                     "the rest are left unplaced")
     return Compiled(cluster, problem, classes, gangs, bound, notes)
 
 
 # -- steps ----------------------------------------------------------------------------------------
 
-def _class_infos(grouped: list[tuple[list[Pod], tuple]], index: AffinityIndex, bound: BoundState) -> list[ClassInfo]:
-    """Static filter facts and rejected nodes per class."""
-    out = []
-    for a, (pods, rules) in enumerate(grouped):
+def _check_classes(grouped: list[tuple[list[Pod], tuple]], index: AffinityIndex, bound: BoundState,
+                   deadline: Deadline) -> Checked:
+    """Static filter facts, rejected nodes, candidates and soft scores per class, highest priority first,
+    while the deadline allows; classes after it are left unchecked (every node rejected as not checked)."""
+    size = len(grouped)
+    infos: list[ClassInfo | None] = [None] * size
+    candidates = [Candidates()] * size
+    shared = NodeTuples(len(bound.nodes))
+    unchecked: list[int] = []
+    for a in sorted(range(size), key=lambda a: -grouped[a][0][0].priority):
+        pods, rules = grouped[a]
+        if deadline.passed():
+            infos[a] = ClassInfo(pods, rules, ClassFacts.unchecked(pods[0], rules), Rejections.unchecked(len(bound.nodes)))
+            unchecked.append(a)
+            continue
         facts = ClassFacts.of(pods[0], rules, bound, index.batch_can_support(a))
-        out.append(ClassInfo(pods, rules, facts, rejections(facts, bound)))
-    return out
+        info = infos[a] = ClassInfo(pods, rules, facts, rejections(facts, bound))
+        nodes = info.rejected.passing_array()
+        scores = node_scores(info, nodes, bound.nodes, bound)
+        candidates[a] = Candidates(shared.of(nodes), scores if any(scores) else ())
+    return Checked([info for info in infos if info is not None], candidates, sorted(unchecked))
 
 
-def _problem(nodes: list[Node], bound: BoundState, classes: list[ClassInfo]) -> Problem:
+def _problem(bound: BoundState, classes: list[ClassInfo]) -> Problem:
     """The empty problem: resources the batch asks for, free capacity and allocatable per node."""
     resources = tuple(sorted({r for info in classes for r in info.facts.requests}))
+    capacity = np.array([[node.allocatable.get(r, 0) for r in resources] for node in bound.nodes], dtype=np.int64)
     return Problem(
         resources=resources,
-        free=[tuple(bound.free(i, r) for r in resources) for i in range(len(nodes))],
-        capacity=[tuple(node.allocatable.get(r, 0) for r in resources) for node in nodes],
-        empty=frozenset(i for i in range(len(nodes)) if not bound.pods_on[i]),
+        free=list(map(tuple, bound.free_of(resources).tolist())),
+        capacity=list(map(tuple, capacity.reshape(len(bound.nodes), len(resources)).tolist())),
+        empty=frozenset(np.flatnonzero(bound.empty()).tolist()),
     )
 
 
-def _pod_classes(build: ProblemBuilder, gangs: list[GangInfo], notes: list[str]) -> list[PodClass]:
+def _pod_classes(build: ProblemBuilder, candidates: list[Candidates], gangs: list[GangInfo],
+                 notes: list[str]) -> list[PodClass]:
     """One solver class per pod class, complete when built (gang, greedy rank, per-node cap, queue)."""
-    classes, nodes = build.classes, build.cluster.nodes
+    classes = build.classes
     weights = priority_weights(classes, notes)
     gang_of = {a: g for g, gi in enumerate(gangs) for a in gi.classes}
     age = {g: k for k, g in enumerate(sorted(range(len(gangs)), key=lambda g: (gangs[g].created, gangs[g].key)))}
@@ -209,22 +334,17 @@ def _pod_classes(build: ProblemBuilder, gangs: list[GangInfo], notes: list[str])
             for a, info in enumerate(classes)]
     rank = {k: r for r, k in enumerate(sorted(set(keys)))}
     queues = queue_positions(classes)
-    out = []
-    for a, info in enumerate(classes):
-        candidates = info.rejected.passing()
-        scores = node_scores(info, candidates, nodes, build.bound)
-        out.append(PodClass(
-            count=len(info.pods),
-            demand=tuple(info.facts.requests.get(r, 0) for r in build.problem.resources),
-            weight=weights[info.priority],
-            candidates=candidates,
-            scores=scores if any(scores) else (),
-            max_per_node=1 if info.sample.host_ports or _one_per_node(build, a) else None,
-            gang=gang_of.get(a),
-            rank=rank[keys[a]],
-            queue=queues[a],
-        ))
-    return out
+    return [PodClass(
+        count=len(info.pods),
+        demand=tuple(info.facts.requests.get(r, 0) for r in build.problem.resources),
+        weight=weights[info.priority],
+        candidates=candidates[a].nodes,
+        scores=candidates[a].scores,
+        max_per_node=1 if info.sample.host_ports or _one_per_node(build, a) else None,
+        gang=gang_of.get(a),
+        rank=rank[keys[a]],
+        queue=queues[a],
+    ) for a, info in enumerate(classes)]
 
 
 def _rank_key(info: ClassInfo, gang_age: int | None, affine: bool) -> tuple:
@@ -249,10 +369,10 @@ def _one_per_node(build: ProblemBuilder, a: int) -> bool:
 def _short_of(index: BoundState, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
     """Resources of a PodGroup's minResources beyond the cluster's total free room: Coscheduling's
     PreFilter rejects such a gang before trying any member."""
-    return tuple(
-        f"{r} {want} > {free} free" for r, want in min_resources
-        if want > (free := sum(max(0, index.free(i, r)) for i in range(len(index.nodes))))
-    )
+    if not min_resources:
+        return ()
+    free = np.maximum(index.free_of(tuple(r for r, _ in min_resources)), 0).sum(axis=0).tolist()
+    return tuple(f"{r} {want} > {room} free" for (r, want), room in zip(min_resources, free) if want > room)
 
 
 def _gangs(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) -> list[GangInfo]:
@@ -365,52 +485,59 @@ def emit_proximity(build: ProblemBuilder, a: int, c: PodProximity) -> None:
         build.problem.separations.append(Separation(p, a, others, c.weight, describe(c)))
 
 
+@dataclass(frozen=True, slots=True)
+class SpreadDomains:
+    """A spread's eligible nodes per domain, and each eligible node's domain (the same for every class with
+    the same key, node rules and tolerations)."""
+
+    nodes: dict[int, tuple[int, ...]]
+    domain_of: np.ndarray  # per node: its eligible domain, NO_DOMAIN if not eligible
+
+
 def emit_spread(build: ProblemBuilder, a: int, c: SpreadRule) -> None:
     s, info = c.spread, build.classes[a]
     pod = info.sample
-    p = build.partitions.of(s.topology_key)
-    domain_nodes = _spread_domains(build, info, c, build.partitions.parts[p])
-    on_node = build.bound.node_counts(PodAffinityTerm(s.selector, frozenset({pod.namespace}), s.topology_key))
-    domain_of = {i: d for d, members in domain_nodes.items() for i in members} if on_node else {}
+    domains = _spread_domains(build, info, c)
+    term = PodAffinityTerm(s.selector, frozenset({pod.namespace}), s.topology_key)
     existing: dict[int, int] = defaultdict(int)
-    for i, k in on_node.items():
-        if i in domain_of:
-            existing[domain_of[i]] += k
-    counted = tuple(
-        j for j, other in enumerate(build.classes)
-        if other.sample.namespace == pod.namespace and s.selector.matches(other.sample.labels)
-    )
+    for i, k in build.bound.node_counts(term).items():
+        d = int(domains.domain_of[i])
+        if d != NO_DOMAIN:
+            existing[d] += k
     build.problem.spreads.append(
-        Spread(a, counted, {d: tuple(v) for d, v in domain_nodes.items()}, dict(existing), s.max_skew, s.min_domains,
+        Spread(a, tuple(build.index.matching(term)), domains.nodes, dict(existing), s.max_skew, s.min_domains,
                None if s.hard else SOFT_SPREAD_WEIGHT, describe(c))
     )
 
 
-def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule, part: list[int]) -> dict[int, list[int]]:
+def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule) -> SpreadDomains:
     """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints; the same
     for every class with the same node rules and tolerations, so computed once for them."""
     s = c.spread
     key = (s.topology_key, s.honor_affinity and info.facts.node_rules, s.honor_taints and info.facts.tolerations)
     if key not in build.spread_domains:
-        build.spread_domains[key] = _eligible_by_domain(build, info, c, part)
+        build.spread_domains[key] = _eligible_by_domain(build, info, c)
     return build.spread_domains[key]
 
 
-def _eligible_by_domain(build: ProblemBuilder, info: ClassInfo, c: SpreadRule, part: list[int]) -> dict[int, list[int]]:
+def _eligible_by_domain(build: ProblemBuilder, info: ClassInfo, c: SpreadRule) -> SpreadDomains:
     s, bound = c.spread, build.bound
-    eligible = set(bound.everything)
+    eligible = np.ones(len(bound.nodes), dtype=bool)
     if s.honor_affinity:
         for rule in info.facts.node_rules:
-            eligible &= bound.matching_nodes(rule.predicate)
+            eligible &= bound.matching_mask(rule.predicate)
     if s.honor_taints:
         for taints, members in bound.taint_groups().items():
             if any(t.effect in ("NoSchedule", "NoExecute") and not tolerated(info.facts.tolerations, t) for t in taints):
-                eligible.difference_update(members)
-    out: dict[int, list[int]] = defaultdict(list)
-    for i in sorted(eligible):
-        if part[i] != NO_DOMAIN:
-            out[part[i]].append(i)
-    return out
+                eligible[members] = False
+    domain_of = np.where(eligible, bound.label(s.topology_key).codes, NO_DOMAIN)
+    order = np.argsort(domain_of, kind="stable")
+    ids = domain_of[order]
+    starts = np.searchsorted(ids, np.arange(ids.max() + 1 if len(ids) else 0))
+    ends = [*starts[1:].tolist(), len(ids)]
+    members = {d: order[lo:hi] for d, (lo, hi) in enumerate(zip(starts.tolist(), ends)) if hi > lo}
+    by_first_node = sorted(members, key=lambda d: members[d][0])  # domains by their first eligible node
+    return SpreadDomains({d: tuple(members[d].tolist()) for d in by_first_node}, domain_of)
 
 
 def emit_limit(build: ProblemBuilder, a: int, c: CountLimit) -> None:

@@ -32,6 +32,7 @@ AFFINITY_OWN = "node(s) didn't match pod affinity rules"
 SPREAD_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 PORTS = "node(s) didn't have free ports for the requested pod ports"
 UNSCHEDULABLE = "node(s) were unschedulable"
+UNCHECKED = "node(s) not checked: compile reached the time limit before this pod's class"
 
 
 @dataclass(slots=True)
@@ -68,10 +69,9 @@ class ClassFacts:
             if c.anti:
                 anti_own[(c.term.topology_key, c.source.cite)] |= bound.domains_with(c.term)
         anti_existing: dict[str, set[str]] = defaultdict(set)
-        for term, i in bound.anti_terms:
-            value = bound.nodes[i].labels.get(term.topology_key)
-            if value is not None and term.matches(pod):
-                anti_existing[term.topology_key].add(value)
+        for term, held in bound.anti_domains():
+            if held and term.matches(pod):
+                anti_existing[term.topology_key] |= held
         affinity_terms = tuple(c.term for c in hard if not c.anti)
         affinity_cites = tuple(c.source.cite for c in hard if not c.anti)
         affinity_ok = [None if batch_support else bound.domains_matching(affinity_terms, t.topology_key)
@@ -86,6 +86,14 @@ class ClassFacts:
                     limit_blocked[(c.term.topology_key, c.most, str(c.source))] |= full
         return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, dict(anti_existing), dict(anti_own),
                    affinity_terms, affinity_ok, spread_keys, dict(limit_blocked), affinity_cites)
+
+    @classmethod
+    def unchecked(cls, pod: Pod, constraints: tuple[Constraint, ...]) -> "ClassFacts":
+        """The facts of a class compile had no time to check: what the pod asks for, none of what the bound
+        pods hold (every node is rejected as unchecked anyway)."""
+        tolerations = tuple(t for c in constraints if isinstance(c, Tolerations) for t in c.tolerations)
+        node_rules = tuple(c for c in constraints if isinstance(c, NodeRule) and c.weight is None)
+        return cls(pod, pod.requests, tolerations, node_rules, pod.host_ports, {}, {}, (), [], ())
 
 
 def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: BoundState) -> list[str]:
@@ -175,46 +183,77 @@ def rejection(f: ClassFacts, i: int, bound: BoundState) -> tuple[str, list[str]]
 
 
 class Rejections:
-    """Which nodes a class cannot use, and why: nodes grouped by (filter, reasons).
+    """Which nodes a class cannot use, and why: each node's first rejecting (filter, reasons), or none.
 
-    Grouping keeps memory at one set per distinct reason instead of one entry per (class, node), which
-    matters with thousands of nodes and hundreds of classes.
+    One small integer per node (an index into the distinct reasons) keeps memory at one array per class
+    and lets a filter reject thousands of nodes in one numpy operation; the reasons are few.
     """
 
     def __init__(self, size: int):
         self.size = size
-        self.groups: dict[tuple[str, tuple[str, ...]], set[int]] = {}
-        self.rejected: set[int] = set()
+        self.code = np.full(size, -1, dtype=np.int32)  # per node: index into `keys`, -1 while it passes
+        self.keys: list[tuple[str, tuple[str, ...]]] = []
+        self._known: dict[tuple[str, tuple[str, ...]], int] = {}
+
+    @classmethod
+    def unchecked(cls, size: int) -> "Rejections":
+        """Every node rejected as not checked: a class compile left out at the time limit."""
+        out = cls(size)
+        out.add("TimeLimit", [UNCHECKED], np.ones(size, dtype=bool))
+        return out
 
     def add(self, plugin: str, reasons: list[str], nodes) -> None:
-        new = set(nodes) - self.rejected
-        if new:
-            self.groups.setdefault((plugin, tuple(reasons)), set()).update(new)
-            self.rejected |= new
+        """Reject `nodes` (indices, or a boolean mask over all nodes) for these reasons, unless an earlier
+        filter already rejected them."""
+        index = _indices(nodes)
+        new = index[self.code[index] < 0]
+        if not new.size:
+            return
+        key = (plugin, tuple(reasons))
+        if key not in self._known:
+            self._known[key] = len(self.keys)
+            self.keys.append(key)
+        self.code[new] = self._known[key]
+
+    @property
+    def groups(self) -> dict[tuple[str, tuple[str, ...]], np.ndarray]:
+        """(filter, reasons) -> the nodes it rejected first."""
+        return {key: np.flatnonzero(self.code == k) for k, key in enumerate(self.keys)}
 
     def get(self, i: int) -> tuple[str, list[str]] | None:
-        for (plugin, reasons), members in self.groups.items():
-            if i in members:
-                return plugin, list(reasons)
-        return None
+        k = int(self.code[i])
+        if k < 0:
+            return None
+        plugin, reasons = self.keys[k]
+        return plugin, list(reasons)
 
     def __contains__(self, i: int) -> bool:
-        return i in self.rejected
+        return bool(self.code[i] >= 0)
 
     def passing(self) -> tuple[int, ...]:
-        keep = np.ones(self.size, dtype=bool)
-        keep[list(self.rejected)] = False
-        return tuple(np.flatnonzero(keep).tolist())
+        return tuple(self.passing_array().tolist())
+
+    def passing_array(self) -> np.ndarray:
+        return np.flatnonzero(self.code < 0)
 
     def reason_counts(self) -> dict[str, int]:
+        per_key = np.bincount(self.code[self.code >= 0], minlength=len(self.keys)) if self.keys else []
         counts: dict[str, int] = defaultdict(int)
-        for (_, reasons), members in self.groups.items():
+        for (_, reasons), n in zip(self.keys, per_key):
             for r in reasons:
-                counts[r] += len(members)
+                counts[r] += int(n)
         return dict(counts)
 
     def as_dict(self) -> dict[int, tuple[str, list[str]]]:
-        return {i: (plugin, list(reasons)) for (plugin, reasons), members in self.groups.items() for i in members}
+        return {i: (plugin, list(reasons)) for (plugin, reasons), members in self.groups.items()
+                for i in members.tolist()}
+
+
+def _indices(nodes) -> np.ndarray:
+    """Node indices from a boolean mask, an index array or any iterable of indices."""
+    if isinstance(nodes, np.ndarray):
+        return np.flatnonzero(nodes) if nodes.dtype == bool else nodes
+    return np.fromiter(nodes, dtype=np.int64)
 
 
 def rejections(f: ClassFacts, bound: BoundState) -> Rejections:
@@ -242,7 +281,7 @@ def rejections(f: ClassFacts, bound: BoundState) -> Rejections:
         if reasons:
             out.add("TaintToleration", reasons, members)
     for rule in f.node_rules:
-        out.add("NodeAffinity", [rule.reason + rule.source.cite], bound.everything - bound.matching_nodes(rule.predicate))
+        out.add("NodeAffinity", [rule.reason + rule.source.cite], ~bound.matching_mask(rule.predicate))
     if f.host_ports:
         visit("NodePorts", node_ports, bound.with_ports)
     for short, members in bound.short_of(f.requests).items():

@@ -3,18 +3,103 @@
 Compile, the static filters, explanations and the plan all ask the same questions of the bound pods
 (capacity used, ports taken, which topology domains host pods matching a term); the answers live here,
 cached, so data flows down from one place instead of each stage recomputing it.
+
+Questions about nodes are answered in bulk, as numpy arrays over node indices (a label's value code per
+node, a predicate's mask, free capacity as a matrix): a cluster has tens of thousands of nodes and the
+compiler asks per pod class, so a Python loop over nodes per class is what made compile take seconds.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .ir import NodePredicate, PodTerm
-from .model import HostPort, Node, Pod, PodAffinityTerm, Taint
+from .ir import NodePredicate, NodeTerms, PodTerm
+from .model import HostPort, Node, Pod, PodAffinityTerm, Requirement, Taint
+
+Placed = list[tuple[int, Pod]]  # bound pods with their node index
+Positions = list[int]  # bound pods by their position in BoundState.pods
+
+
+@dataclass(frozen=True, slots=True)
+class LabelColumn:
+    """One node label as numbers: each node's value code (-1: the node lacks the label)."""
+
+    codes: np.ndarray
+    values: dict[str, int]
+
+    @classmethod
+    def of(cls, nodes: list[Node], key: str) -> "LabelColumn":
+        return cls.from_values([n.labels.get(key) for n in nodes])
+
+    @classmethod
+    def from_values(cls, per_node: list[str | None]) -> "LabelColumn":
+        """Codes in order of first appearance (so a partition's domain ids follow node order)."""
+        values: dict[str, int] = {}
+        codes = np.fromiter((-1 if v is None else values.setdefault(v, len(values)) for v in per_node),
+                            dtype=np.int32, count=len(per_node))
+        return cls(codes, values)
+
+    def where(self, requirement: Requirement) -> np.ndarray:
+        """Nodes whose value satisfies a selector requirement: the requirement is evaluated once per
+        distinct value (and once for nodes without the key), exactly as `Requirement.matches` does."""
+        lookup = np.fromiter((requirement.matches({requirement.key: v}) for v in self.values), dtype=bool,
+                             count=len(self.values))
+        lookup = np.append(lookup, requirement.matches({}))  # code -1, no value, reads the last entry
+        return lookup[self.codes]
+
+    def mask(self, values: Iterable[str | None]) -> np.ndarray:
+        """Nodes whose value is one of `values` (None among them: nodes without the label)."""
+        wanted = [self.values[v] if v is not None else -1 for v in values if v is None or v in self.values]
+        if not wanted:
+            return np.zeros(len(self.codes), dtype=bool)
+        if len(wanted) == 1:
+            return self.codes == wanted[0]
+        return np.isin(self.codes, np.array(wanted, dtype=np.int32))
+
+def _number(raw: object) -> float:
+    try:
+        return float("nan") if raw is None else float(raw)  # type: ignore[arg-type]
+    except ValueError:
+        return float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the bound pods request, per node and resource, as matrices (rows: nodes; columns: `names`)."""
+
+    names: dict[str, int]  # resource -> column
+    allocatable: np.ndarray
+    used: np.ndarray
+    requested: np.ndarray  # bool: some bound pod on the node names the resource (even with 0)
+
+    @classmethod
+    def of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int]) -> "Usage":
+        """Summed per resource in numpy: one pass over the pods' request dicts per resource, instead of a
+        Python dict update per pod and resource."""
+        requests = [p.requests for p in pods]
+        named = set().union(*requests)
+        names = {r: k for k, r in enumerate(sorted(named.union(*(n.allocatable for n in nodes))))}
+        rows = np.asarray(node_of, dtype=np.int64)
+        allocatable = np.zeros((len(nodes), len(names)), dtype=np.int64)
+        used = np.zeros_like(allocatable)
+        requested = np.zeros(allocatable.shape, dtype=bool)
+        for i, node in enumerate(nodes):
+            for r, v in node.allocatable.items():
+                allocatable[i, names[r]] = v
+        for r in named:
+            k = names[r]
+            np.add.at(used[:, k], rows, np.array([q.get(r, 0) for q in requests], dtype=np.int64))
+            requested[rows[np.array([r in q for q in requests], dtype=bool)], k] = True
+        return cls(names, allocatable, used, requested)
+
+    def on(self, i: int) -> dict[str, int]:
+        """What the bound pods on node i request, as a dict (resources they name)."""
+        return {r: int(self.used[i, k]) for r, k in self.names.items() if self.requested[i, k]}
 
 
 @dataclass(slots=True)
@@ -22,51 +107,161 @@ class BoundState:
     """What the bound pods hold: capacity used, ports taken, and who sits in which topology domain."""
 
     nodes: list[Node]
-    used: list[dict[str, int]]
+    usage: Usage
+    pods: list[Pod]  # the bound pods on known nodes…
+    node_of: list[int]  # …and each one's node index
     ports: list[list[HostPort]]
-    pods_on: list[list[Pod]]
-    anti_terms: list[tuple[PodAffinityTerm, int]] = field(default_factory=list)  # (term, node index)
+    anti_terms: list[tuple[PodAffinityTerm, int]]  # (term, node index)
+    _used: list[dict[str, int]] | None = None
+    _pods_on: list[list[Pod]] | None = None
     _domains: dict[tuple, Any] = field(default_factory=dict)
-    _matching: dict[NodePredicate, frozenset[int]] = field(default_factory=dict)
+    _matching: dict[NodePredicate, np.ndarray] = field(default_factory=dict)
     _free_matrix: tuple[dict[str, int], np.ndarray] | None = None
-    _by_value: dict[str, dict[str | None, list[int]]] = field(default_factory=dict)
+    _columns: dict[str, LabelColumn] = field(default_factory=dict)
     _taint_groups: dict[tuple[Taint, ...], list[int]] | None = None
-    _by_namespace: dict[str, list[tuple[int, Pod]]] | None = None
-    _by_label: dict[str, dict[str, list[tuple[int, Pod]]]] = field(default_factory=dict)
-    _all: list[tuple[int, Pod]] | None = None
-    everything: frozenset[int] = frozenset()
+    _by_namespace: dict[str, Positions] | None = None
+    _by_label: dict[tuple[str | None, str], dict[str, Positions]] = field(default_factory=dict)
+    _anti_domains: list[tuple[PodAffinityTerm, frozenset[str]]] | None = None
     cordoned: list[int] = field(default_factory=list)
     tainted: list[int] = field(default_factory=list)
     with_ports: list[int] = field(default_factory=list)
     soft_tainted: frozenset[int] = frozenset()  # nodes with a PreferNoSchedule taint
 
-    def matching_nodes(self, predicate: NodePredicate) -> frozenset[int]:
-        """Indices of the nodes a node predicate accepts (cached: classes share rules)."""
+    @classmethod
+    def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
+        """The index of a snapshot. Per bound pod only its node index and references are stored (no
+        tuple or dict per pod): at 300,000 bound pods every object made here is time, and one more the
+        garbage collector walks."""
+        index = {n.name: i for i, n in enumerate(nodes)}
+        where = [index.get(p.node_name or "") for p in bound]
+        pods = [p for p, i in zip(bound, where) if i is not None]
+        node_of = [i for i in where if i is not None]
+        ports: list[list[HostPort]] = [[] for _ in nodes]
+        for k in [k for k, p in enumerate(pods) if p.host_ports]:
+            ports[node_of[k]].extend(pods[k].host_ports)
+        anti_terms = [(t, node_of[k]) for k in [k for k, p in enumerate(pods) if p.anti_affinity_required]
+                      for t in pods[k].anti_affinity_required]
+        state = cls(nodes, Usage.of(nodes, pods, node_of), pods, node_of, ports, anti_terms)
+        state.cordoned = [i for i, n in enumerate(nodes) if n.unschedulable]
+        state.tainted = [i for i, n in enumerate(nodes) if n.taints]
+        state.soft_tainted = frozenset(i for i in state.tainted if any(t.effect == "PreferNoSchedule" for t in nodes[i].taints))
+        state.with_ports = [i for i, p in enumerate(ports) if p]
+        return state
+
+    # -- nodes, in bulk ---------------------------------------------------------------------------
+
+    @property
+    def pods_on(self) -> list[list[Pod]]:
+        """Per node, its bound pods; built when first read."""
+        if self._pods_on is None:
+            self._pods_on = [[] for _ in self.nodes]
+            for pod, i in zip(self.pods, self.node_of):
+                self._pods_on[i].append(pod)
+        return self._pods_on
+
+    def empty(self) -> np.ndarray:
+        """Nodes no bound pod is on."""
+        return np.bincount(np.asarray(self.node_of, dtype=np.int64), minlength=len(self.nodes)) == 0
+
+    @property
+    def used(self) -> list[dict[str, int]]:
+        """Per node, what its bound pods request (resources they name), as dicts; built when first read."""
+        if self._used is None:
+            self._used = [self.usage.on(i) for i in range(len(self.nodes))]
+        return self._used
+
+    def free(self, i: int, resource: str) -> int:
+        k = self.usage.names.get(resource)
+        return 0 if k is None else int(self.usage.allocatable[i, k] - self.usage.used[i, k])
+
+    def free_matrix(self) -> tuple[dict[str, int], np.ndarray]:
+        """Free capacity of every node (rows) per resource (columns: name -> column), built once."""
+        if self._free_matrix is None:
+            self._free_matrix = (self.usage.names, self.usage.allocatable - self.usage.used)
+        return self._free_matrix
+
+    def free_of(self, resources: tuple[str, ...]) -> np.ndarray:
+        """Free capacity per node for `resources`, in that order (0 for a resource no node has)."""
+        column, free = self.free_matrix()
+        out = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
+        for k, r in enumerate(resources):
+            if r in column:
+                out[:, k] = free[:, column[r]]
+        return out
+
+    def label(self, key: str) -> LabelColumn:
+        """Node label `key` as value codes per node (cached per key)."""
+        if key not in self._columns:
+            self._columns[key] = LabelColumn.of(self.nodes, key)
+        return self._columns[key]
+
+    def node_numbers(self, kind: str, key: str) -> np.ndarray:
+        """Each node's label, annotation, allocatable amount or taint value `key` as a number (nan where it
+        is absent or not a number), cached: price policies read the same column for every class."""
+        cache_key = ("numbers", kind, key)
+        if cache_key not in self._domains:
+            self._domains[cache_key] = np.array([_number(n.attribute(kind, key)) for n in self.nodes],
+                                                dtype=np.float64)
+        return self._domains[cache_key]
+
+    def matching_mask(self, predicate: NodePredicate) -> np.ndarray:
+        """Which nodes a node predicate accepts, as a boolean mask (cached: classes share rules). A pod
+        spec's node affinity is evaluated on label columns; other predicates (policies) node by node."""
         if predicate not in self._matching:
-            self._matching[predicate] = frozenset(i for i, n in enumerate(self.nodes) if predicate.matches(n))
+            if isinstance(predicate, NodeTerms):
+                mask = self._terms_mask(predicate)
+            else:
+                mask = np.fromiter((predicate.matches(n) for n in self.nodes), dtype=bool, count=len(self.nodes))
+            self._matching[predicate] = mask
         return self._matching[predicate]
 
-    def short_of(self, requests: dict[str, int]) -> dict[tuple[str, ...], list[int]]:
+    def _terms_mask(self, predicate: NodeTerms) -> np.ndarray:
+        """`NodeTerms.matches` for every node: terms ORed, requirements ANDed, a term with no
+        requirement matching no node (as upstream)."""
+        out = np.zeros(len(self.nodes), dtype=bool)
+        for term in predicate.terms:
+            if not term.expressions and not term.fields:
+                continue
+            mask = np.ones(len(self.nodes), dtype=bool)
+            for r in term.expressions:
+                mask &= self.label(r.key).where(r)
+            for r in term.fields:
+                mask &= self._field(r.key).where(r)
+            out |= mask
+        return out
+
+    def _field(self, key: str) -> LabelColumn:
+        """A node field (`metadata.name`) as a column, like a label."""
+        cache_key = ("field", key)
+        if cache_key not in self._domains:
+            self._domains[cache_key] = LabelColumn.from_values([n.fields.get(key) for n in self.nodes])
+        return self._domains[cache_key]
+
+    def matching_nodes(self, predicate: NodePredicate) -> frozenset[int]:
+        """Indices of the nodes a node predicate accepts."""
+        return frozenset(np.flatnonzero(self.matching_mask(predicate)).tolist())
+
+    def short_of(self, requests: dict[str, int]) -> dict[tuple[str, ...], np.ndarray]:
         """Nodes that cannot fit `requests`, grouped by the resources they are short of (in the order of
         `requests`): one vectorised comparison per class instead of a Python loop over every node."""
-        if self._free_matrix is None:
-            names = sorted({r for n in self.nodes for r in n.allocatable} | {r for u in self.used for r in u})
-            column = {r: k for k, r in enumerate(names)}
-            free = np.zeros((len(self.nodes), len(names)), dtype=np.int64)
-            for i in range(len(self.nodes)):
-                for r in set(self.nodes[i].allocatable) | set(self.used[i]):
-                    free[i, column[r]] = self.free(i, r)
-            self._free_matrix = (column, free)
-        column, free = self._free_matrix
+        cache_key = ("short", tuple(requests.items()))  # classes differ in far more than their requests
+        if cache_key not in self._domains:
+            self._domains[cache_key] = self._short_of(requests)
+        return self._domains[cache_key]
+
+    def _short_of(self, requests: dict[str, int]) -> dict[tuple[str, ...], np.ndarray]:
+        column, free = self.free_matrix()
         wanted = list(requests.items())
-        short = np.zeros((len(self.nodes), len(wanted)), dtype=bool)
+        codes = np.zeros(len(self.nodes), dtype=np.int64)
         for k, (r, v) in enumerate(wanted):
-            short[:, k] = (free[:, column[r]] < v) if r in column else (0 < v)
-        codes = short @ (1 << np.arange(len(wanted), dtype=np.int64)) if wanted else np.zeros(len(self.nodes), np.int64)
-        out: dict[tuple[str, ...], list[int]] = {}
-        for code in np.unique(codes[codes > 0]):
-            names = tuple(r for k, (r, _) in enumerate(wanted) if int(code) >> k & 1)
-            out[names] = np.flatnonzero(codes == code).tolist()
+            short = (free[:, column[r]] < v) if r in column else np.full(len(self.nodes), 0 < v)
+            codes |= short.astype(np.int64) << k
+        out: dict[tuple[str, ...], np.ndarray] = {}
+        if not codes.any():
+            return out
+        for code in np.unique(codes[codes > 0]).tolist():
+            names = tuple(r for k, (r, _) in enumerate(wanted) if code >> k & 1)
+            out[names] = np.flatnonzero(codes == code)
         return out
 
     def taint_groups(self) -> dict[tuple[Taint, ...], list[int]]:
@@ -78,95 +273,86 @@ class BoundState:
             self._taint_groups = dict(groups)
         return self._taint_groups
 
-    def by_value(self, key: str) -> dict[str | None, list[int]]:
-        """Node indices per value of label `key` (None: nodes without it), so that label checks of the
-        static filters select whole groups of nodes at once."""
-        if key not in self._by_value:
-            groups: dict[str | None, list[int]] = defaultdict(list)
-            for i, node in enumerate(self.nodes):
-                groups[node.labels.get(key)].append(i)
-            self._by_value[key] = dict(groups)
-        return self._by_value[key]
-
-    def nodes_with(self, key: str, values) -> list[int]:
+    def nodes_with(self, key: str, values: Iterable[str | None]) -> np.ndarray:
         """Nodes whose label `key` has one of `values` (None among them: nodes without the label)."""
-        groups = self.by_value(key)
-        return [i for v in values if v in groups for i in groups[v]]
+        return np.flatnonzero(self.label(key).mask(values))
 
-    def nodes_outside(self, key: str, values) -> list[int]:
+    def nodes_outside(self, key: str, values: Iterable[str]) -> np.ndarray:
         """Nodes without label `key`, or with a value not among `values`."""
-        return [i for v, members in self.by_value(key).items() if v is None or v not in values for i in members]
+        return np.flatnonzero(~self.label(key).mask(values))
 
-    @classmethod
-    def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
-        index = {n.name: i for i, n in enumerate(nodes)}
-        state = cls(nodes, [defaultdict(int) for _ in nodes], [[] for _ in nodes], [[] for _ in nodes])
-        for pod in bound:
-            i = index.get(pod.node_name or "")
-            if i is None:
-                continue
-            for r, v in pod.requests.items():
-                state.used[i][r] += v
-            state.ports[i].extend(pod.host_ports)
-            state.pods_on[i].append(pod)
-            state.anti_terms.extend((t, i) for t in pod.anti_affinity_required)
-        state.everything = frozenset(range(len(nodes)))
-        state.cordoned = [i for i, n in enumerate(nodes) if n.unschedulable]
-        state.tainted = [i for i, n in enumerate(nodes) if n.taints]
-        state.soft_tainted = frozenset(i for i in state.tainted if any(t.effect == "PreferNoSchedule" for t in nodes[i].taints))
-        state.with_ports = [i for i, p in enumerate(state.ports) if p]
-        return state
-
-    def free(self, i: int, resource: str) -> int:
-        return self.nodes[i].allocatable.get(resource, 0) - self.used[i].get(resource, 0)
+    # -- bound pods matching a term ------------------------------------------------------------------
 
     def domains_with(self, term: PodAffinityTerm) -> frozenset[str]:
         """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
         return self.domains_matching((term,), term.topology_key)
 
-    def _placed(self) -> list[tuple[int, Pod]]:
-        if self._all is None:
-            self._all = [(i, p) for i, pods in enumerate(self.pods_on) for p in pods]
-        return self._all
-
-    def _candidates(self, term: PodTerm) -> list[tuple[int, Pod]]:
-        """Bound pods that may match `term`: a superset, narrowed by an inverted index on namespace and
-        on the selector's `In` requirements, so a term is matched against its few candidates and not
-        against every bound pod (tens of thousands in a real cluster)."""
-        if self._by_namespace is None:
-            self._by_namespace = defaultdict(list)
-            for i, p in self._placed():
-                self._by_namespace[p.namespace].append((i, p))
-        options: list[list[list[tuple[int, Pod]]]] = []  # each option: the index lists it would join
-        namespaces = getattr(term, "namespaces", None)
-        if namespaces is not None:
-            options.append([self._by_namespace.get(ns, []) for ns in sorted(namespaces)])
-        selector = getattr(term, "selector", None)
-        for r in getattr(selector, "requirements", ()):
-            if r.operator == "In":
-                by_value = self._label_index(r.key)
-                options.append([by_value.get(v, []) for v in r.values])
-        if not options:
-            return self._placed()
-        smallest = min(options, key=lambda lists: sum(map(len, lists)))
-        return smallest[0] if len(smallest) == 1 else [x for part in smallest for x in part]
-
-    def _label_index(self, key: str) -> dict[str, list[tuple[int, Pod]]]:
-        """Bound pods per value of label `key`, built the first time a selector asks for that key."""
-        if key not in self._by_label:
-            index: dict[str, list[tuple[int, Pod]]] = defaultdict(list)
-            for i, p in self._placed():
-                value = p.labels.get(key)
+    def anti_domains(self) -> list[tuple[PodAffinityTerm, frozenset[str]]]:
+        """Bound pods' required anti-affinity terms, each once, with the domains of its key they hold:
+        an incoming pod that matches a term is barred from those domains (checked once per distinct term,
+        not once per bound pod)."""
+        if self._anti_domains is None:
+            held: dict[PodAffinityTerm, set[str]] = {}
+            for term, i in self.anti_terms:
+                value = self.nodes[i].labels.get(term.topology_key)
+                values = held.setdefault(term, set())  # on a node without its key a term bars nothing
                 if value is not None:
-                    index[value].append((i, p))
-            self._by_label[key] = dict(index)
-        return self._by_label[key]
+                    values.add(value)
+            self._anti_domains = [(term, frozenset(values)) for term, values in held.items()]
+        return self._anti_domains
 
-    def matching(self, term: PodTerm) -> list[tuple[int, Pod]]:
+    def _in_namespace(self, namespace: str | None) -> Positions:
+        """Positions of the bound pods in one namespace (None: all), indexed the first time a term asks."""
+        if namespace is None:
+            return list(range(len(self.pods)))
+        if self._by_namespace is None:
+            by_namespace: dict[str, Positions] = defaultdict(list)
+            for k, pod in enumerate(self.pods):
+                by_namespace[pod.namespace].append(k)
+            self._by_namespace = dict(by_namespace)
+        return self._by_namespace.get(namespace, [])
+
+    def _candidates(self, term: PodTerm) -> Positions:
+        """Bound pods that may match `term`: a superset, narrowed per namespace by an inverted index on
+        the selector's `In` requirements, so a term is matched against its few candidates and not
+        against every bound pod (hundreds of thousands in a real cluster)."""
+        namespaces = getattr(term, "namespaces", None)
+        selector = getattr(term, "selector", None)
+        keyed = [r for r in getattr(selector, "requirements", ()) if r.operator == "In"]
+        scopes: list[str | None] = [None] if namespaces is None else sorted(namespaces)
+        out: Positions = []
+        for ns in scopes:
+            pool = self._in_namespace(ns)
+            best: list[Positions] = [pool]
+            for r in keyed:
+                by_value = self._label_index(ns, r.key, pool)
+                lists = [by_value.get(v, []) for v in r.values]
+                if sum(map(len, lists)) < sum(map(len, best)):
+                    best = lists
+            for part in best:
+                out.extend(part)
+        return out
+
+    def _label_index(self, namespace: str | None, key: str, pool: Positions) -> dict[str, Positions]:
+        """Bound pods of one namespace (None: all) per value of label `key`, built the first time a
+        selector asks for that key there."""
+        cache_key = (namespace, key)
+        if cache_key not in self._by_label:
+            index: dict[str, Positions] = defaultdict(list)
+            pods = self.pods
+            for k in pool:
+                value = pods[k].labels.get(key)
+                if value is not None:
+                    index[value].append(k)
+            self._by_label[cache_key] = dict(index)
+        return self._by_label[cache_key]
+
+    def matching(self, term: PodTerm) -> Placed:
         """Bound pods matching `term`, with their node index (cached)."""
         cache_key = ("pods", term)
         if cache_key not in self._domains:
-            self._domains[cache_key] = [(i, p) for i, p in self._candidates(term) if term.matches(p)]
+            pods, node_of = self.pods, self.node_of
+            self._domains[cache_key] = [(node_of[k], pods[k]) for k in self._candidates(term) if term.matches(pods[k])]
         return self._domains[cache_key]
 
     def node_counts(self, term: PodTerm) -> dict[int, int]:
@@ -200,7 +386,8 @@ class BoundState:
         cache_key = (terms, key)
         if cache_key not in self._domains:
             out = set()
-            for i, p in self.matching(terms[0]) if terms else self._placed():
+            placed = self.matching(terms[0]) if terms else list(zip(self.node_of, self.pods))
+            for i, p in placed:
                 value = self.nodes[i].labels.get(key)
                 if value is not None and value not in out and all(t.matches(p) for t in terms[1:]):
                     out.add(value)

@@ -58,16 +58,20 @@ def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> 
     return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin)
 
 
-def starting_plan(problem: Problem, baseline: bool = False) -> tuple[_Plan, int | None]:
+def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None = None) -> tuple[_Plan, int | None]:
     """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out,
-    or when asked), and how many pods the baseline placed (None if it did not run)."""
+    or when asked), and how many pods the baseline placed (None if it did not run). Past the time limit
+    only the first greedy runs (and the baseline when asked for): a plan is always returned, on time."""
+    def late() -> bool:
+        return clock is not None and clock.left() <= 0
+
     bound = problem.upper_bound()
     best = _plan(problem, greedy(problem), "greedy")
-    if best.value < bound or problem.has_soft_terms():
+    if (best.value < bound or problem.has_soft_terms()) and not late():
         other = _plan(problem, greedy(problem, largest_first=False), "greedy (smallest first)")
         best = other if other.beats(best) else best
     placed_by_baseline = None
-    if best.value < bound or baseline:
+    if (best.value < bound and not late()) or baseline:
         one_by_one = _plan(problem, sequential(problem), "one pod at a time")
         placed_by_baseline = sum(one_by_one.placed.values())
         best = one_by_one if one_by_one.beats(best) else best
@@ -75,8 +79,9 @@ def starting_plan(problem: Problem, baseline: bool = False) -> tuple[_Plan, int 
 
 
 def _proven(problem: Problem, plan: _Plan) -> bool:
-    """Every placeable pod placed and the preferences at a bound no plan can pass."""
-    if plan.value < problem.upper_bound():
+    """Every placeable pod placed and the preferences at a bound no plan can pass (never while some class
+    went unchecked: its pods were not shown to be unplaceable)."""
+    if problem.unchecked or plan.value < problem.upper_bound():
         return False
     if not problem.has_soft_terms():
         return True
@@ -94,18 +99,19 @@ def solve(
 ) -> Solution:
     say = progress or (lambda _msg: None)
     clock = _Clock(time_limit)
-    best, by_baseline = starting_plan(problem, baseline)
+    best, by_baseline = starting_plan(problem, baseline, clock)
     phases = Phases(start=clock.elapsed())
     pods = sum(c.count for c in problem.classes)
     say(f"placed {sum(best.placed.values())} of {pods} pods at once ({best.origin}), "
         f"at most {_placeable(problem)} possible")
     bound = problem.upper_bound()
+    unchecked = len(problem.unchecked)
     if _proven(problem, best):
         return _solution(best, Status.OPTIMAL, bound, clock, phases, best.origin, by_baseline)
     search = _Search(problem, best, bound, clock, phases, workers, seed, say)
     search.run()
     return _solution(search.best, search.status(), search.bound, clock, phases, search.strategy, by_baseline,
-                     search.notes)
+                     search.notes, unchecked)
 
 
 def _placeable(problem: Problem) -> int:
@@ -113,7 +119,9 @@ def _placeable(problem: Problem) -> int:
 
 
 def _solution(plan: _Plan, status: Status, bound: int, clock: _Clock, phases: Phases, strategy: str,
-              by_baseline: int | None, notes: list[str] | None = None) -> Solution:
+              by_baseline: int | None, notes: list[str] | None = None, unchecked: int = 0) -> Solution:
+    if unchecked:
+        strategy += f"; {unchecked} pod class(es) left unchecked: compile reached the time limit"
     return Solution(plan.placed, status, plan.value, plan.soft, bound, clock.elapsed(), notes or [], phases,
                     strategy, by_baseline)
 
@@ -211,6 +219,8 @@ class _Search:
                 f"extra nodes per class (the full model would not fit the time limit)")
 
     def status(self) -> Status:
+        if self.p.unchecked:
+            return Status.FEASIBLE
         if self.placement_proven and (not self.soft or self.preferences_proven):
             return Status.OPTIMAL
         return Status.FEASIBLE

@@ -58,6 +58,20 @@ class _DomainCounts:
         return self.low
 
 
+def _node_domains(problem: Problem) -> list[dict[int, int]]:
+    """Per spread, each eligible node's domain. Spreads that share one `domain_nodes` (the compiler gives
+    classes with the same key and node rules the same one) share the map: at 20,000 nodes, one map per
+    spread was millions of entries built at every start."""
+    shared: dict[int, dict[int, int]] = {}
+    out = []
+    for s in problem.spreads:
+        key = id(s.domain_nodes)
+        if key not in shared:
+            shared[key] = {n: d for d, nodes in s.domain_nodes.items() for n in nodes}
+        out.append(shared[key])
+    return out
+
+
 class GreedyState:
     """Mutable placement state with incremental constraint checks and an undo log."""
 
@@ -70,9 +84,7 @@ class GreedyState:
         self.exclusive_used: list[set[int]] = [set() for _ in problem.exclusive]
         self.placed_count: dict[int, int] = defaultdict(int)
         self.spread_counts = [_DomainCounts(s.domain_nodes, s.existing, s.min_domains) for s in problem.spreads]
-        self.spread_node_domain = [
-            {n: d for d, nodes in s.domain_nodes.items() for n in nodes} for s in problem.spreads
-        ]
+        self.spread_node_domain = _node_domains(problem)
         self.log: list[tuple[int, int]] = []
         self._index(problem)
 

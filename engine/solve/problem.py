@@ -128,6 +128,7 @@ class Problem:
     openings: list[tuple[tuple[int, ...], int]] = field(default_factory=list)  # (classes, cost per node opened)
     empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
+    unchecked: tuple[int, ...] = ()  # classes the compiler had no time to check: no candidates, not proven unplaceable
 
     def has_soft_terms(self) -> bool:
         return (
