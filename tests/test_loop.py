@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -291,6 +292,16 @@ def test_batch_window_collects_pods_arriving_during_it() -> None:
     assert q.next_batch(stop, idle=1) == ["ns/a", "ns/b"]
     q.add("ns/a", "ns/a")  # a known member (placed, not yet seen bound): not queued again
     assert q.next_batch(stop, idle=0) == []
+
+
+def test_a_burst_closes_the_window_early_when_nothing_more_arrives() -> None:
+    q = PodQueue(QueueConfig(batch_window=30, batch_idle=0.1))
+    stop = threading.Event()
+    for i in range(3):
+        q.add(f"ns/p{i}", f"ns/p{i}")
+    started = time.monotonic()
+    assert q.next_batch(stop, idle=1) == ["ns/p0", "ns/p1", "ns/p2"]
+    assert time.monotonic() - started < 10  # not the 30 s window
 
 
 def test_max_batch_and_gangs_stay_whole() -> None:

@@ -80,6 +80,8 @@ def _configure_logging(level: str) -> None:
               help="Serve several scheduler names, each with its own policies. Repeatable.")
 @click.option("--batch-window", type=click.FloatRange(min=0.0), default=1.0, show_default=True, metavar="SECONDS",
               help="Collect pending pods this long before solving.")
+@click.option("--batch-idle", type=click.FloatRange(min=0.0), default=0.25, show_default=True, metavar="SECONDS",
+              help="Close the batch window early once no new pod arrived for this long (0: always wait it out).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=None, metavar="N", help="At most N pods per batch.")
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS",
               help="Solver time limit per batch.")
@@ -94,8 +96,9 @@ def _configure_logging(level: str) -> None:
 @click.option("--no-preemption", "no_preemption", is_flag=True,
               help="Never evict running pods: higher-priority pods wait for room instead.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
-def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, max_batch, time_limit, leader_elect,
-        lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, no_preemption, log_level) -> None:
+def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, time_limit,
+        leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, no_preemption,
+        log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
     from .api import ConfigError, KubeAPI, load_client
     from .leader import LeaderElector
@@ -104,7 +107,8 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ma
 
     _configure_logging(log_level)
     settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
-                        QueueConfig(batch_window=batch_window, max_batch=max_batch), time_limit=time_limit,
+                        QueueConfig(batch_window=batch_window, max_batch=max_batch,
+                                    batch_idle=batch_idle or None), time_limit=time_limit,
                         bind_workers=bind_workers, preemption=not no_preemption)
     try:
         api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
     batch_window: float = 1.0  # seconds to collect pods after the first is ready
+    batch_idle: float | None = None  # close the window early once no new pod arrived for this long
     max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
     backoff_initial: float = 1.0
     backoff_max: float = 30.0  # cluster changes wake pods at once; this only bounds blind retries
@@ -43,6 +44,7 @@ class PodQueue:
         self._units: dict[str, _Unit] = {}
         self._unit_of: dict[str, str] = {}
         self._arrived: dict[str, float] = {}  # first seen pending (monotonic)
+        self._last_arrival = float("-inf")
 
     def add(self, key: str, unit: str) -> None:
         """A pending pod; a new one resets its unit's backoff wait, a known one changes nothing."""
@@ -51,6 +53,7 @@ class PodQueue:
                 return
             now = self.clock()
             self._arrived[key] = now
+            self._last_arrival = now
             self._unit_of[key] = unit
             state = self._units.setdefault(unit, _Unit())
             state.members.add(key)
@@ -105,7 +108,9 @@ class PodQueue:
             while not stop.is_set() and (now := self.clock()) < window_end:
                 if cfg.max_batch is not None and sum(len(self._units[u].waiting) for u in self._ready(now)) >= cfg.max_batch:
                     break
-                self._cond.wait(min(window_end - now, 0.5))
+                if cfg.batch_idle is not None and now - self._last_arrival >= cfg.batch_idle:
+                    break  # a burst has arrived whole: waiting out the window would only add latency
+                self._cond.wait(min(window_end - now, cfg.batch_idle or 0.5, 0.5))
             return self._take(self._ready(self.clock()))
 
     def _take(self, units: list[str]) -> list[str]:
