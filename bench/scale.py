@@ -7,6 +7,9 @@ Two modes, both on the realistic snapshots of ``bench/realistic.py``:
   times; prints nodes, running, pending, median wall / load / compile / model / solve seconds,
   peak RSS, pods placed by the engine and by the sequential (kube-scheduler-like) baseline,
   solver status and whether the plan is valid;
+* ``engine``: compile and ``make_plan`` in-process on the generated manifests (no YAML load), the
+  in-cluster cycle's cost; ``--against REV`` alternates runs with another revision's engine (before /
+  after side by side);
 * ``sweep``: the hetero-jobs shape with ~16 running pods per node, pending pods 100 -> 10,000 at
   1,500 nodes and nodes 100 -> 20,000 at 1,000 pending; prints a table and draws
   ``bench/scaling.png`` (seconds and peak RSS vs size, log x). ``--quick``: a few small points.
@@ -27,6 +30,7 @@ passes ``--rss-cap-mib``, and skipped when less memory than that is available.
     python bench/scale.py run --nodes 100 --running 1000 --pending 300   # small versions
     python bench/scale.py sweep --quick --time-limit 1        # ~1 minute; writes bench/scaling.png
     python bench/scale.py sweep --time-limit 2 --timeout 600  # the full sweep
+    python bench/scale.py engine --nodes 20000 --running 320000 --pending 10000 --against HEAD~1
     python bench/realistic.py hetero-jobs -o /tmp/hj.yaml     # just a snapshot (--help)
 
 Snapshots are cached under ``--out`` (default ``/tmp/policy-scheduler-bench/realistic``) and
@@ -568,6 +572,146 @@ def sweep_cmd(quick: bool, keep_going: bool, plot_path: Path, **kw: Any) -> None
                           + (f", repo {rev}" if rev else "") + f"\n{_machine_short()}")
     err.print(f"plot: {plot_path}; results: {save_results(opts, 'sweep', rows)}", markup=False)
     _exit(rows, failures_count=False)
+
+
+# --------------------------------------------------------------------------- #
+# Engine only: compile and solve in-process, no YAML (optionally against another revision)
+# --------------------------------------------------------------------------- #
+
+ENGINE_PHASES = ("compile", "start", "model", "solve")
+
+
+def docs_file(out: Path, c: RL.Cluster) -> Path:
+    return out / "realistic" / f"{c.name}-n{c.nodes}-r{c.running}-p{c.pending}.docs.pickle"
+
+
+def ensure_docs(path: Path, c: RL.Cluster) -> None:
+    """The snapshot's manifests as pickled plain dicts (what any engine version's loader reads), cached
+    like the YAML snapshots: loading a 20,000-node YAML takes minutes, unpickling seconds."""
+    import pickle
+
+    newest = max(Path(m.__file__).stat().st_mtime for m in (RL, RL.W))
+    if path.exists() and path.stat().st_mtime >= newest:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        pickle.dump(list(RL.iter_manifests(c, "lean")), f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+
+
+def checkout(out: Path, rev: str) -> Path:
+    """`rev`'s engine/ and grammar/ unpacked under ``out`` (once), to import instead of this tree's."""
+    import subprocess
+
+    sha = subprocess.run(["git", "-C", str(B.REPO_ROOT), "rev-parse", rev], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    tree = out / f"rev-{sha[:12]}"
+    if not (tree / "engine").exists():
+        tree.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(B.REPO_ROOT), "archive", sha, "engine", "grammar"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def engine_once(docs_path: Path, time_limit: float) -> dict[str, Any]:
+    """One measurement in this process: compile alone (wall and CPU), then make_plan (compile + solve)."""
+    import gc
+    import pickle
+
+    import engine
+    from engine.compile import compile_cluster
+    from engine.load import build_cluster
+    from engine.plan import make_plan
+
+    gc.disable()
+    with open(docs_path, "rb") as f:
+        cluster = build_cluster([("bench", d) for d in pickle.load(f)])
+    gc.enable()
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    compiled = compile_cluster(cluster)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    classes = len(compiled.classes)
+    del compiled
+    started = time.perf_counter()
+    stats = make_plan(cluster, None, time_limit=time_limit).stats
+    return {"engine": str(Path(engine.__file__).parent), "compile": wall, "compile_cpu": cpu, "classes": classes,
+            "plan": time.perf_counter() - started, "phases": stats.get("phases", {}), "placed": stats["placed"],
+            "pods": stats["pods"], "status": stats["status"], "strategy": stats.get("strategy", "")}
+
+
+def _engine_run(tree: Path, docs_path: Path, time_limit: float, timeout: float) -> dict[str, Any]:
+    """engine_once in a fresh interpreter that imports the engine from ``tree``."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, __file__, "engine-once", str(docs_path), str(time_limit)], env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=tree)
+    if done.returncode:
+        raise click.ClickException(f"engine run failed in {tree}: {done.stderr.strip()[-800:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(result["engine"]).resolve() == (tree / "engine").resolve(), result["engine"]
+    return result
+
+
+def engine_table(rows: list[tuple[Case, RL.Cluster, str, list[dict[str, Any]]]]) -> None:
+    """Markdown: medians per case and version."""
+    head = ("workload", "nodes", "running", "pending", "engine", "runs", "classes", "compile s", "compile CPU s",
+            "start s", "model s", "solve s", "compile+solve s", "placed", "status")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" if h in ("workload", "engine", "status") else "---:" for h in head) + "|")
+    for case, c, label, runs in rows:
+        med = lambda get: statistics.median(get(r) for r in runs)  # noqa: E731
+        phase = [med(lambda r, p=p: r["phases"].get(p, 0.0)) for p in ENGINE_PHASES[1:]]
+        status = "/".join(dict.fromkeys(r["status"] for r in runs))
+        print(f"| {case.workload} | {c.nodes} | {c.running} | {c.pending} | {label} | {len(runs)} | {runs[0]['classes']} "
+              f"| {med(lambda r: r['compile']):.2f} | {med(lambda r: r['compile_cpu']):.2f} | "
+              + " | ".join(f"{v:.2f}" for v in phase)
+              + f" | {med(lambda r: r['plan']):.2f} | {med(lambda r: r['placed']):.0f}/{c.pending} | {status} |")
+
+
+@cli.command("engine")
+@click.option("-w", "--workload", "names", multiple=True, metavar="NAME", type=click.Choice(sorted(RL.WORKLOADS)),
+              help="Workload (repeatable). Default: hetero-jobs and rich-mixed.")
+@click.option("--nodes", type=click.IntRange(1), help="Override the workload's node count.")
+@click.option("--running", type=click.IntRange(0), help="Override its running pod count.")
+@click.option("--pending", "pendings", multiple=True, type=click.IntRange(1), help="Pending pods (repeatable).")
+@click.option("-n", "--repeat", default=3, show_default=True, type=click.IntRange(1))
+@click.option("--time-limit", default=2.0, show_default=True, type=click.FloatRange(0.0))
+@click.option("--timeout", default=900.0, show_default=True, type=click.FloatRange(1))
+@click.option("--against", metavar="REV", help="Also run this git revision's engine, alternating run by run.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=B.DEFAULT_OUT, show_default=True)
+def engine_cmd(names: tuple[str, ...], nodes: int | None, running: int | None, pendings: tuple[int, ...],
+               repeat: int, time_limit: float, timeout: float, against: str | None, out: Path) -> None:
+    """Compile and make_plan in-process (no YAML load): what one in-cluster cycle costs on a snapshot.
+    Each run is a fresh interpreter; with --against, that revision and this tree alternate."""
+    trees = ([(f"{against}", checkout(out, against))] if against else []) + [("this tree", B.REPO_ROOT)]
+    cases = [Case(n, nodes, running, p) for n in names or ("hetero-jobs", "rich-mixed") for p in pendings or (None,)]
+    rows = []
+    for case in cases:
+        c = case.cluster()
+        path = docs_file(out, c)
+        ensure_docs(path, c)
+        runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in trees}
+        for k in range(repeat):
+            for label, tree in trees:
+                r = _engine_run(tree, path, time_limit, timeout)
+                runs[label].append(r)
+                err.print(f"{RL.describe(c)} [{label}] run {k + 1}: compile {r['compile']:.2f}s "
+                          f"(CPU {r['compile_cpu']:.2f}s), compile+solve {r['plan']:.2f}s, placed {r['placed']}, "
+                          f"{r['status']}, {r['strategy']}", markup=False)
+        rows += [(case, c, label, runs[label]) for label, _ in trees]
+    engine_table(rows)
+    print(f"\n{B.machine_line()}; repo {B.git_rev()}; bench: {shlex.join(['python', *sys.argv])}")
+
+
+@cli.command("engine-once", hidden=True)
+@click.argument("docs_path", type=click.Path(exists=True, path_type=Path))
+@click.argument("time_limit", type=float)
+def engine_once_cmd(docs_path: Path, time_limit: float) -> None:
+    print(json.dumps(engine_once(docs_path, time_limit)))
 
 
 def _machine_short() -> str:

@@ -269,9 +269,11 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline) -
     problem.classes = _pod_classes(build, checked.candidates, gangs, notes)
     emit_gangs(build, gangs)
     emit_required_affinity(build)
-    skip = set(checked.unchecked)  # their pods go nowhere, so their own rules bind nothing
+    skip = set(checked.unchecked)
     for a, info in enumerate(classes):
-        for c in info.constraints if a not in skip else ():
+        if a in skip:
+            continue  # an unchecked class places no pod, so its own rules bind nothing
+        for c in info.constraints:
             emitter = EMITTERS.get(type(c))
             if emitter is not None:
                 emitter(build, a, c)

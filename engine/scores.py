@@ -91,8 +91,8 @@ def _request_costs(requests: dict[str, int], cost: PodCost, bound: BoundState) -
 
 
 def _cost_penalties(values: np.ndarray, weight: int) -> np.ndarray:
-    """0 for the cheapest node, `weight` for the dearest (and for nodes without a numeric value, nan)."""
-    known = ~np.isnan(values)
+    """0 for the cheapest node, `weight` for the dearest (and for nodes without a finite numeric value)."""
+    known = np.isfinite(values)
     if not known.any():
         return np.zeros(len(values), dtype=np.int64)
     lo, hi = values[known].min(), values[known].max()
