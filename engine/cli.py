@@ -186,31 +186,32 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str):
 @scheduler_option
 @workers_option
 @seed_option
-def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed) -> None:
+@click.option("--no-preemption", "no_preemption", is_flag=True, help="Explain the plan made without evictions.")
+def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .compile import compile_cluster
     from .explain import node_table, score_breakdown
-    from .plan import plan_from_solution
-    from .solve import solve
 
-    rules = _policy_rules(policies)
+    rules, victim_rules = _policies(policies)
     cluster = _load(clusters, scheduler_name)
     skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
     target = _explain_target(cluster, pod, scheduler_name, bool(skipped))
     if target is None:
         _print_skipped_pod(skipped[0], cluster.skipped[skipped[0]], output)
         return
+    plan = plan_with_preemption(cluster, rules, victim_rules, time_limit=time_limit, workers=workers, seed=seed,
+                                enabled=not no_preemption)
     compiled = compile_cluster(cluster, rules)
-    solution = solve(compiled.problem, time_limit=time_limit, workers=workers, seed=seed)
-    plan = plan_from_solution(compiled, solution, solution.seconds)
     c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
-    rows = node_table(compiled, c, plan.assignments.get(target.key))
     node = plan.assignments.get(target.key)
+    rows = node_table(compiled, c, node)
     score = score_breakdown(compiled, c, node) if node else []
+    preemption = plan.preemptions.get(target.key)
     if output == "json":
         click.echo(json.dumps({
             "pod": target.key, "node": node,
             "unschedulable": plan.unschedulable.get(target.key, []),
+            "preemption": preemption.to_dict() if preemption else None,
             "score": [{"term": term, "points": points} for term, points in score],
             "nodes": [{"node": name, "verdict": verdict, "reason": reason} for name, verdict, reason in rows],
         }, indent=2))
@@ -252,6 +253,12 @@ def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> No
     console.print(table)
     if key in plan.assignments:
         console.print(f"[bold green]{key} is placed on {plan.assignments[key]}[/bold green]")
+        if key in plan.preemptions:
+            victims = plan.preemptions[key].victims
+            console.print(f"once {len(victims)} lower-priority pod(s) there are evicted (the table shows the node as it"
+                          " is now):" if victims else "in room that evictions beside it free:")
+            for v in victims:
+                console.print(f"  - {v.pod} (priority {v.priority}; {v.to_dict()['budget']})")
         if score:
             console.print("why this node (soft score of one pod, term by term):")
         for term, points in score:

@@ -270,3 +270,14 @@ def test_policy_words_for_preemption_are_checked(tmp_path) -> None:
     typo.write_text("policy p {\n  applies to all pods\n  protect from eviction\n}\n")
     out = cli("check", str(typo))
     assert out.returncode == 1 and "typo.policy:3:" in out.stderr
+
+
+def test_explain_names_the_victims_of_a_preemptor(tmp_path) -> None:
+    from test_cli import cli, snapshot
+
+    path = snapshot(tmp_path, node("n1", cpu="1"), pod("low", cpu="1", node_name="n1", priority=0),
+                    pod("high", cpu="1", priority=100))
+    out = json.loads(cli("explain", "--cluster", path, "high", "-o", "json").stdout)
+    assert out["node"] == "n1" and [v["pod"] for v in out["preemption"]["victims"]] == ["default/low"]
+    off = json.loads(cli("explain", "--cluster", path, "high", "-o", "json", "--no-preemption").stdout)
+    assert off["node"] is None and off["preemption"] is None
