@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compile import Compiled, PolicyRules, compile_cluster
+from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .explain import explain_unplaced, replay
 from .model import Cluster
 from .solve import solve
@@ -94,7 +94,7 @@ def make_plan(
 ) -> Plan:
     """Compile and solve within `time_limit` seconds in all (compiling counts against it)."""
     start = time.perf_counter()
-    compiled = compile_cluster(cluster, policy)
+    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit))
     compile_seconds = time.perf_counter() - start
     if progress:
         progress(
