@@ -100,11 +100,14 @@ def parse_list(text: str, lines: dict[int, int], parse: Parse, workers: int | No
     if len(parts) < 2:
         return None
     head = text[: region[0]] + "items: []\n" + text[region[1]:]
-    try:
-        with ProcessPoolExecutor(len(parts), mp_context=multiprocessing.get_context("fork")) as pool:
-            futures = [pool.submit(_parse_part, parse, text[a:b], text.count("\n", 0, a) + 1) for a, b in parts]
+    line_of = [text.count("\n", 0, a) + 1 for a, _ in parts]
+    try:  # the last part is parsed here meanwhile: one process fewer, and one part never pickled
+        with ProcessPoolExecutor(len(parts) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = [pool.submit(_parse_part, parse, text[a:b], n) for (a, b), n in zip(parts[:-1], line_of)]
+            (a, b), n = parts[-1], line_of[-1]
+            own = _parse_part(parse, text[a:b], n)
             docs = parse(head, lines)
-            results = [f.result() for f in futures]
+            results = [f.result() for f in futures] + [own]
     except Exception:  # noqa: BLE001 - the serial parse reports whatever went wrong, with its position
         return None
     if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("items") != []:
