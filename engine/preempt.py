@@ -370,17 +370,33 @@ def _replan(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, policy: Polic
 
 def _give_back(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, plan: Plan, policy: PolicyRules | None,
                deadline: float, workers: int, seed: int) -> tuple[Plan, Ledger]:
-    """Try each victim back, most important first: kept back if the preemptors place as well without it."""
+    """Try each victim back, most important first: kept back if the preemptors place as well without it.
+
+    Only victims the cluster's spare room could absorb are tried (restored, a victim's requests must fit
+    somewhere, whoever moves): on a full cluster no re-plan is spent on a victim that cannot come back."""
     priorities = {p.key: p.priority for p in preemptors}
+    spare = _spare(plan)
     order = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))[:MAX_TRIALS]
     for c in order:
         if time.perf_counter() >= deadline:
             break
+        if not _fits(c.pod.requests, spare):
+            continue
         trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k != c.key})
         attempt = _solve_without(fixed, preemptors, trial, policy, deadline, workers, seed)
         if _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
             ledger, plan = trial, attempt
+            spare = {r: v - c.pod.requests.get(r, 0) for r, v in spare.items()}
     return plan, ledger
+
+
+def _spare(plan: Plan) -> dict[str, int]:
+    """Free room summed over every node after the plan, per resource."""
+    spare: dict[str, int] = defaultdict(int)
+    for u in plan.usage:
+        for r, cap in u.allocatable.items():
+            spare[r] += max(0, cap - u.requested.get(r, 0))
+    return dict(spare)
 
 
 def _placed_by_priority(plan: Plan, priorities: dict[str, int]) -> list[tuple[int, int]]:
