@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""The same dry-run from two revisions, alternating run by run on one machine: wall seconds and pods/s.
+
+Each revision is checked out once into a temporary worktree; every run is `python -m engine dry-run --cluster
+SNAPSHOT -o json -q` from that worktree (its own engine, imports included), timed from process start to exit.
+Alternating keeps both sides under the same load; the table gives medians.
+
+    python bench/side_by_side.py --against 7510600 /tmp/policy-scheduler-bench/basic.yaml -n 5
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(checkout: Path, snapshot: str, time_limit: str) -> tuple[float, int]:
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", snapshot, "-o", "json", "-q",
+                          "--time-limit", time_limit], cwd=checkout, capture_output=True, text=True, check=True)
+    return time.perf_counter() - started, json.loads(out.stdout)["stats"]["placed"]
+
+
+@click.command()
+@click.argument("snapshots", nargs=-1, required=True)
+@click.option("--against", "old_rev", required=True, help="The revision to compare with (e.g. a commit).")
+@click.option("--rev", "new_rev", default="HEAD", show_default=True)
+@click.option("-n", "--repeat", type=int, default=5, show_default=True)
+@click.option("--time-limit", default="10", show_default=True)
+def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, time_limit: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = {}
+        for rev in (old_rev, new_rev):
+            path = Path(tmp) / rev.replace("/", "_")
+            subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True,
+                           capture_output=True)
+            sides[rev] = path
+        try:
+            rows = [_compare(s, sides, repeat, time_limit) for s in snapshots]
+        finally:
+            for path in sides.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+    click.echo(f"| snapshot | pods | {old_rev}: wall s | {new_rev}: wall s | {old_rev}: pods/s | {new_rev}: pods/s | runs |")
+    click.echo("|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        click.echo("| " + " | ".join(str(c) for c in row) + " |")
+
+
+def _compare(snapshot: str, sides: dict[str, Path], repeat: int, time_limit: str) -> list:
+    walls: dict[str, list[float]] = {rev: [] for rev in sides}
+    placed = 0
+    for _ in range(repeat):
+        for rev, path in sides.items():
+            wall, placed = run(path, snapshot, time_limit)
+            walls[rev].append(wall)
+    (old, a), (new, b) = ((rev, statistics.median(w)) for rev, w in walls.items())
+    return [Path(snapshot).stem, placed, f"{a:.2f}", f"{b:.2f}", f"{placed / a:,.0f}", f"{placed / b:,.0f}", repeat]
+
+
+if __name__ == "__main__":
+    main()
