@@ -83,6 +83,15 @@ def test_the_node_whose_highest_victim_has_the_lowest_priority_wins() -> None:
     assert plan.assignments["default/high"] == "b" and victims(plan) == {"on-b"}
 
 
+def test_a_smaller_priority_sum_wins_over_fewer_victims() -> None:
+    # a: victims {5, 4} (sum 9, two pods); b: victims {5, 1, 1} (sum 7, three pods); highest victim 5 on both
+    plan = plan_for(node("a", cpu="3"), node("b", cpu="3"),
+                    pod("a5", cpu="1", node_name="a", priority=5), pod("a4", cpu="2", node_name="a", priority=4),
+                    *(pod(f"b{i}", cpu="1", node_name="b", priority=p) for i, p in enumerate((5, 1, 1))),
+                    pod("high", cpu="3", priority=100))
+    assert plan.assignments["default/high"] == "b" and victims(plan) == {"b0", "b1", "b2"}
+
+
 def test_fewest_victims_when_priorities_tie() -> None:
     plan = plan_for(node("a", cpu="2"), node("b", cpu="2"),
                     pod("a1", cpu="1", node_name="a", priority=0), pod("a2", cpu="1", node_name="a", priority=0),
