@@ -60,13 +60,17 @@ def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> 
 
 def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None = None) -> tuple[_Plan, int | None]:
     """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out,
-    or when asked), and how many pods the baseline placed (None if it did not run). Past the time limit
-    only the first greedy runs (and the baseline when asked for): a plan is always returned, on time."""
-    def late() -> bool:
-        return clock is not None and clock.left() <= 0
-
+    or when asked), and how many pods the baseline placed (None if it did not run). A further starting plan
+    runs only if the time left could fit another run as long as the first greedy's (and the baseline always
+    when asked for): a plan is always returned, on time."""
+    started = time.perf_counter()
     bound = problem.upper_bound()
     best = _plan(problem, greedy(problem), "greedy")
+    first = time.perf_counter() - started
+
+    def late() -> bool:
+        return clock is not None and clock.left() < first
+
     if (best.value < bound or problem.has_soft_terms()) and not late():
         other = _plan(problem, greedy(problem, largest_first=False), "greedy (smallest first)")
         best = other if other.beats(best) else best
