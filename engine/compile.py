@@ -238,12 +238,12 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadlin
     gives it the time limit of the whole solve (`Deadline.after(time_limit)`): the starting plans that
     follow cost a fraction of compile.
     """
-    with _collector_paused():
+    with collector_paused():
         return _compile(cluster, policy, deadline or Deadline())
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Compile builds hundreds of thousands of small containers (index entries, candidate tuples) and no
     reference cycles, while the snapshot holds millions of objects: each full pass of the cyclic collector
     would walk all of them again (seconds per compile at 20,000 nodes)."""
