@@ -84,7 +84,6 @@ class Search:
     """Everything victim selection reads: the cluster with the first plan's placements fixed, and the rules."""
 
     cluster: Cluster
-    rules: PreemptionRules | None
     by_node: dict[str, list[Candidate]]
     node_order: dict[str, int]
     protected: dict[str, str]  # pod key -> the rule protecting it
@@ -163,7 +162,7 @@ def _search(fixed: Cluster, rules: PreemptionRules | None, preemptors: list[Pod]
         caps = tuple(r for r in found if isinstance(r, EvictionCap))
         by_node[pod.node_name].append(Candidate(pod, pod.node_name, caps))
     order = {n.name: i for i, n in enumerate(fixed.nodes)}
-    return Search(fixed, rules, dict(by_node), order, protected, shielded)
+    return Search(fixed, dict(by_node), order, protected, shielded)
 
 
 def _free_room(cluster: Cluster) -> dict[str, dict[str, int]]:
