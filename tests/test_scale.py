@@ -132,3 +132,17 @@ def test_dry_run_reports_phases_and_the_one_at_a_time_baseline():
     assert result.exit_code == 0
     assert set(stats["phases"]) == {"load", "compile", "start", "model", "solve"}
     assert 0 < stats["sequential_placed"] <= stats["placed"]
+
+
+def test_gangs_short_of_members_are_proven_unplaceable_without_cp_sat():
+    """Gangs still arriving (fewer pending members than minMember) can never start: the bound says so, so
+    the batch is settled by the starting plan instead of spending the time limit in CP-SAT."""
+    from kube import podgroup
+
+    docs = [node(f"n{i}", cpu="8") for i in range(4)]
+    for g in range(3):
+        docs.append(podgroup(f"job{g}", 8))
+        docs += [pod(f"job{g}-{i}", cpu="1", labels={"scheduling.x-k8s.io/pod-group": f"job{g}"}) for i in range(6)]
+    plan = make_plan(build_cluster([(f"d{i}", d) for i, d in enumerate(docs)]), time_limit=30)
+    assert plan.assignments == {}
+    assert plan.stats["status"] == "OPTIMAL" and plan.stats["phases"]["model"] == 0.0

@@ -149,8 +149,14 @@ class Problem:
         return sum(k * lookup[c][n] for (c, n), k in placed.items() if c in lookup)
 
     def upper_bound(self) -> int:
-        """Tier-1 value if every pod that has a candidate node were placed."""
-        return sum(c.weight * c.count for c in self.classes if c.candidates)
+        """Tier-1 value if every pod that has a candidate node were placed, except the members of gangs that
+        cannot reach their quorum (fewer members with any candidate than the gang needs): no plan places
+        those, and counting them would send a batch of still-arriving gangs to CP-SAT for nothing."""
+        hopeless: set[int] = set()
+        for g in self.gangs:
+            if sum(self.classes[c].count for c in g.classes if self.classes[c].candidates) < g.need:
+                hopeless.update(g.classes)
+        return sum(c.weight * c.count for i, c in enumerate(self.classes) if c.candidates and i not in hopeless)
 
     def value(self, placed: dict[tuple[int, int], int]) -> int:
         """Tier 1 of a placement: pods placed, weighted by priority."""
