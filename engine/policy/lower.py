@@ -8,7 +8,7 @@ belongs to), the pod's own PodGroup wins, then the first policy.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..ir import (
@@ -127,18 +127,20 @@ def _term(pods: A.SameLabel | A.PodsWhere, domain: A.Domain, pod: Pod) -> PodTer
     return PolicyPods(pods.expr, domain.key)
 
 
+def in_scope(policies: list[A.Policy], pod: Pod) -> Iterator[tuple[A.Policy, A.Statement]]:
+    """Every statement of every policy whose `applies to` matches `pod`, in load order."""
+    for policy in policies:
+        scope = policy.scope
+        if scope is not None and scope.expr.matches(pod):
+            for statement in policy.statements:
+                yield policy, statement
+
+
 def policy_rules(policies: list[A.Policy]) -> Callable[[Pod], tuple[Constraint, ...]]:
     """The compile stage's hook: a pod's policy constraints (the pod-spec ones come first)."""
 
     def rules(pod: Pod) -> tuple[Constraint, ...]:
-        out: list[Constraint] = []
-        for policy in policies:
-            scope = policy.scope
-            if scope is None or not scope.expr.matches(pod):
-                continue
-            for statement in policy.statements:
-                out.extend(lower_statement(policy, statement, pod))
-        return tuple(out)
+        return tuple(c for policy, s in in_scope(policies, pod) for c in lower_statement(policy, s, pod))
 
     return rules
 
@@ -148,15 +150,11 @@ def preemption_rules(policies: list[A.Policy]) -> PreemptionRules:
 
     def rules(pod: Pod) -> tuple[VictimRule, ...]:
         out: list[VictimRule] = []
-        for policy in policies:
-            scope = policy.scope
-            if scope is None or not scope.expr.matches(pod):
-                continue
-            for s in policy.statements:
-                if isinstance(s, A.Protect):
-                    out.append(Protected(_source(policy, s.pos)))
-                elif isinstance(s, A.EvictionCap):
-                    out.append(EvictionCap(s.most, s.per_namespace, _source(policy, s.pos)))
+        for policy, s in in_scope(policies, pod):
+            if isinstance(s, A.Protect):
+                out.append(Protected(_source(policy, s.pos)))
+            elif isinstance(s, A.EvictionCap):
+                out.append(EvictionCap(s.most, s.per_namespace, _source(policy, s.pos)))
         return tuple(out)
 
     return rules
