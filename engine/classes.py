@@ -10,18 +10,18 @@ do not split classes.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .filters import ClassFacts, Rejections
-from .index import BoundState
-from .ir import Constraint, CountLimit, GangRule, PodProximity, PodTerm, SpreadRule
+from .ir import Constraint, PlacementRules
 from .model import Cluster, Pod
 from .podspec import pod_constraints
+from .rejections import Rejections
 
 MAX_WEIGHT = 1 << 60
 
-PolicyRules = Callable[[Pod], tuple[Constraint, ...]]
+PolicyRules = PlacementRules  # a pending pod's policy constraints (the compile stage's hook)
+LabelKeys = Callable[[list[tuple[Constraint, ...]]], frozenset[str] | None]  # pod labels the problem reads
 
 
 @dataclass(slots=True)
@@ -30,7 +30,6 @@ class ClassInfo:
 
     pods: list[Pod]
     constraints: tuple[Constraint, ...]
-    facts: ClassFacts
     rejected: Rejections  # nodes no pod of the class can use, and why
 
     @property
@@ -41,29 +40,9 @@ class ClassInfo:
     def priority(self) -> int:
         return self.sample.priority
 
-
-def _term_keys(term: PodTerm) -> frozenset[str] | None:
-    reader = getattr(term, "label_keys", None)
-    return reader() if reader is not None else None
-
-
-def visible_label_keys(rule_sets: Iterable[tuple[Constraint, ...]], bound: BoundState) -> frozenset[str] | None:
-    """Every pod label a selector of this problem reads: the batch's pod terms and spread selectors, and
-    bound pods' anti-affinity terms (checked against incoming pods). None when some term cannot say."""
-    keys: set[str] = set()
-    terms: list[PodTerm] = [term for term, _ in bound.anti_terms]
-    for rules in rule_sets:
-        for c in rules:
-            if isinstance(c, (PodProximity, CountLimit)):
-                terms.append(c.term)
-            elif isinstance(c, SpreadRule):
-                keys |= c.spread.selector.label_keys()
-    for term in set(terms):
-        read = _term_keys(term)
-        if read is None:
-            return None
-        keys |= read
-    return frozenset(keys)
+    @property
+    def requests(self) -> dict[str, int]:
+        return self.sample.requests
 
 
 def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[str] | None) -> tuple:
@@ -75,14 +54,16 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
         pod.priority,
         pod.host_ports,
         pod.owner[0] if pod.owner else None,  # policies may select by owner kind
+        pod.gang,
         constraints,
     )
 
 
-def group_pods(cluster: Cluster, policy: PolicyRules | None, bound: BoundState) -> list[tuple[list[Pod], tuple]]:
-    """(pods, constraints) per class, pods of a class in queue order (creation time, then name)."""
-    rules = [pod_constraints(pod, cluster.pod_groups) + (policy(pod) if policy else ()) for pod in cluster.pending]
-    visible = visible_label_keys(set(rules), bound)
+def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys) -> list[tuple[list[Pod], tuple]]:
+    """(pods, constraints) per class, pods of a class in queue order (creation time, then name).
+    `label_keys` says which pod labels some selector of the problem reads (None: any may be)."""
+    rules = [pod_constraints(pod) + (policy(pod) if policy else ()) for pod in cluster.pending]
+    visible = label_keys(list(set(rules)))
     groups: dict[tuple, tuple[list[Pod], tuple[Constraint, ...]]] = {}
     for pod, constraints in zip(cluster.pending, rules):
         key = class_key(pod, constraints, visible)
@@ -109,14 +90,14 @@ def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[int, in
     return weights
 
 
-def queue_positions(classes: list[ClassInfo]) -> list[tuple[int, ...]]:
+def queue_positions(classes: list[ClassInfo], cluster: Cluster) -> list[tuple[int, ...]]:
     """Each pod's place in the active queue, per class: priority, then creation time — the PodGroup's for
     gang members, as Coscheduling's queue sort does, so a gang's pods come up together."""
     order = []
     for a, info in enumerate(classes):
-        gang = next((c for c in info.constraints if isinstance(c, GangRule)), None)
+        gang = cluster.gangs.get(info.sample.gang or "")
         for k, pod in enumerate(info.pods):
-            created, group = (gang.created, gang.group) if gang is not None else (pod.created, "")
+            created, group = (gang.created, gang.key) if gang is not None else (pod.created, "")
             order.append((-info.priority, created, group, pod.created, pod.name, a, k))
     out: list[list[int]] = [[0] * len(info.pods) for info in classes]
     for position, entry in enumerate(sorted(order)):

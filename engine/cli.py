@@ -14,10 +14,11 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from .ir import GangRules, Rules
 from .load import DEFAULT_SCHEDULER, InputError
 from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
-from .preempt import plan_with_preemption
+from .planner import Options, plan_batch
 
 DEMO = "demo-cluster.yaml"
 EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
@@ -67,16 +68,11 @@ policy_option = click.option(
 )
 
 
-def _policy_rules(paths):
-    """Parse and check the policies, or print every diagnostic and exit 2."""
-    return _policies(paths)[0]
-
-
-def _policies(paths):
-    """(placement rules, preemption rules) from the policies, or every diagnostic and exit 2."""
+def _policies(paths) -> Rules:
+    """The rules the policies add (none without policies), or every diagnostic and exit 2."""
     if not paths:
-        return None, None
-    from .policy.lower import policy_rules, preemption_rules
+        return Rules()
+    from .policy.lower import lower
     from .policy.parse import PolicyError
     from .policy.sources import load_policies
 
@@ -84,7 +80,7 @@ def _policies(paths):
         policies = load_policies(list(paths))
     except PolicyError as exc:
         _fail_policies(exc, 2)
-    return policy_rules(policies), preemption_rules(policies)
+    return lower(policies)
 
 
 def _fail_policies(exc, code: int, count: bool = False) -> None:
@@ -130,13 +126,14 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     --fail-on-unschedulable when a pending pod could not be placed. Progress and notes go to stderr.
     """
     progress = _Progress(quiet)
-    rules, victim_rules = _policies(policies)
+    rules = _policies(policies)
     started = time.perf_counter()
-    cluster = _load(clusters, scheduler_name) if kubeconfig is None else _load_live(clusters, kubeconfig, scheduler_name)
+    cluster = (_load(clusters, scheduler_name, rules.gangs) if kubeconfig is None
+               else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    plan = plan_with_preemption(cluster, rules, victim_rules, time_limit=time_limit, workers=workers, seed=seed,
-                                progress=progress, baseline=baseline, enabled=not no_preemption)
+    options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
+    plan = plan_batch(cluster, rules, options, progress)
     plan.stats["phases"] = {"load": round(loaded, 3), **plan.stats.get("phases", {})}
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
@@ -152,15 +149,15 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
         sys.exit(EXIT_UNSCHEDULABLE)
 
 
-def _load(clusters, scheduler_name):
+def _load(clusters, scheduler_name, gangs: GangRules | None = None):
     """The snapshot (the bundled demo without --cluster), or one error line and exit 2."""
     try:
-        return load_cluster(list(clusters) or [demo_path()], scheduler_name)
+        return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs)
     except InputError as exc:
         _fail(str(exc))
 
 
-def _load_live(clusters, kubeconfig: str, scheduler_name: str):
+def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules | None):
     """A live cluster's current state through the scheduler loop's read-only reader, or one error line."""
     from .load import build_cluster
     from .loop.api import ConfigError
@@ -170,7 +167,7 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str):
     if clusters:
         _fail("--cluster and --kubeconfig cannot be used together (a snapshot or a live cluster)")
     try:
-        return build_cluster(read_cluster(kubeconfig), scheduler_name)
+        return build_cluster(read_cluster(kubeconfig), scheduler_name, gangs)
     except (ConfigError, ApiUnavailable, ApiError) as exc:
         _fail(f"{kubeconfig}: {exc}")
     except InputError as exc:
@@ -189,19 +186,18 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str):
 @click.option("--no-preemption", "no_preemption", is_flag=True, help="Explain the plan made without evictions.")
 def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
-    from .compile import compile_cluster
     from .explain import node_table, score_breakdown
 
-    rules, victim_rules = _policies(policies)
-    cluster = _load(clusters, scheduler_name)
+    rules = _policies(policies)
+    cluster = _load(clusters, scheduler_name, rules.gangs)
     skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
     target = _explain_target(cluster, pod, scheduler_name, bool(skipped))
     if target is None:
         _print_skipped_pod(skipped[0], cluster.skipped[skipped[0]], output)
         return
-    plan = plan_with_preemption(cluster, rules, victim_rules, time_limit=time_limit, workers=workers, seed=seed,
-                                enabled=not no_preemption)
-    compiled = compile_cluster(cluster, rules)
+    plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption))
+    compiled = plan.compiled  # the batch as first compiled: the node table shows the cluster as it is now
+    assert compiled is not None
     c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
     node = plan.assignments.get(target.key)
     rows = node_table(compiled, c, node)
@@ -281,6 +277,7 @@ def check_command(paths, clusters, scheduler_name) -> None:
     (lint warnings alone do not fail).
     """
     from .policy.lint import lint
+    from .policy.lower import gang_rules
     from .policy.parse import PolicyError
     from .policy.sources import check_sources, read_sources
 
@@ -291,7 +288,7 @@ def check_command(paths, clusters, scheduler_name) -> None:
         _fail_policies(exc, 1, count=True)
     errors = 0
     if clusters:
-        cluster = _load(clusters, scheduler_name)
+        cluster = _load(clusters, scheduler_name, gang_rules(policies))
         findings = lint(policies, cluster, sources)
         for f in findings:
             click.echo(f.diagnostic.render(), err=True)

@@ -7,13 +7,13 @@ that fit somewhere alone but lost in the batch are told who took the room, or wh
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
+
+import numpy as np
 
 from .compile import Compiled
-from .filters import PORTS, shortages
-from .scores import score_parts
-from .solve.greedy import Blocker, GreedyState, greedy
-from .solve.problem import NO_DOMAIN, Solution
+from .kinds import BY_CHECK, KINDS, Spot, score_parts
+from .solve.greedy import Blocker, GreedyState
+from .solve.problem import Check, Solution
 
 
 def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> str:
@@ -24,46 +24,17 @@ def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> 
     return f"0/{len(compiled.cluster.nodes)} nodes are available: {parts}."
 
 
-def gang_fit_alone(compiled: Compiled, g: int) -> int:
-    """How many pending members of gang g could be placed if the rest of the batch did not exist
-    (within one domain, the best one, for a gang that must stay in one)."""
-    problem = compiled.problem
-    gang = problem.gangs[g]
-    members = set(gang.classes)
-    classes = [replace(cls, count=cls.count if i in members else 0, gang=None) for i, cls in enumerate(problem.classes)]
-    alone = replace(problem, classes=classes, gangs=[])
-    if gang.partition is None:
-        return sum(greedy(alone).values())
-    part = problem.partitions[gang.partition]
-    domains = {part[n] for c in members for n in problem.classes[c].candidates} - {NO_DOMAIN}
-    if gang.domains is not None:
-        domains &= gang.domains
-    best = 0
-    for d in domains:
-        state = GreedyState(alone)
-        best = max(best, sum(state.fill(c, alone.classes[c].count, (gang.partition, d)) for c in members))
-    return best
-
-
-def _gang_reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, bool] | None:
-    """Why gang g did not start, and whether the rest of the batch is to blame (None if it started)."""
-    gi = compiled.gangs[g]
-    need = gi.min_member - gi.bound
-    placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
-    if placed >= need:
-        return None
-    bound = f", {gi.bound} already bound" if gi.bound else ""
-    head = f"gang {gi.key} could not be completed: needs {need}"
-    if gi.short_of:
-        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
-                f"({', '.join(gi.short_of)})"), False
-    if gi.pending < need:
-        return f"{head} more member(s) (minMember {gi.min_member}{bound}) but only {gi.pending} are pending", False
-    fit = gang_fit_alone(compiled, g)
-    where = f" in one {gi.within} domain" if gi.within else ""
-    if fit < need:
-        return f"{head}{where} (minMember {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
-    return f"{head}{where} (minMember {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took the room", True
+def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[str], bool]:
+    """What the kinds say of the whole class (a gang that did not start), and whether the rest of the batch
+    may be to blame for the nodes that had room."""
+    reasons: list[str] = []
+    crowded = True
+    for kind in KINDS:
+        said = kind.class_reason(compiled, solution, c)
+        if said is not None:
+            reasons.append(said[0])
+            crowded = crowded and said[1]
+    return reasons, crowded
 
 
 def replay(compiled: Compiled, solution: Solution) -> GreedyState:
@@ -83,19 +54,13 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     cls = compiled.problem.classes[c]
     if not cls.candidates:
         return [filter_summary(compiled, c)]
-    reasons: list[str] = []
-    crowded = True  # did other pods of the batch take what this one needed?
-    if cls.gang is not None:
-        gang = _gang_reason(compiled, solution, cls.gang)
-        if gang is not None:
-            reasons.append(gang[0])
-            crowded = gang[1]
+    reasons, crowded = class_reasons(compiled, solution, c)  # crowded: did others of the batch take the room?
     state = state or replay(compiled, solution)
     verdicts: Counter = Counter()
     full: list[int] = []
     for n in cls.candidates:
         blocker = state.permanent_blocker(c, n) or state.current_blocker(c, n)
-        if blocker is not None and blocker.kind == "resources":
+        if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
         verdicts[_verdict(compiled, state, c, n, blocker, crowded)] += 1
     taken = _taken_by(compiled, solution, full) if full and crowded else {}
@@ -105,30 +70,15 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
 
 
 def _verdict(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None, crowded: bool) -> str:
-    """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style."""
+    """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style: the
+    words of the kind whose check failed."""
     if blocker is None:
         if not crowded:
             return "node(s) passed the filters but the gang cannot start"
         return "node(s) passed the filters and had room, but the solver did not place it within the time limit"
-    kind, rule = blocker.kind, blocker.rule
-    if kind == "resources":
-        demand = dict(zip(compiled.problem.resources, compiled.problem.classes[c].demand))
-        free = dict(zip(compiled.problem.resources, state.free[n]))
-        return "node(s) had no room left in this batch's plan (" + ", ".join(shortages(demand, free.__getitem__)) + ")"
-    if kind == "ports" or (kind == "one per node" and compiled.classes[c].sample.host_ports):
-        return PORTS + " in this batch's plan"
-    if kind == "one per node":
-        return "node(s) already run a pod of this batch that its own required anti-affinity excludes (one per node)"
-    why = getattr(rule, "why", "")
-    if kind == "separation":
-        if rule.a == c:
-            return f"node(s) are in a domain holding pods of this batch that its {why} excludes"
-        return f"node(s) are in a domain holding pods of this batch whose {why} excludes it"
-    if kind == "limit":
-        return f"node(s) are in a domain already at the limit in this batch's plan: {why}"
-    if kind == "affinity":
-        return f"node(s) had no pod in their domain that its {why} needs"
-    return f"node(s) would break its {why} in this batch's plan"
+    resources = compiled.problem.resources
+    spot = Spot(c, dict(zip(resources, compiled.problem.classes[c].demand)), dict(zip(resources, state.free[n])))
+    return BY_CHECK[blocker.check].explain(blocker, spot)
 
 
 def _who(taken: dict[int, int], priority: int) -> str:
@@ -171,8 +121,7 @@ def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tupl
             else:
                 rows.append((node.name, "placed here" if node.name == here else "fits", ""))
         else:
-            plugin, reasons = why
-            rows.append((node.name, plugin, "; ".join(reasons)))
+            rows.append((node.name, why.plugin, "; ".join(why.reasons)))
     return rows
 
 
@@ -184,10 +133,10 @@ def score_breakdown(compiled: Compiled, c: int, node: str) -> list[tuple[str, in
     if node not in names:
         return []
     k = names.index(node)
-    parts = score_parts(compiled.classes[c], cls.candidates, compiled.cluster.nodes, compiled.bound)
+    parts = score_parts(compiled.classes[c], np.asarray(cls.candidates, dtype=np.int64), compiled.bound)
     if not parts:
         return []  # nothing scores: every candidate was as good as any other
-    out = [(label, values[k]) for label, values in parts if values[k]]
-    best = max((sum(v) for v in zip(*(values for _, values in parts))), default=0)
+    out = [(part.label, int(part.points[k])) for part in parts if part.points[k]]
+    best = int(sum(part.points for part in parts).max())
     return out + [("best score of any candidate node", best)]
 

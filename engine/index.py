@@ -75,7 +75,7 @@ class Usage:
     names: dict[str, int]  # resource -> column
     allocatable: np.ndarray
     used: np.ndarray
-    requested: np.ndarray  # bool: some bound pod on the node names the resource (even with 0)
+    requested: np.ndarray  # per node and resource: bound pods that name it (even with 0)
 
     @classmethod
     def of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int]) -> "Usage":
@@ -87,19 +87,53 @@ class Usage:
         rows = np.asarray(node_of, dtype=np.int64)
         allocatable = np.zeros((len(nodes), len(names)), dtype=np.int64)
         used = np.zeros_like(allocatable)
-        requested = np.zeros(allocatable.shape, dtype=bool)
+        requested = np.zeros(allocatable.shape, dtype=np.int32)
         for i, node in enumerate(nodes):
             for r, v in node.allocatable.items():
                 allocatable[i, names[r]] = v
         for r in named:
             k = names[r]
             np.add.at(used[:, k], rows, np.array([q.get(r, 0) for q in requests], dtype=np.int64))
-            requested[rows[np.array([r in q for q in requests], dtype=bool)], k] = True
+            np.add.at(requested[:, k], rows[np.array([r in q for q in requests], dtype=bool)], 1)
         return cls(names, allocatable, used, requested)
+
+    def moved(self, gone: list[tuple[Pod, int]], added: list[tuple[Pod, int]]) -> Usage | None:
+        """This usage without `gone` and with `added` ((pod, node index) pairs); None when an added pod names
+        a resource no column has (the caller then counts afresh)."""
+        used, requested = self.used.copy(), self.requested.copy()
+        for (pod, i), sign in [(g, -1) for g in gone] + [(a, 1) for a in added]:
+            for r, v in pod.requests.items():
+                k = self.names.get(r)
+                if k is None:
+                    return None
+                used[i, k] += sign * v
+                requested[i, k] += sign
+        return Usage(self.names, self.allocatable, used, requested)
 
     def on(self, i: int) -> dict[str, int]:
         """What the bound pods on node i request, as a dict (resources they name)."""
-        return {r: int(self.used[i, k]) for r, k in self.names.items() if self.requested[i, k]}
+        return {r: int(self.used[i, k]) for r, k in self.names.items() if self.requested[i, k] > 0}
+
+
+@dataclass(slots=True)
+class NodeFacts:
+    """What the index knows of the nodes alone (label columns, predicate masks, taint groups, numeric
+    attributes): the same whichever pods are bound, so every view of one snapshot shares it."""
+
+    nodes: list[Node]
+    cordoned: list[int]
+    tainted: list[int]
+    soft_tainted: frozenset[int]  # nodes with a PreferNoSchedule taint
+    columns: dict[str, LabelColumn] = field(default_factory=dict)
+    matching: dict[NodePredicate, np.ndarray] = field(default_factory=dict)
+    cache: dict[tuple, Any] = field(default_factory=dict)  # numeric attributes, fields, allocatable checks
+    taint_groups: dict[tuple[Taint, ...], list[int]] | None = None
+
+    @classmethod
+    def of(cls, nodes: list[Node]) -> NodeFacts:
+        tainted = [i for i, n in enumerate(nodes) if n.taints]
+        soft = frozenset(i for i in tainted if any(t.effect == "PreferNoSchedule" for t in nodes[i].taints))
+        return cls(nodes, [i for i, n in enumerate(nodes) if n.unschedulable], tainted, soft)
 
 
 @dataclass(slots=True)
@@ -112,23 +146,18 @@ class BoundState:
     node_of: list[int]  # …and each one's node index
     ports: list[list[HostPort]]
     anti_terms: list[tuple[PodAffinityTerm, int]]  # (term, node index)
+    facts: NodeFacts
     _used: list[dict[str, int]] | None = None
     _pods_on: list[list[Pod]] | None = None
     _domains: dict[tuple, Any] = field(default_factory=dict)
-    _matching: dict[NodePredicate, np.ndarray] = field(default_factory=dict)
     _free_matrix: tuple[dict[str, int], np.ndarray] | None = None
-    _columns: dict[str, LabelColumn] = field(default_factory=dict)
-    _taint_groups: dict[tuple[Taint, ...], list[int]] | None = None
     _by_namespace: dict[str, Positions] | None = None
     _by_label: dict[tuple[str | None, str], dict[str, Positions]] = field(default_factory=dict)
     _anti_domains: list[tuple[PodAffinityTerm, frozenset[str]]] | None = None
-    cordoned: list[int] = field(default_factory=list)
-    tainted: list[int] = field(default_factory=list)
     with_ports: list[int] = field(default_factory=list)
-    soft_tainted: frozenset[int] = frozenset()  # nodes with a PreferNoSchedule taint
 
     @classmethod
-    def of(cls, nodes: list[Node], bound: list[Pod]) -> "BoundState":
+    def of(cls, nodes: list[Node], bound: list[Pod], facts: NodeFacts | None = None) -> BoundState:
         """The index of a snapshot. Per bound pod only its node index and references are stored (no
         tuple or dict per pod): at 300,000 bound pods every object made here is time, and one more the
         garbage collector walks."""
@@ -136,17 +165,47 @@ class BoundState:
         where = [index.get(p.node_name or "") for p in bound]
         pods = [p for p, i in zip(bound, where) if i is not None]
         node_of = [i for i in where if i is not None]
+        return cls._of(nodes, pods, node_of, Usage.of(nodes, pods, node_of), facts or NodeFacts.of(nodes))
+
+    @classmethod
+    def _of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: Usage, facts: NodeFacts) -> BoundState:
         ports: list[list[HostPort]] = [[] for _ in nodes]
         for k in [k for k, p in enumerate(pods) if p.host_ports]:
             ports[node_of[k]].extend(pods[k].host_ports)
         anti_terms = [(t, node_of[k]) for k in [k for k, p in enumerate(pods) if p.anti_affinity_required]
                       for t in pods[k].anti_affinity_required]
-        state = cls(nodes, Usage.of(nodes, pods, node_of), pods, node_of, ports, anti_terms)
-        state.cordoned = [i for i, n in enumerate(nodes) if n.unschedulable]
-        state.tainted = [i for i, n in enumerate(nodes) if n.taints]
-        state.soft_tainted = frozenset(i for i in state.tainted if any(t.effect == "PreferNoSchedule" for t in nodes[i].taints))
+        state = cls(nodes, usage, pods, node_of, ports, anti_terms, facts)
         state.with_ports = [i for i, p in enumerate(ports) if p]
         return state
+
+    def changed(self, added: tuple[Pod, ...] = (), removed: frozenset[str] = frozenset()) -> BoundState:
+        """This index with pods bound (`added`, each on its `node_name`) and bound pods gone (`removed`, by
+        key): what preemption re-plans on. The node facts are shared, capacity moves pod by pod, and the
+        answers about pods are built again, lazily, as they are asked."""
+        index = {n.name: i for i, n in enumerate(self.nodes)}
+        new = [(p, index[p.node_name]) for p in added if p.node_name in index]
+        gone = [(p, i) for p, i in zip(self.pods, self.node_of) if p.key in removed] if removed else []
+        pods, node_of = self.pods, self.node_of
+        if gone:
+            keep = [k for k, p in enumerate(pods) if p.key not in removed]
+            pods, node_of = [pods[k] for k in keep], [node_of[k] for k in keep]
+        pods = pods + [p for p, _ in new]
+        node_of = node_of + [i for _, i in new]
+        usage = self.usage.moved(gone, new) if gone or new else self.usage
+        return BoundState._of(self.nodes, pods, node_of, usage if usage is not None else Usage.of(self.nodes, pods, node_of),
+                              self.facts)
+
+    @property
+    def cordoned(self) -> list[int]:
+        return self.facts.cordoned
+
+    @property
+    def tainted(self) -> list[int]:
+        return self.facts.tainted
+
+    @property
+    def soft_tainted(self) -> frozenset[int]:
+        return self.facts.soft_tainted
 
     # -- nodes, in bulk ---------------------------------------------------------------------------
 
@@ -191,29 +250,30 @@ class BoundState:
 
     def label(self, key: str) -> LabelColumn:
         """Node label `key` as value codes per node (cached per key)."""
-        if key not in self._columns:
-            self._columns[key] = LabelColumn.of(self.nodes, key)
-        return self._columns[key]
+        columns = self.facts.columns
+        if key not in columns:
+            columns[key] = LabelColumn.of(self.nodes, key)
+        return columns[key]
 
     def node_numbers(self, kind: str, key: str) -> np.ndarray:
         """Each node's label, annotation, allocatable amount or taint value `key` as a number (nan where it
         is absent or not a number), cached: price policies read the same column for every class."""
-        cache_key = ("numbers", kind, key)
-        if cache_key not in self._domains:
-            self._domains[cache_key] = np.array([_number(n.attribute(kind, key)) for n in self.nodes],
-                                                dtype=np.float64)
-        return self._domains[cache_key]
+        cache, cache_key = self.facts.cache, ("numbers", kind, key)
+        if cache_key not in cache:
+            cache[cache_key] = np.array([_number(n.attribute(kind, key)) for n in self.nodes], dtype=np.float64)
+        return cache[cache_key]
 
     def matching_mask(self, predicate: NodePredicate) -> np.ndarray:
         """Which nodes a node predicate accepts, as a boolean mask (cached: classes share rules). A pod
         spec's node affinity is evaluated on label columns; other predicates (policies) node by node."""
-        if predicate not in self._matching:
+        matching = self.facts.matching
+        if predicate not in matching:
             if isinstance(predicate, NodeTerms):
                 mask = self._terms_mask(predicate)
             else:
                 mask = np.fromiter((predicate.matches(n) for n in self.nodes), dtype=bool, count=len(self.nodes))
-            self._matching[predicate] = mask
-        return self._matching[predicate]
+            matching[predicate] = mask
+        return matching[predicate]
 
     def _terms_mask(self, predicate: NodeTerms) -> np.ndarray:
         """`NodeTerms.matches` for every node: terms ORed, requirements ANDed, a term with no
@@ -232,10 +292,10 @@ class BoundState:
 
     def _field(self, key: str) -> LabelColumn:
         """A node field (`metadata.name`) as a column, like a label."""
-        cache_key = ("field", key)
-        if cache_key not in self._domains:
-            self._domains[cache_key] = LabelColumn.from_values([n.fields.get(key) for n in self.nodes])
-        return self._domains[cache_key]
+        cache, cache_key = self.facts.cache, ("field", key)
+        if cache_key not in cache:
+            cache[cache_key] = LabelColumn.from_values([n.fields.get(key) for n in self.nodes])
+        return cache[cache_key]
 
     def matching_nodes(self, predicate: NodePredicate) -> frozenset[int]:
         """Indices of the nodes a node predicate accepts."""
@@ -264,14 +324,27 @@ class BoundState:
             out[names] = np.flatnonzero(codes == code)
         return out
 
+    def beyond_allocatable(self, requests: dict[str, int]) -> np.ndarray:
+        """Nodes whose allocatable is below one of the requests (the `pods` slot aside): no eviction could
+        make the pod fit there (upstream's InsufficientResource.Unresolvable). Cached per requests."""
+        cache_key = ("beyond", tuple(requests.items()))
+        if cache_key not in self._domains:  # per index: its usage's columns name the resources
+            column, allocatable = self.usage.names, self.usage.allocatable
+            mask = np.zeros(len(self.nodes), dtype=bool)
+            for r, v in requests.items():
+                if r != "pods":
+                    mask |= (allocatable[:, column[r]] < v) if r in column else (0 < v)
+            self._domains[cache_key] = mask
+        return self._domains[cache_key]
+
     def taint_groups(self) -> dict[tuple[Taint, ...], list[int]]:
         """Tainted nodes grouped by their taints: a toleration check runs once per distinct taint set."""
-        if self._taint_groups is None:
+        if self.facts.taint_groups is None:
             groups: dict[tuple[Taint, ...], list[int]] = defaultdict(list)
             for i in self.tainted:
                 groups[self.nodes[i].taints].append(i)
-            self._taint_groups = dict(groups)
-        return self._taint_groups
+            self.facts.taint_groups = dict(groups)
+        return self.facts.taint_groups
 
     def nodes_with(self, key: str, values: Iterable[str | None]) -> np.ndarray:
         """Nodes whose label `key` has one of `values` (None among them: nodes without the label)."""

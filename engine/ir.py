@@ -64,7 +64,10 @@ class NodeTerms:
 
 @dataclass(frozen=True, slots=True)
 class NodeRule:
-    """Hard (weight None): the node must match. Soft: `weight` added to the score of matching nodes."""
+    """Hard (weight None): the node must match. Soft: `weight` added to the score of matching nodes.
+
+    `reason` is a policy's words for a node it rejects; "" for a pod's own node affinity and nodeSelector,
+    which are rejected in upstream's words (engine.kinds.node_affinity)."""
 
     predicate: NodePredicate
     weight: int | None
@@ -101,24 +104,20 @@ class SpreadRule:
 
 @dataclass(frozen=True, slots=True)
 class GangRule:
-    """All-or-nothing: at least `min_member` pods of the group (bound ones included) or none.
+    """A policy's gang statement as seen from one pod in its scope (`gang by label` / `gang by podgroup within`).
 
-    Members are the pods of the namespace whose label `label` has the value `value` (a PodGroup's
-    members carry scheduling.x-k8s.io/pod-group: NAME).
+    Not a placement constraint of its own: engine.gangs turns these, with the pod's own PodGroup, into the
+    cluster's gang identity (model.Gang) once, when the cluster is built. Members are the pods of the
+    namespace whose label `label` has the value `value`; `min_member` 0 only adds `within` to a PodGroup gang.
     """
 
-    group: str  # for messages: namespace/name of the PodGroup, or namespace/label=value
+    group: str  # namespace/label=value, or namespace/name of the PodGroup
     min_member: int
     source: Source
     namespace: str = ""
     label: str = POD_GROUP_LABEL
     value: str = ""
     within: str | None = None  # topology key: every member in one domain of it
-    min_resources: tuple[tuple[str, int], ...] = ()  # the PodGroup's spec.minResources
-    created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
-
-    def member(self, pod: Pod) -> bool:
-        return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +162,7 @@ class NodeOpening:
 
 
 Constraint = Union[
-    NodeRule, Tolerations, PodProximity, SpreadRule, GangRule, NodeScore, PodCost, CountLimit, NodeOpening
+    NodeRule, Tolerations, PodProximity, SpreadRule, NodeScore, PodCost, CountLimit, NodeOpening
 ]
 
 
@@ -186,4 +185,17 @@ class EvictionCap:
 
 
 VictimRule = Union[Protected, EvictionCap]
-PreemptionRules = Callable[[Pod], tuple[VictimRule, ...]]
+
+PlacementRules = Callable[[Pod], tuple[Constraint, ...]]  # a pending pod's policy constraints
+PreemptionRules = Callable[[Pod], tuple[VictimRule, ...]]  # a running pod's protection and eviction caps
+GangRules = Callable[[Pod], tuple[GangRule, ...]]  # a pod's policy gang statements, in load order
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Everything policies add, as hooks over a pod (None: no policy says anything). The pod's own spec
+    comes first everywhere; these only add to it."""
+
+    placement: PlacementRules | None = None
+    victims: PreemptionRules | None = None
+    gangs: GangRules | None = None

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import Any
 
+from .gangs import assign_gangs
+from .ir import GangRules
 from .model import (
     NEVER_PREEMPT,
     PREEMPT_LOWER,
@@ -89,8 +91,10 @@ class _Sorted:
     bare_nodes: list[str] = field(default_factory=list)
 
 
-def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: str = DEFAULT_SCHEDULER) -> Cluster:
-    """Turn (source name, raw object) pairs into the typed model, and decide which pods are pending."""
+def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: str = DEFAULT_SCHEDULER,
+                  gangs: GangRules | None = None) -> Cluster:
+    """Turn (source name, raw object) pairs into the typed model, decide which pods are pending, and which
+    gang each belongs to (its PodGroup, or a policy's `gang by label` from `gangs`)."""
     found = _sort_objects(docs)
     cluster = found.cluster
     priorities = _priorities(found.classes)
@@ -101,6 +105,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
         except _PROBLEMS as exc:
             raise InputError(f"{src}: {_describe('PodDisruptionBudget', obj['metadata'])}: {_reason(exc)}") from None
     cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
+    assign_gangs(cluster, gangs)
     return cluster
 
 
@@ -210,6 +215,19 @@ def _skip_reason(obj: dict[str, Any], pod: Pod, pod_groups: dict[str, PodGroup],
     if group is not None and f"{pod.namespace}/{group}" not in pod_groups:
         return f"PodGroup {pod.namespace}/{group} not found"
     return None
+
+
+def pod_identity(obj: dict[str, Any]) -> Pod:
+    """One pod manifest as the model sees it, without the rest of the cluster (spec.priority as admission set
+    it, no namespace labels): what gang identity and policy scopes read, for the scheduler loop's queue
+    before any cycle. A pod the model refuses keeps its namespace, name and labels."""
+    try:
+        return _pod(obj, {}, Priorities({}))
+    except _PROBLEMS:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        labels = meta.get("labels")
+        labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        return Pod(str(meta.get("namespace") or "default"), str(meta.get("name") or ""), labels)
 
 
 def _has_capacity(obj: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from .load import DEFAULT_SCHEDULER, InputError, build_cluster, show_value
+from .ir import GangRules
 from .model import Cluster
 from .yaml_parallel import parse_list
 
@@ -274,7 +275,7 @@ def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int =
             yield src, doc
 
 
-def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) -> Cluster:
+def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, gangs: GangRules | None = None) -> Cluster:
     """Read every file and build one cluster model (objects from all files are merged).
 
     The cyclic garbage collector is paused meanwhile: loading creates millions of containers and no
@@ -286,7 +287,7 @@ def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER) 
     try:
         for path in paths:
             docs.extend(read_objects(path))
-        return build_cluster(docs, scheduler_name)
+        return build_cluster(docs, scheduler_name, gangs)
     finally:
         if collecting:
             gc.enable()

@@ -212,6 +212,7 @@ class Pod:
     annotations: dict[str, str] = field(default_factory=dict)
     preemption_policy: str = PREEMPT_LOWER  # or NEVER_PREEMPT: the pod waits instead of evicting others
     terminating: bool = False  # metadata.deletionTimestamp set: going already, never a victim twice
+    gang: str | None = None  # the key of the Gang it belongs to (Cluster.gangs), decided once by engine.gangs
 
     @property
     def key(self) -> str:
@@ -234,6 +235,29 @@ class PodGroup:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """An all-or-nothing group: at least `min_member` of its pods (bound ones included) run, or none.
+
+    Members are the pods of `namespace` whose label `label` has the value `value` (a PodGroup's members carry
+    scheduling.x-k8s.io/pod-group: NAME). Decided once, when the cluster is built (engine.gangs), from the
+    pod's own PodGroup or a policy's `gang by label`; compile, preemption, the queue and the binder read it.
+    """
+
+    key: str  # namespace/name of the PodGroup, or namespace/label=value
+    namespace: str
+    min_member: int
+    source: str  # where it was declared: "PodGroup ns/name", or a policy's file:line (policy name)
+    label: str = POD_GROUP_LABEL
+    value: str = ""
+    within: str | None = None  # topology key: every member in one domain of it
+    min_resources: tuple[tuple[str, int], ...] = ()  # the PodGroup's spec.minResources
+    created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
+
+    def member(self, pod: "Pod") -> bool:
+        return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,3 +296,4 @@ class Cluster:
     # PriorityClass, missing PodGroup): pod key -> reason; never placed, take no capacity
     skipped: dict[str, str] = field(default_factory=dict)
     budgets: list[DisruptionBudget] = field(default_factory=list)
+    gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key

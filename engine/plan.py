@@ -12,6 +12,7 @@ from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
 from .explain import explain_unplaced, replay
+from .index import BoundState
 from .model import Cluster
 from .solve import solve
 from .solve.problem import Solution
@@ -67,7 +68,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
-
+    gangs: dict[str, str] = field(default_factory=dict)  # pending pod -> its gang's key (model.Gang), for the binder
+    compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
     @property
     def evictions(self) -> list[Eviction]:
         return [v for p in self.preemptions.values() for v in p.victims]
@@ -91,18 +93,19 @@ def make_plan(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     baseline: bool = False,
+    index: BoundState | None = None,
 ) -> Plan:
     """Compile and solve within `time_limit` seconds in all (compiling counts against it). The cyclic garbage
     collector stays paused throughout, not only in compile: the starting plans and the CP-SAT model make
     many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second."""
     with collector_paused():
-        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline)
+        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
-               progress: Callable[[str], None] | None, baseline: bool) -> Plan:
+               progress: Callable[[str], None] | None, baseline: bool, index: BoundState | None) -> Plan:
     start = time.perf_counter()
-    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit))
+    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), index)
     compile_seconds = time.perf_counter() - start
     if progress:
         progress(
@@ -149,8 +152,10 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     }
     if solution.sequential_placed is not None:
         stats["sequential_placed"] = solution.sequential_placed
-    return Plan(assignments, unschedulable, stats, _usage(compiled, solution), compiled.cluster.notes + compiled.notes + solution.notes,
-                dict(compiled.cluster.skipped))
+    gangs = {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
+    return Plan(assignments, unschedulable, stats, _usage(compiled, solution),
+                compiled.cluster.notes + compiled.notes + solution.notes, dict(compiled.cluster.skipped), gangs=gangs,
+                compiled=compiled)
 
 
 def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:

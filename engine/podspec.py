@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from .ir import Constraint, GangRule, NodeRule, NodeTerms, PodProximity, Source, SpreadRule, Tolerations
-from .model import NodeSelectorTerm, Pod, PodGroup, Requirement
+from .ir import Constraint, NodeRule, NodeTerms, PodProximity, Source, SpreadRule, Tolerations
+from .model import NodeSelectorTerm, Pod, Requirement
 
-AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 NODE_AFFINITY = "spec.affinity.nodeAffinity"
 
 
-def pod_constraints(pod: Pod, pod_groups: dict[str, PodGroup]) -> tuple[Constraint, ...]:
+def pod_constraints(pod: Pod) -> tuple[Constraint, ...]:
+    """What the pod's own spec asks of its node and its neighbours (its gang is model data: engine.gangs)."""
     out: list[Constraint] = [Tolerations(pod.tolerations, Source("spec.tolerations"))]
     if pod.node_selector:
         term = NodeSelectorTerm(tuple(Requirement(k, "In", (v,)) for k, v in pod.node_selector))
-        out.append(NodeRule(NodeTerms((term,)), None, AFFINITY_REASON, Source("spec.nodeSelector")))
+        out.append(NodeRule(NodeTerms((term,)), None, "", Source("spec.nodeSelector")))
     if pod.required_node_terms is not None:
         out.append(
-            NodeRule(NodeTerms(pod.required_node_terms), None, AFFINITY_REASON,
+            NodeRule(NodeTerms(pod.required_node_terms), None, "",
                      Source(f"{NODE_AFFINITY}.requiredDuringSchedulingIgnoredDuringExecution"))
         )
     for i, (weight, term) in enumerate(pod.preferred_node_terms):
-        out.append(NodeRule(NodeTerms((term,)), weight, AFFINITY_REASON,
+        out.append(NodeRule(NodeTerms((term,)), weight, "",
                             Source(f"{NODE_AFFINITY}.preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
     for anti, required, preferred, field in (
         (False, pod.affinity_required, pod.affinity_preferred, "podAffinity"),
@@ -33,10 +33,4 @@ def pod_constraints(pod: Pod, pod_groups: dict[str, PodGroup]) -> tuple[Constrai
             out.append(PodProximity(term, anti, weight, Source(f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
     for i, spread in enumerate(pod.spread):
         out.append(SpreadRule(spread, Source(f"spec.topologySpreadConstraints[{i}]")))
-    group = pod.pod_group
-    if group is not None:
-        pg = pod_groups.get(f"{pod.namespace}/{group}")
-        if pg is not None and pg.min_member > 0:
-            out.append(GangRule(pg.key, pg.min_member, Source(f"PodGroup {pg.key}"), pg.namespace, value=pg.name,
-                                min_resources=pg.min_resources, created=pg.created))
     return tuple(out)

@@ -2,7 +2,8 @@
 
 kube-scheduler's DefaultPreemption picks victims for one pod on one node at a time. Here the pods the
 plan left out are taken together, highest priority first, against one ledger of the batch:
-1. `plan_with_preemption` makes the plan without preemption (`make_plan`).
+1. The planner (`engine.planner.plan_batch`) makes the plan without preemption (`make_plan`), then calls
+   `preempt` here.
 2. Pods it left out that may preempt (`preemptionPolicy` not `Never`) choose victims node by node as
    upstream does (remove every lower-priority pod, then give back all that are not needed, those whose
    eviction would break a PodDisruptionBudget first, highest priority first), and take the node with
@@ -15,6 +16,9 @@ plan left out are taken together, highest priority first, against one ledger of 
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
 
+Every re-plan compiles on a view of one index (the first plan's, with its placements bound: `BoundState.changed`),
+so the node facts (label columns, predicate masks, taint groups) are computed once for the whole stage.
+
 Pure, like the rest of the core: the scheduler loop evicts what the plan says.
 """
 
@@ -26,7 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .compile import PolicyRules, compile_cluster
-from .ir import EvictionCap, PreemptionRules, Protected
+from .index import BoundState
+from .ir import EvictionCap, PreemptionRules, Source
+from .kinds import KINDS
+from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
 
@@ -56,7 +63,7 @@ class Ledger:
     free: dict[str, dict[str, int]]
     evicted: dict[str, Candidate] = field(default_factory=dict)
     budget_left: dict[str, int] = field(default_factory=dict)
-    cap_used: dict[tuple[object, str], int] = field(default_factory=dict)
+    cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
 
     def copy(self) -> Ledger:
         return Ledger({n: dict(r) for n, r in self.free.items()}, dict(self.evicted), dict(self.budget_left),
@@ -79,44 +86,55 @@ class Choice:
                 -self.leftover[0], -self.leftover[1], order)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Search:
-    """Everything victim selection reads: the cluster with the first plan's placements fixed, and the rules."""
+    """What victim selection reads, fixed for the stage: the cluster with the first plan's placements bound and
+    its index, the running pods preemptors may evict by node, and the pods policies protect."""
 
     cluster: Cluster
+    index: BoundState
     by_node: dict[str, list[Candidate]]
     node_order: dict[str, int]
-    protected: dict[str, str]  # pod key -> the rule protecting it
-    protected_pods: dict[str, Pod] = field(default_factory=dict)
-    capped: dict[str, str] = field(default_factory=dict)  # preemptor -> a cap that ruled out some node
-    hints: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # preemptor -> why not
+    protected: dict[str, tuple[Pod, Source]]  # pod key -> the pod and the rule protecting it
 
 
-def plan_with_preemption(cluster: Cluster, policy: PolicyRules | None = None, rules: PreemptionRules | None = None,
-                         time_limit: float = 10.0, workers: int = 2, seed: int = 0,
-                         progress: Callable[[str], None] | None = None, baseline: bool = False,
-                         enabled: bool = True) -> Plan:
-    """`make_plan`, then preemption for the pods it left out (unless `enabled` is False)."""
-    started = time.perf_counter()
-    hopeful = enabled and may_preempt_any(cluster)
-    plan = make_plan(cluster, policy, time_limit=time_limit * (1 - PREEMPTION_SHARE if hopeful else 1.0),
-                     workers=workers, seed=seed, progress=progress, baseline=baseline)
-    if enabled:
-        _say_never(cluster, plan)
+@dataclass(slots=True)
+class Hints:
+    """What victim selection found out about the preemptors it could not serve: the stage's output beside
+    the ledger."""
+
+    why: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # preemptor -> why not
+    capped: dict[str, Source] = field(default_factory=dict)  # preemptor -> a cap that ruled out some node
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How the stage runs: the policies' placement rules, the solver's, and when it must be done."""
+
+    policy: PolicyRules | None
+    deadline: float
+    workers: int
+    seed: int
+
+
+def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: Settings, started: float,
+            progress: Callable[[str], None] | None = None) -> Plan:
+    """Steps 2-4 for the pods `plan` left out that may preempt; the plan unchanged when there are none."""
     preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT]
-    if not hopeful or not preemptors:
+    if not preemptors or plan.compiled is None:
         return plan
-    deadline = started + time_limit
-    fixed = _with_placements(cluster, plan)
-    search = _search(fixed, rules, preemptors, set(plan.assignments))
-    ledger = choose_victims(search, preemptors, policy)
-    replan, ledger = _replan(fixed, preemptors, ledger, policy, deadline, workers, seed)
+    placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
+    fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
+    search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments))
+    hints = Hints()
+    ledger = choose_victims(search, hints, preemptors, settings.policy)
+    replan, ledger = _replan(search, preemptors, ledger, settings)
     if progress:
         progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted")
-    return _merge(plan, replan, ledger, search, preemptors, started)
+    return _merge(plan, replan, ledger, search, hints, preemptors, started)
 
 
-def _say_never(cluster: Cluster, plan: Plan) -> None:
+def say_never(cluster: Cluster, plan: Plan) -> None:
     """Left-out pods that may not preempt say so: the reason they wait although they outrank running pods."""
     lowest = _lowest_running(cluster)
     for pod in cluster.pending:
@@ -137,32 +155,24 @@ def _lowest_running(cluster: Cluster) -> int | None:
     return min((p.priority for p in cluster.bound if not p.terminating), default=None)
 
 
-def _with_placements(cluster: Cluster, plan: Plan) -> Cluster:
-    """The cluster with the plan's placements bound (kept; never victims) and the rest still pending."""
-    placed = [replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments]
-    return replace(cluster, bound=cluster.bound + placed, pending=[], notes=[], skipped={})
-
-
-def _search(fixed: Cluster, rules: PreemptionRules | None, preemptors: list[Pod], placed: set[str]) -> Search:
+def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, preemptors: list[Pod],
+            placed: set[str]) -> Search:
     """Running pods below the highest preemptor priority, by node, minus those a policy protects (pods the
     first plan just placed are not running yet and are never victims)."""
     top = max(p.priority for p in preemptors)
     by_node: dict[str, list[Candidate]] = defaultdict(list)
-    protected: dict[str, str] = {}
-    shielded: dict[str, Pod] = {}
+    protected: dict[str, tuple[Pod, Source]] = {}
     for pod in fixed.bound:
         if pod.priority >= top or pod.terminating or pod.key in placed or pod.node_name is None:
             continue
-        found = rules(pod) if rules else ()
-        guard = next((r for r in found if isinstance(r, Protected)), None)
-        if guard is not None:
-            protected[pod.key] = str(guard.source)
-            shielded[pod.key] = pod
+        guards = [kind.guard(pod, rules) for kind in KINDS]
+        shield = next((g.protected for g in guards if g.protected is not None), None)
+        if shield is not None:
+            protected[pod.key] = (pod, shield)
             continue
-        caps = tuple(r for r in found if isinstance(r, EvictionCap))
-        by_node[pod.node_name].append(Candidate(pod, pod.node_name, caps))
+        by_node[pod.node_name].append(Candidate(pod, pod.node_name, tuple(c for g in guards for c in g.caps)))
     order = {n.name: i for i, n in enumerate(fixed.nodes)}
-    return Search(fixed, dict(by_node), order, protected, shielded)
+    return Search(fixed, index, dict(by_node), order, protected)
 
 
 def _free_room(cluster: Cluster) -> dict[str, dict[str, int]]:
@@ -180,11 +190,11 @@ def _fits(requests: dict[str, int], free: dict[str, int]) -> bool:
 
 
 def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
-    """Gangs (by PodGroup) as one unit, other pods alone; highest priority first, then (when `largest_first`)
-    the largest requests, then oldest."""
+    """Gangs as one unit, other pods alone; highest priority first, then (when `largest_first`) the largest
+    requests, then oldest."""
     groups: dict[str, list[Pod]] = defaultdict(list)
     for p in preemptors:
-        groups[f"{p.namespace}/{p.pod_group}" if p.pod_group else f"pod:{p.key}"].append(p)
+        groups[f"gang:{p.gang}" if p.gang else f"pod:{p.key}"].append(p)
 
     def size(unit: list[Pod]) -> tuple[int, int]:
         return (-sum(p.requests.get("cpu", 0) for p in unit), -sum(p.requests.get("memory", 0) for p in unit))
@@ -193,47 +203,48 @@ def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
                                                   min(p.created for p in u), u[0].key))
 
 
-def choose_victims(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> Ledger:
+def choose_victims(search: Search, hints: Hints, preemptors: list[Pod], policy: PolicyRules | None) -> Ledger:
     """Step 2: victims for each unit in turn, against one ledger; a gang that cannot fit whole evicts nothing.
 
     Within a priority the largest pods go first (room freed for a big pod is often enough for a small one too,
     and the reverse seldom): fewer victims when everyone can be served. When someone cannot, the order decides
     who, so it is upstream's then: the oldest first."""
     feasible = _feasible_nodes(search, preemptors, policy)
-    ledger, served = _serve(search, _units(preemptors, largest_first=True), feasible)
+    ledger, served = _serve(search, hints, _units(preemptors, largest_first=True), feasible)
     if not served:
-        search.hints.clear()
-        search.capped.clear()
-        ledger, _ = _serve(search, _units(preemptors, largest_first=False), feasible)
+        hints.why.clear()
+        hints.capped.clear()
+        ledger, _ = _serve(search, hints, _units(preemptors, largest_first=False), feasible)
     return ledger
 
 
-def _serve(search: Search, units: list[list[Pod]], feasible: dict[str, tuple[str, ...]]) -> tuple[Ledger, bool]:
+def _serve(search: Search, hints: Hints, units: list[list[Pod]],
+           feasible: dict[str, tuple[str, ...]]) -> tuple[Ledger, bool]:
     """Victims for each unit in order; (the ledger, whether every unit found room)."""
     ledger = Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets})
     served = True
     for unit in units:
         trial = ledger.copy()
-        if all(_place_one(search, trial, pod, feasible.get(pod.key, ())) for pod in unit):
+        if all(_place_one(search, hints, trial, pod, feasible.get(pod.key, ())) for pod in unit):
             ledger = trial
             continue
         served = False
         if len(unit) > 1:
             for pod in unit:
-                search.hints[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+                hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
     return ledger, served
 
 
 def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> dict[str, tuple[str, ...]]:
     """Nodes each preemptor passes every filter on once all pods below its priority are gone (upstream's
-    first step), by compiling that cluster once per priority level."""
+    first step), by compiling that cluster (on a view of the stage's index) once per priority level."""
     out: dict[str, tuple[str, ...]] = {}
     candidates = {c.key: c.pod.priority for cs in search.by_node.values() for c in cs}
     for level in sorted({p.priority for p in preemptors}, reverse=True):
         pods = [p for p in preemptors if p.priority == level]
-        gone = {k for k, priority in candidates.items() if priority < level}
+        gone = frozenset(k for k, priority in candidates.items() if priority < level)
         cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods)
-        compiled = compile_cluster(cluster, policy)
+        compiled = compile_cluster(cluster, policy, index=search.index.changed(removed=gone))
         for info in compiled.classes:
             nodes = tuple(compiled.cluster.nodes[i].name for i in info.rejected.passing())
             for pod in info.pods:
@@ -241,16 +252,16 @@ def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules |
     return out
 
 
-def _place_one(search: Search, ledger: Ledger, pod: Pod, nodes: tuple[str, ...]) -> bool:
+def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tuple[str, ...]) -> bool:
     """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room."""
     best: Choice | None = None
     for node in nodes:
-        choice = _victims_on(search, ledger, pod, node)
+        choice = _victims_on(search, hints, ledger, pod, node)
         if choice is not None and (best is None or choice.rank(search.node_order[node]) < best.rank(search.node_order[best.node])):
             best = choice
     if best is None:
-        if not search.hints.get(pod.key):
-            search.hints[pod.key].append(_no_node_reason(search, pod, nodes))
+        if not hints.why.get(pod.key):
+            hints.why[pod.key].append(_no_node_reason(search, hints, pod, nodes))
         return False
     for v in best.victims:
         _evict(ledger, v)
@@ -260,20 +271,19 @@ def _place_one(search: Search, ledger: Ledger, pod: Pod, nodes: tuple[str, ...])
     return True
 
 
-def _no_node_reason(search: Search, pod: Pod, nodes: tuple[str, ...]) -> str:
+def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ...]) -> str:
     """Why preemption found no node: protected pods in the way, or nothing evictable would make room."""
-    shielded = sorted(k for k, p in search.protected_pods.items() if p.priority < pod.priority)
+    shielded = sorted(k for k, (p, _) in search.protected.items() if p.priority < pod.priority)
     if shielded:
-        return (f"preemption may not evict protected pods ({shielded[0]}"
-                f"{f' and {len(shielded) - 1} more' if len(shielded) > 1 else ''}: {search.protected[shielded[0]]})")
-    if pod.key in search.capped:
-        return f"preemption would go over an eviction cap ({search.capped[pod.key]})"
+        return protected_reason(shielded, str(search.protected[shielded[0]][1]))
+    if pod.key in hints.capped:
+        return cap_reason(hints.capped[pod.key])
     if not nodes:
         return "preemption would not help: no node fits this pod even with every lower-priority pod gone"
     return "preemption cannot make room: the lower-priority pods it may evict are not enough"
 
 
-def _victims_on(search: Search, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
+def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
     """Upstream's SelectVictimsOnNode against the ledger: every lower-priority pod out, then give back what
     is not needed (pods whose eviction breaks a budget first, then the rest, highest priority first)."""
     lower = [c for c in search.by_node.get(node, []) if c.key not in ledger.evicted and c.pod.priority < pod.priority]
@@ -299,7 +309,7 @@ def _victims_on(search: Search, ledger: Ledger, pod: Pod, node: str) -> Choice |
         violations += breaks
     cap = _cap_reached(ledger, victims)
     if cap is not None:
-        search.capped.setdefault(pod.key, str(cap.source))
+        hints.capped.setdefault(pod.key, cap.source)
         return None
     return Choice(node, tuple(victims), violations, _leftover(free, pod))
 
@@ -330,15 +340,12 @@ def _port_clash(pod: Pod, other: Pod) -> bool:
     return any(a.conflicts(b) for a in pod.host_ports for b in other.host_ports)
 
 
-def _cap_keys(c: Candidate) -> list[tuple[object, str]]:
-    return [(cap.source, c.pod.namespace if cap.per_namespace else "") for cap in c.caps]
-
-
 def _cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None:
     """The first eviction cap these victims would go over, if any."""
     used = dict(ledger.cap_used)
     for c in victims:
-        for cap, key in zip(c.caps, _cap_keys(c)):
+        for cap in c.caps:
+            key = cap_key(cap, c.pod)
             used[key] = used.get(key, 0) + 1
             if used[key] > cap.most:
                 return cap
@@ -350,25 +357,25 @@ def _evict(ledger: Ledger, c: Candidate) -> None:
     room = ledger.free[c.node]
     for r, v in c.pod.requests.items():
         room[r] = room.get(r, 0) + v
-    for key in _cap_keys(c):
+    for cap in c.caps:
+        key = cap_key(cap, c.pod)
         ledger.cap_used[key] = ledger.cap_used.get(key, 0) + 1
 
 
-def _replan(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, policy: PolicyRules | None, deadline: float,
-            workers: int, seed: int) -> tuple[Plan, Ledger]:
+def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Settings) -> tuple[Plan, Ledger]:
     """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs."""
-    plan = _solve_without(fixed, preemptors, ledger, policy, deadline, workers, seed)
+    plan = _solve_without(search, preemptors, ledger, settings)
     for _ in range(MAX_ROUNDS):
         needed = _needed(plan, ledger, {p.key: p.priority for p in preemptors})
         if len(needed) == len(ledger.evicted):
             break
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in needed})
-        plan = _solve_without(fixed, preemptors, ledger, policy, deadline, workers, seed)
-    return _give_back(fixed, preemptors, ledger, plan, policy, deadline, workers, seed)
+        plan = _solve_without(search, preemptors, ledger, settings)
+    return _give_back(search, preemptors, ledger, plan, settings)
 
 
-def _give_back(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, plan: Plan, policy: PolicyRules | None,
-               deadline: float, workers: int, seed: int) -> tuple[Plan, Ledger]:
+def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan,
+               settings: Settings) -> tuple[Plan, Ledger]:
     """Try each victim back, most important first: kept back if the preemptors place as well without it.
 
     Only victims the cluster's spare room could absorb are tried (restored, a victim's requests must fit
@@ -377,12 +384,12 @@ def _give_back(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, plan: Plan
     spare = _spare(plan)
     order = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))[:MAX_TRIALS]
     for c in order:
-        if time.perf_counter() >= deadline:
+        if time.perf_counter() >= settings.deadline:
             break
         if not _fits(c.pod.requests, spare):
             continue
         trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k != c.key})
-        attempt = _solve_without(fixed, preemptors, trial, policy, deadline, workers, seed)
+        attempt = _solve_without(search, preemptors, trial, settings)
         if _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
             ledger, plan = trial, attempt
             spare = {r: v - c.pod.requests.get(r, 0) for r, v in spare.items()}
@@ -407,13 +414,16 @@ def _placed_by_priority(plan: Plan, priorities: dict[str, int]) -> list[tuple[in
     return [(level, levels.get(level, 0)) for level in every]
 
 
-def _solve_without(fixed: Cluster, preemptors: list[Pod], ledger: Ledger, policy: PolicyRules | None,
-                   deadline: float, workers: int, seed: int) -> Plan:
+def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Settings) -> Plan:
+    """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index)."""
     if not ledger.evicted:
         return Plan({}, {p.key: [] for p in preemptors}, {}, [])
-    cluster = replace(fixed, bound=[b for b in fixed.bound if b.key not in ledger.evicted], pending=list(preemptors))
-    limit = max(0.2, (deadline - time.perf_counter()) / 2)
-    return make_plan(cluster, policy, time_limit=limit, workers=workers, seed=seed)
+    gone = frozenset(ledger.evicted)
+    cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone],
+                      pending=list(preemptors))
+    limit = max(0.2, (settings.deadline - time.perf_counter()) / 2)
+    return make_plan(cluster, settings.policy, time_limit=limit, workers=settings.workers, seed=settings.seed,
+                     index=search.index.changed(removed=gone))
 
 
 def _needed(plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> set[str]:
@@ -436,15 +446,16 @@ def _needed(plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> set[str]:
     return needed
 
 
-def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, preemptors: list[Pod], started: float) -> Plan:
+def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hints, preemptors: list[Pod],
+           started: float) -> Plan:
     """The first plan plus what preemption placed, with each victim listed under the preemptor it makes room for."""
     assignments = {**plan.assignments, **replan.assignments}
     unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in replan.assignments}
     for key in unschedulable:
-        hints = search.hints.get(key) or (replan.unschedulable.get(key) and ["preemption did not help: "
-                                                                            + "; ".join(replan.unschedulable[key])])
-        if hints:
-            unschedulable[key] = unschedulable[key] + list(hints)
+        said = hints.why.get(key) or (replan.unschedulable.get(key) and ["preemption did not help: "
+                                                                         + "; ".join(replan.unschedulable[key])])
+        if said:
+            unschedulable[key] = unschedulable[key] + list(said)
     preemptions = _attribute(replan, ledger, search, {p.key: p.priority for p in preemptors})
     victims = [v for p in preemptions.values() for v in p.victims]
     stats = dict(plan.stats)
@@ -454,7 +465,8 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, preemptors:
                              "seconds": round(time.perf_counter() - started - plan.stats.get("seconds", 0.0), 3)})
     stats["seconds"] = round(time.perf_counter() - started, 3)
     usage = _usage(plan, replan)
-    return Plan(assignments, unschedulable, stats, usage, plan.notes, plan.skipped, preemptions)
+    return Plan(assignments, unschedulable, stats, usage, plan.notes, plan.skipped, preemptions,
+                gangs={**plan.gangs, **replan.gangs}, compiled=plan.compiled)
 
 
 def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[str, int]) -> dict[str, Preemption]:

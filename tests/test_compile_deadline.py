@@ -11,7 +11,7 @@ from checker import check_plan
 from kube import anti, node, pod, term
 
 from engine.compile import Deadline, compile_cluster
-from engine.filters import UNCHECKED
+from engine.rejections import UNCHECKED
 from engine.load import build_cluster
 from engine.plan import plan_from_solution
 from engine.solve import Status, solve

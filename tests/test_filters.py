@@ -1,21 +1,27 @@
-"""The bulk static filter must give exactly the per-node answers `explain` prints."""
+"""The bulk static filters (every constraint kind's `filter`) must give exactly the per-node answers of the
+plain oracle in filter_oracle.py: the same node rejected by the same plugin for the same reason."""
 
 from __future__ import annotations
 
+from filter_oracle import ClassFacts, rejection
 from hypothesis import HealthCheck, given, settings
+from strategies import clusters
 
 from engine.compile import compile_cluster
-from engine.filters import rejection
+from engine.kinds.context import Batch, ClassMatcher
+from engine.kinds.pod_affinity import Series
 from engine.load import build_cluster
-from strategies import clusters
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(clusters(max_nodes=6, max_pods=8))
 def test_bulk_rejections_equal_per_node_rejections(docs):
     compiled = compile_cluster(build_cluster([("test", d) for d in docs]))
-    for info in compiled.classes:
+    rules = [info.constraints for info in compiled.classes]
+    batch = Batch(compiled.cluster, compiled.bound, rules, ClassMatcher([info.sample for info in compiled.classes]))
+    for a, info in enumerate(compiled.classes):
+        facts = ClassFacts.of(info.sample, info.constraints, compiled.bound, Series.of(batch).batch_can_support(a))
         one_by_one = {i: why for i in range(len(compiled.cluster.nodes))
-                      if (why := rejection(info.facts, i, compiled.bound)) is not None}
+                      if (why := rejection(facts, i, compiled.bound)) is not None}
         assert info.rejected.as_dict() == one_by_one
         assert all(info.rejected.get(i) == why for i, why in one_by_one.items())

@@ -14,7 +14,7 @@ from engine.load import build_cluster
 from engine.plan import make_plan
 from engine.policy import ast as A
 from engine.policy.check import check
-from engine.policy.lower import policy_rules
+from engine.policy.lower import gang_rules, policy_rules
 from engine.policy.parse import PolicyError, parse
 from kube import node, pod
 
@@ -46,7 +46,7 @@ def plan_with(text: str, docs: list[dict], checked_docs: list[dict] | None = Non
     by the independent checker on `checked_docs` (docs with what the policy grants written into them)."""
     policies = parse(text, "t.policy")
     assert check(policies, {"t.policy": text}) == []
-    cluster = build_cluster([("test", d) for d in docs])
+    cluster = build_cluster([("test", d) for d in docs], gangs=gang_rules(policies))
     plan = make_plan(cluster, policy_rules(policies), time_limit=5, workers=1, seed=0)
     assert check_plan(checked_docs or docs, plan.assignments) == []
     return plan
@@ -353,7 +353,9 @@ def test_cp_sat_model_alone_keeps_a_gang_in_one_zone():
 
     nodes = [node(f"{z}{i}", cpu="2", labels={ZONE: z}) for z in "abc" for i in range(2)]
     job = [pod(f"j{i}", cpu="1", labels={"job": "t"}) for i in range(4)]
-    compiled = compile_cluster(build_cluster([("t", d) for d in nodes + job]), policy_rules(parse(WITHIN, "t.policy")))
+    policies = parse(WITHIN, "t.policy")
+    compiled = compile_cluster(build_cluster([("t", d) for d in nodes + job], gangs=gang_rules(policies)),
+                               policy_rules(policies))
     model = ClassModel(compiled.problem)
     result = model.solve_tier(model.tier1(), 5.0, 1, 0)
     placed = result.placed

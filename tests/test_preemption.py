@@ -8,19 +8,17 @@ from hypothesis import strategies as st
 
 from checker import check_plan
 from kube import node, pod, podgroup
+from engine.ir import Rules
 from engine.load import build_cluster
-from engine.policy.lower import policy_rules, preemption_rules
+from engine.planner import Options, plan_batch
+from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from engine.preempt import plan_with_preemption
 
 
 def plan_for(*docs, policy: str = "", enabled: bool = True, time_limit: float = 2):
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    placement, victims = None, None
-    if policy:
-        policies = check_sources({"test.policy": policy})
-        placement, victims = policy_rules(policies), preemption_rules(policies)
-    return plan_with_preemption(cluster, placement, victims, time_limit=time_limit, workers=1, enabled=enabled)
+    rules = lower(check_sources({"test.policy": policy})) if policy else Rules()
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], gangs=rules.gangs)
+    return plan_batch(cluster, rules, Options(time_limit=time_limit, workers=1, preemption=enabled))
 
 
 def victims(plan) -> set[str]:

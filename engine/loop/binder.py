@@ -30,7 +30,7 @@ class Placement:
     key: str  # namespace/name
     node: str
     pod: Obj  # the manifest the plan was made from
-    gang: str | None = None  # namespace/podgroup
+    gang: str | None = None  # the key of its gang (model.Gang), from the plan
 
     @property
     def uid(self) -> str:
@@ -223,10 +223,4 @@ class Binder:
         self.pool.shutdown(wait=True)
 
 
-def placement_for(key: str, node: str, pod: Obj) -> Placement:
-    labels = meta(pod).get("labels") or {}
-    group = labels.get("scheduling.x-k8s.io/pod-group")
-    return Placement(key, node, pod, f"{key.split('/', 1)[0]}/{group}" if group else None)
-
-
-__all__ = ["Binder", "BindReport", "EventSink", "Placement", "placement_for", "pod_key"]
+__all__ = ["Binder", "BindReport", "EventSink", "Placement", "pod_key"]

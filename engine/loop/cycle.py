@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..compile import PolicyRules
-from ..ir import PreemptionRules
+from ..ir import Rules
 from ..load import InputError, build_cluster
 from ..model import Cluster
 from ..plan import Plan
-from ..preempt import plan_with_preemption
+from ..planner import Options, plan_batch
 from .ports import Obj
 
 MAX_REFUSED = 100  # objects left out of one cycle before it gives up
@@ -34,15 +33,13 @@ class CycleResult:
         return out
 
 
-def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, policy: PolicyRules | None,
-              time_limit: float, workers: int = 1, victim_rules: PreemptionRules | None = None,
-              preemption: bool = True) -> CycleResult:
+def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, rules: Rules, options: Options) -> CycleResult:
     """Plan the batch in `objects` ((source name, manifest) pairs, as Store.snapshot gives them)."""
     refused: dict[str, str] = {}
     remaining = list(objects)
     while True:
         try:
-            cluster = build_cluster(remaining, scheduler_name)
+            cluster = build_cluster(remaining, scheduler_name, rules.gangs)
             break
         except InputError as exc:
             source = _culprit(str(exc), remaining)
@@ -50,8 +47,7 @@ def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, policy: Polic
                 raise
             refused[source] = str(exc)
             remaining = [(s, o) for s, o in remaining if s != source]
-    plan = plan_with_preemption(cluster, policy, victim_rules, time_limit=time_limit, workers=workers,
-                                enabled=preemption)
+    plan = plan_batch(cluster, rules, options)
     return CycleResult(plan, cluster, refused)
 
 

@@ -11,9 +11,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..compile import PolicyRules
-from ..ir import PreemptionRules
-from ..policy.lower import policy_rules, preemption_rules
+from ..ir import Rules
+from ..policy.lower import lower
 from ..policy.parse import PolicyError
 from ..policy.sources import check_sources
 from .ports import Obj
@@ -22,14 +21,14 @@ from .store import meta
 log = logging.getLogger("policy_scheduler.policies")
 
 
-def rules_from_configmap(configmap: Obj) -> tuple[PolicyRules, PreemptionRules]:
+def rules_from_configmap(configmap: Obj) -> Rules:
     """Every data key is one policy file, named `namespace/name[key]` in diagnostics; raises PolicyError.
-    Returns the placement rules and the preemption rules (protect, eviction caps) of the same policies."""
+    Returns what the policies add: placement, preemption (protect, eviction caps) and gang rules."""
     m = meta(configmap)
     sources = {f"{m.get('namespace')}/{m.get('name')}[{key}]": str(text)
                for key, text in sorted((configmap.get("data") or {}).items())}
     policies = check_sources(sources)
-    return policy_rules(policies), preemption_rules(policies)
+    return lower(policies)
 
 
 @dataclass
@@ -37,8 +36,7 @@ class PolicyHolder:
     """The active policies of one profile and the ConfigMap version they came from."""
 
     configmap: tuple[str, str] | None  # namespace, name; None: no policies, only pod specs
-    rules: PolicyRules | None = None
-    victim_rules: PreemptionRules | None = None
+    rules: Rules = Rules()
     ready: bool = False
     version: str | None = None  # resourceVersion last tried (good or bad)
 
@@ -60,13 +58,13 @@ class PolicyHolder:
             return False
         self.version = version
         try:
-            rules, victim_rules = rules_from_configmap(current)
+            rules = rules_from_configmap(current)
         except PolicyError as exc:
             message = "; ".join(f"{d.file}:{d.line}:{d.column}: {d.message}" for d in exc.diagnostics)
             log.error("policy reload failed configmap=%s version=%s errors=%r", "/".join(self.configmap), version,
                       message)
             on_error(current, message)
             return False
-        self.rules, self.victim_rules, self.ready = rules, victim_rules, True
+        self.rules, self.ready = rules, True
         log.info("policies loaded configmap=%s version=%s", "/".join(self.configmap), version)
         return True

@@ -13,8 +13,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..model import POD_GROUP_LABEL
-from .binder import Binder, BindReport, EventSink, Placement, placement_for
+from ..gangs import gang_key
+from ..ir import GangRules
+from ..load import pod_identity
+from ..planner import Options
+from .binder import Binder, BindReport, EventSink, Placement
 from .cycle import refused_pod_key, run_cycle
 from ..plan import Preemption
 from .metrics import Metrics
@@ -48,11 +51,11 @@ class Settings:
     victims_timeout: float = 120.0  # seconds a preemptor waits for its victims to leave before giving up
 
 
-def unit_of(obj: Obj) -> str:
-    """The queue's backoff unit: a gang for members of a PodGroup, else the pod itself."""
-    m = meta(obj)
-    group = (m.get("labels") or {}).get(POD_GROUP_LABEL)
-    return f"gang:{m.get('namespace') or 'default'}/{group}" if group else pod_key(obj)
+def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:
+    """The queue's unit (batched and backed off together): a pod's gang (engine.gangs: its PodGroup, or a
+    policy's `gang by label`), else the pod itself."""
+    key = gang_key(pod_identity(obj), gangs)
+    return f"gang:{key}" if key else pod_key(obj)
 
 
 def node_changed(old: Obj | None, new: Obj | None) -> bool:
@@ -126,7 +129,7 @@ class ProfileLoop:
             if new is None and old is not None and node_of(old):
                 self.queue.wake_all()  # a bound pod left (deleted or finished): capacity, ports, affinity freed
         elif (new.get("spec") or {}).get("schedulerName") == self.name:
-            self.queue.add(key, unit_of(new))
+            self.queue.add(key, unit_of(new, self.policies.rules.gangs))
 
     def ready(self) -> bool:
         return self.policies.ready
@@ -180,10 +183,12 @@ class ProfileLoop:
         started = time.perf_counter()
         with self.cycle_lock:
             objects = self.store.snapshot(set(batch))
-            result = run_cycle(objects, self.name, self.policies.rules, self.settings.time_limit,
-                               self.settings.solver_workers, self.policies.victim_rules, self.settings.preemption)
+            options = Options(self.settings.time_limit, self.settings.solver_workers,
+                              preemption=self.settings.preemption)
+            result = run_cycle(objects, self.name, self.policies.rules, options)
             pods = {pod_key(o): o for s, o in objects if s.startswith("Pod ")}
-            placements = [placement_for(k, node, pods[k]) for k, node in sorted(result.plan.assignments.items())]
+            placements = [Placement(k, node, pods[k], result.plan.gangs.get(k))
+                          for k, node in sorted(result.plan.assignments.items())]
             for p in placements:
                 self.store.assume(p.key, p.uid, p.node)
         solved = time.perf_counter() - started

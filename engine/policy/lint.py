@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..compile import compile_cluster
+from ..ir import Source
 from ..model import Cluster
 from . import ast as A
 from .lower import policy_rules
@@ -53,21 +54,25 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
                 if not any(s.pods.expr.matches(p) for p in pods):
                     report(s.pods.pos, f"'pods where {s.pods.expr}' matches no pod in the snapshot")
 
+    _lint_rejections(policies, cluster, report)
+    return out
+
+
+def _lint_rejections(policies: list[A.Policy], cluster: Cluster, report) -> None:
+    """Hard policy rules that leave a pod class no candidate node: errors, at the first rule to blame (each
+    rejection names the policy rule behind it, if any)."""
     compiled = compile_cluster(cluster, policy_rules(policies))
     for c, info in enumerate(compiled.classes):
         if compiled.problem.classes[c].candidates:
             continue
-        cited = [c.source for c in info.constraints if c.source.policy]
-        blamed: dict = {}  # policy source -> nodes whose rejection cites it
-        for (_, reasons), members in info.rejected.groups.items():
-            source = next((src for src in cited if any(src.cite in r for r in reasons)), None)
-            if source is not None:
-                blamed[source] = blamed.get(source, 0) + len(members)
+        blamed: dict[Source, int] = {}  # policy source -> nodes its rejection took first
+        for rejection, members in info.rejected.groups.items():
+            if rejection.source is not None:
+                blamed[rejection.source] = blamed.get(rejection.source, 0) + len(members)
         if not blamed:
             continue  # the pod's own spec already rules out every node: not the policies' doing
-        source = next(src for src in cited if src in blamed)
+        source = next(rule.source for rule in info.constraints if rule.source in blamed)
         names = ", ".join(p.key for p in info.pods[:3]) + (" …" if len(info.pods) > 3 else "")
         report(A.Pos(source.file, source.line, 1),
                f"hard rules leave {len(info.pods)} pod(s) in scope no candidate node ({names}): "
                f"{sum(blamed.values())}/{len(cluster.nodes)} node(s) rejected by policy rules", error=True)
-    return out

@@ -8,7 +8,7 @@ belongs to), the pod's own PodGroup wins, then the first policy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..ir import (
@@ -16,14 +16,17 @@ from ..ir import (
     CountLimit,
     EvictionCap,
     GangRule,
+    GangRules,
     NodeOpening,
     NodeRule,
     NodeScore,
     PodCost,
     PodProximity,
+    PlacementRules,
     PodTerm,
     PreemptionRules,
     Protected,
+    Rules,
     Source,
     Tolerations,
     VictimRule,
@@ -100,20 +103,23 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Limit):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [CountLimit(term, s.most, src)]
-    if isinstance(s, A.GangBy) and not s.label:
+    return []  # gangs (engine.gangs, through `gang_rules`) and preemption rules (`preemption_rules`)
+
+
+def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
+    """A gang statement as seen from `pod`: its label gang, or the domain it adds to the pod's PodGroup gang."""
+    src = _source(policy, s.pos)
+    if not s.label:
         group = pod.pod_group
         if group is None or s.within is None:
-            return []
+            return None
         # adds `within` to the pod's own PodGroup gang (its minMember comes from the PodGroup)
-        return [GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, s.within.key)]
-    if isinstance(s, A.GangBy):
-        value = pod.labels.get(s.label)
-        if value is None:
-            return []
-        group = f"{pod.namespace}/{s.label}={value}"
-        within = s.within.key if s.within else None
-        return [GangRule(group, s.min_member, src, pod.namespace, s.label, value, within)]
-    return []
+        return GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, s.within.key)
+    value = pod.labels.get(s.label)
+    if value is None:
+        return None
+    within = s.within.key if s.within else None
+    return GangRule(f"{pod.namespace}/{s.label}={value}", s.min_member, src, pod.namespace, s.label, value, within)
 
 
 def _term(pods: A.SameLabel | A.PodsWhere, domain: A.Domain, pod: Pod) -> PodTerm | None:
@@ -136,7 +142,22 @@ def in_scope(policies: list[A.Policy], pod: Pod) -> Iterator[tuple[A.Policy, A.S
                 yield policy, statement
 
 
-def policy_rules(policies: list[A.Policy]) -> Callable[[Pod], tuple[Constraint, ...]]:
+def lower(policies: list[A.Policy]) -> Rules:
+    """Checked policies as the engine's three hooks: placement, preemption and gangs."""
+    return Rules(policy_rules(policies), preemption_rules(policies), gang_rules(policies))
+
+
+def gang_rules(policies: list[A.Policy]) -> GangRules:
+    """The gang identity's hook (engine.gangs): a pod's gang statements, in load order."""
+
+    def rules(pod: Pod) -> tuple[GangRule, ...]:
+        found = (lower_gang(policy, s, pod) for policy, s in in_scope(policies, pod) if isinstance(s, A.GangBy))
+        return tuple(r for r in found if r is not None)
+
+    return rules
+
+
+def policy_rules(policies: list[A.Policy]) -> PlacementRules:
     """The compile stage's hook: a pod's policy constraints (the pod-spec ones come first)."""
 
     def rules(pod: Pod) -> tuple[Constraint, ...]:

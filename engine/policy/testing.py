@@ -12,7 +12,8 @@ A test file is YAML named `*_test.yaml`:
           skipped: {default/gated: "scheduling gate"}              # not pending at all; a substring of the reason
           placed_count: 3                                          # optional
 
-Each case is solved like a dry run (one worker, fixed seed, so results are reproducible). A case needs at
+Each case is solved like a dry run, through the same planner (preemption included; one worker, fixed seed, so
+results are reproducible). A case needs at
 least one expectation, and an unknown key (`expcet:`) is an error naming its line, so a typo cannot make a
 case pass by checking nothing.
 """
@@ -26,10 +27,11 @@ from typing import Any
 
 import yaml
 
+from ..ir import Rules
 from ..load import InputError, build_cluster
 from ..manifests import read_documents
-from ..plan import make_plan
-from .lower import policy_rules
+from ..planner import Options, plan_batch
+from .lower import lower
 from .sources import load_policies
 
 SUFFIX = "_test.yaml"
@@ -164,11 +166,12 @@ def run_case(path: Path, index: int, case: Any, time_limit: float) -> CaseResult
     name = str(case.get("name") or f"case {index + 1}")
     policy_paths = [str(path.parent / p) for p in case.get("policies") or []]
     try:
-        rules = policy_rules(load_policies(policy_paths)) if policy_paths else None
-        cluster = build_cluster(_docs(path, case, name), str(case.get("scheduler_name") or "policy-scheduler"))
+        rules = lower(load_policies(policy_paths)) if policy_paths else Rules()
+        cluster = build_cluster(_docs(path, case, name), str(case.get("scheduler_name") or "policy-scheduler"),
+                                rules.gangs)
     except InputError as exc:
         raise TestFileError(f"{path}: case {name!r}: {exc}") from None
-    plan = make_plan(cluster, rules, time_limit=time_limit, workers=1, seed=0)
+    plan = plan_batch(cluster, rules, Options(time_limit=time_limit, workers=1, seed=0))
     return CaseResult(str(path), name, _compare(case.get("expect") or {}, plan))
 
 

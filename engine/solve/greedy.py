@@ -11,18 +11,18 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .problem import NO_DOMAIN, Problem
+from .problem import NO_DOMAIN, Check, Problem
 
 
 @dataclass(frozen=True, slots=True)
 class Blocker:
-    """Why a node cannot take one more pod of a class now: the kind of check, and the rule that failed."""
+    """Why a node cannot take one more pod of a class now: the check that failed, and its row (if any)."""
 
-    kind: str  # resources, one per node, ports, separation, limit, affinity, spread
+    check: Check
     rule: object = None
 
 
-RESOURCES, ONE_PER_NODE, PORTS = Blocker("resources"), Blocker("one per node"), Blocker("ports")
+RESOURCES, PORTS = Blocker(Check.RESOURCES), Blocker(Check.PORTS)
 
 
 class _DomainCounts:
@@ -129,7 +129,7 @@ class GreedyState:
         if any(f < d for f, d in zip(free, cls.demand)):
             return RESOURCES
         if cls.max_per_node is not None and self.on_node[(c, n)] >= cls.max_per_node:
-            return ONE_PER_NODE
+            return Blocker(cls.per_node_check)
         if any(n in self.exclusive_used[g] for g in self.excl_of.get(c, ())):
             return PORTS
         for s in self.sep_of.get(c, ()):
@@ -138,16 +138,16 @@ class GreedyState:
                 continue
             if s.a == c:
                 if self._domain_has(s.partition, s.others, d):
-                    return Blocker("separation", s)
+                    return Blocker(Check.SEPARATION, s)
             elif self.in_domain[(s.partition, s.a)].get(d, 0) > 0:
-                return Blocker("separation", s)
+                return Blocker(Check.SEPARATION, s)
         for s in self.limit_of.get(c, ()):
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN or (s.a != c and not self.in_domain[(s.partition, s.a)].get(d, 0)):
                 continue
             held = s.existing.get(d, 0) + sum(self.in_domain[(s.partition, o)].get(d, 0) for o in s.counted)
             if held + (1 if c in s.counted else 0) > s.most:
-                return Blocker("limit", s)
+                return Blocker(Check.LIMIT, s)
         return None
 
     def current_blocker(self, c: int, n: int) -> Blocker | None:
@@ -155,27 +155,27 @@ class GreedyState:
         for _, s in self.coloc_of.get(c, ()):
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
-                return Blocker("affinity", s)
+                return Blocker(Check.AFFINITY, s)
             if self._supported(s, d):
                 continue
             if c in s.seeders and not any(self.placed_count[o] for o in s.supporters):
                 continue  # upstream: the first pod of a self-affine series may start anywhere
-            return Blocker("affinity", s)
+            return Blocker(Check.AFFINITY, s)
         for i in self.spread_of.get(c, ()):
             s = self.p.spreads[i]
             counts = self.spread_counts[i]
             d = self.spread_node_domain[i].get(n)
             if s.a == c and d is None:
-                return Blocker("spread", s)
+                return Blocker(Check.SPREAD, s)
             if d is None:
                 continue
             if c not in s.counted:
                 if s.a == c and counts[d] - counts.minimum() > s.max_skew:
-                    return Blocker("spread", s)
+                    return Blocker(Check.SPREAD, s)
                 continue
             # adding one pod to d must keep every domain hosting `a` within max_skew
             if (s.a == c or self.in_domain_spread(i, d)) and counts[d] + 1 - counts.minimum(d) > s.max_skew:
-                return Blocker("spread", s)
+                return Blocker(Check.SPREAD, s)
         return None
 
     def soft_penalty(self, c: int, n: int) -> int:

@@ -13,6 +13,19 @@ from enum import Enum
 NO_DOMAIN = -1
 
 
+class Check(Enum):
+    """What stops one more pod of a class on a node in a partial plan: the solver's own checks, one per kind
+    of row (the starting plans return it in a Blocker; the constraint kind that emitted the row explains it)."""
+
+    RESOURCES = "resources"  # the node's free capacity
+    ONE_PER_NODE = "one per node"  # PodClass.max_per_node
+    PORTS = "ports"  # an exclusive group (host ports) already on the node
+    SEPARATION = "separation"
+    LIMIT = "limit"
+    AFFINITY = "affinity"  # colocation support missing
+    SPREAD = "spread"
+
+
 class Status(str, Enum):
     """How good a plan is known to be (the string value is what the dry-run prints)."""
 
@@ -32,6 +45,7 @@ class PodClass:
     candidates: tuple[int, ...]  # node indices that pass every static filter
     scores: tuple[int, ...] = ()  # soft score of one pod on each candidate (aligned with candidates)
     max_per_node: int | None = None
+    per_node_check: Check = Check.ONE_PER_NODE  # what a full max_per_node reports (host ports: PORTS)
     gang: int | None = None
     rank: int = 0  # greedy order: higher first
     queue: tuple[int, ...] = ()  # each pod's place in a one-at-a-time scheduler's queue (priority, age)

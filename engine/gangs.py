@@ -1,0 +1,55 @@
+"""Gang identity, decided once: which all-or-nothing group each pod belongs to.
+
+A pod's own PodGroup (label scheduling.x-k8s.io/pod-group, Coscheduling's PodGroup with minMember > 0) comes
+first, then the first policy `gang by label` in load order; a policy's `gang by podgroup within …` adds its
+domain to the pod's PodGroup gang. The cluster's builder calls `assign_gangs` once; compile, preemption, the
+scheduler loop's queue (`gang_key`) and its binder read the result instead of working it out again.
+"""
+
+from __future__ import annotations
+
+from .ir import GangRule, GangRules
+from .model import POD_GROUP_LABEL, Cluster, Gang, Pod, PodGroup
+
+
+def gang_key(pod: Pod, rules: GangRules | None = None) -> str | None:
+    """The key of the gang a pod would belong to, from its labels and the policies alone (no PodGroup
+    object needed): what the scheduler loop's queue groups pods by before any cycle has built the cluster."""
+    group = pod.pod_group
+    if group is not None:
+        return f"{pod.namespace}/{group}"
+    label = next((r for r in rules(pod) if r.label != POD_GROUP_LABEL), None) if rules else None
+    return None if label is None else label.group
+
+
+def assign_gangs(cluster: Cluster, rules: GangRules | None = None) -> None:
+    """Set `gang` on every pending pod that belongs to one and on the bound members of those gangs, and
+    fill `cluster.gangs`. The first pending member (in snapshot order) states the gang's domain."""
+    for pod in cluster.pending:
+        gang = _gang_of(pod, cluster.pod_groups, rules(pod) if rules else ())
+        if gang is not None:
+            pod.gang = cluster.gangs.setdefault(gang.key, gang).key
+    if not cluster.gangs:
+        return
+    wanted = {(g.namespace, g.label, g.value): g.key for g in cluster.gangs.values()}
+    labels = {g.label for g in cluster.gangs.values()}
+    for pod in cluster.bound:  # bound members count towards minMember, found by the label's value
+        for label in labels:
+            key = wanted.get((pod.namespace, label, pod.labels.get(label)))
+            if key is not None:
+                pod.gang = key
+                break
+
+
+def _gang_of(pod: Pod, pod_groups: dict[str, PodGroup], rules: tuple[GangRule, ...]) -> Gang | None:
+    group = pod.pod_group
+    own = pod_groups.get(f"{pod.namespace}/{group}") if group is not None else None
+    if own is not None and own.min_member > 0:
+        within = next((r.within for r in rules if r.label == POD_GROUP_LABEL and r.value == own.name and r.within),
+                      None)
+        return Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL, own.name, within,
+                    own.min_resources, own.created)
+    rule = next((r for r in rules if r.label != POD_GROUP_LABEL), None)
+    if rule is None:
+        return None
+    return Gang(rule.group, rule.namespace, rule.min_member, str(rule.source), rule.label, rule.value, rule.within)

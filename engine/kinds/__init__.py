@@ -1,0 +1,81 @@
+"""The constraint kinds, one module each behind one protocol (`base.Kind`), in one list.
+
+`KINDS` is in kube-scheduler's filter order: a node's rejection is the first kind's that rejects it. Compile
+runs every kind's filter, score and emit; explanations ask the kind that raises a starting-plan check; the
+loop's requeue reads each kind's cluster events. Adding a kind (volumes, devices, quotas) is adding a module
+and a line here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..index import BoundState
+from ..ir import Constraint
+from ..solve.problem import Check
+from . import (
+    count_limit,
+    gangs,
+    node_affinity,
+    pod_affinity,
+    ports,
+    preferences,
+    protection,
+    resources,
+    spread,
+    taints,
+    unschedulable,
+)
+from .base import Action, ClusterEvent, Guard, Kind, Resource, ScorePart, Spot
+
+if TYPE_CHECKING:
+    from ..classes import ClassInfo
+
+KINDS: tuple[Kind, ...] = (
+    unschedulable.KIND,
+    taints.KIND,
+    node_affinity.KIND,
+    ports.KIND,
+    resources.KIND,
+    pod_affinity.KIND,
+    spread.KIND,
+    count_limit.KIND,
+    gangs.KIND,
+    preferences.KIND,
+    protection.KIND,
+)
+
+BY_NAME: dict[str, Kind] = {kind.name: kind for kind in KINDS}
+BY_CHECK: dict[Check, Kind] = {check: kind for kind in KINDS for check in kind.checks}
+
+
+def visible_label_keys(rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> frozenset[str] | None:
+    """Every pod label some selector of this problem reads (None when some selector cannot say)."""
+    keys: set[str] = set()
+    for kind in KINDS:
+        for read in kind.label_keys(rule_sets, index):
+            if read is None:
+                return None
+            keys |= read
+    return frozenset(keys)
+
+
+def score_parts(info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+    """Every kind's soft terms for one pod of a class on each candidate, as integers; terms worth nothing on
+    every candidate left out. `explain` says from these why a node won."""
+    parts = (part for kind in KINDS for part in kind.score(info, candidates, index))
+    out = (ScorePart(part.label, np.asarray(part.points, dtype=np.int64)) for part in parts)
+    return [part for part in out if part.points.any()]
+
+
+def helped_by(plugins: set[str], resource: Resource, action: Action) -> bool:
+    """Could this cluster change make a pod that these kinds rejected schedulable? (The loop's requeue:
+    an unknown plugin, such as the time limit, always may.)"""
+    return any(name not in BY_NAME or any(e.covers(resource, action) for e in BY_NAME[name].events)
+               for name in plugins)
+
+
+__all__ = ["KINDS", "BY_CHECK", "BY_NAME", "Action", "ClusterEvent", "Guard", "Kind", "Resource", "ScorePart", "Spot",
+           "helped_by", "score_parts", "visible_label_keys"]

@@ -1,0 +1,126 @@
+"""The protocol every constraint kind implements, and the cluster events a kind can name.
+
+A kind is one module (kube-scheduler's plugin, DCM's function per policy): a static filter over every node at
+once with typed rejections, a soft score, an emitter of rows into the solver's problem, the words for the
+starting plans' checks its rows fail (`Check`), and the cluster events that can make a pod it rejected
+schedulable. Phases a kind has nothing to say in keep the base's no-op. `engine.kinds.KINDS` lists them in
+upstream's filter order; compile, explain, preemption and the loop iterate that list and name no kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum, Flag, auto
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from ..ir import Constraint, EvictionCap, PreemptionRules, Source
+from ..model import Pod
+from ..rejections import Rejections
+from ..solve.greedy import Blocker
+from ..solve.problem import Check
+
+if TYPE_CHECKING:
+    from ..classes import ClassInfo
+    from ..index import BoundState
+    from ..compile import Compiled
+    from ..solve.problem import Solution
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+
+class Resource(Enum):
+    """What changed in the cluster (upstream's framework.EventResource, the kinds we watch)."""
+
+    NODE = "Node"
+    POD = "Pod"  # a pod bound to a node (assigned), or being deleted
+    POD_GROUP = "PodGroup"
+
+
+class Action(Flag):
+    """How it changed (upstream's framework.ActionType)."""
+
+    ADD = auto()
+    DELETE = auto()
+    UPDATE_NODE_ALLOCATABLE = auto()
+    UPDATE_NODE_LABEL = auto()
+    UPDATE_NODE_TAINT = auto()  # taints, and spec.unschedulable (upstream counts it as a taint change)
+    UPDATE_POD_LABEL = auto()
+    UPDATE_POD_SCALE_DOWN = auto()
+    UPDATE_POD_TOLERATION = auto()
+    UPDATE = auto()  # any other update (a PodGroup's spec)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A change that may make a pod a kind rejected schedulable (upstream's EventsToRegister entries)."""
+
+    resource: Resource
+    actions: Action
+
+    def covers(self, resource: Resource, action: Action) -> bool:
+        return resource == self.resource and bool(action & self.actions)
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePart:
+    """One soft term in words, with its points for one pod of a class on each candidate node."""
+
+    label: str
+    points: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """What a running pod's rules say about evicting it: protected (by which rule), and the eviction caps
+    that count it."""
+
+    protected: Source | None = None
+    caps: tuple[EvictionCap, ...] = ()
+
+
+class Kind:
+    """A constraint kind. `name` is the upstream plugin it follows (or ours), used in rejections;
+    `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise."""
+
+    name: ClassVar[str] = ""
+    events: ClassVar[tuple[ClusterEvent, ...]] = ()
+    checks: ClassVar[tuple[Check, ...]] = ()
+
+    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
+        """Pod labels this kind's selectors read (None: cannot say): pods differing only in other labels share
+        a class."""
+        return ()
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """Reject, in bulk, the nodes no pod of the class can use given only the bound pods."""
+
+    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+        """Soft points of one pod of the class on each candidate node (terms worth nothing left out)."""
+        return []
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """Append this kind's rows to the solver's problem, for every checked class."""
+
+    def explain(self, blocker: Blocker, spot: Spot) -> str:
+        """Why one more pod cannot go on a node in the batch's plan, for a check of `checks`."""
+        raise NotImplementedError(f"{self.name} raises no {blocker.check}")
+
+    def class_reason(self, compiled: Compiled, solution: Solution, c: int) -> tuple[str, bool] | None:
+        """A reason for the whole class rather than node by node (a gang that did not start), and whether
+        the rest of the batch is to blame; None when the kind has nothing to say."""
+        return None
+
+    def guard(self, pod: Pod, rules: PreemptionRules | None) -> Guard:
+        """What this kind's rules say about evicting running `pod` to make room."""
+        return Guard()
+
+
+@dataclass(frozen=True, slots=True)
+class Spot:
+    """One more pod of class `c` on a node of a plan: what a Blocker's explanation reads."""
+
+    c: int
+    demand: dict[str, int]
+    free: dict[str, int]

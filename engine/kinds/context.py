@@ -1,0 +1,137 @@
+"""What the constraint kinds share while one batch is compiled: the batch's classes and which of them a pod
+term matches (filters and scores), and the problem under construction (emitters)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..classes import ClassInfo
+from ..index import BoundState
+from ..ir import Constraint, PodTerm
+from ..model import Cluster, Pod, PodAffinityTerm
+from ..solve.problem import NO_DOMAIN, Problem
+
+if TYPE_CHECKING:
+    from .gangs import GangInfo
+
+
+@dataclass(frozen=True, slots=True)
+class ClassSpec:
+    """One pod class as a filter sees it: its index in the batch, a sample pod, its rules."""
+
+    a: int
+    sample: Pod
+    constraints: tuple[Constraint, ...]
+
+
+class ClassMatcher:
+    """Which classes of the batch a pod term matches (by their sample pod): what the filters ask to know
+    whether the batch itself can support a class, and the emitters to know which classes a rule counts."""
+
+    def __init__(self, samples: list[Pod]):
+        self.samples = samples
+        self._all: dict[tuple[PodAffinityTerm, ...], list[int]] = {}
+        self._one: dict[object, list[int]] = {}
+        self._in_namespace: dict[str, list[int]] = defaultdict(list)
+        for j, sample in enumerate(samples):
+            self._in_namespace[sample.namespace].append(j)
+
+    def matching(self, term: PodTerm) -> list[int]:
+        """Classes whose pods `term` matches (its topology key plays no part, so terms that differ only
+        there share one answer)."""
+        namespaces, selector = getattr(term, "namespaces", None), getattr(term, "selector", None)
+        key = (namespaces, selector) if selector is not None else term
+        if key not in self._one:
+            scope = range(len(self.samples)) if namespaces is None else sorted(
+                j for ns in namespaces for j in self._in_namespace.get(ns, ()))
+            self._one[key] = [j for j in scope if term.matches(self.samples[j])]
+        return self._one[key]
+
+    def matching_all(self, terms: tuple[PodAffinityTerm, ...]) -> list[int]:
+        """Classes whose pods match every one of `terms`."""
+        if terms not in self._all:
+            if not terms:
+                self._all[terms] = list(range(len(self.samples)))
+            else:
+                rest = terms[1:]
+                self._all[terms] = [j for j in self.matching(terms[0]) if all(t.matches(self.samples[j]) for t in rest)]
+        return self._all[terms]
+
+
+@dataclass(slots=True)
+class Batch:
+    """The batch being compiled, as filters and scores read it: the cluster, the index of its bound pods, the
+    classes' rules and which classes a term matches; `memo` keeps a kind's per-batch state (upstream's
+    CycleState), keyed by the kind's name."""
+
+    cluster: Cluster
+    index: BoundState
+    rules: list[tuple[Constraint, ...]]
+    matcher: ClassMatcher
+    memo: dict[str, Any] = field(default_factory=dict)
+
+
+class Partitions:
+    """Topology keys -> partition indices, each a domain id per node (NO_DOMAIN where the label is absent).
+
+    A partition is the cluster index's label column (value codes, -1 = NO_DOMAIN for nodes without it)."""
+
+    def __init__(self, bound: BoundState):
+        self.bound = bound
+        self.index: dict[str, int] = {}
+        self.parts: list[list[int]] = []
+        self.values: list[dict[str, int]] = []
+        self._singleton: dict[int, bool] = {}
+
+    def of(self, key: str) -> int:
+        if key not in self.index:
+            column = self.bound.label(key)
+            self.index[key] = len(self.parts)
+            self.parts.append(column.codes.tolist())
+            self.values.append(column.values)
+        return self.index[key]
+
+    def ids(self, p: int, values) -> frozenset[int]:
+        """Domain ids of partition p for label values (values no node carries are dropped)."""
+        known = self.values[p]
+        return frozenset(known[v] for v in values if v in known)
+
+    def singleton(self, p: int) -> bool:
+        """Every node carries the key, each with its own value (as kubernetes.io/hostname does)."""
+        if p not in self._singleton:
+            part = self.parts[p]
+            self._singleton[p] = NO_DOMAIN not in part and len(self.values[p]) == len(part)
+        return self._singleton[p]
+
+
+@dataclass(slots=True)
+class ProblemBuilder:
+    """What every emitter reads, and the one Problem they all append to. `followers` are classes a kind wants
+    placed after the others by the starting plans (they need support from them); `gangs` the gangs the
+    problem's Gang rows stand for, in the same order."""
+
+    batch: Batch
+    classes: list[ClassInfo]
+    partitions: Partitions
+    problem: Problem
+    unchecked: frozenset[int] = frozenset()
+    gangs: list[GangInfo] = field(default_factory=list)
+    followers: set[int] = field(default_factory=set)
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def index(self) -> BoundState:
+        return self.batch.index
+
+    @property
+    def matcher(self) -> ClassMatcher:
+        return self.batch.matcher
+
+    def checked(self) -> Iterator[tuple[int, ClassInfo]]:
+        """The classes compile checked (an unchecked class places no pod, so its own rules bind nothing)."""
+        for a, info in enumerate(self.classes):
+            if a not in self.unchecked:
+                yield a, info

@@ -1,0 +1,149 @@
+"""Coscheduling gangs: at least minMember pods of a group (bound members included) start in one batch, or
+none; a PodGroup's minResources beyond the cluster's free room keeps the gang out (Coscheduling's PreFilter);
+`within` keeps every member in one topology domain. Which gang a pod belongs to is model data (engine.gangs),
+decided once when the cluster is built."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..index import BoundState
+from ..model import Cluster, Pod
+from ..solve.greedy import GreedyState, greedy
+from ..solve.problem import NO_DOMAIN, Gang, Problem, Solution
+from .base import Action, ClusterEvent, Kind, Resource
+
+if TYPE_CHECKING:
+    from ..classes import ClassInfo
+    from ..compile import Compiled
+    from .context import ProblemBuilder
+
+
+@dataclass(slots=True)
+class GangInfo:
+    """One gang of the batch: its quorum, members bound and pending, and the classes its pending pods form."""
+
+    key: str
+    min_member: int
+    bound: int
+    pending: int
+    classes: list[int] = field(default_factory=list)
+    within: str | None = None
+    bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
+    short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
+    created: str = ""  # the PodGroup's creation time
+
+
+class Coscheduling(Kind):
+    name = "Coscheduling"
+    events = (ClusterEvent(Resource.POD, Action.ADD), ClusterEvent(Resource.POD_GROUP, Action.ADD | Action.UPDATE))
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """One Gang row per gang that still needs pending members; its classes point at it."""
+        build.gangs = gang_infos(build.batch.cluster, build.index, build.classes)
+        for g, gi in enumerate(build.gangs):
+            partition = domains = None
+            if gi.within is not None:
+                partition = build.partitions.of(gi.within)
+                if gi.bound_domains:
+                    domains = build.partitions.ids(partition, gi.bound_domains)
+            need = max(0, gi.min_member - gi.bound)
+            if gi.short_of:
+                need = gi.pending + 1  # cannot start: the cluster lacks the room its minResources asks for
+            build.problem.gangs.append(Gang(tuple(gi.classes), need, partition, domains))
+            for a in gi.classes:
+                build.problem.classes[a].gang = g
+
+    def class_reason(self, compiled: Compiled, solution: Solution, c: int) -> tuple[str, bool] | None:
+        g = compiled.problem.classes[c].gang
+        return None if g is None else _reason(compiled, solution, g)
+
+
+def gang_infos(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) -> list[GangInfo]:
+    """The batch's gangs in order of their first class, with their bound members counted; gangs whose quorum
+    bound members already reach are not gangs of this batch."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for a, info in enumerate(classes):
+        if info.sample.gang is not None:
+            members[info.sample.gang].append(a)
+    if not members:
+        return []
+    bound: dict[str, list[Pod]] = defaultdict(list)
+    for pod in cluster.bound:
+        if pod.gang in members:
+            bound[pod.gang].append(pod)
+    out = []
+    for key, in_batch in members.items():
+        gang = cluster.gangs[key]
+        info = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
+                        gang.within, _domains(cluster, gang.within, bound[key]), _short_of(index, gang.min_resources),
+                        gang.created)
+        if info.min_member - info.bound > 0:
+            out.append(info)
+    return out
+
+
+def _domains(cluster: Cluster, within: str | None, members: list[Pod]) -> frozenset[str]:
+    if not within or not members:
+        return frozenset()
+    labels = {n.name: n.labels for n in cluster.nodes}
+    return frozenset(labels[p.node_name][within] for p in members
+                     if p.node_name in labels and within in labels[p.node_name])
+
+
+def _short_of(index: BoundState, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+    """Resources of a PodGroup's minResources beyond the cluster's total free room: Coscheduling's
+    PreFilter rejects such a gang before trying any member."""
+    if not min_resources:
+        return ()
+    free = np.maximum(index.free_of(tuple(r for r, _ in min_resources)), 0).sum(axis=0).tolist()
+    return tuple(f"{r} {want} > {room} free" for (r, want), room in zip(min_resources, free) if want > room)
+
+
+def fit_alone(problem: Problem, g: int) -> int:
+    """How many pending members of gang g could be placed if the rest of the batch did not exist
+    (within one domain, the best one, for a gang that must stay in one)."""
+    gang = problem.gangs[g]
+    members = set(gang.classes)
+    classes = [replace(cls, count=cls.count if i in members else 0, gang=None) for i, cls in enumerate(problem.classes)]
+    alone = replace(problem, classes=classes, gangs=[])
+    if gang.partition is None:
+        return sum(greedy(alone).values())
+    part = problem.partitions[gang.partition]
+    domains = {part[n] for c in members for n in problem.classes[c].candidates} - {NO_DOMAIN}
+    if gang.domains is not None:
+        domains &= gang.domains
+    best = 0
+    for d in domains:
+        state = GreedyState(alone)
+        best = max(best, sum(state.fill(c, alone.classes[c].count, (gang.partition, d)) for c in members))
+    return best
+
+
+def _reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, bool] | None:
+    """Why gang g did not start, and whether the rest of the batch is to blame (None if it started)."""
+    gi = compiled.gangs[g]
+    need = gi.min_member - gi.bound
+    placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
+    if placed >= need:
+        return None
+    bound = f", {gi.bound} already bound" if gi.bound else ""
+    head = f"gang {gi.key} could not be completed: needs {need}"
+    if gi.short_of:
+        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
+                f"({', '.join(gi.short_of)})"), False
+    if gi.pending < need:
+        return f"{head} more member(s) (minMember {gi.min_member}{bound}) but only {gi.pending} are pending", False
+    fit = fit_alone(compiled.problem, g)
+    where = f" in one {gi.within} domain" if gi.within else ""
+    if fit < need:
+        return f"{head}{where} (minMember {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
+    return (f"{head}{where} (minMember {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took "
+            "the room"), True
+
+
+KIND = Coscheduling()

@@ -1,0 +1,50 @@
+"""NodeAffinity: nodeSelector and required node affinity (and a policy's `require` / `forbid`) keep a pod off
+nodes that do not match; preferred terms (and `prefer` / `avoid`) add or take points."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..ir import Constraint, NodeRule
+from ..rejections import Rejection, Rejections
+from .base import Action, ClusterEvent, Kind, Resource, ScorePart
+
+if TYPE_CHECKING:
+    from ..classes import ClassInfo
+    from ..index import BoundState
+    from .context import Batch, ClassSpec
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+
+
+def hard_rules(constraints: tuple[Constraint, ...]) -> tuple[NodeRule, ...]:
+    """The node rules a class must satisfy (its own and its policies')."""
+    return tuple(c for c in constraints if isinstance(c, NodeRule) and c.weight is None)
+
+
+def rejection(rule: NodeRule) -> Rejection:
+    """A hard rule's no: upstream's words for the pod's own affinity, the policy's (cited) for a policy rule."""
+    return Rejection(NodeAffinity.name, ((rule.reason or ERR_REASON_POD) + rule.source.cite,), resolvable=False,
+                     source=rule.source if rule.source.policy else None)
+
+
+class NodeAffinity(Kind):
+    name = "NodeAffinity"
+    events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),)
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        for rule in hard_rules(spec.constraints):
+            out.add(rejection(rule), ~batch.index.matching_mask(rule.predicate))
+
+    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+        parts = []
+        for rule in (c for c in info.constraints if isinstance(c, NodeRule) and c.weight is not None):
+            members = index.matching_mask(rule.predicate)[candidates]  # cached per rule
+            what = rule.reason if rule.source.policy else "preferred node affinity"
+            parts.append(ScorePart(f"{what} [{rule.source}]", np.where(members, rule.weight, 0)))
+        return parts
+
+
+KIND = NodeAffinity()

@@ -1,0 +1,50 @@
+"""NodePorts: no two pods on one node with the same (protocol, hostPort) and overlapping host IPs. Against the
+bound pods a static filter; within the batch one pod per node of a class with host ports, and classes sharing a
+port in one exclusive group."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from ..rejections import Rejection, Rejections
+from ..solve.greedy import Blocker
+from ..solve.problem import Check
+from .base import Action, ClusterEvent, Kind, Resource, Spot
+
+if TYPE_CHECKING:
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+class NodePorts(Kind):
+    name = "NodePorts"
+    events = (ClusterEvent(Resource.POD, Action.DELETE), ClusterEvent(Resource.NODE, Action.ADD))
+    checks = (Check.PORTS,)
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        wanted = spec.sample.host_ports
+        if not wanted:
+            return
+        taken = batch.index.ports
+        clash = [i for i in batch.index.with_ports if any(p.conflicts(q) for p in wanted for q in taken[i])]
+        if clash:
+            out.add(Rejection(self.name, (ERR_REASON,)), clash)
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """A node takes one pod of a class with host ports, and one pod of all the classes sharing a port."""
+        by_port: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for a, info in enumerate(build.classes):
+            if info.sample.host_ports:
+                cls = build.problem.classes[a]
+                cls.max_per_node, cls.per_node_check = 1, Check.PORTS
+            for hp in {(hp.protocol, hp.port) for hp in info.sample.host_ports}:
+                by_port[hp].append(a)
+        build.problem.exclusive.extend(tuple(m) for m in by_port.values() if len(m) > 1)
+
+    def explain(self, blocker: Blocker, spot: Spot) -> str:
+        return ERR_REASON + " in this batch's plan"
+
+
+KIND = NodePorts()

@@ -1,0 +1,64 @@
+"""NodeResourcesFit: a pod's requests (and one `pods` slot) must fit the node's free allocatable; the
+solver's capacity rows. Reasons as upstream: "Insufficient cpu", "Too many pods"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..rejections import Rejection, Rejections
+from ..solve.greedy import Blocker
+from ..solve.problem import Check
+from .base import Action, ClusterEvent, Kind, Resource, Spot
+
+if TYPE_CHECKING:
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+
+def shortage(resource: str) -> str:
+    return "Too many pods" if resource == "pods" else f"Insufficient {resource}"
+
+
+def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]:
+    """Upstream's reasons for the requests that exceed `free(resource)`."""
+    return [shortage(r) for r, want in requests.items() if want > free(r)]
+
+
+class NodeResourcesFit(Kind):
+    name = "NodeResourcesFit"
+    events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
+              ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE))
+    checks = (Check.RESOURCES,)
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """Upstream marks a node unresolvable when a request exceeds its allocatable (no eviction helps)."""
+        requests = spec.sample.requests
+        beyond = None
+        for short, members in batch.index.short_of(requests).items():
+            reasons = tuple(shortage(r) for r in short)
+            if beyond is None:
+                beyond = batch.index.beyond_allocatable(requests)
+            hopeless = beyond[members]
+            if hopeless.any():
+                out.add(Rejection(self.name, reasons, resolvable=False), members[hopeless])
+            if not hopeless.all():
+                out.add(Rejection(self.name, reasons), members[~hopeless])
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """The resources the batch asks for, each node's free and allocatable amounts, each class's demand."""
+        problem, index = build.problem, build.index
+        resources = tuple(sorted({r for info in build.classes for r in info.requests}))
+        capacity = np.array([[node.allocatable.get(r, 0) for r in resources] for node in index.nodes], dtype=np.int64)
+        problem.resources = resources
+        problem.free = list(map(tuple, index.free_of(resources).tolist()))
+        problem.capacity = list(map(tuple, capacity.reshape(len(index.nodes), len(resources)).tolist()))
+        for info, cls in zip(build.classes, problem.classes):
+            cls.demand = tuple(info.requests.get(r, 0) for r in resources)
+
+    def explain(self, blocker: Blocker, spot: Spot) -> str:
+        return "node(s) had no room left in this batch's plan (" + ", ".join(shortages(spot.demand, spot.free.__getitem__)) + ")"
+
+
+KIND = NodeResourcesFit()

@@ -1,0 +1,119 @@
+"""PodTopologySpread: `maxSkew` over the eligible domains of a topology key (DoNotSchedule hard,
+ScheduleAnyway soft), eligible nodes honouring the pod's node affinity and, if asked, its taints."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..classes import ClassInfo
+from ..ir import Constraint, SpreadRule
+from ..model import HARD_EFFECTS, PodAffinityTerm, tolerated
+from ..rejections import Rejection, Rejections
+from ..solve.greedy import Blocker
+from ..solve.problem import NO_DOMAIN, Check, Spread
+from .base import Action, ClusterEvent, Kind, Resource, Spot
+from .node_affinity import hard_rules
+from .taints import tolerations
+
+if TYPE_CHECKING:
+    from ..index import BoundState
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+ERR_REASON_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+SOFT_SPREAD_WEIGHT = 10  # per unit of skew, for ScheduleAnyway constraints
+
+
+def describe(rule: SpreadRule) -> str:
+    s = rule.spread
+    return f"topology spread maxSkew {s.max_skew} per {s.topology_key} over pods {s.selector} [{rule.source}]"
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadDomains:
+    """A spread's eligible nodes per domain, and each eligible node's domain (the same for every class with
+    the same key, node rules and tolerations)."""
+
+    nodes: dict[int, tuple[int, ...]]
+    domain_of: np.ndarray  # per node: its eligible domain, NO_DOMAIN if not eligible
+
+
+class PodTopologySpread(Kind):
+    name = "PodTopologySpread"
+    events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.UPDATE_POD_TOLERATION
+                           | Action.DELETE),
+              ClusterEvent(Resource.NODE, Action.ADD | Action.DELETE | Action.UPDATE_NODE_LABEL
+                           | Action.UPDATE_NODE_TAINT))
+    checks = (Check.SPREAD,)
+
+    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
+        return (c.spread.selector.label_keys() for rules in rule_sets for c in rules if isinstance(c, SpreadRule))
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """Nodes without a hard constraint's key can never count in its domains (UnschedulableAndUnresolvable)."""
+        for c in spec.constraints:
+            if isinstance(c, SpreadRule) and c.spread.hard:
+                out.add(Rejection(self.name, (ERR_REASON_LABEL,), resolvable=False),
+                        batch.index.nodes_with(c.spread.topology_key, [None]))
+
+    def emit(self, build: ProblemBuilder) -> None:
+        for a, info in build.checked():
+            for c in info.constraints:
+                if isinstance(c, SpreadRule):
+                    _emit(build, a, info, c)
+
+    def explain(self, blocker: Blocker, spot: Spot) -> str:
+        return f"node(s) would break its {blocker.rule.why} in this batch's plan"  # type: ignore[attr-defined]
+
+
+def _emit(build: ProblemBuilder, a: int, info: ClassInfo, c: SpreadRule) -> None:
+    s, pod = c.spread, info.sample
+    domains = _spread_domains(build, info, c)
+    term = PodAffinityTerm(s.selector, frozenset({pod.namespace}), s.topology_key)
+    existing: dict[int, int] = defaultdict(int)
+    for i, k in build.index.node_counts(term).items():
+        d = int(domains.domain_of[i])
+        if d != NO_DOMAIN:
+            existing[d] += k
+    build.problem.spreads.append(
+        Spread(a, tuple(build.matcher.matching(term)), domains.nodes, dict(existing), s.max_skew, s.min_domains,
+               None if s.hard else SOFT_SPREAD_WEIGHT, describe(c))
+    )
+
+
+def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule) -> SpreadDomains:
+    """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints; the same
+    for every class with the same node rules and tolerations, so computed once for them."""
+    s = c.spread
+    rules, have = hard_rules(info.constraints), tolerations(info.constraints)
+    key = (s.topology_key, s.honor_affinity and rules, s.honor_taints and have)
+    shared = build.memo.setdefault(PodTopologySpread.name, {})
+    if key not in shared:
+        shared[key] = _eligible_by_domain(build.index, s.topology_key, rules if s.honor_affinity else (),
+                                          have if s.honor_taints else None)
+    return shared[key]
+
+
+def _eligible_by_domain(index: BoundState, topology_key: str, rules, have) -> SpreadDomains:
+    eligible = np.ones(len(index.nodes), dtype=bool)
+    for rule in rules:
+        eligible &= index.matching_mask(rule.predicate)
+    if have is not None:
+        for taints, members in index.taint_groups().items():
+            if any(t.effect in HARD_EFFECTS and not tolerated(have, t) for t in taints):
+                eligible[members] = False
+    domain_of = np.where(eligible, index.label(topology_key).codes, NO_DOMAIN)
+    order = np.argsort(domain_of, kind="stable")
+    ids = domain_of[order]
+    starts = np.searchsorted(ids, np.arange(ids.max() + 1 if len(ids) else 0))
+    ends = [*starts[1:].tolist(), len(ids)]
+    members = {d: order[lo:hi] for d, (lo, hi) in enumerate(zip(starts.tolist(), ends)) if hi > lo}
+    by_first_node = sorted(members, key=lambda d: members[d][0])  # domains by their first eligible node
+    return SpreadDomains({d: tuple(members[d].tolist()) for d in by_first_node}, domain_of)
+
+
+KIND = PodTopologySpread()

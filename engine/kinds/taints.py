@@ -1,0 +1,67 @@
+"""TaintToleration: NoSchedule and NoExecute taints repel pods that do not tolerate them; PreferNoSchedule
+only costs points. A pod's own tolerations and any a policy grants (`tolerate`) add up."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..ir import Constraint, Tolerations
+from ..model import HARD_EFFECTS, Taint, Toleration, tolerated
+from ..rejections import Rejection, Rejections
+from .base import Action, ClusterEvent, Kind, Resource, ScorePart
+
+if TYPE_CHECKING:
+    from ..classes import ClassInfo
+    from ..index import BoundState
+    from .context import Batch, ClassSpec
+
+PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on the 1..100 preference scale
+
+
+def tolerations(constraints: tuple[Constraint, ...]) -> tuple[Toleration, ...]:
+    """Every toleration the class has: its own and those policies grant."""
+    return tuple(t for c in constraints if isinstance(c, Tolerations) for t in c.tolerations)
+
+
+def untolerated(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {taint}"
+
+
+def repelling(taints: tuple[Taint, ...], have: tuple[Toleration, ...]) -> Taint | None:
+    """The first NoSchedule/NoExecute taint `have` does not tolerate (upstream's order), or None."""
+    return next((t for t in taints if t.effect in HARD_EFFECTS and not tolerated(have, t)), None)
+
+
+class TaintToleration(Kind):
+    name = "TaintToleration"
+    events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
+              ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        have = tolerations(spec.constraints)
+        for taints, members in batch.index.taint_groups().items():  # nodes with equal taints answer alike
+            taint = repelling(taints, have)
+            if taint is not None:
+                out.add(Rejection(self.name, (untolerated(taint),), resolvable=False), members)
+
+    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+        if not index.soft_tainted:
+            return []
+        return [ScorePart("untolerated PreferNoSchedule taint(s)", _prefer_no_schedule(info, index)[candidates])]
+
+
+def _prefer_no_schedule(info: ClassInfo, index: BoundState) -> np.ndarray:
+    """Per node: the penalty of its PreferNoSchedule taints the class does not tolerate (one check per
+    distinct taint set)."""
+    out = np.zeros(len(index.nodes), dtype=np.int64)
+    have = tolerations(info.constraints)
+    for taints, members in index.taint_groups().items():
+        count = sum(1 for t in taints if t.effect == "PreferNoSchedule" and not tolerated(have, t))
+        if count:
+            out[members] = -PREFER_NO_SCHEDULE_PENALTY * count
+    return out
+
+
+KIND = TaintToleration()

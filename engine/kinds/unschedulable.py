@@ -1,0 +1,31 @@
+"""NodeUnschedulable: a cordoned node (`spec.unschedulable`) takes no pod unless the pod tolerates the
+node.kubernetes.io/unschedulable:NoSchedule taint."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..model import UNSCHEDULABLE_TAINT_KEY, Taint, tolerated
+from ..rejections import Rejection, Rejections
+from .base import Action, ClusterEvent, Kind, Resource
+from .taints import tolerations
+
+if TYPE_CHECKING:
+    from .context import Batch, ClassSpec
+
+ERR_REASON = "node(s) were unschedulable"
+CORDON = Taint(UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
+
+
+class NodeUnschedulable(Kind):
+    name = "NodeUnschedulable"
+    events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
+              ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        cordoned = batch.index.cordoned
+        if cordoned and not tolerated(tolerations(spec.constraints), CORDON):
+            out.add(Rejection(self.name, (ERR_REASON,), resolvable=False), cordoned)
+
+
+KIND = NodeUnschedulable()

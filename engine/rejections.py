@@ -1,0 +1,108 @@
+"""Why nodes cannot take a pod: typed verdicts of the static filters, kept per node in bulk.
+
+A `Rejection` is kube-scheduler's Status as data: the plugin that said no, its reasons (upstream's words, made
+from the data once, by the constraint kind that owns them), whether a cluster change could ever help
+(Unschedulable vs UnschedulableAndUnresolvable) and, for a policy's rule, the rule itself. Nothing downstream
+parses reason text back: `explain` counts reasons, `policy lint` blames `source`, the loop's requeue reads the
+plugin and `resolvable`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ir import Source
+
+UNCHECKED = "node(s) not checked: compile reached the time limit before this pod's class"
+TIME_LIMIT = "TimeLimit"  # not an upstream plugin: the class was never filtered
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """One filter's no for a node: plugin, reasons, resolvable by a cluster change or not, and the policy rule
+    behind it (None for the pod's own spec and for the cluster's state)."""
+
+    plugin: str
+    reasons: tuple[str, ...]
+    resolvable: bool = True
+    source: Source | None = None
+
+
+Nodes = np.ndarray | Iterable[int]  # a boolean mask over every node, or node indices
+
+
+class Rejections:
+    """Which nodes a class cannot use, and why: each node's first `Rejection` (filters run in upstream
+    order and a node keeps the first that rejects it), or none.
+
+    One small integer per node (an index into the distinct rejections) keeps memory at one array per class
+    and lets a filter reject thousands of nodes in one numpy operation; the rejections are few.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self.code = np.full(size, -1, dtype=np.int32)  # per node: index into `keys`, -1 while it passes
+        self.keys: list[Rejection] = []
+        self._known: dict[Rejection, int] = {}
+
+    @classmethod
+    def unchecked(cls, size: int) -> Rejections:
+        """Every node rejected as not checked: a class compile left out at the time limit."""
+        out = cls(size)
+        out.add(Rejection(TIME_LIMIT, (UNCHECKED,)), np.ones(size, dtype=bool))
+        return out
+
+    def add(self, rejection: Rejection, nodes: Nodes) -> None:
+        """Reject `nodes` for this reason, unless an earlier filter already rejected them."""
+        index = _indices(nodes)
+        new = index[self.code[index] < 0]
+        if not new.size:
+            return
+        if rejection not in self._known:
+            self._known[rejection] = len(self.keys)
+            self.keys.append(rejection)
+        self.code[new] = self._known[rejection]
+
+    def rejected(self) -> np.ndarray:
+        """A boolean mask: nodes some filter has rejected so far (a filter may skip them)."""
+        return self.code >= 0
+
+    @property
+    def groups(self) -> dict[Rejection, np.ndarray]:
+        """Rejection -> the nodes it rejected first."""
+        return {key: np.flatnonzero(self.code == k) for k, key in enumerate(self.keys)}
+
+    def get(self, i: int) -> Rejection | None:
+        k = int(self.code[i])
+        return None if k < 0 else self.keys[k]
+
+    def __contains__(self, i: int) -> bool:
+        return bool(self.code[i] >= 0)
+
+    def passing(self) -> tuple[int, ...]:
+        return tuple(self.passing_array().tolist())
+
+    def passing_array(self) -> np.ndarray:
+        return np.flatnonzero(self.code < 0)
+
+    def reason_counts(self) -> dict[str, int]:
+        per_key = np.bincount(self.code[self.code >= 0], minlength=len(self.keys)) if self.keys else []
+        counts: dict[str, int] = defaultdict(int)
+        for rejection, n in zip(self.keys, per_key):
+            for r in rejection.reasons:
+                counts[r] += int(n)
+        return dict(counts)
+
+    def as_dict(self) -> dict[int, Rejection]:
+        return {i: rejection for rejection, members in self.groups.items() for i in members.tolist()}
+
+
+def _indices(nodes: Nodes) -> np.ndarray:
+    """Node indices from a boolean mask, an index array or any iterable of indices."""
+    if isinstance(nodes, np.ndarray):
+        return np.flatnonzero(nodes) if nodes.dtype == bool else nodes
+    return np.fromiter(nodes, dtype=np.int64)

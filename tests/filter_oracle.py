@@ -1,0 +1,138 @@
+"""The static filters node by node, written plainly: a test oracle for the bulk filters of engine.kinds.
+
+One function per kube-scheduler Filter plugin, in upstream order, each asking one node about one pod class;
+a node's rejection is the first failing filter's. The bulk filters answer for every node at once with numpy
+and caches; they must give exactly these answers (tests/test_filters.py). Reason texts come from the kinds
+(written once there), so this checks which nodes are rejected and by whom, not the spelling.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from engine.index import BoundState
+from engine.ir import Constraint, CountLimit, NodeRule, PodProximity, Source, SpreadRule, Tolerations
+from engine.kinds import count_limit, node_affinity, pod_affinity, ports, resources, spread, taints, unschedulable
+from engine.model import HARD_EFFECTS, Node, Pod, PodAffinityTerm, Toleration, tolerated
+from engine.rejections import Rejection
+
+
+@dataclass(slots=True)
+class ClassFacts:
+    """Everything the per-node filters need to know about one pod class."""
+
+    sample: Pod
+    tolerations: tuple[Toleration, ...]
+    node_rules: tuple[NodeRule, ...]
+    anti_blocked: dict[str, set[str]]  # topology key -> domains barred by existing pods' anti-affinity
+    anti_own_blocked: dict[tuple[str, Source | None], set[str]]  # (key, policy rule or None) -> domains
+    affinity: list[tuple[PodAffinityTerm, frozenset[str] | None, Source]]  # term, allowed domains (None: any), rule
+    spread_keys: tuple[str, ...]
+    limit_blocked: dict[tuple[str, int, Source], set[str]]
+
+    @classmethod
+    def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState, batch_support: bool) -> ClassFacts:
+        tolerations = tuple(t for c in constraints if isinstance(c, Tolerations) for t in c.tolerations)
+        node_rules = tuple(c for c in constraints if isinstance(c, NodeRule) and c.weight is None)
+        hard = [c for c in constraints if isinstance(c, PodProximity) and c.weight is None]
+        anti_own: dict[tuple[str, Source | None], set[str]] = defaultdict(set)
+        for c in hard:
+            if c.anti:
+                anti_own[(c.term.topology_key, c.source if c.source.policy else None)] |= bound.domains_with(c.term)
+        anti_existing: dict[str, set[str]] = defaultdict(set)
+        for term, i in bound.anti_terms:
+            value = bound.nodes[i].labels.get(term.topology_key)
+            if value is not None and term.matches(pod):
+                anti_existing[term.topology_key].add(value)
+        terms = tuple(c.term for c in hard if not c.anti)
+        affinity = [(c.term, None if batch_support else bound.domains_matching(terms, c.term.topology_key), c.source)
+                    for c in hard if not c.anti]
+        spread_keys = tuple(c.spread.topology_key for c in constraints if isinstance(c, SpreadRule) and c.spread.hard)
+        limit_blocked: dict[tuple[str, int, Source], set[str]] = defaultdict(set)
+        for c in constraints:
+            if isinstance(c, CountLimit):
+                me = 1 if c.term.matches(pod) else 0
+                held = {v for v, k in bound.domain_counts(c.term).items() if k + me > c.most}
+                if held:
+                    limit_blocked[(c.term.topology_key, c.most, c.source)] |= held
+        return cls(pod, tolerations, node_rules, dict(anti_existing), dict(anti_own), affinity, spread_keys,
+                   dict(limit_blocked))
+
+
+def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    if node.unschedulable and not tolerated(f.tolerations, unschedulable.CORDON):
+        return Rejection("NodeUnschedulable", (unschedulable.ERR_REASON,), resolvable=False)
+    return None
+
+
+def taint_toleration(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    for taint in node.taints:
+        if taint.effect in HARD_EFFECTS and not tolerated(f.tolerations, taint):
+            return Rejection("TaintToleration", (taints.untolerated(taint),), resolvable=False)
+    return None
+
+
+def node_affinity_filter(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    for rule in f.node_rules:
+        if not rule.predicate.matches(node):
+            return node_affinity.rejection(rule)
+    return None
+
+
+def node_ports(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    if any(p.conflicts(q) for p in f.sample.host_ports for q in bound.ports[i]):
+        return Rejection("NodePorts", (ports.ERR_REASON,))
+    return None
+
+
+def resources_fit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    short = resources.shortages(f.sample.requests, lambda r: bound.free(i, r))
+    if not short:
+        return None
+    hopeless = any(v > node.allocatable.get(r, 0) for r, v in f.sample.requests.items() if r != "pods")
+    return Rejection("NodeResourcesFit", tuple(short), resolvable=not hopeless)
+
+
+def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    labels = node.labels
+    for key, values in f.anti_blocked.items():
+        if labels.get(key) in values:
+            return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_EXISTING,))
+    for (key, source), values in f.anti_own_blocked.items():
+        if labels.get(key) in values:
+            return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_ANTI + (source.cite if source else ""),),
+                             source=source)
+    for term, ok, source in f.affinity:
+        value = labels.get(term.topology_key)
+        if value is None or (ok is not None and value not in ok):
+            return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_AFFINITY + source.cite,), resolvable=False,
+                             source=source if source.policy else None)
+    return None
+
+
+def topology_spread(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    if any(k not in node.labels for k in f.spread_keys):
+        return Rejection("PodTopologySpread", (spread.ERR_REASON_LABEL,), resolvable=False)
+    return None
+
+
+def count_limit_filter(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+    for (key, most, source), held in f.limit_blocked.items():
+        if node.labels.get(key) in held:
+            return Rejection("CountLimit", (count_limit.full(key, most, str(source)),), source=source)
+    return None
+
+
+FILTERS = (node_unschedulable, taint_toleration, node_affinity_filter, node_ports, resources_fit, inter_pod_affinity,
+           topology_spread, count_limit_filter)
+
+
+def rejection(f: ClassFacts, i: int, bound: BoundState) -> Rejection | None:
+    """The first filter's rejection of node i, or None if the node passes."""
+    node = bound.nodes[i]
+    for check in FILTERS:
+        found = check(f, node, i, bound)
+        if found is not None:
+            return found
+    return None
