@@ -7,21 +7,71 @@ that fit somewhere alone but lost in the batch are told who took the room, or wh
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .compile import Compiled
 from .kinds import BY_CHECK, KINDS, Spot, score_parts
+from .rejections import Rejection
 from .solve.greedy import Blocker, GreedyState
 from .solve.problem import Check, Solution
 
 
-def filter_summary(compiled: Compiled, c: int, extra: Counter | None = None) -> str:
-    """Upstream style: '0/N nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {a: b}.'"""
-    counts: Counter = Counter(extra or {})
-    counts.update(compiled.classes[c].rejected.reason_counts())
-    parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    return f"0/{len(compiled.cluster.nodes)} nodes are available: {parts}."
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """What stopped one more pod of a class on some nodes of the plan: the check that failed (None: nothing
+    did, yet the pod was left out), the rule behind it in words (its `why`), and the kind's sentence."""
+
+    check: Check | None
+    rule: str
+    text: str
+
+
+@dataclass(slots=True)
+class Explanation:
+    """Why the pods of one class were left out, as facts: the nodes each static filter rejected, the nodes
+    each check of the plan blocked, class-level reasons (a gang that did not start), and who took the room
+    (priority -> pods of the batch on the nodes that were full). `lines()` words it, upstream's way."""
+
+    nodes: int
+    priority: int
+    rejected: dict[Rejection, int] = field(default_factory=dict)
+    blocked: Counter[Blocked] = field(default_factory=Counter)
+    reasons: list[str] = field(default_factory=list)
+    taken: dict[int, int] = field(default_factory=dict)
+
+    def count(self, check: Check | None = None, plugin: str | None = None) -> int:
+        """Nodes blocked by a check of the plan, or rejected by a filter plugin."""
+        if plugin is not None:
+            return sum(n for r, n in self.rejected.items() if r.plugin == plugin)
+        return sum(n for b, n in self.blocked.items() if b.check is check)
+
+    def rules(self, check: Check) -> list[str]:
+        """The rules (in words, with where they came from) that blocked nodes by `check`."""
+        return [b.rule for b in self.blocked if b.check is check]
+
+    def lines(self) -> list[str]:
+        """Upstream style: '0/N nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint
+        {a: b}.', then the class-level reasons and who took the room."""
+        counts: Counter[str] = Counter()
+        for rejection, n in self.rejected.items():
+            for reason in rejection.reasons:
+                counts[reason] += n
+        for blocked, n in self.blocked.items():
+            counts[blocked.text] += n
+        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        out = [f"0/{self.nodes} nodes are available: {parts}.", *self.reasons]
+        if self.taken:
+            out.append(f"the room on those nodes went to {_who(self.taken, self.priority)} of this batch")
+        return out
+
+
+def static_explanation(compiled: Compiled, c: int) -> Explanation:
+    """The static filters' part: how many nodes each rejection took."""
+    info = compiled.classes[c]
+    groups = info.rejected.groups
+    return Explanation(len(compiled.cluster.nodes), info.priority, {r: len(m) for r, m in groups.items()})
 
 
 def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[str], bool]:
@@ -46,39 +96,38 @@ def replay(compiled: Compiled, solution: Solution) -> GreedyState:
     return state
 
 
-def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None) -> list[str]:
+def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None) -> Explanation:
     """Upstream's per-node summary, with the batch's part said exactly: for each candidate node, the first
     check that stops one more pod of the class in the final plan (room, ports, which anti-affinity,
     affinity, spread or limit rule), and who took the room when room is what lacks."""
-    info = compiled.classes[c]
-    cls = compiled.problem.classes[c]
-    if not cls.candidates:
-        return [filter_summary(compiled, c)]
-    reasons, crowded = class_reasons(compiled, solution, c)  # crowded: did others of the batch take the room?
+    out = static_explanation(compiled, c)
+    candidates = compiled.problem.classes[c].candidates
+    if not candidates:
+        return out
+    out.reasons, crowded = class_reasons(compiled, solution, c)  # crowded: did others of the batch take the room?
     state = state or replay(compiled, solution)
-    verdicts: Counter = Counter()
     full: list[int] = []
-    for n in cls.candidates:
+    for n in candidates:
         blocker = state.permanent_blocker(c, n) or state.current_blocker(c, n)
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
-        verdicts[_verdict(compiled, state, c, n, blocker, crowded)] += 1
-    taken = _taken_by(compiled, solution, full) if full and crowded else {}
-    if taken:
-        reasons.append(f"the room on those nodes went to {_who(taken, info.priority)} of this batch")
-    return [filter_summary(compiled, c, verdicts)] + reasons
+        out.blocked[_blocked(compiled, state, c, n, blocker, crowded)] += 1
+    out.taken = _taken_by(compiled, solution, full) if full and crowded else {}
+    return out
 
 
-def _verdict(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None, crowded: bool) -> str:
+def _blocked(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None,
+             crowded: bool) -> Blocked:
     """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style: the
     words of the kind whose check failed."""
     if blocker is None:
         if not crowded:
-            return "node(s) passed the filters but the gang cannot start"
-        return "node(s) passed the filters and had room, but the solver did not place it within the time limit"
+            return Blocked(None, "", "node(s) passed the filters but the gang cannot start")
+        return Blocked(None, "", "node(s) passed the filters and had room, but the solver did not place it within "
+                                 "the time limit")
     resources = compiled.problem.resources
     spot = Spot(c, dict(zip(resources, compiled.problem.classes[c].demand)), dict(zip(resources, state.free[n])))
-    return BY_CHECK[blocker.check].explain(blocker, spot)
+    return Blocked(blocker.check, getattr(blocker.rule, "why", ""), BY_CHECK[blocker.check].explain(blocker, spot))
 
 
 def _who(taken: dict[int, int], priority: int) -> str:

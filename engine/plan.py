@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
-from .explain import explain_unplaced, replay
+from .explain import Explanation, explain_unplaced, replay
 from .index import BoundState
 from .model import Cluster
 from .solve import solve
@@ -69,6 +69,7 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
     gangs: dict[str, str] = field(default_factory=dict)  # pending pod -> its gang's key (model.Gang), for the binder
+    explanations: dict[str, Explanation] = field(default_factory=dict, repr=False)  # unschedulable: the facts
     compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
     @property
     def evictions(self) -> list[Eviction]:
@@ -121,6 +122,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     nodes = compiled.cluster.nodes
     assignments: dict[str, str] = {}
     unschedulable: dict[str, list[str]] = {}
+    explanations: dict[str, Explanation] = {}
     placed_on: dict[int, list[int]] = {}
     state = None  # the plan replayed, built once if some pod needs explaining
     for (c, n), k in sorted(solution.placed.items()):
@@ -131,9 +133,11 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
             assignments[pod.key] = nodes[n].name
         if len(targets) < len(info.pods):
             state = state or replay(compiled, solution)
-            reasons = explain_unplaced(compiled, solution, c, state)
+            explanation = explain_unplaced(compiled, solution, c, state)
+            reasons = explanation.lines()
             for pod in info.pods[len(targets):]:
                 unschedulable[pod.key] = reasons
+                explanations[pod.key] = explanation
     stats = {
         "pods": len(compiled.cluster.pending),
         "nodes": len(nodes),
@@ -155,7 +159,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     gangs = {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
     return Plan(assignments, unschedulable, stats, _usage(compiled, solution),
                 compiled.cluster.notes + compiled.notes + solution.notes, dict(compiled.cluster.skipped), gangs=gangs,
-                compiled=compiled)
+                explanations=explanations, compiled=compiled)
 
 
 def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:

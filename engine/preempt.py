@@ -466,7 +466,7 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
     stats["seconds"] = round(time.perf_counter() - started, 3)
     usage = _usage(plan, replan)
     return Plan(assignments, unschedulable, stats, usage, plan.notes, plan.skipped, preemptions,
-                gangs={**plan.gangs, **replan.gangs}, compiled=plan.compiled)
+                gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled)
 
 
 def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[str, int]) -> dict[str, Preemption]:

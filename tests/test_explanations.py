@@ -1,14 +1,15 @@
-"""Explanations name the constraint that blocks a pod in the batch's plan; "no room" only where room lacks."""
+"""Explanations name the constraint that blocks a pod in the batch's plan; "no room" only where room lacks.
+
+They assert the facts a plan's `Explanation` carries (which check, which rule, how many nodes, whose pods took
+the room), not the sentences made from them."""
 
 from __future__ import annotations
 
 from kube import affinity, anti, node, pod, run, term
 
+from engine.solve.problem import Check
+
 ZONE = "topology.kubernetes.io/zone"
-
-
-def reasons(plan, key: str) -> str:
-    return " | ".join(plan.unschedulable[key])
 
 
 def test_required_affinity_is_named_not_no_room():
@@ -18,9 +19,12 @@ def test_required_affinity_is_named_not_no_room():
             pod("worker", cpu="1", labels={"app": "worker"}, affinity=affinity(term({"app": "cache"}, ZONE)))]
     plan = run(docs)
     assert plan.assignments == {"default/cache": "a1"}
-    text = reasons(plan, "default/worker")
-    assert "1 node(s) had no pod in their domain that its pod required affinity to pods app In [cache]" in text
-    assert "1 node(s) had no room left in this batch's plan (Insufficient cpu)" in text  # a1 only
+    facts = plan.explanations["default/worker"]
+    assert facts.count(Check.AFFINITY) == 1  # b1: room, but no cache in zone b
+    [rule] = facts.rules(Check.AFFINITY)
+    assert "required affinity" in rule and "app In [cache]" in rule and "spec.affinity.podAffinity" in rule
+    assert facts.count(Check.RESOURCES) == 1  # a1 only
+    assert facts.taken == {100: 1}  # the cache took a1
 
 
 def test_required_anti_affinity_is_named_with_its_side():
@@ -29,9 +33,11 @@ def test_required_anti_affinity_is_named_with_its_side():
              pod("web", labels={"app": "web"})]
     plan = run(docs)
     assert plan.assignments == {"default/db": "a1"} or plan.assignments == {"default/db": "a2"}
-    text = reasons(plan, "default/web")
-    assert "2 node(s) are in a domain holding pods of this batch whose pod required anti-affinity" in text
-    assert "no room" not in text
+    facts = plan.explanations["default/web"]
+    assert facts.count(Check.SEPARATION) == 2
+    [rule] = facts.rules(Check.SEPARATION)
+    assert "required anti-affinity" in rule and "app In [web]" in rule  # the db's rule, which selects web
+    assert facts.count(Check.RESOURCES) == 0 and not facts.taken
 
 
 def test_host_ports_are_named_not_no_room():
@@ -39,17 +45,17 @@ def test_host_ports_are_named_not_no_room():
     docs = [node("n1", cpu="8"), pod("a", ports=port, labels={"app": "a"}, priority=10),
             pod("b", ports=port, labels={"app": "b"})]
     plan = run(docs)
-    text = reasons(plan, "default/b")
-    assert "node(s) didn't have free ports for the requested pod ports in this batch's plan" in text
-    assert "no room" not in text
+    facts = plan.explanations["default/b"]
+    assert facts.count(Check.PORTS) == 1
+    assert facts.count(Check.RESOURCES) == 0 and not facts.taken
 
 
 def test_room_taken_says_by_whom():
     docs = [node("n1", cpu="1"), pod("hi", cpu="1", labels={"p": "hi"}, priority=100),
             pod("lo", cpu="1", labels={"p": "lo"})]
-    text = reasons(run(docs), "default/lo")
-    assert "had no room left in this batch's plan (Insufficient cpu)" in text
-    assert "went to 1 higher-priority pod(s)" in text
+    facts = run(docs).explanations["default/lo"]
+    assert facts.count(Check.RESOURCES) == 1
+    assert facts.taken == {100: 1} and facts.priority == 0  # one pod of higher priority took it
 
 
 def test_explain_says_why_this_node(tmp_path):
@@ -70,7 +76,6 @@ def test_explain_says_why_this_node(tmp_path):
     result = CliRunner().invoke(main, ["explain", "--cluster", str(snapshot), "db", "-o", "json"])
     out = json.loads(result.stdout)
     assert out["node"] == "ssd"
-    assert {"term": "preferred node affinity "
-                    "[spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]]",
-            "points": 40} in out["score"]
-    assert out["score"][-1] == {"term": "best score of any candidate node", "points": 40}
+    [term] = [t for t in out["score"] if "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]" in t["term"]]
+    assert term["points"] == 40
+    assert out["score"][-1]["points"] == 40  # the best any candidate scores: this one

@@ -62,14 +62,15 @@ class Series:
 
     @classmethod
     def of(cls, batch: Batch) -> Series:
-        if "InterPodAffinity" not in batch.memo:
+        memo = batch.memo
+        if InterPodAffinity.name not in memo:
             sets = [tuple(c.term for c in required(rules, anti=False)) for rules in batch.rules]
             series = cls(batch.matcher, batch.index, sets)  # type: ignore[arg-type]
             for a, terms in enumerate(sets):
                 if terms:
                     series.carriers[terms].append(a)
-            batch.memo["InterPodAffinity"] = series
-        return batch.memo["InterPodAffinity"]
+            memo[InterPodAffinity.name] = series
+        return memo[InterPodAffinity.name]
 
     def seeders(self, terms: Terms) -> list[int]:
         """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""

@@ -1,0 +1,99 @@
+"""The constraint-kind protocol: one registry in upstream's filter order, every starting-plan check explained by
+exactly one kind, typed rejections (resolvable or not, as upstream's status codes; the policy rule behind
+them), and the cluster events each kind says can help a pod it rejected."""
+from __future__ import annotations
+
+from kube import affinity, anti, node, pod, run, term
+
+from engine.compile import compile_cluster
+from engine.kinds import BY_CHECK, KINDS, Action, Resource, helped_by
+from engine.load import build_cluster
+from engine.policy.lower import policy_rules
+from engine.policy.sources import check_sources
+from engine.solve.problem import Check
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def rejections(docs, policy: str = ""):
+    """pod name -> node name -> its Rejection (None: passes)."""
+    rules = policy_rules(check_sources({"t.policy": policy})) if policy else None
+    compiled = compile_cluster(build_cluster([("t", d) for d in docs]), rules)
+    return {p.name: {n.name: info.rejected.get(i) for i, n in enumerate(compiled.cluster.nodes)}
+            for info in compiled.classes for p in info.pods}
+
+
+def test_the_registry_is_in_upstream_filter_order_and_names_each_kind_once() -> None:
+    names = [k.name for k in KINDS]
+    assert len(set(names)) == len(names)
+    upstream = ["NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+                "InterPodAffinity", "PodTopologySpread"]
+    assert [n for n in names if n in upstream] == upstream
+    assert set(BY_CHECK) == set(Check)  # every check the starting plans raise has one kind to explain it
+    for kind in KINDS:
+        assert all(BY_CHECK[c] is kind for c in kind.checks)
+
+
+def test_rejections_are_typed_as_upstream_statuses() -> None:
+    docs = [node("small", cpu="1"), node("busy", cpu="4"), node("tainted", taints=[{"key": "gpu", "effect": "NoSchedule"}]),
+            node("other", labels={"disk": "hdd"}),
+            pod("hog", cpu="3", node_name="busy"),
+            pod("p", cpu="2")]
+    got = rejections(docs)["p"]
+    assert got["small"].plugin == "NodeResourcesFit" and not got["small"].resolvable  # 2 > 1 allocatable: hopeless
+    assert got["busy"].plugin == "NodeResourcesFit" and got["busy"].resolvable  # evicting the hog would help
+    assert got["tainted"].plugin == "TaintToleration" and not got["tainted"].resolvable
+    assert got["other"] is None
+
+
+def test_affinity_and_spread_rejections_say_whether_eviction_could_help() -> None:
+    docs = [node("a1", labels={ZONE: "a"}), node("b1", labels={ZONE: "b"}), node("nozone"),
+            pod("db", labels={"app": "db"}, node_name="a1", affinity=anti(term({"app": "web"}, ZONE))),
+            pod("web", labels={"app": "web"}),
+            pod("follower", labels={"app": "f"}, affinity=affinity(term({"app": "db"}, ZONE)))]
+    got = rejections(docs)
+    assert got["web"]["a1"].plugin == "InterPodAffinity" and got["web"]["a1"].resolvable  # the db could be evicted
+    assert got["follower"]["b1"].plugin == "InterPodAffinity" and not got["follower"]["b1"].resolvable
+    spread = {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+              "labelSelector": {"matchLabels": {"app": "s"}}}
+    got = rejections([node("a1", labels={ZONE: "a"}), node("nozone"),
+                      pod("s", labels={"app": "s"}, topologySpreadConstraints=[spread])])
+    assert got["s"]["nozone"].plugin == "PodTopologySpread" and not got["s"]["nozone"].resolvable
+    assert got["s"]["a1"] is None
+
+
+def test_a_rejection_names_the_policy_rule_behind_it_and_never_a_pod_s_own_spec() -> None:
+    docs = [node("ssd", labels={"disk": "ssd"}), node("hdd", labels={"disk": "hdd"}),
+            pod("own", nodeSelector={"disk": "ssd"}), pod("ruled", labels={"app": "x"})]
+    got = rejections(docs, 'policy fast {\n  applies to pods where label "app" == "x"\n  require node label "disk" == "ssd"\n}\n')
+    assert got["own"]["hdd"].source is None
+    assert got["ruled"]["hdd"].source is not None and got["ruled"]["hdd"].source.line == 3
+    assert "t.policy:3 (policy fast)" in got["ruled"]["hdd"].reasons[0]
+
+
+def test_each_kind_says_which_cluster_events_can_help_a_pod_it_rejected() -> None:
+    assert helped_by({"NodeAffinity"}, Resource.NODE, Action.ADD)
+    assert helped_by({"NodeAffinity"}, Resource.NODE, Action.UPDATE_NODE_LABEL)
+    assert not helped_by({"NodeAffinity"}, Resource.POD, Action.DELETE)  # a pod leaving changes no label
+    assert not helped_by({"NodeAffinity"}, Resource.NODE, Action.UPDATE_NODE_ALLOCATABLE)
+    assert helped_by({"NodeResourcesFit"}, Resource.POD, Action.DELETE)
+    assert not helped_by({"NodeResourcesFit"}, Resource.POD, Action.ADD)  # another pod bound takes, never frees
+    assert helped_by({"InterPodAffinity"}, Resource.POD, Action.ADD)  # support may arrive
+    assert not helped_by({"TaintToleration"}, Resource.NODE, Action.UPDATE_NODE_LABEL)
+    assert helped_by({"TaintToleration", "NodeResourcesFit"}, Resource.POD, Action.DELETE)  # any of them
+    assert helped_by({"TimeLimit"}, Resource.POD, Action.ADD)  # not a kind: never known not to help
+    assert all(kind.events for kind in KINDS if kind.name not in ("CostPreferences", "Protection"))
+
+
+def test_every_batch_check_is_worded_by_its_kind() -> None:
+    """One plan per check: the unplaced pod's explanation counts the node under that check."""
+    port = [{"containerPort": 80, "hostPort": 8080}]
+    cases = {
+        Check.RESOURCES: [node("n1", cpu="1"), pod("hi", cpu="1", priority=9, labels={"a": "1"}), pod("lo", cpu="1")],
+        Check.PORTS: [node("n1"), pod("hi", ports=port, priority=9, labels={"a": "1"}), pod("lo", ports=port)],
+        Check.SEPARATION: [node("n1"), pod("hi", priority=9, labels={"app": "x"}),
+                           pod("lo", labels={"app": "y"}, affinity=anti(term({"app": "x"})))],
+    }
+    for check, docs in cases.items():
+        facts = run(docs).explanations["default/lo"]
+        assert facts.count(check) == 1, (check, facts.lines())
