@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..quantity import QuantityError
 from . import ast as A
@@ -59,69 +60,101 @@ def _label_key(key: str, pos: A.Pos, what: str = "label key") -> Iterator[tuple[
 
 
 def _statement(s: A.Statement) -> Iterator[tuple[A.Pos, str]]:
-    if isinstance(s, A.Scope):
-        yield from _pod_expr(s.expr)
-    elif isinstance(s, A.NodeRequirement):
-        yield from _weight(s.weight, s.pos)
-        yield from _node_expr(s.expr)
-    elif isinstance(s, A.Tolerate):
-        for t in s.taints:
-            if t.key:
-                yield from _label_key(t.key, t.pos, "taint key")
-            if t.value and not LABEL_VALUE.match(t.value):
-                yield t.pos, f"invalid taint value {t.value!r}"
-            if t.effect and t.effect not in EFFECTS:
-                yield t.pos, f"unknown taint effect {t.effect!r} (one of {', '.join(EFFECTS)})"
-    elif isinstance(s, A.Minimize):
-        yield from _weight(s.weight, s.pos)
-        if s.attr not in ("label", "annotation", "allocatable"):
-            yield s.pos, f"cannot minimise a node {s.attr}: use a label, an annotation or an allocatable resource"
-        elif s.attr == "label":
-            yield from _label_key(s.key, s.pos)
-    elif isinstance(s, A.MinimizeCost):
-        yield from _weight(s.weight, s.pos)
-        seen: set[str] = set()
-        for price in s.prices:
-            if not RESOURCE.match(price.resource):
-                yield price.pos, f"invalid resource name {price.resource!r}"
-            if price.resource in seen:
-                yield price.pos, f"resource {price.resource!r} is priced twice"
-            seen.add(price.resource)
-            if price.attr not in ("label", "annotation"):
-                yield price.pos, f"a price is read from a node label or annotation, not a {price.attr}"
-            elif price.attr == "label":
-                yield from _label_key(price.key, price.pos)
-    elif isinstance(s, A.Proximity):
-        yield from _weight(s.weight, s.pos)
-        yield from _label_key(s.domain.key, s.domain.pos, "topology key")
-        if isinstance(s.pods, A.SameLabel):
-            yield from _label_key(s.pods.key, s.pods.pos)
-        else:
-            yield from _pod_expr(s.pods.expr)
-    elif isinstance(s, A.NodeUsage):
-        yield from _weight(s.weight, s.pos)
-    elif isinstance(s, A.Limit):
-        yield from _label_key(s.domain.key, s.domain.pos, "topology key")
-        if s.most < 1:
-            yield s.pos, f"'at most {s.most}' leaves no room at all; use 'separate from' to keep pods apart"
-        if isinstance(s.pods, A.SameLabel):
-            yield from _label_key(s.pods.key, s.pods.pos)
-        else:
-            yield from _pod_expr(s.pods.expr)
-    elif isinstance(s, A.EvictionCap):
-        if s.most > MAX_PODS_PER_CLUSTER:
-            yield s.pos, f"'at most {s.most} evictions' is more than a cluster can hold ({MAX_PODS_PER_CLUSTER:,} pods)"
-    elif isinstance(s, A.GangBy):
-        if s.within is not None:
-            yield from _label_key(s.within.key, s.within.pos, "topology key")
-        if not s.label:
-            return  # by podgroup: the PodGroup's minMember applies
-        yield from _label_key(s.label, s.pos)
-        if s.min_member < 1:
-            yield s.pos, f"gang min must be at least 1, got {s.min_member}"
-        elif s.min_member > MAX_PODS_PER_CLUSTER:
-            yield s.pos, (f"gang min {s.min_member} can never be satisfied: a cluster holds at most "
-                          f"{MAX_PODS_PER_CLUSTER} pods")
+    """Every problem of one statement, by the checker of its kind (statements without one have none)."""
+    check = _CHECKS.get(type(s))
+    if check is not None:
+        yield from check(s)
+
+
+def _scope(s: A.Scope) -> Iterator[tuple[A.Pos, str]]:
+    yield from _pod_expr(s.expr)
+
+
+def _node_requirement(s: A.NodeRequirement) -> Iterator[tuple[A.Pos, str]]:
+    yield from _weight(s.weight, s.pos)
+    yield from _node_expr(s.expr)
+
+
+def _tolerate(s: A.Tolerate) -> Iterator[tuple[A.Pos, str]]:
+    for t in s.taints:
+        if t.key:
+            yield from _label_key(t.key, t.pos, "taint key")
+        if t.value and not LABEL_VALUE.match(t.value):
+            yield t.pos, f"invalid taint value {t.value!r}"
+        if t.effect and t.effect not in EFFECTS:
+            yield t.pos, f"unknown taint effect {t.effect!r} (one of {', '.join(EFFECTS)})"
+
+
+def _minimize(s: A.Minimize) -> Iterator[tuple[A.Pos, str]]:
+    yield from _weight(s.weight, s.pos)
+    if s.attr not in ("label", "annotation", "allocatable"):
+        yield s.pos, f"cannot minimise a node {s.attr}: use a label, an annotation or an allocatable resource"
+    elif s.attr == "label":
+        yield from _label_key(s.key, s.pos)
+
+
+def _minimize_cost(s: A.MinimizeCost) -> Iterator[tuple[A.Pos, str]]:
+    yield from _weight(s.weight, s.pos)
+    seen: set[str] = set()
+    for price in s.prices:
+        if not RESOURCE.match(price.resource):
+            yield price.pos, f"invalid resource name {price.resource!r}"
+        if price.resource in seen:
+            yield price.pos, f"resource {price.resource!r} is priced twice"
+        seen.add(price.resource)
+        if price.attr not in ("label", "annotation"):
+            yield price.pos, f"a price is read from a node label or annotation, not a {price.attr}"
+        elif price.attr == "label":
+            yield from _label_key(price.key, price.pos)
+
+
+def _pods(pods: A.SameLabel | A.PodsWhere) -> Iterator[tuple[A.Pos, str]]:
+    if isinstance(pods, A.SameLabel):
+        yield from _label_key(pods.key, pods.pos)
+    else:
+        yield from _pod_expr(pods.expr)
+
+
+def _proximity(s: A.Proximity) -> Iterator[tuple[A.Pos, str]]:
+    yield from _weight(s.weight, s.pos)
+    yield from _label_key(s.domain.key, s.domain.pos, "topology key")
+    yield from _pods(s.pods)
+
+
+def _node_usage(s: A.NodeUsage) -> Iterator[tuple[A.Pos, str]]:
+    yield from _weight(s.weight, s.pos)
+
+
+def _limit(s: A.Limit) -> Iterator[tuple[A.Pos, str]]:
+    yield from _label_key(s.domain.key, s.domain.pos, "topology key")
+    if s.most < 1:
+        yield s.pos, f"'at most {s.most}' leaves no room at all; use 'separate from' to keep pods apart"
+    yield from _pods(s.pods)
+
+
+def _eviction_cap(s: A.EvictionCap) -> Iterator[tuple[A.Pos, str]]:
+    if s.most > MAX_PODS_PER_CLUSTER:
+        yield s.pos, f"'at most {s.most} evictions' is more than a cluster can hold ({MAX_PODS_PER_CLUSTER:,} pods)"
+
+
+def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
+    if s.within is not None:
+        yield from _label_key(s.within.key, s.within.pos, "topology key")
+    if not s.label:
+        return  # by podgroup: the PodGroup's minMember applies
+    yield from _label_key(s.label, s.pos)
+    if s.min_member < 1:
+        yield s.pos, f"gang min must be at least 1, got {s.min_member}"
+    elif s.min_member > MAX_PODS_PER_CLUSTER:
+        yield s.pos, (f"gang min {s.min_member} can never be satisfied: a cluster holds at most "
+                      f"{MAX_PODS_PER_CLUSTER} pods")
+
+
+_CHECKS: dict[type, Callable[[Any], Iterator[tuple[A.Pos, str]]]] = {
+    A.Scope: _scope, A.NodeRequirement: _node_requirement, A.Tolerate: _tolerate, A.Minimize: _minimize,
+    A.MinimizeCost: _minimize_cost, A.Proximity: _proximity, A.NodeUsage: _node_usage, A.Limit: _limit,
+    A.EvictionCap: _eviction_cap, A.GangBy: _gang,
+}
 
 
 def _pod_expr(e: A.PodExpr) -> Iterator[tuple[A.Pos, str]]:
