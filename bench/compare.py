@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """policy-scheduler side by side with the real kube-scheduler and Coscheduling, same control plane, same run.
 
-For each workload and node count: a fresh etcd + kube-apiserver (tests/e2e), the nodes, PriorityClasses and
+For each workload and node count: a fresh etcd + kube-apiserver (testkit/controlplane.py), the nodes, PriorityClasses and
 running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start the scheduler,
 create the pending pods (or, for batch-arrival workloads, create them first), wait until all are bound or no
 binding came for ``--idle`` seconds, read the figures, stop the scheduler, delete the pending pods. The report
@@ -27,16 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and the other bench modules
 
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
 from compare_measure import RunResult, outcome, timing  # noqa: E402
-from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap, build_coscheduling  # noqa: E402
+from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
-from local_cluster import LOOPBACK_NO_PROXY, build_binaries, start_control_plane  # noqa: E402
-from scheduling import Kube  # noqa: E402
+from testkit.controlplane import LOOPBACK_NO_PROXY, build_binaries, build_coscheduling, start_control_plane  # noqa: E402
+from testkit.scheduling import Kube  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
-from local_cluster import ControlPlane, Process, free_port, http_get, unverified_context
-from scheduling import Kube, apply
+from testkit.controlplane import ControlPlane, Process, free_port, http_get, unverified_context
+from testkit.scheduling import Kube, apply
 
 ROOT = Path(__file__).resolve().parents[1]
-COSCHEDULING_BUILD = ROOT / "tests" / "e2e" / "coscheduling" / "build.sh"
 READY_TIMEOUT_S = 120.0
 POLICY_CONFIGMAP = "kube-system/policy-scheduler-policies"
 CLIENT_QPS = 5000
@@ -185,18 +184,3 @@ SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind("coscheduling", "scheduler-plugins v0.34.7 kube-scheduler, Coscheduling", True,
                   launch_kube(lambda s: s.plugins_bin, coscheduling_profile)),
 )}
-
-
-# --- binaries ---------------------------------------------------------------------------------------------
-
-def build_coscheduling() -> Path:
-    """Run tests/e2e/coscheduling/build.sh (a no-op when cached); the directory with kube-scheduler and the
-    PodGroup CRD of scheduler-plugins."""
-    result = subprocess.run(["bash", str(COSCHEDULING_BUILD)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, check=False)
-    sys.stderr.write(result.stdout)
-    if result.returncode != 0:
-        raise RuntimeError(f"{COSCHEDULING_BUILD} failed (exit {result.returncode}):\n{result.stdout[-6000:]}")
-    out = subprocess.run(["bash", str(COSCHEDULING_BUILD), "--print-dir"], capture_output=True, text=True,
-                         check=True)
-    return Path(out.stdout.strip())

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end benchmark of ``policy-scheduler run`` through a local etcd + kube-apiserver (issue 8).
 
-Starts the e2e control plane (tests/e2e/local_cluster.py; binaries built on first use), creates
+Starts the e2e control plane (testkit/controlplane.py; binaries built on first use), creates
 ``--nodes`` Ready nodes, starts the scheduler as a subprocess, then creates ``--pods`` pending pods
 from ``--clients`` threads and measures: pods created → all bound (wall seconds, pods/s), and the
 scheduler's own pending→bound latency histogram (p50/p99, interpolated from its /metrics buckets).
@@ -21,10 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT))  # the test kit (testkit/)
 
-from local_cluster import start_control_plane  # noqa: E402
-from scheduling import Kube, Schedulers, pod  # noqa: E402
+from testkit.controlplane import start_control_plane  # noqa: E402
+from testkit.manifests import api_pod  # noqa: E402
+from testkit.scheduling import Kube, Schedulers  # noqa: E402
 
 
 def quantile(buckets: list[tuple[float, float]], q: float) -> float:
@@ -80,7 +81,8 @@ def main() -> None:
             def create() -> float:
                 t = time.monotonic()
                 with ThreadPoolExecutor(args.clients) as pool:
-                    list(pool.map(lambda i: kube.create(pod(f"p-{i:05d}", "bench", cpu="100m")), range(args.pods)))
+                    list(pool.map(lambda i: kube.create(api_pod(f"p-{i:05d}", "bench", cpu="100m")),
+                                  range(args.pods)))
                 return time.monotonic() - t
 
             created = create() if args.precreate else 0.0

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kube import affinity, anti, node, pod, run, term
+from runner import run
+from testkit.manifests import affinity, anti, node, pod, term
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -59,7 +60,7 @@ def test_explain_says_why_this_node(tmp_path):
     from click.testing import CliRunner
 
     from engine.cli import main
-    from kube import expr
+    from testkit.manifests import expr
 
     preferred = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 40, "preference": {"matchExpressions": [expr("disk", "In", "ssd")]}}]}}

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from checker import check_plan
-from kube import anti, node, pod, podgroup, run, spread, term
 from oracle import best_placed, placed_vector
+from runner import run
 from strategies import clusters
+from testkit.checker import check_plan
+from testkit.manifests import anti, node, pod, podgroup, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 
