@@ -98,10 +98,9 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch)
         cycles = running.cycles()
-        if kind.name == "policy-scheduler":
-            result.cycles = cycles
-            result.batches = len(cycles)
-            result.solve_s = round(sum(s for _, s in cycles), 3)
+        if cycles is not None:
+            result.batches, result.batch_pods = cycles.count, int(cycles.sizes.sum)
+            result.solve_s, result.solve_max_s = round(cycles.solve.sum, 3), cycles.solve.at_most()
     except Exception as exc:  # noqa: BLE001 (one failed run is reported, the benchmark goes on)
         result.error = f"{type(exc).__name__}: {exc}"[:2000]
     finally:

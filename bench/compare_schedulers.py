@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
+from testkit import metrics
 from testkit.controlplane import ControlPlane, Process, free_port, http_get, unverified_context
 from testkit.scheduling import Kube, apply
 
@@ -30,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 120.0
 POLICY_CONFIGMAP = "kube-system/policy-scheduler-policies"
 CLIENT_QPS = 5000
-CYCLE_LINE = re.compile(r"cycle profile=\S+ pods=(\d+) .*?solve_s=([0-9.]+)")
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,15 @@ class Running:
         match = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
         return int(match.group(1)) / 1024 if match else None
 
-    def cycles(self) -> list[tuple[int, float]]:
-        """(pods in the batch, solve seconds) of each of policy-scheduler's cycles, from its log (none for
-        the others)."""
-        return [(int(m.group(1)), float(m.group(2)))
-                for m in CYCLE_LINE.finditer(self.process.log_path.read_text(errors="replace"))]
+    def cycles(self) -> metrics.Cycles | None:
+        """policy-scheduler's cycles so far (batch sizes, solve seconds) from its /metrics; None for the
+        others (no metrics port here)."""
+        if self.metrics_port is None:
+            return None
+        status, body = http_get(f"http://127.0.0.1:{self.metrics_port}/metrics")
+        if status != 200:
+            raise RuntimeError(f"{self.name} /metrics answered {status}: {body[:300]!r}")
+        return metrics.cycles(body.decode())
 
     def stop(self) -> None:
         self.process.stop()

@@ -139,7 +139,8 @@ def run_one(w: Workload, nodes: int, kind: SchedulerKind, settings: Settings) ->
                               range(len(pending))))
             last, placed = _wait(kube, len(pending), t0)
             row = _figures(w, kube, kubelet, nodes, kind.name, placed, last - t0)
-            row["batches"] = len(running.cycles()) or None
+            cycles = running.cycles()
+            row["batches"] = cycles.count if cycles is not None and cycles.count else None
             return row
         finally:
             running.stop()

@@ -62,3 +62,22 @@ def histogram(text: str, name: str, **labels: str) -> Histogram:
         cumulative[le] = cumulative.get(le, 0.0) + s.value
     return Histogram(total(text, f"{name}_count", **labels), total(text, f"{name}_sum", **labels),
                      sorted(cumulative.items()))
+
+
+@dataclass(frozen=True)
+class Cycles:
+    """policy-scheduler's scheduling cycles, as its histograms tell them (per cycle values are not kept: a
+    histogram gives counts, sums and buckets)."""
+
+    sizes: Histogram  # pending pods per cycle (policy_scheduler_batch_size)
+    solve: Histogram  # seconds from snapshot to plan per cycle (policy_scheduler_solve_seconds)
+
+    @property
+    def count(self) -> int:
+        return int(self.sizes.count)
+
+
+def cycles(text: str, **labels: str) -> Cycles:
+    """The cycles of every profile (or those of `profile=...`) in policy-scheduler's exposition `text`."""
+    return Cycles(histogram(text, "policy_scheduler_batch_size", **labels),
+                  histogram(text, "policy_scheduler_solve_seconds", **labels))

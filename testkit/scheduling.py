@@ -129,6 +129,10 @@ class Scheduler:
         """Sum of the samples called `name` (with these labels) on /metrics."""
         return metrics.total(self.metrics_text(), name, **labels)
 
+    def cycles(self) -> metrics.Cycles:
+        """Its scheduling cycles so far (batch sizes, solve seconds), from /metrics."""
+        return metrics.cycles(self.metrics_text())
+
     def log(self) -> str:
         return self.process.log_path.read_text(errors="replace")
 
