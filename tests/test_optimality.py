@@ -1,6 +1,6 @@
 """Plans are optimal in pods placed (lexicographic by priority) on small problems, checked against an
 exhaustive search (tests/oracle.py) that shares no code with the engine; and every plan on random
-clusters satisfies every hard constraint (tests/checker.py)."""
+clusters satisfies every hard constraint (testkit/checker.py)."""
 
 from __future__ import annotations
 

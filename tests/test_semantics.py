@@ -1,6 +1,6 @@
 """One test (at least) per constraint kind, each of which fails if the engine ignored that constraint.
 
-Every plan is also validated by the independent checker (tests/checker.py).
+Every plan is also validated by the independent checker (testkit/checker.py).
 """
 
 from __future__ import annotations
