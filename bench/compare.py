@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """policy-scheduler side by side with the real kube-scheduler and Coscheduling, same control plane, same run.
 
-For each workload and node count: a fresh etcd + kube-apiserver (testkit/controlplane.py), the nodes, PriorityClasses and
-running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start the scheduler,
-create the pending pods (or, for batch-arrival workloads, create them first), wait until all are bound or no
-binding came for ``--idle`` seconds, read the figures, stop the scheduler, delete the pending pods. The report
-(Markdown tables, PNG plots) is written between the markers of ``--report`` (BENCHMARKS.md by default), leaving
-the rest of the file alone.
+For each workload and node count: a fresh etcd + kube-apiserver (testkit/controlplane.py), the nodes,
+PriorityClasses and running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start
+the scheduler, create the pending pods (or, for batch-arrival workloads, create them first), wait until all are
+bound or no binding came for ``--idle`` seconds, read the figures (policy-scheduler's cycles from its /metrics),
+stop the scheduler, delete the pending pods. The report (Markdown tables, PNG plots) is written between the
+markers of ``--report`` (BENCHMARKS.md by default), leaving the rest of the file alone.
 
     python bench/compare.py --mode quick                 # ~100 nodes, every workload, 1 repeat (minutes)
     python bench/compare.py --mode medium                # 500 and 1,000 nodes
@@ -34,7 +34,8 @@ import compare_report as report  # noqa: E402
 from compare_measure import RunResult, outcome, timing  # noqa: E402
 from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
-from testkit.controlplane import LOOPBACK_NO_PROXY, build_binaries, build_coscheduling, start_control_plane  # noqa: E402
+from testkit.controlplane import LOOPBACK_NO_PROXY, build_binaries, build_coscheduling  # noqa: E402
+from testkit.controlplane import start_control_plane  # noqa: E402
 from testkit.scheduling import Kube  # noqa: E402
 
 
