@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """policy-scheduler side by side with the real kube-scheduler and Coscheduling, same control plane, same run.
 
-For each workload and node count: a fresh etcd + kube-apiserver (tests/e2e), the nodes, PriorityClasses and
-running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start the scheduler,
-create the pending pods (or, for batch-arrival workloads, create them first), wait until all are bound or no
-binding came for ``--idle`` seconds, read the figures, stop the scheduler, delete the pending pods. The report
-(Markdown tables, PNG plots) is written between the markers of ``--report`` (BENCHMARKS.md by default), leaving
-the rest of the file alone.
+For each workload and node count: a fresh etcd + kube-apiserver (testkit/controlplane.py), the nodes,
+PriorityClasses and running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start
+the scheduler, create the pending pods (or, for batch-arrival workloads, create them first), wait until all are
+bound or no binding came for ``--idle`` seconds, read the figures (policy-scheduler's cycles from its /metrics),
+stop the scheduler, delete the pending pods. The report (Markdown tables, PNG plots) is written between the
+markers of ``--report`` (BENCHMARKS.md by default), leaving the rest of the file alone.
 
     python bench/compare.py --mode quick                 # ~100 nodes, every workload, 1 repeat (minutes)
     python bench/compare.py --mode medium                # 500 and 1,000 nodes
@@ -27,16 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and the other bench modules
 
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
 from compare_measure import RunResult, outcome, timing  # noqa: E402
-from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap, build_coscheduling  # noqa: E402
+from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
-from local_cluster import LOOPBACK_NO_PROXY, build_binaries, start_control_plane  # noqa: E402
-from scheduling import Kube  # noqa: E402
+from testkit.controlplane import LOOPBACK_NO_PROXY, build_binaries, build_coscheduling  # noqa: E402
+from testkit.controlplane import start_control_plane  # noqa: E402
+from testkit.scheduling import Kube  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,9 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch)
         cycles = running.cycles()
-        if kind.name == "policy-scheduler":
-            result.cycles = cycles
-            result.batches = len(cycles)
-            result.solve_s = round(sum(s for _, s in cycles), 3)
+        if cycles is not None:
+            result.batches, result.batch_pods = cycles.count, int(cycles.sizes.sum)
+            result.solve_s, result.solve_max_s = round(cycles.solve.sum, 3), cycles.solve.at_most()
     except Exception as exc:  # noqa: BLE001 (one failed run is reported, the benchmark goes on)
         result.error = f"{type(exc).__name__}: {exc}"[:2000]
     finally:

@@ -1,8 +1,8 @@
 """The API side of the side-by-side benchmark: fill a control plane with a Scenario, watch bindings, reset.
 
-Everything goes through the real kube-apiserver of tests/e2e (raw JSON, as the e2e helpers do). Binding times
-are observed by one watch on the pending pods (the harness's own clock for every scheduler alike, finer than
-the one-second timestamps the API records), and the final placement is read back with a list.
+Everything goes through the real kube-apiserver of testkit/controlplane.py (raw JSON, as the e2e tests do).
+Binding times are observed by one watch on the pending pods (the harness's own clock for every scheduler alike,
+finer than the one-second timestamps the API records), and the final placement is read back with a list.
 """
 from __future__ import annotations
 
@@ -12,15 +12,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import urlencode, urlparse
 
-import yaml
 from compare_workloads import PENDING_LABEL, NodeSpec, Scenario
-from local_cluster import ControlPlane, verifying_context
-from scheduling import Kube
+from testkit.controlplane import ControlPlane, verifying_context
+from testkit.manifests import priority_class, ready_node
+from testkit.scheduling import Kube, install_podgroup_crd
 
 CLIENTS = 16           # threads creating objects (as bench/loop_e2e.py)
 DELETE_TIMEOUT_S = 300.0
@@ -42,41 +41,21 @@ def ok(kube: Kube, method: str, path: str, body: Any = None, allow: tuple[int, .
 
 # --- filling the cluster ----------------------------------------------------------------------------------
 
-def install_crd(kube: Kube, crd_file: Path) -> None:
-    """The PodGroup CRD as scheduler-plugins ships it (policy-scheduler reads the same group/version/fields
-    as deploy/podgroup-crd.yaml); waits until PodGroups are served."""
-    ok(kube, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-       yaml.safe_load(crd_file.read_text()), allow=(409,))
-    deadline = time.monotonic() + 60
-    while kube.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")[0] != 200:
-        if time.monotonic() > deadline:
-            raise RuntimeError("PodGroup CRD not served after 60 s")
-        time.sleep(0.2)
-
-
 def create_node(kube: Kube, spec: NodeSpec) -> None:
     """A Node whose status says Ready (written through the status subresource: a create ignores it)."""
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    meta = {"name": spec.name, "labels": {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux",
-                                          **spec.labels}, "annotations": dict(spec.annotations)}
-    ok(kube, "POST", "/api/v1/nodes", {"metadata": meta, "spec": {"taints": list(spec.taints)}})
-    status = {"status": {"capacity": spec.allocatable, "allocatable": spec.allocatable,
-                         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                         "message": "bench: a Node without a kubelet",
-                                         "lastHeartbeatTime": now, "lastTransitionTime": now}],
-                         "addresses": [{"type": "Hostname", "address": spec.name}]}}
+    body, status = ready_node(spec.name, spec.allocatable, {"kubernetes.io/os": "linux", **spec.labels},
+                              list(spec.taints), spec.annotations, message="bench: a Node without a kubelet")
+    ok(kube, "POST", "/api/v1/nodes", body)
     ok(kube, "PATCH", f"/api/v1/nodes/{spec.name}/status", status, content_type="application/merge-patch+json")
 
 
 def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -> None:
     """Everything but the pending pods and PodGroups: CRD, namespaces, PriorityClasses, nodes, running pods."""
-    install_crd(kube, crd_file)
+    install_podgroup_crd(kube, crd_file, timeout=60)  # scheduler-plugins' own (ours reads the same fields)
     for ns in scenario.namespaces:
         cp.ensure_namespace(ns)
     for name, value in scenario.priority_classes.items():
-        ok(kube, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
-           {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-            "value": value}, allow=(409,))
+        ok(kube, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value), allow=(409,))
     in_parallel(lambda n: create_node(kube, n), scenario.nodes)
     in_parallel(lambda p: ok(kube, "POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", p),
                 scenario.running)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from compare_workloads import POD_GROUP_LABEL, PRICE_ANNOTATION, Scenario
@@ -36,11 +36,13 @@ class RunResult:
     pods_in_partial: int = 0           # bound pods of incomplete gangs: capacity held for nothing
     nodes_used: int = 0                # nodes hosting at least one benchmark pod
     price: float | None = None         # sum of the `price` annotations of those nodes
-    solve_s: float | None = None       # policy-scheduler: seconds from snapshot to plan, all cycles
-    batches: int | None = None
+    # policy-scheduler's cycles, from its /metrics histograms (batch_size, solve_seconds) at the end of the run
+    solve_s: float | None = None       # seconds from snapshot to plan, all cycles (solve_seconds_sum)
+    batches: int | None = None         # cycles (batch_size_count)
+    batch_pods: int | None = None      # pending pods over all cycles, a retried pod each time (batch_size_sum)
+    solve_max_s: float | None = None   # the slowest cycle took at most this (its solve_seconds bucket; inf: > 10 s)
     rss_mib: float | None = None       # peak resident memory of the scheduler process (VmHWM)
     error: str = ""
-    cycles: list[tuple[int, float]] = field(default_factory=list)   # policy-scheduler: (batch pods, solve s)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

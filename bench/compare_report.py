@@ -5,10 +5,10 @@ the hand-written parts of BENCHMARKS.md — including the analysis above the gen
 """
 from __future__ import annotations
 
+import math
 import os
 import platform
 import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,8 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
               f"seen − first pod created, or scheduler ready for `batch`); latency = binding seen by the "
               f"harness's watch − pod created (or ready). Gangs: complete · partial (bound pods in partial "
               f"gangs: capacity held by gangs that cannot run). Price: sum of the `price` annotations of the "
-              f"nodes used. Solve s: policy-scheduler's snapshot→plan seconds summed over its cycles. Peak RSS: "
+              f"nodes used. Solve s: policy-scheduler's snapshot→plan seconds summed over its cycles (batches: its "
+              f"cycles), read from its /metrics (`solve_seconds`, `batch_size`) at the end of the run. Peak RSS: "
               f"VmHWM of the scheduler process.", ""]
     lines += ["| workload | arrival | what |", "|---|---|---|"]
     lines += [f"| {w.name} | {w.arrival} | {w.description} |" for w in plan.workloads]
@@ -216,21 +217,29 @@ def grouped_bars(rows: list[dict[str, Any]], workload: str, series: list[tuple[s
 
 
 def plot_solve_time(raw: list[dict[str, Any]], path: Path) -> bool:
-    points = defaultdict(list)
-    for r in raw:
-        for pods, seconds in r.get("cycles") or []:
-            points[r["workload"]].append((pods, seconds))
-    if not points:
+    """One point per policy-scheduler run: mean solve seconds per cycle vs mean pods per cycle, from its
+    /metrics histograms, with a bar up to the bucket bound of its slowest cycle (a triangle: above 10 s)."""
+    runs = [r for r in raw if r.get("batches")]
+    if not runs:
         return False
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for workload in sorted(points, key=order):
-        xs, ys = zip(*points[workload])
-        ax.scatter(xs, ys, s=14, label=workload, alpha=0.7)
+    for workload in sorted({r["workload"] for r in runs}, key=order):
+        mine = [r for r in runs if r["workload"] == workload]
+        xs = [r["batch_pods"] / r["batches"] for r in mine]
+        ys = [r["solve_s"] / r["batches"] for r in mine]
+        up = [max(0.0, r["solve_max_s"] - y) if math.isfinite(r["solve_max_s"] or 0) else 0.0
+              for r, y in zip(mine, ys)]
+        line = ax.errorbar(xs, ys, yerr=[[0.0] * len(ys), up], fmt="o", ms=4, capsize=2, alpha=0.7,
+                           label=workload)
+        over = [(x, y) for x, y, r in zip(xs, ys, mine) if not math.isfinite(r["solve_max_s"] or 0)]
+        if over:
+            ax.scatter(*zip(*over), marker="^", s=40, color=line[0].get_color())
     ax.set_xscale("log")
-    ax.set_xlabel("pending pods in the batch")
-    ax.set_ylabel("seconds, snapshot → plan")
-    ax.set_title("policy-scheduler: solve time per scheduling cycle vs batch size", fontsize=10)
+    ax.set_xlabel("pending pods per cycle (mean of a run)")
+    ax.set_ylabel("seconds, snapshot → plan (mean per cycle)")
+    ax.set_title("policy-scheduler: solve time per scheduling cycle vs batch size\n"
+                 "(one point per run, from /metrics; bar: up to the slowest cycle's bucket)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()

@@ -23,15 +23,14 @@ from pathlib import Path
 from typing import Callable
 
 import yaml
-from local_cluster import ControlPlane, Process, free_port, http_get, unverified_context
-from scheduling import Kube, apply
+from testkit import metrics
+from testkit.controlplane import ControlPlane, Process, free_port, http_get, unverified_context
+from testkit.scheduling import Kube, apply
 
 ROOT = Path(__file__).resolve().parents[1]
-COSCHEDULING_BUILD = ROOT / "tests" / "e2e" / "coscheduling" / "build.sh"
 READY_TIMEOUT_S = 120.0
 POLICY_CONFIGMAP = "kube-system/policy-scheduler-policies"
 CLIENT_QPS = 5000
-CYCLE_LINE = re.compile(r"cycle profile=\S+ pods=(\d+) .*?solve_s=([0-9.]+)")
 
 
 @dataclass(frozen=True)
@@ -62,11 +61,15 @@ class Running:
         match = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
         return int(match.group(1)) / 1024 if match else None
 
-    def cycles(self) -> list[tuple[int, float]]:
-        """(pods in the batch, solve seconds) of each of policy-scheduler's cycles, from its log (none for
-        the others)."""
-        return [(int(m.group(1)), float(m.group(2)))
-                for m in CYCLE_LINE.finditer(self.process.log_path.read_text(errors="replace"))]
+    def cycles(self) -> metrics.Cycles | None:
+        """policy-scheduler's cycles so far (batch sizes, solve seconds) from its /metrics; None for the
+        others (no metrics port here)."""
+        if self.metrics_port is None:
+            return None
+        status, body = http_get(f"http://127.0.0.1:{self.metrics_port}/metrics")
+        if status != 200:
+            raise RuntimeError(f"{self.name} /metrics answered {status}: {body[:300]!r}")
+        return metrics.cycles(body.decode())
 
     def stop(self) -> None:
         self.process.stop()
@@ -185,18 +188,3 @@ SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind("coscheduling", "scheduler-plugins v0.34.7 kube-scheduler, Coscheduling", True,
                   launch_kube(lambda s: s.plugins_bin, coscheduling_profile)),
 )}
-
-
-# --- binaries ---------------------------------------------------------------------------------------------
-
-def build_coscheduling() -> Path:
-    """Run tests/e2e/coscheduling/build.sh (a no-op when cached); the directory with kube-scheduler and the
-    PodGroup CRD of scheduler-plugins."""
-    result = subprocess.run(["bash", str(COSCHEDULING_BUILD)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, check=False)
-    sys.stderr.write(result.stdout)
-    if result.returncode != 0:
-        raise RuntimeError(f"{COSCHEDULING_BUILD} failed (exit {result.returncode}):\n{result.stdout[-6000:]}")
-    out = subprocess.run(["bash", str(COSCHEDULING_BUILD), "--print-dir"], capture_output=True, text=True,
-                         check=True)
-    return Path(out.stdout.strip())

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import realistic as R
 import workloads as W
+from testkit.manifests import created, pod, podgroup
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDING_LABEL = "bench.policy-scheduler.io/pending"   # the pods a run deletes before the next scheduler
@@ -28,7 +29,6 @@ POD_GROUP_LABEL = W.POD_GROUP_LABEL
 ZONE_KEY, HOSTNAME_KEY = W.ZONE_KEY, W.HOSTNAME_KEY
 PRICE_ANNOTATION = "price"
 BENCH_NS = "bench"
-PAUSE = W.PAUSE_IMAGE
 
 
 @dataclass(frozen=True)
@@ -83,12 +83,9 @@ def perf_nodes(n: int, cpu: str = W.NODE_CPU, memory: str = W.NODE_MEMORY, prefi
 
 def pause_pod(name: str, app: str, cpu: str = W.POD_CPU, memory: str = W.POD_MEMORY, ns: str = BENCH_NS,
               labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    """A pending pod (pause container, requests = limits) labelled with its app."""
-    res = {"cpu": cpu, "memory": memory}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": {"app": app, **(labels or {})}},
-            "spec": {"containers": [{"name": "pause", "image": PAUSE,
-                                     "resources": {"requests": dict(res), "limits": dict(res)}}], **spec}}
+    """A pending pod as created (pause container, requests = limits, no schedulerName yet) labelled with its app."""
+    return created(pod(name, cpu=cpu, memory=memory, ns=ns, labels={"app": app, **(labels or {})}, scheduler=None,
+                       limits={"cpu": cpu, "memory": memory}, container="pause", image=W.PAUSE_IMAGE, **spec))
 
 
 def pods_of(app: str, count: int, **kw: Any) -> list[dict[str, Any]]:
@@ -97,14 +94,6 @@ def pods_of(app: str, count: int, **kw: Any) -> list[dict[str, Any]]:
 
 def own_app(app: str) -> dict[str, Any]:
     return {"matchLabels": {"app": app}}
-
-
-def pod_group(name: str, min_member: int, ns: str = BENCH_NS, timeout_s: int | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member}
-    if timeout_s is not None:
-        spec["scheduleTimeoutSeconds"] = timeout_s
-    return {"apiVersion": W.POD_GROUP_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns},
-            "spec": spec}
 
 
 # --- scheduler_perf-like ----------------------------------------------------------------------------------
@@ -178,7 +167,8 @@ def gangs(n: int) -> Scenario:
     for name in ("pair-a", "pair-b"):
         pods += [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", labels={POD_GROUP_LABEL: name},
                            nodeSelector=small, tolerations=tol) for i in range(3)]
-    groups = [pod_group(name, GANG_SIZE) for name in names] + [pod_group(p, 3) for p in ("pair-a", "pair-b")]
+    groups = [podgroup(name, GANG_SIZE, BENCH_NS) for name in names] + [podgroup(p, 3, BENCH_NS)
+                                                                          for p in ("pair-a", "pair-b")]
     return Scenario("gangs", nodes, pods, pod_groups=groups)
 
 
@@ -205,7 +195,7 @@ def from_cluster(workload: str, c: R.Cluster) -> Scenario:
         o = c.owners[k]
         doc = _api_pod(R.pod_doc(o, R.pod_fields(c, o, i), "lean"), classes)
         (running if i < o.running else pending).append(doc)
-    groups = [pod_group(o.name, o.replicas, o.namespace) for o in c.owners if o.gang]
+    groups = [podgroup(o.name, o.replicas, o.namespace) for o in c.owners if o.gang]
     namespaces = tuple(sorted({o.namespace for o in c.owners}))
     return Scenario(workload, nodes, pending, namespaces, running, classes, groups)
 
@@ -217,15 +207,15 @@ def _node_spec(pool: R.NodePool, f: R.NodeFields) -> NodeSpec:
 
 
 def _api_pod(doc: dict[str, Any], classes: dict[str, int]) -> dict[str, Any]:
-    """What a client would POST: no uid, timestamps or status; priority by class name."""
-    meta = {k: v for k, v in doc["metadata"].items() if k not in ("uid", "creationTimestamp", "resourceVersion")}
-    spec = dict(doc["spec"])
+    """What a client would POST (no uid, timestamps or status); priority by class name."""
+    out = created(doc)
+    spec = out["spec"] = dict(out["spec"])
     value = spec.pop("priority", None)
     if value:
         name = f"bench-priority-{value}"
         classes[name] = value
         spec["priorityClassName"] = name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return out
 
 
 def mixed(n: int) -> Scenario:

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """End-to-end benchmark of ``policy-scheduler run`` through a local etcd + kube-apiserver (issue 8).
 
-Starts the e2e control plane (tests/e2e/local_cluster.py; binaries built on first use), creates
+Starts the e2e control plane (testkit/controlplane.py; binaries built on first use), creates
 ``--nodes`` Ready nodes, starts the scheduler as a subprocess, then creates ``--pods`` pending pods
 from ``--clients`` threads and measures: pods created → all bound (wall seconds, pods/s), and the
-scheduler's own pending→bound latency histogram (p50/p99, interpolated from its /metrics buckets).
+scheduler's own pending→bound latency histogram (p50/p99, interpolated from its /metrics buckets) and its
+cycles (pods per cycle, solve seconds: the batch_size and solve_seconds histograms of /metrics).
 Everything it started is stopped at the end.
 
     python bench/loop_e2e.py --nodes 500 --pods 1000
@@ -21,33 +22,27 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+sys.path.insert(0, str(ROOT))  # the test kit (testkit/)
 
-from local_cluster import start_control_plane  # noqa: E402
-from scheduling import Kube, Schedulers, pod  # noqa: E402
-
-
-def quantile(buckets: list[tuple[float, float]], q: float) -> float:
-    """Linear interpolation inside Prometheus cumulative buckets [(le, count)]."""
-    total = buckets[-1][1]
-    target, prev_le, prev_count = q * total, 0.0, 0.0
-    for le, count in buckets:
-        if count >= target:
-            if le == float("inf"):
-                return prev_le
-            span = count - prev_count
-            return prev_le + (le - prev_le) * ((target - prev_count) / span if span else 0)
-        prev_le, prev_count = le, count
-    return prev_le
+from testkit import metrics  # noqa: E402
+from testkit.controlplane import start_control_plane  # noqa: E402
+from testkit.manifests import api_pod  # noqa: E402
+from testkit.scheduling import Kube, Schedulers  # noqa: E402
 
 
-def histogram(text: str, name: str) -> list[tuple[float, float]]:
-    out = []
-    for line in text.splitlines():
-        if line.startswith(f"{name}_bucket"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            out.append((float(le), float(line.rsplit(" ", 1)[1])))
-    return out
+def cycle_summary(cycles: metrics.Cycles) -> str:
+    """The scheduler's cycles from its histograms: pods per cycle and solve seconds (mean, buckets)."""
+    def spread(h: metrics.Histogram) -> str:
+        counts, prev = [], 0.0
+        for le, n in h.buckets:
+            if n > prev:
+                counts.append(f"<={le:g}: {n - prev:.0f}")
+            prev = n
+        return ", ".join(counts)
+    if not cycles.count:
+        return "cycles: none"
+    return (f"cycles={cycles.count} pods_per_cycle mean={cycles.sizes.mean:.0f} ({spread(cycles.sizes)}) "
+            f"solve_s total={cycles.solve.sum:.2f} mean={cycles.solve.mean:.2f} ({spread(cycles.solve)})")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -80,7 +75,8 @@ def main() -> None:
             def create() -> float:
                 t = time.monotonic()
                 with ThreadPoolExecutor(args.clients) as pool:
-                    list(pool.map(lambda i: kube.create(pod(f"p-{i:05d}", "bench", cpu="100m")), range(args.pods)))
+                    list(pool.map(lambda i: kube.create(api_pod(f"p-{i:05d}", "bench", cpu="100m")),
+                                  range(args.pods)))
                 return time.monotonic() - t
 
             created = create() if args.precreate else 0.0
@@ -97,16 +93,16 @@ def main() -> None:
                 time.sleep(0.1)
             wall = time.monotonic() - t0
             cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in pids.items()}
-            _, body = s.get("/metrics")
-            buckets = histogram(body.decode(), "policy_scheduler_pending_to_bound_seconds")
-            batches = s.metric("policy_scheduler_batches_total")
+            text = s.metrics_text()
+            latency = metrics.histogram(text, "policy_scheduler_pending_to_bound_seconds")
+            batches = metrics.total(text, "policy_scheduler_batches_total")
             print(f"nodes={args.nodes} pods={args.pods} created_in={created:.1f}s all_bound_in={wall:.1f}s "
                   f"pods_per_s={args.pods / wall:.0f} batches={batches:.0f} "
-                  f"latency_p50={quantile(buckets, 0.5):.2f}s latency_p99={quantile(buckets, 0.99):.2f}s "
+                  f"latency_p50={latency.quantile(0.5):.2f}s latency_p99={latency.quantile(0.99):.2f}s "
                   f"batch_window={args.batch_window}s")
             print("cpu seconds while scheduling: " + " ".join(f"{k}={v:.1f}" for k, v in cpu.items())
                   + f" (of {2 * wall:.1f} on 2 cores)")
-            print("\n".join(line for line in s.log().splitlines() if "cycle profile" in line))
+            print(cycle_summary(metrics.cycles(text)))
         finally:
             schedulers.stop_all()
 

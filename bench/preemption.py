@@ -26,15 +26,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and the other bench modules
 
 from compare_schedulers import SchedulerKind, Settings, default_profile, launch_kube, launch_ours  # noqa: E402
-from local_cluster import ControlPlane, build_binaries, start_control_plane  # noqa: E402
-from scheduling import Kube, install_podgroup_crd, pod  # noqa: E402
+from testkit.controlplane import ControlPlane, build_binaries, start_control_plane  # noqa: E402
+from testkit.manifests import POD_GROUP_LABEL, api_pod, budget, podgroup, priority_class  # noqa: E402
+from testkit.scheduling import Kube, install_podgroup_crd  # noqa: E402
 
 NS = "bench"
-GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 PRIORITIES = {"bench-low": 0, "bench-mid": 100, "bench-high": 1000}
 IDLE_S = 20.0  # no new bind for this long: the run is over
 CLIENTS = 16
@@ -72,7 +71,7 @@ WORKLOADS = {w.name: w for w in (
     Workload("gangs", "2-cpu nodes, each full with one low-priority pod; gangs of 4 high-priority 2-cpu pods, "
              "members created interleaved (jobs submitted together), room after evictions for half of them",
              2, lambda i: [("2", "bench-low", {"app": "batch"})],
-             lambda n: [("2", {GANG_LABEL: f"g{k % (n // 2)}"}) for k in range(2 * n)],
+             lambda n: [("2", {POD_GROUP_LABEL: f"g{k % (n // 2)}"}) for k in range(2 * n)],
              gangs=lambda n: {f"g{k}": 4 for k in range(n // 2)}),
 )}
 
@@ -108,23 +107,19 @@ def setup(cp: ControlPlane, kube: Kube, w: Workload, nodes: int) -> None:
     """Priority classes, nodes, running pods (bound already), budgets, PodGroups."""
     cp.ensure_namespace(NS)
     for name, value in PRIORITIES.items():
-        kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
-                     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-                      "value": value})
+        kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value))
     for i in range(nodes):
         cp.create_ready_node(f"node-{i:04d}", cpu=str(w.node_cpu), memory="16Gi")
         for j, (cpu, cls, labels) in enumerate(w.running(i)):
-            kube.create(pod(f"run-{i:04d}-{j}", NS, cpu=cpu, labels=labels, nodeName=f"node-{i:04d}",
-                            priorityClassName=cls))
+            kube.create(api_pod(f"run-{i:04d}-{j}", NS, cpu=cpu, labels=labels, nodeName=f"node-{i:04d}",
+                                priorityClassName=cls))
     for name, selector, min_available in w.budgets:
-        kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": NS},
-                     "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector}}})
+        kube.create(budget(name, selector, min_available=min_available, ns=NS))
     groups = w.gangs(nodes)
     if groups:
         install_podgroup_crd(kube)
         for name, members in groups.items():
-            kube.create({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                         "metadata": {"name": name, "namespace": NS}, "spec": {"minMember": members}})
+            kube.create(podgroup(name, members, NS))
 
 
 def run_one(w: Workload, nodes: int, kind: SchedulerKind, settings: Settings) -> dict[str, Any]:
@@ -138,12 +133,14 @@ def run_one(w: Workload, nodes: int, kind: SchedulerKind, settings: Settings) ->
             pending = w.pending(nodes)
             t0 = time.monotonic()
             with ThreadPoolExecutor(CLIENTS) as pool:  # as a controller creates a job's pods: all at once
-                list(pool.map(lambda k: kube.create(pod(f"high-{k:04d}", NS, scheduler=kind.name, cpu=pending[k][0],
-                                                        labels=pending[k][1], priorityClassName="bench-high")),
+                list(pool.map(lambda k: kube.create(api_pod(f"high-{k:04d}", NS, scheduler=kind.name,
+                                                            cpu=pending[k][0], labels=pending[k][1],
+                                                            priorityClassName="bench-high")),
                               range(len(pending))))
             last, placed = _wait(kube, len(pending), t0)
             row = _figures(w, kube, kubelet, nodes, kind.name, placed, last - t0)
-            row["batches"] = len(running.cycles()) or None
+            cycles = running.cycles()
+            row["batches"] = cycles.count if cycles is not None and cycles.count else None
             return row
         finally:
             running.stop()
@@ -172,7 +169,7 @@ def _figures(w: Workload, kube: Kube, kubelet: Kubelet, nodes: int, scheduler: s
         hit = sum(1 for v in victims.values() if all((v["metadata"].get("labels") or {}).get(k) == val
                                                        for k, val in selector.items()))
         over += max(0, hit - allowed[name])
-    bound = Counter((p["metadata"].get("labels") or {}).get(GANG_LABEL) for n, p in kube.pods(NS).items()
+    bound = Counter((p["metadata"].get("labels") or {}).get(POD_GROUP_LABEL) for n, p in kube.pods(NS).items()
                     if n.startswith("high-") and p["spec"].get("nodeName"))
     groups = w.gangs(nodes)
     complete = sum(1 for g, need in groups.items() if bound.get(g, 0) >= need)

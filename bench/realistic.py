@@ -54,7 +54,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import workloads as W  # noqa: E402
+import workloads as W  # noqa: E402 (also puts the repository root, for testkit, on the path)
+from testkit import manifests as M  # noqa: E402
 
 SCHEDULER_NAME = W.SCHEDULER_NAME
 HOSTNAME_KEY, ZONE_KEY, REGION_KEY = W.HOSTNAME_KEY, W.ZONE_KEY, W.REGION_KEY
@@ -320,22 +321,23 @@ def _node_status_detail(f: NodeFields) -> dict[str, Any]:
 
 def node_doc(pool: NodePool, f: NodeFields, detail: str) -> dict[str, Any]:
     """A Node as the API server returns it."""
-    spec: dict[str, Any] = {"providerID": f.instance}
-    if pool.taints:
-        spec["taints"] = [{"effect": e, "key": k, "value": v} for k, v, e in pool.taints]
     status: dict[str, Any] = {"allocatable": _node_resources(pool, True),
                               "capacity": _node_resources(pool, False)}
-    meta: dict[str, Any] = {"creationTimestamp": f.created, "labels": _node_labels(pool, f),
-                            "name": f.name, "uid": f.uid}
     if detail == "full":
         status.update(_node_status_detail(f))
+    else:
+        status["conditions"] = [{"status": "True", "type": "Ready"}]
+    doc = M.node(f.name, labels=_node_labels(pool, f), status=status,
+                 taints=[{"effect": e, "key": k, "value": v} for k, v, e in pool.taints])
+    doc["spec"]["providerID"] = f.instance
+    meta = doc["metadata"]
+    meta.update(creationTimestamp=f.created, uid=f.uid)
+    if detail == "full":
         meta["annotations"] = {"alpha.kubernetes.io/provided-node-ip": f.ip,
                                "node.alpha.kubernetes.io/ttl": "0",
                                "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
         meta["resourceVersion"] = "48213377"
-    else:
-        status["conditions"] = [{"status": "True", "type": "Ready"}]
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
+    return doc
 
 
 def _owner_ref(o: Owner) -> dict[str, Any]:
@@ -500,11 +502,10 @@ def pod_doc(o: Owner, f: PodFields, detail: str) -> dict[str, Any]:
 
 
 def pod_group_doc(o: Owner) -> dict[str, Any]:
-    return {"apiVersion": W.POD_GROUP_API, "kind": "PodGroup",
-            "metadata": {"creationTimestamp": timestamp(o.created), "name": o.name,
-                         "namespace": o.namespace, "uid": uid("PodGroup", o.namespace, o.name)},
-            "spec": {"minMember": o.replicas, "scheduleTimeoutSeconds": 600},
-            "status": {"phase": "Pending"}}
+    doc = M.podgroup(o.name, o.replicas, o.namespace, timeout_s=600)
+    doc["metadata"].update(creationTimestamp=timestamp(o.created), uid=uid("PodGroup", o.namespace, o.name))
+    doc["status"] = {"phase": "Pending"}
+    return doc
 
 
 # --------------------------------------------------------------------------- #

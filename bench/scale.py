@@ -19,7 +19,7 @@ one at a time, timed by ``bench/run.py``'s ``run_once`` (wall clock, peak RSS fr
 ``os.wait4``). The engine's ``stats.phases`` (load/compile/start/model/solve seconds) and
 ``stats.sequential_placed`` are optional: missing ones print as "-". Every plan is checked by
 ``realistic.validate`` (capacity, pools, taints, hard pod (anti-)affinity, hard zone spread,
-gangs); ``--oracle on`` also runs ``tests/checker.py``'s independent ``check_plan`` (slow on big
+gangs); ``--oracle on`` also runs ``testkit/checker.py``'s independent ``check_plan`` (slow on big
 clusters; ``auto`` uses it up to 12,000 pods).
 
 Guard rails for a shared machine: a run is killed after ``--timeout`` seconds or when its RSS
@@ -60,7 +60,7 @@ from rich.console import Console
 from rich.table import Table
 
 BENCH_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH_DIR))
+sys.path[:0] = [str(BENCH_DIR.parent), str(BENCH_DIR)]  # the test kit (testkit/) and the other bench modules
 
 import realistic as RL  # noqa: E402
 import run as B  # noqa: E402
@@ -219,11 +219,10 @@ def read_stats(doc: dict, res: B.RunResult, c: RL.Cluster,
 
 def make_oracle(c: RL.Cluster, detail: str, mode: str
                 ) -> Callable[[dict[str, str]], list[str]] | None:
-    """tests/checker.py's check_plan over the generator's manifests, if wanted."""
+    """testkit/checker.py's check_plan over the generator's manifests, if wanted."""
     if mode == "off" or (mode == "auto" and c.running + c.pending > ORACLE_AUTO_PODS):
         return None
-    sys.path.insert(0, str(B.REPO_ROOT / "tests"))
-    from checker import check_plan  # an independent oracle: no engine imports
+    from testkit.checker import check_plan  # an independent oracle: no engine imports
 
     docs = list(RL.iter_manifests(c, detail))
     return lambda assignments: check_plan(docs, assignments)
@@ -494,7 +493,7 @@ def common(f: Callable) -> Callable:
                                              "(volumes, default tolerations, conditions)."),
         click.option("--regen", is_flag=True, help="Rewrite snapshots even if cached."),
         click.option("--oracle", type=click.Choice(("auto", "on", "off")), default="auto",
-                     show_default=True, help="Also check plans with tests/checker.py "
+                     show_default=True, help="Also check plans with testkit/checker.py "
                                              f"(auto: up to {ORACLE_AUTO_PODS} pods)."),
         click.option("--markdown", is_flag=True, help="Markdown table (for BENCHMARKS.md)."),
     )):

@@ -43,17 +43,24 @@ import hashlib
 import io
 import os
 import re
+import sys
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test kit (testkit/)
+
+from testkit import manifests as M  # noqa: E402
+from testkit import quantity  # noqa: E402
 
 # --------------------------------------------------------------------------- #
 # Workload catalogue
 # --------------------------------------------------------------------------- #
 
-SCHEDULER_NAME = "policy-scheduler"
+SCHEDULER_NAME = M.SCHEDULER_NAME
 NAMESPACE = "sched-0"          # pending pods
 BOUND_NAMESPACE = "sched-1"    # optional already-running pods
 BOUND_APP = "existing"
@@ -64,17 +71,15 @@ REGION = "region-1"
 NODE_AFFINITY_ZONES = ("zone-1", "zone-4", "zone-7")   # 3 of the 10 zones
 SPREAD_MAX_SKEW = 1
 
-HOSTNAME_KEY = "kubernetes.io/hostname"
-ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME_KEY, ZONE_KEY = M.HOSTNAME_KEY, M.ZONE_KEY
 REGION_KEY = "topology.kubernetes.io/region"
 INSTANCE_TYPE_KEY = "node.kubernetes.io/instance-type"
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
+POD_GROUP_LABEL, POD_GROUP_API = M.POD_GROUP_LABEL, M.POD_GROUP_API
 
 # scheduler_perf node-default / pod-default templates
 NODE_CPU, NODE_MEMORY, NODE_PODS = "4", "32Gi", "110"
 POD_CPU, POD_MEMORY = "100m", "500Mi"
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+PAUSE_IMAGE = M.PAUSE_IMAGE
 
 CREATION_TIMESTAMP = "2024-01-01T00:00:00Z"
 
@@ -347,10 +352,9 @@ def pod_sets(w: Workload) -> list[PodSet]:
 
 
 def _pod_group(name: str, size: int) -> dict[str, Any]:
-    return {"apiVersion": POD_GROUP_API, "kind": "PodGroup",
-            "metadata": {"creationTimestamp": CREATION_TIMESTAMP, "name": name,
-                         "namespace": NAMESPACE, "uid": _owner_uid(name, "PodGroup")},
-            "spec": {"minMember": size}}
+    group = M.podgroup(name, size, NAMESPACE)
+    group["metadata"].update(creationTimestamp=CREATION_TIMESTAMP, uid=_owner_uid(name, "PodGroup"))
+    return group
 
 
 def pod_groups(w: Workload) -> list[dict[str, Any]]:
@@ -364,10 +368,10 @@ def pending_pod_keys(w: Workload) -> list[str]:
 
 def demand(w: Workload) -> tuple[float, float]:
     """Pending cpu and memory requests as fractions of the nodes' allocatable."""
-    cpu = sum(_qty_cpu_milli(ps.cpu) * ps.count for ps in pod_sets(w))
-    mem = sum(_qty_bytes(ps.memory) * ps.count for ps in pod_sets(w))
-    return (cpu / (_qty_cpu_milli(NODE_CPU) * w.nodes),
-            mem / (_qty_bytes(w.node_memory) * w.nodes))
+    cpu = sum(_cpu_m(ps.cpu) * ps.count for ps in pod_sets(w))
+    mem = sum(_bytes(ps.memory) * ps.count for ps in pod_sets(w))
+    return (cpu / (_cpu_m(NODE_CPU) * w.nodes),
+            mem / (_bytes(w.node_memory) * w.nodes))
 
 
 def bound_pod_node(w: Workload, j: int) -> int:
@@ -381,29 +385,11 @@ def bound_pod_node(w: Workload, j: int) -> int:
 
 def _node(name: str, uid: str, zone: str, detail: str, ip: str,
           memory: str = NODE_MEMORY, instance_type: str | None = None) -> dict[str, Any]:
-    resources = {"cpu": NODE_CPU, "memory": memory, "pods": NODE_PODS}
-    labels = {
-        HOSTNAME_KEY: name,
-        "kubernetes.io/os": "linux",
-        REGION_KEY: REGION,
-        ZONE_KEY: zone,
-    }
-    node: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "creationTimestamp": CREATION_TIMESTAMP,
-            "labels": labels,
-            "name": name,
-            "uid": uid,
-        },
-        "spec": {},
-        "status": {
-            "allocatable": dict(resources),
-            "capacity": dict(resources),
-            "conditions": [{"status": "True", "type": "Ready"}],
-        },
-    }
+    node = M.node(name, cpu=NODE_CPU, memory=memory, pods=NODE_PODS,
+                  labels={"kubernetes.io/os": "linux", REGION_KEY: REGION, ZONE_KEY: zone})
+    node["metadata"].update(creationTimestamp=CREATION_TIMESTAMP, uid=uid)
+    node["status"]["conditions"] = [{"status": "True", "type": "Ready"}]
+    labels = node["metadata"]["labels"]
     if detail == "full":
         labels.update({
             "beta.kubernetes.io/arch": "amd64",
@@ -490,47 +476,25 @@ def _pod(*, app: str, namespace: str, name: str, uid: str, vol_suffix: str,
         owner_api = "batch/v1"
     if gang is not None:
         labels[POD_GROUP_LABEL] = gang
-    res = {"cpu": cpu, "memory": memory}
-    container: dict[str, Any] = {
-        "image": PAUSE_IMAGE,
-        "name": "pause",
-        "ports": [{"containerPort": 80, "protocol": "TCP"}],
-        "resources": {"limits": dict(res), "requests": dict(res)},
-    }
-    spec: dict[str, Any] = {
-        "containers": [container],
-        "restartPolicy": "Always",
-        "schedulerName": SCHEDULER_NAME,
-    }
-    spec.update(spec_extras)
-    if priority is not None:
-        spec["priority"] = priority
-    status: dict[str, Any] = {"phase": "Pending", "qosClass": "Guaranteed"}
-    pod: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "creationTimestamp": CREATION_TIMESTAMP,
-            "generateName": owner + "-",
-            "labels": labels,
-            "name": name,
-            "namespace": namespace,
-            "ownerReferences": [{
-                "apiVersion": owner_api,
-                "blockOwnerDeletion": True,
-                "controller": True,
-                "kind": owner_kind,
-                "name": owner,
-                "uid": _owner_uid(app, owner_kind),
-            }],
-            "uid": uid,
-        },
-        "spec": spec,
-        "status": status,
-    }
-    if node is not None:
-        spec["nodeName"] = node
-        status["phase"] = "Running"
+    pod = M.pod(name, cpu=cpu, memory=memory, ns=namespace, labels=labels, node_name=node, scheduler=SCHEDULER_NAME,
+                priority=priority, limits={"cpu": cpu, "memory": memory}, container="pause", image=PAUSE_IMAGE,
+                ports=[{"containerPort": 80, "protocol": "TCP"}], restartPolicy="Always", **spec_extras)
+    pod["metadata"].update({
+        "creationTimestamp": CREATION_TIMESTAMP,
+        "generateName": owner + "-",
+        "ownerReferences": [{
+            "apiVersion": owner_api,
+            "blockOwnerDeletion": True,
+            "controller": True,
+            "kind": owner_kind,
+            "name": owner,
+            "uid": _owner_uid(app, owner_kind),
+        }],
+        "uid": uid,
+    })
+    spec, status = pod["spec"], pod["status"]
+    container = spec["containers"][0]
+    status["qosClass"] = "Guaranteed"
     if detail == "full":
         vol = f"kube-api-access-{vol_suffix}"
         pod["metadata"]["resourceVersion"] = "2000"
@@ -734,24 +698,18 @@ def write_snapshot(w: Workload | str, path: str | os.PathLike, bound: int = 0,
 # Validation of a scheduler's answer
 # --------------------------------------------------------------------------- #
 
-def _qty_cpu_milli(q: str) -> int:
-    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+def _cpu_m(q: str) -> int:
+    return quantity.amount("cpu", q)
 
 
-_MEM_UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40}
-
-
-def _qty_bytes(q: str) -> int:
-    for unit, mult in _MEM_UNITS.items():
-        if q.endswith(unit):
-            return int(q[: -len(unit)]) * mult
-    return int(q)
+def _bytes(q: str) -> int:
+    return quantity.amount("memory", q)
 
 
 def pods_per_node_limit() -> int:
     """How many template pods fit on one template node (all pods are equal)."""
-    return min(_qty_cpu_milli(NODE_CPU) // _qty_cpu_milli(POD_CPU),
-               _qty_bytes(NODE_MEMORY) // _qty_bytes(POD_MEMORY),
+    return min(_cpu_m(NODE_CPU) // _cpu_m(POD_CPU),
+               _bytes(NODE_MEMORY) // _bytes(POD_MEMORY),
                int(NODE_PODS))
 
 
@@ -874,12 +832,12 @@ def _validate_mixed(w: Workload, assignments: dict[str, str], bound: int,
     pods = [0] * w.nodes
     for j in range(bound):
         n = bound_pod_node(w, j)
-        cpu[n] += _qty_cpu_milli(POD_CPU)
-        mem[n] += _qty_bytes(POD_MEMORY)
+        cpu[n] += _cpu_m(POD_CPU)
+        mem[n] += _bytes(POD_MEMORY)
         pods[n] += 1
     for app, per_node in by_app.items():
         ps = sets[app]
-        c, m = _qty_cpu_milli(ps.cpu), _qty_bytes(ps.memory)
+        c, m = _cpu_m(ps.cpu), _bytes(ps.memory)
         for n, k in per_node.items():
             cpu[n] += c * k
             mem[n] += m * k
@@ -892,7 +850,7 @@ def _validate_mixed(w: Workload, assignments: dict[str, str], bound: int,
             if 0 < got < ps.count:
                 problem(f"gang {NAMESPACE}/{ps.gang}: {got}/{ps.count} pods placed "
                         f"(minMember {ps.count}: all or nothing)")
-    cap_cpu, cap_mem, cap_pods = (_qty_cpu_milli(NODE_CPU), _qty_bytes(w.node_memory),
+    cap_cpu, cap_mem, cap_pods = (_cpu_m(NODE_CPU), _bytes(w.node_memory),
                                   int(NODE_PODS))
     for n in range(w.nodes):
         over = [f"{what} {used}/{cap}" for what, used, cap in (

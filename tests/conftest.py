@@ -1,7 +1,8 @@
 import sys
 from pathlib import Path
 
-# tests import their helpers (kube.py, checker.py, oracle.py) as top-level modules
+# tests import their helpers (runner.py, oracle.py, strategies.py) as top-level modules; the kit they share
+# with bench/ (testkit/, at the repository root) is on the path through pyproject.toml's pytest `pythonpath`
 sys.path.insert(0, str(Path(__file__).parent))
 
 import os

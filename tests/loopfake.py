@@ -9,9 +9,10 @@ import copy
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
 
 from engine.loop.ports import ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, Resource, WatchEvent
+from testkit import manifests
 
 Key = tuple[str, str, str]
 
@@ -180,15 +181,6 @@ def _match(key: Key, resource: Resource) -> bool:
             and (resource.name is None or name == resource.name))
 
 
-def node(name: str, cpu: str = "1", labels: dict | None = None) -> Obj:
-    alloc = {"cpu": cpu, "memory": "8Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": {}, "status": {"allocatable": alloc, "capacity": alloc}}
-
-
-def pod(name: str, ns: str = "default", cpu: str = "1", scheduler: str = "policy-scheduler",
-        labels: dict | None = None, **spec: Any) -> Obj:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "i",
-                                                                 "resources": {"requests": {"cpu": cpu}}}], **spec},
-            "status": {"phase": "Pending"}}
+# the loop tests' manifests: 1-cpu nodes and pods (the kit's builders)
+node = partial(manifests.node, cpu="1", memory="8Gi")
+pod = partial(manifests.pod, cpu="1")

@@ -6,10 +6,7 @@ that Python tuple comparison is the lexicographic-by-priority order.
 """
 from __future__ import annotations
 
-try:
-    from .checker import Cluster
-except ImportError:  # tests/ imported as a plain directory on sys.path
-    from checker import Cluster
+from testkit.checker import Cluster
 
 MAX_PODS = 8
 

@@ -8,10 +8,7 @@ one by one and rolled back unless minMember is reached. The engine must never pl
 
 from __future__ import annotations
 
-try:
-    from .checker import Cluster
-except ImportError:  # tests/ imported as a plain directory on sys.path
-    from checker import Cluster
+from testkit.checker import Cluster
 
 
 def _created(docs: list[dict]) -> dict[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kube import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
+from testkit.manifests import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 APPS = ["web", "db", "cache"]

@@ -1,56 +1,19 @@
 """Tests for the independent checker/oracle (they do not exercise ``engine``)."""
 import itertools
 import random
+from functools import partial
 
 import pytest
 
-try:
-    from .checker import Cluster, check_plan
-    from .oracle import best_placed, best_plan, placed_vector
-except ImportError:
-    from checker import Cluster, check_plan
-    from oracle import best_placed, best_plan, placed_vector
+from oracle import best_placed, best_plan, placed_vector
+from testkit import manifests
+from testkit.checker import Cluster, check_plan
+from testkit.manifests import namespace, pod, podgroup, priority_class
 
-SCHED = "policy-scheduler"
+node = partial(manifests.node, cpu="1", memory="4Gi")  # the checker's own tests use small nodes
 
 
-# --------------------------------------------------------------------------- builders
-def node(name, cpu="1", memory="4Gi", labels=None, taints=None, unschedulable=False,
-         extra=None, **status):
-    alloc = {"cpu": cpu, "memory": memory, "pods": "110", **(extra or {})}
-    spec = {"taints": taints} if taints else {}
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-            "spec": spec, "status": status or {"allocatable": alloc}}
-
-
-def pod(name, cpu="100m", ns="default", labels=None, node_name=None, scheduler=SCHED,
-        phase="Pending", ports=None, resources=None, **spec):
-    res = resources if resources is not None else {"requests": {"cpu": cpu}}
-    container = {"name": "c", "image": "busybox", "resources": res}
-    if ports:
-        container["ports"] = ports
-    spec = {"containers": [container], **spec}
-    if scheduler:
-        spec["schedulerName"] = scheduler
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "spec": spec, "status": {"phase": "Running" if node_name and phase == "Pending" else phase}}
-
-
-def namespace(name, labels=None):
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
-
-
-def podgroup(name, min_member, ns="default"):
-    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": ns}, "spec": {"minMember": min_member}}
-
-
+# --------------------------------------------------------------------------- helpers
 def ok(docs, plan):
     v = check_plan(docs, plan)
     assert v == [], v
@@ -104,7 +67,7 @@ def test_resources_basic_and_bound_usage():
 
 
 def test_resources_init_overhead_limits_and_units():
-    n = node("n1", cpu="2", memory="1Gi", extra={"example.com/gpu": "1"})
+    n = node("n1", cpu="2", memory="1Gi", **{"example.com/gpu": "1"})
     init = pod("init", cpu="100m", initContainers=[
         {"name": "i", "resources": {"requests": {"cpu": "1500m"}}}])
     over = pod("over", cpu="1", overhead={"cpu": "600m"})
@@ -125,18 +88,18 @@ def test_resources_init_overhead_limits_and_units():
 
 
 def test_resources_pod_count_and_capacity_fallback():
-    cap_only = node("n1", capacity={"cpu": "1", "pods": "1"})
+    cap_only = node("n1", status={"capacity": {"cpu": "1", "pods": "1"}})
     docs = [cap_only, pod("a"), pod("b")]
     ok(docs, {"default/a": "n1"})
     bad(docs, {"default/a": "n1", "default/b": "n1"}, "pods requested 2 > allocatable 1")
     # allocatable wins over capacity
-    both = node("n2", allocatable={"cpu": "100m"}, capacity={"cpu": "4"})
+    both = node("n2", status={"allocatable": {"cpu": "100m"}, "capacity": {"cpu": "4"}})
     bad([both, pod("a", cpu="200m")], {"default/a": "n2"}, "cpu")
     # missing pods -> 110
     many = [pod(f"p{i}", cpu="1m") for i in range(110)]
     plan = {f"default/p{i}": "n3" for i in range(110)}
-    ok([node("n3", capacity={"cpu": "1"})] + many, plan)
-    bad([node("n3", capacity={"cpu": "1"}), pod("x", cpu="1m")] + many,
+    ok([node("n3", status={"capacity": {"cpu": "1"}})] + many, plan)
+    bad([node("n3", status={"capacity": {"cpu": "1"}}), pod("x", cpu="1m")] + many,
         {**plan, "default/x": "n3"}, "pods requested 111")
 
 
@@ -437,7 +400,7 @@ def test_oracle_is_lexicographic_by_priority():
     assert best_placed(docs) == (1, 0)
     assert placed_vector(docs, {"default/lo1": "n1", "default/lo2": "n1"}) == (0, 2)
     assert placed_vector(docs, {"default/hi": "n1"}) == (1, 0) > (0, 2)
-    pc = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 7}
+    pc = priority_class("high", 7)
     docs2 = [node("n1", cpu="1"), pc, pod("a", cpu="1", priorityClassName="high"), pod("b", cpu="1")]
     assert best_placed(docs2) == (1, 0)
 

@@ -10,9 +10,9 @@ import sys
 import pytest
 import yaml
 
-from checker import check_plan
 from engine.cli import demo_path
-from kube import node, pod, podgroup
+from testkit.checker import check_plan
+from testkit.manifests import node, pod, podgroup
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

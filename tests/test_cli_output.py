@@ -12,7 +12,8 @@ import yaml
 from rich.console import Console
 
 from engine.output import print_table
-from kube import node, pod, run
+from runner import run
+from testkit.manifests import node, pod
 
 
 def cli(*args: str, columns: int = 300) -> subprocess.CompletedProcess:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from itertools import count
 
-from checker import check_plan
-from kube import anti, node, pod, term
+from testkit.checker import check_plan
+from testkit.manifests import anti, node, pod, term
 
 from engine.compile import Deadline, compile_cluster
 from engine.rejections import UNCHECKED

@@ -5,7 +5,8 @@ the room), not the sentences made from them."""
 
 from __future__ import annotations
 
-from kube import affinity, anti, node, pod, run, term
+from runner import run
+from testkit.manifests import affinity, anti, node, pod, term
 
 from engine.solve.problem import Check
 
@@ -65,7 +66,7 @@ def test_explain_says_why_this_node(tmp_path):
     from click.testing import CliRunner
 
     from engine.cli import main
-    from kube import expr
+    from testkit.manifests import expr
 
     preferred = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 40, "preference": {"matchExpressions": [expr("disk", "In", "ssd")]}}]}}

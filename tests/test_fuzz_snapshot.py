@@ -20,7 +20,7 @@ from engine.load import InputError, build_cluster
 from engine.manifests import parse_objects
 from engine.output import render_json, render_yaml
 from engine.plan import make_plan
-from kube import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
+from testkit.manifests import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
 
 EXAMPLES = int(os.environ.get("SNAPSHOT_FUZZ_EXAMPLES", "100"))
 LEAKS = ("object has no attribute", "invalid literal", "NoneType", "not subscriptable", "unhashable",

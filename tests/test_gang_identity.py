@@ -3,7 +3,7 @@ preemption, the loop's queue and its binder. A policy's `gang by label` gang is 
 compile."""
 from __future__ import annotations
 
-from kube import node, pod, podgroup
+from testkit.manifests import node, pod, podgroup
 from loopfake import FakeAPI, node as fake_node, pod as fake_pod
 
 from engine.gangs import gang_key

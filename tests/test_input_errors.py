@@ -12,7 +12,7 @@ import yaml
 
 from engine.load import InputError
 from engine.manifests import load_cluster, load_yaml_documents, parse_documents
-from kube import node, pod, podgroup
+from testkit.manifests import node, pod, podgroup
 
 
 def cli(*args: str, stdin: str | bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:

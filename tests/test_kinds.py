@@ -3,7 +3,8 @@ exactly one kind, typed rejections (resolvable or not, as upstream's status code
 them), and the cluster events each kind says can help a pod it rejected."""
 from __future__ import annotations
 
-from kube import affinity, anti, node, pod, run, term
+from runner import run
+from testkit.manifests import affinity, anti, node, pod, term
 
 from engine.compile import compile_cluster
 from engine.kinds import BY_CHECK, KINDS, Action, Resource, helped_by

@@ -9,7 +9,7 @@ import yaml
 
 from engine.load import InputError
 from engine.manifests import load_cluster, load_yaml_documents, parse_documents
-from kube import node, pod, podgroup
+from testkit.manifests import node, pod, podgroup
 
 
 def write(tmp_path, name, text):

@@ -1,15 +1,16 @@
 """Plans are optimal in pods placed (lexicographic by priority) on small problems, checked against an
 exhaustive search (tests/oracle.py) that shares no code with the engine; and every plan on random
-clusters satisfies every hard constraint (tests/checker.py)."""
+clusters satisfies every hard constraint (testkit/checker.py)."""
 
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from checker import check_plan
-from kube import anti, node, pod, podgroup, run, spread, term
 from oracle import best_placed, placed_vector
+from runner import run
 from strategies import clusters
+from testkit.checker import check_plan
+from testkit.manifests import anti, node, pod, podgroup, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -10,7 +10,7 @@ import numpy as np
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kube import node, pod
+from testkit.manifests import node, pod
 from strategies import clusters
 
 from engine import index as index_module

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import check_plan
 from engine.load import build_cluster
 from engine.plan import make_plan
 from engine.policy import ast as A
 from engine.policy.check import check
 from engine.policy.lower import gang_rules, policy_rules
 from engine.policy.parse import PolicyError, parse
-from kube import node, pod
+from testkit.checker import check_plan
+from testkit.manifests import node, pod
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -413,7 +413,7 @@ def test_minimize_cost_from_per_resource_prices():
 
 
 def test_gang_by_podgroup_within_zone():
-    from kube import podgroup
+    from testkit.manifests import podgroup
 
     nodes = [node("a1", cpu="2", labels={ZONE: "a"}), node("b1", cpu="2", labels={ZONE: "b"})]
     job = [pod(f"j{i}", cpu="1", labels={"scheduling.x-k8s.io/pod-group": "pg"}) for i in range(3)]

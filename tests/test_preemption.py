@@ -6,13 +6,13 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker import check_plan
-from kube import node, pod, podgroup
 from engine.ir import Rules
 from engine.load import build_cluster
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from testkit.checker import check_plan
+from testkit.manifests import budget, node, pod, podgroup, priority_class
 
 
 def plan_for(*docs, policy: str = "", enabled: bool = True, time_limit: float = 2):
@@ -23,17 +23,6 @@ def plan_for(*docs, policy: str = "", enabled: bool = True, time_limit: float = 
 
 def victims(plan) -> set[str]:
     return {v.pod.split("/", 1)[1] for v in plan.evictions}
-
-
-def budget(name: str, selector: dict, min_available: int | None = None, allowed: int | None = None) -> dict:
-    spec: dict = {"selector": {"matchLabels": selector}}
-    if min_available is not None:
-        spec["minAvailable"] = min_available
-    out = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-           "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-    if allowed is not None:
-        out["status"] = {"disruptionsAllowed": allowed}
-    return out
 
 
 # --- who may preempt, who may be a victim ------------------------------------------------------------
@@ -49,8 +38,7 @@ def test_a_higher_priority_pod_evicts_a_lower_one_on_a_full_node() -> None:
 
 
 def test_preemption_policy_never_waits_instead_of_evicting() -> None:
-    never_class = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "polite"},
-                   "value": 100, "preemptionPolicy": "Never"}
+    never_class = priority_class("polite", 100, preemption_policy="Never")
     for waiting in (pod("high", cpu="1", priority=100, preemptionPolicy="Never"),
                     pod("high", cpu="1", priorityClassName="polite")):
         plan = plan_for(node("n1", cpu="1"), never_class, pod("low", cpu="1", node_name="n1", priority=0), waiting)

@@ -7,11 +7,12 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 
-from checker import check_plan
-from kube import anti, node, pod, run, spread, term
 from oracle import placed_vector
+from runner import run
 from sequential_oracle import sequential_plan
 from strategies import clusters
+from testkit.checker import check_plan
+from testkit.manifests import anti, node, pod, spread, term
 
 from engine.compile import compile_cluster
 from engine.load import build_cluster
@@ -137,7 +138,7 @@ def test_dry_run_reports_phases_and_the_one_at_a_time_baseline():
 def test_gangs_short_of_members_are_proven_unplaceable_without_cp_sat():
     """Gangs still arriving (fewer pending members than minMember) can never start: the bound says so, so
     the batch is settled by the starting plan instead of spending the time limit in CP-SAT."""
-    from kube import podgroup
+    from testkit.manifests import podgroup
 
     docs = [node(f"n{i}", cpu="8") for i in range(4)]
     for g in range(3):

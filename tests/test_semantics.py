@@ -1,6 +1,6 @@
 """One test (at least) per constraint kind, each of which fails if the engine ignored that constraint.
 
-Every plan is also validated by the independent checker (tests/checker.py).
+Every plan is also validated by the independent checker (testkit/checker.py).
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from checker import check_plan
-from kube import affinity, anti, expr, node, node_affinity, pod, podgroup, run, spread, term
+from runner import run
+from testkit.checker import check_plan
+from testkit.manifests import affinity, anti, expr, namespace, node, node_affinity, pod, podgroup, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -212,7 +213,7 @@ def test_anti_affinity_by_zone_and_namespaces():
 
 
 def test_namespace_selector_resolves_against_namespace_labels():
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "data", "labels": {"team": "db"}}}
+    ns = namespace("data", {"team": "db"})
     docs = [ns, node("a"), node("b"), pod("db", ns="data", labels={"app": "db"}, node_name="a"),
             pod("p", affinity=anti(term({"app": "db"}, namespaceSelector={"matchLabels": {"team": "db"}})))]
     assert where(plan_ok(docs), "p") == "b"

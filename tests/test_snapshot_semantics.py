@@ -15,16 +15,10 @@ import sys
 import yaml
 
 from engine.load import build_cluster
-from kube import node, pod, podgroup, run
+from runner import run
+from testkit.manifests import node, pod, podgroup, priority_class
 
 GROUP = "scheduling.x-k8s.io/pod-group"
-
-
-def pclass(name: str, value: int, default: bool = False) -> dict:
-    out = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
-    if default:
-        out["globalDefault"] = True
-    return out
 
 
 def cluster(*docs):
@@ -82,17 +76,17 @@ def test_bound_terminating_pod_still_holds_its_node():
 
 def test_priority_class_name_is_resolved():
     p = pod("p", priorityClassName="high")
-    c = cluster(node("a"), pclass("high", 1000), p)
+    c = cluster(node("a"), priority_class("high", 1000), p)
     assert c.pending[0].priority == 1000
 
 
 def test_spec_priority_wins_over_the_class():
-    c = cluster(node("a"), pclass("high", 1000), pod("p", priority=5, priorityClassName="high"))
+    c = cluster(node("a"), priority_class("high", 1000), pod("p", priority=5, priorityClassName="high"))
     assert c.pending[0].priority == 5
 
 
 def test_global_default_for_pods_without_a_class():
-    c = cluster(node("a"), pclass("low", 1), pclass("normal", 100, default=True), pod("p"))
+    c = cluster(node("a"), priority_class("low", 1), priority_class("normal", 100, global_default=True), pod("p"))
     assert c.pending[0].priority == 100
 
 
@@ -109,7 +103,8 @@ def test_unknown_priority_class_is_skipped_not_zero():
 
 
 def test_resolved_priority_decides_who_gets_the_room():
-    plan = run([node("a", cpu="1"), pclass("high", 1000), pod("low", cpu="1"), pod("vip", cpu="1", priorityClassName="high")])
+    plan = run([node("a", cpu="1"), priority_class("high", 1000), pod("low", cpu="1"),
+                pod("vip", cpu="1", priorityClassName="high")])
     assert plan.assignments == {"default/vip": "a"}
 
 
@@ -134,8 +129,8 @@ def test_pod_of_a_present_podgroup_is_pending():
 # --- the contract -------------------------------------------------------------------------------------------
 
 def test_json_lists_skipped_pods_and_keeps_the_contract(tmp_path):
-    docs = [node("a"), pclass("high", 10), gated("g", "wait"), terminating(pod("t")), pod("u", priorityClassName="x"),
-            pod("m", labels={GROUP: "missing"}), pod("p"), pod("big", cpu="64")]
+    docs = [node("a"), priority_class("high", 10), gated("g", "wait"), terminating(pod("t")),
+            pod("u", priorityClassName="x"), pod("m", labels={GROUP: "missing"}), pod("p"), pod("big", cpu="64")]
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     out = cli("dry-run", "--cluster", str(path), "-o", "json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kube import node, pod
+from testkit.manifests import node, pod
 
 from engine import manifests
 from engine.load import InputError, build_cluster

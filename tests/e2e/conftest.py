@@ -14,11 +14,8 @@ from typing import Iterator
 
 import pytest
 
-# the fixture's machinery lives beside this file (importable without pytest, e.g. by bench/)
-sys.path.insert(0, str(Path(__file__).parent))
-
-from local_cluster import LOOPBACK_NO_PROXY, ControlPlane, start_control_plane  # noqa: E402
-from scheduling import Kube, Schedulers  # noqa: E402
+from testkit.controlplane import LOOPBACK_NO_PROXY, ControlPlane, start_control_plane
+from testkit.scheduling import Kube, Schedulers
 
 E2E_DIR = Path(__file__).parent
 

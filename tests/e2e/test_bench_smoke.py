@@ -1,5 +1,7 @@
 """Smoke check of the side-by-side benchmark (bench/compare.py): it runs every scheduler against the real
-control plane and writes its report and plots. No performance threshold: CI's machine is not the benchmark's.
+control plane and writes its report (a section with every run, linking its plots), its PNG plots and
+results.json (policy-scheduler's cycles read from its /metrics). No performance threshold: CI's machine is not
+the benchmark's.
 
 Builds scheduler-plugins' kube-scheduler on first use (tests/e2e/coscheduling/build.sh, about 5 minutes),
 like the control plane fixture builds its binaries. Starts control planes of its own (one per workload), not
@@ -7,6 +9,7 @@ the session's, and stops everything it started.
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -14,6 +17,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULERS = ("policy-scheduler", "kube-scheduler", "kube-binpack", "coscheduling")
+PLOTS = ("compare_throughput.png", "compare_tight_packing.png", "compare_gangs.png", "compare_solve_time.png")
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # the code paths: stream and batch arrival, gangs, a policy ConfigMap for policy-scheduler
 WORKLOADS = ("basic", "tight-packing", "gangs", "cost")
 TIMEOUT_S = 1800  # a cold scheduler-plugins build included
@@ -36,7 +41,19 @@ def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) 
     assert {(w, s) for w, s, _, _ in rows} == {(w, s) for w in WORKLOADS for s in SCHEDULERS}, section
     assert all(int(pending) > 0 for _, _, _, pending in rows)
     assert "⚠" not in section and "Failed runs" not in section, section
-    for name in ("compare_throughput.png", "compare_tight_packing.png", "compare_gangs.png",
-                 "compare_solve_time.png"):
+    for name in PLOTS:
         assert (tmp_path / "plots" / name).stat().st_size > 0
-    assert (tmp_path / "out").glob("run-*/results.json")
+        assert (tmp_path / "plots" / name).read_bytes().startswith(PNG_SIGNATURE), name
+        assert f"(plots/{name})" in section, f"{name} not linked from the report:\n{section}"
+
+    results = list((tmp_path / "out").glob("run-*/results.json"))
+    assert len(results) == 1, results
+    runs = json.loads(results[0].read_text())
+    assert sorted((r["workload"], r["scheduler"]) for r in runs) == sorted(
+        (w, s) for w in WORKLOADS for s in SCHEDULERS)
+    assert not [r["error"] for r in runs if r["error"]]
+    for r in runs:  # policy-scheduler's cycles come from its /metrics; the others have none
+        if r["scheduler"] == "policy-scheduler":
+            assert r["batches"] >= 1 and r["batch_pods"] >= r["placed"] and r["solve_s"] is not None, r
+        else:
+            assert r["batches"] is None and r["solve_s"] is None, r

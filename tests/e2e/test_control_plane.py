@@ -6,7 +6,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
-from local_cluster import ControlPlane, ControlPlaneError, start_control_plane
+from testkit.controlplane import ControlPlane, ControlPlaneError, start_control_plane
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 

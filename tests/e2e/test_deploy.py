@@ -6,8 +6,9 @@ arguments: it lists, watches, binds, patches conditions, posts events and holds 
 from __future__ import annotations
 
 import re
-from local_cluster import ControlPlane
-from scheduling import Kube, apply, condition, deploy_manifests, node_of, pod, wait_for
+from testkit.controlplane import ControlPlane
+from testkit.manifests import api_pod
+from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, wait_for
 
 NAMESPACE = "policy-scheduler"
 
@@ -52,8 +53,8 @@ def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube:
     wait_for("leadership with the Role's lease rights", lambda: "became leader" in s.log())
     standby = schedulers.start(*_deployment_args(), kubeconfig=token_config, name="rbac-standby")  # waits for /readyz
     assert "became leader" not in standby.log()  # ready (policies loaded) while standing by: rollouts proceed
-    kube.create(pod("fits", ns, nodeSelector=sel))
-    kube.create(pod("huge", ns, cpu="64", nodeSelector=sel))
+    kube.create(api_pod("fits", ns, nodeSelector=sel))
+    kube.create(api_pod("huge", ns, cpu="64", nodeSelector=sel))
     wait_for("bound with the ServiceAccount's rights", lambda: node_of(kube.pods(ns)["fits"]) == "rbac-1")
     wait_for("condition patched", lambda: condition(kube.pods(ns)["huge"]))
     wait_for("events posted", lambda: {e["reason"] for e in kube.events(ns)} >= {"Scheduled", "FailedScheduling"})

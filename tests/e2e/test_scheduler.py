@@ -5,8 +5,9 @@ the session's control plane never compete for capacity. The scheduler is a separ
 """
 from __future__ import annotations
 
-from local_cluster import ControlPlane
-from scheduling import Kube, condition, install_podgroup_crd, node_of, pod, wait_for
+from testkit.controlplane import ControlPlane
+from testkit.manifests import api_pod, podgroup
+from testkit.scheduling import Kube, condition, install_podgroup_crd, node_of, wait_for
 
 GANG_LABEL = "scheduling.x-k8s.io/pod-group"
 
@@ -31,13 +32,13 @@ def test_binds_by_constraints_and_explains_the_rest(control_plane: ControlPlane,
         {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}}
     web_apart = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
-    pods = [pod("affine", ns, nodeSelector=sel, affinity=zone_b),
-            pod("tolerant", ns, nodeSelector={"kind": "gpu"},
-                tolerations=[{"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]),
-            *[pod(f"plain-{i}", ns, nodeSelector=sel) for i in range(3)],
-            *[pod(f"web-{i}", ns, labels={"app": "web"}, nodeSelector=sel, affinity=web_apart) for i in range(3)],
-            pod("huge", ns, cpu="64", nodeSelector=sel),
-            pod("elsewhere", ns, scheduler="someone-else", nodeSelector=sel)]
+    pods = [api_pod("affine", ns, nodeSelector=sel, affinity=zone_b),
+            api_pod("tolerant", ns, nodeSelector={"kind": "gpu"},
+                    tolerations=[{"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]),
+            *[api_pod(f"plain-{i}", ns, nodeSelector=sel) for i in range(3)],
+            *[api_pod(f"web-{i}", ns, labels={"app": "web"}, nodeSelector=sel, affinity=web_apart) for i in range(3)],
+            api_pod("huge", ns, cpu="64", nodeSelector=sel),
+            api_pod("elsewhere", ns, scheduler="someone-else", nodeSelector=sel)]
     schedulers.start()  # only --kubeconfig (plus test timings): the default scheduler name
     for p in pods:
         kube.create(p)
@@ -73,13 +74,12 @@ def test_gangs_all_or_nothing(control_plane: ControlPlane, kube: Kube, scheduler
     for i in range(2):
         control_plane.create_ready_node(f"gang-{i}", cpu="2", labels=sel)
     for group in ("g1", "g2"):
-        kube.create({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                     "metadata": {"name": group, "namespace": ns}, "spec": {"minMember": 3}})
+        kube.create(podgroup(group, 3, ns))
     schedulers.start("--scheduler-name", "gang-scheduler")
     for group in ("g1", "g2"):
         for i in range(3):
-            kube.create(pod(f"{group}-{i}", ns, scheduler="gang-scheduler", cpu="1", labels={GANG_LABEL: group},
-                            nodeSelector=sel))
+            kube.create(api_pod(f"{group}-{i}", ns, scheduler="gang-scheduler", cpu="1", labels={GANG_LABEL: group},
+                                nodeSelector=sel))
 
     wait_for("one gang bound", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 3)
     loser = next(g for g in ("g1", "g2") if not any(node_of(kube.pods(ns)[f"{g}-{i}"]) for i in range(3)))
@@ -93,7 +93,7 @@ def test_retries_when_a_node_is_added(control_plane: ControlPlane, kube: Kube, s
     ns, sel = "sched-retry", {"e2e": "retry"}
     control_plane.ensure_namespace(ns)
     schedulers.start("--scheduler-name", "retry-scheduler")
-    kube.create(pod("waiting", ns, scheduler="retry-scheduler", nodeSelector=sel))
+    kube.create(api_pod("waiting", ns, scheduler="retry-scheduler", nodeSelector=sel))
     wait_for("unschedulable before the node exists", lambda: _unschedulable(kube, ns, "waiting"))
     control_plane.create_ready_node("retry-1", labels=sel)
     wait_for("bound once the node exists", lambda: node_of(kube.pods(ns)["waiting"]) == "retry-1", timeout=15)

@@ -5,8 +5,9 @@ separate processes with their own scheduler names.
 """
 from __future__ import annotations
 
-from local_cluster import ControlPlane
-from scheduling import Kube, node_of, pod, wait_for
+from testkit.controlplane import ControlPlane
+from testkit.manifests import api_pod
+from testkit.scheduling import Kube, node_of, wait_for
 
 
 def _policy(ns: str, label: str, value: str) -> str:
@@ -31,20 +32,20 @@ def test_policy_configmap_hot_reload_good_and_bad(control_plane: ControlPlane, k
     cm_path = f"/api/v1/namespaces/{ns}/configmaps/policies"
     kube.create(_configmap(ns, "policies", _policy(ns, "tier", "gold")))
     s = schedulers.start("--scheduler-name", "policy-sched", "--policy-configmap", f"{ns}/policies")
-    kube.create(pod("first", ns, scheduler="policy-sched", nodeSelector=sel))
+    kube.create(api_pod("first", ns, scheduler="policy-sched", nodeSelector=sel))
     wait_for("first on gold", lambda: _bound_to(kube, ns, "first") == "pol-gold")
 
     kube.ok("PUT", cm_path, _configmap(ns, "policies", "policy broken {\n  require nonsense\n}\n"))
     warning = wait_for("Warning event on the ConfigMap", lambda: [
         e for e in kube.events(ns) if e["involvedObject"]["kind"] == "ConfigMap" and e["type"] == "Warning"])
     assert f"{ns}/policies[rules.policy]:2:" in warning[0]["message"]
-    wait_for("failed reload metric", lambda: s.metric("policy_scheduler_policy_reloads_total", 'result="failed"') == 1)
-    kube.create(pod("second", ns, scheduler="policy-sched", nodeSelector=sel))
+    wait_for("failed reload metric", lambda: s.metric("policy_scheduler_policy_reloads_total", result="failed") == 1)
+    kube.create(api_pod("second", ns, scheduler="policy-sched", nodeSelector=sel))
     wait_for("second on gold: the previous policies stay active", lambda: _bound_to(kube, ns, "second") == "pol-gold")
 
     kube.ok("PUT", cm_path, _configmap(ns, "policies", _policy(ns, "tier", "plain")))
-    wait_for("good reload metric", lambda: s.metric("policy_scheduler_policy_reloads_total", 'result="ok"') == 2)
-    kube.create(pod("third", ns, scheduler="policy-sched", nodeSelector=sel))
+    wait_for("good reload metric", lambda: s.metric("policy_scheduler_policy_reloads_total", result="ok") == 2)
+    kube.create(api_pod("third", ns, scheduler="policy-sched", nodeSelector=sel))
     wait_for("third on plain: the new policies", lambda: _bound_to(kube, ns, "third") == "pol-plain")
     assert "policy reload failed" in s.log()
 
@@ -58,8 +59,8 @@ def test_two_profiles_in_one_process(control_plane: ControlPlane, kube: Kube, sc
     kube.create(_configmap(ns, "beta", _policy(ns, "color", "blue")))
     schedulers.start("--profile", f"alpha={ns}/alpha", "--profile", f"beta={ns}/beta")
     for i in range(3):
-        kube.create(pod(f"a-{i}", ns, scheduler="alpha", nodeSelector=sel))
-        kube.create(pod(f"b-{i}", ns, scheduler="beta", nodeSelector=sel))
+        kube.create(api_pod(f"a-{i}", ns, scheduler="alpha", nodeSelector=sel))
+        kube.create(api_pod(f"b-{i}", ns, scheduler="beta", nodeSelector=sel))
     wait_for("all bound", lambda: all(node_of(p) for p in kube.pods(ns).values()))
     placed = {name: node_of(p) for name, p in kube.pods(ns).items()}
     assert {placed[f"a-{i}"] for i in range(3)} == {"prof-red"}
@@ -75,13 +76,13 @@ def test_leader_failover_binds_every_pod_once(control_plane: ControlPlane, kube:
     wait_for("replica-a leads", lambda: "became leader" in first.log())
     second = schedulers.start(*args, name="replica-b")  # ready (caches synced) while standing by
     for i in range(5):
-        kube.create(pod(f"before-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
+        kube.create(api_pod(f"before-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
     wait_for("bound by the leader", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 5)
     assert "became leader" not in second.log() and "cycle profile" not in second.log()
 
     first.kill()  # a crash: the lease is not released, the standby waits it out
     for i in range(5):
-        kube.create(pod(f"after-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
+        kube.create(api_pod(f"after-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
     wait_for("takeover within the lease duration", lambda: "became leader" in second.log(), timeout=4 + 6)
     wait_for("bound by the new leader", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 10)
     scheduled = [e["involvedObject"]["name"] for e in kube.events(ns) if e["reason"] == "Scheduled"]
@@ -110,11 +111,11 @@ def test_metrics_health_and_an_apiserver_restart(control_plane: ControlPlane, ku
     control_plane.create_ready_node("restart-1", labels=sel)
     s = schedulers.start("--scheduler-name", "restart-sched")
     assert s.get("/healthz")[0] == 200 and s.get("/readyz")[0] == 200
-    kube.create(pod("before", ns, scheduler="restart-sched", nodeSelector=sel))
+    kube.create(api_pod("before", ns, scheduler="restart-sched", nodeSelector=sel))
     wait_for("bound", lambda: _bound_to(kube, ns, "before"))
     control_plane.restart_apiserver()
     for i in range(3):
-        kube.create(pod(f"after-{i}", ns, scheduler="restart-sched", nodeSelector=sel))
+        kube.create(api_pod(f"after-{i}", ns, scheduler="restart-sched", nodeSelector=sel))
     wait_for("bound after the restart", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=60)
     assert s.metric("policy_scheduler_pods_bound_total") == 4
     assert s.metric("policy_scheduler_batches_total") >= 2
@@ -131,7 +132,7 @@ def test_live_snapshot_plans_without_writing(control_plane: ControlPlane, kube: 
     ns, sel = "sched-live", {"e2e": "live"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("live-1", labels=sel)
-    kube.create(pod("planned", ns, scheduler="nobody-runs-me", nodeSelector=sel))
+    kube.create(api_pod("planned", ns, scheduler="nobody-runs-me", nodeSelector=sel))
     plan = make_plan(build_cluster(read_cluster(str(control_plane.kubeconfig)), "nobody-runs-me"), time_limit=2)
     assert plan.assignments == {f"{ns}/planned": "live-1"}
     assert not node_of(kube.pods(ns)["planned"])  # nothing was bound
@@ -146,8 +147,8 @@ def test_dry_run_against_a_live_cluster(control_plane: ControlPlane, kube: Kube)
     ns, sel = "dry-live", {"e2e": "dry-live"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("dry-live-1", labels=sel)
-    kube.create(pod("fits", ns, scheduler="dry-runner", nodeSelector=sel))
-    kube.create(pod("too-big", ns, scheduler="dry-runner", cpu="64", nodeSelector=sel))
+    kube.create(api_pod("fits", ns, scheduler="dry-runner", nodeSelector=sel))
+    kube.create(api_pod("too-big", ns, scheduler="dry-runner", cpu="64", nodeSelector=sel))
     done = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--kubeconfig", str(control_plane.kubeconfig),
                            "--scheduler-name", "dry-runner", "-o", "json", "-q"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

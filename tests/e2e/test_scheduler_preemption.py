@@ -3,8 +3,9 @@ bound once they are gone. No kubelet runs here, so the test plays its part: it f
 scheduler deleted gracefully (they keep their deletionTimestamp until a kubelet confirms)."""
 from __future__ import annotations
 
-from local_cluster import ControlPlane
-from scheduling import Kube, node_of, pod, wait_for
+from testkit.controlplane import ControlPlane
+from testkit.manifests import api_pod, budget, priority_class
+from testkit.scheduling import Kube, node_of, wait_for
 
 PRIORITY_CLASSES = {"e2e-low": (0, None), "e2e-mid": (500, None), "e2e-high": (1000, None),
                     "e2e-high-polite": (1000, "Never")}
@@ -12,9 +13,7 @@ PRIORITY_CLASSES = {"e2e-low": (0, None), "e2e-mid": (500, None), "e2e-high": (1
 
 def _priority_classes(kube: Kube) -> None:
     for name, (value, policy) in PRIORITY_CLASSES.items():
-        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
-        if policy:
-            body["preemptionPolicy"] = policy
+        body = priority_class(name, value, preemption_policy=policy)
         status, _ = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body)
         assert status in (201, 409), status
 
@@ -38,16 +37,15 @@ def test_preemption_evicts_the_cheapest_victims_and_binds_after_they_leave(
     control_plane.create_ready_node("preempt-a", cpu="2", labels=sel)
     control_plane.create_ready_node("preempt-b", cpu="2", labels=sel)
     # a: two mid-priority pods, one of them under a budget that allows no disruption; b: one low-priority pod
-    kube.create(pod("mid-0", ns, cpu="1", labels={"app": "db"}, nodeName="preempt-a", priorityClassName="e2e-mid"))
-    kube.create(pod("mid-1", ns, cpu="1", nodeName="preempt-a", priorityClassName="e2e-mid"))
-    kube.create(pod("low-0", ns, cpu="2", nodeName="preempt-b", priorityClassName="e2e-low"))
-    kube.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": ns},
-                 "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}})
+    kube.create(api_pod("mid-0", ns, cpu="1", labels={"app": "db"}, nodeName="preempt-a", priorityClassName="e2e-mid"))
+    kube.create(api_pod("mid-1", ns, cpu="1", nodeName="preempt-a", priorityClassName="e2e-mid"))
+    kube.create(api_pod("low-0", ns, cpu="2", nodeName="preempt-b", priorityClassName="e2e-low"))
+    kube.create(budget("db", {"app": "db"}, min_available=1, ns=ns))
     schedulers.start("--scheduler-name", "preempt-scheduler")
-    kube.create(pod("urgent", ns, scheduler="preempt-scheduler", cpu="2", nodeSelector=sel,
-                    priorityClassName="e2e-high"))
-    kube.create(pod("polite", ns, scheduler="preempt-scheduler", cpu="2", nodeSelector=sel,
-                    priorityClassName="e2e-high-polite"))
+    kube.create(api_pod("urgent", ns, scheduler="preempt-scheduler", cpu="2", nodeSelector=sel,
+                        priorityClassName="e2e-high"))
+    kube.create(api_pod("polite", ns, scheduler="preempt-scheduler", cpu="2", nodeSelector=sel,
+                        priorityClassName="e2e-high-polite"))
 
     # the low-priority pod on b is the cheaper victim (a's would be two pods, one over budget)
     wait_for("victim marked and deleted", lambda: kube.pods(ns)["low-0"]["metadata"].get("deletionTimestamp"))

@@ -10,10 +10,7 @@ pods to node names.  An empty result means the plan is valid.  The check is on t
 """
 from __future__ import annotations
 
-import math
-from decimal import Decimal
-
-from kubernetes.utils import parse_quantity
+from .quantity import amount, exact, integer
 
 PG_LABEL = "scheduling.x-k8s.io/pod-group"
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -29,12 +26,6 @@ def _meta(obj: dict) -> dict:
 
 def _ns(obj: dict) -> str:
     return _meta(obj).get("namespace") or "default"
-
-
-def _qty(resource: str, value) -> int:
-    """Quantity -> integer (cpu in millicores); always rounded up."""
-    q = Decimal(parse_quantity(value))
-    return math.ceil(q * 1000) if resource == "cpu" else math.ceil(q)
 
 
 def selector_matches(sel, labels: dict) -> bool:
@@ -134,7 +125,7 @@ class Node:
         self.unschedulable = bool(spec.get("unschedulable"))
         self.taints = list(spec.get("taints") or [])
         cap = status.get("allocatable") or status.get("capacity") or {}
-        self.capacity = {r: _qty(r, v) for r, v in cap.items()}
+        self.capacity = {r: amount(r, v) for r, v in cap.items()}
         self.capacity.setdefault("pods", 110)
 
     def cap(self, resource: str) -> int:
@@ -208,7 +199,7 @@ class Pod:
             res = c.get("resources") or {}
             merged = dict(res.get("limits") or {})  # requests default to limits
             merged.update(res.get("requests") or {})
-            return {r: Decimal(parse_quantity(v)) for r, v in merged.items()}
+            return {r: exact(v) for r, v in merged.items()}
 
         total: dict = {}
         for c in spec.get("containers") or []:
@@ -218,8 +209,8 @@ class Pod:
             for r, v in one(c).items():
                 total[r] = max(total.get(r, 0), v)
         for r, v in (spec.get("overhead") or {}).items():
-            total[r] = total.get(r, 0) + Decimal(parse_quantity(v))
-        out = {r: math.ceil(v * 1000) if r == "cpu" else math.ceil(v) for r, v in total.items()}
+            total[r] = total.get(r, 0) + exact(v)
+        out = {r: integer(r, v) for r, v in total.items()}
         out["pods"] = out.get("pods", 0) + 1
         return {r: v for r, v in out.items() if v > 0}
 

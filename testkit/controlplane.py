@@ -3,7 +3,9 @@
 No kubelet, controller-manager or scheduler runs: tests create Nodes themselves (see
 `ControlPlane.create_ready_node`) and whatever a controller would have made (a namespace's
 `default` ServiceAccount: `ControlPlane.ensure_namespace`). Used by the `control_plane`
-fixture in conftest.py; usable without pytest too (`with start_control_plane(dir) as cp:`).
+fixture in tests/e2e/conftest.py and by bench/ (`with start_control_plane(dir) as cp:`).
+The Go builds stay beside the e2e tests: tests/e2e/controlplane/ (etcd, kube-apiserver,
+kube-scheduler) and tests/e2e/coscheduling/ (scheduler-plugins' kube-scheduler).
 """
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ from typing import IO, Callable, Iterator
 import kubernetes
 import yaml
 
-CONTROLPLANE_SRC = Path(__file__).parent / "controlplane"
-BUILD_SCRIPT = CONTROLPLANE_SRC / "build.sh"
+from .manifests import ready_node
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD_SCRIPT = REPO / "tests" / "e2e" / "controlplane" / "build.sh"
+COSCHEDULING_BUILD_SCRIPT = REPO / "tests" / "e2e" / "coscheduling" / "build.sh"
 
 ADMIN_USER = "e2e-admin"
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
@@ -50,22 +55,34 @@ class ControlPlaneError(RuntimeError):
 # --- building -----------------------------------------------------------------------------
 
 def build_binaries() -> Path:
-    """Run build.sh (a no-op when the cache is warm) and return the directory of the binaries.
+    """Run build.sh (a no-op when the cache is warm) and return the directory of the binaries
+    (etcd, kube-apiserver, kube-scheduler)."""
+    return run_build(BUILD_SCRIPT, ("etcd", "kube-apiserver"))
+
+
+def build_coscheduling() -> Path:
+    """Run the scheduler-plugins build (a no-op when cached); the directory with its kube-scheduler and
+    scheduler-plugins' PodGroup CRD (podgroups-crd.yaml)."""
+    return run_build(COSCHEDULING_BUILD_SCRIPT, ("kube-scheduler",))
+
+
+def run_build(script: Path, binaries: tuple[str, ...]) -> Path:
+    """Run `script`, then `script --print-dir`; the directory, checked to hold `binaries`.
 
     Build output streams to this process's stderr, so a first build's minutes are visible
     with `pytest -s` and a failure's compiler errors end up in the test report.
     """
-    result = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE,
+    result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, check=False)
     sys.stderr.write(result.stdout)
     if result.returncode != 0:
-        raise ControlPlaneError(f"{BUILD_SCRIPT} failed (exit {result.returncode}):\n{result.stdout[-8000:]}")
-    out = subprocess.run(["bash", str(BUILD_SCRIPT), "--print-dir"], capture_output=True,
+        raise ControlPlaneError(f"{script} failed (exit {result.returncode}):\n{result.stdout[-8000:]}")
+    out = subprocess.run(["bash", str(script), "--print-dir"], capture_output=True,
                          text=True, check=True)
     bin_dir = Path(out.stdout.strip())
-    for name in ("etcd", "kube-apiserver"):
+    for name in binaries:
         if not os.access(bin_dir / name, os.X_OK):
-            raise ControlPlaneError(f"{BUILD_SCRIPT} succeeded but {bin_dir / name} is missing")
+            raise ControlPlaneError(f"{script} succeeded but {bin_dir / name} is missing")
     return bin_dir
 
 
@@ -121,11 +138,11 @@ class Process:
         been reused by someone else's process.
         """
         if self.popen is not None and self.popen.poll() is None:
-            _signal_group(self.popen.pid, signal.SIGTERM)
+            signal_group(self.popen.pid, signal.SIGTERM)
             try:
                 self.popen.wait(timeout=STOP_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                _signal_group(self.popen.pid, signal.SIGKILL)
+                signal_group(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()
         if self._log is not None:
             self._log.close()
@@ -140,7 +157,7 @@ class Process:
         return "\n".join(text.splitlines()[-lines:])
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def signal_group(pgid: int, sig: signal.Signals) -> None:
     """Signal a process group that may already be gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -253,16 +270,7 @@ class ControlPlane:
         heartbeats and no node-lifecycle controller runs, so it stays Ready. Returns the Node.
         """
         resources = {"cpu": cpu, "memory": memory, "pods": pods, **(extra_resources or {})}
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        body = {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-                "spec": {"taints": taints or []}}
-        status = {"status": {
-            "capacity": resources, "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                            "message": "e2e: a Node without a kubelet", "lastHeartbeatTime": now,
-                            "lastTransitionTime": now}],
-            "addresses": [{"type": "Hostname", "address": name}],
-        }}
+        body, status = ready_node(name, resources, labels, taints, message="e2e: a Node without a kubelet")
         with self.api_client() as api:
             core = kubernetes.client.CoreV1Api(api)
             core.create_node(body)

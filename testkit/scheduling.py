@@ -1,4 +1,5 @@
-"""Helpers for the scheduler's end-to-end tests: raw-JSON API calls and `policy-scheduler run` processes.
+"""Talking to a control plane as the scheduler's e2e tests and the benchmarks do: raw-JSON API calls and
+`policy-scheduler run` processes.
 
 Objects are plain dicts both ways (like the scheduler itself sees them); the scheduler runs as a separate
 process (`python -m engine run --kubeconfig ...`), stopped at the end of each test.
@@ -16,9 +17,8 @@ from typing import Any, Callable
 import kubernetes
 import pytest
 
-from local_cluster import ControlPlane, Process, _signal_group, free_port, http_get
-
-REPO = Path(__file__).resolve().parents[2]
+from . import metrics
+from .controlplane import REPO, ControlPlane, Process, free_port, http_get, signal_group
 
 
 class Kube:
@@ -119,22 +119,26 @@ class Scheduler:
     def get(self, path: str) -> tuple[int, bytes]:
         return http_get(f"http://127.0.0.1:{self.metrics_port}{path}")
 
-    def metric(self, name: str, labels: str = "") -> float:
-        """Sum of the samples of `name` (whose label text contains `labels`) on /metrics."""
+    def metrics_text(self) -> str:
+        """The /metrics exposition, read now."""
         status, body = self.get("/metrics")
-        assert status == 200
-        total = 0.0
-        for line in body.decode().splitlines():
-            if line.startswith(name) and (line[len(name)] in " {") and labels in line:
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        assert status == 200, (status, body[:300])
+        return body.decode()
+
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of the samples called `name` (with these labels) on /metrics."""
+        return metrics.total(self.metrics_text(), name, **labels)
+
+    def cycles(self) -> metrics.Cycles:
+        """Its scheduling cycles so far (batch sizes, solve seconds), from /metrics."""
+        return metrics.cycles(self.metrics_text())
 
     def log(self) -> str:
         return self.process.log_path.read_text(errors="replace")
 
     def kill(self) -> None:
         """SIGKILL: a crash, no lease release."""
-        _signal_group(self.process.popen.pid, signal.SIGKILL)
+        signal_group(self.process.popen.pid, signal.SIGKILL)
         self.process.popen.wait()
 
     def stop(self) -> int | None:
@@ -175,21 +179,14 @@ def _ready(scheduler: Scheduler) -> bool:
         return False
 
 
-def pod(name: str, ns: str, scheduler: str = "policy-scheduler", cpu: str = "100m", labels: dict | None = None,
-        **spec: Any) -> dict:
-    """A pending pod manifest (pause image; no kubelet runs it)."""
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
-            "spec": {"schedulerName": scheduler, "containers": [
-                {"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}],
-                **spec}}
-
-
-def install_podgroup_crd(kube: Kube) -> None:
-    """Apply deploy/podgroup-crd.yaml (idempotent) and wait until PodGroups are served."""
+def install_podgroup_crd(kube: Kube, crd_file: Path = REPO / "deploy" / "podgroup-crd.yaml",
+                         timeout: float = 30) -> None:
+    """Apply the PodGroup CRD (ours by default, or scheduler-plugins' own: same group, version and fields),
+    idempotent, and wait until PodGroups are served."""
     import yaml
 
-    crd = yaml.safe_load((REPO / "deploy" / "podgroup-crd.yaml").read_text())
-    status, _ = kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    assert status in (201, 409), status
+    crd = yaml.safe_load(crd_file.read_text())
+    status, data = kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status in (201, 409), (status, data)
     wait_for("PodGroup CRD established",
-             lambda: kube.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")[0] == 200, timeout=30)
+             lambda: kube.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups")[0] == 200, timeout=timeout)

@@ -1,0 +1,168 @@
+"""Kubernetes manifests as plain dicts, the way `kubectl get -o yaml` prints them (or a client creates them).
+
+One builder per kind, for the unit tests (snapshots handed to `build_cluster` and to the checker), the loop's
+in-memory API, the e2e tests and the benchmarks alike. Defaults are small and neutral; a caller that needs
+other defaults passes them (or binds them once with `functools.partial`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+SCHEDULER_NAME = "policy-scheduler"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+ZONE_KEY = "topology.kubernetes.io/zone"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+POD_GROUP_API = "scheduling.x-k8s.io/v1alpha1"
+SERVER_SET = ("uid", "creationTimestamp", "resourceVersion")  # metadata a client does not send
+
+
+# --- nodes -------------------------------------------------------------------------------------------------
+
+def node(name: str, cpu: str = "4", memory: str = "16Gi", pods: int | str = 110, labels: dict | None = None,
+         taints: list[dict] | None = None, unschedulable: bool = False, status: dict | None = None,
+         **extra: str) -> dict:
+    """A Node labelled with its hostname, allocatable = capacity = cpu, memory, pods and `extra` resources
+    (`**{"nvidia.com/gpu": "4"}`). `status` replaces the whole status (e.g. capacity alone)."""
+    alloc = {"cpu": cpu, "memory": memory, "pods": str(pods), **extra}
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {HOSTNAME_KEY: name, **(labels or {})}},
+            "spec": spec, "status": {"allocatable": alloc, "capacity": dict(alloc)} if status is None else status}
+
+
+def ready_node(name: str, resources: dict[str, str], labels: dict | None = None, taints: list[dict] | None = None,
+               annotations: dict | None = None, message: str = "a Node without a kubelet") -> tuple[dict, dict]:
+    """A Node for a real apiserver without kubelets: (what to create, the status to write through the status
+    subresource, which a create ignores): Ready, capacity = allocatable = `resources`."""
+    meta: dict[str, Any] = {"name": name, "labels": {HOSTNAME_KEY: name, **(labels or {})}}
+    if annotations is not None:
+        meta["annotations"] = dict(annotations)
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = {"status": {
+        "capacity": resources, "allocatable": resources,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": message,
+                        "lastHeartbeatTime": now, "lastTransitionTime": now}],
+        "addresses": [{"type": "Hostname", "address": name}],
+    }}
+    return {"metadata": meta, "spec": {"taints": list(taints or [])}}, status
+
+
+# --- pods --------------------------------------------------------------------------------------------------
+
+def pod(name: str, cpu: str | None = "100m", memory: str | None = None, ns: str = "default",
+        labels: dict | None = None, node_name: str | None = None, scheduler: str | None = SCHEDULER_NAME,
+        priority: int | None = None, phase: str | None = None, requests: dict | None = None,
+        limits: dict | None = None, resources: dict | None = None, ports: list[dict] | None = None,
+        container: str = "main", image: str = PAUSE_IMAGE, **spec_extra: Any) -> dict:
+    """A Pod of one container requesting `cpu`, `memory` and `requests`; `limits` too if given, or exactly
+    `resources`. Bound (and Running) when `node_name` is set; `scheduler=None` leaves schedulerName out
+    (the API's default-scheduler). Anything else goes into the spec as it is (`affinity=`, `tolerations=`,
+    `nodeSelector=`, `initContainers=`...)."""
+    if resources is None:
+        req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+        req.update(requests or {})
+        resources = {"requests": req} if limits is None else {"requests": req, "limits": dict(limits)}
+    main: dict[str, Any] = {"name": container, "image": image, "resources": resources}
+    if ports is not None:
+        main["ports"] = ports
+    spec: dict[str, Any] = {"schedulerName": scheduler} if scheduler else {}
+    spec.update({"containers": [main], **spec_extra})
+    if node_name:
+        spec["nodeName"] = node_name
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": dict(labels or {})},
+            "spec": spec, "status": {"phase": phase or ("Running" if node_name else "Pending")}}
+
+
+def api_pod(name: str, ns: str, scheduler: str = SCHEDULER_NAME, cpu: str = "100m", labels: dict | None = None,
+            **spec: Any) -> dict:
+    """A pod as a client creates it (no status) in namespace `ns`: what the e2e tests and benchmarks POST."""
+    return created(pod(name, cpu=cpu, ns=ns, labels=labels, scheduler=scheduler, **spec))
+
+
+def created(obj: dict) -> dict:
+    """`obj` as a client would create it: without status and the metadata the server sets."""
+    meta = {k: v for k, v in obj["metadata"].items() if k not in SERVER_SET}
+    return {k: v for k, v in obj.items() if k != "status"} | {"metadata": meta}
+
+
+# --- other kinds -------------------------------------------------------------------------------------------
+
+def podgroup(name: str, min_member: int, ns: str = "default", timeout_s: int | None = None) -> dict:
+    """A scheduler-plugins PodGroup (Coscheduling's gang)."""
+    spec: dict[str, Any] = {"minMember": min_member}
+    if timeout_s is not None:
+        spec["scheduleTimeoutSeconds"] = timeout_s
+    return {"apiVersion": POD_GROUP_API, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
+
+
+def namespace(name: str, labels: dict | None = None) -> dict:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels or {}}}
+
+
+def priority_class(name: str, value: int, global_default: bool = False, preemption_policy: str | None = None) -> dict:
+    out: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                           "metadata": {"name": name}, "value": value}
+    if global_default:
+        out["globalDefault"] = True
+    if preemption_policy is not None:
+        out["preemptionPolicy"] = preemption_policy
+    return out
+
+
+def budget(name: str, selector: dict, min_available: int | None = None, allowed: int | None = None,
+           ns: str = "default") -> dict:
+    """A PodDisruptionBudget over `selector` (matchLabels); `allowed` writes status.disruptionsAllowed."""
+    spec: dict[str, Any] = {"selector": {"matchLabels": selector}}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    out: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                           "metadata": {"name": name, "namespace": ns}, "spec": spec}
+    if allowed is not None:
+        out["status"] = {"disruptionsAllowed": allowed}
+    return out
+
+
+# --- pieces of a pod spec ----------------------------------------------------------------------------------
+
+def term(labels: dict, key: str = HOSTNAME_KEY, **extra: Any) -> dict:
+    """A pod (anti-)affinity term selecting `labels` within topology `key`."""
+    return {"labelSelector": {"matchLabels": labels}, "topologyKey": key, **extra}
+
+
+def anti(*terms: dict) -> dict:
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+def affinity(*terms: dict) -> dict:
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+def node_affinity(*terms: list[dict], fields: list[dict] | None = None) -> dict:
+    """Required node affinity: one nodeSelectorTerm per list of expressions (ORed), `fields` as one more."""
+    node_terms = [{"matchExpressions": t} for t in terms]
+    if fields is not None:
+        node_terms.append({"matchFields": fields})
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": node_terms}}}
+
+
+def expr(key: str, op: str, *values: str) -> dict:
+    out: dict[str, Any] = {"key": key, "operator": op}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+def spread(labels: dict, key: str = ZONE_KEY, skew: int = 1, hard: bool = True, **extra: Any) -> dict:
+    return {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+            "labelSelector": {"matchLabels": labels}, **extra}
