@@ -47,6 +47,14 @@ def _fail(message: str) -> None:
     sys.exit(2)
 
 
+def _fail_input(exc: InputError) -> None:
+    """The first object the snapshot's model refused, and how many more there are."""
+    if exc.more:
+        click.echo(f"policy-scheduler: error: {exc}", err=True)
+        _fail(f"… and {exc.more} more object(s) that cannot be read")
+    _fail(str(exc))
+
+
 cluster_option = click.option(
     "--cluster", "clusters", multiple=True, metavar="FILE",
     help="Cluster snapshot: YAML (multi-document or kind: List), JSON, or - for stdin. Repeatable. "
@@ -154,7 +162,7 @@ def _load(clusters, scheduler_name, gangs: GangRules | None = None):
     try:
         return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs)
     except InputError as exc:
-        _fail(str(exc))
+        _fail_input(exc)
 
 
 def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules | None):
@@ -171,7 +179,7 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
     except (ConfigError, ApiUnavailable, ApiError) as exc:
         _fail(f"{kubeconfig}: {exc}")
     except InputError as exc:
-        _fail(str(exc))
+        _fail_input(exc)
 
 
 @main.command()

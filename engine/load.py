@@ -24,9 +24,11 @@ from .model import (
     LabelSelector,
     Node,
     NodeSelectorTerm,
+    ObjectRef,
     Pod,
     PodAffinityTerm,
     PodGroup,
+    Refusal,
     Requirement,
     SpreadConstraint,
     Taint,
@@ -40,7 +42,16 @@ DEFAULT_SCHEDULER = "policy-scheduler"
 
 
 class InputError(Exception):
-    """A problem with user input; its message is the whole one-line explanation."""
+    """A problem with user input; its message is the whole one-line explanation. `source` is where the object
+    came from (a file, or the loop's 'Pod ns/name'), `ref` which object it is (None: it has no name, or the
+    problem is not one object's); `more` counts further objects refused in the same pass."""
+
+    def __init__(self, message: str, source: str = "", ref: ObjectRef | None = None, more: int = 0):
+        super().__init__(message)
+        self.source, self.ref, self.more = source, ref, more
+
+    def refusal(self) -> Refusal:
+        return Refusal(self.source, str(self), self.ref)
 
 
 MAX_QUANTITY = 2**53  # per resource, in its unit (millicores, bytes); no real node has more
@@ -89,34 +100,53 @@ class _Sorted:
     budgets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
     bare_nodes: list[str] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)  # objects left out, in the order they were met
+
+    def refuse(self, src: str, kind: Any, meta: dict[str, Any], reason: str) -> None:
+        """Leave an object out: its error names the object (`Kind ns/name: reason`)."""
+        ref = ObjectRef(str(kind), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        self.errors.append(InputError(f"{src}: {_describe(kind, meta)}: {reason}", src, ref))
 
 
 def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: str = DEFAULT_SCHEDULER,
-                  gangs: GangRules | None = None) -> Cluster:
+                  gangs: GangRules | None = None, strict: bool = True) -> Cluster:
     """Turn (source name, raw object) pairs into the typed model, decide which pods are pending, and which
-    gang each belongs to (its PodGroup, or a policy's `gang by label` from `gangs`)."""
+    gang each belongs to (its PodGroup, or a policy's `gang by label` from `gangs`).
+
+    One pass: an object the model cannot read is left out and the rest converted without it — cluster-wide
+    objects first, so a pod naming a refused PriorityClass or PodGroup is skipped as naming a missing one,
+    then pods, then budgets. `strict` (the CLI) raises the first such error (with `more` set); otherwise the
+    refusals are in `cluster.refused` (the scheduler loop schedules everyone else)."""
     found = _sort_objects(docs)
     cluster = found.cluster
     priorities = _priorities(found.classes)
-    other_scheduler = _add_pods(cluster, found.pods, priorities, scheduler_name)
+    other_scheduler = _add_pods(found, priorities, scheduler_name)
     for src, obj in found.budgets:
         try:
             cluster.budgets.append(_budget(obj, cluster.bound))
         except _PROBLEMS as exc:
-            raise InputError(f"{src}: {_describe('PodDisruptionBudget', obj['metadata'])}: {_reason(exc)}") from None
+            found.refuse(src, "PodDisruptionBudget", obj["metadata"], _reason(exc))
+    if found.errors and strict:
+        first = found.errors[0]
+        first.more = len(found.errors) - 1
+        raise first
+    cluster.refused = [e.refusal() for e in found.errors]
     cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
     assign_gangs(cluster, gangs)
     return cluster
 
 
 def _sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
-    """Check identity (named, no duplicates), convert nodes, namespaces, PodGroups and PriorityClasses."""
+    """Check identity (named, no duplicates), convert nodes, namespaces, PodGroups and PriorityClasses; what
+    fails is refused (a later duplicate: the first stays)."""
     found = _Sorted()
     seen: set[tuple[str, str, str]] = set()
     for src, obj in docs:
         kind, meta = obj.get("kind"), obj.get("metadata")
         if not isinstance(meta, dict) or not meta.get("name"):
-            raise InputError(f"{src}: {kind if isinstance(kind, str) and kind else 'object'} without metadata.name")
+            what = kind if isinstance(kind, str) and kind else "object"
+            found.errors.append(InputError(f"{src}: {what} without metadata.name", src))
+            continue
         if kind not in KINDS:
             shown = kind if isinstance(kind, str) else "<none>" if kind is None else "<not a string>"
             found.ignored[shown] = found.ignored.get(shown, 0) + 1
@@ -124,14 +154,16 @@ def _sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
         try:
             ident = (kind, _text(meta.get("namespace") or "", "metadata.namespace"), _text(meta["name"], "metadata.name"))
         except ValueError as exc:
-            raise InputError(f"{src}: {kind}: {exc}") from None
+            found.errors.append(InputError(f"{src}: {kind}: {exc}", src))
+            continue
         if ident in seen:
-            raise InputError(f"{src}: {_describe(kind, meta)}: duplicate object (it appears more than once)")
+            found.refuse(src, kind, meta, "duplicate object (it appears more than once)")
+            continue
         seen.add(ident)
         try:
             _sort_one(found, src, obj, kind, ident[2])
         except _PROBLEMS as exc:
-            raise InputError(f"{src}: {_describe(kind, meta)}: {_reason(exc)}") from None
+            found.refuse(src, kind, meta, _reason(exc))
     return found
 
 
@@ -154,9 +186,10 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
         found.pods.append((src, obj))
 
 
-def _add_pods(cluster: Cluster, raw_pods: list[tuple[str, dict[str, Any]]], priorities: Priorities,
-              scheduler_name: str) -> int:
-    """Bound, pending or skipped: every pod in its place. Returns how many pending pods are another scheduler's."""
+def _add_pods(found: _Sorted, priorities: Priorities, scheduler_name: str) -> int:
+    """Bound, pending or skipped: every pod in its place (or refused). Returns how many pending pods are another
+    scheduler's."""
+    cluster, raw_pods = found.cluster, found.pods
     namespaces = set(cluster.namespaces) | {str(o["metadata"].get("namespace") or "default") for _, o in raw_pods}
     ns_labels = {ns: {"kubernetes.io/metadata.name": ns, **cluster.namespaces.get(ns, {})} for ns in namespaces}
     other_scheduler = 0
@@ -164,7 +197,8 @@ def _add_pods(cluster: Cluster, raw_pods: list[tuple[str, dict[str, Any]]], prio
         try:
             pod = _pod(obj, ns_labels, priorities)
         except _PROBLEMS as exc:
-            raise InputError(f"{src}: {_describe('Pod', obj['metadata'])}: {_reason(exc)}") from None
+            found.refuse(src, "Pod", obj["metadata"], _reason(exc))
+            continue
         if pod.phase in TERMINAL_PHASES:
             continue
         if pod.node_name:

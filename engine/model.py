@@ -282,6 +282,28 @@ class DisruptionBudget:
                 and self.selector.matches(pod.labels))
 
 
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """Which object of the input: kind, namespace ("" when cluster-scoped), name."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """An object the model could not read, left out of the cluster: where it came from, why, and which it is
+    (None when it has no name)."""
+
+    source: str
+    message: str
+    ref: ObjectRef | None = None
+
+
 @dataclass(slots=True)
 class Cluster:
     """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out."""
@@ -297,3 +319,4 @@ class Cluster:
     skipped: dict[str, str] = field(default_factory=dict)
     budgets: list[DisruptionBudget] = field(default_factory=list)
     gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key
+    refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))

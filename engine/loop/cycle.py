@@ -1,8 +1,8 @@
 """One scheduling cycle, pure: store snapshot → build_cluster → compile → solve → plan. No API calls.
 
-It is the dry-run's pipeline unchanged; the only addition is that one object the model refuses (the
-apiserver accepted it, but the engine cannot read it) does not stop everyone else from being scheduled:
-it is left out and, if it is one of the batch's pods, reported unschedulable with the reason.
+It is the dry-run's pipeline unchanged; the only addition is that objects the model refuses (the apiserver
+accepted them, but the engine cannot read them) do not stop everyone else from being scheduled: the one pass
+of build_cluster leaves them out, and a refused pod of the batch is reported unschedulable with the reason.
 """
 
 from __future__ import annotations
@@ -10,20 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Rules
-from ..load import InputError, build_cluster
-from ..model import Cluster
+from ..load import build_cluster
+from ..model import Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
 from .ports import Obj
-
-MAX_REFUSED = 100  # objects left out of one cycle before it gives up
 
 
 @dataclass(slots=True)
 class CycleResult:
     plan: Plan
     cluster: Cluster
-    refused: dict[str, str] = field(default_factory=dict)  # source name -> why the model refused it
+    refused: list[Refusal] = field(default_factory=list)  # objects the model could not read, left out
 
     def unplaced(self) -> dict[str, list[str]]:
         """Every batch pod without a node, with its reasons: unschedulable or not pending at all."""
@@ -32,32 +30,14 @@ class CycleResult:
             out.setdefault(key, [reason])
         return out
 
+    def refused_pods(self) -> dict[str, str]:
+        """Refused pods by key (namespace/name), with why: the batch's are told they cannot be read."""
+        return {f"{r.ref.namespace or 'default'}/{r.ref.name}": r.message for r in self.refused
+                if r.ref is not None and r.ref.kind == "Pod"}
+
 
 def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, rules: Rules, options: Options) -> CycleResult:
     """Plan the batch in `objects` ((source name, manifest) pairs, as Store.snapshot gives them)."""
-    refused: dict[str, str] = {}
-    remaining = list(objects)
-    while True:
-        try:
-            cluster = build_cluster(remaining, scheduler_name, rules.gangs)
-            break
-        except InputError as exc:
-            source = _culprit(str(exc), remaining)
-            if source is None or len(refused) >= MAX_REFUSED:
-                raise
-            refused[source] = str(exc)
-            remaining = [(s, o) for s, o in remaining if s != source]
+    cluster = build_cluster(objects, scheduler_name, rules.gangs, strict=False)
     plan = plan_batch(cluster, rules, options)
-    return CycleResult(plan, cluster, refused)
-
-
-def _culprit(message: str, objects: list[tuple[str, Obj]]) -> str | None:
-    """The source whose name starts build_cluster's error message (it always names the object)."""
-    names = {source for source, _ in objects}
-    head = message.split(": ", 1)[0]
-    return head if head in names else None
-
-
-def refused_pod_key(source: str) -> str | None:
-    """'Pod ns/name' → 'ns/name'; None for other kinds."""
-    return source[4:] if source.startswith("Pod ") else None
+    return CycleResult(plan, cluster, cluster.refused)

@@ -44,11 +44,18 @@ class PodQueue:
         self._units: dict[str, _Unit] = {}
         self._unit_of: dict[str, str] = {}
         self._arrived: dict[str, float] = {}  # first seen pending (monotonic)
+        self._parked: set[str] = set()  # members waiting for the watch to say what became of them
         self._last_arrival = float("-inf")
 
     def add(self, key: str, unit: str) -> None:
-        """A pending pod; a new one resets its unit's backoff wait, a known one changes nothing."""
+        """A pending pod; a new one resets its unit's backoff wait, a known one changes nothing (unless it was
+        parked: then the watch has shown it still pending, and it is waiting again at once)."""
         with self._cond:
+            if key in self._parked:
+                self._parked.discard(key)
+                self._units[self._unit_of[key]].waiting[key] = self._arrived[key]
+                self._cond.notify_all()
+                return
             if key in self._unit_of:
                 return
             now = self.clock()
@@ -66,6 +73,7 @@ class PodQueue:
         with self._cond:
             unit = self._unit_of.pop(key, None)
             self._arrived.pop(key, None)
+            self._parked.discard(key)
             if unit is None:
                 return
             state = self._units[unit]
@@ -132,9 +140,22 @@ class PodQueue:
                 self._back_off(key)
 
     def requeue(self, key: str) -> None:
-        """A placed pod whose binding failed: back in line, after a backoff."""
+        """A placed pod whose binding failed (the apiserver erred; the pod is still pending and ours): back in
+        line, after a backoff."""
         with self._cond:
             self._back_off(key)
+
+    def park(self, key: str) -> None:
+        """A placed pod whose binding conflicted (409: bound meanwhile, or replaced by another pod of that name):
+        not retried blindly. It stays a member, neither waiting nor backed off, until the watch says: bound or
+        deleted (`remove`), or still pending (`add` puts it back in line)."""
+        with self._cond:
+            if key in self._unit_of:
+                self._parked.add(key)
+
+    def parked(self, key: str) -> bool:
+        with self._cond:
+            return key in self._parked
 
     def _back_off(self, key: str) -> None:
         unit = self._unit_of.get(key)

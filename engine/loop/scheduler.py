@@ -18,7 +18,7 @@ from ..ir import GangRules
 from ..load import pod_identity
 from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
-from .cycle import refused_pod_key, run_cycle
+from .cycle import run_cycle
 from ..plan import Preemption
 from .metrics import Metrics
 from .nominations import Nomination, Nominations
@@ -193,8 +193,7 @@ class ProfileLoop:
                 self.store.assume(p.key, p.uid, p.node)
         solved = time.perf_counter() - started
         unplaced = result.unplaced()
-        for source, reason in result.refused.items():
-            key = refused_pod_key(source)
+        for key, reason in result.refused_pods().items():
             if key in batch:
                 unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
         self._report_unplaced(unplaced, pods)
@@ -218,13 +217,27 @@ class ProfileLoop:
             log.exception("binding failed profile=%s pods=%d", self.name, len(placements))
             self._recover([p.key for p in placements])
             raise
-        for key in list(report.failed) + report.gone:
-            self.queue.requeue(key)
+        for key in report.failed:
+            self.queue.requeue(key)  # an apiserver error: the pod is still pending and ours, retry after a backoff
+        for p in placements:
+            if p.key in report.gone:
+                self._await_watch(p)
         if outcome is not None:
             self._record(outcome, report)
         else:
             self.metrics.pods_bound.labels(self.name).inc(len(report.bound))
         return report
+
+    def _await_watch(self, p: Placement) -> None:
+        """After a 409 the binder has forgotten the assumption and the pod is not retried blindly: the watch
+        decides. Bound or deleted in the store already: the queue has let it go. Replaced by a pod of the same
+        name: that one waits in line. Otherwise it is parked until the watch shows what became of it."""
+        current = self.store.get("Pod", *p.key.split("/", 1))
+        if current is None or node_of(current):
+            return  # deleted or bound: the watch event removed it from the queue
+        self.queue.park(p.key)
+        if meta(current).get("uid") != p.uid:  # already replaced by another pod of that name: it waits in line
+            self.queue.add(p.key, unit_of(current, self.policies.rules.gangs))
 
     def _preempt(self, nominated: list[Placement], preemptions: dict[str, Preemption], pods: dict[str, Obj]) -> None:
         """In the bind stage: evict the victims, nominate the preemptors, and wait for the victims to leave."""
