@@ -34,8 +34,12 @@ import compare_report as report  # noqa: E402
 from compare_measure import RunResult, outcome, timing  # noqa: E402
 from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
-from testkit.controlplane import LOOPBACK_NO_PROXY, build_binaries, build_coscheduling  # noqa: E402
-from testkit.controlplane import start_control_plane  # noqa: E402
+from testkit.controlplane import (  # noqa: E402
+    LOOPBACK_NO_PROXY,
+    build_binaries,
+    build_coscheduling,
+    start_control_plane,
+)
 from testkit.scheduling import Kube  # noqa: E402
 
 
@@ -102,7 +106,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         if cycles is not None:
             result.batches, result.batch_pods = cycles.count, int(cycles.sizes.sum)
             result.solve_s, result.solve_max_s = round(cycles.solve.sum, 3), cycles.solve.at_most()
-    except Exception as exc:  # noqa: BLE001 (one failed run is reported, the benchmark goes on)
+    except Exception as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:2000]
     finally:
         if running is not None:

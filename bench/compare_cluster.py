@@ -6,14 +6,16 @@ finer than the one-second timestamps the API records), and the final placement i
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import urlencode, urlparse
 
 from compare_workloads import PENDING_LABEL, NodeSpec, Scenario
@@ -133,10 +135,8 @@ class BindWatch:
     def stop(self) -> None:
         self._stop.set()
         if self._conn is not None and self._conn.sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._conn.sock.shutdown(2)
-            except OSError:
-                pass
         if self._thread is not None:
             self._thread.join(10)
 

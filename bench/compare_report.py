@@ -76,7 +76,8 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
     lines = [f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, load average {load_start:.1f} at the start and {load[0]:.1f} at "
              f"the end (the machine is shared), "
-             f"{wall_s / 60:.1f} minutes in all; policy-scheduler at {plan.revision}. Node counts {', '.join(f'{n:,}' for n in plan.mode.nodes)}; "
+             f"{wall_s / 60:.1f} minutes in all; policy-scheduler at {plan.revision}. "
+             f"Node counts {', '.join(f'{n:,}' for n in plan.mode.nodes)}; "
              f"{plan.mode.repeats} repeat(s), medians; a run ends when every pod is bound or no binding came "
              f"for {plan.mode.idle_s:.0f} s.",
              "",
@@ -199,7 +200,7 @@ def grouped_bars(rows: list[dict[str, Any]], workload: str, series: list[tuple[s
     for j, scheduler in enumerate(schedulers):
         xs = [i + (j - (len(schedulers) - 1) / 2) * width for i in range(len(sizes))]
         bottom = [0.0] * len(sizes)
-        for k, (label, value) in enumerate(series):
+        for k, (_label, value) in enumerate(series):
             ys = [value(by_key[(n, scheduler)]) if (n, scheduler) in by_key else 0.0 for n in sizes]
             ax.bar(xs, ys, width, bottom=bottom, color=COLORS[scheduler], alpha=1.0 if k == 0 else 0.35,
                    hatch=None if k == 0 else "//", edgecolor="black", linewidth=0.4,

@@ -18,11 +18,12 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
+
 from testkit import metrics
 from testkit.controlplane import ControlPlane, Process, free_port, http_get, unverified_context
 from testkit.scheduling import Kube, apply
@@ -82,7 +83,7 @@ class SchedulerKind:
     name: str
     description: str
     gangs: bool                                     # knows PodGroups (all-or-nothing)
-    launch: Callable[["SchedulerKind", ControlPlane, Settings, Path, bool], Running] = field(repr=False)
+    launch: Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running] = field(repr=False)
 
     def start(self, cp: ControlPlane, settings: Settings, workdir: Path, with_policy: bool) -> Running:
         return self.launch(self, cp, settings, workdir, with_policy)

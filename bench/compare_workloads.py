@@ -15,9 +15,10 @@ that one-at-a-time placement fragments), ``gangs`` (all-or-nothing, including tw
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import realistic as R
 import workloads as W

@@ -20,8 +20,8 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.manifests import load_cluster, load_yaml_documents  # noqa: E402
-from workloads import get_workload, write_snapshot  # noqa: E402
+from engine.manifests import load_cluster, load_yaml_documents
+from workloads import get_workload, write_snapshot
 
 
 def main() -> None:

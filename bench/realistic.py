@@ -45,17 +45,18 @@ import random
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import workloads as W  # noqa: E402 (also puts the repository root, for testkit, on the path)
-from testkit import manifests as M  # noqa: E402
+import workloads as W
+from testkit import manifests as M
 
 SCHEDULER_NAME = W.SCHEDULER_NAME
 HOSTNAME_KEY, ZONE_KEY, REGION_KEY = W.HOSTNAME_KEY, W.ZONE_KEY, W.REGION_KEY
@@ -608,7 +609,7 @@ class Usage:
     gpus: list[int]
 
     @classmethod
-    def empty(cls, n: int) -> "Usage":
+    def empty(cls, n: int) -> Usage:
         return cls([0] * n, [0] * n, [0] * n, [0] * n)
 
     def fits(self, pool: NodePool, n: int, o: Owner) -> bool:
@@ -829,9 +830,9 @@ def rich_mixed(nodes: int = 5000, running: int = 50_000, pending: int = 5000,
     highmem_n = nodes // 4
     pools = (m5_4xlarge(nodes - gpu_n - highmem_n), r5_4xlarge(highmem_n), p3_8xlarge(gpu_n))
     ow = Owners(seed, BIG_CPU_SIZES_M, BIG_MEMORY_SIZES_MI)
-    highmem = dict(pool="highmem", tolerate=(("dedicated", "NoSchedule"),))
-    gpu = dict(pool="gpu", tolerate=((GPU, "NoSchedule"),), gpus=1, cpu_m=4000,
-               memory_mi=16384)
+    highmem = {"pool": "highmem", "tolerate": (("dedicated", "NoSchedule"),)}
+    gpu = {"pool": "gpu", "tolerate": ((GPU, "NoSchedule"),), "gpus": 1, "cpu_m": 4000,
+               "memory_mi": 16384}
     sts = max(1, pending // 400)
     bg = running - 20 * ((sts + 1) // 2) - gpu_n       # the rest of `running` after these
     background_deployments(ow, bg * 4 // 5, max(1, bg * 4 // 5 // 50))

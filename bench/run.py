@@ -25,6 +25,7 @@ BENCHMARKS.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -99,7 +100,7 @@ class RunResult:
     stderr: bytes = field(repr=False)
 
 
-def _maxrss_mib(ru: "os.struct_rusage") -> float:  # type: ignore[name-defined]
+def _maxrss_mib(ru: os.struct_rusage) -> float:  # type: ignore[name-defined]
     # Linux reports KiB, macOS bytes
     scale = 1 if sys.platform == "darwin" else 1024
     return ru.ru_maxrss * scale / (1 << 20)
@@ -118,10 +119,8 @@ def run_once(argv: list[str], cmd: Command, timeout: float) -> RunResult:
             with lock:
                 if not state["done"]:
                     state["killed"] = True
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
 
         timer = threading.Timer(timeout, kill)
         timer.daemon = True

@@ -43,6 +43,7 @@ violated a constraint.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -51,9 +52,10 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 from rich.console import Console
@@ -164,7 +166,7 @@ class RssGuard:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
-    def __enter__(self) -> "RssGuard":
+    def __enter__(self) -> RssGuard:
         self._thread.start()
         return self
 
@@ -177,10 +179,8 @@ class RssGuard:
             for pid in _descendants(os.getpid()):
                 if _rss_mib(pid) > self.cap:
                     self.tripped = True
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
 
 
 # --------------------------------------------------------------------------- #
@@ -268,7 +268,7 @@ class Measure:
         return f"{len(self.violations)} bad" if self.violations else "ok"
 
 
-def measure(case: Case, cmd: B.Command, opts: "Options") -> Measure:
+def measure(case: Case, cmd: B.Command, opts: Options) -> Measure:
     c = case.cluster()
     path = snapshot_file(opts.out, c, opts.detail)
     gen = ensure_snapshot(path, c, opts.detail, opts.regen)
@@ -286,7 +286,7 @@ def measure(case: Case, cmd: B.Command, opts: "Options") -> Measure:
     return m
 
 
-def _one_run(m: Measure, c: RL.Cluster, cmd: B.Command, opts: "Options",
+def _one_run(m: Measure, c: RL.Cluster, cmd: B.Command, opts: Options,
              oracle: Callable[[dict[str, str]], list[str]] | None, k: int) -> str | None:
     """Run once and append its stats to ``m``; returns why it failed, if it did."""
     avail = mem_available_mib()
@@ -366,7 +366,7 @@ def print_table(title: str, rows: list[Measure], notes: list[str], markdown: boo
         console.print(n, markup=False, soft_wrap=True)
 
 
-def notes(opts: "Options", rows: list[Measure], cmd: B.Command) -> list[str]:
+def notes(opts: Options, rows: list[Measure], cmd: B.Command) -> list[str]:
     rev = B.git_rev()
     out = [B.machine_line() + (f"; repo {rev}" if rev else ""),
            f"bench: {shlex.join(['python', *sys.argv])}",
@@ -376,7 +376,7 @@ def notes(opts: "Options", rows: list[Measure], cmd: B.Command) -> list[str]:
     return out
 
 
-def save_results(opts: "Options", mode: str, rows: list[Measure]) -> Path:
+def save_results(opts: Options, mode: str, rows: list[Measure]) -> Path:
     path = opts.out / f"scale-{mode}.json"
     path.write_text(json.dumps({"machine": B.machine_line(), "repo": B.git_rev(),
                                 "argv": sys.argv, "options": {**asdict(opts), "out": str(opts.out)},
@@ -662,7 +662,7 @@ def engine_table(rows: list[tuple[Case, RL.Cluster, str, list[dict[str, Any]]]])
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" if h in ("workload", "engine", "status") else "---:" for h in head) + "|")
     for case, c, label, runs in rows:
-        med = lambda get: statistics.median(get(r) for r in runs)  # noqa: E731
+        med = lambda get, runs=runs: statistics.median(get(r) for r in runs)  # noqa: E731
         phase = [med(lambda r, p=p: r["phases"].get(p, 0.0)) for p in ENGINE_PHASES[1:]]
         status = "/".join(dict.fromkeys(r["status"] for r in runs))
         print(f"| {case.workload} | {c.nodes} | {c.running} | {c.pending} | {label} | {len(runs)} | {runs[0]['classes']} "

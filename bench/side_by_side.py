@@ -61,7 +61,7 @@ def _compare(snapshot: str, sides: dict[str, Path], repeat: int, time_limit: str
         for rev, path in sides.items():
             wall, placed = run(path, snapshot, time_limit)
             walls[rev].append(wall)
-    (old, a), (new, b) = ((rev, statistics.median(w)) for rev, w in walls.items())
+    (_old, a), (_new, b) = ((rev, statistics.median(w)) for rev, w in walls.items())
     return [Path(snapshot).stem, placed, f"{a:.2f}", f"{b:.2f}", f"{placed / a:,.0f}", f"{placed / b:,.0f}", repeat]
 
 

@@ -45,16 +45,17 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test kit (testkit/)
 
-from testkit import manifests as M  # noqa: E402
-from testkit import quantity  # noqa: E402
+from testkit import manifests as M
+from testkit import quantity
 
 # --------------------------------------------------------------------------- #
 # Workload catalogue
@@ -592,12 +593,12 @@ def as_list(items: Iterable[dict]) -> dict[str, Any]:
 class _Dumper(yaml.CSafeDumper):
     """CSafeDumper that never emits &anchors/*aliases for shared sub-objects."""
 
-    def ignore_aliases(self, data: Any) -> bool:  # noqa: ARG002
+    def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
-_DUMP_KW = dict(Dumper=_Dumper, default_flow_style=False, sort_keys=True,
-                allow_unicode=True, width=1 << 16)
+_DUMP_KW = {"Dumper": _Dumper, "default_flow_style": False, "sort_keys": True,
+                "allow_unicode": True, "width": 1 << 16}
 
 
 def write_list(items: Iterable[dict], path: str | os.PathLike) -> None:
@@ -766,7 +767,7 @@ def validate(w: Workload | str, assignments: dict[str, str], bound: int = 0,
             if z not in allowed:
                 problem(f"{node} (zone {z}): {n} pods outside required zones {sorted(allowed)}")
     elif w.kind == "topology-spread":
-        zones = Counter({z: 0 for z in ZONE_NAMES})
+        zones = Counter(dict.fromkeys(ZONE_NAMES, 0))
         for node, n in per_node.items():
             zones[node_zone(node_index[node])] += n
         skew = max(zones.values()) - min(zones.values())

@@ -372,4 +372,6 @@ def configmap_command(paths, name, namespace) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-from .loop.command import run as _run; main.add_command(_run)  # noqa: E402 — `policy-scheduler run` (engine/loop/)
+from .loop.command import run as _run  # noqa: E402 — `policy-scheduler run` (engine/loop/), registered last
+
+main.add_command(_run)

@@ -27,7 +27,7 @@ from .solve.problem import PodClass, Problem
 if TYPE_CHECKING:
     from .kinds.gangs import GangInfo
 
-__all__ = ["compile_cluster", "Compiled", "ClassInfo", "Deadline", "PolicyRules"]
+__all__ = ["ClassInfo", "Compiled", "Deadline", "PolicyRules", "compile_cluster"]
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class Deadline:
     clock: Callable[[], float] = time.perf_counter
 
     @classmethod
-    def after(cls, seconds: float | None) -> "Deadline":
+    def after(cls, seconds: float | None) -> Deadline:
         """`seconds` from now (None: never)."""
         return cls(None if seconds is None else time.perf_counter() + seconds)
 

@@ -33,11 +33,11 @@ class LabelColumn:
     values: dict[str, int]
 
     @classmethod
-    def of(cls, nodes: list[Node], key: str) -> "LabelColumn":
+    def of(cls, nodes: list[Node], key: str) -> LabelColumn:
         return cls.from_values([n.labels.get(key) for n in nodes])
 
     @classmethod
-    def from_values(cls, per_node: list[str | None]) -> "LabelColumn":
+    def from_values(cls, per_node: list[str | None]) -> LabelColumn:
         """Codes in order of first appearance (so a partition's domain ids follow node order)."""
         values: dict[str, int] = {}
         codes = np.fromiter((-1 if v is None else values.setdefault(v, len(values)) for v in per_node),
@@ -78,7 +78,7 @@ class Usage:
     requested: np.ndarray  # per node and resource: bound pods that name it (even with 0)
 
     @classmethod
-    def of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int]) -> "Usage":
+    def of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int]) -> Usage:
         """Summed per resource in numpy: one pass over the pods' request dicts per resource, instead of a
         Python dict update per pod and resource."""
         requests = [p.requests for p in pods]
@@ -314,7 +314,7 @@ class BoundState:
         wanted = list(requests.items())
         codes = np.zeros(len(self.nodes), dtype=np.int64)
         for k, (r, v) in enumerate(wanted):
-            short = (free[:, column[r]] < v) if r in column else np.full(len(self.nodes), 0 < v)
+            short = (free[:, column[r]] < v) if r in column else np.full(len(self.nodes), v > 0)
             codes |= short.astype(np.int64) << k
         out: dict[tuple[str, ...], np.ndarray] = {}
         if not codes.any():
@@ -333,7 +333,7 @@ class BoundState:
             mask = np.zeros(len(self.nodes), dtype=bool)
             for r, v in requests.items():
                 if r != "pods":
-                    mask |= (allocatable[:, column[r]] < v) if r in column else (0 < v)
+                    mask |= (allocatable[:, column[r]] < v) if r in column else (v > 0)
             self._domains[cache_key] = mask
         return self._domains[cache_key]
 

@@ -7,9 +7,9 @@ compiler turns each kind into solver constraints exactly once. Every constraint 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Protocol, Union
+from dataclasses import dataclass
+from typing import Protocol
 
 from .model import POD_GROUP_LABEL, Node, NodeSelectorTerm, Pod, SpreadConstraint, Toleration
 
@@ -161,9 +161,7 @@ class NodeOpening:
     source: Source
 
 
-Constraint = Union[
-    NodeRule, Tolerations, PodProximity, SpreadRule, NodeScore, PodCost, CountLimit, NodeOpening
-]
+Constraint = NodeRule | Tolerations | PodProximity | SpreadRule | NodeScore | PodCost | CountLimit | NodeOpening
 
 
 # --- preemption rules: which running pods may be evicted, and how many per cycle -------------------
@@ -184,7 +182,7 @@ class EvictionCap:
     source: Source  # also the cap's identity: two pods under the same statement share its count
 
 
-VictimRule = Union[Protected, EvictionCap]
+VictimRule = Protected | EvictionCap
 
 PlacementRules = Callable[[Pod], tuple[Constraint, ...]]  # a pending pod's policy constraints
 PreemptionRules = Callable[[Pod], tuple[VictimRule, ...]]  # a running pod's protection and eviction caps

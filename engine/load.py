@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import datetime
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .gangs import assign_gangs
@@ -389,9 +389,8 @@ def _int(value: Any, what: str, low: int = -INT32, high: int = INT32 - 1) -> int
         number = None
     elif isinstance(value, int):
         number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]{1,10}", value):
+    elif ((isinstance(value, float) and value.is_integer())
+          or (isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]{1,10}", value))):
         number = int(value)
     else:
         number = None
@@ -693,7 +692,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
 def _timestamp(value: Any, what: str) -> str:
     """An RFC 3339 time as text; an unquoted one in hand-written YAML arrives as a datetime."""
     if isinstance(value, datetime.datetime):
-        value = value.astimezone(datetime.timezone.utc) if value.tzinfo else value
+        value = value.astimezone(datetime.UTC) if value.tzinfo else value
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, datetime.date):
         return value.strftime("%Y-%m-%dT00:00:00Z")

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from .load import DEFAULT_SCHEDULER, InputError, build_cluster, show_value
 from .ir import GangRules
+from .load import DEFAULT_SCHEDULER, InputError, build_cluster, show_value
 from .model import Cluster
 from .yaml_parallel import parse_list
 

@@ -112,7 +112,7 @@ class NodeSelectorTerm:
     expressions: tuple[Requirement, ...] = ()
     fields: tuple[Requirement, ...] = ()
 
-    def matches(self, node: "Node") -> bool:
+    def matches(self, node: Node) -> bool:
         if not self.expressions and not self.fields:
             return False
         return all(r.matches(node.labels) for r in self.expressions) and all(
@@ -128,7 +128,7 @@ class PodAffinityTerm:
     namespaces: frozenset[str] | None
     topology_key: str
 
-    def matches(self, pod: "Pod") -> bool:
+    def matches(self, pod: Pod) -> bool:
         return (self.namespaces is None or pod.namespace in self.namespaces) and self.selector.matches(
             pod.labels
         )
@@ -154,7 +154,7 @@ class HostPort:
     port: int
     ip: str = ""
 
-    def conflicts(self, other: "HostPort") -> bool:
+    def conflicts(self, other: HostPort) -> bool:
         if self.protocol != other.protocol or self.port != other.port:
             return False
         wild = ("", "0.0.0.0", "::")
@@ -256,7 +256,7 @@ class Gang:
     min_resources: tuple[tuple[str, int], ...] = ()  # the PodGroup's spec.minResources
     created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
 
-    def member(self, pod: "Pod") -> bool:
+    def member(self, pod: Pod) -> bool:
         return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
 
 
@@ -277,7 +277,7 @@ class DisruptionBudget:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    def covers(self, pod: "Pod") -> bool:
+    def covers(self, pod: Pod) -> bool:
         return (pod.namespace == self.namespace and bool(self.selector.requirements)
                 and self.selector.matches(pod.labels))
 

@@ -257,7 +257,8 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tu
     best: Choice | None = None
     for node in nodes:
         choice = _victims_on(search, hints, ledger, pod, node)
-        if choice is not None and (best is None or choice.rank(search.node_order[node]) < best.rank(search.node_order[best.node])):
+        if choice is not None and (best is None or
+                                   choice.rank(search.node_order[node]) < best.rank(search.node_order[best.node])):
             best = choice
     if best is None:
         if not hints.why.get(pod.key):

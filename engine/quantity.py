@@ -50,7 +50,7 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
-__all__ = ["QuantityError", "parse_quantity", "to_milli", "to_int", "MAX_DECIMAL_EXPONENT"]
+__all__ = ["MAX_DECIMAL_EXPONENT", "QuantityError", "parse_quantity", "to_int", "to_milli"]
 
 #: Largest power of ten a parsed value may reach (see the module docstring).
 MAX_DECIMAL_EXPONENT = 10_000

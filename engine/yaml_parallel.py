@@ -12,6 +12,7 @@ parse the whole text serially, which reports errors with their true positions. A
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import re
@@ -34,7 +35,7 @@ def _parts(text: str, items_at: int, items_end: int, workers: int) -> list[tuple
     step = max(1, len(starts) // workers)
     cuts = starts[::step] + [items_end]
     cuts[0] = starts[0]
-    return [(a, b) for a, b in zip(cuts, cuts[1:]) if a < b]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if a < b]
 
 
 def _items_region(text: str) -> tuple[int, int] | None:
@@ -108,7 +109,7 @@ def parse_list(text: str, lines: dict[int, int], parse: Parse, workers: int | No
             own = _parse_part(parse, text[a:b], n)
             docs = parse(head, lines)
             results = [f.result() for f in futures] + [own]
-    except Exception:  # noqa: BLE001 - the serial parse reports whatever went wrong, with its position
+    except Exception:
         return None
     if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("items") != []:
         return None

@@ -74,7 +74,7 @@ def _node_requirement(expr: dict, labels: dict) -> bool:
     return False
 
 
-def _node_term(term: dict, node: "Node") -> bool:
+def _node_term(term: dict, node: Node) -> bool:
     """NodeSelectorTerm: expressions AND fields; an empty term matches nothing."""
     exprs, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
     if not exprs and not fields:
@@ -135,7 +135,7 @@ class Node:
 class Term:
     """A pod (anti-)affinity term, with its namespace set resolved."""
 
-    def __init__(self, d: dict, owner_ns: str, cluster: "Cluster", owner_labels: dict | None = None):
+    def __init__(self, d: dict, owner_ns: str, cluster: Cluster, owner_labels: dict | None = None):
         self.topology_key = d.get("topologyKey") or ""
         self.selector = d.get("labelSelector")
         owner_labels = owner_labels or {}
@@ -153,7 +153,7 @@ class Term:
             self.namespaces = {owner_ns}
         self._cluster = cluster
 
-    def matches(self, pod: "Pod") -> bool:
+    def matches(self, pod: Pod) -> bool:
         in_ns = pod.ns in self.namespaces or (
             self.ns_selector is not None
             and selector_matches(self.ns_selector, self._cluster.ns_labels(pod.ns)))
@@ -163,7 +163,7 @@ class Term:
 class Pod:
     """A parsed Pod."""
 
-    def __init__(self, d: dict, cluster: "Cluster"):
+    def __init__(self, d: dict, cluster: Cluster):
         meta, spec = _meta(d), d.get("spec") or {}
         self.ns, self.name = _ns(d), meta.get("name")
         self.key = f"{self.ns}/{self.name}"

@@ -23,10 +23,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import IO
 
 import kubernetes
 import yaml
@@ -121,8 +122,8 @@ class Process:
 
     def start(self) -> None:
         """Start (again): the log is appended to, so a restart keeps the earlier run's lines."""
-        self._log = open(self.log_path, "ab")
-        self._log.write(f"--- {datetime.now(timezone.utc).isoformat()} starting: {' '.join(self.argv)}\n".encode())
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 — kept open for the process's life, closed by stop()
+        self._log.write(f"--- {datetime.now(UTC).isoformat()} starting: {' '.join(self.argv)}\n".encode())
         self._log.flush()
         self.popen = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
                                       stderr=subprocess.STDOUT, env=loopback_env(),

@@ -7,7 +7,7 @@ other defaults passes them (or binds them once with `functools.partial`).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 SCHEDULER_NAME = "policy-scheduler"
@@ -44,7 +44,7 @@ def ready_node(name: str, resources: dict[str, str], labels: dict | None = None,
     meta: dict[str, Any] = {"name": name, "labels": {HOSTNAME_KEY: name, **(labels or {})}}
     if annotations is not None:
         meta["annotations"] = dict(annotations)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     status = {"status": {
         "capacity": resources, "allocatable": resources,
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": message,

@@ -95,7 +95,7 @@ class FakeAPI:
             if since < self.compacted - 1:
                 raise Gone("too old")
             events = [(rv, t, o) for rv, k, t, o in self.history if rv > since and _match(_key(k, o), resource)]
-        for rv, type_, obj in events:
+        for _, type_, obj in events:
             yield WatchEvent(type_, copy.deepcopy(obj))
         if not events:  # a quiet watch ends with a bookmark at the current version
             yield WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(max(since, self.rv))}})

@@ -447,8 +447,8 @@ def _sequential_affinity_ok(c, placed, order):
                 if all(t.matches(c.pods[q]) for t in terms):
                     counts |= {(t.topology_key, c.nodes[qn].labels[t.topology_key])
                                for t in terms if t.topology_key in c.nodes[qn].labels}
-            if not all((t.topology_key, labels[t.topology_key]) in counts for t in terms):
-                if counts or not all(t.matches(c.pods[p]) for t in terms):
+            if not all((t.topology_key, labels[t.topology_key]) in counts for t in terms) and (
+                    counts or not all(t.matches(c.pods[p]) for t in terms)):
                     return False
         present[p] = placed[p]
     return True

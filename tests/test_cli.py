@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -31,7 +32,7 @@ def test_demo_dry_run_json_contract():
     out = cli("dry-run", "-o", "json", "--time-limit", "5")
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
-    docs = yaml.safe_load(open(demo_path()))["items"]
+    docs = yaml.safe_load(Path(demo_path()).read_text())["items"]
     pending = {f"{d['metadata']['namespace']}/{d['metadata']['name']}" for d in docs
                if d["kind"] == "Pod" and not d["spec"].get("nodeName")
                and d["spec"].get("schedulerName") == "policy-scheduler"}

@@ -109,7 +109,7 @@ def test_table_at_80_columns_cuts_no_value():
     assert all(len(line) <= 80 for line in text.splitlines())
     for i in range(3):  # whole, or namespace/ and name on two lines, never cut inside a word
         assert (f"machine-learning-research/training-job-resnet50-worker-{i}" in text
-                or f"training-job-resnet50-worker-{i}" in text and "machine-learning-research/ " in text)
+                or (f"training-job-resnet50-worker-{i}" in text and "machine-learning-research/ " in text))
     assert "gpu-node-with-a-long-name-0" in text
 
 

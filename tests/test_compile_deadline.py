@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from itertools import count
 
-from testkit.checker import check_plan
-from testkit.manifests import anti, node, pod, term
-
 from engine.compile import Deadline, compile_cluster
-from engine.rejections import UNCHECKED
 from engine.load import build_cluster
 from engine.plan import plan_from_solution
+from engine.rejections import UNCHECKED
 from engine.solve import Status, solve
+from testkit.checker import check_plan
+from testkit.manifests import anti, node, pod, term
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -64,7 +63,7 @@ def test_a_deadline_reached_later_checks_more_classes_in_priority_order():
 
 def test_a_deadline_already_passed_leaves_every_pod_unplaced_with_a_reason():
     docs = cluster_docs()
-    compiled, plan = plan_with(docs, Deadline.after(0.0))
+    _compiled, plan = plan_with(docs, Deadline.after(0.0))
     assert plan.assignments == {}
     assert all(UNCHECKED in reasons[0] for reasons in plan.unschedulable.values())
     assert len(plan.unschedulable) == 7

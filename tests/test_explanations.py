@@ -5,10 +5,9 @@ the room), not the sentences made from them."""
 
 from __future__ import annotations
 
+from engine.solve.problem import Check
 from runner import run
 from testkit.manifests import affinity, anti, node, pod, term
-
-from engine.solve.problem import Check
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -3,14 +3,14 @@ plain oracle in filter_oracle.py: the same node rejected by the same plugin for 
 
 from __future__ import annotations
 
-from filter_oracle import ClassFacts, rejection
 from hypothesis import HealthCheck, given, settings
-from strategies import clusters
 
 from engine.compile import compile_cluster
 from engine.kinds.context import Batch, ClassMatcher
 from engine.kinds.pod_affinity import Series
 from engine.load import build_cluster
+from filter_oracle import ClassFacts, rejection
+from strategies import clusters
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -3,9 +3,6 @@ preemption, the loop's queue and its binder. A policy's `gang by label` gang is 
 compile."""
 from __future__ import annotations
 
-from testkit.manifests import node, pod, podgroup
-from loopfake import FakeAPI, node as fake_node, pod as fake_pod
-
 from engine.gangs import gang_key
 from engine.load import build_cluster, pod_identity
 from engine.loop.queue import QueueConfig
@@ -13,6 +10,10 @@ from engine.loop.scheduler import Profile, Scheduler, Settings, unit_of
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from loopfake import FakeAPI
+from loopfake import node as fake_node
+from loopfake import pod as fake_pod
+from testkit.manifests import node, pod, podgroup
 
 GANG = 'policy jobs {\n  applies to pods where label "job" exists\n  gang by label "job" min 2\n}\n'
 ZONAL = 'policy zonal {\n  applies to all pods\n  gang by podgroup within zone\n}\n'

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -350,15 +351,15 @@ def test_placed_count_must_be_a_number(tmp_path):
 
 def test_unknown_case_key_is_named_with_its_line(tmp_path):
     path = make_test_file(tmp_path, {"expcet": {"placed": {"default/p": "a"}}})
-    text = open(path).read().splitlines()
-    line = next(i for i, l in enumerate(text, 1) if "expcet" in l)
+    text = Path(path).read_text().splitlines()
+    line = next(i for i, row in enumerate(text, 1) if "expcet" in row)
     assert_clean_error(cli("test", path), f"{path}:{line}:", "expcet", "expect")
 
 
 def test_unknown_expect_key_is_named_with_its_line(tmp_path):
     path = make_test_file(tmp_path, {"expect": {"placd": {"default/p": "a"}}})
-    text = open(path).read().splitlines()
-    line = next(i for i, l in enumerate(text, 1) if "placd" in l)
+    text = Path(path).read_text().splitlines()
+    line = next(i for i, row in enumerate(text, 1) if "placd" in row)
     assert_clean_error(cli("test", path), f"{path}:{line}:", "placd", "placed")
 
 

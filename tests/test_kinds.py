@@ -3,15 +3,14 @@ exactly one kind, typed rejections (resolvable or not, as upstream's status code
 them), and the cluster events each kind says can help a pod it rejected."""
 from __future__ import annotations
 
-from runner import run
-from testkit.manifests import affinity, anti, node, pod, term
-
 from engine.compile import compile_cluster
 from engine.kinds import BY_CHECK, KINDS, Action, Resource, helped_by
 from engine.load import build_cluster
 from engine.policy.lower import policy_rules
 from engine.policy.sources import check_sources
 from engine.solve.problem import Check
+from runner import run
+from testkit.manifests import affinity, anti, node, pod, term
 
 ZONE = "topology.kubernetes.io/zone"
 

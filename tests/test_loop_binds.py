@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import time
 
-from loopfake import FakeAPI, node, pod
-
 from engine.loop import cycle as cycle_module
 from engine.loop.queue import QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
+from loopfake import FakeAPI, node, pod
 from testkit.manifests import priority_class
 
 

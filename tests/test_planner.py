@@ -10,8 +10,6 @@ import numpy as np
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from testkit.manifests import node, pod
-from strategies import clusters
 
 from engine import index as index_module
 from engine.index import BoundState
@@ -19,6 +17,8 @@ from engine.load import build_cluster
 from engine.model import PodAffinityTerm
 from engine.planner import Options, plan_batch
 from engine.policy.testing import run_file
+from strategies import clusters
+from testkit.manifests import node, pod
 
 
 def test_a_policy_test_case_plans_with_preemption_as_the_dry_run_does(tmp_path: Path) -> None:

@@ -318,7 +318,7 @@ def test_cp_sat_model_alone_respects_the_limit():
     assert result.proven
     placed = result.placed
     per_zone = Counter()
-    for (c, n), k in placed.items():
+    for (_, n), k in placed.items():
         per_zone[compiled.cluster.nodes[n].labels[ZONE]] += k
     assert per_zone == {"a": 2, "b": 2}
 

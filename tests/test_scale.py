@@ -7,19 +7,18 @@ import time
 
 from hypothesis import HealthCheck, given, settings
 
-from oracle import placed_vector
-from runner import run
-from sequential_oracle import sequential_plan
-from strategies import clusters
-from testkit.checker import check_plan
-from testkit.manifests import anti, node, pod, spread, term
-
 from engine.compile import compile_cluster
 from engine.load import build_cluster
 from engine.plan import make_plan, plan_from_solution
 from engine.solve import Status, solve
 from engine.solve.problem import Solution
 from engine.solve.sequential import sequential
+from oracle import placed_vector
+from runner import run
+from sequential_oracle import sequential_plan
+from strategies import clusters
+from testkit.checker import check_plan
+from testkit.manifests import anti, node, pod, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from testkit.manifests import node, pod
-
 from engine import manifests
 from engine.load import InputError, build_cluster
 from engine.yaml_parallel import parse_list, prune
+from testkit.manifests import node, pod
 
 
 def kubectl_list(items: list[dict]) -> str:

@@ -77,5 +77,18 @@ def helped_by(plugins: set[str], resource: Resource, action: Action) -> bool:
                for name in plugins)
 
 
-__all__ = ["KINDS", "BY_CHECK", "BY_NAME", "Action", "ClusterEvent", "Guard", "Kind", "Resource", "ScorePart", "Spot",
-           "helped_by", "score_parts", "visible_label_keys"]
+__all__ = [
+    "BY_CHECK",
+    "BY_NAME",
+    "KINDS",
+    "Action",
+    "ClusterEvent",
+    "Guard",
+    "Kind",
+    "Resource",
+    "ScorePart",
+    "Spot",
+    "helped_by",
+    "score_parts",
+    "visible_label_keys",
+]

@@ -24,8 +24,8 @@ from ..solve.problem import Check
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from ..index import BoundState
     from ..compile import Compiled
+    from ..index import BoundState
     from ..solve.problem import Solution
     from .context import Batch, ClassSpec, ProblemBuilder
 

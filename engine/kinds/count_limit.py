@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..ir import Constraint, CountLimit as Limit_, Source
+from ..ir import Constraint, Source
+from ..ir import CountLimit as Limit_
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Limit

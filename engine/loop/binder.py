@@ -70,7 +70,7 @@ class Outbox:
             call, args = item
             try:
                 call(*args)
-            except Exception as exc:  # noqa: BLE001 — a lost event must never stop the scheduler
+            except Exception as exc:
                 log.warning("event/status write failed error=%r", str(exc))
 
     def close(self) -> None:
@@ -223,4 +223,4 @@ class Binder:
         self.pool.shutdown(wait=True)
 
 
-__all__ = ["Binder", "BindReport", "EventSink", "Placement", "pod_key"]
+__all__ = ["BindReport", "Binder", "EventSink", "Placement", "pod_key"]

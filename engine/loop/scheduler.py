@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from ..gangs import gang_key
 from ..ir import GangRules
 from ..load import pod_identity
+from ..plan import Preemption
 from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
 from .cycle import run_cycle
-from ..plan import Preemption
 from .metrics import Metrics
 from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
@@ -146,7 +146,7 @@ class ProfileLoop:
             if batch:
                 try:
                     self.cycle(batch)
-                except Exception:  # noqa: BLE001 — one bad cycle must not end scheduling
+                except Exception:
                     log.exception("cycle failed profile=%s pods=%d", self.name, len(batch))
                     self._recover(batch)
         self.bind_stage.submit(lambda: None).result()  # every planned bind is sent before run() returns

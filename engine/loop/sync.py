@@ -66,7 +66,7 @@ class Reflector:
                 if isinstance(exc, ApiError):
                     version = None
                 self.stop.wait(delay)
-            except Exception:  # noqa: BLE001 — a dead reflector would freeze the store: relist instead
+            except Exception:
                 log.exception("reflector error kind=%s; relisting", self.resource.kind)
                 version = None
                 self.stop.wait(backoff.next())

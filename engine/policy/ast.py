@@ -7,7 +7,6 @@ predicate and be cached) and carries its position for error messages and explana
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from ..model import Node, Pod
 from ..quantity import QuantityError, to_int, to_milli
@@ -23,7 +22,7 @@ class Pos:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-Value = Union[str, int, float]
+Value = str | int | float
 
 
 def _number(value: object) -> float | None:
@@ -53,8 +52,8 @@ class AllPods:
 
 @dataclass(frozen=True, slots=True)
 class PodAnd:
-    left: "PodExpr"
-    right: "PodExpr"
+    left: PodExpr
+    right: PodExpr
     pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, pod: Pod) -> bool:
@@ -66,8 +65,8 @@ class PodAnd:
 
 @dataclass(frozen=True, slots=True)
 class PodOr:
-    left: "PodExpr"
-    right: "PodExpr"
+    left: PodExpr
+    right: PodExpr
     pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, pod: Pod) -> bool:
@@ -79,7 +78,7 @@ class PodOr:
 
 @dataclass(frozen=True, slots=True)
 class PodNot:
-    inner: "PodExpr"
+    inner: PodExpr
     pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, pod: Pod) -> bool:
@@ -147,15 +146,15 @@ class PodPriority:
         return f"priority {self.op} {self.value}"
 
 
-PodExpr = Union[AllPods, PodAnd, PodOr, PodNot, PodField, PodLabelExists, PodPriority]
+PodExpr = AllPods | PodAnd | PodOr | PodNot | PodField | PodLabelExists | PodPriority
 
 
 # --- node predicates ------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class NodeAnd:
-    left: "NodeExpr"
-    right: "NodeExpr"
+    left: NodeExpr
+    right: NodeExpr
     pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, node: Node) -> bool:
@@ -167,8 +166,8 @@ class NodeAnd:
 
 @dataclass(frozen=True, slots=True)
 class NodeOr:
-    left: "NodeExpr"
-    right: "NodeExpr"
+    left: NodeExpr
+    right: NodeExpr
     pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, node: Node) -> bool:
@@ -180,7 +179,7 @@ class NodeOr:
 
 @dataclass(frozen=True, slots=True)
 class NodeNot:
-    inner: "NodeExpr"
+    inner: NodeExpr
     pos: Pos | None = field(default=None, compare=False, hash=False)
 
     def matches(self, node: Node) -> bool:
@@ -273,7 +272,7 @@ class NodeName:
         return f"node name {self.op} {list(self.values)}"
 
 
-NodeExpr = Union[NodeAnd, NodeOr, NodeNot, NodeCompare, NodeMember, NodeExists, NodeName]
+NodeExpr = NodeAnd | NodeOr | NodeNot | NodeCompare | NodeMember | NodeExists | NodeName
 
 
 # --- statements -----------------------------------------------------------------------------------
@@ -411,8 +410,8 @@ class EvictionCap:
     pos: Pos
 
 
-Statement = Union[Scope, NodeRequirement, Tolerate, Minimize, MinimizeCost, Proximity, GangBy, Limit, NodeUsage,
-                  Protect, EvictionCap]
+Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | Limit | NodeUsage
+             | Protect | EvictionCap)
 
 
 @dataclass(frozen=True, slots=True)

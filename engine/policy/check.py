@@ -163,9 +163,7 @@ def _pod_expr(e: A.PodExpr) -> Iterator[tuple[A.Pos, str]]:
         yield from _pod_expr(e.right)
     elif isinstance(e, A.PodNot):
         yield from _pod_expr(e.inner)
-    elif isinstance(e, A.PodField) and e.field == "label":
-        yield from _label_key(e.key, e.pos)
-    elif isinstance(e, A.PodLabelExists):
+    elif (isinstance(e, A.PodField) and e.field == "label") or isinstance(e, A.PodLabelExists):
         yield from _label_key(e.key, e.pos)
     elif isinstance(e, A.PodPriority) and not isinstance(e.value, (int, float)):
         yield e.pos, f"priority is a number; cannot compare it with {e.value!r}"
@@ -190,6 +188,6 @@ def _node_expr(e: A.NodeExpr) -> Iterator[tuple[A.Pos, str]]:
                     yield e.pos, f"allocatable {e.key!r} is compared with {e.value!r}, which is not a quantity: {exc}"
         elif e.attr in ("label", "taint"):
             yield from _label_key(e.key, e.pos, f"{e.attr} key")
-        if isinstance(e, A.NodeCompare) and e.op in ("<", "<=", ">", ">=") and not isinstance(e.value, (int, float)):
-            if e.attr != "allocatable":
+        if (isinstance(e, A.NodeCompare) and e.op in ("<", "<=", ">", ">=") and not isinstance(e.value, (int, float))
+                and e.attr != "allocatable"):
                 yield e.pos, f"'{e.op}' compares numbers; {e.value!r} is a string (write the number without quotes)"

@@ -20,9 +20,9 @@ from ..ir import (
     NodeOpening,
     NodeRule,
     NodeScore,
+    PlacementRules,
     PodCost,
     PodProximity,
-    PlacementRules,
     PodTerm,
     PreemptionRules,
     Protected,
@@ -63,9 +63,7 @@ def pod_label_keys(expr: A.PodExpr) -> frozenset[str]:
             stack += (e.left, e.right)
         elif isinstance(e, A.PodNot):
             stack.append(e.inner)
-        elif isinstance(e, A.PodField) and e.field == "label":
-            keys.add(e.key)
-        elif isinstance(e, A.PodLabelExists):
+        elif (isinstance(e, A.PodField) and e.field == "label") or isinstance(e, A.PodLabelExists):
             keys.add(e.key)
     return frozenset(keys)
 

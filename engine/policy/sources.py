@@ -38,7 +38,8 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")  # a BOM is accepted (and dropped)
     except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyError([Diagnostic(str(path), 1, 1, f"cannot read policy file: {getattr(exc, 'strerror', None) or exc}")]) from None
+        why = getattr(exc, "strerror", None) or exc
+        raise PolicyError([Diagnostic(str(path), 1, 1, f"cannot read policy file: {why}")]) from None
 
 
 def _configmap(path: Path) -> dict[str, str]:

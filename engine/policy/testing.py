@@ -124,7 +124,8 @@ def _validate_case(path: Path, index: int, case: Any, lines: _CaseLines) -> None
     name = str(case.get("name") or f"case {index + 1}")
     for key in case:
         if key not in CASE_KEYS:
-            raise TestFileError(f"{path}:{lines.keys.get(str(key), lines.start)}: case {name!r}: {_unknown_key(str(key), CASE_KEYS)}")
+            where = f"{path}:{lines.keys.get(str(key), lines.start)}"
+            raise TestFileError(f"{where}: case {name!r}: {_unknown_key(str(key), CASE_KEYS)}")
     expect = case.get("expect")
     where = f"{path}:{lines.keys.get('expect', lines.start)}: case {name!r}"
     if not expect:

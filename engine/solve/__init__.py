@@ -20,7 +20,7 @@ from .neighbourhood import model_size, per_pair, restrict, room_order
 from .problem import Colocation, Gang, Phases, PodClass, Problem, Separation, Solution, Spread, Status
 from .sequential import sequential
 
-__all__ = ["solve", "Problem", "PodClass", "Gang", "Separation", "Colocation", "Spread", "Solution", "Status"]
+__all__ = ["Colocation", "Gang", "PodClass", "Problem", "Separation", "Solution", "Spread", "Status", "solve"]
 
 Progress = Callable[[str], None]
 
@@ -38,7 +38,7 @@ class _Plan:
     soft: int  # tier 2
     origin: str
 
-    def beats(self, other: "_Plan") -> bool:
+    def beats(self, other: _Plan) -> bool:
         return (self.value, self.soft) > (other.value, other.soft)
 
 

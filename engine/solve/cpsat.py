@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import importlib.util
-import sys
 from types import ModuleType
 
 from .problem import NO_DOMAIN, Problem
@@ -129,7 +128,7 @@ class ClassModel:
                     m.add(sum(d * v for d, v in terms) <= cap)
         for group in p.exclusive:
             members = set(group)
-            for n, items in by_node.items():
+            for items in by_node.values():
                 vs = [v for c, v in items if c in members]
                 if len(vs) > 1 or (vs and self.ub[vs[0].index] > 1):
                     m.add(sum(vs) <= 1)
@@ -360,8 +359,8 @@ class ClassModel:
             return TierResult(False, infeasible=status == cp_model.INFEASIBLE)
         placed = {k: int(solver.value(v)) for k, v in self.y.items()}
         placed = {k: v for k, v in placed.items() if v}
-        return TierResult(True, status == cp_model.OPTIMAL, False, placed, int(round(solver.objective_value)),
-                          int(round(solver.best_objective_bound)))
+        return TierResult(True, status == cp_model.OPTIMAL, False, placed, round(solver.objective_value),
+                          round(solver.best_objective_bound))
 
     def fix_at_least(self, objective, value: int) -> None:
         self.m.add(objective >= value)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 
 NO_DOMAIN = -1
 
@@ -26,15 +26,12 @@ class Check(Enum):
     SPREAD = "spread"
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """How good a plan is known to be (the string value is what the dry-run prints)."""
 
     OPTIMAL = "OPTIMAL"  # proven best placement (and preferences, unless notes say otherwise)
     FEASIBLE = "FEASIBLE"  # valid; the bound says how far from the best it may be
     GREEDY = "GREEDY"  # valid; CP-SAT did not improve or prove it within the time limit
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(slots=True)
@@ -82,8 +79,8 @@ class Colocation:
     that is itself `chained` (carries required affinity) must come earlier, which the model expresses with
     ranks. `seeders` are the carriers the rule's own selector matches: upstream
     lets the first pod of such a series start anywhere while nothing matches yet, so one domain, shared by
-    all carriers (and by every rule in the same `seed_group`), may be opened by a seeder instead. Soft (one carrier): a bonus of `weight` per domain
-    hosting it that also hosts a supporter.
+    all carriers (and by every rule in the same `seed_group`), may be opened by a seeder instead. Soft (one
+    carrier): a bonus of `weight` per domain hosting it that also hosts a supporter.
     """
 
     partition: int

@@ -121,7 +121,7 @@ def sequential(problem: Problem) -> dict[tuple[int, int], int]:
                     queue.place(m, n)
                     placed += 1
         if placed < problem.gangs[gang].need:
-            for m, n in state.log[mark:]:
+            for _, n in state.log[mark:]:
                 queue.version[n] += 1
             state.undo_to(mark)
     out: dict[tuple[int, int], int] = defaultdict(int)

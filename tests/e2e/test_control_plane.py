@@ -76,9 +76,9 @@ def test_unknown_callers_are_refused(control_plane: ControlPlane, token: str | N
 def test_rbac_limits_a_service_account(control_plane: ControlPlane) -> None:
     """RBAC is on: an authenticated identity without bindings may not list nodes."""
     kubeconfig = control_plane.service_account_kubeconfig("rbac", "nobody")
-    with kubernetes.config.new_client_from_config(config_file=str(kubeconfig)) as api:
-        with pytest.raises(kubernetes.client.ApiException) as refused:
-            kubernetes.client.CoreV1Api(api).list_node()
+    with (kubernetes.config.new_client_from_config(config_file=str(kubeconfig)) as api,
+          pytest.raises(kubernetes.client.ApiException) as refused):
+        kubernetes.client.CoreV1Api(api).list_node()
     assert refused.value.status == 403
 
 
@@ -113,7 +113,7 @@ def test_a_failing_apiserver_fails_loudly_and_leaves_nothing_running(control_pla
     fake.write_text("#!/bin/sh\necho 'E0000 fake apiserver: cannot start' >&2\nexit 3\n")
     fake.chmod(0o755)
     workdir = tmp_path / "cp"
-    with pytest.raises(ControlPlaneError, match=r"(?s)exited \(code 3\).*fake apiserver: cannot start"):
-        with start_control_plane(workdir, bin_dir=bin_dir):
-            pass
+    with (pytest.raises(ControlPlaneError, match=r"(?s)exited \(code 3\).*fake apiserver: cannot start"),
+          start_control_plane(workdir, bin_dir=bin_dir)):
+        pass
     assert _processes_mentioning(str(workdir)) == []

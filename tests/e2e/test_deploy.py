@@ -6,6 +6,7 @@ arguments: it lists, watches, binds, patches conditions, posts events and holds 
 from __future__ import annotations
 
 import re
+
 from testkit.controlplane import ControlPlane
 from testkit.manifests import api_pod
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, wait_for

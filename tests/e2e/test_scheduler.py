@@ -55,9 +55,9 @@ def test_binds_by_constraints_and_explains_the_rest(control_plane: ControlPlane,
     left_out = next(f"web-{i}" for i in range(3) if not web_nodes[i])
 
     for name in ("huge", left_out):
-        cond = wait_for(f"{name} PodScheduled=False", lambda: _unschedulable(kube, ns, name))
+        cond = wait_for(f"{name} PodScheduled=False", lambda name=name: _unschedulable(kube, ns, name))
         assert cond["message"]
-        wait_for(f"{name} FailedScheduling event", lambda: _events(kube, ns, name, "FailedScheduling"))
+        wait_for(f"{name} FailedScheduling event", lambda name=name: _events(kube, ns, name, "FailedScheduling"))
     assert "cpu" in _unschedulable(kube, ns, "huge")["message"].lower()
     wait_for("Scheduled event", lambda: _events(kube, ns, "affine", "Scheduled"))
 
@@ -84,7 +84,7 @@ def test_gangs_all_or_nothing(control_plane: ControlPlane, kube: Kube, scheduler
     wait_for("one gang bound", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 3)
     loser = next(g for g in ("g1", "g2") if not any(node_of(kube.pods(ns)[f"{g}-{i}"]) for i in range(3)))
     for i in range(3):
-        wait_for(f"{loser}-{i} unschedulable", lambda: _unschedulable(kube, ns, f"{loser}-{i}"))
+        wait_for(f"{loser}-{i} unschedulable", lambda i=i: _unschedulable(kube, ns, f"{loser}-{i}"))
     bound = {n: node_of(p) for n, p in kube.pods(ns).items() if node_of(p)}
     assert len(bound) == 3 and all(not n.startswith(loser) for n in bound)
 
