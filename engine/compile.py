@@ -174,7 +174,7 @@ def node_scores(info: ClassInfo, candidates: np.ndarray, index: BoundState) -> t
     parts = score_parts(info, candidates, index)
     if not parts:
         return ()
-    return tuple(sum(part.points for part in parts).tolist())
+    return tuple(np.sum([part.points for part in parts], axis=0).tolist())
 
 
 def _pod_classes(cluster: Cluster, classes: list[ClassInfo], candidates: list[Candidates],

@@ -186,6 +186,6 @@ def score_breakdown(compiled: Compiled, c: int, node: str) -> list[tuple[str, in
     if not parts:
         return []  # nothing scores: every candidate was as good as any other
     out = [(part.label, int(part.points[k])) for part in parts if part.points[k]]
-    best = int(sum(part.points for part in parts).max())
+    best = int(np.sum([part.points for part in parts], axis=0).max())
     return out + [("best score of any candidate node", best)]
 

@@ -35,7 +35,8 @@ def assign_gangs(cluster: Cluster, rules: GangRules | None = None) -> None:
     labels = {g.label for g in cluster.gangs.values()}
     for pod in cluster.bound:  # bound members count towards minMember, found by the label's value
         for label in labels:
-            key = wanted.get((pod.namespace, label, pod.labels.get(label)))
+            value = pod.labels.get(label)
+            key = None if value is None else wanted.get((pod.namespace, label, value))
             if key is not None:
                 pod.gang = key
                 break

@@ -356,7 +356,7 @@ class BoundState:
 
     # -- bound pods matching a term ------------------------------------------------------------------
 
-    def domains_with(self, term: PodAffinityTerm) -> frozenset[str]:
+    def domains_with(self, term: PodTerm) -> frozenset[str]:
         """Values of term.topology_key over nodes hosting a bound pod that matches the term."""
         return self.domains_matching((term,), term.topology_key)
 
@@ -450,7 +450,7 @@ class BoundState:
             self._domains[cache_key] = dict(counts)
         return self._domains[cache_key]
 
-    def domains_matching(self, terms: tuple[PodAffinityTerm, ...], key: str) -> frozenset[str]:
+    def domains_matching(self, terms: tuple[PodTerm, ...], key: str) -> frozenset[str]:
         """Values of `key` over nodes hosting a bound pod that matches every one of `terms` (cached).
 
         Upstream counts a pod as support for required affinity only if it matches all the incoming

@@ -27,7 +27,11 @@ class PodTerm(Protocol):
     split pods into different classes (None: any label).
     """
 
-    topology_key: str
+    @property
+    def topology_key(self) -> str: ...
+
+    @property
+    def selector(self) -> object: ...  # what explanations print of it
 
     def matches(self, pod: Pod) -> bool: ...
 

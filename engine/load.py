@@ -219,7 +219,7 @@ def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, sche
     if other_scheduler:
         out.append(f"ignored {other_scheduler} pending pod(s) for other schedulers (not {scheduler_name!r})")
     known = {n.name for n in cluster.nodes}
-    unknown = sorted({p.node_name for p in cluster.bound if p.node_name not in known})
+    unknown = sorted({p.node_name for p in cluster.bound if p.node_name and p.node_name not in known})
     if unknown:
         out.append(f"{len(unknown)} node(s) named by bound pods are not in the snapshot: {', '.join(unknown[:5])}")
     if not cluster.nodes and (cluster.pending or cluster.skipped or cluster.bound):
@@ -258,9 +258,10 @@ def pod_identity(obj: dict[str, Any]) -> Pod:
     try:
         return _pod(obj, {}, Priorities({}))
     except _PROBLEMS:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        labels = meta.get("labels")
-        labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        raw = obj.get("metadata")
+        meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        found = meta.get("labels")
+        labels = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
         return Pod(str(meta.get("namespace") or "default"), str(meta.get("name") or ""), labels)
 
 
@@ -622,6 +623,49 @@ def _term_selector(term: dict[str, Any], labels: dict[str, str] | None, what: st
                             term.get("matchLabelKeys"), term.get("mismatchLabelKeys"), what)
 
 
+def _node_affinity(node_aff: dict[str, Any]) -> tuple[tuple[NodeSelectorTerm, ...] | None,
+                                                      tuple[tuple[int, NodeSelectorTerm], ...]]:
+    """Required node affinity (None: not set) and the weighted preferred terms."""
+    required_terms = None
+    req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if req is not None:
+        base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        terms = _list(_mapping(req, base).get("nodeSelectorTerms"), f"{base}.nodeSelectorTerms")
+        required_terms = tuple(_node_term(t, f"{base}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
+    pref = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred_terms = tuple(
+        (_weight(p, f"{pref}[{i}]"), _node_term(_required(p, "preference", f"{pref}[{i}]"), f"{pref}[{i}].preference"))
+        for i, p in enumerate(_list(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), pref))
+    )
+    return required_terms, preferred_terms
+
+
+@dataclass(frozen=True, slots=True)
+class _TermScope:
+    """What a pod's (anti-)affinity terms are read against: its namespace, the namespaces' labels (for
+    namespaceSelector) and its own labels (for matchLabelKeys)."""
+
+    namespace: str
+    ns_labels: dict[str, dict[str, str]]
+    labels: dict[str, str]
+
+    def required(self, section: dict[str, Any], name: str) -> tuple[PodAffinityTerm, ...]:
+        what = f"spec.affinity.{name}.requiredDuringSchedulingIgnoredDuringExecution"
+        return tuple(
+            _pod_term(t, self.namespace, self.ns_labels, f"{what}[{i}]", self.labels)
+            for i, t in enumerate(_list(section.get("requiredDuringSchedulingIgnoredDuringExecution"), what))
+        )
+
+    def preferred(self, section: dict[str, Any], name: str) -> tuple[tuple[int, PodAffinityTerm], ...]:
+        what = f"spec.affinity.{name}.preferredDuringSchedulingIgnoredDuringExecution"
+        return tuple(
+            (_weight(p, f"{what}[{i}]"),
+             _pod_term(_required(p, "podAffinityTerm", f"{what}[{i}]"), self.namespace, self.ns_labels,
+                       f"{what}[{i}].podAffinityTerm", self.labels))
+            for i, p in enumerate(_list(section.get("preferredDuringSchedulingIgnoredDuringExecution"), what))
+        )
+
+
 def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: Priorities) -> Pod:
     meta = obj["metadata"]
     spec = _mapping(obj.get("spec"), "spec")
@@ -634,32 +678,8 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
     anti_aff = _mapping(affinity.get("podAntiAffinity"), "spec.affinity.podAntiAffinity")
     _scheduling_gates(spec)
 
-    required_terms = None
-    req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if req is not None:
-        base = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        terms = _list(_mapping(req, base).get("nodeSelectorTerms"), f"{base}.nodeSelectorTerms")
-        required_terms = tuple(_node_term(t, f"{base}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
-    pref = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    preferred_terms = tuple(
-        (_weight(p, f"{pref}[{i}]"), _node_term(_required(p, "preference", f"{pref}[{i}]"), f"{pref}[{i}].preference"))
-        for i, p in enumerate(_list(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), pref))
-    )
-
-    def required(section: dict[str, Any], name: str) -> tuple[PodAffinityTerm, ...]:
-        what = f"spec.affinity.{name}.requiredDuringSchedulingIgnoredDuringExecution"
-        return tuple(
-            _pod_term(t, ns, ns_labels, f"{what}[{i}]", labels)
-            for i, t in enumerate(_list(section.get("requiredDuringSchedulingIgnoredDuringExecution"), what))
-        )
-
-    def preferred(section: dict[str, Any], name: str) -> tuple[tuple[int, PodAffinityTerm], ...]:
-        what = f"spec.affinity.{name}.preferredDuringSchedulingIgnoredDuringExecution"
-        return tuple(
-            (_weight(p, f"{what}[{i}]"),
-             _pod_term(_required(p, "podAffinityTerm", f"{what}[{i}]"), ns, ns_labels, f"{what}[{i}].podAffinityTerm", labels))
-            for i, p in enumerate(_list(section.get("preferredDuringSchedulingIgnoredDuringExecution"), what))
-        )
+    required_terms, preferred_terms = _node_affinity(node_aff)
+    scope = _TermScope(ns, ns_labels, labels)
 
     priority = priorities.of(spec)  # None (an unknown class) makes the pod skipped; see _skip_reason
     return Pod(
@@ -676,10 +696,10 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         required_node_terms=required_terms,
         preferred_node_terms=preferred_terms,
         tolerations=_tolerations(spec),
-        affinity_required=required(pod_aff, "podAffinity"),
-        affinity_preferred=preferred(pod_aff, "podAffinity"),
-        anti_affinity_required=required(anti_aff, "podAntiAffinity"),
-        anti_affinity_preferred=preferred(anti_aff, "podAntiAffinity"),
+        affinity_required=scope.required(pod_aff, "podAffinity"),
+        affinity_preferred=scope.preferred(pod_aff, "podAffinity"),
+        anti_affinity_required=scope.required(anti_aff, "podAntiAffinity"),
+        anti_affinity_preferred=scope.preferred(anti_aff, "podAntiAffinity"),
         spread=_spread(spec, labels),
         host_ports=_host_ports(spec),
         owner=_owner(meta),

@@ -177,7 +177,8 @@ def _yaml_documents(text: str, lines: dict[int, int]) -> list[Any]:
     stack: list[Any] = []  # containers under construction; a mapping carries its pending key
     keys: list[Any] = []
     anchors: dict[str, Any] = {}
-    for ev in yaml.parse(text, Loader=_Loader):
+    events: Iterator[Any] = yaml.parse(text, Loader=_Loader)  # dispatched on exact type below, for speed
+    for ev in events:
         cls = type(ev)
         if cls is yaml.ScalarEvent:
             if not ev.implicit[0]:  # quoted or block scalars are strings unless explicitly tagged

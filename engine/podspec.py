@@ -27,10 +27,12 @@ def pod_constraints(pod: Pod) -> tuple[Constraint, ...]:
         (True, pod.anti_affinity_required, pod.anti_affinity_preferred, "podAntiAffinity"),
     ):
         base = f"spec.affinity.{field}"
-        for i, term in enumerate(required):
-            out.append(PodProximity(term, anti, None, Source(f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")))
-        for i, (weight, term) in enumerate(preferred):
-            out.append(PodProximity(term, anti, weight, Source(f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
+        for i, pod_term in enumerate(required):
+            out.append(PodProximity(pod_term, anti, None,
+                                    Source(f"{base}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")))
+        for i, (weight, pod_term) in enumerate(preferred):
+            out.append(PodProximity(pod_term, anti, weight,
+                                    Source(f"{base}.preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
     for i, spread in enumerate(pod.spread):
         out.append(SpreadRule(spread, Source(f"spec.topologySpreadConstraints[{i}]")))
     return tuple(out)

@@ -264,11 +264,11 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tu
         if not hints.why.get(pod.key):
             hints.why[pod.key].append(_no_node_reason(search, hints, pod, nodes))
         return False
-    for v in best.victims:
-        _evict(ledger, v)
+    for victim in best.victims:
+        _evict(ledger, victim)
     room = ledger.free[best.node]
-    for r, v in pod.requests.items():
-        room[r] = room.get(r, 0) - v
+    for r, amount in pod.requests.items():
+        room[r] = room.get(r, 0) - amount
     return True
 
 
@@ -326,7 +326,8 @@ def _split_by_budget(search: Search, lower: list[Candidate], budgets: dict[str, 
     room they free is more often enough for the next preemptor too)."""
     ordered = sorted(lower, key=lambda c: (-c.pod.priority, c.pod.requests.get("cpu", 0), c.pod.requests.get("memory", 0),
                                            c.pod.created, c.key))
-    violating, keeping = [], []
+    violating: list[Candidate] = []
+    keeping: list[Candidate] = []
     for c in ordered:
         covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
         breaks = False

@@ -128,7 +128,8 @@ def _format_error(s: str) -> QuantityError:
         return QuantityError(s, "empty string")
     if s != s.strip() or any(c.isspace() for c in s):
         return QuantityError(s, "whitespace is not allowed")
-    tail = s[_NUMERIC_PREFIX(s).end() :]
+    prefix = _NUMERIC_PREFIX(s)  # matches every string (all of its parts are optional)
+    tail = s[prefix.end() if prefix else 0 :]
     if tail and tail.isalpha() and tail.isascii():
         return QuantityError(s, f'unknown suffix "{tail}"')
     if tail[:1] == ".":

@@ -9,7 +9,6 @@ plugin and `resolvable`.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -88,14 +87,6 @@ class Rejections:
 
     def passing_array(self) -> np.ndarray:
         return np.flatnonzero(self.code < 0)
-
-    def reason_counts(self) -> dict[str, int]:
-        per_key = np.bincount(self.code[self.code >= 0], minlength=len(self.keys)) if self.keys else []
-        counts: dict[str, int] = defaultdict(int)
-        for rejection, n in zip(self.keys, per_key):
-            for r in rejection.reasons:
-                counts[r] += int(n)
-        return dict(counts)
 
     def as_dict(self) -> dict[int, Rejection]:
         return {i: rejection for rejection, members in self.groups.items() for i in members.tolist()}

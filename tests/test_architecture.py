@@ -1,16 +1,57 @@
-"""The house rules of DESIGN.md §8, as import-linter contracts (.importlinter at the repository root)."""
+"""The house rules, checked: import-linter contracts (.importlinter: DESIGN.md §8), ruff and mypy (configured in
+pyproject.toml), and no function in engine/ over 60 lines."""
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MAX_FUNCTION_LINES = 60
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name) or str(Path(sys.executable).parent / name)
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def test_import_contracts_hold() -> None:
-    lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
-    result = subprocess.run([lint, "--config", str(ROOT / ".importlinter"), "--no-cache"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=300)
+    result = _run(_tool("lint-imports"), "--config", str(ROOT / ".importlinter"), "--no-cache")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_ruff_finds_nothing() -> None:
+    result = _run(_tool("ruff"), "check", "--no-cache", "engine", "tests", "bench", "testkit")
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_mypy_finds_nothing() -> None:
+    result = _run(_tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null")  # files and settings: pyproject
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def long_functions(root: Path) -> list[str]:
+    """Every function under `root` longer than MAX_FUNCTION_LINES lines (decorators aside), as path:line name."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    out.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({length} lines)")
+    return out
+
+
+def test_no_engine_function_is_over_60_lines() -> None:
+    assert long_functions(ROOT / "engine") == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "long.py").write_text(f"def long():\n{body}\n")
+    assert long_functions(tmp_path) == [f"long.py:1 long ({MAX_FUNCTION_LINES + 1} lines)"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..classes import ClassInfo
 from ..index import BoundState
 from ..ir import Constraint, PodTerm
-from ..model import Cluster, Pod, PodAffinityTerm
+from ..model import Cluster, Pod
 from ..solve.problem import NO_DOMAIN, Problem
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class ClassMatcher:
 
     def __init__(self, samples: list[Pod]):
         self.samples = samples
-        self._all: dict[tuple[PodAffinityTerm, ...], list[int]] = {}
+        self._all: dict[tuple[PodTerm, ...], list[int]] = {}
         self._one: dict[object, list[int]] = {}
         self._in_namespace: dict[str, list[int]] = defaultdict(list)
         for j, sample in enumerate(samples):
@@ -50,7 +50,7 @@ class ClassMatcher:
             self._one[key] = [j for j in scope if term.matches(self.samples[j])]
         return self._one[key]
 
-    def matching_all(self, terms: tuple[PodAffinityTerm, ...]) -> list[int]:
+    def matching_all(self, terms: tuple[PodTerm, ...]) -> list[int]:
         """Classes whose pods match every one of `terms`."""
         if terms not in self._all:
             if not terms:

@@ -79,11 +79,11 @@ def gang_infos(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) ->
     out = []
     for key, in_batch in members.items():
         gang = cluster.gangs[key]
-        info = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
-                        gang.within, _domains(cluster, gang.within, bound[key]), _short_of(index, gang.min_resources),
-                        gang.created)
-        if info.min_member - info.bound > 0:
-            out.append(info)
+        found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
+                         gang.within, _domains(cluster, gang.within, bound[key]), _short_of(index, gang.min_resources),
+                         gang.created)
+        if found.min_member - found.bound > 0:
+            out.append(found)
     return out
 
 

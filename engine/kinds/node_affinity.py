@@ -40,7 +40,9 @@ class NodeAffinity(Kind):
 
     def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
         parts = []
-        for rule in (c for c in info.constraints if isinstance(c, NodeRule) and c.weight is not None):
+        for rule in info.constraints:
+            if not isinstance(rule, NodeRule) or rule.weight is None:
+                continue
             members = index.matching_mask(rule.predicate)[candidates]  # cached per rule
             what = rule.reason if rule.source.policy else "preferred node affinity"
             parts.append(ScorePart(f"{what} [{rule.source}]", np.where(members, rule.weight, 0)))

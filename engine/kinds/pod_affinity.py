@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import Constraint, PodProximity, PodTerm, Source
-from ..model import PodAffinityTerm
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Colocation, Separation
@@ -32,7 +31,7 @@ ERR_REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_ANTI = "node(s) didn't match pod anti-affinity rules"
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 
-Terms = tuple[PodAffinityTerm, ...]
+Terms = tuple[PodTerm, ...]
 
 
 def required(constraints: tuple[Constraint, ...], anti: bool) -> list[PodProximity]:
@@ -65,7 +64,7 @@ class Series:
         memo = batch.memo
         if InterPodAffinity.name not in memo:
             sets = [tuple(c.term for c in required(rules, anti=False)) for rules in batch.rules]
-            series = cls(batch.matcher, batch.index, sets)  # type: ignore[arg-type]
+            series = cls(batch.matcher, batch.index, sets)
             for a, terms in enumerate(sets):
                 if terms:
                     series.carriers[terms].append(a)

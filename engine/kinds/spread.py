@@ -111,9 +111,9 @@ def _eligible_by_domain(index: BoundState, topology_key: str, rules, have) -> Sp
     ids = domain_of[order]
     starts = np.searchsorted(ids, np.arange(ids.max() + 1 if len(ids) else 0))
     ends = [*starts[1:].tolist(), len(ids)]
-    members = {d: order[lo:hi] for d, (lo, hi) in enumerate(zip(starts.tolist(), ends)) if hi > lo}
-    by_first_node = sorted(members, key=lambda d: members[d][0])  # domains by their first eligible node
-    return SpreadDomains({d: tuple(members[d].tolist()) for d in by_first_node}, domain_of)
+    by_domain = {d: order[lo:hi] for d, (lo, hi) in enumerate(zip(starts.tolist(), ends)) if hi > lo}
+    by_first_node = sorted(by_domain, key=lambda d: by_domain[d][0])  # domains by their first eligible node
+    return SpreadDomains({d: tuple(by_domain[d].tolist()) for d in by_first_node}, domain_of)
 
 
 KIND = PodTopologySpread()

@@ -153,7 +153,7 @@ class Binder:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
         report = BindReport()
         ready = self._drop_stale_gangs(placements, report)
-        results = list(self.pool.map(lambda p: (p, self.api.bind(*p.key.split("/", 1), p.uid, p.node)), ready))
+        results = list(self.pool.map(lambda p: (p, self._bind_one(p)), ready))
         for placement, result in results:
             self._settle(placement, result, report)
         self._report_partial_gangs(ready, report)
@@ -172,6 +172,10 @@ class Binder:
                 self.events.event(pod, "Normal", "Preempted", why[:1].upper() + why[1:])
             return result
         return list(self.pool.map(one, victims))
+
+    def _bind_one(self, p: Placement) -> BindResult:
+        namespace, name = p.key.split("/", 1)
+        return self.api.bind(namespace, name, p.uid, p.node)
 
     def _drop_stale_gangs(self, placements: list[Placement], report: BindReport) -> list[Placement]:
         """A gang whose member was deleted, recreated or bound elsewhere since the snapshot is not bound at all."""

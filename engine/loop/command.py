@@ -7,6 +7,7 @@ gracefully: the cycle in progress finishes, binds and events are flushed, the le
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -53,12 +54,12 @@ def _profiles(scheduler_name: str, policy_configmap: str | None, profiles: tuple
         _fail("--policy-configmap goes with --scheduler-name; with --profile give each profile its ConfigMap")
     out: list[Profile] = []
     for item in profiles:
-        name, sep, cm = item.partition("=")
+        name, sep, where = item.partition("=")
         if not name:
             _fail(f"--profile must be NAME or NAME=NAMESPACE/CONFIGMAP, got {item!r}")
         if any(p.name == name for p in out):
             _fail(f"--profile {name!r} is given twice")
-        out.append(Profile(name, _namespaced(cm, f"--profile {name}") if sep else None))
+        out.append(Profile(name, _namespaced(where, f"--profile {name}") if sep else None))
     return tuple(out)
 
 
@@ -158,7 +159,7 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     if elector is not None:
         if not elector.acquire(stop, waiting=scheduler.refresh_policies):
             return _stop(scheduler, None, health, 0)
-        threading.Thread(target=elector.hold, args=(stop, lambda: (lost.set(), stop.set())), name="lease",
+        threading.Thread(target=elector.hold, args=(stop, functools.partial(_lost, lost, stop)), name="lease",
                          daemon=True).start()
     scheduler.start_loops(stop)
     log.info("scheduling profiles=%s", names)
@@ -166,6 +167,12 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
         pass
     return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
 
+
+
+def _lost(lost: threading.Event, stop: threading.Event) -> None:
+    """The lease was lost: say so, and stop."""
+    lost.set()
+    stop.set()
 
 def _stop(scheduler: Scheduler, elector: LeaderElector | None, health: HealthServer | None, code: int) -> int:
     log.info("shutting down")

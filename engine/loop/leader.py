@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .ports import ApiError, ApiUnavailable, ClusterAPI, Conflict, Obj
 
@@ -93,7 +94,7 @@ class LeaderElector:
             spec["acquireTime"] = now
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if current else 0)
         spec.update(holderIdentity=self.identity, leaseDurationSeconds=int(self.lease_seconds), renewTime=now)
-        metadata = {"name": self.name, "namespace": self.namespace}
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if current is not None:
             metadata["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata, "spec": spec}

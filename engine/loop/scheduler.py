@@ -6,6 +6,7 @@ capacity; binding happens outside it. Policies are refreshed only between cycles
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -117,6 +118,8 @@ class ProfileLoop:
 
     def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
         obj = new or old
+        if obj is None:
+            return
         key = pod_key(obj)
         if new is None:
             for nomination in self.nominations.gone(key):  # the last victim left: its preemptors bind
@@ -339,7 +342,7 @@ class Scheduler:
 
     def start_loops(self, stop: threading.Event) -> None:
         for loop in self.loops:
-            self._spawn(lambda loop=loop: loop.run(stop), f"profile-{loop.name}")
+            self._spawn(functools.partial(loop.run, stop), f"profile-{loop.name}")
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

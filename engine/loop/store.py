@@ -103,6 +103,8 @@ class Store:
         if kind != "Pod":
             return
         obj = new or old
+        if obj is None:
+            return
         key = pod_key(obj)
         assumed = self._assumed.get(key)
         if assumed and (new is None or node_of(new) or meta(new).get("uid") != assumed.uid):

@@ -6,6 +6,7 @@ predicate and be cached) and carries its position for error messages and explana
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ..model import Node, Pod
@@ -103,7 +104,7 @@ class PodField:
     key: str
     op: str
     values: tuple[str, ...]
-    pos: Pos = field(compare=False, hash=False)
+    pos: Pos = dataclasses.field(compare=False, hash=False)  # `field` here is the attribute above
 
     def matches(self, pod: Pod) -> bool:
         if self.field == "namespace":
@@ -212,14 +213,14 @@ class NodeCompare:
             return self.op == "!="
         if self.attr == "allocatable":
             try:
-                want: float | None = quantity_value(self.key, self.value)
+                want = quantity_value(self.key, self.value)
             except QuantityError:
                 return False
             return compare(float(have), self.op, want)
         if self.op in ("==", "!="):  # labels are text: == compares text, like `in`
             return (str(have) == str(self.value)) == (self.op == "==")
-        have_n, want = _number(have), _number(self.value)
-        return have_n is not None and want is not None and compare(have_n, self.op, want)
+        have_n, want_n = _number(have), _number(self.value)
+        return have_n is not None and want_n is not None and compare(have_n, self.op, want_n)
 
     def __str__(self) -> str:
         return f'node {self.attr} "{self.key}" {self.op} {self.value!r}'

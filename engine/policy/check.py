@@ -40,8 +40,8 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
         for extra in scopes[1:]:
             error(extra.pos, f"policy {policy.name!r} has a second 'applies to' line; combine them with 'and' / 'or'")
         gangs = [s for s in policy.statements if isinstance(s, A.GangBy)]
-        for extra in gangs[1:]:
-            error(extra.pos, f"policy {policy.name!r} has a second 'gang' line; a pod belongs to one gang")
+        for extra_gang in gangs[1:]:
+            error(extra_gang.pos, f"policy {policy.name!r} has a second 'gang' line; a pod belongs to one gang")
         for statement in policy.statements:
             for pos, message in _statement(statement):
                 error(pos, message)

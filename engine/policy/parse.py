@@ -360,7 +360,7 @@ def _too_deep(tree: Tree, text: str, file: str) -> Diagnostic | None:
         node, depth, top = todo.pop()
         nested = node.data in ("pod_or", "pod_and", "pod_not", "node_or", "node_and", "node_not")
         depth, top = (depth + 1, top or node) if nested else (0, None)
-        if depth > MAX_NESTING:
+        if depth > MAX_NESTING and top is not None:
             line, column = getattr(top.meta, "line", 1), getattr(top.meta, "column", 1)
             lines = text.splitlines()
             source = lines[line - 1] if 0 < line <= len(lines) else ""

@@ -8,8 +8,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .problem import NO_DOMAIN, Problem
+
+if TYPE_CHECKING:
+    from ortools.sat.python.cp_model import IntVar, LinearExpr
 
 
 def _lazy(name: str) -> ModuleType:
@@ -18,6 +22,8 @@ def _lazy(name: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {name!r}")
     loader = importlib.util.LazyLoader(spec.loader)
     spec.loader = loader
     module = importlib.util.module_from_spec(spec)
@@ -26,7 +32,7 @@ def _lazy(name: str) -> ModuleType:
     return module
 
 
-cp_model = _lazy("ortools.sat.python.cp_model")
+cp_model: Any = _lazy("ortools.sat.python.cp_model")
 
 
 @dataclass(slots=True)
@@ -49,16 +55,16 @@ class ClassModel:
     def __init__(self, problem: Problem):
         self.p = problem
         self.m = cp_model.CpModel()
-        self.y: dict[tuple[int, int], cp_model.IntVar] = {}
+        self.y: dict[tuple[int, int], IntVar] = {}
         self.ub: dict[int, int] = {}
-        self.placed: list[cp_model.LinearExpr] = []
-        self._presence: dict[tuple[int, int, int], cp_model.IntVar | int] = {}
-        self._by_domain: dict[tuple[int, int], dict[int, list[cp_model.IntVar]]] = {}
-        self._rank: dict[int, cp_model.IntVar] = {}
-        self._seeds: dict[int, dict[tuple[int, int], cp_model.IntVar]] = {}  # group -> (node, class) -> first pod
-        self._seed_domains: dict[tuple, dict[int, list[cp_model.IntVar]]] = {}
+        self.placed: list[LinearExpr | int] = []  # per class: its pods placed (0: it has no variable)
+        self._presence: dict[tuple[int, int, int], IntVar | int] = {}
+        self._by_domain: dict[tuple[int, int], dict[int, list[IntVar]]] = {}
+        self._rank: dict[int, IntVar] = {}
+        self._seeds: dict[int, dict[tuple[int, int], IntVar]] = {}  # group -> (node, class) -> first pod
+        self._seed_domains: dict[tuple, dict[int, list[IntVar]]] = {}
         self.soft_terms: list = []
-        self.gang_on: list[cp_model.IntVar] = []  # per gang: started
+        self.gang_on: list[IntVar] = []  # per gang: started
         self._build()
 
     # -- variables -----------------------------------------------------------------------------
@@ -70,19 +76,19 @@ class ClassModel:
                 ub = min(ub, f // d)
         return ub
 
-    def in_domain(self, partition: int, c: int) -> dict[int, list[cp_model.IntVar]]:
+    def in_domain(self, partition: int, c: int) -> dict[int, list[IntVar]]:
         """Domain -> the y variables of class c on that domain's nodes (built once per partition and class)."""
         key = (partition, c)
         if key not in self._by_domain:
             part = self.p.partitions[partition]
-            out: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+            out: dict[int, list[IntVar]] = defaultdict(list)
             for n in self.p.classes[c].candidates:
                 if (c, n) in self.y and part[n] != NO_DOMAIN:
                     out[part[n]].append(self.y[(c, n)])
             self._by_domain[key] = out
         return self._by_domain[key]
 
-    def any_placed(self, ys: list[cp_model.IntVar], name: str, exact: bool = True) -> cp_model.IntVar:
+    def any_placed(self, ys: list[IntVar], name: str, exact: bool = True) -> IntVar:
         """A boolean that is 1 if any of `ys` is positive; with `exact`, also 0 if all are zero."""
         b = self.m.new_bool_var(name)
         for v in ys:
@@ -91,7 +97,7 @@ class ClassModel:
             self.m.add(sum(ys) >= b)
         return b
 
-    def presence(self, partition: int, c: int, d: int) -> cp_model.IntVar | int:
+    def presence(self, partition: int, c: int, d: int) -> IntVar | int:
         """A boolean equal to 'class c has a pod in domain d of the partition' (0 if it cannot)."""
         key = (partition, c, d)
         if key not in self._presence:
@@ -105,7 +111,7 @@ class ClassModel:
     # -- constraints ---------------------------------------------------------------------------
     def _build(self) -> None:
         p, m = self.p, self.m
-        by_node: dict[int, list[tuple[int, cp_model.IntVar]]] = defaultdict(list)
+        by_node: dict[int, list[tuple[int, IntVar]]] = defaultdict(list)
         for c, cls in enumerate(p.classes):
             row = []
             for n in cls.candidates:
@@ -140,17 +146,17 @@ class ClassModel:
                 m.add(self.placed[c] <= p.classes[c].count * on)
             if gang.partition is not None:
                 self._gang_within(gang)
-        for s in p.separations:
-            self._separation(s)
-        for s in p.colocations:
-            self._colocation(s)
+        for sep in p.separations:
+            self._separation(sep)
+        for coloc in p.colocations:
+            self._colocation(coloc)
         for seeds in self._seeds.values():
             if len(seeds) > 1:
                 m.add(sum(seeds.values()) <= 1)
-        for s in p.spreads:
-            self._spread(s)
-        for s in p.limits:
-            self._limit(s)
+        for spread in p.spreads:
+            self._spread(spread)
+        for limit in p.limits:
+            self._limit(limit)
         for classes, cost in p.openings:
             self._opening(classes, cost)
         for c, cls in enumerate(p.classes):
@@ -160,7 +166,7 @@ class ClassModel:
 
     def _gang_within(self, gang) -> None:
         """Every member in one domain: one chosen domain per gang, members only on its nodes."""
-        chosen: dict[int, cp_model.IntVar] = {}
+        chosen: dict[int, IntVar] = {}
         for c in gang.classes:
             for d, ys in self.in_domain(gang.partition, c).items():
                 if gang.domains is not None and d not in gang.domains:
@@ -207,7 +213,7 @@ class ClassModel:
                     m.add(both >= a_in + x - 1)
                 self.soft_terms.append(-s.weight * both)
 
-    def rank(self, c: int) -> cp_model.IntVar:
+    def rank(self, c: int) -> IntVar:
         """Class c's position in an order in which every supported pod comes after its support.
 
         One rank per class (not per domain) also rules out cycles across topology keys (a follows b
@@ -217,7 +223,7 @@ class ClassModel:
             self._rank[c] = self.m.new_int_var(1, len(self.p.classes), f"rank_{c}")
         return self._rank[c]
 
-    def _seed_in(self, s, d: int) -> list[cp_model.IntVar]:
+    def _seed_in(self, s, d: int) -> list[IntVar]:
         """'The series' first pod is class x's, on node n' for the seeders x and nodes n of domain d.
 
         One first pod per seed group in all; per node rather than per domain, so that a pod with several
@@ -227,7 +233,7 @@ class ClassModel:
         if key not in self._seed_domains:
             seeds = self._seeds.setdefault(s.seed_group, {})
             part = self.p.partitions[s.partition]
-            by_domain: dict[int, list[cp_model.IntVar]] = defaultdict(list)
+            by_domain: dict[int, list[IntVar]] = defaultdict(list)
             for x in s.seeders:
                 for n in self.p.classes[x].candidates:
                     if (x, n) not in self.y:
@@ -328,10 +334,10 @@ class ClassModel:
                 self.m.add(s.existing.get(d, 0) + sum(ys) <= s.most).only_enforce_if(a_in)
 
     # -- solving -------------------------------------------------------------------------------
-    def tier1(self) -> cp_model.LinearExpr:
+    def tier1(self) -> LinearExpr | int:
         return sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
 
-    def tier2(self) -> cp_model.LinearExpr:
+    def tier2(self) -> LinearExpr | int:
         return sum(self.soft_terms) if self.soft_terms else 0
 
     def hint(self, placed: dict[tuple[int, int], int]) -> None:

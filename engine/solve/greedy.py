@@ -95,19 +95,19 @@ class GreedyState:
             for c in {s.a, *s.others}:
                 (self.sep_of if s.weight is None else self.soft_sep_of)[c].append(s)
         self.coloc_of: dict[int, list] = defaultdict(list)
-        for i, s in enumerate(p.colocations):
-            if s.weight is None:
-                for c in s.carriers:
-                    self.coloc_of[c].append((i, s))
+        for i, coloc in enumerate(p.colocations):
+            if coloc.weight is None:
+                for c in coloc.carriers:
+                    self.coloc_of[c].append((i, coloc))
         self.spread_of: dict[int, list[int]] = defaultdict(list)
-        for i, s in enumerate(p.spreads):
-            if s.weight is None:
-                for c in {s.a, *s.counted}:
+        for i, spread in enumerate(p.spreads):
+            if spread.weight is None:
+                for c in {spread.a, *spread.counted}:
                     self.spread_of[c].append(i)
         self.limit_of: dict[int, list] = defaultdict(list)
-        for s in p.limits:
-            for c in {s.a, *s.counted}:
-                self.limit_of[c].append(s)
+        for limit in p.limits:
+            for c in {limit.a, *limit.counted}:
+                self.limit_of[c].append(limit)
         self.excl_of: dict[int, list[int]] = defaultdict(list)
         for i, group in enumerate(p.exclusive):
             for c in group:
@@ -221,9 +221,9 @@ class GreedyState:
         for g in self.excl_of.get(c, ()):
             self.exclusive_used[g].add(n)
         for i in self.spread_of.get(c, ()):
-            d = self.spread_node_domain[i].get(n)
-            if d is not None and c in self.p.spreads[i].counted:
-                self.spread_counts[i].add(d, 1)
+            domain = self.spread_node_domain[i].get(n)
+            if domain is not None and c in self.p.spreads[i].counted:
+                self.spread_counts[i].add(domain, 1)
         self.log.append((c, n))
 
     def undo_to(self, mark: int) -> None:
@@ -241,9 +241,9 @@ class GreedyState:
             for g in self.excl_of.get(c, ()):
                 self.exclusive_used[g].discard(n)
             for i in self.spread_of.get(c, ()):
-                d = self.spread_node_domain[i].get(n)
-                if d is not None and c in self.p.spreads[i].counted:
-                    self.spread_counts[i].add(d, -1)
+                domain = self.spread_node_domain[i].get(n)
+                if domain is not None and c in self.p.spreads[i].counted:
+                    self.spread_counts[i].add(domain, -1)
 
     def _open(self, c: int, alive: list[int], dead: set[int], start: int) -> Iterator[int]:
         """Indices in `alive`, from `start` on, of the nodes that take a pod of c now; nodes that never

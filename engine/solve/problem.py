@@ -181,15 +181,15 @@ class Problem:
                 if part[n] != NO_DOMAIN:
                     per_domain[(p, c)][part[n]] += k
         total = self.score(placed)
-        for s in self.separations:
-            if s.weight is not None:
-                total -= s.weight * _separation_cost(s, per_domain)
-        for s in self.colocations:
-            if s.weight is not None:
-                total += s.weight * _colocation_gain(s, per_domain)
-        for s in self.spreads:
-            if s.weight is not None:
-                total -= s.weight * _skew(s, placed)
+        for sep in self.separations:
+            if sep.weight is not None:
+                total -= sep.weight * _separation_cost(sep, per_domain)
+        for coloc in self.colocations:
+            if coloc.weight is not None:
+                total += coloc.weight * _colocation_gain(coloc, per_domain)
+        for spread in self.spreads:
+            if spread.weight is not None:
+                total -= spread.weight * _skew(spread, placed)
         for classes, cost in self.openings:
             members = set(classes)
             total -= cost * len({n for (c, n), k in placed.items() if k and c in members and n in self.empty})

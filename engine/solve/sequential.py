@@ -82,7 +82,7 @@ class _Queue:
 
 def _pod_queue(problem: Problem) -> list[int]:
     """Classes in pod order: one entry per pod, by its queue position."""
-    entries = []
+    entries: list[tuple[int, int]] = []
     for c, cls in enumerate(problem.classes):
         positions = cls.queue or tuple(range(cls.count))
         entries.extend((q, c) for q in positions[: cls.count])
