@@ -34,7 +34,7 @@ class Resource(Enum):
     """What changed in the cluster (upstream's framework.EventResource, the kinds we watch)."""
 
     NODE = "Node"
-    POD = "Pod"  # a pod bound to a node (assigned), or being deleted
+    POD = "Pod"  # a pod: bound ones for most kinds; a gang's new pending member for Coscheduling
     POD_GROUP = "PodGroup"
 
 
