@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from .compile import PolicyRules, compile_cluster
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
-from .kinds import KINDS
+from .kinds import KINDS, Kind
 from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
@@ -162,10 +162,11 @@ def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, pr
     top = max(p.priority for p in preemptors)
     by_node: dict[str, list[Candidate]] = defaultdict(list)
     protected: dict[str, tuple[Pod, Source]] = {}
+    guarding = [kind for kind in KINDS if type(kind).guard is not Kind.guard]  # kinds with a word on victims
     for pod in fixed.bound:
         if pod.priority >= top or pod.terminating or pod.key in placed or pod.node_name is None:
             continue
-        guards = [kind.guard(pod, rules) for kind in KINDS]
+        guards = [kind.guard(pod, rules) for kind in guarding]
         shield = next((g.protected for g in guards if g.protected is not None), None)
         if shield is not None:
             protected[pod.key] = (pod, shield)
