@@ -55,3 +55,13 @@ def test_the_length_check_sees_a_long_function(tmp_path: Path) -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
     (tmp_path / "long.py").write_text(f"def long():\n{body}\n")
     assert long_functions(tmp_path) == [f"long.py:1 long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+def test_the_wheel_ships_every_engine_package() -> None:
+    """pyproject lists the packages by hand: a new subpackage left out would pass every test (they import the
+    source tree) and break `pip install . && policy-scheduler`."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "engine").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
