@@ -102,7 +102,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             t0 = min(t0, min(watch.bound.values()))
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch)
-        cycles = running.cycles()
+        cycles = running.cycles(bound=len(watch.bound))
         if cycles is not None:
             result.batches, result.batch_pods = cycles.count, int(cycles.sizes.sum)
             result.solve_s, result.solve_max_s = round(cycles.solve.sum, 3), cycles.solve.at_most()

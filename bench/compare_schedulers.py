@@ -62,15 +62,21 @@ class Running:
         match = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
         return int(match.group(1)) / 1024 if match else None
 
-    def cycles(self) -> metrics.Cycles | None:
+    def cycles(self, bound: int = 0, patience: float = 5.0) -> metrics.Cycles | None:
         """policy-scheduler's cycles so far (batch sizes, solve seconds) from its /metrics; None for the
-        others (no metrics port here)."""
+        others (no metrics port here). A cycle is recorded once its binds are sent, which the watch may show
+        first: with `bound` pods seen bound, wait (up to `patience` seconds) until the batches hold as many."""
         if self.metrics_port is None:
             return None
-        status, body = http_get(f"http://127.0.0.1:{self.metrics_port}/metrics")
-        if status != 200:
-            raise RuntimeError(f"{self.name} /metrics answered {status}: {body[:300]!r}")
-        return metrics.cycles(body.decode())
+        deadline = time.monotonic() + patience
+        while True:
+            status, body = http_get(f"http://127.0.0.1:{self.metrics_port}/metrics")
+            if status != 200:
+                raise RuntimeError(f"{self.name} /metrics answered {status}: {body[:300]!r}")
+            found = metrics.cycles(body.decode())
+            if found.sizes.sum >= bound or time.monotonic() >= deadline:
+                return found
+            time.sleep(0.1)
 
     def stop(self) -> None:
         self.process.stop()
