@@ -129,19 +129,28 @@ def timed_create(kube: Kube, pods: list[dict]) -> tuple[dict[str, float], float]
 
 
 def wait_done(watch: api.BindWatch, running, expected: int, mode: Mode) -> None:
-    """Until every pod is bound, or nothing was bound for ``idle_s``, or ``timeout_s`` is over; a scheduler
-    that exits is an error."""
+    """Until every pod is bound, or nothing was bound for ``idle_s`` (for policy-scheduler: since its first
+    cycle ended, which in a fresh virtualenv may wait seconds for ortools to be compiled and imported), or
+    ``timeout_s`` is over; a scheduler that exits is an error."""
     start = last_change = time.monotonic()
     seen = -1
     while len(watch.bound) < expected:
         now = time.monotonic()
         if len(watch.bound) != seen:
             seen, last_change = len(watch.bound), now
-        if now - last_change > mode.idle_s or now - start > mode.timeout_s:
+        if now - start > mode.timeout_s:
+            return
+        if now - last_change > mode.idle_s and _cycled(running):
             return
         if not running.process.running():
             raise RuntimeError(f"{running.name} exited:\n{running.process.log_tail()}")
         time.sleep(0.1)
+
+
+def _cycled(running) -> bool:
+    """Has the scheduler finished a cycle? (Always true for those without metrics: they are judged by binds.)"""
+    cycles = running.cycles(patience=0.0)
+    return cycles is None or cycles.count >= 1
 
 
 # --- one workload at one size -----------------------------------------------------------------------------
