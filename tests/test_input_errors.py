@@ -101,7 +101,9 @@ def test_deep_yaml_has_a_positioned_depth_error(tmp_path):
     p = pod("p")
     text = as_yaml(node("a"), p).replace("labels: {}", "labels: {x: " + "[" * 5000 + "]" * 5000 + "}")
     path = write(tmp_path, "deep.yaml", text)
-    line = assert_clean_error(cli("dry-run", "--cluster", path), "nested more than")
+    # libyaml >= 0.2.6 (PyYAML 6.0.4's wheels) stops at its own depth limit before our MAX_DEPTH: either message
+    line = assert_clean_error(cli("dry-run", "--cluster", path))
+    assert "nested more than" in line or "maximum nesting depth" in line, line
     assert line.startswith(f"policy-scheduler: error: {path}:") and line.split(":")[3].isdigit(), line
 
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the real control plane that tests/e2e runs: kube-apiserver and kube-scheduler
+# Builds the real control plane that tests/e2e runs: kube-apiserver, kube-scheduler and
+# kube-controller-manager (its PV binder, for the volume tests)
 # from k8s.io/kubernetes (./go.mod) and etcd from go.etcd.io/etcd/server (./etcd/go.mod).
 #
 # Binaries are cached outside the repository, keyed by the Kubernetes version, so only the
 # first build on a machine pays (about 8 minutes on 2 cores):
-#   ${XDG_CACHE_HOME:-~/.cache}/policy-scheduler/controlplane/<k8s version>/{kube-apiserver,kube-scheduler,etcd}
+#   ${XDG_CACHE_HOME:-~/.cache}/policy-scheduler/controlplane/<k8s version>/{kube-apiserver,kube-scheduler,kube-controller-manager,etcd}
 #
 # Usage:  build.sh               build whatever is missing (idempotent; existing binaries are kept)
 #         build.sh --print-dir   print the cache directory and exit
@@ -95,4 +96,5 @@ build() {
 build etcd "$here/etcd" . "etcd Version: ${etcd_version#v}" "-s -w"
 build kube-apiserver "$here" k8s.io/kubernetes/cmd/kube-apiserver "Kubernetes $kube_version" "$kube_ldflags"
 build kube-scheduler "$here" k8s.io/kubernetes/cmd/kube-scheduler "Kubernetes $kube_version" "$kube_ldflags"
+build kube-controller-manager "$here" k8s.io/kubernetes/cmd/kube-controller-manager "Kubernetes $kube_version" "$kube_ldflags"
 echo "build.sh: control plane $kube_version (etcd $etcd_version) ready in $cache_dir"
