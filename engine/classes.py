@@ -1,7 +1,7 @@
 """Pod classes: pending pods that no constraint of the problem can tell apart share one class.
 
 The solver's size grows with classes × nodes, so class identity must come only from what some constraint
-can see: namespace, requests, priority, host ports, owner kind, the pod's own rules, and the labels that
+can see: namespace, requests, priority, host ports, owner kind, volumes, the pod's own rules, and the labels that
 some selector of the problem reads. Labels nothing reads (`pod-template-hash`,
 `statefulset.kubernetes.io/pod-name`, `batch.kubernetes.io/job-completion-index`…), names and annotations
 do not split classes.
@@ -55,6 +55,7 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
         pod.host_ports,
         pod.owner[0] if pod.owner else None,  # policies may select by owner kind
         pod.gang,
+        pod.volumes,
         constraints,
     )
 

@@ -158,15 +158,26 @@ def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadlin
             infos[a] = ClassInfo(pods, rules, Rejections.unchecked(nodes))
             unchecked.append(a)
             continue
-        rejected = Rejections(nodes)
         spec = ClassSpec(a, pods[0], rules)
-        for kind in KINDS:
-            kind.filter(spec, batch, rejected)
+        rejected = _filtered(spec, batch, nodes)
         info = infos[a] = ClassInfo(pods, rules, rejected)
         passing = rejected.passing_array()
         scores = node_scores(info, passing, batch.index)
         candidates[a] = Candidates(shared.of(passing), scores if any(scores) else ())
     return Checked([info for info in infos if info is not None], candidates, sorted(unchecked))
+
+
+def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:
+    """Every kind's verdict on every node: the first PreFilter that fails rejects them all (upstream stops
+    there), else each filter in order."""
+    rejected = Rejections(nodes)
+    for kind in KINDS:
+        if (verdict := kind.prefilter(spec, batch)) is not None:
+            rejected.add(verdict, np.ones(nodes, dtype=bool))
+            return rejected
+    for kind in KINDS:
+        kind.filter(spec, batch, rejected)
+    return rejected
 
 
 def node_scores(info: ClassInfo, candidates: np.ndarray, index: BoundState) -> tuple[int, ...]:

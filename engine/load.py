@@ -18,6 +18,7 @@ from .ir import GangRules
 from .model import (
     NEVER_PREEMPT,
     PREEMPT_LOWER,
+    Claim,
     Cluster,
     DisruptionBudget,
     HostPort,
@@ -31,10 +32,14 @@ from .model import (
     Refusal,
     Requirement,
     SpreadConstraint,
+    Storage,
+    StorageClass,
     Taint,
     Toleration,
+    Volume,
 )
 from .quantity import QuantityError, to_int, to_milli
+from .storage import resolve_volumes
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
@@ -58,7 +63,8 @@ MAX_QUANTITY = 2**53  # per resource, in its unit (millicores, bytes); no real n
 INT32 = 2**31
 
 
-KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget")
+KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
+         "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -133,6 +139,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     cluster.refused = [e.refusal() for e in found.errors]
     cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
     assign_gangs(cluster, gangs)
+    resolve_volumes(cluster)
     return cluster
 
 
@@ -182,6 +189,8 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
         found.classes[name] = _priority_class(obj)
     elif kind == "PodDisruptionBudget":
         found.budgets.append((src, obj))
+    elif kind in STORAGE_KINDS:
+        _storage_object(cluster.storage, kind, obj)
     else:
         found.pods.append((src, obj))
 
@@ -706,7 +715,139 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         created=_timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
         preemption_policy=priorities.preemption_policy(spec),
         terminating=bool(meta.get("deletionTimestamp")),
+        claims=_claims(spec, _text(meta["name"], "metadata.name")),
     )
+
+
+def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
+    """The PersistentVolumeClaims a pod mounts: named ones, and a generic ephemeral volume's `<pod>-<volume>`."""
+    out = []
+    for i, vol in enumerate(_list(spec.get("volumes"), "spec.volumes")):
+        vol = _mapping(vol, f"spec.volumes[{i}]")
+        if vol.get("persistentVolumeClaim") is not None:
+            pvc = _mapping(vol["persistentVolumeClaim"], f"spec.volumes[{i}].persistentVolumeClaim")
+            out.append(_text(_required(pvc, "claimName", f"spec.volumes[{i}].persistentVolumeClaim"),
+                             f"spec.volumes[{i}].persistentVolumeClaim.claimName"))
+        elif vol.get("ephemeral") is not None:
+            out.append(f"{pod_name}-{_text(_required(vol, 'name', f'spec.volumes[{i}]'), f'spec.volumes[{i}].name')}")
+    return tuple(dict.fromkeys(out))
+
+
+# -- storage objects ------------------------------------------------------------------------------------
+
+STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+
+
+def _storage_object(storage: Storage, kind: str, obj: dict[str, Any]) -> None:
+    meta = obj["metadata"]
+    name = _text(meta["name"], "metadata.name")
+    if kind == "PersistentVolumeClaim":
+        claim = _claim(obj)
+        storage.claims[claim.key] = claim
+    elif kind == "PersistentVolume":
+        storage.volumes[name] = _volume(obj)
+    elif kind == "StorageClass":
+        storage.classes[name] = _storage_class(obj)
+    else:
+        storage.limits[name] = _csi_limits(obj)
+
+
+def _claim(obj: dict[str, Any]) -> Claim:
+    meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
+    status = _mapping(obj.get("status"), "status")
+    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+    requests = _resources(_mapping(spec.get("resources"), "spec.resources").get("requests"), "spec.resources.requests")
+    volume_name = _text(spec.get("volumeName") or "", "spec.volumeName")
+    phase = _text(status.get("phase") or "Pending", "status.phase")
+    return Claim(
+        namespace=_text(meta.get("namespace") or "default", "metadata.namespace"),
+        name=_text(meta["name"], "metadata.name"),
+        uid=_text(meta.get("uid") or "", "metadata.uid"),
+        storage_class=_claim_class(spec, annotations),
+        request=requests.get("storage", 0),
+        modes=_access_modes(spec),
+        block=_choice(spec.get("volumeMode") or "Filesystem", "spec.volumeMode", ("Filesystem", "Block")) == "Block",
+        volume_name=volume_name,
+        bound=bool(volume_name) and (BIND_COMPLETED in annotations or phase == "Bound"),
+        lost=phase == "Lost",
+        deleting=bool(meta.get("deletionTimestamp")),
+        selector=label_selector(spec["selector"], "spec.selector") if spec.get("selector") is not None else None,
+    )
+
+
+def _claim_class(spec: dict[str, Any], annotations: dict[str, str]) -> str:
+    """GetPersistentVolumeClaimClass: the beta annotation wins over spec.storageClassName."""
+    beta = annotations.get("volume.beta.kubernetes.io/storage-class")
+    return beta if beta is not None else _text(spec.get("storageClassName") or "", "spec.storageClassName")
+
+
+def _access_modes(spec: dict[str, Any]) -> frozenset[str]:
+    modes = _list(spec.get("accessModes"), "spec.accessModes")
+    return frozenset(_choice(m, f"spec.accessModes[{i}]", ACCESS_MODES) for i, m in enumerate(modes))
+
+
+def _volume(obj: dict[str, Any]) -> Volume:
+    meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
+    status = _mapping(obj.get("status"), "status")
+    annotations = _str_map(meta.get("annotations"), "metadata.annotations")
+    required = _mapping(_mapping(spec.get("nodeAffinity"), "spec.nodeAffinity").get("required"),
+                        "spec.nodeAffinity.required")
+    terms = _list(required.get("nodeSelectorTerms"), "spec.nodeAffinity.required.nodeSelectorTerms")
+    ref = _mapping(spec.get("claimRef"), "spec.claimRef")
+    csi = _mapping(spec.get("csi"), "spec.csi")
+    beta = annotations.get("volume.beta.kubernetes.io/storage-class")
+    return Volume(
+        name=_text(meta["name"], "metadata.name"),
+        storage_class=beta if beta is not None else _text(spec.get("storageClassName") or "", "spec.storageClassName"),
+        capacity=_resources(spec.get("capacity"), "spec.capacity").get("storage", 0),
+        modes=_access_modes(spec),
+        block=_choice(spec.get("volumeMode") or "Filesystem", "spec.volumeMode", ("Filesystem", "Block")) == "Block",
+        node_terms=tuple(_node_term(t, f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]")
+                         for i, t in enumerate(terms)) if "nodeSelectorTerms" in required else None,
+        claim=(_text(ref.get("namespace") or "default", "spec.claimRef.namespace"),
+               _text(ref.get("name") or "", "spec.claimRef.name")) if ref else None,
+        available=_text(status.get("phase") or "Pending", "status.phase") == "Available",
+        deleting=bool(meta.get("deletionTimestamp")),
+        labels=tuple(sorted(_str_map(meta.get("labels"), "metadata.labels").items())),
+        driver=_text(csi.get("driver") or "", "spec.csi.driver"),
+        handle=_text(csi.get("volumeHandle") or "", "spec.csi.volumeHandle"),
+    )
+
+
+def _storage_class(obj: dict[str, Any]) -> StorageClass:
+    mode = _choice(obj.get("volumeBindingMode") or "Immediate", "volumeBindingMode", ("Immediate", "WaitForFirstConsumer"))
+    topologies = _list(obj.get("allowedTopologies"), "allowedTopologies")
+    terms = [_topology_term(t, f"allowedTopologies[{i}]") for i, t in enumerate(topologies)]
+    return StorageClass(name=_text(obj["metadata"]["name"], "metadata.name"),
+                        provisioner=_text(_required(obj, "provisioner", "StorageClass"), "provisioner"),
+                        wait_for_consumer=mode == "WaitForFirstConsumer",
+                        topology=tuple(terms) if terms else None)
+
+
+def _topology_term(term: Any, what: str) -> NodeSelectorTerm:
+    """A TopologySelectorTerm: each label expression's key must have one of its values (In)."""
+    what = f"{what}.matchLabelExpressions"
+    reqs = []
+    for j, e in enumerate(_list(_mapping(term, what).get("matchLabelExpressions"), what)):
+        e = _mapping(e, f"{what}[{j}]")
+        values = _list(e.get("values"), f"{what}[{j}].values")
+        reqs.append(Requirement(_text(_required(e, "key", f"{what}[{j}]"), f"{what}[{j}].key"), "In",
+                                tuple(_scalar_text(v, f"{what}[{j}].values[{k}]") for k, v in enumerate(values))))
+    return NodeSelectorTerm(tuple(reqs))
+
+
+def _csi_limits(obj: dict[str, Any]) -> dict[str, int]:
+    """CSINode: each driver's allocatable.count (drivers without one have no limit)."""
+    out = {}
+    for i, d in enumerate(_list(_mapping(obj.get("spec"), "spec").get("drivers"), "spec.drivers")):
+        d = _mapping(d, f"spec.drivers[{i}]")
+        count = _mapping(d.get("allocatable"), f"spec.drivers[{i}].allocatable").get("count")
+        if count is not None:
+            out[_text(_required(d, "name", f"spec.drivers[{i}]"), f"spec.drivers[{i}].name")] = _int(
+                count, f"spec.drivers[{i}].allocatable.count", 0)
+    return out
 
 
 def _timestamp(value: Any, what: str) -> str:

@@ -161,6 +161,97 @@ class HostPort:
         return self.ip in wild or other.ip in wild or self.ip == other.ip
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimUse:
+    """One of a pod's unbound WaitForFirstConsumer claims, as volume matching reads it. The claim's name is
+    left out: a StatefulSet's replicas ask alike and stay one class."""
+
+    storage_class: str
+    request: int  # bytes of spec.resources.requests.storage
+    modes: frozenset[str]  # spec.accessModes
+    block: bool  # spec.volumeMode Block
+    selector: LabelSelector | None  # spec.selector over PV labels
+    provisioner: str  # the class's provisioner ("" or kubernetes.io/no-provisioner: static PVs only)
+    topology: tuple[NodeSelectorTerm, ...] | None  # the class's allowedTopologies (None: anywhere)
+
+
+@dataclass(frozen=True, slots=True)
+class PodVolumes:
+    """What a pod's PersistentVolumeClaims mean for placement, resolved once against the snapshot's storage
+    objects (engine.storage) so the constraint kinds read facts, never manifests."""
+
+    blocked: str = ""  # why no node can take the pod now (upstream's PreFilter words), "" if none
+    pv_missing: bool = False  # a claim is bound to a PersistentVolume the snapshot lacks
+    bound_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()  # each bound PV's required node affinity
+    zones: tuple[tuple[str, frozenset[str]], ...] = ()  # bound PVs' legacy zone/region labels (VolumeZone)
+    waiting: tuple[ClaimUse, ...] = ()  # unbound WaitForFirstConsumer claims
+    attach: tuple[tuple[str, str], ...] = ()  # (CSI driver, volume handle) of its bound CSI volumes (NodeVolumeLimits)
+    provisioned: tuple[str, ...] = ()  # the CSI driver of each unbound claim's volume-to-be: a new volume wherever it goes
+    read_write_once_pod: tuple[str, ...] = ()  # namespace/name of its ReadWriteOncePod claims
+
+
+NO_VOLUMES = PodVolumes()
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A PersistentVolumeClaim as scheduling reads it."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    storage_class: str = ""
+    request: int = 0
+    modes: frozenset[str] = frozenset()
+    block: bool = False
+    volume_name: str = ""  # spec.volumeName
+    bound: bool = False  # fully bound: volumeName set and the PV controller finished (bind-completed or phase Bound)
+    lost: bool = False  # status.phase Lost
+    deleting: bool = False
+    selector: LabelSelector | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """A PersistentVolume as scheduling reads it."""
+
+    name: str
+    storage_class: str = ""
+    capacity: int = 0
+    modes: frozenset[str] = frozenset()
+    block: bool = False
+    node_terms: tuple[NodeSelectorTerm, ...] | None = None  # spec.nodeAffinity.required (None: any node)
+    claim: tuple[str, str] | None = None  # spec.claimRef (namespace, name)
+    available: bool = False  # status.phase Available
+    deleting: bool = False
+    labels: tuple[tuple[str, str], ...] = ()
+    driver: str = ""  # spec.csi.driver ("" for other volume sources)
+    handle: str = ""  # spec.csi.volumeHandle
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClass:
+    name: str
+    provisioner: str
+    wait_for_consumer: bool  # volumeBindingMode WaitForFirstConsumer
+    topology: tuple[NodeSelectorTerm, ...] | None = None  # allowedTopologies (None: anywhere)
+
+
+@dataclass(slots=True)
+class Storage:
+    """The snapshot's storage objects: claims by namespace/name, volumes and classes by name, and per node the
+    CSI drivers' attach limits (CSINode spec.drivers[].allocatable.count)."""
+
+    claims: dict[str, Claim] = field(default_factory=dict)
+    volumes: dict[str, Volume] = field(default_factory=dict)
+    classes: dict[str, StorageClass] = field(default_factory=dict)
+    limits: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class Node:
     name: str
@@ -213,6 +304,8 @@ class Pod:
     preemption_policy: str = PREEMPT_LOWER  # or NEVER_PREEMPT: the pod waits instead of evicting others
     terminating: bool = False  # metadata.deletionTimestamp set: going already, never a victim twice
     gang: str | None = None  # the key of the Gang it belongs to (Cluster.gangs), decided once by engine.gangs
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts, by name in its namespace (ephemeral ones too)
+    volumes: PodVolumes = NO_VOLUMES  # what those claims mean, resolved by engine.storage
 
     @property
     def key(self) -> str:
@@ -320,3 +413,4 @@ class Cluster:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key
     refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))
+    storage: Storage = field(default_factory=Storage)

@@ -11,6 +11,7 @@ pods to node names.  An empty result means the plan is valid.  The check is on t
 from __future__ import annotations
 
 from .quantity import amount, exact, integer
+from .volumes import volume_violations
 
 PG_LABEL = "scheduling.x-k8s.io/pod-group"
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -165,6 +166,7 @@ class Pod:
 
     def __init__(self, d: dict, cluster: Cluster):
         meta, spec = _meta(d), d.get("spec") or {}
+        self.doc = d
         self.ns, self.name = _ns(d), meta.get("name")
         self.key = f"{self.ns}/{self.name}"
         self.labels = dict(meta.get("labels") or {})
@@ -253,6 +255,7 @@ class Cluster:
 
     def __init__(self, docs: list[dict], scheduler_name: str = "policy-scheduler"):
         docs = [d for d in docs if isinstance(d, dict)]
+        self.docs = docs
         self.scheduler_name = scheduler_name
         self._pclasses = {_meta(d).get("name"): d for d in docs if d.get("kind") == "PriorityClass"}
         self._ns_docs = {_meta(d).get("name"): dict(_meta(d).get("labels") or {})
@@ -316,6 +319,8 @@ class Cluster:
         out += self._affinity(placed, where)
         out += self._spread(placed, where)
         out += self._gangs(placed)
+        out += volume_violations(self.docs, {k: p.doc for k, p in self.pods.items()},
+                                 {n: {"labels": node.labels} for n, node in self.nodes.items()}, placed, where)
         return out
 
     def _resources(self, placed, on_node) -> list[str]:

@@ -166,3 +166,62 @@ def expr(key: str, op: str, *values: str) -> dict:
 def spread(labels: dict, key: str = ZONE_KEY, skew: int = 1, hard: bool = True, **extra: Any) -> dict:
     return {"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
             "labelSelector": {"matchLabels": labels}, **extra}
+
+
+# --- storage -----------------------------------------------------------------------------------------------
+
+def storage_class(name: str, provisioner: str = "kubernetes.io/no-provisioner", wait: bool = True,
+                  zones: list[str] | None = None) -> dict:
+    """A StorageClass; WaitForFirstConsumer unless `wait=False`; `zones` become its allowedTopologies."""
+    obj: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+                           "provisioner": provisioner,
+                           "volumeBindingMode": "WaitForFirstConsumer" if wait else "Immediate"}
+    if zones:
+        obj["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE_KEY, "values": list(zones)}]}]
+    return obj
+
+
+def claim(name: str, size: str = "1Gi", storage_class: str | None = "local", ns: str = "default",
+          modes: tuple[str, ...] = ("ReadWriteOnce",), volume: str | None = None) -> dict:
+    """A PersistentVolumeClaim; bound to PersistentVolume `volume` (as the PV controller leaves it) if given."""
+    spec: dict[str, Any] = {"accessModes": list(modes), "resources": {"requests": {"storage": size}}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    status = {"phase": "Pending"}
+    if volume:
+        spec["volumeName"] = volume
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+        status = {"phase": "Bound"}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec, "status": status}
+
+
+def volume(name: str, size: str = "1Gi", storage_class: str = "local", node: str | None = None,
+           zone: str | None = None, modes: tuple[str, ...] = ("ReadWriteOnce",), claim_ref: tuple[str, str] | None = None,
+           csi: tuple[str, str] | None = None, labels: dict | None = None) -> dict:
+    """A PersistentVolume: a local one pinned to `node`, or a zonal one (`zone`), Available unless `claim_ref`
+    (namespace, name) binds it; `csi` = (driver, volumeHandle)."""
+    spec: dict[str, Any] = {"capacity": {"storage": size}, "accessModes": list(modes), "storageClassName": storage_class,
+                            "persistentVolumeReclaimPolicy": "Delete"}
+    where = [expr(HOSTNAME_KEY, "In", node)] if node else [expr(ZONE_KEY, "In", zone)] if zone else None
+    if where:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": where}]}}
+    if csi:
+        spec["csi"] = {"driver": csi[0], "volumeHandle": csi[1]}
+    else:
+        spec["local"] = {"path": f"/mnt/disks/{name}"}
+    if claim_ref:
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": claim_ref[0], "name": claim_ref[1]}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name, "labels": dict(labels or {})},
+            "spec": spec, "status": {"phase": "Bound" if claim_ref else "Available"}}
+
+
+def csinode(name: str, limits: dict[str, int]) -> dict:
+    """A CSINode: each driver with its attach limit (allocatable.count)."""
+    drivers = [{"name": d, "nodeID": name, "topologyKeys": None, "allocatable": {"count": n}} for d, n in limits.items()]
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name}, "spec": {"drivers": drivers}}
+
+
+def mounts(*claims: str) -> list[dict]:
+    """A pod's spec.volumes mounting these claims (pass as `volumes=`)."""
+    return [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]

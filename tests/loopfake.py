@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 from engine.loop.ports import ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, Resource, WatchEvent
 from testkit import manifests
@@ -26,6 +27,8 @@ def _key(kind: str, obj: Obj) -> Key:
 class FakeAPI:
     emit_binds: bool = True  # False: a bind succeeds but the watch does not show it (yet)
     fail_binds: dict[str, int] = field(default_factory=dict)  # pod key -> HTTP status to answer
+    fail_patches: dict[str, int] = field(default_factory=dict)  # "Kind name" -> HTTP status to answer a patch
+    patches: list[tuple[str, str, Obj]] = field(default_factory=list)  # kind, name, body of each patch applied
     down: bool = False  # every call raises ApiUnavailable
     absent_kinds: set[str] = field(default_factory=set)  # e.g. {"PodGroup"}: the CRD is not installed
     objects: dict[Key, Obj] = field(default_factory=dict)
@@ -119,6 +122,23 @@ class FakeAPI:
                 self.objects[("Pod", namespace, name)] = bound
         return BindResult(True, 201)
 
+    def patch(self, kind: str, namespace: str, name: str, body: Obj) -> BindResult:
+        """Merge patch (RFC 7386), conditional on metadata.resourceVersion when the body has one."""
+        if self.down:
+            return BindResult(False, 0, "down")
+        if f"{kind} {name}" in self.fail_patches:
+            return BindResult(False, self.fail_patches[f"{kind} {name}"], "injected failure")
+        with self.cond:
+            current = self.objects.get((kind, namespace, name))
+            if current is None:
+                return BindResult(False, 404, "not found")
+            want = (body.get("metadata") or {}).get("resourceVersion")
+            if want is not None and want != current["metadata"]["resourceVersion"]:
+                return BindResult(False, 409, "the object has been modified")
+            self.patches.append((kind, name, copy.deepcopy(body)))
+            self.put(kind, _merge(copy.deepcopy(current), body))
+        return BindResult(True, 200)
+
     def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
         """Like the apiserver with a kubelet behind it: the victim is gone at once (grace period 0)."""
         key = ("Pod", namespace, name)
@@ -173,6 +193,19 @@ class FakeAPI:
         lease["metadata"]["resourceVersion"] = str(self.rv)
         self.leases[key] = lease
         return copy.deepcopy(lease)
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """JSON merge patch: mappings merge, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _merge(out.get(k), v)
+    return out
 
 
 def _match(key: Key, resource: Resource) -> bool:

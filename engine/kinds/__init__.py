@@ -2,7 +2,7 @@
 
 `KINDS` is in kube-scheduler's filter order: a node's rejection is the first kind's that rejects it. Compile
 runs every kind's filter, score and emit; explanations ask the kind that raises a starting-plan check; the
-loop's requeue reads each kind's cluster events. Adding a kind (volumes, devices, quotas) is adding a module
+loop's requeue reads each kind's cluster events. Adding a kind (devices, quotas) is adding a module
 and a line here.
 """
 
@@ -27,6 +27,10 @@ from . import (
     spread,
     taints,
     unschedulable,
+    volume_binding,
+    volume_limits,
+    volume_restrictions,
+    volume_zone,
 )
 from .base import Action, ClusterEvent, Guard, Kind, Resource, ScorePart, Spot
 
@@ -39,6 +43,10 @@ KINDS: tuple[Kind, ...] = (
     node_affinity.KIND,
     ports.KIND,
     resources.KIND,
+    volume_restrictions.KIND,
+    volume_limits.KIND,
+    volume_binding.KIND,
+    volume_zone.KIND,
     pod_affinity.KIND,
     spread.KIND,
     count_limit.KIND,

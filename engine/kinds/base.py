@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
 from ..model import Pod
-from ..rejections import Rejections
+from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check
 
@@ -36,6 +36,10 @@ class Resource(Enum):
     NODE = "Node"
     POD = "Pod"  # a pod: bound ones for most kinds; a gang's new pending member for Coscheduling
     POD_GROUP = "PodGroup"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
 
 
 class Action(Flag):
@@ -92,6 +96,11 @@ class Kind:
         """Pod labels this kind's selectors read (None: cannot say): pods differing only in other labels share
         a class."""
         return ()
+
+    def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
+        """A verdict for every node at once, before any filter runs (upstream's PreFilter failing): the pod
+        cannot be placed anywhere now, whatever the node."""
+        return None
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         """Reject, in bulk, the nodes no pod of the class can use given only the bound pods."""

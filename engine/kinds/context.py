@@ -74,6 +74,9 @@ class Batch:
     memo: dict[str, Any] = field(default_factory=dict)
 
 
+WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key
+
+
 class Partitions:
     """Topology keys -> partition indices, each a domain id per node (NO_DOMAIN where the label is absent).
 
@@ -98,6 +101,17 @@ class Partitions:
         """Domain ids of partition p for label values (values no node carries are dropped)."""
         known = self.values[p]
         return frozenset(known[v] for v in values if v in known)
+
+    def whole(self) -> int:
+        """A partition with every node in one domain: for rows that count pods across the whole cluster."""
+        return self.of_column(WHOLE, [0] * len(self.bound.nodes), {"": 0})
+
+    def of_column(self, key: str, part: list[int], values: dict[str, int]) -> int:
+        if key not in self.index:
+            self.index[key] = len(self.parts)
+            self.parts.append(part)
+            self.values.append(values)
+        return self.index[key]
 
     def singleton(self, p: int) -> bool:
         """Every node carries the key, each with its own value (as kubernetes.io/hostname does)."""
@@ -129,6 +143,16 @@ class ProblemBuilder:
     @property
     def matcher(self) -> ClassMatcher:
         return self.batch.matcher
+
+    def add_resource(self, name: str, free: list[int], capacity: list[int], demand: list[int]) -> None:
+        """One more capacity row: each node's free and allocatable amount, each class's demand per pod (volumes
+        a node can still take are counted like cpu)."""
+        problem = self.problem
+        problem.resources = problem.resources + (name,)
+        problem.free = [row + (f,) for row, f in zip(problem.free, free)]
+        problem.capacity = [row + (c,) for row, c in zip(problem.capacity, capacity)]
+        for cls, d in zip(problem.classes, demand):
+            cls.demand = cls.demand + (d,)
 
     def checked(self) -> Iterator[tuple[int, ClassInfo]]:
         """The classes compile checked (an unchecked class places no pod, so its own rules bind nothing)."""

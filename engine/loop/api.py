@@ -46,6 +46,10 @@ KINDS = {
     "PodGroup": _Kind("scheduling.x-k8s.io/v1alpha1", "podgroups", True),
     "PriorityClass": _Kind("scheduling.k8s.io/v1", "priorityclasses", False),
     "PodDisruptionBudget": _Kind("policy/v1", "poddisruptionbudgets", True),
+    "PersistentVolumeClaim": _Kind("v1", "persistentvolumeclaims", True),
+    "PersistentVolume": _Kind("v1", "persistentvolumes", False),
+    "StorageClass": _Kind("storage.k8s.io/v1", "storageclasses", False),
+    "CSINode": _Kind("storage.k8s.io/v1", "csinodes", False),
 }
 
 
@@ -169,6 +173,17 @@ class KubeAPI:
         try:
             status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding",
                                          body=body)
+        except ApiUnavailable as exc:
+            return BindResult(False, 0, str(exc))
+        ok = 200 <= status < 300
+        return BindResult(ok, status, "" if ok else _message(data))
+
+    def patch(self, kind: str, namespace: str, name: str, body: Obj) -> BindResult:
+        """A JSON merge patch of one object (metadata.resourceVersion in `body` makes it conditional: 409 when
+        the object changed since)."""
+        path = f"{_path(Resource(kind, namespace or None))}/{quote(name)}"
+        try:
+            status, data = self._request("PATCH", path, body=body, content_type="application/merge-patch+json")
         except ApiUnavailable as exc:
             return BindResult(False, 0, str(exc))
         ok = 200 <= status < 300

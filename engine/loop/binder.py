@@ -17,8 +17,10 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..storage import VolumeStep
 from .ports import BindResult, ClusterAPI, Obj
 from .store import Store, meta, node_of, pod_key
+from .volumes import VolumePreBind
 
 log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
@@ -31,6 +33,7 @@ class Placement:
     node: str
     pod: Obj  # the manifest the plan was made from
     gang: str | None = None  # the key of its gang (model.Gang), from the plan
+    volumes: tuple[VolumeStep, ...] | None = ()  # its claims' PreBind writes (None: no longer met on the node)
 
     @property
     def uid(self) -> str:
@@ -148,6 +151,7 @@ class Binder:
         self.store = store
         self.events = events
         self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
+        self.volumes = VolumePreBind(api, store)
 
     def bind_all(self, placements: list[Placement]) -> BindReport:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
@@ -174,8 +178,17 @@ class Binder:
         return list(self.pool.map(one, victims))
 
     def _bind_one(self, p: Placement) -> BindResult:
+        """PreBind (the pod's volumes), then the Binding; a failure of either leaves no volume step behind."""
+        if p.volumes is None:
+            return BindResult(False, 0, f"its claims can no longer be met on {p.node}", prebind=True)
+        done, failed = self.volumes.prepare(p.volumes, p.node)
+        if failed is not None:
+            return failed
         namespace, name = p.key.split("/", 1)
-        return self.api.bind(namespace, name, p.uid, p.node)
+        result = self.api.bind(namespace, name, p.uid, p.node)
+        if not result.ok:
+            self.volumes.undo(done)
+        return result
 
     def _drop_stale_gangs(self, placements: list[Placement], report: BindReport) -> list[Placement]:
         """A gang whose member was deleted, recreated or bound elsewhere since the snapshot is not bound at all."""
@@ -200,6 +213,11 @@ class Binder:
             self.events.event(p.pod, "Normal", "Scheduled", f"Successfully assigned {p.key} to {p.node}")
             return
         self.store.forget(p.key)
+        if result.prebind:
+            report.failed[p.key] = f"preparing volumes on {p.node} failed: {result.message}"
+            self.events.event(p.pod, "Warning", "FailedScheduling", report.failed[p.key])
+            log.warning("volume step failed pod=%s node=%s message=%r", p.key, p.node, result.message)
+            return
         if result.status == CONFLICT:
             report.gone.append(p.key)
             log.info("bind conflict pod=%s node=%s message=%r", p.key, p.node, result.message)

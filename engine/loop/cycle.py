@@ -14,6 +14,7 @@ from ..load import build_cluster
 from ..model import Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
+from ..storage import VolumeStep, volume_steps
 from .ports import Obj
 
 
@@ -28,6 +29,19 @@ class CycleResult:
         out = {key: list(reasons) for key, reasons in self.plan.unschedulable.items()}
         for key, reason in self.plan.skipped.items():
             out.setdefault(key, [reason])
+        return out
+
+    def volume_steps(self) -> dict[str, tuple[VolumeStep, ...] | None]:
+        """Each placed pod's PreBind writes for its unbound claims, PVs chosen in placement order so two claims
+        of the batch never get the same one (None: the claims cannot be met on its node)."""
+        pods = {p.key: p for p in self.cluster.pending}
+        nodes = {n.name: n for n in self.cluster.nodes}
+        taken: set[str] = set()
+        out: dict[str, tuple[VolumeStep, ...] | None] = {}
+        for key, node in sorted(self.plan.assignments.items()):
+            if pods[key].claims:
+                steps = volume_steps(pods[key], nodes[node], self.cluster.storage, taken)
+                out[key] = None if steps is None else tuple(steps)
         return out
 
     def refused_pods(self) -> dict[str, str]:

@@ -10,7 +10,8 @@ from .api import KubeAPI, load_client
 from .ports import NotFound, Obj, Resource
 from .store import meta, source_name
 
-LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "PodDisruptionBudget", "Pod")
+LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "PodDisruptionBudget", "PersistentVolumeClaim",
+              "PersistentVolume", "StorageClass", "CSINode", "Pod")
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:

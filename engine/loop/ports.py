@@ -57,6 +57,7 @@ class BindResult:
     ok: bool
     status: int  # HTTP status; 0 when the apiserver was not reached
     message: str = ""
+    prebind: bool = False  # failed before the Binding (a volume step): the pod is retried, not left to the watch
 
 
 class ClusterAPI(Protocol):
@@ -76,6 +77,11 @@ class ClusterAPI(Protocol):
 
     def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
         """Preempt a victim: DisruptionTarget condition, then delete with its UID as precondition (404: gone)."""
+        ...
+
+    def patch(self, kind: str, namespace: str, name: str, body: Obj) -> BindResult:
+        """Merge-patch one object (a volume's claimRef, a claim's selected node); conditional on
+        metadata.resourceVersion when `body` carries it."""
         ...
 
     def nominate(self, namespace: str, name: str, node: str) -> None:

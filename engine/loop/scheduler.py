@@ -190,7 +190,8 @@ class ProfileLoop:
                               preemption=self.settings.preemption)
             result = run_cycle(objects, self.name, self.policies.rules, options)
             pods = {pod_key(o): o for s, o in objects if s.startswith("Pod ")}
-            placements = [Placement(k, node, pods[k], result.plan.gangs.get(k))
+            steps = result.volume_steps()
+            placements = [Placement(k, node, pods[k], result.plan.gangs.get(k), steps.get(k, ()))
                           for k, node in sorted(result.plan.assignments.items())]
             for p in placements:
                 self.store.assume(p.key, p.uid, p.node)
@@ -298,7 +299,8 @@ class ProfileLoop:
 def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
     out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource("PriorityClass"), Resource("Namespace"),
-           Resource("PodDisruptionBudget")]
+           Resource("PodDisruptionBudget"), Resource("PersistentVolumeClaim"), Resource("PersistentVolume"),
+           Resource("StorageClass"), Resource("CSINode")]
     for p in profiles:
         if p.policy_configmap and Resource("ConfigMap", *p.policy_configmap) not in out:
             out.append(Resource("ConfigMap", *p.policy_configmap))

@@ -1,0 +1,136 @@
+"""VolumeBinding: a pod's PersistentVolumeClaims must be met on the node. Claims missing, being deleted, lost
+or unbound with Immediate binding keep the pod pending (PreFilter); a bound claim's PV node affinity restricts
+the nodes; an unbound WaitForFirstConsumer claim needs an available PV that admits the node (of its class, size,
+access and volume modes) or a provisioner whose allowedTopologies admit it. Within the batch two claims never
+get the same local PV: per node, the PVs a pool of alike claims can use are a capacity row per size asked."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..ir import NodeTerms
+from ..model import ClaimUse, Node, Volume
+from ..rejections import Rejection, Rejections
+from ..storage import fits, match_claims, provisionable
+from .base import Action, ClusterEvent, Kind, Resource
+
+if TYPE_CHECKING:
+    from ..index import BoundState
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+ERR_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+ERR_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """An available PersistentVolume and the nodes its node affinity admits."""
+
+    volume: Volume
+    nodes: np.ndarray  # boolean mask over the index's nodes
+
+
+def served_volumes(cluster_volumes: list[Volume], index: BoundState) -> dict[str, list[Served]]:
+    """Available, unclaimed PVs by storage class, each with its nodes (masks shared by PVs pinned alike)."""
+    out: dict[str, list[Served]] = defaultdict(list)
+    everywhere = np.ones(len(index.nodes), dtype=bool)
+    for v in cluster_volumes:
+        if v.available and v.claim is None and not v.deleting:
+            mask = everywhere if v.node_terms is None else index.matching_mask(NodeTerms(v.node_terms))
+            out[v.storage_class].append(Served(v, mask))
+    return out
+
+
+def provisioning_mask(use: ClaimUse, index: BoundState) -> np.ndarray:
+    if not use.provisioner:
+        return np.zeros(len(index.nodes), dtype=bool)
+    if use.topology is None:
+        return np.ones(len(index.nodes), dtype=bool)
+    return index.matching_mask(NodeTerms(use.topology))
+
+
+class VolumeBinding(Kind):
+    name = "VolumeBinding"
+    events = (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),
+              ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE),
+              ClusterEvent(Resource.STORAGE_CLASS, Action.ADD | Action.UPDATE),
+              ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
+
+    def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
+        blocked = spec.sample.volumes.blocked
+        return Rejection(self.name, (blocked,), resolvable=False) if blocked else None
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        volumes, index = spec.sample.volumes, batch.index
+        if volumes.pv_missing:
+            out.add(Rejection(self.name, (ERR_PV_NOT_EXIST,), resolvable=False), np.ones(len(index.nodes), dtype=bool))
+        for terms in volumes.bound_terms:
+            out.add(Rejection(self.name, (ERR_NODE_CONFLICT,), resolvable=False), ~index.matching_mask(NodeTerms(terms)))
+        if volumes.waiting:
+            out.add(Rejection(self.name, (ERR_BIND_CONFLICT,), resolvable=False), ~self._claims_met(volumes.waiting, batch))
+
+    def _claims_met(self, uses: tuple[ClaimUse, ...], batch: Batch) -> np.ndarray:
+        """Nodes where every waiting claim gets its own PV or a provisioned one (upstream's matching, smallest
+        claim first, smallest PV each)."""
+        index = batch.index
+        usable = [s for sc in {u.storage_class for u in uses} for s in self._served(batch).get(sc, ())
+                  if any(fits(u, s.volume) for u in uses)]
+        if len(uses) == 1:
+            met = provisioning_mask(uses[0], index).copy()
+            for s in usable:
+                met |= s.nodes
+            return met
+        return np.fromiter((_met_on(uses, usable, node, i) for i, node in enumerate(index.nodes)), dtype=bool,
+                           count=len(index.nodes))
+
+    def _served(self, batch: Batch) -> dict[str, list[Served]]:
+        memo = batch.memo.setdefault(self.name, {})
+        if "served" not in memo:
+            memo["served"] = served_volumes(list(batch.cluster.storage.volumes.values()), batch.index)
+        return memo["served"]
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """Per pool of alike claims (all but the size) and per size asked: each node's local PVs of at least
+        that size, and each class's claims of at least that size (Hall's condition, exact for nested sizes)."""
+        asks: dict[ClaimUse, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for a, info in build.checked():
+            for use in info.sample.volumes.waiting:
+                asks[replace(use, request=0)][a].append(use.request)
+        for pool, per_class in asks.items():
+            served = self._served(build.batch).get(pool.storage_class, [])
+            for size in sorted({r for requests in per_class.values() for r in requests}):
+                demand = [sum(1 for r in per_class.get(a, ()) if r >= size) for a in range(len(build.classes))]
+                self._emit_row(build, replace(pool, request=size), served, demand)
+
+    def _emit_row(self, build: ProblemBuilder, use: ClaimUse, served: list[Served], demand: list[int]) -> None:
+        """Local PVs (those admitting one node) that fit `use`, per node; unbounded where a provisioner or a
+        PV admitting several nodes could serve instead."""
+        nodes = len(build.index.nodes)
+        unbounded = sum(c.count * d for c, d in zip(build.problem.classes, demand)) + 1
+        local = np.zeros(nodes, dtype=np.int64)
+        shared = provisioning_mask(use, build.index).copy()
+        for s in served:
+            if fits(use, s.volume):
+                where = np.flatnonzero(s.nodes)
+                if len(where) == 1:
+                    local[where[0]] += 1
+                else:
+                    shared |= s.nodes
+        room = np.where(shared, unbounded, local).tolist()
+        name = f"volumes: {use.storage_class or '<no class>'} PVs >= {use.request} bytes"
+        build.add_resource(name, room, room, demand)
+
+
+def _met_on(uses: tuple[ClaimUse, ...], usable: list[Served], node: Node, i: int) -> bool:
+    here = [s.volume for s in usable if s.nodes[i]]
+    if not here and not any(provisionable(u, node) for u in uses):
+        return False
+    return match_claims(uses, here, node) is not None
+
+
+KIND = VolumeBinding()

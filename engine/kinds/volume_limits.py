@@ -1,0 +1,78 @@
+"""NodeVolumeLimits: a node attaches at most its CSINode's `allocatable.count` volumes per CSI driver, counting
+each unique volume once (bound pods' ones included). Within the batch: a capacity row per driver."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+from ..model import PodVolumes
+from ..rejections import Rejection, Rejections
+from .base import Action, ClusterEvent, Kind, Resource
+
+if TYPE_CHECKING:
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+ERR_REASON = "node(s) exceed max volume count"
+
+
+class NodeVolumeLimits(Kind):
+    name = "NodeVolumeLimits"
+    events = (ClusterEvent(Resource.POD, Action.DELETE),
+              ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE),
+              ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD))
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        volumes = spec.sample.volumes
+        if not volumes.attach and not volumes.provisioned:
+            return
+        limits, attached = batch.cluster.storage.limits, self._attached(batch)
+        over = []
+        for i, node in enumerate(batch.index.nodes):
+            limit = limits.get(node.name)
+            if not limit:
+                continue
+            held = attached.get(i, {})
+            new = Counter(volumes.provisioned)
+            new.update(driver for driver, volume in volumes.attach if volume not in held.get(driver, ()))
+            if any(driver in limit and len(held.get(driver, ())) + k > limit[driver] for driver, k in new.items()):
+                over.append(i)
+        if over:
+            out.add(Rejection(self.name, (ERR_REASON,)), over)
+
+    def _attached(self, batch: Batch) -> dict[int, dict[str, set[str]]]:
+        """Per node index, each driver's unique volumes its bound pods use (built once per batch)."""
+        memo = batch.memo.setdefault(self.name, {})
+        if "attached" not in memo:
+            held: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+            for pod, i in zip(batch.index.pods, batch.index.node_of):
+                for driver, volume in pod.volumes.attach:
+                    held[i][driver].add(volume)
+            memo["attached"] = held
+        return memo["attached"]
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """Per driver some pod of the batch attaches: a node's volumes left under its limit, and each class's
+        new volumes. A volume a bound pod holds already is left out of the row (the filter has judged each node
+        for it); one several batch pods share is counted per pod."""
+        drivers = sorted({d for _, info in build.checked() for d in _drivers(info.sample.volumes)})
+        limits, attached = build.batch.cluster.storage.limits, self._attached(build.batch)
+        held = {v for per_node in attached.values() for volumes in per_node.values() for v in volumes}
+        for driver in drivers:
+            demand = [_new_volumes(info.sample.volumes, driver, held) if a not in build.unchecked else 0
+                      for a, info in enumerate(build.classes)]
+            unbounded = sum(c.count * k for c, k in zip(build.problem.classes, demand)) + 1
+            capacity = [limits.get(n.name, {}).get(driver, unbounded) for n in build.index.nodes]
+            free = [max(0, c - len(attached.get(i, {}).get(driver, ()))) for i, c in enumerate(capacity)]
+            build.add_resource(f"attachable volumes: {driver}", free, capacity, demand)
+
+
+def _drivers(volumes: PodVolumes) -> set[str]:
+    return {d for d, _ in volumes.attach} | set(volumes.provisioned)
+
+
+def _new_volumes(volumes: PodVolumes, driver: str, held: set[str]) -> int:
+    return volumes.provisioned.count(driver) + sum(1 for d, v in volumes.attach if d == driver and v not in held)
+
+
+KIND = NodeVolumeLimits()

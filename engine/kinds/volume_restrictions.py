@@ -1,0 +1,53 @@
+"""VolumeRestrictions: a ReadWriteOncePod claim is used by one pod at most. A claim a bound pod uses already
+rejects every node; within the batch, the pods sharing such a claim place one pod among them."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..rejections import Rejection, Rejections
+from ..solve.problem import Limit
+from .base import Action, ClusterEvent, Kind, Resource
+
+if TYPE_CHECKING:
+    from .context import Batch, ClassSpec, ProblemBuilder
+
+ERR_REASON = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
+              "by another pod")
+
+
+class VolumeRestrictions(Kind):
+    name = "VolumeRestrictions"
+    events = (ClusterEvent(Resource.POD, Action.DELETE),
+              ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE))
+
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        claims = spec.sample.volumes.read_write_once_pod
+        if claims and any(c in self._in_use(batch) for c in claims):
+            out.add(Rejection(self.name, (ERR_REASON,)), np.ones(len(batch.index.nodes), dtype=bool))
+
+    def _in_use(self, batch: Batch) -> frozenset[str]:
+        memo = batch.memo.setdefault(self.name, {})
+        if "in_use" not in memo:
+            memo["in_use"] = frozenset(c for pod in batch.index.pods for c in pod.volumes.read_write_once_pod)
+        return memo["in_use"]
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """At most one pod, cluster-wide, among the classes sharing a ReadWriteOncePod claim."""
+        users: dict[str, list[int]] = defaultdict(list)
+        for a, info in build.checked():
+            for claim in info.sample.volumes.read_write_once_pod:
+                users[claim].append(a)
+        if not users:
+            return
+        whole = build.partitions.whole()
+        for claim, classes in users.items():
+            for a in classes:
+                build.problem.limits.append(Limit(whole, a, tuple(classes), {}, 1,
+                                                  f"ReadWriteOncePod claim {claim} serves one pod"))
+
+
+KIND = VolumeRestrictions()
