@@ -1,6 +1,7 @@
 """A real Kubernetes control plane on loopback: etcd + kube-apiserver, built from Go modules.
 
-No kubelet, controller-manager or scheduler runs: tests create Nodes themselves (see
+No kubelet or scheduler runs, and a controller-manager only where a test starts one (`controllers`, e.g. the
+PV binder for the volume tests): tests create Nodes themselves (see
 `ControlPlane.create_ready_node`) and whatever a controller would have made (a namespace's
 `default` ServiceAccount: `ControlPlane.ensure_namespace`). Used by the `control_plane`
 fixture in tests/e2e/conftest.py and by bench/ (`with start_control_plane(dir) as cp:`).
@@ -57,8 +58,8 @@ class ControlPlaneError(RuntimeError):
 
 def build_binaries() -> Path:
     """Run build.sh (a no-op when the cache is warm) and return the directory of the binaries
-    (etcd, kube-apiserver, kube-scheduler)."""
-    return run_build(BUILD_SCRIPT, ("etcd", "kube-apiserver"))
+    (etcd, kube-apiserver, kube-scheduler, kube-controller-manager)."""
+    return run_build(BUILD_SCRIPT, ("etcd", "kube-apiserver", "kube-controller-manager"))
 
 
 def build_coscheduling() -> Path:
@@ -383,6 +384,27 @@ def apiserver_process(bin_dir: Path, workdir: Path, etcd_url: str, port: int,
             "--endpoint-reconciler-type", "none",
             "--profiling=false", "--v=1"]
     return Process("kube-apiserver", argv, workdir / "kube-apiserver.log")
+
+
+@contextlib.contextmanager
+def controllers(cp: ControlPlane, names: tuple[str, ...], workdir: Path) -> Iterator[Process]:
+    """kube-controller-manager (the same module and version as the apiserver) running only `names`, e.g. the
+    PV binder for volume tests; stopped on exit. No serving port, no leader election: one per test."""
+    binary = cp.bin_dir / "kube-controller-manager"
+    if not os.access(binary, os.X_OK):
+        raise ControlPlaneError(f"{binary} is missing: run {BUILD_SCRIPT}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    argv = [str(binary), f"--kubeconfig={cp.kubeconfig}", f"--controllers={','.join(names)}", "--leader-elect=false",
+            "--secure-port=0", "--use-service-account-credentials=false", "--v=2"]
+    proc = Process("kube-controller-manager", argv, workdir / "kube-controller-manager.log")
+    proc.start()
+    try:
+        time.sleep(1.0)
+        if not proc.running():
+            raise ControlPlaneError(f"kube-controller-manager exited at start:\n{proc.log_tail()}")
+        yield proc
+    finally:
+        proc.stop()
 
 
 @contextlib.contextmanager

@@ -62,8 +62,12 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "PriorityClass": "priorityclasses", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts",
            "Service": "services", "Deployment": "deployments", "ClusterRole": "clusterroles",
            "ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
-           "CustomResourceDefinition": "customresourcedefinitions", "PodDisruptionBudget": "poddisruptionbudgets"}
-CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+           "CustomResourceDefinition": "customresourcedefinitions", "PodDisruptionBudget": "poddisruptionbudgets",
+           "PersistentVolume": "persistentvolumes", "PersistentVolumeClaim": "persistentvolumeclaims",
+           "StorageClass": "storageclasses", "CSINode": "csinodes", "StatefulSet": "statefulsets",
+           "ReplicaSet": "replicasets"}
+CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                  "PersistentVolume", "StorageClass", "CSINode"}
 
 
 def collection(obj: dict) -> str:

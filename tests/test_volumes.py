@@ -49,6 +49,11 @@ def test_a_missing_claim_keeps_the_pod_pending_and_names_the_claim() -> None:
     assert 'persistentvolumeclaim "nope" not found' in reasons(plan, "db")
 
 
+def test_a_snapshot_without_claims_says_so() -> None:
+    plan = planned(zonal_nodes() + [pod("db", volumes=mounts("data"))])
+    assert any("mount PersistentVolumeClaims but the snapshot has none" in n for n in plan.notes)
+
+
 def test_an_unbound_immediate_claim_keeps_the_pod_pending() -> None:
     docs = zonal_nodes() + [storage_class("fast", provisioner="csi.example.com", wait=False),
                             claim("data", storage_class="fast"), pod("db", volumes=mounts("data"))]
