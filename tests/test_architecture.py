@@ -65,3 +65,10 @@ def test_the_wheel_ships_every_engine_package() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "engine").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    """tests/ has no __init__.py, so pytest imports test modules by basename: two files of one name (one under
+    tests/e2e/) stop the whole run at collection — CI once failed that way."""
+    names = sorted(path.name for path in (ROOT / "tests").rglob("test_*.py"))
+    assert len(names) == len(set(names)), [name for name in names if names.count(name) > 1]
