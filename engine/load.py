@@ -504,6 +504,7 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
 
     Regular containers are summed; init containers run one at a time so they take the max, except
     restartable (sidecar) init containers, which keep running and so add to everything after them.
+    Pod-level requests then replace the sum where set, and the RuntimeClass overhead adds to it.
     """
 
     def container_requests(c: dict[str, Any], where: str) -> dict[str, int]:
@@ -539,6 +540,7 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
             init_max[k] = max(init_max.get(k, 0), v)
     for k, v in init_max.items():
         total[k] = max(total.get(k, 0), v)
+    total.update(_pod_level_requests(spec, total))
     total = add(total, _resources(spec.get("overhead"), "spec.overhead"))
     total = {k: v for k, v in total.items() if v > 0}
     for k, v in total.items():
@@ -546,6 +548,28 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
             raise ValueError(f"the pod's total {k} request is too large (more than 2^53)")
     total["pods"] = 1
     return total
+
+
+def _pod_level(resource: str) -> bool:
+    """Resources pod-level `spec.resources` may set (resourcehelper.IsSupportedPodLevelResource)."""
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
+def _pod_level_requests(spec: dict[str, Any], containers: dict[str, int]) -> dict[str, int]:
+    """Pod-level `spec.resources` (PodLevelResources, on by default since 1.34): its requests replace the
+    containers' sum for cpu, memory and hugepages (resourcehelper.PodRequests). A manifest that is not yet
+    API-defaulted gets the defaulting first (core/v1 defaultPodRequests): with pod-level limits, a resource
+    without a pod-level request takes the containers' request if they make one (cpu and memory only: hugepages
+    cannot be overcommitted), else the pod-level limit."""
+    res = _mapping(spec.get("resources"), "spec.resources")
+    requests = {k: v for k, v in _resources(res.get("requests"), "spec.resources.requests").items() if _pod_level(k)}
+    limits = _resources(res.get("limits"), "spec.resources.limits")
+    for k, limit in limits.items():
+        if not _pod_level(k) or k in requests:
+            continue
+        overcommit = not k.startswith("hugepages-")
+        requests[k] = containers[k] if overcommit and k in containers else limit
+    return requests
 
 
 def _requirements(items: Any, what: str, ops: tuple[str, ...]) -> tuple[Requirement, ...]:

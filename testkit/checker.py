@@ -196,25 +196,48 @@ class Pod:
 
     @staticmethod
     def _requests(spec: dict) -> dict:
-        """max(sum(containers), max(initContainers)) + overhead, plus 1 'pods'."""
+        """Upstream's pod requests: sum(containers) + sidecars, each init container on top of the sidecars
+        started before it (max), pod-level spec.resources for cpu/memory/hugepages, + overhead, + 1 'pods'."""
         def one(c):
             res = c.get("resources") or {}
             merged = dict(res.get("limits") or {})  # requests default to limits
             merged.update(res.get("requests") or {})
             return {r: exact(v) for r, v in merged.items()}
 
+        def plus(a: dict, b: dict) -> dict:
+            return {r: a.get(r, 0) + b.get(r, 0) for r in {*a, *b}}
+
         total: dict = {}
         for c in spec.get("containers") or []:
-            for r, v in one(c).items():
-                total[r] = total.get(r, 0) + v
+            total = plus(total, one(c))
+        started: dict = {}  # sidecars running so far
+        peak: dict = {}
         for c in spec.get("initContainers") or []:
-            for r, v in one(c).items():
-                total[r] = max(total.get(r, 0), v)
-        for r, v in (spec.get("overhead") or {}).items():
-            total[r] = total.get(r, 0) + exact(v)
+            if c.get("restartPolicy") == "Always":
+                started = plus(started, one(c))
+                total = plus(total, one(c))
+                during = started
+            else:
+                during = plus(started, one(c))
+            peak = {r: max(peak.get(r, 0), during.get(r, 0)) for r in {*peak, *during}}
+        total = {r: max(total.get(r, 0), peak.get(r, 0)) for r in {*total, *peak}}
+        total.update(Pod._pod_level(spec.get("resources") or {}, total))
+        total = plus(total, {r: exact(v) for r, v in (spec.get("overhead") or {}).items()})
         out = {r: integer(r, v) for r, v in total.items()}
         out["pods"] = out.get("pods", 0) + 1
         return {r: v for r, v in out.items() if v > 0}
+
+    @staticmethod
+    def _pod_level(res: dict, containers: dict) -> dict:
+        """Pod-level requests (as API defaulting fills them in from the limits) for the resources they cover."""
+        def covered(r: str) -> bool:
+            return r in ("cpu", "memory") or r.startswith("hugepages-")
+
+        out = {r: exact(v) for r, v in (res.get("requests") or {}).items() if covered(r)}
+        for r, v in (res.get("limits") or {}).items():
+            if covered(r) and r not in out:
+                out[r] = containers[r] if r in containers and not r.startswith("hugepages-") else exact(v)
+        return out
 
     @property
     def terminal(self) -> bool:
