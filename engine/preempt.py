@@ -8,8 +8,10 @@ plan left out are taken together, highest priority first, against one ledger of 
    upstream does (remove every lower-priority pod, then give back all that are not needed, those whose
    eviction would break a PodDisruptionBudget first, highest priority first), and take the node with
    the fewest budget violations, then the lowest highest victim priority, the smallest priority sum, the
-   fewest victims. Victims chosen for one pod free room for the next; a gang gets room for all its
-   members or evicts nothing.
+   fewest victims. Victims chosen for one pod free room for the next and draw on the same budgets; a gang
+   gets room for all its members or evicts nothing. When those choices break a budget, a bounded search over
+   the served pods' nodes looks for victims that serve them all with fewer violations (one pod's best node
+   can spend a budget another pod's node would have kept).
 3. The same compile → solve path re-plans the preemptors on the cluster without the victims, with the
    first plan's placements fixed (freed room goes to preemptors only).
 4. Victims that no placed preemptor of higher priority on their node needs are given back, and 3 repeats;
@@ -34,12 +36,14 @@ from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
 from .kinds import KINDS, Kind
 from .kinds.protection import cap_key, cap_reason, protected_reason
-from .model import NEVER_PREEMPT, Cluster, Pod
+from .model import NEVER_PREEMPT, Cluster, DisruptionBudget, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
 
 LOWEST = -(2**63)
 MAX_ROUNDS = 4  # re-plans after giving back unneeded victims; in practice 1-2 suffice
 MAX_TRIALS = 40  # victims tried one by one for give-back (each a re-plan of the preemptors alone)
+SEARCH_STEPS = 2_000  # nodes of the fewer-violations search tree, at most
+SEARCH_WIDTH = 8  # nodes tried per pod in that search, best first
 PREEMPTION_SHARE = 0.4  # of the time limit, kept for preemption when some pending pod may preempt
 
 
@@ -64,10 +68,11 @@ class Ledger:
     evicted: dict[str, Candidate] = field(default_factory=dict)
     budget_left: dict[str, int] = field(default_factory=dict)
     cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
+    violations: int = 0  # evictions so far that broke some budget
 
     def copy(self) -> Ledger:
         return Ledger({n: dict(r) for n, r in self.free.items()}, dict(self.evicted), dict(self.budget_left),
-                      dict(self.cap_used))
+                      dict(self.cap_used), self.violations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,31 +214,66 @@ def choose_victims(search: Search, hints: Hints, preemptors: list[Pod], policy: 
 
     Within a priority the largest pods go first (room freed for a big pod is often enough for a small one too,
     and the reverse seldom): fewer victims when everyone can be served. When someone cannot, the order decides
-    who, so it is upstream's then: the oldest first."""
+    who, so it is upstream's then: the oldest first. Each pod's best node alone can break a budget that other
+    nodes would have kept for the batch: then a bounded search looks for choices that serve the same pods
+    with fewer violations."""
     feasible = _feasible_nodes(search, preemptors, policy)
     ledger, served = _serve(search, hints, _units(preemptors, largest_first=True), feasible)
-    if not served:
+    if len(served) < len(_units(preemptors, largest_first=True)):
         hints.why.clear()
         hints.capped.clear()
-        ledger, _ = _serve(search, hints, _units(preemptors, largest_first=False), feasible)
+        ledger, served = _serve(search, hints, _units(preemptors, largest_first=False), feasible)
+    if ledger.violations:
+        ledger = _fewer_violations(search, [p for unit in served for p in unit], feasible, ledger)
     return ledger
 
 
 def _serve(search: Search, hints: Hints, units: list[list[Pod]],
-           feasible: dict[str, tuple[str, ...]]) -> tuple[Ledger, bool]:
-    """Victims for each unit in order; (the ledger, whether every unit found room)."""
-    ledger = Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets})
-    served = True
+           feasible: dict[str, tuple[str, ...]]) -> tuple[Ledger, list[list[Pod]]]:
+    """Victims for each unit in order; (the ledger, the units that found room)."""
+    ledger = _fresh_ledger(search)
+    served: list[list[Pod]] = []
     for unit in units:
         trial = ledger.copy()
         if all(_place_one(search, hints, trial, pod, feasible.get(pod.key, ())) for pod in unit):
             ledger = trial
+            served.append(unit)
             continue
-        served = False
         if len(unit) > 1:
             for pod in unit:
                 hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
     return ledger, served
+
+
+def _fresh_ledger(search: Search) -> Ledger:
+    return Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets})
+
+
+def _fewer_violations(search: Search, pods: list[Pod], feasible: dict[str, tuple[str, ...]], best: Ledger) -> Ledger:
+    """Depth-first over each served pod's nodes (fewest violations, then upstream's rank, first), keeping the
+    ledger that serves the same pods with the fewest budget violations. Exhaustive on small batches; on large
+    ones it stops after SEARCH_STEPS nodes of the search tree with the best found."""
+    steps = 0
+
+    def descend(i: int, ledger: Ledger) -> None:
+        nonlocal best, steps
+        if ledger.violations >= best.violations or steps >= SEARCH_STEPS:
+            return
+        if i == len(pods):
+            best = ledger
+            return
+        steps += 1
+        pod = pods[i]
+        choices = [c for c in (_victims_on(search, Hints(), ledger, pod, n) for n in feasible.get(pod.key, ()))
+                   if c is not None]
+        choices.sort(key=lambda c: (c.violations, c.rank(search.node_order[c.node])))
+        for choice in choices[:SEARCH_WIDTH]:
+            trial = ledger.copy()
+            _claim(search, trial, pod, choice)
+            descend(i + 1, trial)
+
+    descend(0, _fresh_ledger(search))
+    return best
 
 
 def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> dict[str, tuple[str, ...]]:
@@ -265,21 +305,28 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tu
         if not hints.why.get(pod.key):
             hints.why[pod.key].append(_no_node_reason(search, hints, pod, nodes))
         return False
-    for victim in best.victims:
-        _evict(ledger, victim)
-    room = ledger.free[best.node]
-    for r, amount in pod.requests.items():
-        room[r] = room.get(r, 0) - amount
+    _claim(search, ledger, pod, best)
     return True
 
 
+def _claim(search: Search, ledger: Ledger, pod: Pod, choice: Choice) -> None:
+    """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node."""
+    for victim in choice.victims:
+        _evict(ledger, victim, search.cluster.budgets)
+    ledger.violations += choice.violations
+    room = ledger.free[choice.node]
+    for r, amount in pod.requests.items():
+        room[r] = room.get(r, 0) - amount
+
+
 def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ...]) -> str:
-    """Why preemption found no node: protected pods in the way, or nothing evictable would make room."""
+    """Why preemption found no node: an eviction cap that ruled out a node the pod could otherwise have had,
+    protected pods in the way, or nothing evictable would make room."""
+    if pod.key in hints.capped:
+        return cap_reason(hints.capped[pod.key])
     shielded = sorted(k for k, (p, _) in search.protected.items() if p.priority < pod.priority)
     if shielded:
         return protected_reason(shielded, str(search.protected[shielded[0]][1]))
-    if pod.key in hints.capped:
-        return cap_reason(hints.capped[pod.key])
     if not nodes:
         return "preemption would not help: no node fits this pod even with every lower-priority pod gone"
     return "preemption cannot make room: the lower-priority pods it may evict are not enough"
@@ -355,8 +402,12 @@ def _cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None
     return None
 
 
-def _evict(ledger: Ledger, c: Candidate) -> None:
+def _evict(ledger: Ledger, c: Candidate, budgets: list[DisruptionBudget]) -> None:
+    """Take `c` out: its room freed, its namespace's cap and its budgets drawn on (later choices see both)."""
     ledger.evicted[c.key] = c
+    for b in budgets:
+        if b.covers(c.pod):
+            ledger.budget_left[b.key] = ledger.budget_left.get(b.key, 0) - 1
     room = ledger.free[c.node]
     for r, v in c.pod.requests.items():
         room[r] = room.get(r, 0) + v

@@ -111,6 +111,24 @@ def test_a_budget_is_violated_only_when_nothing_else_works_and_the_plan_says_so(
     assert plan.stats["preemption"]["budget_violations"] == 1
 
 
+def test_two_preemptors_keep_a_budget_one_alone_would_keep() -> None:
+    # Alone, each preemptor prefers node c (only priority-0 victims, within the budget of 2). Together, c's two
+    # covered pods spend the whole budget and the second preemptor must break it; a and b, one covered pod each,
+    # place both with no violation, and that is the batch's choice.
+    db = {"app": "db"}
+    docs = [*(node(n, cpu="2") for n in "abcd"),
+            pod("db-a", cpu="1", node_name="a", priority=0, labels=db), pod("web-a", cpu="1", node_name="a", priority=5),
+            pod("db-b", cpu="1", node_name="b", priority=0, labels=db), pod("web-b", cpu="1", node_name="b", priority=5),
+            *(pod(f"db-{n}{i}", cpu="1", node_name=n, priority=0, labels=db) for n in "cd" for i in (1, 2)),
+            budget("db", db, allowed=2)]
+    one = plan_for(*docs, pod("h1", cpu="2", priority=100))
+    assert victims(one) == {"db-c1", "db-c2"} and one.stats["preemption"]["budget_violations"] == 0
+    both = plan_for(*docs, pod("h1", cpu="2", priority=100), pod("h2", cpu="2", priority=100))
+    assert len(both.assignments) == 2
+    assert both.stats["preemption"]["budget_violations"] == 0
+    assert victims(both) == {"db-a", "web-a", "db-b", "web-b"}
+
+
 def test_one_eviction_makes_room_for_two_preemptors() -> None:
     plan = plan_for(node("n1", cpu="2"), node("n2", cpu="2"),
                     pod("big-low", cpu="2", node_name="n1", priority=0), pod("low2", cpu="2", node_name="n2", priority=0),
@@ -181,6 +199,30 @@ def test_an_eviction_cap_per_namespace_counts_each_namespace() -> None:
                                     " at most 1 evictions per namespace per cycle\n}\n")
     assert len(capped.evictions) == 2
     assert {v.pod.split("/")[0] for v in capped.evictions} == {"x", "y"}
+
+
+def test_the_reason_names_the_cap_that_blocks_not_protected_pods_elsewhere() -> None:
+    docs = [node("p", cpu="1"), node("a", cpu="1"), node("b", cpu="1"),
+            pod("db", cpu="2", node_name="p", priority=0, ns="prod"),
+            pod("x1", cpu="1", node_name="a", priority=0, ns="x"), pod("x2", cpu="1", node_name="b", priority=0, ns="x"),
+            pod("h1", cpu="1", priority=100), pod("h2", cpu="1", priority=100)]
+    plan = plan_for(*docs, policy=PROTECT + "policy per-ns {\n applies to all pods\n"
+                                            " at most 1 evictions per namespace per cycle\n}\n")
+    assert len(plan.evictions) == 1
+    (waiting,) = plan.unschedulable
+    said = " ".join(plan.unschedulable[waiting])
+    assert "eviction cap" in said and "per-ns" in said
+    assert "protected" not in said  # the protected pod's node is too small for either preemptor anyway
+
+
+def test_protected_pods_are_named_when_they_are_what_blocks() -> None:
+    docs = [node("p", cpu="1"), node("a", cpu="1"), pod("db", cpu="1", node_name="p", priority=0, ns="prod"),
+            pod("x1", cpu="1", node_name="a", priority=0, ns="x"),
+            pod("h1", cpu="1", priority=100), pod("h2", cpu="1", priority=100)]
+    plan = plan_for(*docs, policy=PROTECT + "policy per-ns {\n applies to all pods\n"
+                                            " at most 1 evictions per namespace per cycle\n}\n")
+    (waiting,) = plan.unschedulable
+    assert any("protected" in r and "prod/db" in r for r in plan.unschedulable[waiting])
 
 
 def test_json_has_a_preemptions_map() -> None:
@@ -276,3 +318,65 @@ def test_explain_names_the_victims_of_a_preemptor(tmp_path) -> None:
     assert out["node"] == "n1" and [v["pod"] for v in out["preemption"]["victims"]] == ["default/low"]
     off = json.loads(cli("explain", "--cluster", path, "high", "-o", "json", "--no-preemption").stdout)
     assert off["node"] is None and off["preemption"] is None
+
+
+# --- property: the batch breaks no budget another choice of victims would keep -------------------------
+
+@st.composite
+def budgeted_clusters(draw) -> tuple[list[dict], int]:
+    docs: list[dict] = []
+    for i in range(draw(st.integers(2, 3))):
+        docs.append(node(f"n{i}", cpu=str(draw(st.integers(2, 3))), pods=10))
+        for j in range(draw(st.integers(1, 3))):
+            docs.append(pod(f"r{i}-{j}", cpu="1", node_name=f"n{i}", priority=draw(st.sampled_from([0, 5])),
+                            labels={"app": draw(st.sampled_from(["web", "db"]))}))
+    docs += [pod(f"h{k}", cpu=str(draw(st.integers(1, 2))), priority=100) for k in range(draw(st.integers(1, 3)))]
+    allowed = draw(st.integers(0, 2))
+    return docs + [budget("db", {"app": "db"}, allowed=allowed)], allowed
+
+
+def fewest_covered_evictions(docs: list[dict], placed: dict[str, str], preemptors: set[str]) -> int:
+    """By brute force, independently of the engine: over every node for each preemptor (the pods the first plan
+    placed keep their nodes) and every set of running pods to evict, the fewest `app: db` pods evicted with
+    everything fitting."""
+    from itertools import combinations, product
+    cpu = {d["metadata"]["name"]: int(d["status"]["allocatable"]["cpu"]) for d in docs if d["kind"] == "Node"}
+    running: dict[str, list[tuple[int, bool]]] = {n: [] for n in cpu}
+    size = {}
+    for d in docs:
+        if d["kind"] != "Pod":
+            continue
+        c = int(d["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+        if d["spec"].get("nodeName"):
+            running[d["spec"]["nodeName"]].append((c, d["metadata"]["labels"].get("app") == "db"))
+        else:
+            size[f"default/{d['metadata']['name']}"] = c
+
+    def on_node(node: str, need: int) -> float:
+        pods = running[node]
+        used = sum(c for c, _ in pods)
+        best = float("inf")
+        for k in range(len(pods) + 1):
+            for gone in combinations(pods, k):
+                if used - sum(c for c, _ in gone) + need <= cpu[node]:
+                    best = min(best, sum(db for _, db in gone))
+        return best
+
+    fewest = float("inf")
+    movable = sorted(preemptors)
+    for nodes in product(cpu, repeat=len(movable)):
+        need = dict.fromkeys(cpu, 0)
+        for key, n in [*zip(movable, nodes), *((k, n) for k, n in placed.items() if k not in preemptors)]:
+            need[n] += size[key]
+        fewest = min(fewest, sum(on_node(n, need[n]) for n in cpu))
+    return int(fewest)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(budgeted_clusters())
+def test_no_budget_is_broken_that_another_choice_of_victims_keeps(case) -> None:
+    docs, allowed = case
+    plan = plan_for(*docs, time_limit=1)
+    violations = plan.stats.get("preemption", {}).get("budget_violations", 0)
+    fewest = fewest_covered_evictions(docs, plan.assignments, set(plan.preemptions))
+    assert violations <= max(0, fewest - allowed)
