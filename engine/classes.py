@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .ir import Constraint, PlacementRules
 from .model import Cluster, Pod
-from .podspec import pod_constraints
+from .podspec import pod_constraints, with_default_spreading
 from .rejections import Rejections
 
 MAX_WEIGHT = 1 << 60
@@ -63,7 +63,8 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
 def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys) -> list[tuple[list[Pod], tuple]]:
     """(pods, constraints) per class, pods of a class in queue order (creation time, then name).
     `label_keys` says which pod labels some selector of the problem reads (None: any may be)."""
-    rules = [pod_constraints(pod) + (policy(pod) if policy else ()) for pod in cluster.pending]
+    rules = [with_default_spreading(pod, pod_constraints(pod) + (policy(pod) if policy else ()))
+             for pod in cluster.pending]
     visible = label_keys(list(set(rules)))
     groups: dict[tuple, tuple[list[Pod], tuple[Constraint, ...]]] = {}
     for pod, constraints in zip(cluster.pending, rules):

@@ -165,7 +165,17 @@ class NodeOpening:
     source: Source
 
 
-Constraint = NodeRule | Tolerations | PodProximity | SpreadRule | NodeScore | PodCost | CountLimit | NodeOpening
+@dataclass(frozen=True, slots=True)
+class DefaultSpreading:
+    """A policy's word on system-default spreading for the pods in scope: these (topology key, maxSkew) soft
+    spreads instead of upstream's two (none: off). Settled into SpreadRules by podspec before any kind sees it."""
+
+    spreads: tuple[tuple[str, int], ...]
+    source: Source
+
+
+Constraint = (NodeRule | Tolerations | PodProximity | SpreadRule | NodeScore | PodCost | CountLimit | NodeOpening
+              | DefaultSpreading)
 
 
 # --- preemption rules: which running pods may be evicted, and how many per cycle -------------------

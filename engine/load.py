@@ -37,9 +37,11 @@ from .model import (
     Taint,
     Toleration,
     Volume,
+    Workloads,
 )
 from .quantity import QuantityError, to_int, to_milli
 from .storage import resolve_volumes
+from .workloads import missing_controllers, resolve_spreading
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
@@ -64,7 +66,8 @@ INT32 = 2**31
 
 
 KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
-         "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
+         "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
+         "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -138,8 +141,17 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
         raise first
     cluster.refused = [e.refusal() for e in found.errors]
     cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
+    if not cluster.namespaces and (selecting := sum(1 for _, obj in found.pods if _selects_namespaces(obj))):
+        cluster.notes.append(f"{selecting} pod(s) have pod (anti-)affinity with a namespaceSelector but the snapshot "
+                             "has no Namespace objects, so it matches only by the kubernetes.io/metadata.name label "
+                             "(include them: kubectl get namespaces -o yaml)")
     assign_gangs(cluster, gangs)
     resolve_volumes(cluster)
+    resolve_spreading(cluster)
+    if missing := missing_controllers(cluster):
+        cluster.notes.append(f"{missing} pending pod(s) are controlled by ReplicaSets, StatefulSets or "
+                             "ReplicationControllers the snapshot lacks, so their default spreading counts only "
+                             "Services (include them: kubectl get replicasets,statefulsets,services -A -o yaml)")
     return cluster
 
 
@@ -191,6 +203,8 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
         found.budgets.append((src, obj))
     elif kind in STORAGE_KINDS:
         _storage_object(cluster.storage, kind, obj)
+    elif kind in WORKLOAD_KINDS:
+        _workload_object(cluster.workloads, kind, obj)
     else:
         found.pods.append((src, obj))
 
@@ -242,6 +256,20 @@ def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, sche
         out.append(f"{len(bare_nodes)} Node(s) without status.allocatable or status.capacity have 0 allocatable "
                    f"(only pods requesting nothing fit): {', '.join(('Node ' + n) for n in bare_nodes[:5])}")
     return out
+
+
+def _selects_namespaces(obj: dict[str, Any]) -> bool:
+    """Whether a pod manifest has a pod (anti-)affinity term with a non-empty namespaceSelector (read leniently:
+    a malformed pod is refused elsewhere)."""
+    affinity = (obj.get("spec") or {}).get("affinity") or {}
+    for section in (affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}):
+        terms = list(section.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+        terms += [(t or {}).get("podAffinityTerm") for t in section.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+        if any(isinstance(t, dict) and isinstance(t.get("namespaceSelector"), dict) and
+               (t["namespaceSelector"].get("matchLabels") or t["namespaceSelector"].get("matchExpressions"))
+               for t in terms):
+            return True
+    return False
 
 
 def _skip_reason(obj: dict[str, Any], pod: Pod, pod_groups: dict[str, PodGroup], priorities: Priorities) -> str | None:
@@ -759,6 +787,28 @@ def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
         elif vol.get("ephemeral") is not None:
             out.append(f"{pod_name}-{_text(_required(vol, 'name', f'spec.volumes[{i}]'), f'spec.volumes[{i}].name')}")
     return tuple(dict.fromkeys(out))
+
+
+# -- Services and controllers (system-default spreading: engine.workloads) ------------------------------
+
+WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+
+
+def _workload_object(workloads: Workloads, kind: str, obj: dict[str, Any]) -> None:
+    """A Service's selector map, or a controller's selector (a ReplicationController's is a plain map)."""
+    meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
+    ns = _text(meta.get("namespace") or "default", "metadata.namespace")
+    if kind == "Service":
+        selector = _str_map(spec.get("selector"), "spec.selector")
+        if selector:  # a Service without a selector selects no pods of its own
+            workloads.services.setdefault(ns, []).append(selector)
+        return
+    if kind == "ReplicationController":
+        rc = _str_map(spec.get("selector"), "spec.selector")
+        found = LabelSelector(tuple(Requirement(k, "In", (v,)) for k, v in sorted(rc.items())))
+    else:
+        found = label_selector(spec.get("selector"), "spec.selector")
+    workloads.controllers[(kind, ns, _text(meta["name"], "metadata.name"))] = found
 
 
 # -- storage objects ------------------------------------------------------------------------------------

@@ -306,6 +306,7 @@ class Pod:
     gang: str | None = None  # the key of the Gang it belongs to (Cluster.gangs), decided once by engine.gangs
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts, by name in its namespace (ephemeral ones too)
     volumes: PodVolumes = NO_VOLUMES  # what those claims mean, resolved by engine.storage
+    default_spread: LabelSelector | None = None  # system-default spreading's selector, set by engine.workloads
 
     @property
     def key(self) -> str:
@@ -398,6 +399,16 @@ class Refusal:
 
 
 @dataclass(slots=True)
+class Workloads:
+    """The objects upstream's system-default spreading reads to decide which pods belong together: Services'
+    selectors by namespace, and the label selectors of ReplicaSets, StatefulSets and ReplicationControllers by
+    (kind, namespace, name), for pods they control."""
+
+    services: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    controllers: dict[tuple[str, str, str], LabelSelector] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Cluster:
     """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out."""
 
@@ -406,6 +417,7 @@ class Cluster:
     pending: list[Pod] = field(default_factory=list)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    workloads: Workloads = field(default_factory=Workloads)
     notes: list[str] = field(default_factory=list)
     # pods of this scheduler without a node that are not pending at all (gated, terminating, unknown
     # PriorityClass, missing PodGroup): pod key -> reason; never placed, take no capacity

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from .ir import Constraint, NodeRule, NodeTerms, PodProximity, Source, SpreadRule, Tolerations
-from .model import NodeSelectorTerm, Pod, Requirement
+from .ir import Constraint, DefaultSpreading, NodeRule, NodeTerms, PodProximity, Source, SpreadRule, Tolerations
+from .model import NodeSelectorTerm, Pod, Requirement, SpreadConstraint
 
 NODE_AFFINITY = "spec.affinity.nodeAffinity"
+# upstream's PodTopologySpread systemDefaultConstraints: (topology key, maxSkew), both ScheduleAnyway
+SYSTEM_DEFAULT_SPREADS = (("kubernetes.io/hostname", 3), ("topology.kubernetes.io/zone", 5))
+SYSTEM_DEFAULT_SOURCE = Source("system default spreading (PodTopologySpread defaults)")
 
 
 def pod_constraints(pod: Pod) -> tuple[Constraint, ...]:
@@ -36,3 +39,17 @@ def pod_constraints(pod: Pod) -> tuple[Constraint, ...]:
     for i, spread in enumerate(pod.spread):
         out.append(SpreadRule(spread, Source(f"spec.topologySpreadConstraints[{i}]")))
     return tuple(out)
+
+
+def with_default_spreading(pod: Pod, constraints: tuple[Constraint, ...]) -> tuple[Constraint, ...]:
+    """The pod's constraints with system-default spreading settled: upstream's two soft spreads over the pods its
+    Services and controller select (`Pod.default_spread`, engine.workloads), or the first in-scope policy's
+    `default spreading` instead; none when nothing selects the pod or it has spread constraints of its own."""
+    policy = [c for c in constraints if isinstance(c, DefaultSpreading)]
+    rest = tuple(c for c in constraints if not isinstance(c, DefaultSpreading))
+    selector = pod.default_spread
+    if selector is None or any(isinstance(c, SpreadRule) for c in rest):
+        return rest
+    spreads, source = (policy[0].spreads, policy[0].source) if policy else (SYSTEM_DEFAULT_SPREADS,
+                                                                             SYSTEM_DEFAULT_SOURCE)
+    return rest + tuple(SpreadRule(SpreadConstraint(skew, key, False, selector), source) for key, skew in spreads)

@@ -225,3 +225,33 @@ def csinode(name: str, limits: dict[str, int]) -> dict:
 def mounts(*claims: str) -> list[dict]:
     """A pod's spec.volumes mounting these claims (pass as `volumes=`)."""
     return [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
+
+
+# --- workloads (what system-default spreading reads) -------------------------------------------------------
+
+def service(name: str, selector: dict, ns: str = "default") -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": dict(selector), "ports": [{"port": 80}]}}
+
+
+def replica_set(name: str, labels: dict, replicas: int = 1, ns: str = "default", cpu: str = "100m") -> dict:
+    """A ReplicaSet selecting (and templating) `labels`, scheduled by policy-scheduler."""
+    template = pod("template", cpu=cpu, labels=labels)
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": dict(labels)},
+                     "template": {"metadata": {"labels": dict(labels)}, "spec": template["spec"]}}}
+
+
+def stateful_set(name: str, labels: dict, replicas: int = 1, ns: str = "default", **spec: Any) -> dict:
+    """A StatefulSet selecting `labels` (its template as `replica_set`'s; `volumeClaimTemplates=` etc. go into
+    the spec)."""
+    rs = replica_set(name, labels, replicas, ns)
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": rs["metadata"],
+            "spec": {**rs["spec"], "serviceName": name, **spec}}
+
+
+def owned(doc: dict, kind: str, name: str, api_version: str = "apps/v1") -> dict:
+    """`doc` with a controller ownerReference to `kind` `name`."""
+    doc["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": name,
+                                           "uid": f"uid-{kind.lower()}-{name}", "controller": True}]
+    return doc

@@ -133,11 +133,11 @@ def test_explain_pod_that_lost_in_the_batch(tmp_path):
 
 
 def test_notes_go_to_stderr_with_json(tmp_path):
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}}
-    path = snapshot(tmp_path, node("a"), pod("p"), svc)
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": "default"}}
+    path = snapshot(tmp_path, node("a"), pod("p"), config)
     out = cli("dry-run", "--cluster", path, "-o", "json")
     assert json.loads(out.stdout)["assignments"] == {"default/p": "a"}
-    assert "ignored 1 object(s) of kind Service" in out.stderr
+    assert "ignored 1 object(s) of kind ConfigMap" in out.stderr
 
 
 GOOD_POLICY = 'policy gpu-only {\n  applies to all pods\n  require node label "accelerator" exists\n}\n'

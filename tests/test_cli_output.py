@@ -82,11 +82,11 @@ def test_help_documents_the_exit_codes():
 # --- notes on stderr ----------------------------------------------------------------------------------------
 
 def test_table_notes_go_to_stderr(tmp_path):
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}}
+    svc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": "default"}}
     path = snapshot(tmp_path, node("a"), pod("p"), svc)
     out = cli("dry-run", "--cluster", path)
     assert out.returncode == 0
-    assert "ignored 1 object(s) of kind Service" in out.stderr
+    assert "ignored 1 object(s) of kind ConfigMap" in out.stderr
     assert "ignored 1 object(s)" not in out.stdout
 
 

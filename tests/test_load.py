@@ -45,9 +45,9 @@ def test_stdin(monkeypatch):
 
 
 def test_other_kinds_are_ignored_with_a_note(tmp_path):
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}}
+    svc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": "default"}}
     cluster = load_cluster([write(tmp_path, "c.yaml", as_yaml(node("a"), svc, svc | {"metadata": {"name": "t"}}))])
-    assert "ignored 2 object(s) of kind Service" in cluster.notes
+    assert "ignored 2 object(s) of kind ConfigMap" in cluster.notes
 
 
 def test_scheduler_name_selects_pending_pods(tmp_path):

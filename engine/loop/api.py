@@ -50,6 +50,10 @@ KINDS = {
     "PersistentVolume": _Kind("v1", "persistentvolumes", False),
     "StorageClass": _Kind("storage.k8s.io/v1", "storageclasses", False),
     "CSINode": _Kind("storage.k8s.io/v1", "csinodes", False),
+    "Service": _Kind("v1", "services", True),
+    "ReplicationController": _Kind("v1", "replicationcontrollers", True),
+    "ReplicaSet": _Kind("apps/v1", "replicasets", True),
+    "StatefulSet": _Kind("apps/v1", "statefulsets", True),
 }
 
 

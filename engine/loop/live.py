@@ -11,7 +11,8 @@ from .ports import NotFound, Obj, Resource
 from .store import meta, source_name
 
 LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "PodDisruptionBudget", "PersistentVolumeClaim",
-              "PersistentVolume", "StorageClass", "CSINode", "Pod")
+              "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController", "ReplicaSet",
+              "StatefulSet", "Pod")
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:

@@ -300,7 +300,8 @@ def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
     out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource("PriorityClass"), Resource("Namespace"),
            Resource("PodDisruptionBudget"), Resource("PersistentVolumeClaim"), Resource("PersistentVolume"),
-           Resource("StorageClass"), Resource("CSINode")]
+           Resource("StorageClass"), Resource("CSINode"), Resource("Service"), Resource("ReplicationController"),
+           Resource("ReplicaSet"), Resource("StatefulSet")]  # the last four: system-default spreading's selectors
     for p in profiles:
         if p.policy_configmap and Resource("ConfigMap", *p.policy_configmap) not in out:
             out.append(Resource("ConfigMap", *p.policy_configmap))

@@ -411,8 +411,26 @@ class EvictionCap:
     pos: Pos
 
 
+@dataclass(frozen=True, slots=True)
+class DefaultSpread:
+    """One soft spread of `default spreading …`: max skew per domain."""
+
+    domain: Domain
+    max_skew: int
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultSpreading:
+    """default spreading off / default spreading per zone max skew 2, …: replaces upstream's system-default
+    spreading (per node max skew 3, per zone max skew 5) for the pods in scope that it applies to."""
+
+    spreads: tuple[DefaultSpread, ...]  # () is off
+    pos: Pos
+
+
 Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | Limit | NodeUsage
-             | Protect | EvictionCap)
+             | Protect | EvictionCap | DefaultSpreading)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,17 @@ def _limit(s: A.Limit) -> Iterator[tuple[A.Pos, str]]:
     yield from _pods(s.pods)
 
 
+def _default_spreading(s: A.DefaultSpreading) -> Iterator[tuple[A.Pos, str]]:
+    seen: set[str] = set()
+    for spread in s.spreads:
+        yield from _label_key(spread.domain.key, spread.domain.pos, "topology key")
+        if spread.max_skew < 1:
+            yield spread.pos, f"max skew must be at least 1, got {spread.max_skew}"
+        if spread.domain.key in seen:
+            yield spread.domain.pos, f"topology key {spread.domain.key!r} is spread twice"
+        seen.add(spread.domain.key)
+
+
 def _eviction_cap(s: A.EvictionCap) -> Iterator[tuple[A.Pos, str]]:
     if s.most > MAX_PODS_PER_CLUSTER:
         yield s.pos, f"'at most {s.most} evictions' is more than a cluster can hold ({MAX_PODS_PER_CLUSTER:,} pods)"
@@ -153,7 +164,7 @@ def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
 _CHECKS: dict[type, Callable[[Any], Iterator[tuple[A.Pos, str]]]] = {
     A.Scope: _scope, A.NodeRequirement: _node_requirement, A.Tolerate: _tolerate, A.Minimize: _minimize,
     A.MinimizeCost: _minimize_cost, A.Proximity: _proximity, A.NodeUsage: _node_usage, A.Limit: _limit,
-    A.EvictionCap: _eviction_cap, A.GangBy: _gang,
+    A.EvictionCap: _eviction_cap, A.GangBy: _gang, A.DefaultSpreading: _default_spreading,
 }
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..ir import (
     Constraint,
     CountLimit,
+    DefaultSpreading,
     EvictionCap,
     GangRule,
     GangRules,
@@ -101,6 +102,8 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Limit):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [CountLimit(term, s.most, src)]
+    if isinstance(s, A.DefaultSpreading):
+        return [DefaultSpreading(tuple((d.domain.key, d.max_skew) for d in s.spreads), src)]
     return []  # gangs (engine.gangs, through `gang_rules`) and preemption rules (`preemption_rules`)
 
 

@@ -282,6 +282,18 @@ class _ToAst(Transformer):
         return A.Limit(int(items[0]), items[1], items[2], _pos(self.file, meta))
 
     @v_args(meta=True)
+    def default_spreading_off(self, meta, _):
+        return A.DefaultSpreading((), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def default_spreading(self, meta, items):
+        return A.DefaultSpreading(tuple(items), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def default_spread(self, meta, items):
+        return A.DefaultSpread(items[0], int(items[1]), _pos(self.file, meta))
+
+    @v_args(meta=True)
     def protect(self, meta, items):
         return A.Protect(_pos(self.file, meta))
 

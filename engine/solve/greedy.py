@@ -7,6 +7,7 @@ tentatively and rolled back whole when they cannot reach their minimum.
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -100,10 +101,16 @@ class GreedyState:
                 for c in coloc.carriers:
                     self.coloc_of[c].append((i, coloc))
         self.spread_of: dict[int, list[int]] = defaultdict(list)
+        self.soft_spread_of: dict[int, list[int]] = defaultdict(list)  # soft spreads a class owns
+        self.soft_counted_in: dict[int, list[int]] = defaultdict(list)  # soft spreads counting a class
         for i, spread in enumerate(p.spreads):
             if spread.weight is None:
                 for c in {spread.a, *spread.counted}:
                     self.spread_of[c].append(i)
+            else:
+                self.soft_spread_of[spread.a].append(i)
+                for c in spread.counted:
+                    self.soft_counted_in[c].append(i)
         self.limit_of: dict[int, list] = defaultdict(list)
         for limit in p.limits:
             for c in {limit.a, *limit.counted}:
@@ -220,11 +227,15 @@ class GreedyState:
                 self.in_domain[(part_index, c)][d] += 1
         for g in self.excl_of.get(c, ()):
             self.exclusive_used[g].add(n)
-        for i in self.spread_of.get(c, ()):
+        self._count_spreads(c, n, 1)
+        self.log.append((c, n))
+
+    def _count_spreads(self, c: int, n: int, k: int) -> None:
+        """Add k pods of c on n to the domain counts of the spreads that count c (hard and soft)."""
+        for i in (*self.spread_of.get(c, ()), *self.soft_counted_in.get(c, ())):
             domain = self.spread_node_domain[i].get(n)
             if domain is not None and c in self.p.spreads[i].counted:
-                self.spread_counts[i].add(domain, 1)
-        self.log.append((c, n))
+                self.spread_counts[i].add(domain, k)
 
     def undo_to(self, mark: int) -> None:
         while len(self.log) > mark:
@@ -240,10 +251,7 @@ class GreedyState:
                     self.in_domain[(part_index, c)][d] -= 1
             for g in self.excl_of.get(c, ()):
                 self.exclusive_used[g].discard(n)
-            for i in self.spread_of.get(c, ()):
-                domain = self.spread_node_domain[i].get(n)
-                if domain is not None and c in self.p.spreads[i].counted:
-                    self.spread_counts[i].add(domain, -1)
+            self._count_spreads(c, n, -1)
 
     def _open(self, c: int, alive: list[int], dead: set[int], start: int) -> Iterator[int]:
         """Indices in `alive`, from `start` on, of the nodes that take a pod of c now; nodes that never
@@ -295,6 +303,8 @@ class GreedyState:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
         soft = bool(self.soft_sep_of.get(c))
+        if self.soft_spread_of.get(c) and not soft:
+            return self._fill_spread(c, alive, limit)
         rolling = (soft and not cls.scores) or any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
         dead: set[int] = set()
         placed = 0
@@ -314,6 +324,40 @@ class GreedyState:
                 dead.clear()
                 chosen = alive.index(n) if n in alive else 0
             start = chosen + 1 if rolling else (0 if soft else chosen)
+        return placed
+
+
+    def _fill_spread(self, c: int, alive: list[int], limit: int) -> int:
+        """A class with soft topology spread (ScheduleAnyway, system-default spreading): each pod goes to the
+        domain of its coarsest spread (fewest domains: zones before nodes) that holds the fewest counted pods,
+        bound ones included, and within it to the next node in preference order when a finer spread asks for it
+        (a hostname spread comes out even too), else to the first that fits (packing). Nodes outside every eligible
+        domain come last."""
+        own = self.soft_spread_of[c]
+        coarse = min(own, key=lambda i: len(self.p.spreads[i].domain_nodes))
+        step = int(any(len(self.p.spreads[i].domain_nodes) > len(self.p.spreads[coarse].domain_nodes) for i in own))
+        domain_of, counts = self.spread_node_domain[coarse], self.spread_counts[coarse]
+        buckets: dict[int, list[int]] = defaultdict(list)
+        for n in alive:
+            buckets[domain_of.get(n, NO_DOMAIN)].append(n)
+        heap = [(counts[d], d) for d in buckets if d != NO_DOMAIN]
+        heapq.heapify(heap)
+        starts: dict[int, int] = defaultdict(int)
+        dead: set[int] = set()
+        placed = 0
+        while placed < limit and (heap or NO_DOMAIN in buckets):
+            d = heapq.heappop(heap)[1] if heap else NO_DOMAIN
+            if d != NO_DOMAIN and heap and counts[d] > heap[0][0]:
+                heapq.heappush(heap, (counts[d], d))  # stale: its count grew since it was pushed
+                continue
+            nodes = buckets.pop(d) if d == NO_DOMAIN else buckets[d]
+            while placed < limit and (i := next(self._open(c, nodes, dead, starts[d]), None)) is not None:
+                self.place(c, nodes[i])
+                placed += 1
+                starts[d] = i + step
+                if d != NO_DOMAIN:
+                    heapq.heappush(heap, (counts[d], d))
+                    break
         return placed
 
 
