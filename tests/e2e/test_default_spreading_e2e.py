@@ -1,0 +1,33 @@
+"""System-default spreading in the cluster: the loop watches ReplicaSets and Services (under the RBAC it is
+given) and spreads a Deployment's replicas as kube-scheduler would, where bare pods pack."""
+from __future__ import annotations
+
+from collections import Counter
+
+from testkit.controlplane import ControlPlane
+from testkit.manifests import api_pod, created, replica_set
+from testkit.scheduling import Kube, node_of, wait_for
+
+
+def test_a_replica_sets_pods_spread_and_bare_pods_pack(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-spread", {"e2e": "spread"}
+    control_plane.ensure_namespace(ns)
+    for i in range(4):
+        control_plane.create_ready_node(f"spread-{i}", cpu="8", labels=sel)
+    labels = {"app": "web", "pod-template-hash": "abc"}
+    rs = kube.create(created(replica_set("web-abc", labels, 8, ns=ns)))
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc", "uid": rs["metadata"]["uid"],
+              "controller": True}]
+    schedulers.start("--scheduler-name", "spread-scheduler")
+    for i in range(8):
+        pod = api_pod(f"web-{i}", ns, scheduler="spread-scheduler", labels=labels, nodeSelector=sel)
+        pod["metadata"]["ownerReferences"] = owner
+        kube.create(pod)
+    wait_for("replicas bound", lambda: all(node_of(p) for p in kube.pods(ns).values()) and len(kube.pods(ns)) == 8)
+    assert sorted(Counter(node_of(p) for p in kube.pods(ns).values()).values()) == [2, 2, 2, 2]
+
+    for i in range(4):
+        kube.create(api_pod(f"bare-{i}", ns, scheduler="spread-scheduler", labels={"app": "batch"}, nodeSelector=sel))
+    wait_for("bare pods bound", lambda: all(node_of(p) for p in kube.pods(ns).values()) and len(kube.pods(ns)) == 12)
+    bare = {node_of(p) for n, p in kube.pods(ns).items() if n.startswith("bare")}
+    assert len(bare) == 1  # no selector, no spreading: they pack
