@@ -162,7 +162,7 @@ def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadlin
         rejected = _filtered(spec, batch, nodes)
         info = infos[a] = ClassInfo(pods, rules, rejected)
         passing = rejected.passing_array()
-        scores = node_scores(info, passing, batch.index)
+        scores = node_scores(info, passing, batch)
         candidates[a] = Candidates(shared.of(passing), scores if any(scores) else ())
     return Checked([info for info in infos if info is not None], candidates, sorted(unchecked))
 
@@ -180,9 +180,9 @@ def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:
     return rejected
 
 
-def node_scores(info: ClassInfo, candidates: np.ndarray, index: BoundState) -> tuple[int, ...]:
+def node_scores(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> tuple[int, ...]:
     """Per-pod soft score of each candidate node index (the sum of every kind's parts); () when nothing scores."""
-    parts = score_parts(info, candidates, index)
+    parts = score_parts(info, candidates, batch)
     if not parts:
         return ()
     return tuple(np.sum([part.points for part in parts], axis=0).tolist())

@@ -13,6 +13,7 @@ import numpy as np
 
 from .compile import Compiled
 from .kinds import BY_CHECK, KINDS, Spot, score_parts
+from .kinds.context import Batch, ClassMatcher
 from .rejections import Rejection
 from .solve.greedy import Blocker, GreedyState
 from .solve.problem import Check, Solution
@@ -182,7 +183,9 @@ def score_breakdown(compiled: Compiled, c: int, node: str) -> list[tuple[str, in
     if node not in names:
         return []
     k = names.index(node)
-    parts = score_parts(compiled.classes[c], np.asarray(cls.candidates, dtype=np.int64), compiled.bound)
+    batch = Batch(compiled.cluster, compiled.bound, [info.constraints for info in compiled.classes],
+                  ClassMatcher([info.sample for info in compiled.classes]))
+    parts = score_parts(compiled.classes[c], np.asarray(cls.candidates, dtype=np.int64), batch)
     if not parts:
         return []  # nothing scores: every candidate was as good as any other
     out = [(part.label, int(part.points[k])) for part in parts if part.points[k]]

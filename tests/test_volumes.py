@@ -193,3 +193,14 @@ def _most_served(claims: list[str], pvs: list[str]) -> int:
             left.remove(fit)
             served += 1
     return served
+
+
+def test_pods_without_claims_leave_local_volume_nodes_to_the_claims() -> None:
+    """Ours, not upstream's: among equal plans a pod that claims nothing stays off nodes with unclaimed local PVs,
+    so a StatefulSet replica created later still finds room beside its volume."""
+    docs = [node("n-pv", cpu="1"), node("n-plain", cpu="1"), node("n-other", cpu="1"), storage_class("local"),
+            volume("pv-1", node="n-pv"), pod("web", cpu="1")]
+    assert planned(docs).assignments == {"default/web": "n-plain"}
+    later = docs[:-1] + [pod("web", cpu="1", node_name="n-plain"), claim("data"),
+                         pod("db", cpu="1", volumes=mounts("data"))]
+    assert planned(later).assignments == {"default/db": "n-pv"}

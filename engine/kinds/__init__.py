@@ -36,6 +36,7 @@ from .base import Action, ClusterEvent, Guard, Kind, Resource, ScorePart, Spot
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
+    from .context import Batch
 
 KINDS: tuple[Kind, ...] = (
     unschedulable.KIND,
@@ -70,10 +71,10 @@ def visible_label_keys(rule_sets: list[tuple[Constraint, ...]], index: BoundStat
     return frozenset(keys)
 
 
-def score_parts(info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
     """Every kind's soft terms for one pod of a class on each candidate, as integers; terms worth nothing on
     every candidate left out. `explain` says from these why a node won."""
-    parts = (part for kind in KINDS for part in kind.score(info, candidates, index))
+    parts = (part for kind in KINDS for part in kind.score(info, candidates, batch))
     out = (ScorePart(part.label, np.asarray(part.points, dtype=np.int64)) for part in parts)
     return [part for part in out if part.points.any()]
 

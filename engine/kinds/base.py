@@ -105,7 +105,7 @@ class Kind:
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         """Reject, in bulk, the nodes no pod of the class can use given only the bound pods."""
 
-    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+    def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         """Soft points of one pod of the class on each candidate node (terms worth nothing left out)."""
         return []
 

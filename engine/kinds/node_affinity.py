@@ -13,7 +13,6 @@ from .base import Action, ClusterEvent, Kind, Resource, ScorePart
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from ..index import BoundState
     from .context import Batch, ClassSpec
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -38,7 +37,8 @@ class NodeAffinity(Kind):
         for rule in hard_rules(spec.constraints):
             out.add(rejection(rule), ~batch.index.matching_mask(rule.predicate))
 
-    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+    def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
+        index = batch.index
         parts = []
         for rule in info.constraints:
             if not isinstance(rule, NodeRule) or rule.weight is None:

@@ -121,8 +121,9 @@ class InterPodAffinity(Kind):
             out.add(Rejection(self.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
                               source=_policy(c.source)), nodes)
 
-    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+    def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         """Preferred (anti-)affinity towards bound pods: points per candidate in a domain hosting them."""
+        index = batch.index
         parts = []
         for c in info.constraints:
             if isinstance(c, PodProximity) and c.weight is not None and (domains := index.domains_with(c.term)):

@@ -15,7 +15,7 @@ from .base import Kind, ScorePart
 if TYPE_CHECKING:
     from ..classes import ClassInfo
     from ..index import BoundState
-    from .context import ProblemBuilder
+    from .context import Batch, ProblemBuilder
 
 UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit
 
@@ -23,7 +23,8 @@ UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units
 class CostPreferences(Kind):
     name = "CostPreferences"
 
-    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+    def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
+        index = batch.index
         parts = []
         for cost in (c for c in info.constraints if isinstance(c, (NodeScore, PodCost))):
             if isinstance(cost, NodeScore):

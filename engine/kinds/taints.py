@@ -46,7 +46,8 @@ class TaintToleration(Kind):
             if taint is not None:
                 out.add(Rejection(self.name, (untolerated(taint),), resolvable=False), members)
 
-    def score(self, info: ClassInfo, candidates: np.ndarray, index: BoundState) -> list[ScorePart]:
+    def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
+        index = batch.index
         if not index.soft_tainted:
             return []
         return [ScorePart("untolerated PreferNoSchedule taint(s)", _prefer_no_schedule(info, index)[candidates])]
