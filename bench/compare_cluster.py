@@ -11,6 +11,7 @@ import http.client
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ from urllib.parse import urlencode, urlparse
 
 from compare_workloads import PENDING_LABEL, NodeSpec, Scenario
 from testkit.controlplane import ControlPlane, verifying_context
-from testkit.manifests import priority_class, ready_node
-from testkit.scheduling import Kube, install_podgroup_crd
+from testkit.manifests import ZONE_KEY, created, priority_class, ready_node, volume
+from testkit.scheduling import Kube, collection, install_podgroup_crd
 
 CLIENTS = 16           # threads creating objects (as bench/loop_e2e.py)
 DELETE_TIMEOUT_S = 300.0
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 
 def in_parallel(fn: Callable[[Any], Any], items: Iterable[Any], clients: int = CLIENTS) -> list[Any]:
@@ -52,7 +54,8 @@ def create_node(kube: Kube, spec: NodeSpec) -> None:
 
 
 def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -> None:
-    """Everything but the pending pods and PodGroups: CRD, namespaces, PriorityClasses, nodes, running pods."""
+    """Everything but the pending pods and PodGroups: CRD, namespaces, PriorityClasses, nodes, running pods,
+    StorageClasses, ReplicaSets and Services."""
     install_podgroup_crd(kube, crd_file, timeout=60)  # scheduler-plugins' own (ours reads the same fields)
     for ns in scenario.namespaces:
         cp.ensure_namespace(ns)
@@ -61,6 +64,106 @@ def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -
     in_parallel(lambda n: create_node(kube, n), scenario.nodes)
     in_parallel(lambda p: ok(kube, "POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", p),
                 scenario.running)
+    for sc in scenario.storage_classes:
+        ok(kube, "POST", "/apis/storage.k8s.io/v1/storageclasses", sc)
+    for obj in scenario.workloads:
+        ns, plural = obj["metadata"]["namespace"], f"{obj['kind'].lower()}s"
+        base = "/api/v1" if obj["apiVersion"] == "v1" else f"/apis/{obj['apiVersion']}"
+        ok(kube, "POST", f"{base}/namespaces/{ns}/{plural}", obj)
+
+
+def create_volumes(kube: Kube, scenario: Scenario) -> None:
+    """The run's PersistentVolumes and claims, afresh (the last run's scheduler bound them), then wait until the
+    PV controller has made every PV Available: in a cluster local volumes exist long before their pods, and
+    no scheduler matches a PV still in phase Pending."""
+    in_parallel(lambda v: ok(kube, "POST", collection(v), v), scenario.volumes)
+    expected = sum(1 for v in scenario.volumes if v["kind"] == "PersistentVolume")
+    deadline = time.monotonic() + DELETE_TIMEOUT_S
+    while expected:
+        pvs = ok(kube, "GET", "/api/v1/persistentvolumes")["items"]
+        if sum(1 for v in pvs if (v.get("status") or {}).get("phase") == "Available") >= expected:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"PersistentVolumes not Available {DELETE_TIMEOUT_S:.0f} s after creating them")
+        time.sleep(0.2)
+
+
+def delete_volumes(kube: Kube, scenario: Scenario) -> None:
+    """Claims and PVs go (their protection finalizers removed: no controller runs to clear them)."""
+    if not scenario.volumes:
+        return
+    for ns in scenario.namespaces:
+        ok(kube, "DELETE", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", {})
+    ok(kube, "DELETE", "/api/v1/persistentvolumes", {})
+    deadline = time.monotonic() + DELETE_TIMEOUT_S
+    unfinalize = {"metadata": {"finalizers": None}}
+    while True:
+        claims = ok(kube, "GET", "/api/v1/persistentvolumeclaims")["items"]
+        pvs = ok(kube, "GET", "/api/v1/persistentvolumes")["items"]
+        if not claims and not pvs:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(claims) + len(pvs)} claims and volumes still there {DELETE_TIMEOUT_S:.0f} s "
+                               "after deleting them")
+        paths = [f"/api/v1/namespaces/{c['metadata']['namespace']}/persistentvolumeclaims/{c['metadata']['name']}"
+                 for c in claims if c["metadata"].get("finalizers")]
+        paths += [f"/api/v1/persistentvolumes/{v['metadata']['name']}" for v in pvs if v["metadata"].get("finalizers")]
+        in_parallel(lambda path: ok(kube, "PATCH", path, unfinalize, allow=(404,),
+                                    content_type="application/merge-patch+json"), paths)
+        time.sleep(0.2)
+
+
+def claims_bound(kube: Kube, settle_s: float = 10.0) -> int:
+    """Claims the PV controller has bound, once the count stops changing (or `settle_s` passed)."""
+    deadline, last = time.monotonic() + settle_s, -1
+    while True:
+        bound = sum(1 for c in ok(kube, "GET", "/api/v1/persistentvolumeclaims")["items"]
+                    if (c.get("status") or {}).get("phase") == "Bound")
+        if bound == last or time.monotonic() > deadline:
+            return bound
+        last = bound
+        time.sleep(1.0)
+
+
+@dataclass
+class Provisioner:
+    """The harness as a CSI provisioner: every claim of a class it provisions that a scheduler annotated with
+    `volume.kubernetes.io/selected-node` gets a PV pre-bound to it in that node's zone (what external-provisioner
+    does), polled every `every` seconds."""
+
+    kube: Kube
+    name: str
+    every: float = 0.25
+    made: set[str] = field(default_factory=set)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="provisioner", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        classes = {c["metadata"]["name"] for c in ok(self.kube, "GET", "/apis/storage.k8s.io/v1/storageclasses")["items"]
+                   if c.get("provisioner") == self.name}
+        while not self._stop.wait(self.every):
+            for c in ok(self.kube, "GET", "/api/v1/persistentvolumeclaims")["items"]:
+                node = (c["metadata"].get("annotations") or {}).get(SELECTED_NODE)
+                if node and c["spec"].get("storageClassName") in classes and c["metadata"]["uid"] not in self.made:
+                    self._provision(c, node)
+
+    def _provision(self, c: dict, node: str) -> None:
+        zone = ok(self.kube, "GET", f"/api/v1/nodes/{node}")["metadata"]["labels"].get(ZONE_KEY)
+        pv = volume(f"pvc-{c['metadata']['uid']}", size=c["spec"]["resources"]["requests"]["storage"],
+                    storage_class=c["spec"]["storageClassName"], zone=zone,
+                    claim_ref=(c["metadata"]["namespace"], c["metadata"]["name"]), csi=(self.name, c["metadata"]["uid"]))
+        pv["spec"]["claimRef"]["uid"] = c["metadata"]["uid"]
+        ok(self.kube, "POST", "/api/v1/persistentvolumes", created(pv), allow=(409,))
+        self.made.add(c["metadata"]["uid"])
 
 
 def create_pod_groups(kube: Kube, scenario: Scenario) -> None:
@@ -101,6 +204,19 @@ def reset(kube: Kube, scenario: Scenario) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"pending pods still there {DELETE_TIMEOUT_S:.0f} s after deleting them")
         time.sleep(0.2)
+
+
+def unplaced_reasons(kube: Kube, scenario: Scenario, unplaced: set[str]) -> dict[str, int]:
+    """The last FailedScheduling message of each unplaced pod, counted (what the scheduler told users)."""
+    last: dict[str, tuple[str, str]] = {}
+    for ns in scenario.namespaces:
+        for e in ok(kube, "GET", f"/api/v1/namespaces/{ns}/events")["items"]:
+            key = f"{ns}/{e['involvedObject'].get('name')}"
+            if e.get("reason") == "FailedScheduling" and key in unplaced:
+                when = e.get("lastTimestamp") or e.get("eventTime") or ""
+                if key not in last or when >= last[key][0]:
+                    last[key] = (when, e.get("message") or "")
+    return dict(Counter(message for _, message in last.values()))
 
 
 def placement(kube: Kube) -> dict[str, str | None]:

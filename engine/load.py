@@ -887,6 +887,7 @@ def _volume(obj: dict[str, Any]) -> Volume:
         claim=(_text(ref.get("namespace") or "default", "spec.claimRef.namespace"),
                _text(ref.get("name") or "", "spec.claimRef.name")) if ref else None,
         available=_text(status.get("phase") or "Pending", "status.phase") == "Available",
+        pending=(status.get("phase") or "Pending") == "Pending",
         deleting=bool(meta.get("deletionTimestamp")),
         labels=tuple(sorted(_str_map(meta.get("labels"), "metadata.labels").items())),
         driver=_text(csi.get("driver") or "", "spec.csi.driver"),

@@ -227,6 +227,7 @@ class Volume:
     node_terms: tuple[NodeSelectorTerm, ...] | None = None  # spec.nodeAffinity.required (None: any node)
     claim: tuple[str, str] | None = None  # spec.claimRef (namespace, name)
     available: bool = False  # status.phase Available
+    pending: bool = False  # status.phase Pending: new, not yet made Available by the PV controller
     deleting: bool = False
     labels: tuple[tuple[str, str], ...] = ()
     driver: str = ""  # spec.csi.driver ("" for other volume sources)

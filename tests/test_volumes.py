@@ -204,3 +204,6 @@ def test_pods_without_claims_leave_local_volume_nodes_to_the_claims() -> None:
     later = docs[:-1] + [pod("web", cpu="1", node_name="n-plain"), claim("data"),
                          pod("db", cpu="1", volumes=mounts("data"))]
     assert planned(later).assignments == {"default/db": "n-pv"}
+    just_created = volume("pv-1", node="n-pv")
+    just_created["status"]["phase"] = "Pending"  # the PV controller has not made it Available yet
+    assert planned(docs[:-2] + [just_created, pod("web", cpu="1")]).assignments == {"default/web": "n-plain"}

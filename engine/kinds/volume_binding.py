@@ -102,13 +102,14 @@ class VolumeBinding(Kind):
         return [ScorePart("keeps room beside unclaimed local PersistentVolumes", -KEEP_LOCAL_PENALTY * local[candidates])]
 
     def _local_nodes(self, batch: Batch) -> np.ndarray:
-        """Nodes an unclaimed available PV admits alone (a local volume)."""
+        """Nodes an unclaimed PV admits alone (a local volume), Available or about to be (phase Pending: just
+        created, which matching does not offer yet, as upstream; its pods are on their way too)."""
         memo = batch.memo.setdefault(self.name, {})
         if "local" not in memo:
             local = np.zeros(len(batch.index.nodes), dtype=np.int64)
-            for served in self._served(batch).values():
-                for s in served:
-                    where = np.flatnonzero(s.nodes)
+            for v in batch.cluster.storage.volumes.values():
+                if (v.available or v.pending) and v.claim is None and not v.deleting and v.node_terms is not None:
+                    where = np.flatnonzero(batch.index.matching_mask(NodeTerms(v.node_terms)))
                     if len(where) == 1:
                         local[where[0]] = 1
             memo["local"] = local
