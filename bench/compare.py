@@ -16,6 +16,7 @@ markers of ``--report`` (BENCHMARKS.md by default), leaving the rest of the file
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -38,6 +39,7 @@ from testkit.controlplane import (  # noqa: E402
     LOOPBACK_NO_PROXY,
     build_binaries,
     build_coscheduling,
+    controllers,
     start_control_plane,
 )
 from testkit.scheduling import Kube  # noqa: E402
@@ -80,6 +82,10 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
                        len(scenario.pending))
     pods = api.pending_for(scenario, kind.name)
     api.create_pod_groups(kube, scenario)
+    api.create_volumes(kube, scenario)
+    provisioner = api.Provisioner(kube, scenario.provisioner) if scenario.provisioner else None
+    if provisioner is not None:
+        provisioner.start()
     watch = api.BindWatch(cp)
     watch.start()
     running = None
@@ -112,8 +118,16 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         if running is not None:
             running.stop()
         watch.stop()
-    outcome(result, scenario, api.placement(kube))
+    where = api.placement(kube)
+    outcome(result, scenario, where)
+    result.unplaced_why = api.unplaced_reasons(kube, scenario, {k for k, node in where.items() if not node}) or None
+    if scenario.volumes:
+        result.claims = sum(1 for v in scenario.volumes if v["kind"] == "PersistentVolumeClaim")
+        result.claims_bound = api.claims_bound(kube)
+    if provisioner is not None:
+        provisioner.stop()
     api.reset(kube, scenario)
+    api.delete_volumes(kube, scenario)
     return result
 
 
@@ -169,10 +183,13 @@ def run_workload(plan: Plan, workload: Workload, nodes: int, repeat: int, bin_di
         log(f"{workload.name} x {nodes} nodes (repeat {repeat + 1}): {len(scenario.nodes)} nodes, "
             f"{len(scenario.running)} running pods in {time.monotonic() - started:.1f} s")
         order = rotate(plan.schedulers, repeat)
-        for kind in order:
-            result = run_one(plan, cp, kube, scenario, workload, kind, repeat)
-            log(summary(result))
-            results.append(result)
+        with contextlib.ExitStack() as stack:
+            if scenario.controllers:
+                stack.enter_context(controllers(cp, scenario.controllers, cpdir / "controllers"))
+            for kind in order:
+                result = run_one(plan, cp, kube, scenario, workload, kind, repeat)
+                log(summary(result))
+                results.append(result)
     return results
 
 

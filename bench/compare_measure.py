@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from compare_workloads import POD_GROUP_LABEL, PRICE_ANNOTATION, Scenario
+from compare_workloads import POD_GROUP_LABEL, PRICE_ANNOTATION, ZONE_KEY, Scenario
 
 
 @dataclass
@@ -35,6 +35,10 @@ class RunResult:
     gangs_partial: int = 0
     pods_in_partial: int = 0           # bound pods of incomplete gangs: capacity held for nothing
     nodes_used: int = 0                # nodes hosting at least one benchmark pod
+    claims: int = 0                    # PersistentVolumeClaims of the workload
+    claims_bound: int | None = None    # of those, Bound by the PV controller at the end (None: no claims)
+    zone_skew: int | None = None       # over apps: the most (max - min) of an app's placed pods across zones
+    node_max: int | None = None        # over apps: the most pods of one app placed on one node
     price: float | None = None         # sum of the `price` annotations of those nodes
     # policy-scheduler's cycles, from its /metrics histograms (batch_size, solve_seconds) at the end of the run
     solve_s: float | None = None       # seconds from snapshot to plan, all cycles (solve_seconds_sum)
@@ -42,6 +46,7 @@ class RunResult:
     batch_pods: int | None = None      # pending pods over all cycles, a retried pod each time (batch_size_sum)
     solve_max_s: float | None = None   # the slowest cycle took at most this (its solve_seconds bucket; inf: > 10 s)
     rss_mib: float | None = None       # peak resident memory of the scheduler process (VmHWM)
+    unplaced_why: dict[str, int] | None = None  # unplaced pods' last FailedScheduling messages, counted
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,6 +84,7 @@ def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None])
               if PRICE_ANNOTATION in n.annotations}
     if prices:
         result.price = round(sum(prices.get(node, 0.0) for node in set(placed.values())), 3)
+    result.zone_skew, result.node_max = spread_of(scenario, placed)
     sizes = scenario.gang_sizes()
     members = gang_members(scenario)
     bound_per_gang = Counter(members[key] for key in placed if key in members)
@@ -90,6 +96,24 @@ def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None])
         elif got > 0:
             result.gangs_partial += 1
             result.pods_in_partial += got
+
+
+def spread_of(scenario: Scenario, placed: dict[str, str]) -> tuple[int, int]:
+    """How evenly each app's placed pods lie: the largest zone skew (max - min over the cluster's zones) and
+    the most pods of one app on one node, over all apps."""
+    zone_of = {n.name: n.labels.get(ZONE_KEY) for n in scenario.nodes}
+    zones = sorted({z for z in zone_of.values() if z})
+    app_of = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": (p["metadata"].get("labels") or {}).get("app")
+              for p in scenario.pending}
+    per_zone: dict[str, Counter] = defaultdict(Counter)
+    per_node: dict[str, Counter] = defaultdict(Counter)
+    for key, node in placed.items():
+        app = app_of.get(key)
+        if app:
+            per_zone[app][zone_of.get(node)] += 1
+            per_node[app][node] += 1
+    skew = max((max(c[z] for z in zones) - min(c[z] for z in zones) for c in per_zone.values()), default=0) if zones else 0
+    return skew, max((max(c.values()) for c in per_node.values()), default=0)
 
 
 def gang_members(scenario: Scenario) -> dict[str, str]:
@@ -105,7 +129,7 @@ def gang_members(scenario: Scenario) -> dict[str, str]:
 
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p99", "startup_s", "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
-           "rss_mib")
+           "rss_mib", "claims_bound", "zone_skew", "node_max")
 
 
 def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -118,7 +142,7 @@ def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (workload, nodes, scheduler), runs in groups.items():
         good = [r for r in runs if not r["error"]]
         row: dict[str, Any] = {"workload": workload, "nodes": nodes, "scheduler": scheduler,
-                               "pending": runs[0]["pending"], "gangs": runs[0]["gangs"],
+                               "pending": runs[0]["pending"], "gangs": runs[0]["gangs"], "claims": runs[0].get("claims", 0),
                                "arrival": runs[0]["arrival"], "runs": len(good),
                                "errors": [r["error"] for r in runs if r["error"]]}
         for key in NUMERIC:

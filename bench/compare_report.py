@@ -113,6 +113,13 @@ def section(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, pl
     if any(r["gangs"] for r in rows):
         lines += ["", "#### Gangs complete · partial (pods bound in partial gangs)", ""]
         lines += matrix([r for r in rows if r["gangs"]], schedulers, gang_cell)
+    if any(r.get("claims") for r in rows):
+        lines += ["", "#### PersistentVolumeClaims Bound at the end (of claims)", ""]
+        lines += matrix([r for r in rows if r.get("claims")], schedulers,
+                        lambda r: f"{num(r['claims_bound'])}/{r['claims']:,}")
+    lines += ["", "#### Spread: the most an app's pods differ between zones (max − min) · the most of one app on "
+                  "a node", ""]
+    lines += matrix(rows, schedulers, lambda r: f"{num(r.get('zone_skew'))} · {num(r.get('node_max'))}")
     lines += ["", "#### Nodes used (total price where nodes have one)", ""]
     lines += matrix(rows, schedulers, lambda r: num(r["nodes_used"]) + (f" ({num(r['price'], 1)})"
                                                                         if r["price"] is not None else ""))

@@ -22,7 +22,7 @@ from typing import Any
 
 import realistic as R
 import workloads as W
-from testkit.manifests import created, pod, podgroup
+from testkit.manifests import claim, created, owned, pod, podgroup, replica_set, storage_class, volume
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDING_LABEL = "bench.policy-scheduler.io/pending"   # the pods a run deletes before the next scheduler
@@ -55,6 +55,13 @@ class Scenario:
     priority_classes: dict[str, int] = field(default_factory=dict)
     pod_groups: list[dict[str, Any]] = field(default_factory=list)
     policy_dir: Path | None = None     # policies for policy-scheduler (a ConfigMap), None: none
+    storage_classes: list[dict[str, Any]] = field(default_factory=list)  # created once
+    volumes: list[dict[str, Any]] = field(default_factory=list)  # PVs and PVCs, created afresh for every run
+    controllers: tuple[str, ...] = ()  # kube-controller-manager controllers the workload needs (the PV binder)
+    provisioner: str | None = None     # a StorageClass provisioner the harness plays (creates the claimed PVs)
+    # ReplicaSets and Services, created once before the runs; a pending pod's ownerReference names its
+    # ReplicaSet and gets the uid the apiserver gave it (no controller runs: nothing else acts on them)
+    workloads: list[dict[str, Any]] = field(default_factory=list)
 
     def gang_sizes(self) -> dict[str, int]:
         """``namespace/podgroup`` -> minMember."""
@@ -185,6 +192,61 @@ def cost(n: int) -> Scenario:
                     policy_dir=ROOT / "policies" / "lowest-price")
 
 
+# --- stateful (issue 15) ----------------------------------------------------------------------------------
+
+PROVISIONER = "bench.policy-scheduler.io"
+STATEFUL_ZONES = ("zone-a", "zone-b", "zone-c")
+REPLICAS = 5
+
+
+def stateful(n: int) -> Scenario:
+    """StatefulSets of 5 x 1 CPU on 4-CPU nodes in 3 zones, one claim each: half on local PVs (no provisioner,
+    WaitForFirstConsumer; one PV per replica, on a third of the nodes), half on a provisioned class
+    whose allowedTopologies admit zones a and b only. Pods ask for 3/8 of the cpu; where they can go is the
+    volumes' say. The harness runs the PV controller and plays the provisioner."""
+    nodes = [NodeSpec(f"node-{i:05d}", {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                      {ZONE_KEY: STATEFUL_ZONES[i % 3], W.REGION_KEY: W.REGION}) for i in range(n)]
+    sets = max(2, (n * 3 // 2) // REPLICAS)
+    pods, vols = [], []
+    local_nodes = [spec.name for spec in nodes[::3]]
+    k = 0
+    for s_ in range(sets):
+        name, local = f"db-{s_:03d}", s_ % 2 == 0
+        for i in range(REPLICAS):
+            claim_name = f"data-{name}-{i}"
+            vols.append(created(claim(claim_name, storage_class="bench-local" if local else "bench-zonal", ns=BENCH_NS)))
+            if local:
+                where = local_nodes[(k // 2) % len(local_nodes)]
+                vols.append(created(volume(f"local-{k:05d}", storage_class="bench-local", node=where)))
+                k += 1
+            pods.append(pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi",
+                                  volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}]))
+    classes = [created(storage_class("bench-local")),
+               created(storage_class("bench-zonal", provisioner=PROVISIONER, zones=list(STATEFUL_ZONES[:2])))]
+    return Scenario("stateful", nodes, pods, storage_classes=classes, volumes=vols,
+                    controllers=("persistentvolume-binder-controller",), provisioner=PROVISIONER)
+
+
+# --- replicas (issue 15) ----------------------------------------------------------------------------------
+
+REPLICAS_PER_SET = 30
+
+
+def replicas(n: int) -> Scenario:
+    """Deployments without any placement rule (their ReplicaSets, as a Deployment leaves them), 30 replicas each,
+    on scheduler_perf's nodes in 10 zones, for 3/4 of a pod per node: what kube-scheduler's system-default
+    spreading puts evenly over zones and nodes, and what a packer would pile up."""
+    sets = max(2, (n * 3 // 4) // REPLICAS_PER_SET)
+    pods, workloads = [], []
+    for k in range(sets):
+        app = f"web-{k:03d}"
+        labels = {"app": app, "pod-template-hash": f"h{k:03d}"}
+        workloads.append(created(replica_set(app, labels, REPLICAS_PER_SET, ns=BENCH_NS, cpu=W.POD_CPU)))
+        for i in range(REPLICAS_PER_SET):
+            pods.append(owned(pause_pod(f"{app}-{i:03d}", app, labels=labels), "ReplicaSet", app))
+    return Scenario("replicas", perf_nodes(n), pods, workloads=workloads)
+
+
 # --- realistic (bench/realistic.py, issue 6) --------------------------------------------------------------
 
 def from_cluster(workload: str, c: R.Cluster) -> Scenario:
@@ -243,4 +305,8 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              "room for 4", gangs),
     Workload("cost", "nodes priced 2.0 / 1.0 / 0.5, pods for 25% of cpu; policy-scheduler: lowest-price policy",
              cost),
+    Workload("stateful", "StatefulSets of 5 x 1 CPU, a claim each: half on local PVs (one per replica, on a "
+             "third of the nodes), half provisioned in 2 of 3 zones; the PV controller runs, the harness provisions", stateful),
+    Workload("replicas", "Deployments' ReplicaSets of 30 replicas without placement rules, 10 zones: spread by "
+             "upstream's system defaults", replicas),
 )}
