@@ -45,6 +45,8 @@ from .workloads import missing_controllers, resolve_spreading
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
+# KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
+NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
 DEFAULT_SCHEDULER = "policy-scheduler"
 
 
@@ -107,6 +109,7 @@ class _Sorted:
     ignored: dict[str, int] = field(default_factory=dict)
     pods: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     budgets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    native: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # scheduling.k8s.io PodGroups
     classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
     bare_nodes: list[str] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)  # objects left out, in the order they were met
@@ -129,6 +132,12 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     found = _sort_objects(docs)
     cluster = found.cluster
     priorities = _priorities(found.classes)
+    for src, obj in found.native:
+        try:
+            group = _native_group(obj, priorities)
+            cluster.native_groups[group.key] = group
+        except _PROBLEMS as exc:
+            found.refuse(src, "PodGroup", obj["metadata"], _reason(exc))
     other_scheduler = _add_pods(found, priorities, scheduler_name)
     for src, obj in found.budgets:
         try:
@@ -171,7 +180,8 @@ def _sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             found.ignored[shown] = found.ignored.get(shown, 0) + 1
             continue
         try:
-            ident = (kind, _text(meta.get("namespace") or "", "metadata.namespace"), _text(meta["name"], "metadata.name"))
+            ident = (f"{kind} {obj.get('apiVersion')}" if kind == "PodGroup" else kind,
+                     _text(meta.get("namespace") or "", "metadata.namespace"), _text(meta["name"], "metadata.name"))
         except ValueError as exc:
             found.errors.append(InputError(f"{src}: {kind}: {exc}", src))
             continue
@@ -194,6 +204,8 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
             found.bare_nodes.append(cluster.nodes[-1].name)
     elif kind == "Namespace":
         cluster.namespaces[name] = _str_map(obj["metadata"].get("labels"), "metadata.labels")
+    elif kind == "PodGroup" and obj.get("apiVersion") in NATIVE_GROUP_APIS:
+        found.native.append((src, obj))  # converted once PriorityClasses are known
     elif kind == "PodGroup":
         group = _pod_group(obj)
         cluster.pod_groups[group.key] = group
@@ -216,23 +228,39 @@ def _add_pods(found: _Sorted, priorities: Priorities, scheduler_name: str) -> in
     namespaces = set(cluster.namespaces) | {str(o["metadata"].get("namespace") or "default") for _, o in raw_pods}
     ns_labels = {ns: {"kubernetes.io/metadata.name": ns, **cluster.namespaces.get(ns, {})} for ns in namespaces}
     other_scheduler = 0
+    pods = []
     for src, obj in raw_pods:
         try:
-            pod = _pod(obj, ns_labels, priorities)
+            pods.append((obj, _pod(obj, ns_labels, priorities)))
         except _PROBLEMS as exc:
             found.refuse(src, "Pod", obj["metadata"], _reason(exc))
-            continue
+    mixed = _mixed_groups([pod for _, pod in pods])
+    for obj, pod in pods:
         if pod.phase in TERMINAL_PHASES:
             continue
+        group = cluster.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
+        if group is not None and group.priority is not None:
+            pod.priority = group.priority  # the group's priority is what scheduling considers for its pods
         if pod.node_name:
             cluster.bound.append(pod)  # a terminating bound pod still holds its node until it is gone
         elif pod.scheduler_name != scheduler_name:
             other_scheduler += 1
-        elif reason := _skip_reason(obj, pod, cluster.pod_groups, priorities):
+        elif reason := _skip_reason(obj, pod, cluster, priorities) or mixed.get(f"{pod.namespace}/{pod.scheduling_group}"):
             cluster.skipped[pod.key] = reason
         else:
             cluster.pending.append(pod)
     return other_scheduler
+
+
+def _mixed_groups(pods: list[Pod]) -> dict[str, str]:
+    """Native pod groups whose unbound pods name different schedulers, with upstream's reason: it schedules a
+    group with one profile and rejects such a group."""
+    names: dict[str, set[str]] = {}
+    for pod in pods:
+        if pod.scheduling_group and not pod.node_name and pod.phase not in TERMINAL_PHASES:
+            names.setdefault(f"{pod.namespace}/{pod.scheduling_group}", set()).add(pod.scheduler_name)
+    return {key: ("all pods in a single pod group should have the same .spec.schedulerName set, got: "
+                  + " and ".join(repr(n) for n in sorted(found))) for key, found in names.items() if len(found) > 1}
 
 
 def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, scheduler_name: str,
@@ -272,11 +300,12 @@ def _selects_namespaces(obj: dict[str, Any]) -> bool:
     return False
 
 
-def _skip_reason(obj: dict[str, Any], pod: Pod, pod_groups: dict[str, PodGroup], priorities: Priorities) -> str | None:
+def _skip_reason(obj: dict[str, Any], pod: Pod, cluster: Cluster, priorities: Priorities) -> str | None:
     """Why a pod of this scheduler without a node is not pending at all (None: it is pending).
 
     Upstream keeps gated pods out of the active queue, never schedules a pod being deleted, admission rejects
-    a pod whose PriorityClass does not exist, and Coscheduling rejects a pod whose PodGroup is missing.
+    a pod whose PriorityClass does not exist, Coscheduling rejects a pod whose PodGroup is missing, and
+    GangScheduling holds a pod whose scheduling.k8s.io PodGroup does not exist yet.
     """
     spec = obj.get("spec") or {}
     gates = _scheduling_gates(spec)
@@ -286,8 +315,11 @@ def _skip_reason(obj: dict[str, Any], pod: Pod, pod_groups: dict[str, PodGroup],
         return "terminating (metadata.deletionTimestamp is set)"
     if priorities.of(spec) is None:
         return f"PriorityClass {spec.get('priorityClassName')!r} not found (admission would reject the pod)"
+    native = pod.scheduling_group
+    if native is not None and f"{pod.namespace}/{native}" not in cluster.native_groups:
+        return f"waiting for the pod's pod group {native!r} (scheduling.k8s.io) to appear"
     group = pod.pod_group
-    if group is not None and f"{pod.namespace}/{group}" not in pod_groups:
+    if native is None and group is not None and f"{pod.namespace}/{group}" not in cluster.pod_groups:
         return f"PodGroup {pod.namespace}/{group} not found"
     return None
 
@@ -525,6 +557,32 @@ def _pod_group(obj: dict[str, Any]) -> PodGroup:
     return PodGroup(_text(meta.get("namespace") or "default", "metadata.namespace"), _text(meta["name"], "metadata.name"),
                     min_member, _int(timeout, "spec.scheduleTimeoutSeconds") if timeout is not None else None,
                     tuple(sorted(room.items())), _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
+
+
+def _native_group(obj: dict[str, Any], priorities: Priorities) -> PodGroup:
+    """A scheduling.k8s.io PodGroup: `gang.minCount` (all or nothing) or `basic` (plain pods), the first topology
+    constraint's key (the whole group in one domain), its priority and disruption mode."""
+    meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
+    policy = _mapping(_required(spec, "schedulingPolicy", "spec"), "spec.schedulingPolicy")
+    if (policy.get("gang") is None) == (policy.get("basic") is None):
+        raise ValueError("spec.schedulingPolicy must set exactly one of basic and gang")
+    gang = _mapping(policy.get("gang"), "spec.schedulingPolicy.gang")
+    min_count = _int(_required(gang, "minCount", "spec.schedulingPolicy.gang"), "spec.schedulingPolicy.gang.minCount",
+                     1) if policy.get("gang") is not None else 0
+    constraints = _mapping(spec.get("schedulingConstraints"), "spec.schedulingConstraints")
+    topology = _list(constraints.get("topology"), "spec.schedulingConstraints.topology")
+    where = "spec.schedulingConstraints.topology[0]"
+    key = _text(_required(_mapping(topology[0], where), "key", where), f"{where}.key") if topology else None
+    priority = None
+    if spec.get("priority") is not None or spec.get("priorityClassName"):
+        priority = priorities.of(spec)
+        if priority is None:
+            raise ValueError(f"PriorityClass {spec.get('priorityClassName')!r} not found")
+    return PodGroup(_text(meta.get("namespace") or "default", "metadata.namespace"), _text(meta["name"], "metadata.name"),
+                    min_count, created=_timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+                    native=True, topology_key=key, priority=priority,
+                    disruption_mode=_choice(spec.get("disruptionMode") or "Pod", "spec.disruptionMode",
+                                            ("Pod", "PodGroup")))
 
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
@@ -772,7 +830,14 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         preemption_policy=priorities.preemption_policy(spec),
         terminating=bool(meta.get("deletionTimestamp")),
         claims=_claims(spec, _text(meta["name"], "metadata.name")),
+        scheduling_group=_scheduling_group(spec),
     )
+
+
+def _scheduling_group(spec: dict[str, Any]) -> str | None:
+    group = _mapping(spec.get("schedulingGroup"), "spec.schedulingGroup")
+    name = group.get("podGroupName")
+    return None if name is None else _text(name, "spec.schedulingGroup.podGroupName")
 
 
 def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+SCHEDULING_GROUP = "spec.schedulingGroup.podGroupName"  # where a native PodGroup's members name it (a Gang's `label`)
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 PREEMPT_LOWER = "PreemptLowerPriority"
 NEVER_PREEMPT = "Never"
@@ -308,6 +309,7 @@ class Pod:
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims it mounts, by name in its namespace (ephemeral ones too)
     volumes: PodVolumes = NO_VOLUMES  # what those claims mean, resolved by engine.storage
     default_spread: LabelSelector | None = None  # system-default spreading's selector, set by engine.workloads
+    scheduling_group: str | None = None  # spec.schedulingGroup.podGroupName: a scheduling.k8s.io PodGroup
 
     @property
     def key(self) -> str:
@@ -320,12 +322,20 @@ class Pod:
 
 @dataclass(frozen=True, slots=True)
 class PodGroup:
+    """A scheduler-plugins Coscheduling PodGroup (members labelled scheduling.x-k8s.io/pod-group: NAME), or with
+    `native` a Kubernetes scheduling.k8s.io PodGroup (KEP-4671; members name it in spec.schedulingGroup), whose
+    `gang.minCount` is `min_member` (0 for a `basic` group: plain pods)."""
+
     namespace: str
     name: str
     min_member: int
     timeout_seconds: int | None = None
     min_resources: tuple[tuple[str, int], ...] = ()  # spec.minResources: room the whole gang needs
     created: str = ""  # metadata.creationTimestamp: Coscheduling serves equal-priority gangs oldest first
+    native: bool = False
+    topology_key: str | None = None  # native: schedulingConstraints.topology[0].key, one domain for the group
+    priority: int | None = None  # native: spec.priority / priorityClassName, the group's scheduling priority
+    disruption_mode: str = "Pod"  # native: Pod, or PodGroup (evicted whole or not at all)
 
     @property
     def key(self) -> str:
@@ -352,6 +362,8 @@ class Gang:
     created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
 
     def member(self, pod: Pod) -> bool:
+        if self.label == SCHEDULING_GROUP:
+            return pod.namespace == self.namespace and pod.scheduling_group == self.value
         return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
 
 
@@ -417,6 +429,7 @@ class Cluster:
     bound: list[Pod] = field(default_factory=list)
     pending: list[Pod] = field(default_factory=list)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    native_groups: dict[str, PodGroup] = field(default_factory=dict)  # scheduling.k8s.io PodGroups, by key
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     workloads: Workloads = field(default_factory=Workloads)
     notes: list[str] = field(default_factory=list)

@@ -193,6 +193,7 @@ class Pod:
         self.spread = [c for c in spec.get("topologySpreadConstraints") or []
                        if (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"]
         self.group = self.labels.get(PG_LABEL)
+        self.native_group = (spec.get("schedulingGroup") or {}).get("podGroupName")  # scheduling.k8s.io PodGroup
 
     @staticmethod
     def _requests(spec: dict) -> dict:
@@ -294,7 +295,10 @@ class Cluster:
                 p = Pod(d, self)
                 self.pods[p.key] = p
         self.groups = {(_ns(d), _meta(d).get("name")): int((d.get("spec") or {}).get("minMember") or 1)
-                       for d in docs if d.get("kind") == "PodGroup"}
+                       for d in docs if d.get("kind") == "PodGroup" and not _native(d)}
+        # scheduling.k8s.io PodGroups with a gang policy: (ns, name) -> (minCount, topology key or None)
+        self.native_groups = {(_ns(d), _meta(d).get("name")): _native_gang(d) for d in docs
+                              if d.get("kind") == "PodGroup" and _native(d) and _native_gang(d)[0]}
         self.pending = [k for k, p in self.pods.items() if not p.node_name and not p.terminal
                         and p.scheduler == scheduler_name]
         self.bound = {k: p.node_name for k, p in self.pods.items() if p.node_name and not p.terminal}
@@ -515,8 +519,23 @@ class Cluster:
                                f"{node.labels[tk]} has {mine}, min {low}, maxSkew {max_skew}")
         return out
 
-    def _gangs(self, placed) -> list[str]:
+    def _native_gangs(self, placed) -> list[str]:
+        """minCount all or nothing (placed + bound members), every member in one domain of the topology key."""
         out = []
+        for (ns, name), (min_count, key) in sorted(self.native_groups.items()):
+            members = [k for k, p in self.pods.items() if p.ns == ns and p.native_group == name]
+            n_placed = sum(1 for k in members if k in placed)
+            n_bound = sum(1 for k in members if k in self.bound)
+            if n_placed and n_placed + n_bound < min_count:
+                out.append(f"pod group {ns}/{name}: {n_placed} placed + {n_bound} bound < minCount {min_count}")
+            where = {self.nodes[n].labels.get(key) if n in self.nodes else None
+                     for n in [placed.get(k) or self.bound.get(k) for k in members] if n}
+            if n_placed and key and (len(where) > 1 or None in where):
+                out.append(f"pod group {ns}/{name}: members in {len(where)} domains of {key}")
+        return out
+
+    def _gangs(self, placed) -> list[str]:
+        out = self._native_gangs(placed)
         for (ns, name), min_member in sorted(self.groups.items()):
             members = [k for k, p in self.pods.items() if p.ns == ns and p.group == name]
             n_placed = sum(1 for k in members if k in placed)
@@ -525,6 +544,18 @@ class Cluster:
                 out.append(f"podgroup {ns}/{name}: {n_placed} placed + {n_bound} bound "
                            f"< minMember {min_member}")
         return out
+
+
+def _native(doc: dict) -> bool:
+    return str(doc.get("apiVersion", "")).startswith("scheduling.k8s.io/")
+
+
+def _native_gang(doc: dict) -> tuple[int, str | None]:
+    """(gang.minCount or 0 for a basic group, the first topology constraint's key)."""
+    spec = doc.get("spec") or {}
+    gang = (spec.get("schedulingPolicy") or {}).get("gang")
+    topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
+    return (int(gang.get("minCount") or 0) if gang else 0), (topology[0].get("key") if topology else None)
 
 
 def check_plan(docs: list[dict], assignments: dict[str, str],

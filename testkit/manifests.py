@@ -255,3 +255,23 @@ def owned(doc: dict, kind: str, name: str, api_version: str = "apps/v1") -> dict
     doc["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": name,
                                            "uid": f"uid-{kind.lower()}-{name}", "controller": True}]
     return doc
+
+
+def native_group(name: str, min_count: int | None = None, ns: str = "default", topology: str | None = None,
+                 priority: int | None = None, api_version: str = "scheduling.k8s.io/v1alpha2",
+                 disruption: str | None = None) -> dict:
+    """A scheduling.k8s.io PodGroup (KEP-4671): a gang of `min_count`, or a basic group when None."""
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    if priority is not None:
+        spec["priority"] = priority
+    if disruption:
+        spec["disruptionMode"] = disruption
+    return {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def in_group(group: str) -> dict:
+    """A pod's spec.schedulingGroup naming a scheduling.k8s.io PodGroup (pass as `schedulingGroup=`)."""
+    return {"podGroupName": group}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..index import BoundState
-from ..model import Cluster, Pod
+from ..model import SCHEDULING_GROUP, Cluster, Pod
 from ..solve.greedy import GreedyState, greedy
 from ..solve.problem import NO_DOMAIN, Gang, Problem, Solution
 from .base import Action, ClusterEvent, Kind, Resource
@@ -36,6 +36,7 @@ class GangInfo:
     bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
     short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
     created: str = ""  # the PodGroup's creation time
+    quorum: str = "minMember"  # what the group calls its minimum: minCount for a scheduling.k8s.io PodGroup
 
 
 class Coscheduling(Kind):
@@ -81,7 +82,7 @@ def gang_infos(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) ->
         gang = cluster.gangs[key]
         found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
                          gang.within, _domains(cluster, gang.within, bound[key]), _short_of(index, gang.min_resources),
-                         gang.created)
+                         gang.created, "minCount" if gang.label == SCHEDULING_GROUP else "minMember")
         if found.min_member - found.bound > 0:
             out.append(found)
     return out
@@ -137,12 +138,12 @@ def _reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, bool] 
         return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
                 f"({', '.join(gi.short_of)})"), False
     if gi.pending < need:
-        return f"{head} more member(s) (minMember {gi.min_member}{bound}) but only {gi.pending} are pending", False
+        return f"{head} more member(s) ({gi.quorum} {gi.min_member}{bound}) but only {gi.pending} are pending", False
     fit = fit_alone(compiled.problem, g)
     where = f" in one {gi.within} domain" if gi.within else ""
     if fit < need:
-        return f"{head}{where} (minMember {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
-    return (f"{head}{where} (minMember {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took "
+        return f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
+    return (f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took "
             "the room"), True
 
 

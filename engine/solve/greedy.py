@@ -303,8 +303,8 @@ class GreedyState:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
         soft = bool(self.soft_sep_of.get(c))
-        if self.soft_spread_of.get(c) and not soft:
-            return self._fill_spread(c, alive, limit)
+        if self.soft_spread_of.get(c) and not (soft or self.spread_of.get(c) or self.coloc_of.get(c)):
+            return self._fill_spread(c, alive, limit)  # (a node blocked only for now would be dropped there)
         rolling = (soft and not cls.scores) or any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
         dead: set[int] = set()
         placed = 0
@@ -325,7 +325,6 @@ class GreedyState:
                 chosen = alive.index(n) if n in alive else 0
             start = chosen + 1 if rolling else (0 if soft else chosen)
         return placed
-
 
     def _fill_spread(self, c: int, alive: list[int], limit: int) -> int:
         """A class with soft topology spread (ScheduleAnyway, system-default spreading): each pod goes to the

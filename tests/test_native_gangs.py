@@ -1,0 +1,89 @@
+"""Native gangs (KEP-4671, scheduling.k8s.io/v1alpha2 PodGroup, spec.schedulingGroup): gang.minCount all or
+nothing, basic groups as plain pods, one topology domain, the group's priority, one schedulerName per group,
+a missing group waits. Each test would fail if the rule were ignored; the independent checker judges plans."""
+from __future__ import annotations
+
+from engine.ir import Rules
+from engine.load import build_cluster
+from engine.planner import Options, plan_batch
+from testkit.checker import check_plan
+from testkit.manifests import ZONE_KEY, in_group, native_group, node, pod, podgroup
+
+
+def plan_for(docs: list[dict], time_limit: float = 3):
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    plan = plan_batch(cluster, Rules(), Options(time_limit=time_limit, workers=1))
+    assert check_plan(docs, plan.assignments) == []
+    return plan
+
+
+def members(group: str, count: int, cpu: str = "1", **extra) -> list[dict]:
+    return [pod(f"{group}-{i}", cpu=cpu, schedulingGroup=in_group(group), **extra) for i in range(count)]
+
+
+def placed(plan, prefix: str) -> int:
+    return sum(1 for k in plan.assignments if k.startswith(f"default/{prefix}-"))
+
+
+def test_two_gangs_on_room_for_one_start_one_whole() -> None:
+    docs = [node("n1", cpu="2"), node("n2", cpu="2"), native_group("a", 3), native_group("b", 3),
+            *members("a", 3), *members("b", 3)]
+    plan = plan_for(docs)
+    assert sorted([placed(plan, "a"), placed(plan, "b")]) == [0, 3]
+    loser = "a" if placed(plan, "a") == 0 else "b"
+    assert any(f"gang default/{loser} could not be completed" in r and "minCount 3" in r
+               for r in plan.unschedulable[f"default/{loser}-0"])
+
+
+def test_a_basic_group_is_plain_pods() -> None:
+    plan = plan_for([node("n1", cpu="2"), native_group("b"), *members("b", 3)])
+    assert placed(plan, "b") == 2
+
+
+def test_a_pod_naming_a_missing_group_waits_with_a_reason() -> None:
+    cluster = build_cluster([("n", node("n1")), ("p", members("ghost", 1)[0])])
+    assert not cluster.pending
+    assert "pod group 'ghost' (scheduling.k8s.io) to appear" in cluster.skipped["default/ghost-0"]
+
+
+def test_the_topology_constraint_keeps_the_group_in_one_zone() -> None:
+    nodes = [node(f"{z}{i}", cpu="2", labels={ZONE_KEY: z}) for z in "ab" for i in range(2)]
+    filler = pod("filler", cpu="2", node_name="a0")
+    plan = plan_for(nodes + [filler, native_group("g", 4, topology=ZONE_KEY), *members("g", 4)])
+    assert placed(plan, "g") == 4  # zone a has room for 2 only: all four in zone b
+    assert {plan.assignments[f"default/g-{i}"][0] for i in range(4)} == {"b"}
+    assert not plan_for(nodes + [filler, pod("f2", cpu="2", node_name="b0"), native_group("g", 4, topology=ZONE_KEY),
+                                 *members("g", 4)]).assignments.get("default/g-0")
+
+
+def test_the_groups_priority_is_its_pods_priority() -> None:
+    docs = [node("n1", cpu="2"), native_group("urgent", 2, priority=1000), *members("urgent", 2, priority=0),
+            *[pod(f"other-{i}", cpu="1", priority=500) for i in range(2)]]
+    plan = plan_for(docs)
+    assert placed(plan, "urgent") == 2 and placed(plan, "other") == 0
+
+
+def test_one_group_one_scheduler_name() -> None:
+    docs = [node("n1", cpu="4"), native_group("g", 2), *members("g", 1),
+            pod("g-x", cpu="1", scheduler="default-scheduler", schedulingGroup=in_group("g"))]
+    cluster = build_cluster([(f"d{i}", d) for i, d in enumerate(docs)])
+    assert "should have the same .spec.schedulerName" in cluster.skipped["default/g-0"]
+
+
+def test_bound_members_count_toward_min_count() -> None:
+    running = [pod(f"g-run-{i}", cpu="1", node_name="n1", schedulingGroup=in_group("g")) for i in range(2)]
+    plan = plan_for([node("n1", cpu="2"), node("n2", cpu="1"), native_group("g", 3), *running, *members("g", 1)])
+    assert placed(plan, "g") == 1
+
+
+def test_native_and_coscheduling_groups_of_one_name_are_two_objects() -> None:
+    cluster = build_cluster([("n", node("n1", cpu="8")), ("cos", podgroup("g", 2)), ("nat", native_group("g", 3)),
+                             *[(f"p{i}", p) for i, p in enumerate(members("g", 3))]])
+    assert cluster.pod_groups["default/g"].min_member == 2
+    assert cluster.native_groups["default/g"].min_member == 3
+    assert {cluster.gangs[p.gang].min_member for p in cluster.pending if p.gang} == {3}
+
+
+def test_v1beta1_is_read_too() -> None:
+    cluster = build_cluster([("g", native_group("g", 2, api_version="scheduling.k8s.io/v1beta1"))])
+    assert cluster.native_groups["default/g"].min_member == 2
