@@ -325,6 +325,8 @@ def _create_if_absent(create: Callable[[], object]) -> None:
 
 # --- setup pieces -------------------------------------------------------------------------
 
+ALPHA_GATES = ("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption")
+
 def make_service_account_key(path: Path) -> None:
     """An RSA key that signs (and, its public half, verifies) service account tokens."""
     subprocess.run(["openssl", "genrsa", "-out", str(path), "2048"], check=True,
@@ -382,6 +384,9 @@ def apiserver_process(bin_dir: Path, workdir: Path, etcd_url: str, port: int,
             "--service-cluster-ip-range", SERVICE_CLUSTER_IP_RANGE,
             "--disable-admission-plugins", "TaintNodesByCondition",
             "--endpoint-reconciler-type", "none",
+            # KEP-4671's Workload and PodGroup (alpha in 1.36): what the native-gang tests and benchmarks read
+            "--feature-gates", ",".join(f"{g}=true" for g in ALPHA_GATES),
+            "--runtime-config", "scheduling.k8s.io/v1alpha2=true",
             "--profiling=false", "--v=1"]
     return Process("kube-apiserver", argv, workdir / "kube-apiserver.log")
 

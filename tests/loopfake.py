@@ -122,7 +122,7 @@ class FakeAPI:
                 self.objects[("Pod", namespace, name)] = bound
         return BindResult(True, 201)
 
-    def patch(self, kind: str, namespace: str, name: str, body: Obj) -> BindResult:
+    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
         """Merge patch (RFC 7386), conditional on metadata.resourceVersion when the body has one."""
         if self.down:
             return BindResult(False, 0, "down")

@@ -87,3 +87,48 @@ def test_native_and_coscheduling_groups_of_one_name_are_two_objects() -> None:
 def test_v1beta1_is_read_too() -> None:
     cluster = build_cluster([("g", native_group("g", 2, api_version="scheduling.k8s.io/v1beta1"))])
     assert cluster.native_groups["default/g"].min_member == 2
+
+
+# --- in the loop: the group's PodGroupScheduled condition ------------------------------------------------
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, str, str, dict, str]] = []
+
+    def patch(self, kind: str, namespace: str, name: str, body: dict, subresource: str = ""):
+        self.patches.append((kind, namespace, name, body, subresource))
+
+
+def _sink():
+    from engine.loop.binder import EventSink
+    recorder = _Recorder()
+    return EventSink(recorder), recorder  # type: ignore[arg-type]
+
+
+def _stored(conditions: list[dict] | None = None) -> dict:
+    group = native_group("g", 2)
+    group["metadata"].update(resourceVersion="7", generation=3)
+    group["status"] = {"conditions": conditions or []}
+    return group
+
+
+def test_the_group_condition_is_written_to_the_status_subresource() -> None:
+    sink, recorder = _sink()
+    sink.group_scheduled(_stored(), False, "gang default/g could not be completed")
+    sink.close()
+    ((kind, ns, name, body, sub),) = recorder.patches
+    assert (kind, ns, name, sub) == ("PodGroup.scheduling.k8s.io", "default", "g", "status")
+    (cond,) = body["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"], cond["observedGeneration"]) == (
+        "PodGroupScheduled", "False", "Unschedulable", 3)
+    assert body["metadata"]["resourceVersion"] == "7"
+
+
+def test_the_group_condition_never_goes_back_to_false_and_is_not_rewritten_unchanged() -> None:
+    sink, recorder = _sink()
+    scheduled = {"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled", "message": "2 placed"}
+    sink.group_scheduled(_stored([scheduled]), False, "no room")
+    waiting = {"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable", "message": "no room"}
+    sink.group_scheduled(_stored([waiting]), False, "no room")
+    sink.close()
+    assert recorder.patches == []

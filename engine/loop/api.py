@@ -19,7 +19,18 @@ import kubernetes
 import urllib3
 from kubernetes.watch.watch import iter_resp_lines
 
-from .ports import ApiError, ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, Resource, WatchEvent
+from .ports import (
+    NATIVE_POD_GROUP,
+    ApiError,
+    ApiUnavailable,
+    BindResult,
+    Conflict,
+    Gone,
+    NotFound,
+    Obj,
+    Resource,
+    WatchEvent,
+)
 
 COMPONENT = "policy-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
@@ -36,6 +47,8 @@ class _Kind:
     api_version: str
     plural: str
     namespaced: bool
+    kind: str = ""  # the objects' kind where the store's name for them differs
+    versions: tuple[str, ...] = ()  # served versions to look for, newest first (api_version: the group/first)
 
 
 KINDS = {
@@ -54,6 +67,8 @@ KINDS = {
     "ReplicationController": _Kind("v1", "replicationcontrollers", True),
     "ReplicaSet": _Kind("apps/v1", "replicasets", True),
     "StatefulSet": _Kind("apps/v1", "statefulsets", True),
+    # KEP-4671's PodGroup: alpha (v1alpha2) in 1.36, v1beta1 planned for 1.37; whichever the apiserver serves
+    NATIVE_POD_GROUP: _Kind("scheduling.k8s.io/v1alpha2", "podgroups", True, "PodGroup", ("v1", "v1beta1", "v1alpha2")),
 }
 
 
@@ -77,9 +92,10 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> kubernetes.clien
     return kubernetes.client.ApiClient(config)
 
 
-def _path(resource: Resource) -> str:
+def _path(resource: Resource, api_version: str | None = None) -> str:
     kind = KINDS[resource.kind]
-    root = "/api/v1" if kind.api_version == "v1" else f"/apis/{kind.api_version}"
+    api_version = api_version or kind.api_version
+    root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
     if kind.namespaced and resource.namespace:
         return f"{root}/namespaces/{quote(resource.namespace)}/{kind.plural}"
     return f"{root}/{kind.plural}"
@@ -121,6 +137,27 @@ class KubeAPI:
     def __init__(self, client: kubernetes.client.ApiClient, request_timeout: float = 30.0):
         self.client = client
         self.request_timeout = request_timeout
+        self._served: dict[str, str] = {}  # kind -> the group/version found serving it
+
+    def _api_version(self, kind_name: str) -> str:
+        """The group/version serving `kind_name`: fixed for most kinds; for those with `versions`, the newest the
+        apiserver serves the resource at (asked once, again after it was not found). NotFound when none does."""
+        kind = KINDS[kind_name]
+        if not kind.versions:
+            return kind.api_version
+        if kind_name not in self._served:
+            group = kind.api_version.split("/")[0]
+            for version in kind.versions:
+                status, data = self._request("GET", f"/apis/{group}/{version}")
+                if status == 200 and any(r.get("name") == kind.plural for r in json.loads(data).get("resources") or []):
+                    self._served[kind_name] = f"{group}/{version}"
+                    break
+            else:
+                raise NotFound(f"{kind.plural}.{group} is not served (versions {', '.join(kind.versions)})")
+        return self._served[kind_name]
+
+    def _resource_path(self, resource: Resource) -> str:
+        return _path(resource, self._api_version(resource.kind))
 
     def _request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
                  content_type: str = "application/json", timeout: Any = None, stream: bool = False) -> Any:
@@ -145,15 +182,21 @@ class KubeAPI:
         return json.loads(data)
 
     def list(self, resource: Resource) -> tuple[list[Obj], str]:
-        body = self._json("GET", _path(resource), query=_query(resource))
+        try:
+            body = self._json("GET", self._resource_path(resource), query=_query(resource))
+        except NotFound:
+            self._served.pop(resource.kind, None)  # looked for again next time
+            raise
         kind = KINDS[resource.kind]
-        items = [{"kind": resource.kind, "apiVersion": kind.api_version, **item} for item in body.get("items") or []]
+        items = [{"kind": kind.kind or resource.kind, "apiVersion": self._api_version(resource.kind), **item}
+                 for item in body.get("items") or []]
         return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
 
     def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
         query = _query(resource) + [("watch", "true"), ("resourceVersion", resource_version),
                                     ("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "true")]
-        answer = self._request("GET", _path(resource), query=query, stream=True, timeout=(10, timeout_seconds + 30))
+        answer = self._request("GET", self._resource_path(resource), query=query, stream=True,
+                               timeout=(10, timeout_seconds + 30))
         if isinstance(answer, tuple):
             raise_for(*answer)
             return
@@ -182,10 +225,12 @@ class KubeAPI:
         ok = 200 <= status < 300
         return BindResult(ok, status, "" if ok else _message(data))
 
-    def patch(self, kind: str, namespace: str, name: str, body: Obj) -> BindResult:
+    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
         """A JSON merge patch of one object (metadata.resourceVersion in `body` makes it conditional: 409 when
         the object changed since)."""
-        path = f"{_path(Resource(kind, namespace or None))}/{quote(name)}"
+        path = f"{self._resource_path(Resource(kind, namespace or None))}/{quote(name)}"
+        if subresource:
+            path += f"/{subresource}"
         try:
             status, data = self._request("PATCH", path, body=body, content_type="application/merge-patch+json")
         except ApiUnavailable as exc:

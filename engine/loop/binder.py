@@ -18,13 +18,15 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..storage import VolumeStep
-from .ports import BindResult, ClusterAPI, Obj
+from .ports import NATIVE_POD_GROUP, BindResult, ClusterAPI, Obj
 from .store import Store, meta, node_of, pod_key
 from .volumes import VolumePreBind
 
 log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
 TOLD_LIMIT = 50_000  # unschedulable pods whose last event is remembered
+POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup condition upstream writes
+CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,24 @@ class EventSink:
             self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
         if self._news(str(m.get("uid") or pod_key(pod)), message):
             self.event(pod, "Warning", "FailedScheduling", message)
+
+    def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
+        """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
+        False/Unschedulable with the plan's reasons; never back to False once True, nothing when unchanged."""
+        m, status = meta(group), group.get("status") or {}
+        conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+        old = next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None)
+        want = "True" if scheduled else "False"
+        message = message[:CONDITION_MESSAGE_LIMIT]
+        if old is not None and (old.get("status") == "True" or (old.get("status"), old.get("message")) == (want, message)):
+            return
+        changed = old is None or old.get("status") != want
+        new = {"type": POD_GROUP_SCHEDULED, "status": want, "reason": "Scheduled" if scheduled else "Unschedulable",
+               "message": message, "observedGeneration": m.get("generation") or 0,
+               "lastTransitionTime": _now() if changed else old.get("lastTransitionTime")}  # type: ignore[union-attr]
+        body = {"metadata": {"resourceVersion": m.get("resourceVersion")},
+                "status": {"conditions": [c for c in conditions if c is not old] + [new]}}
+        self.outbox.submit(self.api.patch, NATIVE_POD_GROUP, m.get("namespace") or "default", m["name"], body, "status")
 
     def nominate(self, pod: Obj, node: str, victims: int) -> None:
         """status.nominatedNodeName (as kube-scheduler sets it) and a Nominated event: the pod waits for room."""
@@ -246,3 +266,7 @@ class Binder:
 
 
 __all__ = ["BindReport", "Binder", "EventSink", "Placement", "pod_key"]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

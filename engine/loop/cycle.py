@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Rules
 from ..load import build_cluster
-from ..model import Cluster, Refusal
+from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
 from ..storage import VolumeStep, volume_steps
@@ -42,6 +42,21 @@ class CycleResult:
             if pods[key].claims:
                 steps = volume_steps(pods[key], nodes[node], self.cluster.storage, taken)
                 out[key] = None if steps is None else tuple(steps)
+        return out
+
+    def group_conditions(self) -> dict[str, tuple[bool, str]]:
+        """For each scheduling.k8s.io PodGroup gang with pods in this batch: whether it was placed (its
+        PodGroupScheduled condition), and the plan's word on it (a member's reasons when it was not)."""
+        out: dict[str, tuple[bool, str]] = {}
+        for key, gang in self.cluster.gangs.items():
+            if gang.label != SCHEDULING_GROUP:
+                continue
+            members = [p.key for p in self.cluster.pending if p.gang == key]
+            left = [k for k in members if k in self.plan.unschedulable]
+            if not left:
+                out[key] = (True, f"{len(members)} pod(s) of the group placed")
+            else:
+                out[key] = (False, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
         return out
 
     def refused_pods(self) -> dict[str, str]:

@@ -7,16 +7,17 @@ so `dry-run --kubeconfig F` can plan exactly what `run` would see, with the same
 from __future__ import annotations
 
 from .api import KubeAPI, load_client
-from .ports import NotFound, Obj, Resource
+from .ports import NATIVE_POD_GROUP, NotFound, Obj, Resource
 from .store import meta, source_name
 
-LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", "PodDisruptionBudget", "PersistentVolumeClaim",
+LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", NATIVE_POD_GROUP, "PodDisruptionBudget", "PersistentVolumeClaim",
               "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController", "ReplicaSet",
               "StatefulSet", "Pod")
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:
-    """Every object planning reads; a missing PodGroup CRD counts as no PodGroups. Raises api.ConfigError
+    """Every object planning reads; a missing PodGroup CRD (or scheduling.k8s.io PodGroups not served) counts as
+    no PodGroups. Raises api.ConfigError
     for an unusable kubeconfig and ports.ApiUnavailable / ApiError when the apiserver says no."""
     api = KubeAPI(load_client(kubeconfig))
     out: list[tuple[str, Obj]] = []

@@ -13,6 +13,9 @@ from typing import Any, Protocol
 Obj = dict[str, Any]
 
 
+NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"  # the store's kind for KEP-4671 PodGroups (beside Coscheduling's)
+
+
 @dataclass(frozen=True, slots=True)
 class Resource:
     """What a reflector lists and watches: a kind, optionally one namespace and one object name."""
@@ -79,9 +82,9 @@ class ClusterAPI(Protocol):
         """Preempt a victim: DisruptionTarget condition, then delete with its UID as precondition (404: gone)."""
         ...
 
-    def patch(self, kind: str, namespace: str, name: str, body: Obj) -> BindResult:
-        """Merge-patch one object (a volume's claimRef, a claim's selected node); conditional on
-        metadata.resourceVersion when `body` carries it."""
+    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+        """Merge-patch one object (a volume's claimRef, a claim's selected node) or its `subresource` (a pod
+        group's status); conditional on metadata.resourceVersion when `body` carries it."""
         ...
 
     def nominate(self, namespace: str, name: str, node: str) -> None:

@@ -24,13 +24,13 @@ from .cycle import run_cycle
 from .metrics import Metrics
 from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
-from .ports import ClusterAPI, Obj, Resource
+from .ports import NATIVE_POD_GROUP, ClusterAPI, Obj, Resource
 from .queue import PodQueue, QueueConfig
 from .store import Change, Store, meta, node_of, pod_key
 from .sync import Reflector
 
 log = logging.getLogger("policy_scheduler.loop")
-WAKING_KINDS = ("PodGroup", "PriorityClass", "Namespace")
+WAKING_KINDS = ("PodGroup", NATIVE_POD_GROUP, "PriorityClass", "Namespace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +201,10 @@ class ProfileLoop:
             if key in batch:
                 unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
         self._report_unplaced(unplaced, pods)
+        for key, (scheduled, message) in result.group_conditions().items():
+            namespace, name = key.split("/", 1)
+            if (group := self.store.get(NATIVE_POD_GROUP, namespace, name)) is not None:
+                self.events.group_scheduled(group, scheduled, message)
         handled = set(unplaced) | set(result.plan.assignments)
         for key in batch:
             if key not in handled:  # bound, gone or no longer ours since it was queued
@@ -298,7 +302,8 @@ class ProfileLoop:
 
 def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
-    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource("PriorityClass"), Resource("Namespace"),
+    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource(NATIVE_POD_GROUP), Resource("PriorityClass"),
+           Resource("Namespace"),
            Resource("PodDisruptionBudget"), Resource("PersistentVolumeClaim"), Resource("PersistentVolume"),
            Resource("StorageClass"), Resource("CSINode"), Resource("Service"), Resource("ReplicationController"),
            Resource("ReplicaSet"), Resource("StatefulSet")]  # the last four: system-default spreading's selectors
