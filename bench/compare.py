@@ -123,7 +123,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     result.unplaced_why = api.unplaced_reasons(kube, scenario, {k for k, node in where.items() if not node}) or None
     if scenario.volumes:
         result.claims = sum(1 for v in scenario.volumes if v["kind"] == "PersistentVolumeClaim")
-        result.claims_bound = api.claims_bound(kube)
+        result.claims_bound = api.claims_bound(kube, result.placed)  # one claim per pod in the stateful workload
     if provisioner is not None:
         provisioner.stop()
     api.reset(kube, scenario)

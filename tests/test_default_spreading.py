@@ -167,3 +167,14 @@ def test_a_namespace_selector_without_namespace_objects_is_a_note() -> None:
     assert any("namespaceSelector but the snapshot has no Namespace objects" in n for n in without.notes)
     with_ns = build_cluster([("n", node("n")), ("ns", namespace("default", {"team": "a"})), ("p", selecting)])
     assert not any("namespaceSelector" in n for n in with_ns.notes)
+
+
+def test_an_even_split_is_proven_best_without_cp_sat() -> None:
+    """The soft spreads' bound knows pods cannot split evenly over domains that do not divide them, so a start
+    that spreads as evenly as possible is proven optimal and CP-SAT is not run (it could not prove it in time)."""
+    docs = empty_nodes(60, zones=3, cpu="16")
+    for d in range(2):
+        labels = {"app": f"app{d}"}
+        docs += [replica_set(f"rs{d}", labels, 30)] + replicas(30, ("ReplicaSet", f"rs{d}"), labels, f"a{d}")
+    plan = plan_for(docs)
+    assert plan.stats["status"] == "OPTIMAL" and plan.stats["phases"]["solve"] == 0

@@ -163,11 +163,16 @@ class Problem:
         """Tier-1 value if every pod that has a candidate node were placed, except the members of gangs that
         cannot reach their quorum (fewer members with any candidate than the gang needs): no plan places
         those, and counting them would send a batch of still-arriving gangs to CP-SAT for nothing."""
+        return sum(c.weight * c.count for c, k in zip(self.classes, self.placeable()) if k)
+
+    def placeable(self) -> list[int]:
+        """Per class, the pods a plan at the upper bound places: all of a class with candidate nodes, none of a
+        gang that cannot reach its quorum."""
         hopeless: set[int] = set()
         for g in self.gangs:
             if sum(self.classes[c].count for c in g.classes if self.classes[c].candidates) < g.need:
                 hopeless.update(g.classes)
-        return sum(c.weight * c.count for i, c in enumerate(self.classes) if c.candidates and i not in hopeless)
+        return [c.count if c.candidates and i not in hopeless else 0 for i, c in enumerate(self.classes)]
 
     def value(self, placed: dict[tuple[int, int], int]) -> int:
         """Tier 1 of a placement: pods placed, weighted by priority."""
@@ -196,11 +201,18 @@ class Problem:
         return total
 
     def soft_bound(self) -> int | None:
-        """No plan's tier 2 exceeds this (None: no cheap bound). Penalties can at best be avoided, so they
-        bound at 0; gains are bounded by every pod on its best node or in a supported domain."""
+        """No plan that places every placeable pod (the plans `_proven` compares) has a tier 2 above this (None:
+        no cheap bound). Penalties can at best be avoided, so they bound at 0, except a soft spread's: its pods
+        cannot split evenly over domains that do not divide them; gains are bounded by every pod on its best
+        node or in a supported domain."""
         if any(s.weight is not None and s.weight < 0 for s in self.separations + self.colocations):
             return None
         bound = self.score_bound()
+        placeable = self.placeable()
+        for spread in self.spreads:
+            if spread.weight is not None:
+                total = sum(spread.existing.values()) + sum(placeable[c] for c in spread.counted)
+                bound -= spread.weight * _least_skew(total, len(spread.domain_nodes), spread.min_domains)
         for s in self.colocations:
             if s.weight is not None:
                 bound += s.weight * self.classes[s.carriers[0]].count
@@ -225,6 +237,16 @@ def _colocation_gain(s: Colocation, per_domain) -> int:
     mine = per_domain.get((s.partition, s.carriers[0]), {})
     support = [per_domain.get((s.partition, o), {}) for o in s.supporters]
     return sum(1 for d, k in mine.items() if k and (d in s.supported or any(o.get(d) for o in support)))
+
+
+def _least_skew(pods: int, domains: int, min_domains: int) -> int:
+    """The smallest max − min any split of `pods` over `domains` can have (min taken as 0 with fewer domains
+    than minDomains, as `_skew` counts it)."""
+    if domains == 0:
+        return 0
+    if domains < min_domains:
+        return -(-pods // domains)
+    return 1 if pods % domains else 0
 
 
 def _skew(s: Spread, placed: dict[tuple[int, int], int]) -> int:
