@@ -21,6 +21,7 @@ from ..plan import Preemption
 from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
 from .cycle import run_cycle
+from .groups import GroupStatus
 from .metrics import Metrics
 from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
@@ -325,6 +326,7 @@ class Scheduler:
     events: EventSink = field(init=False)
     binder: Binder = field(init=False)
     loops: list[ProfileLoop] = field(init=False)
+    groups: GroupStatus = field(init=False)
     resources: list[Resource] = field(init=False)
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
@@ -335,6 +337,8 @@ class Scheduler:
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock)
                       for p in self.settings.profiles]
         self.resources = resources(self.settings.profiles)
+        self.groups = GroupStatus(self.store, self.api.patch, frozenset(p.name for p in self.settings.profiles))
+        self.store.subscribe(self.groups.on_change)
 
     def start_watches(self, stop: threading.Event) -> None:
         for r in self.resources:
@@ -351,6 +355,7 @@ class Scheduler:
     def start_loops(self, stop: threading.Event) -> None:
         for loop in self.loops:
             self._spawn(functools.partial(loop.run, stop), f"profile-{loop.name}")
+        self._spawn(functools.partial(self.groups.run, stop), "podgroup-status")
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)

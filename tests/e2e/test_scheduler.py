@@ -87,6 +87,12 @@ def test_gangs_all_or_nothing(control_plane: ControlPlane, kube: Kube, scheduler
         wait_for(f"{loser}-{i} unschedulable", lambda i=i: _unschedulable(kube, ns, f"{loser}-{i}"))
     bound = {n: node_of(p) for n, p in kube.pods(ns).items() if node_of(p)}
     assert len(bound) == 3 and all(not n.startswith(loser) for n in bound)
+    winner = "g2" if loser == "g1" else "g1"
+
+    def status(group: str) -> dict:  # what scheduler-plugins' PodGroup controller would write (no kubelet here)
+        return kube.ok("GET", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups/{group}").get("status") or {}
+    wait_for("the winner's status", lambda: status(winner).get("phase") == "Scheduled" and status(winner)["scheduled"] == 3)
+    wait_for("the loser's status", lambda: status(loser).get("phase") == "Scheduling")
 
 
 def test_retries_when_a_node_is_added(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
