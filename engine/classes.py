@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .dra import claim_shapes
 from .ir import Constraint, PlacementRules
 from .model import Cluster, Pod
 from .podspec import pod_constraints, with_default_spreading
@@ -56,6 +57,7 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
         pod.owner[0] if pod.owner else None,  # policies may select by owner kind
         pod.gang,
         pod.volumes,
+        claim_shapes(pod),
         constraints,
     )
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .dra import resolve_claims
 from .gangs import assign_gangs
 from .ir import GangRules
 from .model import (
@@ -20,6 +21,10 @@ from .model import (
     PREEMPT_LOWER,
     Claim,
     Cluster,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    Devices,
     DisruptionBudget,
     HostPort,
     LabelSelector,
@@ -31,11 +36,14 @@ from .model import (
     PodGroup,
     Refusal,
     Requirement,
+    ResourceClaim,
     SpreadConstraint,
     Storage,
     StorageClass,
+    SubRequest,
     Taint,
     Toleration,
+    Version,
     Volume,
     Workloads,
 )
@@ -69,7 +77,8 @@ INT32 = 2**31
 
 KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
          "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
-         "Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+         "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -157,6 +166,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     assign_gangs(cluster, gangs)
     resolve_volumes(cluster)
     resolve_spreading(cluster)
+    resolve_claims(cluster)
     if missing := missing_controllers(cluster):
         cluster.notes.append(f"{missing} pending pod(s) are controlled by ReplicaSets, StatefulSets or "
                              "ReplicationControllers the snapshot lacks, so their default spreading counts only "
@@ -217,6 +227,8 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
         _storage_object(cluster.storage, kind, obj)
     elif kind in WORKLOAD_KINDS:
         _workload_object(cluster.workloads, kind, obj)
+    elif kind in DRA_KINDS:
+        _dra_object(cluster.devices, kind, obj)
     else:
         found.pods.append((src, obj))
 
@@ -831,6 +843,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         terminating=bool(meta.get("deletionTimestamp")),
         claims=_claims(spec, _text(meta["name"], "metadata.name")),
         scheduling_group=_scheduling_group(spec),
+        resource_claims=_pod_resource_claims(spec, status),
     )
 
 
@@ -1074,3 +1087,155 @@ def _owner(meta: dict[str, Any]) -> tuple[str, str] | None:
 
 def _weight(item: Any, what: str) -> int:
     return _int(_mapping(item, what).get("weight", 0), f"{what}.weight", 1, 100)
+
+
+# -- Dynamic Resource Allocation (resource.k8s.io/v1; engine.dra) ----------------------------------------
+
+DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
+
+
+def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
+    if obj.get("apiVersion") not in DRA_APIS:
+        raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (want {DRA_APIS[0]})")
+    meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
+    name = _text(meta["name"], "metadata.name")
+    ns = _text(meta.get("namespace") or "default", "metadata.namespace")
+    if kind == "ResourceSlice":
+        devices.devices.extend(_slice_devices(spec))
+    elif kind == "DeviceClass":
+        devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
+                                            spec.get("extendedResourceName"))
+    elif kind == "ResourceClaimTemplate":
+        devices.templates.add(f"{ns}/{name}")
+    else:
+        claim = _resource_claim(obj, ns, name)
+        devices.claims[claim.key] = claim
+
+
+def _slice_devices(spec: dict[str, Any]) -> list[Device]:
+    """A ResourceSlice's devices, each with where it is reachable (the slice's nodeName, nodeSelector or
+    allNodes, or per device with perDeviceNodeSelection)."""
+    driver = _text(_required(spec, "driver", "spec"), "spec.driver")
+    pool = _text(_required(_mapping(spec.get("pool"), "spec.pool"), "name", "spec.pool"), "spec.pool.name")
+    out = []
+    for i, raw in enumerate(_list(spec.get("devices"), "spec.devices")):
+        what = f"spec.devices[{i}]"
+        d = _mapping(raw, what)
+        where = d if spec.get("perDeviceNodeSelection") else spec
+        node = _text(where["nodeName"], f"{what}.nodeName") if where.get("nodeName") else None
+        selector = _mapping(where.get("nodeSelector"), f"{what}.nodeSelector")
+        terms = tuple(_node_term(t, f"{what}.nodeSelector.nodeSelectorTerms[{j}]")
+                      for j, t in enumerate(_list(selector.get("nodeSelectorTerms"), f"{what}.nodeSelector"))) \
+            if where.get("nodeSelector") else None
+        out.append(Device(driver, pool, _text(_required(d, "name", what), f"{what}.name"),
+                          _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms))
+    return out
+
+
+def _qualified(key: str, driver: str) -> tuple[str, str]:
+    domain, _, name = key.rpartition("/")
+    return (domain or driver), name
+
+
+def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, object], ...]:
+    out: list[tuple[str, str, object]] = []
+    for key, raw in _mapping(d.get("attributes"), f"{what}.attributes").items():
+        value = _mapping(raw, f"{what}.attributes.{key}")
+        found: object
+        if "int" in value:
+            found = _int(value["int"], f"{what}.attributes.{key}.int", -(2**63), 2**63 - 1)
+        elif "bool" in value:
+            found = _bool(value["bool"], f"{what}.attributes.{key}.bool")
+        elif "version" in value:
+            found = Version(_text(value["version"], f"{what}.attributes.{key}.version"))
+        else:
+            found = _text(value.get("string", ""), f"{what}.attributes.{key}.string")
+        out.append((*_qualified(_text(key, f"{what}.attributes key"), driver), found))
+    return tuple(sorted(out, key=lambda a: (a[0], a[1])))
+
+
+def _device_capacity(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, int], ...]:
+    out = []
+    for key, raw in _mapping(d.get("capacity"), f"{what}.capacity").items():
+        value = _required(_mapping(raw, f"{what}.capacity.{key}"), "value", f"{what}.capacity.{key}")
+        try:
+            milli = to_milli(value)
+        except QuantityError as exc:
+            raise ValueError(f"{what}.capacity.{key}.value: {exc}") from None
+        out.append((*_qualified(_text(key, f"{what}.capacity key"), driver), milli))
+    return tuple(sorted(out))
+
+
+def _cel_selectors(value: Any, what: str) -> tuple[str, ...]:
+    out = []
+    for i, item in enumerate(_list(value, what)):
+        cel = _mapping(_required(_mapping(item, f"{what}[{i}]"), "cel", f"{what}[{i}]"), f"{what}[{i}].cel")
+        out.append(_text(_required(cel, "expression", f"{what}[{i}].cel"), f"{what}[{i}].cel.expression"))
+    return tuple(out)
+
+
+def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
+    mode = _choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
+    count = _int(raw.get("count") or 1, f"{what}.count", 1)
+    return SubRequest(name, _text(_required(raw, "deviceClassName", what), f"{what}.deviceClassName"),
+                      _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All")
+
+
+def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
+    spec, status = _mapping(obj.get("spec"), "spec"), _mapping(obj.get("status"), "status")
+    devices = _mapping(spec.get("devices"), "spec.devices")
+    requests = []
+    for i, raw in enumerate(_list(devices.get("requests"), "spec.devices.requests")):
+        what = f"spec.devices.requests[{i}]"
+        r = _mapping(raw, what)
+        rname = _text(_required(r, "name", what), f"{what}.name")
+        if r.get("exactly") is not None:
+            alternatives: tuple[SubRequest, ...] = (_sub_request(_mapping(r["exactly"], f"{what}.exactly"), rname,
+                                                                 f"{what}.exactly"),)
+        else:
+            subs = _list(r.get("firstAvailable"), f"{what}.firstAvailable")
+            if not subs:
+                raise ValueError(f"{what}: one of exactly and firstAvailable is required")
+            alternatives = tuple(_sub_request(_mapping(s, f"{what}.firstAvailable[{j}]"),
+                                              f"{rname}/{_text(_mapping(s, what).get('name', j), what)}",
+                                              f"{what}.firstAvailable[{j}]") for j, s in enumerate(subs))
+        requests.append(DeviceRequest(rname, alternatives))
+    constraints = []
+    for i, raw in enumerate(_list(devices.get("constraints"), "spec.devices.constraints")):
+        c = _mapping(raw, f"spec.devices.constraints[{i}]")
+        if c.get("matchAttribute"):
+            names = tuple(_text(n, "request") for n in _list(c.get("requests"), f"spec.devices.constraints[{i}].requests"))
+            constraints.append((names, _text(c["matchAttribute"], f"spec.devices.constraints[{i}].matchAttribute")))
+    allocation = _mapping(status.get("allocation"), "status.allocation")
+    results = _list(_mapping(allocation.get("devices"), "status.allocation.devices").get("results"),
+                    "status.allocation.devices.results")
+    selector = _mapping(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
+    return ResourceClaim(
+        ns, name, tuple(requests), tuple(constraints),
+        tuple(f"{r['driver']}/{r['pool']}/{r['device']}" for r in (_mapping(x, "result") for x in results))
+        if status.get("allocation") is not None else None,
+        tuple(_node_term(t, "status.allocation.nodeSelector.nodeSelectorTerms") for t in
+              _list(selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector")) if selector else None,
+        tuple(str(_mapping(r, "reservedFor").get("name")) for r in _list(status.get("reservedFor"), "status.reservedFor")),
+        bool(obj["metadata"].get("deletionTimestamp")))
+
+
+def _pod_resource_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    """(spec.resourceClaims name, the claim's name): named directly, or generated from a template and recorded
+    in status.resourceClaimStatuses (None: not created yet; "": intentionally not created)."""
+    generated = {str(s.get("name")): s.get("resourceClaimName") for s in
+                 (_mapping(x, "status.resourceClaimStatuses[]") for x in
+                  _list(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses"))}
+    out: list[tuple[str, str | None]] = []
+    for i, raw in enumerate(_list(spec.get("resourceClaims"), "spec.resourceClaims")):
+        what = f"spec.resourceClaims[{i}]"
+        c = _mapping(raw, what)
+        name = _text(_required(c, "name", what), f"{what}.name")
+        if c.get("resourceClaimName"):
+            out.append((name, _text(c["resourceClaimName"], f"{what}.resourceClaimName")))
+        elif c.get("resourceClaimTemplateName"):
+            out.append((name, (generated[name] or "") if name in generated else None))
+        else:
+            raise ValueError(f"{what}: one of resourceClaimName and resourceClaimTemplateName is required")
+    return tuple(out)

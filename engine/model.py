@@ -280,6 +280,105 @@ class Node:
         raise ValueError(f"unknown node attribute {kind!r}")
 
 
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A device a DRA driver publishes in a ResourceSlice, and where it can be used: on one node (`node`), on
+    the nodes its selector admits (`node_terms`), or anywhere (both None)."""
+
+    driver: str
+    pool: str
+    name: str
+    attributes: tuple[tuple[str, str, object], ...] = ()  # (domain, name, value): int, bool, str, or Version
+    capacity: tuple[tuple[str, str, int], ...] = ()  # (domain, name, milli-units)
+    node: str | None = None
+    node_terms: tuple[NodeSelectorTerm, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.name}"
+
+    def reachable(self, node: Node) -> bool:
+        if self.node is not None:
+            return node.name == self.node
+        return self.node_terms is None or any(t.matches(node) for t in self.node_terms)
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A semantic version attribute (DRA's `version` type), ordered as semver orders them."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    name: str
+    selectors: tuple[str, ...] = ()  # CEL expressions every device of the class satisfies
+    extended_resource: str | None = None  # spec.extendedResourceName (DRAExtendedResource)
+
+
+@dataclass(frozen=True, slots=True)
+class SubRequest:
+    """One way to serve a request: `count` devices (every matching one when `all`) of a class, each satisfying
+    the class's and these selectors."""
+
+    name: str  # the request's name, or request/subrequest for a firstAvailable alternative
+    device_class: str
+    selectors: tuple[str, ...] = ()
+    count: int = 1
+    all: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    name: str
+    alternatives: tuple[SubRequest, ...]  # `exactly`: one; `firstAvailable`: in order of preference
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    """A resource.k8s.io ResourceClaim: its requests and constraints, and, once allocated, its devices and the
+    nodes the allocation is usable on."""
+
+    namespace: str
+    name: str
+    requests: tuple[DeviceRequest, ...] = ()
+    match_attributes: tuple[tuple[tuple[str, ...], str], ...] = ()  # (requests or () for all, domain/attribute)
+    allocated: tuple[str, ...] | None = None  # device keys; None while unallocated
+    allocation_terms: tuple[NodeSelectorTerm, ...] | None = None  # status.allocation.nodeSelector
+    reserved_for: tuple[str, ...] = ()  # pod names in status.reservedFor
+    deleting: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class Devices:
+    """DRA objects of a snapshot: devices from ResourceSlices, DeviceClasses, ResourceClaims by key and the
+    ResourceClaimTemplates that exist (namespace/name)."""
+
+    devices: list[Device] = field(default_factory=list)
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    templates: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class PodClaims:
+    """What a pod's ResourceClaims mean for placement, resolved once per snapshot (engine.dra): why it cannot be
+    placed at all, the claims still to allocate (this pod allocates them), and where allocated ones are usable."""
+
+    blocked: str = ""
+    to_allocate: tuple[str, ...] = ()  # claim keys
+    allocated_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    shapes: tuple = ()  # what the claims to allocate ask (requests, constraints), without their names
+
+
+NO_CLAIMS = PodClaims()
+
+
 @dataclass(slots=True)
 class Pod:
     namespace: str
@@ -310,6 +409,8 @@ class Pod:
     volumes: PodVolumes = NO_VOLUMES  # what those claims mean, resolved by engine.storage
     default_spread: LabelSelector | None = None  # system-default spreading's selector, set by engine.workloads
     scheduling_group: str | None = None  # spec.schedulingGroup.podGroupName: a scheduling.k8s.io PodGroup
+    resource_claims: tuple[tuple[str, str | None], ...] = ()  # (spec.resourceClaims name, its claim's name or None)
+    dra: PodClaims = NO_CLAIMS  # what those claims mean, resolved by engine.dra
 
     @property
     def key(self) -> str:
@@ -440,3 +541,4 @@ class Cluster:
     gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key
     refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))
     storage: Storage = field(default_factory=Storage)
+    devices: Devices = field(default_factory=Devices)

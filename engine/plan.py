@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
 from .explain import Explanation, explain_unplaced, replay
 from .index import BoundState
-from .model import Cluster
+from .kinds import KINDS
+from .model import Cluster, Pod
 from .solve import solve
 from .solve.problem import Solution
 
@@ -70,6 +71,7 @@ class Plan:
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
     gangs: dict[str, str] = field(default_factory=dict)  # pending pod -> its gang's key (model.Gang), for the binder
     explanations: dict[str, Explanation] = field(default_factory=dict, repr=False)  # unschedulable: the facts
+    reserved: dict[str, dict[str, object]] = field(default_factory=dict, repr=False)  # pod -> kind -> what it holds
     compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
     @property
     def evictions(self) -> list[Eviction]:
@@ -115,13 +117,54 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
         )
     solution = solve(compiled.problem, time_limit=max(0.0, time_limit - compile_seconds), workers=workers,
                      seed=seed, progress=progress, baseline=baseline)
-    return plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds)
+    solution, dropped, reserved = reserve(compiled, solution)
+    plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped)
+    plan.reserved = reserved
+    return plan
 
 
-def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, compile_seconds: float = 0.0) -> Plan:
+def _placements(compiled: Compiled, solution: Solution) -> list[tuple[Pod, int, int]]:
+    """(pod, class, node index) for every placed pod, paired as `plan_from_solution` pairs them."""
+    targets: dict[int, list[int]] = {}
+    for (c, n), k in sorted(solution.placed.items()):
+        targets.setdefault(c, []).extend([n] * k)
+    return [(pod, c, n) for c, info in enumerate(compiled.classes) for pod, n in zip(info.pods, targets.get(c, []))]
+
+
+def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str, str], dict[str, dict[str, object]]]:
+    """Every kind's Reserve over the placements, in plan order (kinds.base.Kind.reserve). A pod a kind cannot
+    serve after all is taken out of the solution, with the other placed members of its gang (all or nothing)."""
+    placements = _placements(compiled, solution)
     nodes = compiled.cluster.nodes
+    reserved: dict[str, dict[str, object]] = {}
+    dropped: dict[str, str] = {}
+    for kind in KINDS:
+        dropped.update(kind.reserve(compiled, [(p, nodes[n]) for p, _, n in placements if p.key not in dropped],
+                                    reserved))
+    if not dropped:
+        return solution, dropped, reserved
+    gangs = {p.gang for p, _, _ in placements if p.key in dropped and p.gang is not None}
+    for pod, _, _ in placements:
+        if pod.gang in gangs and pod.key not in dropped:
+            dropped[pod.key] = f"gang {pod.gang} could not be completed: a member could not be served after all"
+    placed = dict(solution.placed)
+    for pod, c, n in placements:
+        if pod.key in dropped:
+            placed[(c, n)] -= 1
+            reserved.pop(pod.key, None)
+    kept = {key: k for key, k in placed.items() if k > 0}
+    value = sum(compiled.problem.classes[c].weight * k for (c, _), k in kept.items())
+    return replace(solution, placed=kept, placed_value=value), dropped, reserved
+
+
+def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, compile_seconds: float = 0.0,
+                       dropped: dict[str, str] | None = None) -> Plan:
+    """`dropped`: pods Reserve took out of the solution, with why (the rest pair with the solution's nodes as
+    before, so what Reserve recorded per pod still holds)."""
+    nodes = compiled.cluster.nodes
+    dropped = dropped or {}
     assignments: dict[str, str] = {}
-    unschedulable: dict[str, list[str]] = {}
+    unschedulable: dict[str, list[str]] = {key: [why] for key, why in dropped.items()}
     explanations: dict[str, Explanation] = {}
     placed_on: dict[int, list[int]] = {}
     state = None  # the plan replayed, built once if some pod needs explaining
@@ -129,13 +172,14 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         placed_on.setdefault(c, []).extend([n] * k)
     for c, info in enumerate(compiled.classes):
         targets = placed_on.get(c, [])
-        for pod, n in zip(info.pods, targets):
+        pods = [p for p in info.pods if p.key not in dropped]
+        for pod, n in zip(pods, targets):
             assignments[pod.key] = nodes[n].name
-        if len(targets) < len(info.pods):
+        if len(targets) < len(pods):
             state = state or replay(compiled, solution)
             explanation = explain_unplaced(compiled, solution, c, state)
             reasons = explanation.lines()
-            for pod in info.pods[len(targets):]:
+            for pod in pods[len(targets):]:
                 unschedulable[pod.key] = reasons
                 explanations[pod.key] = explanation
     stats = {

@@ -275,3 +275,70 @@ def native_group(name: str, min_count: int | None = None, ns: str = "default", t
 def in_group(group: str) -> dict:
     """A pod's spec.schedulingGroup naming a scheduling.k8s.io PodGroup (pass as `schedulingGroup=`)."""
     return {"podGroupName": group}
+
+
+# --- Dynamic Resource Allocation (resource.k8s.io/v1) ---------------------------------------------------------
+
+DRA_API = "resource.k8s.io/v1"
+GPU_DRIVER = "gpu.example.com"
+
+
+def gpu(name: str, model: str = "a100", memory: str = "40Gi", **attributes: Any) -> dict:
+    """One device of a ResourceSlice: `model` and extra attributes (int, bool, str) under the driver's domain,
+    `memory` capacity."""
+    attrs = {"model": {"string": model}}
+    for key, value in attributes.items():
+        kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
+        attrs[key] = {kind: value}
+    return {"name": name, "attributes": attrs, "capacity": {"memory": {"value": memory}}}
+
+
+def resource_slice(node: str | None, devices: list[dict], driver: str = GPU_DRIVER, pool: str | None = None) -> dict:
+    """A ResourceSlice publishing `devices` on `node` (None: reachable from every node)."""
+    spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool or node or "shared", "generation": 1,
+                                                      "resourceSliceCount": 1}, "devices": devices}
+    if node:
+        spec["nodeName"] = node
+    else:
+        spec["allNodes"] = True
+    return {"apiVersion": DRA_API, "kind": "ResourceSlice",
+            "metadata": {"name": f"{node or 'shared'}-{driver}-{pool or 'pool'}"}, "spec": spec}
+
+
+def device_class(name: str = "gpu", driver: str = GPU_DRIVER, *selectors: str) -> dict:
+    exprs = [f'device.driver == "{driver}"', *selectors]
+    return {"apiVersion": DRA_API, "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in exprs]}}
+
+
+def device_request(name: str = "gpu", device_class_name: str = "gpu", count: int = 1, selectors: tuple[str, ...] = (),
+                   all_devices: bool = False) -> dict:
+    exactly: dict[str, Any] = {"deviceClassName": device_class_name}
+    if all_devices:
+        exactly["allocationMode"] = "All"
+    else:
+        exactly["count"] = count
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"name": name, "exactly": exactly}
+
+
+def resource_claim(name: str, *requests: dict, ns: str = "default", match_attribute: str | None = None,
+                   allocated: list[tuple[str, str]] | None = None, node: str | None = None) -> dict:
+    """A ResourceClaim with `requests`; `allocated` = [(pool, device)] of the GPU driver, usable on `node`."""
+    devices: dict[str, Any] = {"requests": list(requests) or [device_request()]}
+    if match_attribute:
+        devices["constraints"] = [{"matchAttribute": match_attribute}]
+    obj: dict[str, Any] = {"apiVersion": DRA_API, "kind": "ResourceClaim", "metadata": {"name": name, "namespace": ns},
+                           "spec": {"devices": devices}}
+    if allocated is not None:
+        selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+        obj["status"] = {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": GPU_DRIVER, "pool": p, "device": d} for p, d in allocated]},
+            **({"nodeSelector": selector} if node else {})}}
+    return obj
+
+
+def claims(*names: str) -> list[dict]:
+    """A pod's spec.resourceClaims naming these ResourceClaims (pass as `resourceClaims=`)."""
+    return [{"name": f"c{i}", "resourceClaimName": n} for i, n in enumerate(names)]

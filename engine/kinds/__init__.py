@@ -17,6 +17,7 @@ from ..ir import Constraint
 from ..solve.problem import Check
 from . import (
     count_limit,
+    dynamic_resources,
     gangs,
     node_affinity,
     pod_affinity,
@@ -48,6 +49,7 @@ KINDS: tuple[Kind, ...] = (
     volume_limits.KIND,
     volume_binding.KIND,
     volume_zone.KIND,
+    dynamic_resources.KIND,
     pod_affinity.KIND,
     spread.KIND,
     count_limit.KIND,

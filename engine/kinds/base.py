@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
-from ..model import Pod
+from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check
@@ -40,6 +40,9 @@ class Resource(Enum):
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
 
 
 class Action(Flag):
@@ -124,6 +127,13 @@ class Kind:
     def guard(self, pod: Pod, rules: PreemptionRules | None) -> Guard:
         """What this kind's rules say about evicting running `pod` to make room."""
         return Guard()
+
+    def reserve(self, compiled: Compiled, placements: list[tuple[Pod, Node]],
+                reserved: dict[str, dict[str, object]]) -> dict[str, str]:
+        """Upstream's Reserve, after the solve: claim what the placed pods need (in placement order), record it
+        in `reserved[pod key][kind name]` for the binder, and return the pods that cannot be served after all,
+        with why (the plan takes them out, and their gang with them)."""
+        return {}
 
 
 @dataclass(frozen=True, slots=True)

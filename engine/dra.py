@@ -1,0 +1,270 @@
+"""Dynamic Resource Allocation (resource.k8s.io/v1): which devices a pod's claims may get, and where. Pure.
+
+Upstream's DynamicResources plugin allocates a pod's unallocated claims on each candidate node with the
+structured allocator: a request takes `count` devices (or all of them) that satisfy its DeviceClass's and its
+own CEL selectors, among devices reachable from the node and allocated to no other claim; `firstAvailable`
+tries alternatives in order; `matchAttribute` makes the devices of the named requests agree on an attribute.
+Here `Selectors` compiles each CEL expression once (cel-python) and judges each device once per snapshot with
+the functions DRA documents (`quantity`, `semver`, `compareTo`, ...); `allocate` is the allocator for one pod's
+claims on one node; `resolve_claims` sets each pending pod's `dra`, once per snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import celpy
+from celpy import celtypes
+
+from .model import Cluster, Device, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest, Version
+from .quantity import QuantityError, to_milli
+
+Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
+
+
+class Quantity(celtypes.IntType):
+    """A resource.Quantity in CEL, held in milli-units (exact for every quantity a device publishes)."""
+
+
+class Semver(celtypes.StringType):
+    """A semantic version in CEL; ordered by `_semver_key`."""
+
+
+_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def _semver_key(text: str) -> tuple:
+    m = _SEMVER.match(text)
+    if m is None:
+        raise ValueError(f"invalid semver {text!r}")
+    pre = m.group(4)
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ()
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), not pre, parts
+
+
+def _compare(a: Any, b: Any) -> celtypes.IntType:
+    left: Any = _semver_key(str(a)) if isinstance(a, Semver) else int(a)
+    right: Any = _semver_key(str(b)) if isinstance(a, Semver) else int(b)
+    return celtypes.IntType((left > right) - (left < right))
+
+
+def _quantity(text: Any) -> Quantity:
+    try:
+        return Quantity(to_milli(str(text)))
+    except QuantityError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _semver(text: Any) -> Semver:
+    _semver_key(str(text))  # raises for an invalid version
+    return Semver(str(text))
+
+
+FUNCTIONS: dict[str, Any] = {
+    "quantity": _quantity,
+    "semver": _semver,
+    "isSemver": lambda text: celtypes.BoolType(_SEMVER.match(str(text)) is not None),
+    "compareTo": _compare,
+    "isGreaterThan": lambda a, b: celtypes.BoolType(_compare(a, b) > 0),
+    "isLessThan": lambda a, b: celtypes.BoolType(_compare(a, b) < 0),
+    "asInteger": lambda q: celtypes.IntType(int(q) // 1000),
+    "asApproximateFloat": lambda q: celtypes.DoubleType(int(q) / 1000),
+    "major": lambda v: celtypes.IntType(_semver_key(str(v))[0]),
+    "minor": lambda v: celtypes.IntType(_semver_key(str(v))[1]),
+    "patch": lambda v: celtypes.IntType(_semver_key(str(v))[2]),
+}
+
+
+def _cel_value(value: object) -> Any:
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        return celtypes.IntType(value)
+    if isinstance(value, Version):
+        return Semver(value.text)
+    return celtypes.StringType(str(value))
+
+
+def _cel_device(device: Device) -> Any:
+    """The `device` variable of a DRA selector: driver, attributes and capacity by domain."""
+    attributes: dict[str, dict[str, Any]] = {}
+    for domain, name, value in device.attributes:
+        attributes.setdefault(domain, {})[name] = _cel_value(value)
+    capacity: dict[str, dict[str, Any]] = {}
+    for domain, name, milli in device.capacity:
+        capacity.setdefault(domain, {})[name] = Quantity(milli)
+    return celtypes.MapType({
+        celtypes.StringType("driver"): celtypes.StringType(device.driver),
+        celtypes.StringType("attributes"): _map_of_maps(attributes),
+        celtypes.StringType("capacity"): _map_of_maps(capacity),
+        celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(False),
+    })
+
+
+def _map_of_maps(found: dict[str, dict[str, Any]]) -> Any:
+    return celtypes.MapType({celtypes.StringType(d): celtypes.MapType({celtypes.StringType(k): v for k, v in m.items()})
+                             for d, m in found.items()})
+
+
+@dataclass
+class Selectors:
+    """CEL selectors compiled once, judged once per (device, expression): a device matches when every
+    expression is true; an expression that fails on a device (a missing attribute) does not select it."""
+
+    env: celpy.Environment = field(default_factory=celpy.Environment)
+    programs: dict[str, Any] = field(default_factory=dict)
+    verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
+    activations: dict[str, Any] = field(default_factory=dict)
+
+    def compile(self, expression: str) -> None:
+        """Raises ValueError with the parser's words for an expression CEL rejects."""
+        if expression not in self.programs:
+            try:
+                self.programs[expression] = self.env.program(self.env.compile(expression), functions=FUNCTIONS)
+            except celpy.CELParseError as exc:
+                raise ValueError(f"invalid CEL expression {expression!r}: {exc}") from None
+
+    def matches(self, device: Device, expressions: Iterable[str]) -> bool:
+        return all(self._one(device, e) for e in expressions)
+
+    def _one(self, device: Device, expression: str) -> bool:
+        key = (device.key, expression)
+        if key not in self.verdicts:
+            self.compile(expression)
+            if device.key not in self.activations:
+                self.activations[device.key] = {"device": _cel_device(device)}
+            try:
+                result = self.programs[expression].evaluate(self.activations[device.key])
+                self.verdicts[key] = isinstance(result, celtypes.BoolType) and bool(result)
+            except (celpy.CELEvalError, ValueError, TypeError, KeyError):
+                self.verdicts[key] = False
+        return self.verdicts[key]
+
+
+@dataclass
+class Allocator:
+    """Upstream's structured allocator for one node at a time, over one snapshot's devices and classes."""
+
+    devices: Devices
+    selectors: Selectors = field(default_factory=Selectors)
+
+    def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
+        """Free devices reachable from `node` that `sub` may take (None: its DeviceClass does not exist)."""
+        cls = self.devices.classes.get(sub.device_class)
+        if cls is None:
+            return None
+        wanted = cls.selectors + sub.selectors
+        return [d for d in self.devices.devices
+                if d.key not in taken and d.reachable(node) and self.selectors.matches(d, wanted)]
+
+    def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
+        """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);
+        None when some claim cannot be met there (and `taken` is left as it was)."""
+        mine: set[str] = set()
+        out: Allocation = {}
+        for claim in claims:
+            got = self._claim(claim, node, taken | mine)
+            if got is None:
+                return None
+            out[claim.key] = got
+            mine.update(device for _, device in got)
+        taken.update(mine)
+        return out
+
+    def _claim(self, claim: ResourceClaim, node: Node, taken: set[str]) -> tuple[tuple[str, str], ...] | None:
+        """One claim: each request's first alternative that fits, its devices agreeing on every
+        matchAttribute (tried per value of the attribute)."""
+        constrained = {r for requests, _ in claim.match_attributes for r in (requests or [q.name for q in claim.requests])}
+        for values in self._attribute_choices(claim, node, taken):
+            picked: list[tuple[str, str]] = []
+            used = set(taken)
+            for request in claim.requests:
+                got = self._request(request.alternatives, node, used, values if request.name in constrained else {})
+                if got is None:
+                    break
+                picked += got
+                used.update(device for _, device in got)
+            else:
+                return tuple(picked)
+        return None
+
+    def _attribute_choices(self, claim: ResourceClaim, node: Node, taken: set[str]) -> list[dict[str, object]]:
+        """The attribute values to try for the claim's matchAttribute constraints ([{}] without any)."""
+        choices: list[dict[str, object]] = [{}]
+        for _, attribute in claim.match_attributes:
+            domain, _, name = attribute.rpartition("/")
+            seen = {_attribute(d, domain, name) for r in claim.requests for sub in r.alternatives
+                    for d in self.candidates(sub, node, taken) or ()} - {None}
+            choices = [{**c, attribute: v} for c in choices for v in sorted(seen, key=str)]
+        return choices
+
+    def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str],
+                 agree: dict[str, object]) -> list[tuple[str, str]] | None:
+        for sub in alternatives:
+            found = [d for d in self.candidates(sub, node, used) or ()
+                     if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())]
+            if sub.all:
+                every = [d for d in self.devices.devices if d.reachable(node) and self.selectors.matches(
+                    d, self.devices.classes[sub.device_class].selectors + sub.selectors)] if found else []
+                if found and len(every) == len(found):
+                    return [(sub.name, d.key) for d in found]
+            elif len(found) >= sub.count:
+                return [(sub.name, d.key) for d in found[:sub.count]]
+        return None
+
+
+def _attribute(device: Device, domain: str, name: str) -> object | None:
+    return next((v for d, n, v in device.attributes if n == name and (d == domain or not domain)), None)
+
+
+def resolve_claims(cluster: Cluster) -> None:
+    """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, and the
+    nodes its allocated claims are usable on. An unallocated claim shared by several pending pods is
+    allocated by the first in queue order; the others wait for that allocation (next cycle)."""
+    claims = cluster.devices.claims
+    allocating: dict[str, str] = {}
+    for pod in sorted(cluster.pending, key=lambda p: (p.created, p.name)):
+        if pod.resource_claims:
+            pod.dra = _pod_claims(pod, claims, allocating)
+
+
+def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], allocating: dict[str, str]) -> PodClaims:
+    mine: list[ResourceClaim] = []
+    terms = []
+    for pod_claim, name in pod.resource_claims:
+        if name is None:
+            return PodClaims(blocked=f'pod "{pod.key}": ResourceClaim not created yet (spec.resourceClaims '
+                                     f'{pod_claim!r} from a template)')
+        if name == "":
+            continue  # intentionally not created: nothing to allocate
+        claim = claims.get(f"{pod.namespace}/{name}")
+        if claim is None:
+            return PodClaims(blocked=f'resourceclaim.resource.k8s.io "{name}" not found')
+        if claim.deleting:
+            return PodClaims(blocked=f'resourceclaim "{name}" is being deleted')
+        if claim.allocated is not None:
+            if claim.allocation_terms is not None:
+                terms.append(claim.allocation_terms)
+            continue
+        first = allocating.setdefault(claim.key, pod.key)
+        if first != pod.key:
+            return PodClaims(blocked=f"resource claim {claim.key} is in the process of being allocated (for pod {first})")
+        mine.append(claim)
+    return PodClaims(to_allocate=tuple(c.key for c in mine), allocated_terms=tuple(terms),
+                     shapes=tuple((c.requests, c.match_attributes) for c in mine))
+
+
+def taken_devices(devices: Devices) -> set[str]:
+    """Devices allocated to some claim already: no other claim gets them."""
+    return {key for claim in devices.claims.values() if claim.allocated for key in claim.allocated}
+
+
+
+def claim_shapes(pod: Pod) -> tuple:
+    """What a pod's claims ask, without their names: pods whose claims (one per pod, from one template) ask
+    alike share a class; the sample pod's claims stand for all of theirs."""
+    dra = pod.dra
+    return (dra.blocked, dra.allocated_terms, dra.shapes) if pod.resource_claims else ()
