@@ -10,6 +10,7 @@ pods to node names.  An empty result means the plan is valid.  The check is on t
 """
 from __future__ import annotations
 
+from .devices import device_violations
 from .quantity import amount, exact, integer
 from .volumes import volume_violations
 
@@ -348,6 +349,7 @@ class Cluster:
         out += self._gangs(placed)
         out += volume_violations(self.docs, {k: p.doc for k, p in self.pods.items()},
                                  {n: {"labels": node.labels} for n, node in self.nodes.items()}, placed, where)
+        out += device_violations(self.docs, {k: p.doc for k, p in self.pods.items()}, placed)
         return out
 
     def _resources(self, placed, on_node) -> list[str]:

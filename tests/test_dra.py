@@ -121,3 +121,12 @@ def test_a_shared_device_reachable_from_every_node() -> None:
             pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b"))]
     plan = plan_for(docs)
     assert len(plan.assignments) == 1  # one device for two claims: Reserve takes the second out
+
+
+def test_the_checker_refuses_plans_that_break_devices() -> None:
+    docs = cluster(resource_claim("a"), resource_claim("b"),
+                   pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b")))
+    assert any("cannot be met on cpu-1" in v for v in check_plan(docs, {"default/pa": "cpu-1"}))
+    shared = check_plan(docs, {"default/pa": "gpu-2", "default/pb": "gpu-2"})  # gpu-2 has one device
+    assert any("more distinct devices" in v for v in shared)
+    assert check_plan(docs, {"default/pa": "gpu-1", "default/pb": "gpu-1"}) == []
