@@ -2,6 +2,9 @@
 node without the devices, or share one device, if DRA were ignored; the checker judges every plan's rest."""
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from engine.ir import Rules
 from engine.load import build_cluster
 from engine.planner import Options, plan_batch
@@ -130,3 +133,29 @@ def test_the_checker_refuses_plans_that_break_devices() -> None:
     shared = check_plan(docs, {"default/pa": "gpu-2", "default/pb": "gpu-2"})  # gpu-2 has one device
     assert any("more distinct devices" in v for v in shared)
     assert check_plan(docs, {"default/pa": "gpu-1", "default/pb": "gpu-1"}) == []
+
+
+@st.composite
+def device_clusters(draw) -> list[dict]:
+    docs: list[dict] = [device_class()]
+    for i in range(draw(st.integers(1, 3))):
+        docs.append(node(f"n{i}"))
+        models = draw(st.lists(st.sampled_from(["a100", "h100"]), max_size=3))
+        if models:
+            docs.append(resource_slice(f"n{i}", [gpu(f"g{j}", model=m) for j, m in enumerate(models)]))
+    for k in range(draw(st.integers(1, 5))):
+        model = draw(st.sampled_from([None, "a100", "h100"]))
+        selectors = (f'device.attributes["gpu.example.com"].model == "{model}"',) if model else ()
+        request = device_request(count=draw(st.integers(1, 2)), selectors=selectors,
+                                 all_devices=draw(st.integers(0, 5)) == 0)
+        docs += [resource_claim(f"c{k}", request), pod(f"p{k}", resourceClaims=claims(f"c{k}"))]
+    return docs
+
+
+@settings(max_examples=60, deadline=None)
+@given(device_clusters())
+def test_every_plan_gives_each_device_once_and_meets_every_claim(docs: list[dict]) -> None:
+    plan = plan_for(docs, time_limit=1)  # the checker: claims met, devices distinct
+    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a]
+    assert len(allocated) == len(set(allocated))
+    assert set(plan.reserved) == set(plan.assignments)
