@@ -67,6 +67,10 @@ KINDS = {
     "ReplicationController": _Kind("v1", "replicationcontrollers", True),
     "ReplicaSet": _Kind("apps/v1", "replicasets", True),
     "StatefulSet": _Kind("apps/v1", "statefulsets", True),
+    "ResourceSlice": _Kind("resource.k8s.io/v1", "resourceslices", False),
+    "DeviceClass": _Kind("resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceClaim": _Kind("resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": _Kind("resource.k8s.io/v1", "resourceclaimtemplates", True),
     # KEP-4671's PodGroup: alpha (v1alpha2) in 1.36, v1beta1 planned for 1.37; whichever the apiserver serves
     NATIVE_POD_GROUP: _Kind("scheduling.k8s.io/v1alpha2", "podgroups", True, "PodGroup", ("v1", "v1beta1", "v1alpha2")),
 }

@@ -18,6 +18,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..storage import VolumeStep
+from .devices import ClaimPreBind
 from .ports import NATIVE_POD_GROUP, BindResult, ClusterAPI, Obj
 from .store import Store, meta, node_of, pod_key
 from .volumes import VolumePreBind
@@ -36,6 +37,8 @@ class Placement:
     pod: Obj  # the manifest the plan was made from
     gang: str | None = None  # the key of its gang (model.Gang), from the plan
     volumes: tuple[VolumeStep, ...] | None = ()  # its claims' PreBind writes (None: no longer met on the node)
+    claims: tuple[str, ...] = ()  # its ResourceClaims (namespace/name), each reserved for it before the bind
+    devices: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # claims it allocates: devices
 
     @property
     def uid(self) -> str:
@@ -172,6 +175,7 @@ class Binder:
         self.events = events
         self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
         self.volumes = VolumePreBind(api, store)
+        self.claims = ClaimPreBind(api, store)
 
     def bind_all(self, placements: list[Placement]) -> BindReport:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
@@ -204,9 +208,14 @@ class Binder:
         done, failed = self.volumes.prepare(p.volumes, p.node)
         if failed is not None:
             return failed
+        reserved, failed = self.claims.prepare(p.pod, p.node, p.devices, p.claims)
+        if failed is not None:
+            self.volumes.undo(done)
+            return failed
         namespace, name = p.key.split("/", 1)
         result = self.api.bind(namespace, name, p.uid, p.node)
         if not result.ok:
+            self.claims.undo(reserved)
             self.volumes.undo(done)
         return result
 
@@ -234,7 +243,7 @@ class Binder:
             return
         self.store.forget(p.key)
         if result.prebind:
-            report.failed[p.key] = f"preparing volumes on {p.node} failed: {result.message}"
+            report.failed[p.key] = f"preparing volumes or devices on {p.node} failed: {result.message}"
             self.events.event(p.pod, "Warning", "FailedScheduling", report.failed[p.key])
             log.warning("volume step failed pod=%s node=%s message=%r", p.key, p.node, result.message)
             return

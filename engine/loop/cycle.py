@@ -8,6 +8,7 @@ of build_cluster leaves them out, and a refused pod of the batch is reported uns
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..ir import Rules
 from ..load import build_cluster
@@ -15,6 +16,7 @@ from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
 from ..storage import VolumeStep, volume_steps
+from .devices import KIND as DEVICES_KIND
 from .ports import Obj
 
 
@@ -57,6 +59,17 @@ class CycleResult:
                 out[key] = (True, f"{len(members)} pod(s) of the group placed")
             else:
                 out[key] = (False, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
+        return out
+
+    def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]]]]:
+        """Each placed pod's ResourceClaims to reserve for it (keys) and the devices Reserve gave those it
+        allocates (the binder writes both before the bind)."""
+        out = {}
+        for pod in self.cluster.pending:
+            if pod.key in self.plan.assignments and pod.resource_claims:
+                keys = tuple(f"{pod.namespace}/{name}" for _, name in pod.resource_claims if name)
+                devices: Any = self.plan.reserved.get(pod.key, {}).get(DEVICES_KIND) or {}
+                out[pod.key] = (keys, dict(devices))
         return out
 
     def refused_pods(self) -> dict[str, str]:

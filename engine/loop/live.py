@@ -12,7 +12,7 @@ from .store import meta, source_name
 
 LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", NATIVE_POD_GROUP, "PodDisruptionBudget", "PersistentVolumeClaim",
               "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController", "ReplicaSet",
-              "StatefulSet", "Pod")
+              "StatefulSet", "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Pod")
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:

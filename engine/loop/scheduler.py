@@ -191,8 +191,9 @@ class ProfileLoop:
                               preemption=self.settings.preemption)
             result = run_cycle(objects, self.name, self.policies.rules, options)
             pods = {pod_key(o): o for s, o in objects if s.startswith("Pod ")}
-            steps = result.volume_steps()
-            placements = [Placement(k, node, pods[k], result.plan.gangs.get(k), steps.get(k, ()))
+            steps, claims = result.volume_steps(), result.claim_steps()
+            placements = [Placement(k, node, pods[k], result.plan.gangs.get(k), steps.get(k, ()),
+                                    *claims.get(k, ((), {})))
                           for k, node in sorted(result.plan.assignments.items())]
             for p in placements:
                 self.store.assume(p.key, p.uid, p.node)
@@ -307,7 +308,9 @@ def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
            Resource("Namespace"),
            Resource("PodDisruptionBudget"), Resource("PersistentVolumeClaim"), Resource("PersistentVolume"),
            Resource("StorageClass"), Resource("CSINode"), Resource("Service"), Resource("ReplicationController"),
-           Resource("ReplicaSet"), Resource("StatefulSet")]  # the last four: system-default spreading's selectors
+           Resource("ReplicaSet"), Resource("StatefulSet"),  # these four: system-default spreading's selectors
+           Resource("ResourceSlice"), Resource("DeviceClass"), Resource("ResourceClaim"),
+           Resource("ResourceClaimTemplate")]
     for p in profiles:
         if p.policy_configmap and Resource("ConfigMap", *p.policy_configmap) not in out:
             out.append(Resource("ConfigMap", *p.policy_configmap))
