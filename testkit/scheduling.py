@@ -65,9 +65,10 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "CustomResourceDefinition": "customresourcedefinitions", "PodDisruptionBudget": "poddisruptionbudgets",
            "PersistentVolume": "persistentvolumes", "PersistentVolumeClaim": "persistentvolumeclaims",
            "StorageClass": "storageclasses", "CSINode": "csinodes", "StatefulSet": "statefulsets",
-           "ReplicaSet": "replicasets"}
+           "ReplicaSet": "replicasets", "ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses",
+           "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                  "PersistentVolume", "StorageClass", "CSINode"}
+                  "PersistentVolume", "StorageClass", "CSINode", "ResourceSlice", "DeviceClass"}
 
 
 def collection(obj: dict) -> str:
