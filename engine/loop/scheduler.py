@@ -31,7 +31,10 @@ from .store import Change, Store, meta, node_of, pod_key
 from .sync import Reflector
 
 log = logging.getLogger("policy_scheduler.loop")
-WAKING_KINDS = ("PodGroup", NATIVE_POD_GROUP, "PriorityClass", "Namespace")
+# changes that may let a waiting pod in (a group or class appearing, a claim created from a template or
+# deallocated, devices published); the event-driven requeue of the live-loop work will narrow these
+WAKING_KINDS = ("PodGroup", NATIVE_POD_GROUP, "PriorityClass", "Namespace", "ResourceClaim", "ResourceSlice",
+                "DeviceClass")
 
 
 @dataclass(frozen=True, slots=True)
