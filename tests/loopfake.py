@@ -217,3 +217,15 @@ def _match(key: Key, resource: Resource) -> bool:
 # the loop tests' manifests: 1-cpu nodes and pods (the kit's builders)
 node = partial(manifests.node, cpu="1", memory="8Gi")
 pod = partial(manifests.pod, cpu="1")
+
+
+def synced_loop(api: FakeAPI, backoff: float = 0.2):
+    """A Scheduler over `api` with one profile, its store filled as the watches would fill it (no threads), and
+    that profile's loop: what the loop tests drive one cycle at a time."""
+    from engine.loop.queue import QueueConfig
+    from engine.loop.scheduler import Profile, Scheduler, Settings
+    s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0, backoff_initial=backoff),
+                                time_limit=2))
+    for r in s.resources:
+        s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
+    return s, s.loops[0]

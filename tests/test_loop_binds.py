@@ -10,25 +10,15 @@ from __future__ import annotations
 import time
 
 from engine.loop import cycle as cycle_module
-from engine.loop.queue import QueueConfig
-from engine.loop.scheduler import Profile, Scheduler, Settings
-from loopfake import FakeAPI, node, pod
+from loopfake import FakeAPI, node, pod, synced_loop
 from testkit.manifests import priority_class
-
-
-def _loop(api: FakeAPI, backoff: float = 0.2):
-    s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0, backoff_initial=backoff),
-                                time_limit=2))
-    for r in s.resources:
-        s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
-    return s, s.loops[0]
 
 
 def test_a_bind_the_apiserver_failed_is_retried_after_a_backoff() -> None:
     api = FakeAPI(fail_binds={"default/a": 500})
     api.put("Node", node("n1", cpu="1"))
     api.put("Pod", pod("a"))
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     started = time.monotonic()
     loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
     unit = loop.queue._units["default/a"]
@@ -46,7 +36,7 @@ def test_a_conflict_waits_for_the_watch_instead_of_a_retry() -> None:
     api = FakeAPI()
     api.put("Node", node("n1", cpu="1"))
     api.put("Pod", pod("a"))
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     api.objects[("Pod", "default", "a")]["metadata"]["uid"] = "recreated"  # replaced; the watch has not said so
     loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
     unit = loop.queue._units["default/a"]
@@ -63,7 +53,7 @@ def test_a_conflict_on_a_pod_still_shown_pending_is_put_back_by_its_next_watch_e
     api = FakeAPI(fail_binds={"default/a": 409})
     api.put("Node", node("n1", cpu="1"))
     a = api.put("Pod", pod("a"))
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
     assert loop.queue.parked("default/a")
     s.store.apply("Pod", "MODIFIED", {**a, "metadata": {**a["metadata"], "resourceVersion": "99"}})
@@ -81,7 +71,7 @@ def test_bad_objects_are_set_aside_in_one_pass_and_a_bad_pod_of_the_batch_is_tol
     api.put("Pod", pod("good"))
     api.put("Pod", pod("classy", priorityClassName="high"))
     api.put("Pod", pod("bad", cpu="lots"))
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     calls = []
     real = cycle_module.build_cluster
     monkeypatch.setattr(cycle_module, "build_cluster", lambda *a, **k: calls.append(1) or real(*a, **k))

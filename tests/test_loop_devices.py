@@ -6,18 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from engine.loop.queue import QueueConfig
-from engine.loop.scheduler import Profile, Scheduler, Settings
-from loopfake import FakeAPI, node, pod
+from loopfake import FakeAPI, node, pod, synced_loop
 from testkit.manifests import claims, device_class, gpu, resource_claim, resource_slice
-
-
-def _loop(api: FakeAPI):
-    s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0, backoff_initial=0.2),
-                                time_limit=2))
-    for r in s.resources:
-        s.store.replace(r, api.list(r)[0])
-    return s, s.loops[0]
 
 
 def _cluster(api: FakeAPI) -> None:
@@ -32,7 +22,7 @@ def _cluster(api: FakeAPI) -> None:
 def test_the_claim_is_allocated_and_reserved_before_the_bind() -> None:
     api = FakeAPI()
     _cluster(api)
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
     assert api.binds == [("default/trainer", "gpu-1")]
     claim = api.objects[("ResourceClaim", "default", "train")]
@@ -47,7 +37,7 @@ def test_the_claim_is_allocated_and_reserved_before_the_bind() -> None:
 def test_a_failed_claim_write_takes_everything_back() -> None:
     api = FakeAPI(fail_patches={"ResourceClaim train": 500})
     _cluster(api)
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
     assert api.binds == []
     claim = api.objects[("ResourceClaim", "default", "train")]
@@ -59,7 +49,7 @@ def test_a_failed_claim_write_takes_everything_back() -> None:
 def test_a_failed_bind_takes_the_allocation_back() -> None:
     api = FakeAPI(fail_binds={"default/trainer": 500})
     _cluster(api)
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
     claim = api.objects[("ResourceClaim", "default", "train")]
     assert not (claim.get("status") or {}).get("allocation")

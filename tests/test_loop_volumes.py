@@ -5,18 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from engine.loop.queue import QueueConfig
-from engine.loop.scheduler import Profile, Scheduler, Settings
-from loopfake import FakeAPI, node, pod
+from loopfake import FakeAPI, node, pod, synced_loop
 from testkit.manifests import claim, mounts, storage_class, volume
-
-
-def _loop(api: FakeAPI):
-    s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0, backoff_initial=0.2),
-                                time_limit=2))
-    for r in s.resources:
-        s.store.replace(r, api.list(r)[0])
-    return s, s.loops[0]
 
 
 def _cluster(api: FakeAPI) -> None:
@@ -33,7 +23,7 @@ def _cluster(api: FakeAPI) -> None:
 def test_claims_are_prepared_before_the_pod_is_bound() -> None:
     api = FakeAPI()
     _cluster(api)
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
     assert api.binds == [("default/db", "n2")]  # the only node with a PV for the local claim
     pv = api.objects[("PersistentVolume", "", "pv-n2")]
@@ -47,7 +37,7 @@ def test_claims_are_prepared_before_the_pod_is_bound() -> None:
 def test_a_failed_volume_step_undoes_the_rest_and_requeues_the_pod() -> None:
     api = FakeAPI(fail_patches={"PersistentVolumeClaim scratch": 500})
     _cluster(api)
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
     assert api.binds == []
     pv = api.objects[("PersistentVolume", "", "pv-n2")]
@@ -66,7 +56,7 @@ def test_a_failed_volume_step_undoes_the_rest_and_requeues_the_pod() -> None:
 def test_a_volume_taken_meanwhile_is_not_taken_twice() -> None:
     api = FakeAPI()
     _cluster(api)
-    s, loop = _loop(api)
+    s, loop = synced_loop(api)
     taken = dict(api.objects[("PersistentVolume", "", "pv-n2")])
     taken["spec"] = {**taken["spec"], "claimRef": {"namespace": "other", "name": "theirs"}}
     api.put("PersistentVolume", taken)  # another scheduler bound it; our store has not seen it yet
