@@ -113,10 +113,10 @@ def delete_volumes(kube: Kube, scenario: Scenario) -> None:
         time.sleep(0.2)
 
 
-def claims_bound(kube: Kube, expected: int, settle_s: float = 60.0) -> int:
+def claims_bound(kube: Kube, expected: int, settle_s: float = 300.0) -> int:
     """Claims the PV controller has bound once `expected` are (the placed pods' claims), or after `settle_s`:
     a scheduler that binds without waiting for the controller (its claim sync runs every 15 s) is not judged
-    before the controller had its turn."""
+    before the controller had its turn (it binds some 5 claims a second at its default client QPS)."""
     deadline = time.monotonic() + settle_s
     while True:
         bound = sum(1 for c in ok(kube, "GET", "/api/v1/persistentvolumeclaims")["items"]
