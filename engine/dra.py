@@ -11,110 +11,22 @@ claims on one node; `resolve_claims` sets each pending pod's `dra`, once per sna
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import celpy
-from celpy import celtypes
-
-from .model import Cluster, Device, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest, Version
-from .quantity import QuantityError, to_milli
+from .model import Cluster, Device, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
-
-
-class Quantity(celtypes.IntType):
-    """A resource.Quantity in CEL, held in milli-units (exact for every quantity a device publishes)."""
-
-
-class Semver(celtypes.StringType):
-    """A semantic version in CEL; ordered by `_semver_key`."""
-
-
-_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
-
-
-def _semver_key(text: str) -> tuple:
-    m = _SEMVER.match(text)
-    if m is None:
-        raise ValueError(f"invalid semver {text!r}")
-    pre = m.group(4)
-    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ()
-    return int(m.group(1)), int(m.group(2)), int(m.group(3)), not pre, parts
-
-
-def _compare(a: Any, b: Any) -> celtypes.IntType:
-    left: Any = _semver_key(str(a)) if isinstance(a, Semver) else int(a)
-    right: Any = _semver_key(str(b)) if isinstance(a, Semver) else int(b)
-    return celtypes.IntType((left > right) - (left < right))
-
-
-def _quantity(text: Any) -> Quantity:
-    try:
-        return Quantity(to_milli(str(text)))
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _semver(text: Any) -> Semver:
-    _semver_key(str(text))  # raises for an invalid version
-    return Semver(str(text))
-
-
-FUNCTIONS: dict[str, Any] = {
-    "quantity": _quantity,
-    "semver": _semver,
-    "isSemver": lambda text: celtypes.BoolType(_SEMVER.match(str(text)) is not None),
-    "compareTo": _compare,
-    "isGreaterThan": lambda a, b: celtypes.BoolType(_compare(a, b) > 0),
-    "isLessThan": lambda a, b: celtypes.BoolType(_compare(a, b) < 0),
-    "asInteger": lambda q: celtypes.IntType(int(q) // 1000),
-    "asApproximateFloat": lambda q: celtypes.DoubleType(int(q) / 1000),
-    "major": lambda v: celtypes.IntType(_semver_key(str(v))[0]),
-    "minor": lambda v: celtypes.IntType(_semver_key(str(v))[1]),
-    "patch": lambda v: celtypes.IntType(_semver_key(str(v))[2]),
-}
-
-
-def _cel_value(value: object) -> Any:
-    if isinstance(value, bool):
-        return celtypes.BoolType(value)
-    if isinstance(value, int):
-        return celtypes.IntType(value)
-    if isinstance(value, Version):
-        return Semver(value.text)
-    return celtypes.StringType(str(value))
-
-
-def _cel_device(device: Device) -> Any:
-    """The `device` variable of a DRA selector: driver, attributes and capacity by domain."""
-    attributes: dict[str, dict[str, Any]] = {}
-    for domain, name, value in device.attributes:
-        attributes.setdefault(domain, {})[name] = _cel_value(value)
-    capacity: dict[str, dict[str, Any]] = {}
-    for domain, name, milli in device.capacity:
-        capacity.setdefault(domain, {})[name] = Quantity(milli)
-    return celtypes.MapType({
-        celtypes.StringType("driver"): celtypes.StringType(device.driver),
-        celtypes.StringType("attributes"): _map_of_maps(attributes),
-        celtypes.StringType("capacity"): _map_of_maps(capacity),
-        celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(False),
-    })
-
-
-def _map_of_maps(found: dict[str, dict[str, Any]]) -> Any:
-    return celtypes.MapType({celtypes.StringType(d): celtypes.MapType({celtypes.StringType(k): v for k, v in m.items()})
-                             for d, m in found.items()})
 
 
 @dataclass
 class Selectors:
     """CEL selectors compiled once, judged once per (device, expression): a device matches when every
-    expression is true; an expression that fails on a device (a missing attribute) does not select it."""
+    expression is true; an expression that fails on a device (a missing attribute) does not select it. The CEL
+    machinery (engine.cel, cel-python) is imported on the first expression: snapshots without DRA never pay it."""
 
-    env: celpy.Environment = field(default_factory=celpy.Environment)
+    env: Any = None  # celpy.Environment, built on the first expression (its parser takes a quarter second)
     programs: dict[str, Any] = field(default_factory=dict)
     verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
     activations: dict[str, Any] = field(default_factory=dict)
@@ -122,10 +34,9 @@ class Selectors:
     def compile(self, expression: str) -> None:
         """Raises ValueError with the parser's words for an expression CEL rejects."""
         if expression not in self.programs:
-            try:
-                self.programs[expression] = self.env.program(self.env.compile(expression), functions=FUNCTIONS)
-            except celpy.CELParseError as exc:
-                raise ValueError(f"invalid CEL expression {expression!r}: {exc}") from None
+            from . import cel
+            self.env = self.env or cel.environment()
+            self.programs[expression] = cel.program(self.env, expression)
 
     def matches(self, device: Device, expressions: Iterable[str]) -> bool:
         return all(self._one(device, e) for e in expressions)
@@ -133,14 +44,11 @@ class Selectors:
     def _one(self, device: Device, expression: str) -> bool:
         key = (device.key, expression)
         if key not in self.verdicts:
+            from . import cel
             self.compile(expression)
             if device.key not in self.activations:
-                self.activations[device.key] = {"device": _cel_device(device)}
-            try:
-                result = self.programs[expression].evaluate(self.activations[device.key])
-                self.verdicts[key] = isinstance(result, celtypes.BoolType) and bool(result)
-            except (celpy.CELEvalError, ValueError, TypeError, KeyError):
-                self.verdicts[key] = False
+                self.activations[device.key] = {"device": cel.device(device)}
+            self.verdicts[key] = cel.holds(self.programs[expression], self.activations[device.key])
         return self.verdicts[key]
 
 

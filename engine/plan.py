@@ -134,11 +134,14 @@ def _placements(compiled: Compiled, solution: Solution) -> list[tuple[Pod, int, 
 def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str, str], dict[str, dict[str, object]]]:
     """Every kind's Reserve over the placements, in plan order (kinds.base.Kind.reserve). A pod a kind cannot
     serve after all is taken out of the solution, with the other placed members of its gang (all or nothing)."""
-    placements = _placements(compiled, solution)
-    nodes = compiled.cluster.nodes
     reserved: dict[str, dict[str, object]] = {}
     dropped: dict[str, str] = {}
-    for kind in KINDS:
+    reserving = [kind for kind in KINDS if kind.reserving(compiled)]
+    if not reserving:
+        return solution, dropped, reserved
+    placements = _placements(compiled, solution)
+    nodes = compiled.cluster.nodes
+    for kind in reserving:
         dropped.update(kind.reserve(compiled, [(p, nodes[n]) for p, _, n in placements if p.key not in dropped],
                                     reserved))
     if not dropped:

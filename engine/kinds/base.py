@@ -128,6 +128,11 @@ class Kind:
         """What this kind's rules say about evicting running `pod` to make room."""
         return Guard()
 
+    def reserving(self, compiled: Compiled) -> bool:
+        """Whether `reserve` has anything to do for this batch (the plan skips pairing pods with nodes if none
+        has)."""
+        return False
+
     def reserve(self, compiled: Compiled, placements: list[tuple[Pod, Node]],
                 reserved: dict[str, dict[str, object]]) -> dict[str, str]:
         """Upstream's Reserve, after the solve: claim what the placed pods need (in placement order), record it

@@ -85,6 +85,9 @@ class DynamicResources(Kind):
             demand = [per_class.get(a, 0) for a in range(len(build.classes))]
             build.add_resource(f"devices: {shape.device_class}{_selectors(shape)}", room, room, demand)
 
+    def reserving(self, compiled: Compiled) -> bool:
+        return any(info.sample.dra.to_allocate for info in compiled.classes)
+
     def reserve(self, compiled: Compiled, placements: list[tuple[Pod, Node]],
                 reserved: dict[str, dict[str, object]]) -> dict[str, str]:
         """Allocate each placed pod's claims on its node, in placement order; the allocation goes into
