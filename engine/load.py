@@ -159,7 +159,9 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
         raise first
     cluster.refused = [e.refusal() for e in found.errors]
     cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
-    if not cluster.namespaces and (selecting := sum(1 for _, obj in found.pods if _selects_namespaces(obj))):
+    affine = any(p.affinity_required or p.affinity_preferred or p.anti_affinity_required or p.anti_affinity_preferred
+                 for p in (*cluster.pending, *cluster.bound))
+    if not cluster.namespaces and affine and (selecting := sum(1 for _, obj in found.pods if _selects_namespaces(obj))):
         cluster.notes.append(f"{selecting} pod(s) have pod (anti-)affinity with a namespaceSelector but the snapshot "
                              "has no Namespace objects, so it matches only by the kubernetes.io/metadata.name label "
                              "(include them: kubectl get namespaces -o yaml)")
@@ -659,7 +661,9 @@ def _pod_level_requests(spec: dict[str, Any], containers: dict[str, int]) -> dic
     API-defaulted gets the defaulting first (core/v1 defaultPodRequests): with pod-level limits, a resource
     without a pod-level request takes the containers' request if they make one (cpu and memory only: hugepages
     cannot be overcommitted), else the pod-level limit."""
-    res = _mapping(spec.get("resources"), "spec.resources")
+    if not spec.get("resources"):
+        return {}
+    res = _mapping(spec["resources"], "spec.resources")
     requests = {k: v for k, v in _resources(res.get("requests"), "spec.resources.requests").items() if _pod_level(k)}
     limits = _resources(res.get("limits"), "spec.resources.limits")
     for k, limit in limits.items():
