@@ -123,11 +123,17 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
     return plan
 
 
-def _placements(compiled: Compiled, solution: Solution) -> list[tuple[Pod, int, int]]:
-    """(pod, class, node index) for every placed pod, paired as `plan_from_solution` pairs them."""
+def _targets(solution: Solution) -> dict[int, list[int]]:
+    """Per class, the node of each placed pod, in node order: a class's pods take them in queue order."""
     targets: dict[int, list[int]] = {}
     for (c, n), k in sorted(solution.placed.items()):
         targets.setdefault(c, []).extend([n] * k)
+    return targets
+
+
+def _placements(compiled: Compiled, solution: Solution) -> list[tuple[Pod, int, int]]:
+    """(pod, class, node index) for every placed pod, paired as `plan_from_solution` pairs them."""
+    targets = _targets(solution)
     return [(pod, c, n) for c, info in enumerate(compiled.classes) for pod, n in zip(info.pods, targets.get(c, []))]
 
 
@@ -156,8 +162,7 @@ def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str,
             placed[(c, n)] -= 1
             reserved.pop(pod.key, None)
     kept = {key: k for key, k in placed.items() if k > 0}
-    value = sum(compiled.problem.classes[c].weight * k for (c, _), k in kept.items())
-    return replace(solution, placed=kept, placed_value=value), dropped, reserved
+    return replace(solution, placed=kept, placed_value=compiled.problem.value(kept)), dropped, reserved
 
 
 def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, compile_seconds: float = 0.0,
@@ -169,10 +174,8 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     assignments: dict[str, str] = {}
     unschedulable: dict[str, list[str]] = {key: [why] for key, why in dropped.items()}
     explanations: dict[str, Explanation] = {}
-    placed_on: dict[int, list[int]] = {}
+    placed_on = _targets(solution)
     state = None  # the plan replayed, built once if some pod needs explaining
-    for (c, n), k in sorted(solution.placed.items()):
-        placed_on.setdefault(c, []).extend([n] * k)
     for c, info in enumerate(compiled.classes):
         targets = placed_on.get(c, [])
         pods = [p for p in info.pods if p.key not in dropped]
