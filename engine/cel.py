@@ -77,16 +77,16 @@ def _cel_value(value: object) -> Any:
     return celtypes.StringType(str(value))
 
 
-def _cel_device(device: Device) -> Any:
+def device(found: Device) -> Any:
     """The `device` variable of a DRA selector: driver, attributes and capacity by domain."""
     attributes: dict[str, dict[str, Any]] = {}
-    for domain, name, value in device.attributes:
+    for domain, name, value in found.attributes:
         attributes.setdefault(domain, {})[name] = _cel_value(value)
     capacity: dict[str, dict[str, Any]] = {}
-    for domain, name, milli in device.capacity:
+    for domain, name, milli in found.capacity:
         capacity.setdefault(domain, {})[name] = Quantity(milli)
     return celtypes.MapType({
-        celtypes.StringType("driver"): celtypes.StringType(device.driver),
+        celtypes.StringType("driver"): celtypes.StringType(found.driver),
         celtypes.StringType("attributes"): _map_of_maps(attributes),
         celtypes.StringType("capacity"): _map_of_maps(capacity),
         celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(False),
@@ -117,7 +117,3 @@ def holds(prog: Any, activation: dict[str, Any]) -> bool:
     except (celpy.CELEvalError, ValueError, TypeError, KeyError):
         return False
     return isinstance(result, celtypes.BoolType) and bool(result)
-
-
-def device(found: Device) -> Any:
-    return _cel_device(found)

@@ -58,6 +58,20 @@ class Allocator:
 
     devices: Devices
     selectors: Selectors = field(default_factory=Selectors)
+    pinned: dict[str, list[Device]] = field(init=False)  # node name -> the devices only it reaches
+    roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
+
+    def __post_init__(self) -> None:
+        self.pinned, self.roaming = {}, []
+        for d in self.devices.devices:
+            if d.node is not None:
+                self.pinned.setdefault(d.node, []).append(d)
+            else:
+                self.roaming.append(d)
+
+    def reaches(self, node: Node) -> bool:
+        """Whether any device could serve a pod on `node` (nodes without one are rejected without allocating)."""
+        return node.name in self.pinned or any(d.reachable(node) for d in self.roaming)
 
     def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
         """Free devices reachable from `node` that `sub` may take (None: its DeviceClass does not exist)."""
@@ -65,8 +79,8 @@ class Allocator:
         if cls is None:
             return None
         wanted = cls.selectors + sub.selectors
-        return [d for d in self.devices.devices
-                if d.key not in taken and d.reachable(node) and self.selectors.matches(d, wanted)]
+        near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
+        return [d for d in near if d.key not in taken and self.selectors.matches(d, wanted)]
 
     def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
         """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);
@@ -114,10 +128,8 @@ class Allocator:
         for sub in alternatives:
             found = [d for d in self.candidates(sub, node, used) or ()
                      if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())]
-            if sub.all:
-                every = [d for d in self.devices.devices if d.reachable(node) and self.selectors.matches(
-                    d, self.devices.classes[sub.device_class].selectors + sub.selectors)] if found else []
-                if found and len(every) == len(found):
+            if sub.all:  # every matching device, none of them taken
+                if found and len(found) == len(self.candidates(sub, node, set()) or ()):
                     return [(sub.name, d.key) for d in found]
             elif len(found) >= sub.count:
                 return [(sub.name, d.key) for d in found[:sub.count]]
@@ -168,7 +180,6 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], allocating: dict[str
 def taken_devices(devices: Devices) -> set[str]:
     """Devices allocated to some claim already: no other claim gets them."""
     return {key for claim in devices.claims.values() if claim.allocated for key in claim.allocated}
-
 
 
 def claim_shapes(pod: Pod) -> tuple:

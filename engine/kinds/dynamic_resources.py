@@ -53,8 +53,8 @@ class DynamicResources(Kind):
         if dra.to_allocate:
             allocator, taken = self._allocator(batch)
             claims = claims_of(spec.sample, batch.cluster.devices.claims)
-            met = np.fromiter((allocator.allocate(claims, node, set(taken)) is not None for node in index.nodes),
-                              dtype=bool, count=len(index.nodes))
+            met = np.fromiter((allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
+                               for node in index.nodes), dtype=bool, count=len(index.nodes))
             out.add(Rejection(self.name, (ERR_ALLOCATE,)), ~met)
 
     def _allocator(self, batch: Batch) -> tuple[Allocator, set[str]]:
