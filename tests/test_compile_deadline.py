@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from itertools import count
 
+import pytest
+
 from engine.compile import Deadline, compile_cluster
 from engine.load import build_cluster
 from engine.plan import plan_from_solution
 from engine.rejections import UNCHECKED
 from engine.solve import Status, solve
+from engine.solve.greedy import greedy
+from engine.solve.problem import Solution
+from engine.solve.sequential import sequential
 from testkit.checker import check_plan
-from testkit.manifests import anti, node, pod, term
+from testkit.manifests import POD_GROUP_LABEL, anti, node, pod, podgroup, spread, term
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -77,12 +82,43 @@ def test_without_a_deadline_every_class_is_checked():
     assert "unchecked" not in plan.stats["strategy"]
 
 
-def test_past_the_time_limit_only_the_first_starting_plan_runs():
+def test_past_the_time_limit_the_starting_plans_stop_where_they_are():
     # 3 pods of 3 cpu on 2 nodes of 4 cpu: the greedy leaves one out, which would run the one-at-a-time plan
     docs = [node("n0"), node("n1")] + [pod(f"p{i}", cpu="3") for i in range(3)]
     problem = compile_cluster(build_cluster([("test", d) for d in docs])).problem
     late = solve(problem, time_limit=0.0)
-    assert late.sequential_placed is None and sum(late.placed.values()) == 2
+    assert late.sequential_placed is None and late.placed == {}  # the greedy too stopped at the wall
+    assert late.status == Status.FEASIBLE
     asked = solve(problem, time_limit=0.0, baseline=True)  # --baseline runs it whatever the clock says
     assert asked.sequential_placed == 2
-    assert solve(problem, time_limit=5.0).sequential_placed == 2
+    on_time = solve(problem, time_limit=5.0)
+    assert on_time.sequential_placed == 2 and sum(on_time.placed.values()) == 2
+
+
+def ticks_after(n: int):
+    """A stop that says the time is up after it was asked `n` times (a clock counting checks, not seconds)."""
+    asked = count()
+    return lambda: next(asked) >= n
+
+
+def spread_docs() -> list[dict]:
+    """Eight nodes over two zones; six pods of a hard zone spread, four plain pods and a gang of three."""
+    docs = [node(f"n{i}", labels={ZONE: f"z{i % 2}"}) for i in range(8)]
+    docs += [pod(f"s{i}", labels={"app": "s"}, topologySpreadConstraints=[spread({"app": "s"})]) for i in range(6)]
+    docs += [pod(f"p{i}", cpu="1") for i in range(4)]
+    docs += [podgroup("g", 3)] + [pod(f"g{i}", labels={POD_GROUP_LABEL: "g"}) for i in range(3)]
+    return docs
+
+
+@pytest.mark.parametrize("start", [greedy, lambda p, stop: greedy(p, largest_first=False, stop=stop), sequential])
+@pytest.mark.parametrize("after", [0, 1, 2, 4, 7, 11])
+def test_a_starting_plan_stopped_early_is_a_valid_part_of_the_whole(start, after):
+    docs = spread_docs()
+    compiled = compile_cluster(build_cluster([("test", d) for d in docs]))
+    whole = start(compiled.problem, stop=None)
+    part = start(compiled.problem, stop=ticks_after(after))
+    assert sum(part.values()) < sum(whole.values()) == 13  # it stopped before the end
+    plan = plan_from_solution(compiled, Solution(part, Status.FEASIBLE, 0), 0.0)
+    assert check_plan(docs, plan.assignments) == []  # hard spread and the gang (all or none) hold
+    gang = [k for k in plan.assignments if k.startswith("default/g")]
+    assert len(gang) in (0, 3)

@@ -53,6 +53,10 @@ class _Clock:
     def left(self) -> float:
         return self.limit - self.elapsed()
 
+    def up(self) -> bool:
+        """The time limit has passed (the starting plans stop there and return what they have)."""
+        return self.left() <= 0
+
 
 def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> _Plan:
     return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin)
@@ -62,21 +66,23 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
     """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out,
     or when asked), and how many pods the baseline placed (None if it did not run). A further starting plan
     runs only if the time left could fit another run as long as the first greedy's (and the baseline always
-    when asked for): a plan is always returned, on time."""
+    when asked for); each stops at the clock's limit with what it has placed (but a baseline asked for, a measurement, runs to its
+    end): a plan is always returned, on time."""
     started = time.perf_counter()
     bound = problem.upper_bound()
-    best = _plan(problem, greedy(problem), "greedy")
+    stop = clock.up if clock is not None else None
+    best = _plan(problem, greedy(problem, stop=stop), "greedy")
     first = time.perf_counter() - started
 
     def late() -> bool:
         return clock is not None and clock.left() < first
 
     if (best.value < bound or problem.has_soft_terms()) and not late():
-        other = _plan(problem, greedy(problem, largest_first=False), "greedy (smallest first)")
+        other = _plan(problem, greedy(problem, largest_first=False, stop=stop), "greedy (smallest first)")
         best = other if other.beats(best) else best
     placed_by_baseline = None
     if (best.value < bound and not late()) or baseline:
-        one_by_one = _plan(problem, sequential(problem), "one pod at a time")
+        one_by_one = _plan(problem, sequential(problem, None if baseline else stop), "one pod at a time")
         placed_by_baseline = sum(one_by_one.placed.values())
         best = one_by_one if one_by_one.beats(best) else best
     return best, placed_by_baseline

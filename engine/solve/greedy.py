@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from .problem import NO_DOMAIN, Check, Problem
+
+Stop = Callable[[], bool]  # a starting plan's deadline: True once its time is up
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +82,9 @@ def _node_domains(problem: Problem) -> list[dict[int, int]]:
 class GreedyState:
     """Mutable placement state with incremental constraint checks and an undo log."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, stop: Stop | None = None):
         self.p = problem
+        self.stop: Stop = stop or _never
         self.free = [list(f) for f in problem.free]
         self.on_node: dict[tuple[int, int], int] = defaultdict(int)
         # (partition, class) -> domain -> pods
@@ -309,7 +316,7 @@ class GreedyState:
         dead: set[int] = set()
         placed = 0
         start = 0
-        while placed < limit and alive:
+        while placed < limit and alive and not self.stop():
             if soft:
                 chosen = self._choose(c, alive, dead, start, score if cls.scores else None)
             else:
@@ -344,13 +351,13 @@ class GreedyState:
         starts: dict[int, int] = defaultdict(int)
         dead: set[int] = set()
         placed = 0
-        while placed < limit and (heap or NO_DOMAIN in buckets):
+        while placed < limit and (heap or NO_DOMAIN in buckets) and not self.stop():
             d = heapq.heappop(heap)[1] if heap else NO_DOMAIN
             if d != NO_DOMAIN and heap and counts[d] > heap[0][0]:
                 heapq.heappush(heap, (counts[d], d))  # stale: its count grew since it was pushed
                 continue
             nodes = buckets.pop(d) if d == NO_DOMAIN else buckets[d]
-            while placed < limit and (i := next(self._open(c, nodes, dead, starts[d]), None)) is not None:
+            while placed < limit and not self.stop() and (i := next(self._open(c, nodes, dead, starts[d]), None)) is not None:
                 self.place(c, nodes[i])
                 placed += 1
                 starts[d] = i + step
@@ -383,18 +390,21 @@ def _sizes(problem: Problem) -> list[float]:
     return [sum(d / b for d, b in zip(cls.demand, biggest) if b > 0) for cls in problem.classes]
 
 
-def greedy(problem: Problem, largest_first: bool = True) -> dict[tuple[int, int], int]:
+def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = None) -> dict[tuple[int, int], int]:
     """A feasible placement (every hard constraint holds), good but not optimal.
 
     Within a rank, largest pods first packs tightly (first-fit decreasing); smallest first places more
-    pods when the batch does not fit. The solver tries both.
+    pods when the batch does not fit. The solver tries both. Once `stop()` says the time is up it returns
+    what it has placed so far (a gang it was filling is taken back whole), which is still feasible.
     """
-    state = GreedyState(problem)
+    state = GreedyState(problem, stop)
     done_gangs: set[int] = set()
     sign = -1 if largest_first else 1
     size = _sizes(problem)
     order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
     for c in order:
+        if state.stop():
+            break
         cls = problem.classes[c]
         if cls.gang is None:
             state.fill(c, cls.count)

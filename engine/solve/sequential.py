@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from .greedy import GreedyState, place_gang
+from .greedy import GreedyState, Stop, place_gang
 from .problem import Problem
 
 LEAST_ALLOCATED_MAX = 100
@@ -89,12 +89,14 @@ def _pod_queue(problem: Problem) -> list[int]:
     return [c for _, c in sorted(entries)]
 
 
-def sequential(problem: Problem) -> dict[tuple[int, int], int]:
-    """The one-at-a-time plan (complete gangs only)."""
-    state = GreedyState(problem)
+def sequential(problem: Problem, stop: Stop | None = None) -> dict[tuple[int, int], int]:
+    """The one-at-a-time plan (complete gangs only); once `stop()` says the time is up, the pods placed so far."""
+    state = GreedyState(problem, stop)
     queue = _Queue(problem, state)
     left = [cls.count for cls in problem.classes]
     for c in _pod_queue(problem):
+        if state.stop():
+            break
         gang = problem.classes[c].gang
         if left[c] == 0:
             continue
@@ -114,7 +116,7 @@ def sequential(problem: Problem) -> dict[tuple[int, int], int]:
                 queue.version[n] += 1
             continue
         for m in members:
-            while left[m]:
+            while left[m] and not state.stop():  # stopped mid-gang: too few placed, taken back below
                 left[m] -= 1
                 n = queue.best(m)
                 if n is not None:
