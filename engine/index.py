@@ -168,12 +168,22 @@ class BoundState:
         return cls._of(nodes, pods, node_of, Usage.of(nodes, pods, node_of), facts or NodeFacts.of(nodes))
 
     @classmethod
-    def _of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: Usage, facts: NodeFacts) -> BoundState:
+    def of_parts(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: Usage, facts: NodeFacts,
+                 special: list[int]) -> BoundState:
+        """The index from parts a caller keeps up to date itself (the scheduler loop's cache): `usage` must be
+        what `pods` (each on node `node_of[k]`) request of `nodes`, `facts` must describe `nodes`, and `special`
+        list the positions of every pod with host ports or required anti-affinity, in order."""
+        return cls._of(nodes, pods, node_of, usage, facts, special)
+
+    @classmethod
+    def _of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: Usage, facts: NodeFacts,
+            special: list[int] | None = None) -> BoundState:
+        if special is None:
+            special = [k for k, p in enumerate(pods) if p.host_ports or p.anti_affinity_required]
         ports: list[list[HostPort]] = [[] for _ in nodes]
-        for k in [k for k, p in enumerate(pods) if p.host_ports]:
+        for k in special:
             ports[node_of[k]].extend(pods[k].host_ports)
-        anti_terms = [(t, node_of[k]) for k in [k for k, p in enumerate(pods) if p.anti_affinity_required]
-                      for t in pods[k].anti_affinity_required]
+        anti_terms = [(t, node_of[k]) for k in special for t in pods[k].anti_affinity_required]
         state = cls(nodes, usage, pods, node_of, ports, anti_terms, facts)
         state.with_ports = [i for i, p in enumerate(ports) if p]
         return state

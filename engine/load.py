@@ -82,6 +82,7 @@ KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruption
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
+PROBLEMS = _PROBLEMS  # what converting an object the model cannot read raises
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,7 @@ class _Sorted:
     classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
     bare_nodes: list[str] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)  # objects left out, in the order they were met
+    priorities: Priorities = field(default_factory=lambda: Priorities({}))
 
     def refuse(self, src: str, kind: Any, meta: dict[str, Any], reason: str) -> None:
         """Leave an object out: its error names the object (`Kind ns/name: reason`)."""
@@ -138,21 +140,11 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     objects first, so a pod naming a refused PriorityClass or PodGroup is skipped as naming a missing one,
     then pods, then budgets. `strict` (the CLI) raises the first such error (with `more` set); otherwise the
     refusals are in `cluster.refused` (the scheduler loop schedules everyone else)."""
-    found = _sort_objects(docs)
+    found = sort_objects(docs)
     cluster = found.cluster
-    priorities = _priorities(found.classes)
-    for src, obj in found.native:
-        try:
-            group = _native_group(obj, priorities)
-            cluster.native_groups[group.key] = group
-        except _PROBLEMS as exc:
-            found.refuse(src, "PodGroup", obj["metadata"], _reason(exc))
-    other_scheduler = _add_pods(found, priorities, scheduler_name)
-    for src, obj in found.budgets:
-        try:
-            cluster.budgets.append(_budget(obj, cluster.bound))
-        except _PROBLEMS as exc:
-            found.refuse(src, "PodDisruptionBudget", obj["metadata"], _reason(exc))
+    other_scheduler = _add_pods(found, scheduler_name)
+    cluster.budgets, refused = disruption_budgets(found.budgets, cluster.bound)
+    found.errors.extend(refused)
     if found.errors and strict:
         first = found.errors[0]
         first.more = len(found.errors) - 1
@@ -165,20 +157,76 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
         cluster.notes.append(f"{selecting} pod(s) have pod (anti-)affinity with a namespaceSelector but the snapshot "
                              "has no Namespace objects, so it matches only by the kubernetes.io/metadata.name label "
                              "(include them: kubectl get namespaces -o yaml)")
+    resolve_cluster(cluster, gangs)
+    return cluster
+
+
+def resolve_cluster(cluster: Cluster, gangs: GangRules | None, bound: bool = True) -> None:
+    """What the pods mean together, once every pod is in its place: gangs, volumes, default spreading and
+    ResourceClaims (`bound`: the bound pods' volumes too; the scheduler loop's cache keeps those itself)."""
     assign_gangs(cluster, gangs)
-    resolve_volumes(cluster)
+    resolve_volumes(cluster, bound)
     resolve_spreading(cluster)
     resolve_claims(cluster)
     if missing := missing_controllers(cluster):
         cluster.notes.append(f"{missing} pending pod(s) are controlled by ReplicaSets, StatefulSets or "
                              "ReplicationControllers the snapshot lacks, so their default spreading counts only "
                              "Services (include them: kubectl get replicasets,statefulsets,services -A -o yaml)")
-    return cluster
 
 
-def _sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
-    """Check identity (named, no duplicates), convert nodes, namespaces, PodGroups and PriorityClasses; what
-    fails is refused (a later duplicate: the first stays)."""
+def disruption_budgets(raw: list[tuple[str, dict[str, Any]]], bound: list[Pod]) -> tuple[list[DisruptionBudget],
+                                                                                         list[InputError]]:
+    """PodDisruptionBudgets (a budget without status counts the healthy `bound` pods it covers), and the ones
+    the model cannot read."""
+    budgets, errors = [], []
+    for src, obj in raw:
+        try:
+            budgets.append(_budget(obj, bound))
+        except _PROBLEMS as exc:
+            errors.append(refusal(src, "PodDisruptionBudget", obj, exc))
+    return budgets, errors
+
+
+def refusal(src: str, kind: str, obj: dict[str, Any], exc: Exception) -> InputError:
+    """The error for an object the model cannot read: `source: Kind ns/name: reason`."""
+    meta = obj.get("metadata") or {}
+    ref = ObjectRef(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return InputError(f"{src}: {_describe(kind, meta)}: {_reason(exc)}", src, ref)
+
+
+def node_model(obj: dict[str, Any]) -> Node:
+    """One Node manifest in the model (raises what `PROBLEMS` lists for a node the model cannot read)."""
+    return _node(obj)
+
+
+@dataclass(slots=True)
+class Context:
+    """What converting one pod reads from the rest of the cluster: namespaces' labels (for namespaceSelector),
+    the PriorityClasses, and the scheduling.k8s.io PodGroups (a group's priority is its pods')."""
+
+    ns_labels: dict[str, dict[str, str]]
+    priorities: Priorities
+    native_groups: dict[str, PodGroup]
+
+    def pod(self, obj: dict[str, Any]) -> Pod:
+        """One pod manifest in the model (raises what `_PROBLEMS` lists for a pod the model cannot read)."""
+        pod = _pod(obj, self.ns_labels, self.priorities)
+        group = self.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
+        if group is not None and group.priority is not None:
+            pod.priority = group.priority  # the group's priority is what scheduling considers for its pods
+        return pod
+
+
+def namespace_labels(namespaces: dict[str, dict[str, str]], seen: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Every namespace's labels as a namespaceSelector reads them: the Namespace objects', plus the
+    kubernetes.io/metadata.name label the apiserver sets, also for namespaces only pods name (`seen`)."""
+    return {ns: {"kubernetes.io/metadata.name": ns, **namespaces.get(ns, {})} for ns in set(namespaces) | set(seen)}
+
+
+def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
+    """Check identity (named, no duplicates), convert nodes, namespaces, PodGroups and PriorityClasses (then the
+    scheduling.k8s.io PodGroups, which name PriorityClasses); pods and budgets are kept for later. What fails is
+    refused (a later duplicate: the first stays)."""
     found = _Sorted()
     seen: set[tuple[str, str, str]] = set()
     for src, obj in docs:
@@ -205,6 +253,13 @@ def _sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             _sort_one(found, src, obj, kind, ident[2])
         except _PROBLEMS as exc:
             found.refuse(src, kind, meta, _reason(exc))
+    found.priorities = _priorities(found.classes)
+    for src, obj in found.native:
+        try:
+            group = _native_group(obj, found.priorities)
+            found.cluster.native_groups[group.key] = group
+        except _PROBLEMS as exc:
+            found.refuse(src, "PodGroup", obj["metadata"], _reason(exc))
     return found
 
 
@@ -235,38 +290,45 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
         found.pods.append((src, obj))
 
 
-def _add_pods(found: _Sorted, priorities: Priorities, scheduler_name: str) -> int:
+def _add_pods(found: _Sorted, scheduler_name: str) -> int:
     """Bound, pending or skipped: every pod in its place (or refused). Returns how many pending pods are another
     scheduler's."""
     cluster, raw_pods = found.cluster, found.pods
-    namespaces = set(cluster.namespaces) | {str(o["metadata"].get("namespace") or "default") for _, o in raw_pods}
-    ns_labels = {ns: {"kubernetes.io/metadata.name": ns, **cluster.namespaces.get(ns, {})} for ns in namespaces}
-    other_scheduler = 0
+    seen = {str(o["metadata"].get("namespace") or "default") for _, o in raw_pods}
+    context = Context(namespace_labels(cluster.namespaces, seen), found.priorities, cluster.native_groups)
     pods = []
     for src, obj in raw_pods:
         try:
-            pods.append((obj, _pod(obj, ns_labels, priorities)))
+            pods.append((obj, context.pod(obj)))
         except _PROBLEMS as exc:
             found.refuse(src, "Pod", obj["metadata"], _reason(exc))
-    mixed = _mixed_groups([pod for _, pod in pods])
-    for obj, pod in pods:
-        if pod.phase in TERMINAL_PHASES:
-            continue
-        group = cluster.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
-        if group is not None and group.priority is not None:
-            pod.priority = group.priority  # the group's priority is what scheduling considers for its pods
-        if pod.node_name:
-            cluster.bound.append(pod)  # a terminating bound pod still holds its node until it is gone
-        elif pod.scheduler_name != scheduler_name:
-            other_scheduler += 1
-        elif reason := _skip_reason(obj, pod, cluster, priorities) or mixed.get(f"{pod.namespace}/{pod.scheduling_group}"):
-            cluster.skipped[pod.key] = reason
-        else:
-            cluster.pending.append(pod)
-    return other_scheduler
+    mixed = mixed_groups([pod for _, pod in pods])
+    places = [place_pod(cluster, obj, pod, found.priorities, scheduler_name, mixed) for obj, pod in pods]
+    return places.count(OTHER_SCHEDULER)
 
 
-def _mixed_groups(pods: list[Pod]) -> dict[str, str]:
+BOUND, PENDING, SKIPPED, OTHER_SCHEDULER, GONE = "bound", "pending", "skipped", "other scheduler", "gone"
+
+
+def place_pod(cluster: Cluster, obj: dict[str, Any], pod: Pod, priorities: Priorities, scheduler_name: str,
+              mixed: dict[str, str]) -> str:
+    """Put one converted pod where it belongs in `cluster` (bound, pending, skipped with a reason) and say where
+    (terminal pods and other schedulers' pending pods go nowhere)."""
+    if pod.phase in TERMINAL_PHASES:
+        return GONE
+    if pod.node_name:
+        cluster.bound.append(pod)  # a terminating bound pod still holds its node until it is gone
+        return BOUND
+    if pod.scheduler_name != scheduler_name:
+        return OTHER_SCHEDULER
+    if reason := _skip_reason(obj, pod, cluster, priorities) or mixed.get(f"{pod.namespace}/{pod.scheduling_group}"):
+        cluster.skipped[pod.key] = reason
+        return SKIPPED
+    cluster.pending.append(pod)
+    return PENDING
+
+
+def mixed_groups(pods: list[Pod]) -> dict[str, str]:
     """Native pod groups whose unbound pods name different schedulers, with upstream's reason: it schedules a
     group with one profile and rejects such a group."""
     names: dict[str, set[str]] = {}

@@ -65,7 +65,8 @@ class Plan:
     assignments: dict[str, str]
     unschedulable: dict[str, list[str]]
     stats: dict[str, Any]
-    usage: list[NodeUsage] = field(default_factory=list)
+    # per node after the plan; made when first read (a cycle of the loop never reads it: 5,000 dicts for nothing)
+    node_usage: list[NodeUsage] | Callable[[], list[NodeUsage]] = field(default_factory=list, repr=False)
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
@@ -73,6 +74,12 @@ class Plan:
     explanations: dict[str, Explanation] = field(default_factory=dict, repr=False)  # unschedulable: the facts
     reserved: dict[str, dict[str, object]] = field(default_factory=dict, repr=False)  # pod -> kind -> what it holds
     compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
+    @property
+    def usage(self) -> list[NodeUsage]:
+        if callable(self.node_usage):
+            self.node_usage = self.node_usage()
+        return self.node_usage
+
     @property
     def evictions(self) -> list[Eviction]:
         return [v for p in self.preemptions.values() for v in p.victims]
@@ -207,7 +214,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     if solution.sequential_placed is not None:
         stats["sequential_placed"] = solution.sequential_placed
     gangs = {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
-    return Plan(assignments, unschedulable, stats, _usage(compiled, solution),
+    return Plan(assignments, unschedulable, stats, lambda: _usage(compiled, solution),
                 compiled.cluster.notes + compiled.notes + solution.notes, dict(compiled.cluster.skipped), gangs=gangs,
                 explanations=explanations, compiled=compiled)
 

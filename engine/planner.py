@@ -12,10 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .index import BoundState
 from .ir import Rules
 from .model import Cluster
 from .plan import Plan, make_plan
-from .preempt import PREEMPTION_SHARE, Settings, may_preempt_any, preempt, say_never
+from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +32,20 @@ class Options:
 
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
-               progress: Callable[[str], None] | None = None) -> Plan:
-    """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs."""
+               progress: Callable[[str], None] | None = None, index: BoundState | None = None,
+               lowest: int | None = None) -> Plan:
+    """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `index` is
+    the bound pods' index and `lowest` the lowest priority of a running pod when the caller keeps them (the
+    scheduler loop's cache; None: worked out here, cheap when nothing runs); they must describe the cluster."""
     started = time.perf_counter()
-    hopeful = options.preemption and may_preempt_any(cluster)
+    if lowest is None:
+        lowest = lowest_running(cluster)
+    hopeful = options.preemption and may_preempt_any(cluster, lowest)
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
-                     seed=options.seed, progress=progress, baseline=options.baseline)
+                     seed=options.seed, progress=progress, baseline=options.baseline, index=index)
     if options.preemption:
-        say_never(cluster, plan)
+        say_never(cluster, plan, lowest)
     if not hopeful:
         return plan
     settings = Settings(rules.placement, started + options.time_limit, options.workers, options.seed)

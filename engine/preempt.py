@@ -139,9 +139,9 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
     return _merge(plan, replan, ledger, search, hints, preemptors, started)
 
 
-def say_never(cluster: Cluster, plan: Plan) -> None:
-    """Left-out pods that may not preempt say so: the reason they wait although they outrank running pods."""
-    lowest = _lowest_running(cluster)
+def say_never(cluster: Cluster, plan: Plan, lowest: int | None) -> None:
+    """Left-out pods that may not preempt say so: the reason they wait although they outrank running pods
+    (`lowest`: the lowest priority of a running pod, `lowest_running`)."""
     for pod in cluster.pending:
         if (pod.key in plan.unschedulable and pod.preemption_policy == NEVER_PREEMPT and lowest is not None
                 and pod.priority > lowest):
@@ -149,14 +149,15 @@ def say_never(cluster: Cluster, plan: Plan) -> None:
                 "it does not evict lower-priority pods (preemptionPolicy: Never)"]
 
 
-def may_preempt_any(cluster: Cluster) -> bool:
-    """Some pending pod may preempt and some running pod has a lower priority: else skip the whole stage."""
-    lowest = _lowest_running(cluster)
+def may_preempt_any(cluster: Cluster, lowest: int | None) -> bool:
+    """Some pending pod may preempt and some running pod (the lowest of which has priority `lowest`) has a lower
+    priority: else skip the whole stage."""
     return lowest is not None and any(p.preemption_policy != NEVER_PREEMPT and p.priority > lowest
                                       for p in cluster.pending)
 
 
-def _lowest_running(cluster: Cluster) -> int | None:
+def lowest_running(cluster: Cluster) -> int | None:
+    """The lowest priority of a running pod not already going (None: none runs)."""
     return min((p.priority for p in cluster.bound if not p.terminating), default=None)
 
 

@@ -24,14 +24,14 @@ GA_LABEL = {"failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zo
             "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region"}
 
 
-def resolve_volumes(cluster: Cluster) -> None:
-    """Set `volumes` on every pod that mounts a claim (pending pods for placement, bound ones for what they
-    hold: attached CSI volumes, ReadWriteOncePod claims in use)."""
+def resolve_volumes(cluster: Cluster, bound: bool = True) -> None:
+    """Set `volumes` on every pod that mounts a claim (pending pods for placement, and with `bound` the bound
+    ones for what they hold: attached CSI volumes, ReadWriteOncePod claims in use)."""
     storage = cluster.storage
     for pod in cluster.pending:
         if pod.claims:
             pod.volumes = pending_volumes(pod, storage)
-    for pod in cluster.bound:
+    for pod in cluster.bound if bound else ():
         if pod.claims:
             pod.volumes = held_volumes(pod, storage)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 
-from engine.loop import cycle as cycle_module
 from loopfake import FakeAPI, node, pod, synced_loop
 from testkit.manifests import priority_class
 
@@ -73,8 +72,8 @@ def test_bad_objects_are_set_aside_in_one_pass_and_a_bad_pod_of_the_batch_is_tol
     api.put("Pod", pod("bad", cpu="lots"))
     s, loop = synced_loop(api)
     calls = []
-    real = cycle_module.build_cluster
-    monkeypatch.setattr(cycle_module, "build_cluster", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = s.cache.snapshot
+    monkeypatch.setattr(s.cache, "snapshot", lambda *a, **k: calls.append(1) or real(*a, **k))
     loop.cycle(["default/good", "default/classy", "default/bad"]).result()
     assert len(calls) == 1  # one pass, whatever is refused
     assert api.binds == [("default/good", "n1")]

@@ -85,11 +85,12 @@ def test_time_limit_covers_model_building_with_neighbourhoods():
     assert wall < 1.0 + 2.0  # generous on a shared machine; the full model alone took over 10 s here
 
 
-def test_a_tiny_time_limit_still_returns_the_starting_plan():
+def test_no_time_left_returns_at_once_with_what_the_start_placed():
     problem = compiled(heterogeneous(100, 40)).problem
     solution = solve(problem, time_limit=0.0)
-    assert sum(solution.placed.values()) == 120
-    assert solution.phases.model == 0.0
+    assert solution.placed == {}  # the greedy stops at the wall too (issue 17): a plan, on time, if an empty one
+    assert solution.phases.model == 0.0 and solution.status.value == "FEASIBLE"
+    assert sum(solve(problem, time_limit=5.0).placed.values()) == 120
 
 
 def test_provably_best_starting_plan_skips_cp_sat():

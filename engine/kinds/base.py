@@ -71,6 +71,17 @@ class ClusterEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelChange:
+    """One change of the cluster in the model's words, for the queueing hints: a node added or changed (`old`,
+    `new` Nodes), or a pod that holds a node appearing, leaving or changing (Pods); None where there is none."""
+
+    resource: Resource
+    action: Action
+    old: Node | Pod | None = None
+    new: Node | Pod | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ScorePart:
     """One soft term in words, with its points for one pod of a class on each candidate node."""
 

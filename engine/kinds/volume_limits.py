@@ -56,6 +56,8 @@ class NodeVolumeLimits(Kind):
         new volumes. A volume a bound pod holds already is left out of the row (the filter has judged each node
         for it); one several batch pods share is counted per pod."""
         drivers = sorted({d for _, info in build.checked() for d in _drivers(info.sample.volumes)})
+        if not drivers:
+            return  # (the bound pods' volumes are not even counted: a pass over every pod)
         limits, attached = build.batch.cluster.storage.limits, self._attached(build.batch)
         held = {v for per_node in attached.values() for volumes in per_node.values() for v in volumes}
         for driver in drivers:

@@ -1,8 +1,9 @@
-"""One scheduling cycle, pure: store snapshot → build_cluster → compile → solve → plan. No API calls.
+"""One scheduling cycle, pure: cache snapshot → compile → solve → plan. No API calls.
 
-It is the dry-run's pipeline unchanged; the only addition is that objects the model refuses (the apiserver
-accepted them, but the engine cannot read them) do not stop everyone else from being scheduled: the one pass
-of build_cluster leaves them out, and a refused pod of the batch is reported unschedulable with the reason.
+It is the dry-run's pipeline from the model on; the model comes from the loop's cache (engine/loop/cache.py),
+which converts what changed instead of running `build_cluster` over every object. Objects the model refuses (the
+apiserver accepted them, but the engine cannot read them) do not stop everyone else from being scheduled: they
+are left out, and a refused pod of the batch is reported unschedulable with the reason.
 """
 
 from __future__ import annotations
@@ -11,13 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Rules
-from ..load import build_cluster
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
 from ..storage import VolumeStep, volume_steps
+from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
-from .ports import Obj
 
 
 @dataclass(slots=True)
@@ -78,8 +78,8 @@ class CycleResult:
                 if r.ref is not None and r.ref.kind == "Pod"}
 
 
-def run_cycle(objects: list[tuple[str, Obj]], scheduler_name: str, rules: Rules, options: Options) -> CycleResult:
-    """Plan the batch in `objects` ((source name, manifest) pairs, as Store.snapshot gives them)."""
-    cluster = build_cluster(objects, scheduler_name, rules.gangs, strict=False)
-    plan = plan_batch(cluster, rules, options)
+def run_cycle(snapshot: Snapshot, rules: Rules, options: Options) -> CycleResult:
+    """Plan the batch of a cache snapshot (made with the same rules' gangs)."""
+    cluster = snapshot.cluster
+    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest)
     return CycleResult(plan, cluster, cluster.refused)

@@ -14,12 +14,15 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..compile import collector_paused
 from ..gangs import gang_key
 from ..ir import GangRules
+from ..kinds.base import ModelChange
 from ..load import pod_identity
 from ..plan import Preemption
 from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
+from .cache import ClusterCache
 from .cycle import run_cycle
 from .groups import GroupStatus
 from .metrics import Metrics
@@ -27,7 +30,7 @@ from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
 from .ports import NATIVE_POD_GROUP, ClusterAPI, Obj, Resource
 from .queue import PodQueue, QueueConfig
-from .store import Change, Store, meta, node_of, pod_key
+from .store import Change, Store, meta, node_of, pod_key, source_name
 from .sync import Reflector
 
 log = logging.getLogger("policy_scheduler.loop")
@@ -94,6 +97,7 @@ class ProfileLoop:
     events: EventSink
     metrics: Metrics
     cycle_lock: threading.Lock
+    cache: ClusterCache
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
     bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
@@ -104,14 +108,14 @@ class ProfileLoop:
         self.nominations = Nominations()
         self.bind_stage = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bind-stage-{self.profile.name}")
         self.policies = PolicyHolder(self.profile.policy_configmap)
-        self.store.subscribe(self.on_change)
 
     @property
     def name(self) -> str:
         return self.profile.name
 
-    def on_change(self, change: Change) -> None:
-        """Store listener: feed the queue, and wake waiting pods when the cluster changed for the better."""
+    def on_change(self, change: Change, model: ModelChange | None = None) -> None:
+        """Every store change (with what it means to the model, from the cache): feed the queue, and wake waiting
+        pods when the cluster changed for the better."""
         if change.kind == "Pod":
             self._pod_changed(change.old, change.new)
         elif change.kind == "Node":
@@ -188,18 +192,22 @@ class ProfileLoop:
         """Plan `batch` and assume its placements; the binds go to the bind stage, so the next batch can be
         planned while they are sent (the assumptions keep it off this batch's capacity)."""
         started = time.perf_counter()
-        with self.cycle_lock:
-            objects = self.store.snapshot(set(batch))
+        with self.cycle_lock, collector_paused():
+            pods = {key: obj for key in batch if (obj := self.store.get("Pod", *key.split("/", 1))) is not None}
+            rules = self.policies.rules
+            snapshot = self.cache.snapshot([(source_name("Pod", *k.split("/", 1)), o) for k, o in pods.items()],
+                                           self.name, rules.gangs)
             options = Options(self.settings.time_limit, self.settings.solver_workers,
                               preemption=self.settings.preemption)
-            result = run_cycle(objects, self.name, self.policies.rules, options)
-            pods = {pod_key(o): o for s, o in objects if s.startswith("Pod ")}
+            result = run_cycle(snapshot, rules, options)
             steps, claims = result.volume_steps(), result.claim_steps()
             placements = [Placement(k, node, pods[k], result.plan.gangs.get(k), steps.get(k, ()),
                                     *claims.get(k, ((), {})))
                           for k, node in sorted(result.plan.assignments.items())]
+            models = {p.key: p for p in snapshot.cluster.pending}
             for p in placements:
                 self.store.assume(p.key, p.uid, p.node)
+                self.cache.assume(models[p.key], p.node)
         solved = time.perf_counter() - started
         unplaced = result.unplaced()
         for key, reason in result.refused_pods().items():
@@ -219,7 +227,7 @@ class ProfileLoop:
         nominated = [p for p in placements if p.key in result.plan.preemptions]
         now = [p for p in placements if p.key not in result.plan.preemptions]
         if nominated:
-            self.bind_stage.submit(self._preempt, nominated, result.plan.preemptions, pods)
+            self.bind_stage.submit(self._preempt, nominated, result.plan.preemptions)
         return self.bind_stage.submit(self._bind, now, outcome)
 
     def _bind(self, placements: list[Placement], outcome: _Outcome | None = None) -> BindReport:
@@ -252,11 +260,12 @@ class ProfileLoop:
         if meta(current).get("uid") != p.uid:  # already replaced by another pod of that name: it waits in line
             self.queue.add(p.key, unit_of(current, self.policies.rules.gangs))
 
-    def _preempt(self, nominated: list[Placement], preemptions: dict[str, Preemption], pods: dict[str, Obj]) -> None:
+    def _preempt(self, nominated: list[Placement], preemptions: dict[str, Preemption]) -> None:
         """In the bind stage: evict the victims, nominate the preemptors, and wait for the victims to leave."""
         victims = {v.pod: (v, key) for key, p in preemptions.items() for v in p.victims}
-        results = self.binder.evict_all([(pods.get(k), f"preempted by {key} (priority {preemptions[key].priority}) "
-                                          f"on node {v.node}") for k, (v, key) in victims.items()])
+        results = self.binder.evict_all([(self.store.get("Pod", *k.split("/", 1)),
+                                          f"preempted by {key} (priority {preemptions[key].priority}) on node {v.node}")
+                                         for k, (v, key) in victims.items()])
         failed = [k for k, r in zip(victims, results) if not r.ok]
         m = self.metrics
         m.preemptors.labels(self.name).inc(len(nominated))
@@ -328,6 +337,7 @@ class Scheduler:
     settings: Settings
     metrics: Metrics = field(default_factory=Metrics)
     store: Store = field(default_factory=Store)
+    cache: ClusterCache = field(default_factory=ClusterCache)
     watch_seconds: int = 300
     events: EventSink = field(init=False)
     binder: Binder = field(init=False)
@@ -340,11 +350,19 @@ class Scheduler:
         self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc)
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers)
         lock = threading.Lock()
-        self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock)
-                      for p in self.settings.profiles]
+        self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock,
+                                  self.cache) for p in self.settings.profiles]
+        self.store.subscribe(self.on_change)
+        self.store.on_forget(self.cache.forget)
         self.resources = resources(self.settings.profiles)
         self.groups = GroupStatus(self.store, self.api.patch, frozenset(p.name for p in self.settings.profiles))
         self.store.subscribe(self.groups.on_change)
+
+    def on_change(self, change: Change) -> None:
+        """Every watch delta: into the cache first, then to each profile's queue with what it means."""
+        model = self.cache.apply(change.kind, change.old, change.new)
+        for loop in self.loops:
+            loop.on_change(change, model)
 
     def start_watches(self, stop: threading.Event) -> None:
         for r in self.resources:

@@ -63,10 +63,15 @@ class Store:
         self._objects: dict[ObjKey, Obj] = {}
         self._assumed: dict[str, Assumed] = {}
         self._listeners: list[Callable[[Change], None]] = []
+        self._forgetters: list[Callable[[str], None]] = []
         self._synced: set[Resource] = set()
 
     def subscribe(self, listener: Callable[[Change], None]) -> None:
         self._listeners.append(listener)
+
+    def on_forget(self, listener: Callable[[str], None]) -> None:
+        """Hear every `forget` (the cluster cache drops the pod's capacity with it)."""
+        self._forgetters.append(listener)
 
     def apply(self, kind: str, event_type: str, obj: Obj) -> None:
         """One watch event (ADDED, MODIFIED, DELETED)."""
@@ -138,6 +143,8 @@ class Store:
     def forget(self, key: str) -> None:
         with self._lock:
             self._assumed.pop(key, None)
+        for listener in self._forgetters:
+            listener(key)
 
     def is_assumed(self, key: str) -> bool:
         with self._lock:

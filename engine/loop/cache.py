@@ -1,0 +1,436 @@
+"""The cluster model kept up to date from watch deltas (kube-scheduler's cache and its UpdateSnapshot).
+
+The store holds raw objects; this cache holds what planning reads of them, converted once per change: the
+nodes with their index facts, the pods holding capacity (bound, or assumed while their bind is under way) with
+the capacity they use per node, and everything else (namespaces, PriorityClasses, PodGroups, storage,
+workloads, devices, budgets) converted again only when one of those objects changed. A cycle's `snapshot`
+then costs what changed since the last one plus the batch, not the cluster: `build_cluster` over every object
+is what the dry-run does once, and what the loop did on every cycle.
+
+The conversions are `engine.load`'s own (`Context.pod`, `node_model`, `sort_objects`, `place_pod`,
+`resolve_cluster`), so a snapshot is the cluster `build_cluster` would make of the same objects; a property test
+holds the two equal. Pure (no I/O); thread-safe, since watches feed it while a cycle reads it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..index import BoundState, NodeFacts, Usage
+from ..ir import GangRules
+from ..kinds.base import Action, ModelChange, Resource
+from ..load import (
+    BOUND,
+    PROBLEMS,
+    Context,
+    InputError,
+    disruption_budgets,
+    mixed_groups,
+    namespace_labels,
+    node_model,
+    place_pod,
+    refusal,
+    resolve_cluster,
+    sort_objects,
+)
+from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, DisruptionBudget, Node, Pod, Refusal
+from ..storage import held_volumes
+from .ports import Obj
+from .store import meta, node_of, obj_key, pod_key, source_name
+
+TERMINAL = ("Succeeded", "Failed")
+
+
+def holds_node(obj: Obj) -> bool:
+    """A pod that holds its node's capacity: bound and not finished (a terminating pod still holds it)."""
+    return bool(node_of(obj)) and (obj.get("status") or {}).get("phase") not in TERMINAL
+
+
+@dataclass(slots=True)
+class _Rest:
+    """Every object but nodes and pods, converted together (they are few and read each other)."""
+
+    cluster: Cluster
+    context_parts: tuple[dict[str, dict[str, str]], Any, dict[str, Any]]  # namespaces, priorities, native groups
+    budgets_raw: list[tuple[str, dict[str, Any]]]
+    errors: list[InputError]
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """One cycle's view: the cluster with its batch, and the index of what the bound and assumed pods hold."""
+
+    cluster: Cluster
+    index: BoundState
+    lowest: int | None  # the lowest priority of a running pod (preemption's first question)
+
+
+@dataclass(slots=True)
+class _Rows:
+    """What the index needs, kept per change: the nodes with their positions and facts, the placed pods on known
+    nodes as parallel lists (pod, its node's position), and the capacity they use on each node (rows)."""
+
+    nodes: list[Node]
+    at: dict[str, int]
+    facts: NodeFacts
+    names: dict[str, int]  # resource -> column
+    allocatable: np.ndarray
+    used: np.ndarray
+    requested: np.ndarray
+    pods: list[Pod] = field(default_factory=list)
+    node_of: list[int] = field(default_factory=list)
+    slot: dict[str, int] = field(default_factory=dict)  # pod key -> its position in `pods`
+    special: set[str] = field(default_factory=set)  # pods with host ports or required anti-affinity
+
+    @classmethod
+    def of(cls, nodes: list[Node], placed: list[Pod]) -> _Rows:
+        at = {n.name: i for i, n in enumerate(nodes)}
+        pods = [p for p in placed if p.node_name in at]
+        node_of = [at[p.node_name or ""] for p in pods]
+        usage = Usage.of(nodes, pods, node_of)
+        rows = cls(nodes, at, NodeFacts.of(nodes), usage.names, usage.allocatable, usage.used, usage.requested, pods,
+                   node_of, {p.key: k for k, p in enumerate(pods)})
+        rows.special = {p.key for p in pods if p.host_ports or p.anti_affinity_required}
+        return rows
+
+    def move(self, key: str, before: Pod | None, after: Pod | None) -> bool:
+        """The placed pod of `key` was `before` and is `after` (None: none): lists and capacity follow. False when
+        a resource has no column (the caller builds the rows afresh)."""
+        if after is not None and any(r not in self.names for r in after.requests):
+            return False
+        if before is not None and key in self.slot:
+            self._count(before, self.node_of[self.slot[key]], -1)
+            self._remove(key)
+        if after is not None and (i := self.at.get(after.node_name or "")) is not None:
+            self.slot[key] = len(self.pods)
+            self.pods.append(after)
+            self.node_of.append(i)
+            self._count(after, i, 1)
+            if after.host_ports or after.anti_affinity_required:
+                self.special.add(key)
+        return True
+
+    def _remove(self, key: str) -> None:
+        """Out of the lists in O(1): the last pod takes its position."""
+        k, last = self.slot.pop(key), len(self.pods) - 1
+        if k != last:
+            moved = self.pods[last]
+            self.pods[k], self.node_of[k] = moved, self.node_of[last]
+            self.slot[moved.key] = k
+        self.pods.pop()
+        self.node_of.pop()
+        self.special.discard(key)
+
+    def _count(self, pod: Pod, i: int, sign: int) -> None:
+        for r, v in pod.requests.items():
+            k = self.names[r]
+            self.used[i, k] += sign * v
+            self.requested[i, k] += sign
+
+    def index(self) -> BoundState:
+        """This cycle's index: the lists and capacity copied (the next changes do not reach it)."""
+        usage = Usage(self.names, self.allocatable, self.used.copy(), self.requested.copy())
+        special = sorted(self.slot[key] for key in self.special)
+        return BoundState.of_parts(self.nodes, list(self.pods), list(self.node_of), usage, self.facts, special)
+
+
+class ClusterCache:
+    """Nodes, placed pods and the rest, converted as they change; `snapshot` assembles a cycle's cluster."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._node_raw: dict[str, Obj] = {}
+        self._node_models: dict[str, Node] = {}
+        self._nodes: _Rows | None = None  # None: rebuilt at the next snapshot
+        self._bound_raw: dict[str, Obj] = {}
+        self._pending_raw: dict[str, Obj] = {}  # pods without a node: what an assumption was made of
+        self._bound: dict[str, Pod] = {}
+        self._assumed: dict[str, Pod] = {}
+        self._placed: dict[str, Pod] = {}  # what holds capacity: the bound pod, else the assumed one
+        self._refused: dict[tuple[str, str, str], InputError] = {}
+        self._rest_raw: dict[tuple[str, str, str], Obj] = {}
+        self._rest: _Rest | None = None
+        self._rest_stale = True  # an object of the rest changed since `_rest` was made
+        self._namespaces_seen: Counter[str] = Counter()  # namespaces of bound pods (namespaceSelector reads them)
+        self._marked: list[Pod] = []  # bound pods the last snapshot marked as gang members
+        self._running: Counter[int] = Counter()  # priorities of the placed pods not terminating
+
+    # -- changes ------------------------------------------------------------------------------------
+
+    def apply(self, kind: str, old: Obj | None, new: Obj | None) -> ModelChange | None:
+        """One watch delta; returns it in the model's words for the queue's hints (None: nothing planning
+        reads changed)."""
+        with self._lock:
+            if kind == "Node":
+                return self._node(old, new)
+            if kind == "Pod":
+                return self._pod(old, new)
+            if kind != "ConfigMap":
+                key = obj_key(kind, (new or old) or {})
+                if new is None:
+                    self._rest_raw.pop(key, None)
+                else:
+                    self._rest_raw[key] = new
+                self._rest_stale = True
+            return None
+
+    def _node(self, old: Obj | None, new: Obj | None) -> ModelChange | None:
+        name = meta((new or old) or {}).get("name") or ""
+        before = self._node_models.get(name)
+        self._refused.pop(("Node", "", name), None)
+        if new is None:
+            self._node_raw.pop(name, None)
+            self._node_models.pop(name, None)
+            self._nodes = None
+            return ModelChange(Resource.NODE, Action.DELETE, before, None) if before else None
+        self._node_raw[name] = new
+        try:
+            after = node_model(new)
+        except PROBLEMS as exc:
+            self._refused[("Node", "", name)] = refusal(source_name("Node", "", name), "Node", new, exc)
+            self._node_models.pop(name, None)
+            self._nodes = None
+            return None
+        if after == before:
+            return None  # a heartbeat, a condition, an annotation nothing reads: the index stays
+        self._node_models[name] = after
+        self._node_changed(before, after)
+        return ModelChange(Resource.NODE, node_action(before, after), before, after)
+
+    def _node_changed(self, before: Node | None, after: Node) -> None:
+        """Keep the rows when a node only changed in place and its resources have columns; else rebuild."""
+        rows = self._nodes
+        if rows is None or before is None or any(r not in rows.names for r in after.allocatable):
+            self._nodes = None
+            return
+        i = rows.at[after.name]
+        rows.nodes = [*rows.nodes[:i], after, *rows.nodes[i + 1:]]
+        rows.facts = NodeFacts.of(rows.nodes)
+        rows.allocatable = rows.allocatable.copy()
+        rows.allocatable[i] = 0
+        for r, v in after.allocatable.items():
+            rows.allocatable[i, rows.names[r]] = v
+
+    def _pod(self, old: Obj | None, new: Obj | None) -> ModelChange | None:
+        key = pod_key((new or old) or {})
+        before = self._placed.get(key)
+        if new is not None and not node_of(new):
+            self._pending_raw[key] = new
+        else:
+            self._pending_raw.pop(key, None)
+        if new is not None and holds_node(new):
+            if self._bound_raw.get(key) is new:
+                return None
+            self._bound_raw[key] = new
+            self._convert_bound(key, new)
+        elif key in self._bound_raw:
+            del self._bound_raw[key]
+            self._drop_bound(key)
+            self._refused.pop(_pod_ref(key), None)
+        if new is None or node_of(new) or meta(new).get("uid") != meta(old or {}).get("uid"):
+            self._assumed.pop(key, None)  # the watch shows it bound, deleted or replaced: the assumption is done
+        elif key in self._assumed:  # still pending, changed (labels, say): assumed as it is now
+            self._reassume(key)
+        self._settle(key)
+        return pod_change(before, self._placed.get(key))
+
+    def _reassume(self, key: str) -> None:
+        """An assumed pod converted again from its pending manifest, as if bound to its node."""
+        raw, node = self._pending_raw.get(key), self._assumed[key].node_name
+        held = None if raw is None else self._model(key, {**raw, "spec": {**(raw.get("spec") or {}), "nodeName": node}})
+        if held is not None:
+            self._assumed[key] = held
+
+    def _drop_bound(self, key: str) -> None:
+        gone = self._bound.pop(key, None)
+        if gone is not None:
+            self._namespaces_seen[gone.namespace] -= 1
+
+    def _convert_bound(self, key: str, obj: Obj) -> None:
+        self._drop_bound(key)
+        pod = self._model(key, obj)
+        if pod is not None:
+            self._bound[key] = pod
+            self._namespaces_seen[pod.namespace] += 1
+
+    def _model(self, key: str, obj: Obj) -> Pod | None:
+        """A pod on its node in the model, holding its volumes (None: refused, and recorded so)."""
+        ref = _pod_ref(key)
+        self._refused.pop(ref, None)
+        try:
+            pod = self._context().pod(obj)
+        except PROBLEMS as exc:
+            self._refused[ref] = refusal(source_name(*ref), "Pod", obj, exc)
+            return None
+        if pod.claims:
+            pod.volumes = held_volumes(pod, self._rest_or_build().cluster.storage)
+        return pod
+
+    def _settle(self, key: str) -> None:
+        """Move capacity from what held it for `key` to what holds it now (the bound pod, else the assumed)."""
+        assumed = self._assumed.get(key)
+        if assumed is not None and assumed.phase in TERMINAL:
+            assumed = None  # finished before its bind was seen: it holds nothing
+        before, after = self._placed.get(key), self._bound.get(key) or assumed
+        if before is after:
+            return
+        for pod, sign in ((before, -1), (after, 1)):
+            if pod is not None and not pod.terminating:
+                self._running[pod.priority] += sign
+                if not self._running[pod.priority]:
+                    del self._running[pod.priority]
+        if self._nodes is not None and not self._nodes.move(key, before, after):
+            self._nodes = None
+        if after is None:
+            self._placed.pop(key, None)
+        else:
+            self._placed[key] = after
+
+    def assume(self, pod: Pod, node: str) -> None:
+        """A pod of a batch placed on `node`: it holds the node until the watch shows it bound, or `forget`."""
+        with self._lock:
+            self._assumed[pod.key] = self._as_bound(pod, node)
+            self._settle(pod.key)
+
+    def _as_bound(self, pod: Pod, node: str) -> Pod:
+        """A pending pod of a snapshot as the bound pod it becomes: on its node, without what resolving the
+        batch derived for placing it (gang, default spreading, claims to allocate), holding its volumes."""
+        held = replace(pod, node_name=node, gang=None, default_spread=None, dra=NO_CLAIMS, volumes=NO_VOLUMES)
+        if held.claims:
+            held.volumes = held_volumes(held, self._rest_or_build().cluster.storage)
+        return held
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            if self._assumed.pop(key, None) is not None:
+                self._settle(key)
+
+    # -- the rest ----------------------------------------------------------------------------------
+
+    def _rest_or_build(self) -> _Rest:
+        if self._rest is None or self._rest_stale:
+            self._rest_stale = False
+            docs = [(source_name(*k), o) for k, o in self._rest_raw.items()]
+            found = sort_objects(docs)
+            cluster = found.cluster
+            parts = (cluster.namespaces, found.priorities, cluster.native_groups)
+            previous = self._rest
+            self._rest = _Rest(cluster, parts, found.budgets, found.errors)
+            self._reconvert(previous, self._rest)
+        return self._rest
+
+    def _reconvert(self, previous: _Rest | None, now: _Rest) -> None:
+        """After namespaces, PriorityClasses, scheduling.k8s.io PodGroups or storage changed, bound pods are
+        converted again (what they read of those may have changed)."""
+        if previous is None or previous.context_parts != now.context_parts:
+            for key, obj in list(self._bound_raw.items()):
+                self._convert_bound(key, obj)
+                self._settle(key)
+            for key in list(self._assumed):
+                self._reassume(key)
+                self._settle(key)
+            return
+        storage = now.cluster.storage
+        for pod in [*self._bound.values(), *self._assumed.values()]:
+            if pod.claims:
+                pod.volumes = held_volumes(pod, storage)
+
+    def _context(self, seen: set[str] | None = None) -> Context:
+        rest = self._rest_or_build()
+        namespaces, priorities, groups = rest.context_parts
+        return Context(namespace_labels(namespaces, {*self._namespaces_seen.keys(), *(seen or ())}), priorities, groups)
+
+    # -- a cycle's view ------------------------------------------------------------------------------
+
+    def snapshot(self, batch: list[tuple[str, Obj]], scheduler_name: str, gangs: GangRules | None) -> Snapshot:
+        """The cluster of one cycle: every node and placed pod, the rest, and `batch` ((source name, pending
+        pod manifest) pairs) as pending or skipped; with the index of what the placed pods hold."""
+        with self._lock:
+            rest = self._rest_or_build()
+            rows = self._rows()
+            cluster = replace(rest.cluster, nodes=list(rows.nodes), bound=list(self._placed.values()), pending=[],
+                              notes=[], skipped={}, gangs={}, refused=[])
+            errors = [*rest.errors, *self._refused.values()]
+            errors += self._add_batch(cluster, batch, scheduler_name)
+            cluster.budgets, refused = disruption_budgets(rest.budgets_raw, cluster.bound)
+            cluster.refused = [e.refusal() for e in [*errors, *refused]]
+            for pod in self._marked:
+                pod.gang = None
+            resolve_cluster(cluster, gangs, bound=False)
+            self._marked = [p for p in cluster.bound if p.gang is not None]
+            return Snapshot(cluster, rows.index(), min(self._running, default=None))
+
+    def _rows(self) -> _Rows:
+        if self._nodes is None:
+            models = self._node_models  # in the order the store holds them (a node refused for a while keeps its place)
+            self._nodes = _Rows.of([models[n] for n in self._node_raw if n in models], list(self._placed.values()))
+        return self._nodes
+
+    def _add_batch(self, cluster: Cluster, batch: list[tuple[str, Obj]], scheduler_name: str) -> list[InputError]:
+        """The batch's pods converted and put in their place (pending, skipped); those the model cannot read."""
+        context = self._context({meta(o).get("namespace") or "default" for _, o in batch})
+        pods, errors = [], []
+        for src, obj in batch:
+            if holds_node(obj) or pod_key(obj) in self._placed:
+                continue  # bound meanwhile, or assumed: it holds its node already
+            try:
+                pods.append((obj, context.pod(obj)))
+            except PROBLEMS as exc:
+                errors.append(refusal(src, "Pod", obj, exc))
+        mixed = mixed_groups([pod for _, pod in pods])
+        for obj, pod in pods:
+            if place_pod(cluster, obj, pod, context.priorities, scheduler_name, mixed) == BOUND:
+                cluster.bound.pop()  # (cannot happen: bound pods were left out above)
+        return errors
+
+    def budgets(self) -> list[DisruptionBudget]:
+        with self._lock:
+            return disruption_budgets(self._rest_or_build().budgets_raw, list(self._placed.values()))[0]
+
+    def refused(self) -> list[Refusal]:
+        with self._lock:
+            return [e.refusal() for e in self._refused.values()]
+
+
+def _pod_ref(key: str) -> tuple[str, str, str]:
+    namespace, name = key.split("/", 1)
+    return "Pod", namespace, name
+
+
+def node_action(before: Node | None, after: Node) -> Action:
+    """What changed on a node, in upstream's ActionType words."""
+    if before is None:
+        return Action.ADD
+    action = Action(0)
+    if before.labels != after.labels:
+        action |= Action.UPDATE_NODE_LABEL
+    if before.taints != after.taints or before.unschedulable != after.unschedulable:
+        action |= Action.UPDATE_NODE_TAINT
+    if before.allocatable != after.allocatable:
+        action |= Action.UPDATE_NODE_ALLOCATABLE
+    return action or Action.UPDATE
+
+
+def pod_change(before: Pod | None, after: Pod | None) -> ModelChange | None:
+    """A placed pod appearing, leaving or changing, in upstream's words (None: nothing placed changed)."""
+    if before is after:
+        return None
+    if before is None:
+        return ModelChange(Resource.POD, Action.ADD, None, after)
+    if after is None:
+        return ModelChange(Resource.POD, Action.DELETE, before, None)
+    action = Action(0)
+    if before.labels != after.labels:
+        action |= Action.UPDATE_POD_LABEL
+    if any(after.requests.get(r, 0) < v for r, v in before.requests.items()):
+        action |= Action.UPDATE_POD_SCALE_DOWN
+    if before.tolerations != after.tolerations:
+        action |= Action.UPDATE_POD_TOLERATION
+    if before.node_name != after.node_name:
+        action |= Action.ADD | Action.DELETE
+    return ModelChange(Resource.POD, action or Action.UPDATE, before, after)

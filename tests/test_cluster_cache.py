@@ -1,0 +1,206 @@
+"""The loop's cluster cache (engine/loop/cache.py) makes the cluster `build_cluster` would make of the same objects.
+
+Hypothesis drives a store through random watch deltas (nodes, pods pending, bound, finished or deleted, namespaces,
+PriorityClasses, PodGroups, budgets, claims) and assumptions; after each step the cache's snapshot of the pending
+batch must equal `build_cluster` over the store's snapshot: the same nodes in the same order, the same bound,
+pending and skipped pods (gangs, volumes, priorities resolved alike), the same budgets and refusals, and an index
+that says what a fresh one says.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.index import BoundState
+from engine.load import build_cluster
+from engine.loop.cache import ClusterCache
+from engine.loop.ports import NATIVE_POD_GROUP
+from engine.loop.store import Store, pod_key, source_name
+from engine.preempt import lowest_running
+from testkit.manifests import (
+    POD_GROUP_LABEL,
+    ZONE_KEY,
+    budget,
+    claim,
+    mounts,
+    namespace,
+    native_group,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    storage_class,
+    volume,
+)
+
+SCHEDULER = "policy-scheduler"
+NODES = 4
+PODS = 8
+
+
+def node_doc(i: int, cpu: int, zone: int, tainted: bool, bad: bool) -> dict:
+    taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if tainted else None
+    doc = node(f"n{i}", cpu=str(cpu), labels={ZONE_KEY: f"z{zone}"}, taints=taints)
+    if bad:
+        doc["status"]["allocatable"]["cpu"] = "lots"
+    return doc
+
+
+def pod_doc(i: int, where: int | None, phase: str, ns: str, app: int, cpu: int, klass: str | None, group: str | None,
+            native: bool, mount: bool, uid: int, gated: bool) -> dict:
+    labels = {"app": f"a{app}"}
+    if group and not native:
+        labels[POD_GROUP_LABEL] = group
+    extra: dict = {}
+    if klass:
+        extra["priorityClassName"] = klass
+    if group and native:
+        extra["schedulingGroup"] = {"podGroupName": group}
+    if mount:
+        extra["volumes"] = mounts("data")
+    if gated:
+        extra["schedulingGates"] = [{"name": "wait"}]
+    doc = pod(f"p{i}", cpu=f"{cpu}00m", ns=ns, labels=labels, node_name=None if where is None else f"n{where}",
+              priority=None, **extra)
+    doc["metadata"]["uid"] = f"uid-{i}-{uid}"
+    doc["status"] = {"phase": phase}
+    if "priority" in doc["spec"] and doc["spec"]["priority"] is None:
+        del doc["spec"]["priority"]
+    return doc
+
+
+rarely = st.sampled_from([False] * 7 + [True])
+nodes = st.builds(node_doc, st.integers(0, NODES - 1), st.integers(1, 8), st.integers(0, 2), st.booleans(), rarely)
+pods = st.builds(pod_doc, st.integers(0, PODS - 1), st.none() | st.integers(0, NODES),
+                 st.sampled_from(["Pending", "Running", "Running", "Succeeded"]), st.sampled_from(["default", "team"]),
+                 st.integers(0, 2), st.integers(1, 30), st.sampled_from([None, None, None, "high", "low", "missing"]),
+                 st.sampled_from([None, None, "g1", "g2"]), st.booleans(), rarely, st.integers(0, 1), rarely)
+others = st.one_of(
+    st.builds(lambda v: priority_class("high", v), st.integers(100, 300)),
+    st.builds(lambda d: priority_class("low", 10, global_default=d), st.booleans()),
+    st.builds(lambda lab: namespace("team", {"tier": lab}), st.sampled_from(["a", "b"])),
+    st.builds(lambda m: podgroup("g1", m), st.integers(1, 3)),
+    st.builds(lambda m: podgroup("g2", m, ns="team"), st.integers(1, 3)),
+    st.builds(lambda m: native_group("g1", min_count=m), st.integers(1, 3)),
+    st.builds(lambda a: budget("pdb", {"app": f"a{a}"}, min_available=1), st.integers(0, 2)),
+    st.just(storage_class("local")),
+    st.builds(lambda size: claim("data", size=size), st.sampled_from(["1Gi", "5Gi"])),
+    st.builds(lambda n: volume("pv0", node=f"n{n}"), st.integers(0, NODES - 1)),
+)
+step = st.one_of(
+    st.tuples(st.just("put"), st.just("Node"), nodes),
+    st.tuples(st.just("put"), st.just("Pod"), pods),
+    st.tuples(st.just("put"), st.just("Pod"), pods),
+    st.tuples(st.just("put"), st.just("other"), others),
+    st.tuples(st.just("delete"), st.sampled_from(["Node", "Pod", "other"]), st.integers(0, 9)),
+    st.tuples(st.just("assume"), st.integers(0, PODS - 1), st.integers(0, NODES - 1)),
+    st.tuples(st.just("forget"), st.integers(0, PODS - 1), st.just(None)),
+    st.tuples(st.just("relabel"), st.integers(0, PODS - 1), st.integers(0, 2)),
+)
+
+
+class World:
+    """A store with the cache listening, and the assumptions the loop would make."""
+
+    def __init__(self) -> None:
+        self.store = Store()
+        self.cache = ClusterCache()
+        self.store.subscribe(lambda change: self.cache.apply(change.kind, change.old, change.new))
+        self.kinds: dict[tuple[str, str, str], str] = {}
+
+    def put(self, kind: str, doc: dict) -> None:
+        kind = NATIVE_POD_GROUP if doc["apiVersion"].startswith("scheduling.k8s.io/v1alpha") else doc["kind"]
+        self.store.apply(kind, "MODIFIED", copy.deepcopy(doc))
+
+    def delete(self, kind: str, k: int) -> None:
+        kinds = [kind] if kind != "other" else ["PriorityClass", "Namespace", "PodGroup", NATIVE_POD_GROUP,
+                                                 "PodDisruptionBudget", "StorageClass", "PersistentVolumeClaim",
+                                                 "PersistentVolume"]
+        objs = [(kd, o) for kd in kinds for o in self.store.objects(kd)]
+        if objs:
+            kd, obj = objs[k % len(objs)]
+            self.store.apply(kd, "DELETED", obj)
+
+    def batch(self) -> list[tuple[str, dict]]:
+        return [(source_name("Pod", o["metadata"]["namespace"], o["metadata"]["name"]), o)
+                for o in self.store.objects("Pod") if not o["spec"].get("nodeName")
+                and not self.store.is_assumed(pod_key(o))]
+
+    def assume(self, i: int, n: int) -> None:
+        snap = self.cache.snapshot(self.batch(), SCHEDULER, None)
+        pending, nodes = snap.cluster.pending, snap.cluster.nodes
+        if pending and nodes:
+            chosen, where = pending[i % len(pending)], nodes[n % len(nodes)].name
+            obj = self.store.get("Pod", chosen.namespace, chosen.name)
+            self.store.assume(chosen.key, obj["metadata"]["uid"], where)
+            self.cache.assume(chosen, where)
+
+    def relabel(self, i: int, app: int) -> None:
+        """The same pod (same UID) with another app label: assumed or not, it is what it is now."""
+        pods = self.store.objects("Pod")
+        if pods:
+            obj = copy.deepcopy(pods[i % len(pods)])
+            obj["metadata"]["labels"]["app"] = f"a{app}"
+            self.store.apply("Pod", "MODIFIED", obj)
+
+    def forget(self, i: int) -> None:
+        for key in list(self.store.assumed()):
+            if key.endswith(f"/p{i}"):
+                self.store.forget(key)
+                self.cache.forget(key)
+
+
+def same_cluster(world: World) -> None:
+    batch = world.batch()
+    keys = {pod_key(o) for _, o in batch}
+    expected = build_cluster(world.store.snapshot(keys), SCHEDULER, None, strict=False)
+    got = world.cache.snapshot(batch, SCHEDULER, None)
+    cluster = got.cluster
+    assert [n.name for n in cluster.nodes] == [n.name for n in expected.nodes]
+    assert cluster.nodes == expected.nodes
+    assert {p.key: p for p in cluster.bound} == {p.key: p for p in expected.bound}
+    assert sorted(cluster.pending, key=lambda p: p.key) == sorted(expected.pending, key=lambda p: p.key)
+    assert cluster.skipped == expected.skipped
+    assert cluster.gangs == expected.gangs
+    assert sorted(cluster.budgets, key=repr) == sorted(expected.budgets, key=repr)
+    assert sorted(r.message for r in cluster.refused) == sorted(r.message for r in expected.refused)
+    assert (cluster.pod_groups, cluster.native_groups, cluster.namespaces) == (
+        expected.pod_groups, expected.native_groups, expected.namespaces)
+    assert got.lowest == lowest_running(expected)
+    fresh = BoundState.of(expected.nodes, expected.bound)
+    assert got.index.used == fresh.used
+    assert sorted(p.key for p in got.index.pods) == sorted(p.key for p in fresh.pods)
+    assert sorted(map(repr, got.index.anti_terms)) == sorted(map(repr, fresh.anti_terms))
+    assert [sorted(map(repr, ports)) for ports in got.index.ports] == [sorted(map(repr, ports)) for ports in fresh.ports]
+    assert all(p.node_name == fresh.nodes[i].name for p, i in zip(got.index.pods, got.index.node_of))
+    for i in range(len(fresh.nodes)):
+        for r in fresh.usage.names:
+            assert got.index.free(i, r) == fresh.free(i, r)
+
+
+def setup() -> list[tuple[str, str, dict]]:
+    """Nodes, classes and groups to start from, so that most pods are pending or bound rather than skipped."""
+    docs = [node_doc(i, 4, i % 3, False, False) for i in range(NODES - 1)]
+    docs += [priority_class("high", 200), priority_class("low", 10), podgroup("g1", 2), native_group("g1", min_count=2)]
+    return [("put", d["kind"], d) for d in docs]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step, min_size=1, max_size=30))
+def test_the_cache_makes_the_cluster_build_cluster_makes(steps):
+    world = World()
+    for action, what, arg in [*setup(), *steps]:
+        if action == "put":
+            world.put(what, arg)
+        elif action == "delete":
+            world.delete(what, arg)
+        elif action == "assume":
+            world.assume(what, arg)
+        elif action == "relabel":
+            world.relabel(what, arg)
+        else:
+            world.forget(what)
+        same_cluster(world)
