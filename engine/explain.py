@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .compile import Compiled
-from .kinds import BY_CHECK, KINDS, Spot, score_parts
+from .kinds import BY_CHECK, BY_NAME, KINDS, Spot, score_parts
 from .kinds.context import Batch, ClassMatcher
 from .rejections import Rejection
 from .solve.greedy import Blocker, GreedyState
@@ -41,6 +41,15 @@ class Explanation:
     blocked: Counter[Blocked] = field(default_factory=Counter)
     reasons: list[str] = field(default_factory=list)
     taken: dict[int, int] = field(default_factory=dict)
+    said_by: frozenset[str] = frozenset()  # the kinds that gave `reasons`
+
+    def plugins(self) -> frozenset[str] | None:
+        """The kinds that kept the pod out (the scheduler loop's queue wakes it on what may help them); None when
+        something else did (the time limit: nothing needs to change, it may simply try again)."""
+        if any(b.check is None for b in self.blocked) or any(r.plugin not in BY_NAME for r in self.rejected):
+            return None
+        return frozenset({r.plugin for r in self.rejected} | {BY_CHECK[b.check].name for b in self.blocked
+                                                               if b.check is not None} | self.said_by)
 
     def count(self, check: Check | None = None, plugin: str | None = None) -> int:
         """Nodes blocked by a check of the plan, or rejected by a filter plugin."""
@@ -75,17 +84,19 @@ def static_explanation(compiled: Compiled, c: int) -> Explanation:
     return Explanation(len(compiled.cluster.nodes), info.priority, {r: len(m) for r, m in groups.items()})
 
 
-def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[str], bool]:
-    """What the kinds say of the whole class (a gang that did not start), and whether the rest of the batch
-    may be to blame for the nodes that had room."""
+def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[str], bool, frozenset[str]]:
+    """What the kinds say of the whole class (a gang that did not start), whether the rest of the batch may be to
+    blame for the nodes that had room, and which kinds said it."""
     reasons: list[str] = []
     crowded = True
+    said_by: set[str] = set()
     for kind in KINDS:
         said = kind.class_reason(compiled, solution, c)
         if said is not None:
             reasons.append(said[0])
             crowded = crowded and said[1]
-    return reasons, crowded
+            said_by.add(kind.name)
+    return reasons, crowded, frozenset(said_by)
 
 
 def replay(compiled: Compiled, solution: Solution) -> GreedyState:
@@ -105,7 +116,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     candidates = compiled.problem.classes[c].candidates
     if not candidates:
         return out
-    out.reasons, crowded = class_reasons(compiled, solution, c)  # crowded: did others of the batch take the room?
+    out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c)  # crowded: others took the room?
     state = state or replay(compiled, solution)
     full: list[int] = []
     for n in candidates:

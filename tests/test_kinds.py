@@ -3,9 +3,12 @@ exactly one kind, typed rejections (resolvable or not, as upstream's status code
 them), and the cluster events each kind says can help a pod it rejected."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from engine.compile import compile_cluster
-from engine.kinds import BY_CHECK, KINDS, Action, Resource, helped_by
+from engine.kinds import BY_CHECK, KINDS, Action, ModelChange, Resource, Waiting, helped_by
 from engine.load import build_cluster
+from engine.model import Node, Pod
 from engine.policy.lower import policy_rules
 from engine.policy.sources import check_sources
 from engine.solve.problem import Check
@@ -71,18 +74,75 @@ def test_a_rejection_names_the_policy_rule_behind_it_and_never_a_pod_s_own_spec(
     assert "t.policy:3 (policy fast)" in got["ruled"]["hdd"].reasons[0]
 
 
+def _waiting(doc: dict, nodes: tuple[str, ...] = ("n1",), policy: str = "") -> Waiting:
+    """A pod as the loop's queue keeps it: the model pod, its class's rules, the nodes it could use."""
+    rules = policy_rules(check_sources({"t.policy": policy})) if policy else None
+    info = compile_cluster(build_cluster([("t", node("n1")), ("t", doc)]), rules).classes[0]
+    return Waiting(info.pods[0], info.constraints, frozenset(nodes))
+
+
+def _node(name: str, **kw) -> Node:
+    return build_cluster([("t", node(name, **kw))]).nodes[0]
+
+
+def _bound(name: str, where: str = "n1", **kw) -> Pod:
+    return build_cluster([("t", node(where)), ("t", pod(name, node_name=where, **kw))]).bound[0]
+
+
 def test_each_kind_says_which_cluster_events_can_help_a_pod_it_rejected() -> None:
-    assert helped_by({"NodeAffinity"}, Resource.NODE, Action.ADD)
-    assert helped_by({"NodeAffinity"}, Resource.NODE, Action.UPDATE_NODE_LABEL)
-    assert not helped_by({"NodeAffinity"}, Resource.POD, Action.DELETE)  # a pod leaving changes no label
-    assert not helped_by({"NodeAffinity"}, Resource.NODE, Action.UPDATE_NODE_ALLOCATABLE)
-    assert helped_by({"NodeResourcesFit"}, Resource.POD, Action.DELETE)
-    assert not helped_by({"NodeResourcesFit"}, Resource.POD, Action.ADD)  # another pod bound takes, never frees
-    assert helped_by({"InterPodAffinity"}, Resource.POD, Action.ADD)  # support may arrive
-    assert not helped_by({"TaintToleration"}, Resource.NODE, Action.UPDATE_NODE_LABEL)
-    assert helped_by({"TaintToleration", "NodeResourcesFit"}, Resource.POD, Action.DELETE)  # any of them
-    assert helped_by({"TimeLimit"}, Resource.POD, Action.ADD)  # not a kind: never known not to help
+    plain = _waiting(pod("p", cpu="1"))
+    added, gone = ModelChange(Resource.NODE, Action.ADD, None, _node("n2")), ModelChange(
+        Resource.POD, Action.DELETE, _bound("x"), None, _node("n1"))
+    assert helped_by(frozenset({"NodeAffinity"}), plain, added)
+    assert helped_by(frozenset({"NodeAffinity"}), plain, replace(added, action=Action.UPDATE_NODE_LABEL))
+    assert not helped_by(frozenset({"NodeAffinity"}), plain, gone)  # a pod leaving changes no label
+    assert not helped_by(frozenset({"NodeAffinity"}), plain, replace(added, action=Action.UPDATE_NODE_ALLOCATABLE))
+    assert helped_by(frozenset({"NodeResourcesFit"}), plain, gone)
+    assert not helped_by(frozenset({"NodeResourcesFit"}), plain, replace(gone, action=Action.ADD))  # takes room
+    assert helped_by(frozenset({"InterPodAffinity"}), _waiting(pod("q", affinity=affinity(term({"app": "x"})))),
+                     ModelChange(Resource.POD, Action.ADD, None, _bound("s", labels={"app": "x"})))  # support
+    assert not helped_by(frozenset({"TaintToleration"}), plain, replace(added, action=Action.UPDATE_NODE_LABEL))
+    assert helped_by(frozenset({"TaintToleration", "NodeResourcesFit"}), plain, gone)  # any of them
+    assert helped_by(frozenset({"TimeLimit"}), plain, gone)  # not a kind: never known not to help
     assert all(kind.events for kind in KINDS if kind.name not in ("CostPreferences", "Protection"))
+
+
+def test_queueing_hints_skip_changes_that_cannot_help() -> None:
+    """Upstream's QueueingHints: each would wake the pod if the kind only listed its events."""
+    big = _waiting(pod("big", cpu="8"))
+    small_node, big_node = _node("n2", cpu="4"), _node("n3", cpu="16")
+    joined = lambda n: ModelChange(Resource.NODE, Action.ADD, None, n)  # noqa: E731
+    assert not helped_by(frozenset({"NodeResourcesFit"}), big, joined(small_node))  # joins too small for it
+    assert helped_by(frozenset({"NodeResourcesFit"}), big, joined(big_node))
+    grown = ModelChange(Resource.NODE, Action.UPDATE_NODE_ALLOCATABLE, small_node, big_node)
+    assert helped_by(frozenset({"NodeResourcesFit"}), big, grown)
+    assert not helped_by(frozenset({"NodeResourcesFit"}), big, replace(grown, old=big_node))  # it did not grow
+    left = lambda where: ModelChange(Resource.POD, Action.DELETE, _bound("x", where), None, _node(where))  # noqa: E731
+    assert helped_by(frozenset({"NodeResourcesFit"}), big, left("n1"))
+    assert not helped_by(frozenset({"NodeResourcesFit"}), big, left("elsewhere"))  # a node it cannot use anyway
+    tainted = _node("n4", taints=[{"key": "gpu", "value": "yes", "effect": "NoSchedule"}])
+    assert not helped_by(frozenset({"TaintToleration"}), big, joined(tainted))
+    granted = _waiting(pod("t"), policy='policy g {\n  applies to pods where label "app" not exists\n'
+                                       '  tolerate taint gpu=yes:NoSchedule\n}\n')
+    assert helped_by(frozenset({"TaintToleration"}), granted, joined(tainted))  # a policy's toleration counts
+    assert not helped_by(frozenset({"NodeUnschedulable"}), big, joined(_node("n5", unschedulable=True)))
+    picky = _waiting(pod("s", nodeSelector={"disk": "ssd"}))
+    assert not helped_by(frozenset({"NodeAffinity"}), picky, joined(_node("n6")))
+    assert helped_by(frozenset({"NodeAffinity"}), picky, joined(_node("n7", labels={"disk": "ssd"})))
+    shy = _waiting(pod("a", affinity=anti(term({"app": "db"}))))
+    gone = lambda labels: ModelChange(Resource.POD, Action.DELETE, _bound("x", labels=labels), None)  # noqa: E731
+    assert helped_by(frozenset({"InterPodAffinity"}), shy, gone({"app": "db"}))
+    assert not helped_by(frozenset({"InterPodAffinity"}), shy, gone({"app": "web"}))  # no rule of it counts that pod
+    spread = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+              "labelSelector": {"matchLabels": {"app": "web"}}}
+    even = _waiting(pod("e", labels={"app": "web"}, topologySpreadConstraints=[spread]))
+    assert helped_by(frozenset({"PodTopologySpread"}), even, gone({"app": "web"}))
+    assert not helped_by(frozenset({"PodTopologySpread"}), even, gone({"app": "db"}))
+    port = [{"containerPort": 80, "hostPort": 8080}]
+    bound_with = lambda ports: ModelChange(Resource.POD, Action.DELETE, _bound("x", ports=ports), None)  # noqa: E731
+    wants = _waiting(pod("w", ports=port))
+    assert helped_by(frozenset({"NodePorts"}), wants, bound_with(port))
+    assert not helped_by(frozenset({"NodePorts"}), wants, bound_with([{"containerPort": 80, "hostPort": 9090}]))
 
 
 def test_every_batch_check_is_worded_by_its_kind() -> None:

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from engine.loop.cycle import Rejected
 from engine.loop.leader import LeaderElector
 from engine.loop.policies import PolicyHolder
 from engine.loop.ports import Resource
@@ -263,6 +264,8 @@ def test_no_preemption_setting_evicts_nothing() -> None:
 
 # --- the queue ---------------------------------------------------------------------------------------------
 
+TIMED_OUT = Rejected(None, None)
+
 def test_backoff_grows_and_a_cluster_change_wakes_at_once() -> None:
     clock = Clock()
     q = PodQueue(QueueConfig(batch_window=0, backoff_initial=1, backoff_max=4), clock)
@@ -271,7 +274,7 @@ def test_backoff_grows_and_a_cluster_change_wakes_at_once() -> None:
     assert q.next_batch(stop, idle=0) == ["ns/a"]
     waits = []
     for _ in range(4):
-        q.done(["ns/a"])
+        q.done(["ns/a"], {"ns/a": TIMED_OUT})  # the time limit kept it out: nothing has to change
         start = clock.now
         assert q.next_batch(stop, idle=0) == []  # still backing off
         while not (batch := q.next_batch(stop, idle=0)):

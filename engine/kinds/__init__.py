@@ -33,7 +33,7 @@ from . import (
     volume_restrictions,
     volume_zone,
 )
-from .base import Action, ClusterEvent, Guard, Kind, Resource, ScorePart, Spot
+from .base import Action, ClusterEvent, Guard, Kind, ModelChange, Resource, ScorePart, Spot, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -81,11 +81,12 @@ def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[S
     return [part for part in out if part.points.any()]
 
 
-def helped_by(plugins: set[str], resource: Resource, action: Action) -> bool:
-    """Could this cluster change make a pod that these kinds rejected schedulable? (The loop's requeue:
-    an unknown plugin, such as the time limit, always may.)"""
-    return any(name not in BY_NAME or any(e.covers(resource, action) for e in BY_NAME[name].events)
-               for name in plugins)
+def helped_by(plugins: frozenset[str], waiting: Waiting, change: ModelChange) -> bool:
+    """Could this cluster change make a pod that these kinds rejected schedulable? Each kind's events, then its
+    hint (upstream's EventsToRegister and QueueingHints). An unknown plugin always may."""
+    kinds = [BY_NAME.get(name) for name in plugins]
+    return any(kind is None or (any(e.covers(change.resource, change.action) for e in kind.events)
+                                and kind.hint(waiting, change)) for kind in kinds)
 
 
 __all__ = [
@@ -96,9 +97,11 @@ __all__ = [
     "ClusterEvent",
     "Guard",
     "Kind",
+    "ModelChange",
     "Resource",
     "ScorePart",
     "Spot",
+    "Waiting",
     "helped_by",
     "score_parts",
     "visible_label_keys",

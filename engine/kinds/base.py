@@ -40,6 +40,9 @@ class Resource(Enum):
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
+    NAMESPACE = "Namespace"  # its labels: a namespaceSelector may select it now
+    PRIORITY_CLASS = "PriorityClass"  # no kind asks; a pod skipped for its missing class waits for one
+    RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
@@ -73,12 +76,25 @@ class ClusterEvent:
 @dataclass(frozen=True, slots=True)
 class ModelChange:
     """One change of the cluster in the model's words, for the queueing hints: a node added or changed (`old`,
-    `new` Nodes), or a pod that holds a node appearing, leaving or changing (Pods); None where there is none."""
+    `new` Nodes), or a pod that holds a node appearing, leaving or changing (Pods, with `node` the node it is or
+    was on); None where there is none (other kinds of objects are not modelled here)."""
 
     resource: Resource
     action: Action
     old: Node | Pod | None = None
     new: Node | Pod | None = None
+    node: Node | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A pod left unplaced, as the scheduler loop's queue keeps it for the queueing hints: the pod, its class's
+    rules (its own and its policies'), and the nodes where it could go once what rejected it there clears (they
+    passed every filter, or were rejected only for reasons that running pods leaving can clear)."""
+
+    pod: Pod
+    constraints: tuple[Constraint, ...]
+    nodes: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +150,12 @@ class Kind:
         """A reason for the whole class rather than node by node (a gang that did not start), and whether
         the rest of the batch is to blame; None when the kind has nothing to say."""
         return None
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """Upstream's QueueingHint, for a change one of `events` covers: could it make `waiting` schedulable as far
+        as this kind is concerned? True unless the kind can tell it cannot (a node too small, taints not
+        tolerated, a pod leaving that no rule of the pod counts)."""
+        return True
 
     def guard(self, pod: Pod, rules: PreemptionRules | None) -> Guard:
         """What this kind's rules say about evicting running `pod` to make room."""

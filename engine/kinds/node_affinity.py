@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import Constraint, NodeRule
+from ..model import Node
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, Resource, ScorePart
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -36,6 +37,11 @@ class NodeAffinity(Kind):
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         for rule in hard_rules(spec.constraints):
             out.add(rejection(rule), ~batch.index.matching_mask(rule.predicate))
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A node added or relabelled helps only if it matches every hard rule (the pod's own and its policies')."""
+        node = change.new
+        return not isinstance(node, Node) or all(rule.predicate.matches(node) for rule in hard_rules(waiting.constraints))
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         index = batch.index

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import Constraint, PodProximity, PodTerm, Source
+from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Colocation, Separation
-from .base import Action, ClusterEvent, Kind, Resource, ScorePart, Spot
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, Spot, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -86,7 +87,8 @@ class Series:
 class InterPodAffinity(Kind):
     name = "InterPodAffinity"
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
-              ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
+              ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
+              ClusterEvent(Resource.NAMESPACE, Action.ADD | Action.UPDATE))
     checks = (Check.SEPARATION, Check.AFFINITY, Check.ONE_PER_NODE)
 
     def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
@@ -120,6 +122,16 @@ class InterPodAffinity(Kind):
                 key, index.domains_matching(terms, key))
             out.add(Rejection(self.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
                               source=_policy(c.source)), nodes)
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A pod appearing, leaving or relabelled helps only if one of the pod's required terms counts it (support
+        arriving, a blocker leaving) or its own anti-affinity barred the pod; nodes and namespaces may always."""
+        changed = [p for p in (change.old, change.new) if isinstance(p, Pod)]
+        if not changed:
+            return True
+        pod, terms = waiting.pod, [c.term for c in waiting.constraints if isinstance(c, PodProximity) and c.weight is None]
+        return any(t.matches(p) for p in changed for t in terms) or any(
+            t.matches(pod) for p in changed for t in p.anti_affinity_required)
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         """Preferred (anti-)affinity towards bound pods: points per candidate in a domain hosting them."""

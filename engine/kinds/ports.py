@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check
-from .base import Action, ClusterEvent, Kind, Resource, Spot
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -31,6 +32,15 @@ class NodePorts(Kind):
         clash = [i for i in batch.index.with_ports if any(p.conflicts(q) for p in wanted for q in taken[i])]
         if clash:
             out.add(Rejection(self.name, (ERR_REASON,)), clash)
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A pod leaving helps only if it held a port the pod wants, on a node the pod could use."""
+        gone = change.old
+        if not isinstance(gone, Pod):
+            return True  # a node added
+        wanted = waiting.pod.host_ports
+        return (any(p.conflicts(q) for p in wanted for q in gone.host_ports)
+                and (change.node is None or change.node.name in waiting.nodes))
 
     def emit(self, build: ProblemBuilder) -> None:
         """A node takes one pod of a class with host ports, and one pod of all the classes sharing a port."""

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check
-from .base import Action, ClusterEvent, Kind, Resource, Spot
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -45,6 +46,18 @@ class NodeResourcesFit(Kind):
                 out.add(Rejection(self.name, reasons, resolvable=False), members[hopeless])
             if not hopeless.all():
                 out.add(Rejection(self.name, reasons), members[~hopeless])
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """Upstream's: a node helps only if its allocatable fits the requests (and, when it changed, grew in one
+        of them); a pod leaving or shrinking helps only on a node the pod could use were there room."""
+        requests = waiting.pod.requests
+        if isinstance(change.new, Node):
+            node, old = change.new, change.old
+            if any(v > node.allocatable.get(r, 0) for r, v in requests.items()):
+                return False
+            return not isinstance(old, Node) or any(node.allocatable.get(r, 0) > old.allocatable.get(r, 0)
+                                                    for r in requests)
+        return isinstance(change.old, Pod) and (change.node is None or change.node.name in waiting.nodes)
 
     def emit(self, build: ProblemBuilder) -> None:
         """The resources the batch asks for, each node's free and allocatable amounts, each class's demand."""

@@ -12,11 +12,11 @@ import numpy as np
 
 from ..classes import ClassInfo
 from ..ir import Constraint, SpreadRule
-from ..model import HARD_EFFECTS, PodAffinityTerm, tolerated
+from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, tolerated
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import NO_DOMAIN, Check, Spread
-from .base import Action, ClusterEvent, Kind, Resource, Spot
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Spot, Waiting
 from .node_affinity import hard_rules
 from .taints import tolerations
 
@@ -59,6 +59,16 @@ class PodTopologySpread(Kind):
             if isinstance(c, SpreadRule) and c.spread.hard:
                 out.add(Rejection(self.name, (ERR_REASON_LABEL,), resolvable=False),
                         batch.index.nodes_with(c.spread.topology_key, [None]))
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A pod appearing, leaving or changing helps only if a hard spread of the pod counts it; node changes may
+        always (domains come and go)."""
+        changed = [p for p in (change.old, change.new) if isinstance(p, Pod)]
+        if not changed:
+            return True
+        namespace = waiting.pod.namespace
+        hard = [c.spread for c in waiting.constraints if isinstance(c, SpreadRule) and c.spread.hard]
+        return any(p.namespace == namespace and s.selector.matches(p.labels) for p in changed for s in hard)
 
     def emit(self, build: ProblemBuilder) -> None:
         for a, info in build.checked():

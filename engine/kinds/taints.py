@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import Constraint, Tolerations
-from ..model import HARD_EFFECTS, Taint, Toleration, tolerated
+from ..model import HARD_EFFECTS, Node, Taint, Toleration, tolerated
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, Resource, ScorePart
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -45,6 +45,12 @@ class TaintToleration(Kind):
             taint = repelling(taints, have)
             if taint is not None:
                 out.add(Rejection(self.name, (untolerated(taint),), resolvable=False), members)
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A node added or retainted helps only if the pod (with what its policies grant) tolerates its taints."""
+        if not isinstance(change.new, Node):
+            return True
+        return repelling(change.new.taints, tolerations(waiting.constraints)) is None
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         index = batch.index

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import UNSCHEDULABLE_TAINT_KEY, Taint, tolerated
+from ..model import UNSCHEDULABLE_TAINT_KEY, Node, Taint, tolerated
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, Resource
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
 from .taints import tolerations
 
 if TYPE_CHECKING:
@@ -26,6 +26,11 @@ class NodeUnschedulable(Kind):
         cordoned = batch.index.cordoned
         if cordoned and not tolerated(tolerations(spec.constraints), CORDON):
             out.add(Rejection(self.name, (ERR_REASON,), resolvable=False), cordoned)
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A node helps only if it is not cordoned, or the pod tolerates the cordon."""
+        node = change.new
+        return not isinstance(node, Node) or not node.unschedulable or tolerated(tolerations(waiting.constraints), CORDON)
 
 
 KIND = NodeUnschedulable()

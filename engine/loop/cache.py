@@ -40,10 +40,18 @@ from ..load import (
 )
 from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, DisruptionBudget, Node, Pod, Refusal
 from ..storage import held_volumes
-from .ports import Obj
+from .ports import NATIVE_POD_GROUP, Obj
 from .store import meta, node_of, obj_key, pod_key, source_name
 
 TERMINAL = ("Succeeded", "Failed")
+# the other kinds whose changes may help a waiting pod (Services, workloads, budgets never make one schedulable)
+REST_RESOURCES = {"PodGroup": Resource.POD_GROUP, NATIVE_POD_GROUP: Resource.POD_GROUP,
+                  "PersistentVolumeClaim": Resource.PERSISTENT_VOLUME_CLAIM,
+                  "PersistentVolume": Resource.PERSISTENT_VOLUME, "StorageClass": Resource.STORAGE_CLASS,
+                  "CSINode": Resource.CSI_NODE, "ResourceClaim": Resource.RESOURCE_CLAIM,
+                  "ResourceSlice": Resource.RESOURCE_SLICE, "DeviceClass": Resource.DEVICE_CLASS,
+                  "ResourceClaimTemplate": Resource.RESOURCE_CLAIM_TEMPLATE, "Namespace": Resource.NAMESPACE,
+                  "PriorityClass": Resource.PRIORITY_CLASS}
 
 
 def holds_node(obj: Obj) -> bool:
@@ -170,14 +178,17 @@ class ClusterCache:
                 return self._node(old, new)
             if kind == "Pod":
                 return self._pod(old, new)
-            if kind != "ConfigMap":
-                key = obj_key(kind, (new or old) or {})
-                if new is None:
-                    self._rest_raw.pop(key, None)
-                else:
-                    self._rest_raw[key] = new
-                self._rest_stale = True
-            return None
+            if kind == "ConfigMap":
+                return None
+            key = obj_key(kind, (new or old) or {})
+            if new is None:
+                self._rest_raw.pop(key, None)
+            else:
+                self._rest_raw[key] = new
+            self._rest_stale = True
+            resource = REST_RESOURCES.get(kind)
+            action = Action.ADD if old is None else Action.DELETE if new is None else Action.UPDATE
+            return None if resource is None else ModelChange(resource, action)
 
     def _node(self, old: Obj | None, new: Obj | None) -> ModelChange | None:
         name = meta((new or old) or {}).get("name") or ""
@@ -218,7 +229,6 @@ class ClusterCache:
 
     def _pod(self, old: Obj | None, new: Obj | None) -> ModelChange | None:
         key = pod_key((new or old) or {})
-        before = self._placed.get(key)
         if new is not None and not node_of(new):
             self._pending_raw[key] = new
         else:
@@ -236,8 +246,7 @@ class ClusterCache:
             self._assumed.pop(key, None)  # the watch shows it bound, deleted or replaced: the assumption is done
         elif key in self._assumed:  # still pending, changed (labels, say): assumed as it is now
             self._reassume(key)
-        self._settle(key)
-        return pod_change(before, self._placed.get(key))
+        return self._settle(key)
 
     def _reassume(self, key: str) -> None:
         """An assumed pod converted again from its pending manifest, as if bound to its node."""
@@ -271,14 +280,15 @@ class ClusterCache:
             pod.volumes = held_volumes(pod, self._rest_or_build().cluster.storage)
         return pod
 
-    def _settle(self, key: str) -> None:
-        """Move capacity from what held it for `key` to what holds it now (the bound pod, else the assumed)."""
+    def _settle(self, key: str) -> ModelChange | None:
+        """Move capacity from what held it for `key` to what holds it now (the bound pod, else the assumed), and
+        say what changed."""
         assumed = self._assumed.get(key)
         if assumed is not None and assumed.phase in TERMINAL:
             assumed = None  # finished before its bind was seen: it holds nothing
         before, after = self._placed.get(key), self._bound.get(key) or assumed
         if before is after:
-            return
+            return None
         for pod, sign in ((before, -1), (after, 1)):
             if pod is not None and not pod.terminating:
                 self._running[pod.priority] += sign
@@ -290,12 +300,14 @@ class ClusterCache:
             self._placed.pop(key, None)
         else:
             self._placed[key] = after
+        return pod_change(before, after, self._node_models.get((before or after).node_name or ""))  # type: ignore[union-attr]
 
-    def assume(self, pod: Pod, node: str) -> None:
-        """A pod of a batch placed on `node`: it holds the node until the watch shows it bound, or `forget`."""
+    def assume(self, pod: Pod, node: str) -> ModelChange | None:
+        """A pod of a batch placed on `node`: it holds the node until the watch shows it bound, or `forget`. The
+        change is a pod added (it may support a waiting pod's affinity); its bind seen later is an update."""
         with self._lock:
             self._assumed[pod.key] = self._as_bound(pod, node)
-            self._settle(pod.key)
+            return self._settle(pod.key)
 
     def _as_bound(self, pod: Pod, node: str) -> Pod:
         """A pending pod of a snapshot as the bound pod it becomes: on its node, without what resolving the
@@ -305,10 +317,12 @@ class ClusterCache:
             held.volumes = held_volumes(held, self._rest_or_build().cluster.storage)
         return held
 
-    def forget(self, key: str) -> None:
+    def forget(self, key: str) -> ModelChange | None:
+        """The bind of an assumed pod failed: its node's capacity is free again (and that may help others)."""
         with self._lock:
             if self._assumed.pop(key, None) is not None:
-                self._settle(key)
+                return self._settle(key)
+            return None
 
     # -- the rest ----------------------------------------------------------------------------------
 
@@ -416,14 +430,14 @@ def node_action(before: Node | None, after: Node) -> Action:
     return action or Action.UPDATE
 
 
-def pod_change(before: Pod | None, after: Pod | None) -> ModelChange | None:
-    """A placed pod appearing, leaving or changing, in upstream's words (None: nothing placed changed)."""
+def pod_change(before: Pod | None, after: Pod | None, node: Node | None) -> ModelChange | None:
+    """A placed pod appearing, leaving or changing on `node`, in upstream's words (None: nothing placed changed)."""
     if before is after:
         return None
     if before is None:
-        return ModelChange(Resource.POD, Action.ADD, None, after)
+        return ModelChange(Resource.POD, Action.ADD, None, after, node)
     if after is None:
-        return ModelChange(Resource.POD, Action.DELETE, before, None)
+        return ModelChange(Resource.POD, Action.DELETE, before, None, node)
     action = Action(0)
     if before.labels != after.labels:
         action |= Action.UPDATE_POD_LABEL
@@ -433,4 +447,4 @@ def pod_change(before: Pod | None, after: Pod | None) -> ModelChange | None:
         action |= Action.UPDATE_POD_TOLERATION
     if before.node_name != after.node_name:
         action |= Action.ADD | Action.DELETE
-    return ModelChange(Resource.POD, action or Action.UPDATE, before, after)
+    return ModelChange(Resource.POD, action or Action.UPDATE, before, after, node)

@@ -11,13 +11,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..ir import Rules
+from ..kinds import Waiting
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
+from ..rejections import Rejections
 from ..storage import VolumeStep, volume_steps
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """Why a pod of a cycle was left out, for the queue: the kinds that rejected it (None: nothing has to change,
+    as when the time limit ran out) and what their queueing hints read."""
+
+    plugins: frozenset[str] | None
+    waiting: Waiting | None  # None: not planned at all (skipped, refused, taken out by Reserve): any change may help
+
+
+ANY_CHANGE = Rejected(frozenset({"(not planned)"}), None)  # an unknown kind: every change may help
 
 
 @dataclass(slots=True)
@@ -31,6 +47,24 @@ class CycleResult:
         out = {key: list(reasons) for key, reasons in self.plan.unschedulable.items()}
         for key, reason in self.plan.skipped.items():
             out.setdefault(key, [reason])
+        return out
+
+    def rejected(self) -> dict[str, Rejected]:
+        """Each unplaced batch pod, as the queue keeps it until a change may help: the kinds that kept it out and
+        what their hints read (the pod, its rules, the nodes where it could go once a running pod leaves)."""
+        compiled = self.plan.compiled
+        if compiled is None:
+            return {}
+        names = [n.name for n in self.cluster.nodes]
+        out: dict[str, Rejected] = {}
+        for info in compiled.classes:
+            left = [p for p in info.pods if p.key in self.plan.explanations]
+            if not left:
+                continue
+            plugins = self.plan.explanations[left[0].key].plugins()
+            nodes = _reachable(info.rejected, names)
+            for pod in left:
+                out[pod.key] = Rejected(plugins, Waiting(pod, info.constraints, nodes))
         return out
 
     def volume_steps(self) -> dict[str, tuple[VolumeStep, ...] | None]:
@@ -76,6 +110,12 @@ class CycleResult:
         """Refused pods by key (namespace/name), with why: the batch's are told they cannot be read."""
         return {f"{r.ref.namespace or 'default'}/{r.ref.name}": r.message for r in self.refused
                 if r.ref is not None and r.ref.kind == "Pod"}
+
+
+def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
+    """Nodes that passed every filter, or were rejected only for what running pods leaving can change."""
+    ok = np.array([r.resolvable for r in rejected.keys] + [True], dtype=bool)[rejected.code]
+    return frozenset(names[i] for i in np.flatnonzero(ok).tolist())
 
 
 def run_cycle(snapshot: Snapshot, rules: Rules, options: Options) -> CycleResult:

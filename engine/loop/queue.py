@@ -1,16 +1,22 @@
-"""When to cycle: collect pending pods for a batch window, back off unplaced ones, wake them on change.
+"""When to cycle: collect pending pods for a batch, back off unplaced ones, wake them on a change that may help.
 
 Backoff is per *unit*: a gang (all pods of one PodGroup) waits and wakes together, so a batch never holds
-half a gang because the other half was backing off. A new member resets its unit's wait (it may complete
-the quorum); a cluster change (node added, pod deleted, policies changed) wakes every unit at once.
+half a gang because the other half was backing off. As upstream's scheduling queue: a unit the plan left out
+because of what the cluster holds is *unschedulable*: it waits, after its backoff (1 s doubling to 10 s), for a
+cluster change that one of the kinds that rejected it says may help (their events and queueing hints,
+`engine.kinds.helped_by`), or for the flush (5 minutes); a unit left out for any other reason (the time limit)
+only backs off. A new member, an update of the pod itself or new policies wake a unit at once.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from ..kinds import ModelChange, helped_by
+from .cycle import ANY_CHANGE, Rejected
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +25,8 @@ class QueueConfig:
     batch_idle: float | None = None  # close the window early once no new pod arrived for this long
     max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
     backoff_initial: float = 1.0
-    backoff_max: float = 30.0  # cluster changes wake pods at once; this only bounds blind retries
+    backoff_max: float = 10.0  # upstream's podMaxBackoffSeconds
+    flush: float = 300.0  # an unschedulable unit is tried again after this long without a helping change
 
 
 @dataclass(slots=True)
@@ -28,6 +35,12 @@ class _Unit:
     not_before: float = 0.0
     waiting: dict[str, float] = field(default_factory=dict)  # pod key -> arrival, ready for a batch
     members: set[str] = field(default_factory=set)  # waiting, in a cycle, or placed and not yet seen bound
+    unschedulable_since: float | None = None  # set: it waits for a change that may help (or the flush)
+    rejected: list[Rejected] = field(default_factory=list)  # why its pods were left out: what may help
+
+    def helped_by(self, change: ModelChange) -> bool:
+        """Could this change help one of its pods?"""
+        return any(r.waiting is None or helped_by(r.plugins or frozenset(), r.waiting, change) for r in self.rejected)
 
 
 class PodQueue:
@@ -65,7 +78,8 @@ class PodQueue:
             state = self._units.setdefault(unit, _Unit())
             state.members.add(key)
             state.waiting[key] = now
-            state.not_before = 0.0
+            state.not_before = 0.0  # a new member may complete its gang: the unit tries again at once
+            state.unschedulable_since = None
             self._cond.notify_all()
 
     def remove(self, key: str) -> None:
@@ -83,11 +97,37 @@ class PodQueue:
                 del self._units[unit]
 
     def wake_all(self) -> None:
-        """The cluster changed in a way that may help: every waiting unit is ready now (attempts kept)."""
+        """Something changed that may help anyone (new policies): every waiting unit is ready now (attempts kept)."""
         with self._cond:
             for state in self._units.values():
                 state.not_before = 0.0
+                state.unschedulable_since = None
             self._cond.notify_all()
+
+    def on_change(self, change: ModelChange) -> int:
+        """A cluster change: the unschedulable units it may help wait out their backoff only (upstream moves them
+        to backoffQ or activeQ); returns how many it woke."""
+        with self._cond:
+            woken = [s for s in self._units.values() if s.unschedulable_since is not None and s.helped_by(change)]
+            for state in woken:
+                state.unschedulable_since = None
+            if woken:
+                self._cond.notify_all()
+            return len(woken)
+
+    def touch(self, key: str) -> None:
+        """The pending pod itself changed (its labels, tolerations, scheduling gates): its unit may try again
+        once its backoff is over."""
+        with self._cond:
+            unit = self._unit_of.get(key)
+            if unit is not None and self._units[unit].unschedulable_since is not None:
+                self._units[unit].unschedulable_since = None
+                self._cond.notify_all()
+
+    def unschedulable(self) -> int:
+        """Pods waiting for a change that may help (the rest wait for their backoff or a batch)."""
+        with self._cond:
+            return sum(len(s.waiting) for s in self._units.values() if s.unschedulable_since is not None)
 
     def arrival(self, key: str) -> float | None:
         with self._cond:
@@ -98,9 +138,17 @@ class PodQueue:
             return sum(len(s.waiting) for s in self._units.values())
 
     def _ready(self, now: float) -> list[str]:
-        """Ready units, oldest first."""
-        ready = [(min(s.waiting.values()), u) for u, s in self._units.items() if s.waiting and s.not_before <= now]
+        """Ready units, oldest first: backed off long enough, and not waiting for a change (or flushed)."""
+        ready = [(min(s.waiting.values()), u) for u, s in self._units.items() if s.waiting and s.not_before <= now
+                 and (s.unschedulable_since is None or now - s.unschedulable_since >= self.config.flush)]
         return [u for _, u in sorted(ready)]
+
+    def _next_ready(self, now: float) -> float:
+        """Seconds until some waiting unit is ready without any change (its backoff or its flush ends)."""
+        waits = [max(s.not_before, (s.unschedulable_since or 0.0) + self.config.flush) - now
+                 if s.unschedulable_since is not None else s.not_before - now
+                 for s in self._units.values() if s.waiting]
+        return min(waits, default=float("inf"))
 
     def next_batch(self, stop: threading.Event, idle: float = 1.0) -> list[str]:
         """Block until a pod is ready (or `idle` seconds pass: []), then collect for the batch window."""
@@ -110,8 +158,7 @@ class PodQueue:
             while not self._ready(now := self.clock()):
                 if stop.is_set() or now >= give_up:
                     return []
-                waits = [s.not_before - now for s in self._units.values() if s.waiting] + [give_up - now]
-                self._cond.wait(max(0.001, min(min(waits), 0.5)))
+                self._cond.wait(max(0.001, min(self._next_ready(now), give_up - now, 0.5)))
             window_end = self.clock() + cfg.batch_window
             while not stop.is_set() and (now := self.clock()) < window_end:
                 if cfg.max_batch is not None and sum(len(self._units[u].waiting) for u in self._ready(now)) >= cfg.max_batch:
@@ -132,18 +179,31 @@ class PodQueue:
             waiting.clear()
         return out
 
-    def done(self, unplaced: Iterable[str]) -> None:
-        """After a cycle: the batch's unplaced pods wait longer before the next try. Placed pods stay
-        members (assumed) until remove(); requeue() them if their binding fails."""
+    def done(self, unplaced: Iterable[str], rejected: Mapping[str, Rejected] | None = None) -> None:
+        """After a cycle: the batch's unplaced pods wait longer before the next try, and, when every one of a unit
+        was kept out by kinds (`rejected`: why; a pod missing there was not planned at all), for a change that may
+        help. Placed pods stay members (assumed) until remove(); requeue() them if their binding fails."""
+        rejected = rejected or {}
+        units: dict[str, list[Rejected]] = {}
         with self._cond:
             for key in unplaced:
                 self._back_off(key)
+                if (unit := self._unit_of.get(key)) is not None:
+                    units.setdefault(unit, []).append(rejected.get(key, ANY_CHANGE))
+            now = self.clock()
+            for unit, why in units.items():
+                state = self._units[unit]
+                timed_out = any(r.plugins is None for r in why)  # nothing has to change: the backoff is enough
+                state.rejected = [] if timed_out else why
+                state.unschedulable_since = None if timed_out else now
 
     def requeue(self, key: str) -> None:
         """A placed pod whose binding failed (the apiserver erred; the pod is still pending and ours): back in
-        line, after a backoff."""
+        line, after a backoff (no change needed)."""
         with self._cond:
             self._back_off(key)
+            if (unit := self._unit_of.get(key)) is not None:
+                self._units[unit].unschedulable_since = None
 
     def park(self, key: str) -> None:
         """A placed pod whose binding conflicted (409: bound meanwhile, or replaced by another pod of that name):

@@ -34,10 +34,6 @@ from .store import Change, Store, meta, node_of, pod_key, source_name
 from .sync import Reflector
 
 log = logging.getLogger("policy_scheduler.loop")
-# changes that may let a waiting pod in (a group or class appearing, a claim created from a template or
-# deallocated, devices published); the event-driven requeue of the live-loop work will narrow these
-WAKING_KINDS = ("PodGroup", NATIVE_POD_GROUP, "PriorityClass", "Namespace", "ResourceClaim", "ResourceSlice",
-                "DeviceClass")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,14 +62,11 @@ def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:
     return f"gang:{key}" if key else pod_key(obj)
 
 
-def node_changed(old: Obj | None, new: Obj | None) -> bool:
-    """A node added, or changed in what placement reads (labels, taints, unschedulable, allocatable)."""
-    if new is None:
-        return False
-    if old is None:
-        return True
-    return (meta(old).get("labels") != meta(new).get("labels") or old.get("spec") != new.get("spec")
-            or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get("allocatable"))
+def pod_updated(old: Obj, new: Obj) -> bool:
+    """A pending pod changed in what scheduling reads (spec, labels, annotations), not only its status (our own
+    condition writes) or version: upstream's isPodUpdated."""
+    return (old.get("spec") != new.get("spec") or meta(old).get("labels") != meta(new).get("labels")
+            or meta(old).get("annotations") != meta(new).get("annotations"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +91,7 @@ class ProfileLoop:
     metrics: Metrics
     cycle_lock: threading.Lock
     cache: ClusterCache
+    announce: Callable[[ModelChange], None]  # a change this loop made (a pod assumed): every profile's queue hears it
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
     bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
@@ -114,15 +108,12 @@ class ProfileLoop:
         return self.profile.name
 
     def on_change(self, change: Change, model: ModelChange | None = None) -> None:
-        """Every store change (with what it means to the model, from the cache): feed the queue, and wake waiting
-        pods when the cluster changed for the better."""
+        """Every store change (with what it means to the model, from the cache): feed the queue, and wake the
+        waiting pods it may help (the kinds that rejected them say which)."""
         if change.kind == "Pod":
             self._pod_changed(change.old, change.new)
-        elif change.kind == "Node":
-            if node_changed(change.old, change.new):
-                self.queue.wake_all()
-        elif change.kind in WAKING_KINDS:
-            self.queue.wake_all()
+        if model is not None:
+            self.queue.on_change(model)
 
     def _pod_changed(self, old: Obj | None, new: Obj | None) -> None:
         obj = new or old
@@ -137,10 +128,10 @@ class ProfileLoop:
             if new is not None and node_of(new) and arrived is not None:
                 self.metrics.latency.labels(self.name).observe(time.monotonic() - arrived)
             self.queue.remove(key)
-            if new is None and old is not None and node_of(old):
-                self.queue.wake_all()  # a bound pod left (deleted or finished): capacity, ports, affinity freed
         elif (new.get("spec") or {}).get("schedulerName") == self.name:
             self.queue.add(key, unit_of(new, self.policies.rules.gangs))
+            if old is not None and pod_updated(old, new):
+                self.queue.touch(key)
 
     def ready(self) -> bool:
         return self.policies.ready
@@ -167,7 +158,7 @@ class ProfileLoop:
         (A pod already bound is removed again when the watch shows it; nothing pending is lost.)"""
         for key in batch:
             self.store.forget(key)
-        self.queue.done(batch)
+            self.queue.requeue(key)
 
     def refresh_policies(self) -> bool:
         """For a standby (no cycles run yet): load the policies so it is ready, and reports a bad ConfigMap."""
@@ -205,10 +196,14 @@ class ProfileLoop:
                                     *claims.get(k, ((), {})))
                           for k, node in sorted(result.plan.assignments.items())]
             models = {p.key: p for p in snapshot.cluster.pending}
+            assumed = []
             for p in placements:
                 self.store.assume(p.key, p.uid, p.node)
-                self.cache.assume(models[p.key], p.node)
+                assumed.append(self.cache.assume(models[p.key], p.node))
         solved = time.perf_counter() - started
+        for change in assumed:
+            if change is not None:
+                self.announce(change)
         unplaced = result.unplaced()
         for key, reason in result.refused_pods().items():
             if key in batch:
@@ -222,7 +217,7 @@ class ProfileLoop:
         for key in batch:
             if key not in handled:  # bound, gone or no longer ours since it was queued
                 self.queue.remove(key)
-        self.queue.done(unplaced)
+        self.queue.done(unplaced, result.rejected())
         outcome = _Outcome(batch, result.plan.stats, solved, len(unplaced), started)
         nominated = [p for p in placements if p.key in result.plan.preemptions]
         now = [p for p in placements if p.key not in result.plan.preemptions]
@@ -351,9 +346,9 @@ class Scheduler:
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers)
         lock = threading.Lock()
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock,
-                                  self.cache) for p in self.settings.profiles]
+                                  self.cache, self.announce) for p in self.settings.profiles]
         self.store.subscribe(self.on_change)
-        self.store.on_forget(self.cache.forget)
+        self.store.on_forget(self._forgotten)
         self.resources = resources(self.settings.profiles)
         self.groups = GroupStatus(self.store, self.api.patch, frozenset(p.name for p in self.settings.profiles))
         self.store.subscribe(self.groups.on_change)
@@ -363,6 +358,15 @@ class Scheduler:
         model = self.cache.apply(change.kind, change.old, change.new)
         for loop in self.loops:
             loop.on_change(change, model)
+
+    def announce(self, model: ModelChange) -> None:
+        """A change the cache knows before any watch shows it (a pod assumed, a failed bind's room given back)."""
+        for loop in self.loops:
+            loop.queue.on_change(model)
+
+    def _forgotten(self, key: str) -> None:
+        if (model := self.cache.forget(key)) is not None:
+            self.announce(model)
 
     def start_watches(self, stop: threading.Event) -> None:
         for r in self.resources:

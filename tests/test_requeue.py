@@ -1,0 +1,105 @@
+"""Event-driven requeue (issue 17 point 2): a pod the plan left out waits for a change one of the kinds that
+rejected it says may help, as upstream's queueing hints decide; backoff 1 s doubling to 10 s; a flush after
+5 minutes; the pod's own update and new policies wake it at once; the time limit only backs off."""
+
+from __future__ import annotations
+
+import threading
+
+from engine.loop.cycle import Rejected
+from engine.loop.queue import PodQueue, QueueConfig
+from loopfake import FakeAPI, node, pod, synced_loop
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _never() -> threading.Event:
+    return threading.Event()
+
+
+def test_upstream_backoff_defaults() -> None:
+    config = QueueConfig()
+    assert (config.backoff_initial, config.backoff_max, config.flush) == (1.0, 10.0, 300.0)
+
+
+def test_a_pod_left_out_for_room_waits_for_a_change_that_may_help_not_for_any_change() -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1"))
+    api.put("Pod", pod("big", cpu="2"))  # fits no 1-cpu node
+    s, loop = synced_loop(api, backoff=0.0)
+    loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
+    assert loop.queue.unschedulable() == 1 and loop.queue.next_batch(_never(), idle=0.05) == []
+    for i in range(20):  # nodes too small for it join: not one of them wakes it
+        api.put("Node", node(f"small{i}"))
+        s.store.apply("Node", "ADDED", api.objects[("Node", "", f"small{i}")])
+    s.store.apply("Pod", "ADDED", api.put("Pod", pod("other", cpu="0", node_name="n1", scheduler=None)))  # takes room
+    assert loop.queue.unschedulable() == 1 and loop.queue.next_batch(_never(), idle=0.05) == []
+    s.store.apply("Node", "ADDED", api.put("Node", node("large", cpu="4")))  # one that fits it
+    assert loop.queue.unschedulable() == 0
+    assert loop.queue.next_batch(_never(), idle=0.5) == ["default/big"]
+    s.events.close()
+
+
+def test_a_pod_leaving_a_node_the_pod_cannot_use_does_not_wake_it_and_one_it_can_use_does() -> None:
+    api = FakeAPI()
+    api.put("Node", node("a1", labels={"zone": "a"}))
+    api.put("Node", node("b1", labels={"zone": "b"}))
+    api.put("Pod", pod("in-a", node_name="a1", scheduler=None))
+    api.put("Pod", pod("in-b", node_name="b1", scheduler=None))
+    api.put("Pod", pod("wants-a", nodeSelector={"zone": "a"}))
+    s, loop = synced_loop(api, backoff=0.0)
+    loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
+    assert loop.queue.unschedulable() == 1
+    s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "in-b")])  # a pod deleted in the other zone
+    assert loop.queue.unschedulable() == 1
+    s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "in-a")])
+    assert loop.queue.unschedulable() == 0
+    s.events.close()
+
+
+def test_a_label_no_rule_reads_does_not_wake_and_one_that_matches_does() -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1"))
+    api.put("Pod", pod("loner", affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}},
+        labels={"app": "x"}))
+    s, loop = synced_loop(api, backoff=0.0)
+    loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
+    assert loop.queue.unschedulable() == 1
+    web = api.put("Pod", pod("web", cpu="0", node_name="n1", labels={"app": "web"}, scheduler=None))
+    s.store.apply("Pod", "ADDED", web)
+    assert loop.queue.unschedulable() == 1  # a pod its affinity does not count
+    s.store.apply("Pod", "MODIFIED", api.put("Pod", {**web, "metadata": {**web["metadata"], "labels": {"app": "db"}}}))
+    assert loop.queue.unschedulable() == 0  # relabelled into what it waits for
+    s.events.close()
+
+
+def test_the_flush_retries_an_unschedulable_pod_after_five_minutes() -> None:
+    clock = Clock()
+    q = PodQueue(QueueConfig(batch_window=0), clock)
+    q.add("ns/a", "ns/a")
+    assert q.next_batch(_never(), idle=0) == ["ns/a"]
+    q.done(["ns/a"])  # not planned at all (no kind's reason): it waits for a change
+    clock.now += 299
+    assert q.next_batch(_never(), idle=0) == []
+    clock.now += 1
+    assert q.next_batch(_never(), idle=0) == ["ns/a"]
+
+
+def test_the_time_limit_backs_off_only_and_the_pod_s_own_update_wakes_it() -> None:
+    clock = Clock()
+    q = PodQueue(QueueConfig(batch_window=0), clock)
+    q.add("ns/a", "ns/a")
+    q.add("ns/b", "ns/b")
+    assert q.next_batch(_never(), idle=0) == ["ns/a", "ns/b"]
+    q.done(["ns/a", "ns/b"], {"ns/a": Rejected(None, None)})  # a: the time limit; b: not planned
+    clock.now += 1
+    assert q.next_batch(_never(), idle=0) == ["ns/a"]  # its backoff (1 s) is over, no change needed
+    q.touch("ns/b")  # its own spec changed (a scheduling gate removed, say)
+    assert q.next_batch(_never(), idle=0) == ["ns/b"]
