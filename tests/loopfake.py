@@ -36,7 +36,8 @@ class FakeAPI:
     compacted: int = 0  # watches from before this resourceVersion get 410 Gone
     binds: list[tuple[str, str]] = field(default_factory=list)
     conditions: dict[str, str] = field(default_factory=dict)
-    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # kind/name, type, reason, message
+    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # created: kind/name, type, reason, message
+    event_objects: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> count, message (as patched)
     leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
     evictions: list[tuple[str, str]] = field(default_factory=list)  # pod key, message
     nominated: dict[str, str] = field(default_factory=dict)
@@ -160,9 +161,17 @@ class FakeAPI:
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         self.conditions[f"{namespace}/{name}"] = message
 
-    def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+    def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
+                     count: int = 1) -> None:
         m = involved["metadata"]
         self.events.append((f"{involved.get('kind')}/{m.get('namespace')}/{m['name']}", type_, reason, message))
+        self.event_objects[name or f"{m['name']}.{len(self.events)}"] = (count, message)
+
+    def update_event(self, namespace: str, name: str, message: str, count: int) -> bool:
+        if name not in self.event_objects:
+            return False
+        self.event_objects[name] = (count, message)
+        return True
 
     def get_lease(self, namespace: str, name: str) -> Obj | None:
         self._check()

@@ -433,16 +433,48 @@ if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
 
 
-def test_an_unchanged_reason_is_not_posted_again_within_a_minute() -> None:
+def test_a_waiting_pod_has_one_event_object_counted_and_patched_at_a_limited_rate() -> None:
     from engine.loop.binder import EventSink
 
     api, clock = FakeAPI(), Clock()
-    sink = EventSink(api, repeat_after=60, clock=clock)
+    sink = EventSink(api, clock=clock, min_interval=10)
     p = api.put("Pod", pod("a"))
-    for _ in range(3):
-        sink.unschedulable(p, "no node has room")
-    clock.now += 61
     sink.unschedulable(p, "no node has room")
+    sink.outbox.close()  # (written before the next one: one write per pod is under way at a time)
+    sink = _reopened(sink)
+    for _ in range(3):
+        sink.unschedulable(p, "no node has room")  # the same, within 10 s: counted, not written
+    assert list(api.event_objects.values()) == [(1, "no node has room")]
+    clock.now += 11
+    sink.unschedulable(p, "no node has room")  # the same after 10 s: the count patched
+    _drain(sink)
+    assert list(api.event_objects.values()) == [(5, "no node has room")]
+    for i in range(10):  # a new message each time: a burst of 5 writes per object, then 1 a minute
+        clock.now += 1
+        sink.unschedulable(p, f"0/{i} nodes are available")
+        _drain(sink)
+    assert list(api.event_objects.values()) == [(8, "0/2 nodes are available")]  # 5 writes in all, then none
+    clock.now += 60
     sink.unschedulable(p, "another reason")
+    _drain(sink)
+    assert list(api.event_objects.values()) == [(16, "another reason")]
+    assert [e[2] for e in api.events] == ["FailedScheduling"]  # one Event object throughout
+    api.event_objects.clear()  # it expired (events live an hour)
+    clock.now += 60
+    sink.unschedulable(p, "another reason still")
     sink.close()
-    assert [e[3] for e in api.events if e[2] == "FailedScheduling"] == ["no node has room"] * 2 + ["another reason"]
+    assert list(api.event_objects.values()) == [(17, "another reason still")] and len(api.events) == 2
+
+
+def _reopened(sink):
+    from engine.loop.binder import Outbox
+
+    sink.outbox = Outbox(1)
+    return sink
+
+
+def _drain(sink) -> None:
+    """Wait for the sink's writes so far (one worker: a marker write runs after them)."""
+    done = threading.Event()
+    sink.outbox.submit(done.set)
+    assert done.wait(5)

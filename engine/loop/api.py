@@ -31,6 +31,7 @@ from .ports import (
     Resource,
     WatchEvent,
 )
+from .recorder import event_name
 
 COMPONENT = "policy-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
@@ -271,20 +272,30 @@ class KubeAPI:
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
                    body={"status": {"nominatedNodeName": node}}, content_type="application/merge-patch+json")
 
-    def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
+    def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
+                     count: int = 1) -> None:
         meta = involved.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
         now = _now()
         event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": f"{meta.get('name')}.{time.time_ns():x}", "namespace": namespace},
+                 "metadata": {"name": name or event_name(meta), "namespace": namespace},
                  "involvedObject": {"apiVersion": involved.get("apiVersion", "v1"), "kind": involved.get("kind"),
                                     "name": meta.get("name"), "namespace": namespace, "uid": meta.get("uid"),
                                     "resourceVersion": meta.get("resourceVersion")},
                  "type": type_, "reason": reason, "message": message[:EVENT_MESSAGE_LIMIT],
-                 "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "firstTimestamp": now, "lastTimestamp": now, "count": count,
                  "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
                  "reportingInstance": COMPONENT, "action": reason}
         self._json("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
+
+    def update_event(self, namespace: str, name: str, message: str, count: int) -> bool:
+        body = {"count": count, "lastTimestamp": _now(), "message": message[:EVENT_MESSAGE_LIMIT]}
+        try:
+            self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}", body=body,
+                       content_type="application/merge-patch+json")
+        except NotFound:
+            return False
+        return True
 
     def _lease_path(self, namespace: str, name: str = "") -> str:
         path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"

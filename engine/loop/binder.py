@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
 from .ports import NATIVE_POD_GROUP, BindResult, ClusterAPI, Obj
+from .recorder import EventRecorder, Write, event_name
 from .store import Store, meta, node_of, pod_key
 from .volumes import VolumePreBind
 
 log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
-TOLD_LIMIT = 50_000  # unschedulable pods whose last event is remembered
 POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup condition upstream writes
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 
@@ -92,19 +92,17 @@ class Outbox:
 class EventSink:
     """Events and conditions go out through an `Outbox` of their own: a slow event never delays a bind.
 
-    A pod that stays unschedulable gets its FailedScheduling event again only when the reason changes or
-    `repeat_after` seconds have passed (kube-scheduler's event recorder aggregates the same way), so many
-    waiting pods retried on every cluster change do not flood the apiserver with events.
+    A pod that stays unschedulable has one FailedScheduling Event object, counted and patched as client-go's
+    recorder does (engine/loop/recorder.py), so many waiting pods retried often do not flood the apiserver with
+    events; one write per pod is under way at a time (a create and its first patch never race).
     """
 
-    def __init__(self, api: ClusterAPI, workers: int = 2, repeat_after: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic, capacity: int = 10_000,
-                 on_drop: Callable[[], None] = lambda: None):
+    def __init__(self, api: ClusterAPI, workers: int = 2, clock: Callable[[], float] = time.monotonic,
+                 capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None, min_interval: float = 10.0):
         self.api = api
         self.outbox = Outbox(workers, capacity, on_drop)
-        self.repeat_after = repeat_after
-        self.clock = clock
-        self._told: dict[str, tuple[str, float]] = {}  # pod uid -> (message, when), for unschedulable pods
+        self._recorder = EventRecorder(clock, min_interval=min_interval)
+        self._writing: set[str] = set()  # pods whose FailedScheduling write is under way
         self._lock = threading.Lock()
 
     def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
@@ -115,8 +113,32 @@ class EventSink:
         m = meta(pod)
         if _condition_message(pod) != message:
             self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
-        if self._news(str(m.get("uid") or pod_key(pod)), message):
-            self.event(pod, "Warning", "FailedScheduling", message)
+        uid = str(m.get("uid") or pod_key(pod))
+        with self._lock:
+            write = self._recorder.record(uid, message, event_name(m))
+            if write is None or uid in self._writing:
+                return  # counted: the next write says it
+            self._writing.add(uid)
+        self.outbox.submit(self._write_failed, pod, uid, write)
+
+    def _write_failed(self, pod: Obj, uid: str, write: Write) -> None:
+        """Create the pod's FailedScheduling Event, or patch it; a series whose object is gone goes on in a new one."""
+        namespace = meta(pod).get("namespace") or "default"
+        try:
+            if write.create or not self.api.update_event(namespace, write.name, write.message, write.count):
+                name = write.name if write.create else event_name(meta(pod))
+                self.api.create_event(pod, "Warning", "FailedScheduling", write.message, name, write.count)
+                if not write.create:
+                    with self._lock:
+                        self._recorder.recreated(uid, name)
+        finally:
+            with self._lock:
+                self._writing.discard(uid)
+
+    def forget(self, pod: Obj) -> None:
+        """The pod was placed or is gone: its series is over."""
+        with self._lock:
+            self._recorder.forget(str(meta(pod).get("uid") or pod_key(pod)))
 
     def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
         """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
@@ -142,19 +164,6 @@ class EventSink:
         self.outbox.submit(self.api.nominate, m.get("namespace") or "default", m["name"], node)
         self.event(pod, "Normal", "Nominated", f"nominated to {node}: waiting for {victims} preempted pod(s) to leave"
                    if victims else f"nominated to {node}: waiting for pods preempted there to leave")
-
-    def _news(self, uid: str, message: str) -> bool:
-        """True when this pod was not yet told `message`, or not for `repeat_after` seconds."""
-        now = self.clock()
-        with self._lock:
-            last = self._told.get(uid)
-            if last is not None and last[0] == message and now - last[1] < self.repeat_after:
-                return False
-            if len(self._told) >= TOLD_LIMIT:  # forget the oldest half: bound memory, at worst one extra event
-                for key in sorted(self._told, key=lambda k: self._told[k][1])[: TOLD_LIMIT // 2]:
-                    del self._told[key]
-            self._told[uid] = (message, now)
-            return True
 
     def close(self) -> None:
         self.outbox.close()

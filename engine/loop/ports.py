@@ -95,8 +95,14 @@ class ClusterAPI(Protocol):
         """Patch the pod's PodScheduled condition to False / Unschedulable / message."""
         ...
 
-    def create_event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
-        """Record an Event about `involved` (a manifest with kind, metadata)."""
+    def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
+                     count: int = 1) -> None:
+        """Record an Event about `involved` (a manifest with kind, metadata): named `name` (else a fresh name),
+        seen `count` times."""
+        ...
+
+    def update_event(self, namespace: str, name: str, message: str, count: int) -> bool:
+        """Patch an Event of a series (count, lastTimestamp, message); False when it no longer exists."""
         ...
 
     def get_lease(self, namespace: str, name: str) -> Obj | None:

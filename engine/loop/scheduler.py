@@ -127,6 +127,8 @@ class ProfileLoop:
             arrived = self.queue.arrival(key)
             if new is not None and node_of(new) and arrived is not None:
                 self.metrics.latency.labels(self.name).observe(time.monotonic() - arrived)
+            if arrived is not None:
+                self.events.forget(obj)  # its FailedScheduling series (if any) is over
             self.queue.remove(key)
         elif (new.get("spec") or {}).get("schedulerName") == self.name:
             self.queue.add(key, unit_of(new, self.policies.rules.gangs))
