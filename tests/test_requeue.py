@@ -103,3 +103,18 @@ def test_the_time_limit_backs_off_only_and_the_pod_s_own_update_wakes_it() -> No
     assert q.next_batch(_never(), idle=0) == ["ns/a"]  # its backoff (1 s) is over, no change needed
     q.touch("ns/b")  # its own spec changed (a scheduling gate removed, say)
     assert q.next_batch(_never(), idle=0) == ["ns/b"]
+
+
+def test_a_cycle_takes_what_is_ready_at_once_and_its_time_limit_is_sized_to_its_batch() -> None:
+    from engine.loop.scheduler import Profile, Settings
+
+    clock = Clock()
+    q = PodQueue(QueueConfig(), clock)  # the defaults: no window to wait out
+    q.add("ns/a", "ns/a")
+    assert q.next_batch(_never(), idle=0) == ["ns/a"]  # the clock did not move: taken at once
+    for key in ("ns/b", "ns/c"):  # what arrives while a cycle runs forms the next batch
+        q.add(key, key)
+    assert q.next_batch(_never(), idle=0) == ["ns/b", "ns/c"]
+    settings = Settings((Profile("p"),), time_limit=5.0, time_per_pod=0.005)
+    assert settings.limit_for(1) == 0.205 and settings.limit_for(100_000) == 5.0
+    assert Settings((Profile("p"),), time_limit=5.0).limit_for(1) == 5.0  # 0: always the whole limit

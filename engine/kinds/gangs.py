@@ -15,7 +15,7 @@ from ..index import BoundState
 from ..model import SCHEDULING_GROUP, Cluster, Pod
 from ..solve.greedy import GreedyState, greedy
 from ..solve.problem import NO_DOMAIN, Gang, Problem, Solution
-from .base import Action, ClusterEvent, Kind, Resource
+from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -42,6 +42,11 @@ class GangInfo:
 class Coscheduling(Kind):
     name = "Coscheduling"
     events = (ClusterEvent(Resource.POD, Action.ADD), ClusterEvent(Resource.POD_GROUP, Action.ADD | Action.UPDATE))
+
+    def hint(self, waiting: Waiting, change: ModelChange) -> bool:
+        """A gang waits for members: a new pending member wakes it in the queue itself (its unit is the gang), so a
+        pod taking a node helps no gang; a PodGroup added or changed may."""
+        return change.resource is not Resource.POD
 
     def emit(self, build: ProblemBuilder) -> None:
         """One Gang row per gang that still needs pending members; its classes point at it."""

@@ -79,13 +79,17 @@ def _configure_logging(level: str) -> None:
 @click.option("--policy-configmap", metavar="NS/NAME", help="ConfigMap of policy files (hot-reloaded).")
 @click.option("--profile", "profiles", multiple=True, metavar="NAME=NS/CONFIGMAP",
               help="Serve several scheduler names, each with its own policies. Repeatable.")
-@click.option("--batch-window", type=click.FloatRange(min=0.0), default=1.0, show_default=True, metavar="SECONDS",
-              help="Collect pending pods this long before solving.")
-@click.option("--batch-idle", type=click.FloatRange(min=0.0), default=0.25, show_default=True, metavar="SECONDS",
+@click.option("--batch-window", type=click.FloatRange(min=0.0), default=0.0, show_default=True, metavar="SECONDS",
+              help="Collect pending pods this long before solving (0: each cycle takes what arrived while the "
+                   "previous one ran, so a pod arriving alone is placed at once).")
+@click.option("--batch-idle", type=click.FloatRange(min=0.0), default=0.0, show_default=True, metavar="SECONDS",
               help="Close the batch window early once no new pod arrived for this long (0: always wait it out).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=None, metavar="N", help="At most N pods per batch.")
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS",
-              help="Solver time limit per batch.")
+              help="Time limit of a cycle's plan at most; each cycle's is sized to its batch (--time-per-pod).")
+@click.option("--time-per-pod", type=click.FloatRange(min=0.0), default=0.005, show_default=True, metavar="SECONDS",
+              help="A cycle's time limit: 0.2 s plus this per pod of its batch, at most --time-limit "
+                   "(0: always --time-limit).")
 @click.option("--leader-elect/--no-leader-elect", default=False, show_default=True,
               help="Run with replicas: only the holder of the Lease schedules.")
 @click.option("--lease-namespace", default="kube-system", show_default=True)
@@ -98,7 +102,7 @@ def _configure_logging(level: str) -> None:
               help="Never evict running pods: higher-priority pods wait for room instead.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, time_limit,
-        leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, no_preemption,
+        time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, no_preemption,
         log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
     from .api import ConfigError, KubeAPI, load_client
@@ -109,7 +113,7 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
     _configure_logging(log_level)
     settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
-                                    batch_idle=batch_idle or None), time_limit=time_limit,
+                                    batch_idle=batch_idle or None), time_limit=time_limit, time_per_pod=time_per_pod,
                         bind_workers=bind_workers, preemption=not no_preemption)
     try:
         api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))

@@ -21,7 +21,8 @@ from .cycle import ANY_CHANGE, Rejected
 
 @dataclass(frozen=True, slots=True)
 class QueueConfig:
-    batch_window: float = 1.0  # seconds to collect pods after the first is ready
+    batch_window: float = 0.0  # seconds to collect pods after the first is ready (0: a cycle takes what is ready:
+    # what arrived while the previous cycle ran, so a pod arriving alone is placed at once)
     batch_idle: float | None = None  # close the window early once no new pod arrived for this long
     max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
     backoff_initial: float = 1.0

@@ -36,6 +36,9 @@ from .sync import Reflector
 log = logging.getLogger("policy_scheduler.loop")
 
 
+CYCLE_BASE_SECONDS = 0.2
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """A scheduler name served by this process, and where its policies live (namespace, name)."""
@@ -48,11 +51,19 @@ class Profile:
 class Settings:
     profiles: tuple[Profile, ...]
     queue: QueueConfig = QueueConfig()
-    time_limit: float = 5.0
+    time_limit: float = 5.0  # a cycle's plan at most…
+    time_per_pod: float = 0.0  # …and, when set, 0.2 s plus this per pod of the batch (a lone pod is placed at once)
     solver_workers: int = 1
     bind_workers: int = 16
     preemption: bool = True
     victims_timeout: float = 120.0  # seconds a preemptor waits for its victims to leave before giving up
+
+    def limit_for(self, pods: int) -> float:
+        """A cycle's time limit, sized to its batch: what a starting plan and a short CP-SAT run need for a few
+        pods, more for more, never beyond `time_limit`."""
+        if not self.time_per_pod:
+            return self.time_limit
+        return min(self.time_limit, CYCLE_BASE_SECONDS + self.time_per_pod * pods)
 
 
 def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:
@@ -190,7 +201,7 @@ class ProfileLoop:
             rules = self.policies.rules
             snapshot = self.cache.snapshot([(source_name("Pod", *k.split("/", 1)), o) for k, o in pods.items()],
                                            self.name, rules.gangs)
-            options = Options(self.settings.time_limit, self.settings.solver_workers,
+            options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
                               preemption=self.settings.preemption)
             result = run_cycle(snapshot, rules, options)
             steps, claims = result.volume_steps(), result.claim_steps()
