@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from engine.loop.cycle import Rejected
 from engine.loop.queue import PodQueue, QueueConfig
 from loopfake import FakeAPI, node, pod, synced_loop
@@ -116,5 +118,5 @@ def test_a_cycle_takes_what_is_ready_at_once_and_its_time_limit_is_sized_to_its_
         q.add(key, key)
     assert q.next_batch(_never(), idle=0) == ["ns/b", "ns/c"]
     settings = Settings((Profile("p"),), time_limit=5.0, time_per_pod=0.005)
-    assert settings.limit_for(1) == 0.205 and settings.limit_for(100_000) == 5.0
+    assert settings.limit_for(1) == pytest.approx(0.205) and settings.limit_for(100_000) == 5.0
     assert Settings((Profile("p"),), time_limit=5.0).limit_for(1) == 5.0  # 0: always the whole limit
