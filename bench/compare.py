@@ -71,6 +71,8 @@ class Plan:
     crd_file: Path
     workdir: Path
     revision: str          # the policy-scheduler code measured
+    arrival: str | None = None  # every workload's arrival instead of its own (stream or batch)
+    rate: float | None = None   # stream arrival: pods created per second (None: as fast as the clients go)
 
 
 # --- one scheduler, one workload --------------------------------------------------------------------------
@@ -78,8 +80,9 @@ class Plan:
 def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, kind: SchedulerKind,
             repeat: int) -> RunResult:
     """Start ``kind``, give it the pending pods, wait until it is done, measure, stop it, clean up."""
-    result = RunResult(workload.name, len_nodes(scenario), kind.name, repeat, workload.arrival,
-                       len(scenario.pending))
+    arrival = plan.arrival or workload.arrival
+    result = RunResult(workload.name, len_nodes(scenario), kind.name, repeat, arrival, len(scenario.pending),
+                       rate=plan.rate if arrival == "stream" else None)
     pods = api.pending_for(scenario, kind.name)
     api.create_pod_groups(kube, scenario)
     api.create_volumes(kube, scenario)
@@ -90,7 +93,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     watch.start()
     running = None
     try:
-        batch = workload.arrival == "batch"
+        batch = arrival == "batch"
         created, create_s = ({}, 0.0)
         if batch:
             created, create_s = timed_create(kube, pods)
@@ -101,7 +104,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         t0 = running.ready_at
         if not batch:
             t0 = time.monotonic()
-            created, create_s = timed_create(kube, pods)
+            created, create_s = timed_create(kube, pods, plan.rate)
         result.create_s = create_s
         wait_done(watch, running, len(pods), plan.mode)
         if batch and watch.bound:
@@ -136,9 +139,9 @@ def len_nodes(scenario: Scenario) -> int:
     return sum(1 for n in scenario.nodes if not n.name.startswith("small-"))
 
 
-def timed_create(kube: Kube, pods: list[dict]) -> tuple[dict[str, float], float]:
+def timed_create(kube: Kube, pods: list[dict], rate: float | None = None) -> tuple[dict[str, float], float]:
     start = time.monotonic()
-    created = api.create_pods(kube, pods)
+    created = api.create_pods(kube, pods, rate)
     return created, time.monotonic() - start
 
 
@@ -225,6 +228,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("-w", "--workload", action="append", choices=list(WORKLOADS), help="default: all")
     ap.add_argument("-s", "--scheduler", action="append", choices=list(SCHEDULERS), help="default: all")
     ap.add_argument("-n", "--repeats", type=int, help="default: the mode's")
+    ap.add_argument("--arrival", choices=["stream", "batch"], help="every workload's arrival (default: its own)")
+    ap.add_argument("--rate", type=float, help="stream arrival: create pods at this many per second (default: as "
+                                               "fast as 16 clients go)")
     ap.add_argument("--idle", type=float, help="seconds without a binding that end a run (default: the mode's)")
     ap.add_argument("--ours-arg", action="append", default=[],
                     help="extra flag for `policy-scheduler run`, e.g. --ours-arg=--batch-window=0.5")
@@ -246,7 +252,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     return Plan(tuple(WORKLOADS[w] for w in args.workload or WORKLOADS),
                 tuple(SCHEDULERS[s] for s in args.scheduler or SCHEDULERS), mode,
                 Settings(build_binaries() / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg)),
-                plugins_dir / "podgroups-crd.yaml", workdir, revision())
+                plugins_dir / "podgroups-crd.yaml", workdir, revision(), args.arrival, args.rate)
 
 
 def revision() -> str:

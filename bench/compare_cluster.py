@@ -182,13 +182,19 @@ def pending_for(scenario: Scenario, scheduler_name: str) -> list[dict[str, Any]]
     return out
 
 
-def create_pods(kube: Kube, pods: list[dict[str, Any]]) -> dict[str, float]:
-    """Create pods from CLIENTS threads, in order; ``namespace/name`` -> monotonic time its create returned."""
-    def one(pod: dict[str, Any]) -> tuple[str, float]:
+def create_pods(kube: Kube, pods: list[dict[str, Any]], rate: float | None = None) -> dict[str, float]:
+    """Create pods from CLIENTS threads, in order, as fast as they go or (``rate``) the k-th at k/rate seconds after
+    the first; ``namespace/name`` -> monotonic time its create returned."""
+    start = time.monotonic()
+
+    def one(item: tuple[int, dict[str, Any]]) -> tuple[str, float]:
+        k, pod = item
+        if rate and (wait := start + k / rate - time.monotonic()) > 0:
+            time.sleep(wait)
         ns = pod["metadata"]["namespace"]
         ok(kube, "POST", f"/api/v1/namespaces/{ns}/pods", pod)
         return f"{ns}/{pod['metadata']['name']}", time.monotonic()
-    return dict(in_parallel(one, pods))
+    return dict(in_parallel(one, list(enumerate(pods))))
 
 
 def reset(kube: Kube, scenario: Scenario) -> None:

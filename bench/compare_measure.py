@@ -27,7 +27,9 @@ class RunResult:
     seconds: float = 0.0               # t0 (creation start, or ready for batch arrival) -> last bind seen
     pods_per_s: float = 0.0            # placed / seconds
     latency_p50: float | None = None   # created (or t0) -> bind seen, over placed pods
+    latency_p90: float | None = None
     latency_p99: float | None = None
+    rate: float | None = None          # stream arrival: pods created per second (None: as fast as 16 clients go)
     startup_s: float = 0.0             # process start -> ready
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
@@ -72,6 +74,7 @@ def timing(result: RunResult, created: dict[str, float], bound: dict[str, float]
     result.pods_per_s = len(times) / result.seconds if result.seconds > 0 else 0.0
     waits = [max(0.0, bound[k] - (t0 if batch else created[k])) for k in bound if k in created]
     result.latency_p50 = percentile(waits, 0.5)
+    result.latency_p90 = percentile(waits, 0.9)
     result.latency_p99 = percentile(waits, 0.99)
 
 
@@ -127,7 +130,7 @@ def gang_members(scenario: Scenario) -> dict[str, str]:
     return out
 
 
-NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p99", "startup_s", "create_s",
+NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max")
 
@@ -143,7 +146,7 @@ def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         good = [r for r in runs if not r["error"]]
         row: dict[str, Any] = {"workload": workload, "nodes": nodes, "scheduler": scheduler,
                                "pending": runs[0]["pending"], "gangs": runs[0]["gangs"], "claims": runs[0].get("claims", 0),
-                               "arrival": runs[0]["arrival"], "runs": len(good),
+                               "arrival": runs[0]["arrival"], "rate": runs[0].get("rate"), "runs": len(good),
                                "errors": [r["error"] for r in runs if r["error"]]}
         for key in NUMERIC:
             values = [r[key] for r in good if r[key] is not None]

@@ -57,22 +57,29 @@ def order(workload: str) -> int:
 
 
 def detail_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| workload | nodes | scheduler | placed | pods/s | p50 s | p99 s | gangs complete · partial (pods) "
-             "| nodes used | price | solve s (batches) | peak RSS MiB | start s |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| workload | arrival | nodes | scheduler | placed | pods/s | p50 s | p90 s | p99 s | gangs complete · "
+             "partial (pods) | nodes used | price | solve s (batches) | peak RSS MiB | start s |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: (order(r["workload"]), r["nodes"], list(SCHEDULERS).index(r["scheduler"]))):
         solve = "–" if r["solve_s"] is None else f"{r['solve_s']:.2f} ({num(r['batches'])})"
         err = f" ⚠ {len(r['errors'])} failed" if r["errors"] else ""
-        lines.append(f"| {r['workload']} | {r['nodes']:,} | {r['scheduler']}{err} | {placed_cell(r)} | "
-                     f"{num(r['pods_per_s'])} | {num(r['latency_p50'], 2)} | {num(r['latency_p99'], 2)} | "
+        lines.append(f"| {r['workload']} | {arrival_cell(r)} | {r['nodes']:,} | {r['scheduler']}{err} | {placed_cell(r)} | "
+                     f"{num(r['pods_per_s'])} | {num(r['latency_p50'], 2)} | {num(r.get('latency_p90'), 2)} | "
+                     f"{num(r['latency_p99'], 2)} | "
                      f"{gang_cell(r)} | {num(r['nodes_used'])} | {num(r['price'], 1)} | {solve} | "
                      f"{num(r['rss_mib'])} | {num(r['startup_s'], 1)} |")
     return lines
 
 
+def arrival_cell(r: dict[str, Any]) -> str:
+    rate = r.get("rate")
+    return f"{r['arrival']} {rate:g}/s" if rate else r["arrival"]
+
+
 def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> list[str]:
     load = os.getloadavg()
-    ours = " ".join(plan.settings.ours_args) or "its defaults (`--batch-window 1 --time-limit 5 --bind-workers 16`)"
+    ours = " ".join(plan.settings.ours_args) or ("its defaults (`--batch-window 0 --time-limit 5 --time-per-pod 0.005 "
+                                                 "--bind-workers 16`)")
     lines = [f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, load average {load_start:.1f} at the start and {load[0]:.1f} at "
              f"the end (the machine is shared), "

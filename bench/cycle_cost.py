@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The scheduler loop's fixed cost per cycle against cluster size (issue 17): one new pending pod, everything else
+bound.
+
+For each size (nodes, 10 bound pods per node, 3 zones, 200 apps) a store and the loop's cluster cache are fed
+the objects as the watches would feed them; then a pending pod arrives and one cycle plans it, ``--repeats``
+times (the pod is taken back between repeats). Two ways side by side in one run:
+
+* ``cache``: what the loop does now — the cache's snapshot (what changed since the last one, plus the batch),
+  then compile, solve and plan;
+* ``rebuild``: what it did before — ``build_cluster`` over the store's whole snapshot, then the same planning
+  (only up to ``--rebuild-max`` nodes: it takes seconds there).
+
+Prints a table of medians (and the ratio), and draws ``bench/cycle_cost.png`` (seconds per cycle vs nodes, log
+axes).
+
+    python bench/cycle_cost.py                               # 1,000 -> 20,000 nodes
+    python bench/cycle_cost.py --nodes 1000 --nodes 5000 -n 5 --no-plot
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.ir import Rules  # noqa: E402
+from engine.load import build_cluster  # noqa: E402
+from engine.loop.cache import ClusterCache  # noqa: E402
+from engine.loop.cycle import run_cycle  # noqa: E402
+from engine.loop.store import Store, source_name  # noqa: E402
+from engine.planner import Options, plan_batch  # noqa: E402
+from testkit import manifests as m  # noqa: E402
+
+SCHEDULER = "policy-scheduler"
+PODS_PER_NODE = 10
+
+
+def fill(nodes: int) -> tuple[Store, ClusterCache]:
+    """A store with the cache listening, fed `nodes` nodes and 10 bound pods per node, as watches would."""
+    store, cache = Store(), ClusterCache()
+    store.subscribe(lambda change: cache.apply(change.kind, change.old, change.new))
+    for i in range(nodes):
+        store.apply("Node", "ADDED", m.node(f"n{i}", cpu="32", memory="128Gi",
+                                            labels={m.ZONE_KEY: f"z{i % 3}"}))
+    for k in range(nodes * PODS_PER_NODE):
+        pod = m.pod(f"b{k}", cpu="1", memory="1Gi", labels={"app": f"a{k % 200}"}, node_name=f"n{k % nodes}")
+        pod["metadata"]["uid"] = f"uid-b{k}"
+        store.apply("Pod", "ADDED", pod)
+    return store, cache
+
+
+def one_cycle(store: Store, cache: ClusterCache, way: str, k: int) -> float:
+    """Seconds for one cycle planning a newly arrived pod; the pod is deleted again afterwards."""
+    new = m.pod(f"new{k}", cpu="1", memory="1Gi", labels={"app": "new"})
+    new["metadata"]["uid"] = f"uid-new{k}"
+    store.apply("Pod", "ADDED", new)
+    options = Options(time_limit=5.0, workers=1)
+    gc.disable()  # as the loop's cycle does
+    started = time.perf_counter()
+    if way == "cache":
+        result = run_cycle(cache.snapshot([(source_name("Pod", "default", f"new{k}"), new)], SCHEDULER, None),
+                           Rules(), options)
+        placed = result.plan.assignments
+    else:
+        cluster = build_cluster(store.snapshot({f"default/new{k}"}), SCHEDULER, None, strict=False)
+        placed = plan_batch(cluster, Rules(), options).assignments
+    seconds = time.perf_counter() - started
+    gc.enable()
+    assert placed, f"{way}: the new pod was not placed"
+    store.apply("Pod", "DELETED", new)
+    return seconds
+
+
+def measure(nodes: int, repeats: int, rebuild: bool) -> dict[str, float | None]:
+    store, cache = fill(nodes)
+    one_cycle(store, cache, "cache", -1)  # the first snapshot builds the index rows once
+    ways = ["cache", "rebuild"] if rebuild else ["cache"]
+    times: dict[str, list[float]] = {w: [] for w in ways}
+    for k in range(repeats):
+        for way in ways:  # side by side, alternating
+            times[way].append(one_cycle(store, cache, way, k))
+    return {w: statistics.median(times[w]) if w in times else None for w in ("cache", "rebuild")}
+
+
+def plot(rows: list[tuple[int, dict[str, float | None]]], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for way, label in (("cache", "incremental cache (now)"), ("rebuild", "rebuild the model (before)")):
+        points = [(n, r[way]) for n, r in rows if r[way] is not None]
+        if points:
+            ax.plot([n for n, _ in points], [s * 1000 for _, s in points], marker="o", label=label)
+    ax.axhline(50, color="grey", linestyle=":", label="50 ms target")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"nodes ({PODS_PER_NODE} bound pods per node)")
+    ax.set_ylabel("one cycle, one new pod (ms, median)")
+    ax.set_title("policy-scheduler loop: fixed cost per cycle")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, action="append", help="sizes (default 1,000 2,000 5,000 10,000 20,000)")
+    ap.add_argument("-n", "--repeats", type=int, default=7)
+    ap.add_argument("--rebuild-max", type=int, default=5000, help="largest size the rebuild way is measured at")
+    ap.add_argument("--plot", type=Path, default=ROOT / "bench" / "cycle_cost.png")
+    ap.add_argument("--no-plot", action="store_true")
+    args = ap.parse_args(argv)
+    sizes = args.nodes or [1000, 2000, 5000, 10000, 20000]
+    rows = []
+    print("| nodes | bound pods | cache ms | rebuild ms | rebuild / cache |\n|---:|---:|---:|---:|---:|", flush=True)
+    for nodes in sizes:
+        r = measure(nodes, args.repeats, nodes <= args.rebuild_max)
+        rows.append((nodes, r))
+        cache, rebuild = r["cache"] or 0.0, r["rebuild"]
+        ratio = f"{rebuild / cache:.0f}×" if rebuild and cache else "–"
+        shown = f"{rebuild * 1000:,.0f}" if rebuild else "–"
+        print(f"| {nodes:,} | {nodes * PODS_PER_NODE:,} | {cache * 1000:.1f} | {shown} | {ratio} |", flush=True)
+    if not args.no_plot:
+        plot(rows, args.plot)
+        print(f"\nplot: {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
