@@ -185,7 +185,7 @@ def _ready(scheduler: Scheduler) -> bool:
         return False
 
 
-def install_podgroup_crd(kube: Kube, crd_file: Path = REPO / "deploy" / "podgroup-crd.yaml",
+def install_podgroup_crd(kube: Kube, crd_file: Path = REPO / "deploy" / "components" / "podgroup-crd" / "podgroup-crd.yaml",
                          timeout: float = 30) -> None:
     """Apply the PodGroup CRD (ours by default, or scheduler-plugins' own: same group, version and fields),
     idempotent, and wait until PodGroups are served."""
