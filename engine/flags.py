@@ -96,7 +96,7 @@ class OneLineErrors(click.Group):
     """A group whose usage errors are one line on stderr (`policy-scheduler: error: ...`) and exit 2, like
     every other user mistake; click's own Usage/Try/Error block is four."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             result = super().main(*args, **kwargs)

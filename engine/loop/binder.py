@@ -118,6 +118,12 @@ class EventSink:
         if self._news(str(m.get("uid") or pod_key(pod)), message):
             self.event(pod, "Warning", "FailedScheduling", message)
 
+    def waiting(self, pod: Obj, message: str) -> None:
+        """A Warning event on a pod that is not being scheduled at all (no valid policy set), aggregated like
+        FailedScheduling: again only when the message changes or after `repeat_after` seconds."""
+        if self._news(str(meta(pod).get("uid") or pod_key(pod)), message):
+            self.event(pod, "Warning", "FailedScheduling", message)
+
     def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
         """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
         False/Unschedulable with the plan's reasons; never back to False once True, nothing when unchanged."""

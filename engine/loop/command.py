@@ -15,7 +15,7 @@ import socket
 import sys
 import threading
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -32,7 +32,7 @@ LOG_FORMAT = "ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s
 EXIT_LEADERSHIP_LOST = 1
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"policy-scheduler: error: {message}", err=True)
     sys.exit(2)
 
@@ -136,7 +136,7 @@ def _start_health(scheduler: Scheduler, port: int) -> HealthServer | None:
 
     if not port:
         return None
-    server = HealthServer(scheduler.metrics, scheduler.ready, port)
+    server = HealthServer(scheduler.metrics, scheduler.ready, port, leading=scheduler.leading.is_set)
     try:
         server.start()
     except OSError as exc:
@@ -164,12 +164,24 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
             return _stop(scheduler, None, health, 0)
         threading.Thread(target=elector.hold, args=(stop, functools.partial(_lost, lost, stop)), name="lease",
                          daemon=True).start()
+    else:
+        scheduler.refresh_policies()  # before the loops start, so the log below says what holds
     scheduler.start_loops(stop)
-    log.info("scheduling profiles=%s", names)
+    _log_profiles(scheduler)
     while not stop.wait(0.5):
         pass
     return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
 
+
+def _log_profiles(scheduler: Scheduler) -> None:
+    """Say which profiles schedule now, and why the others do not (their pods are told too)."""
+    ready = [loop.name for loop in scheduler.loops if loop.ready()]
+    if ready:
+        log.info("scheduling profiles=%s", ",".join(ready))
+    for loop in scheduler.loops:
+        if not loop.ready():
+            log.warning("not scheduling profile=%s reason=%r: its pods wait until a valid policy set loads", loop.name,
+                        loop.policies.problem or "policies not loaded yet")
 
 
 def _lost(lost: threading.Event, stop: threading.Event) -> None:
@@ -177,8 +189,10 @@ def _lost(lost: threading.Event, stop: threading.Event) -> None:
     lost.set()
     stop.set()
 
+
 def _stop(scheduler: Scheduler, elector: LeaderElector | None, health: HealthServer | None, code: int) -> int:
     log.info("shutting down")
+    scheduler.leading.clear()
     scheduler.shutdown()
     if elector is not None and code == 0:
         elector.release()
