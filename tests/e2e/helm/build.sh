@@ -14,12 +14,10 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-
-required_version() {
-    awk -v m="$1" '!/=>/ && !/^[[:space:]]*\/\// { for (i = 1; i < NF; i++) if ($i == m) { print $(i + 1); exit } }' "$here/go.mod"
-}
-helm_version="$(required_version helm.sh/helm/v3)"
-kustomize_version="$(required_version sigs.k8s.io/kustomize/kustomize/v5)"
+# shellcheck source=../build-common.sh
+. "$here/../build-common.sh"
+helm_version="$(required_version helm.sh/helm/v3 "$here/go.mod")"
+kustomize_version="$(required_version sigs.k8s.io/kustomize/kustomize/v5 "$here/go.mod")"
 for v in "$helm_version" "$kustomize_version"; do
     if [[ ! "$v" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
         echo "build.sh: cannot read the helm and kustomize versions from $here/go.mod (got '$helm_version', '$kustomize_version')" >&2
@@ -28,51 +26,10 @@ for v in "$helm_version" "$kustomize_version"; do
 done
 
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/policy-scheduler/helm/$helm_version-kustomize-$kustomize_version"
-if [[ "${1:-}" == "--print-dir" ]]; then
-    echo "$cache_dir"
-    exit 0
-elif [[ $# -gt 0 ]]; then
-    echo "usage: $0 [--print-dir]" >&2
-    exit 2
-fi
+start_build "$cache_dir" "$@"
 
-command -v go >/dev/null || { echo "build.sh: 'go' is not on PATH; Go >= 1.26 is needed" >&2; exit 1; }
-mkdir -p "$cache_dir"
-exec 9>"$cache_dir/.build.lock"
-flock 9
-
-export CGO_ENABLED=0
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly"
-
-tmp=""
-cleanup() { if [[ -n "$tmp" ]]; then rm -f "$tmp"; fi; }
-trap cleanup EXIT
-
-# build NAME PACKAGE VERSION LDFLAGS
-build() {
-    local name="$1" package="$2" version="$3" ldflags="$4"
-    local dest="$cache_dir/$name"
-    if [[ -x "$dest" ]]; then
-        echo "build.sh: $name: already built ($dest)"
-        return
-    fi
-    tmp="$dest.tmp.$$"
-    echo "build.sh: $name: building $package into $dest (minutes the first time)"
-    local start=$SECONDS
-    (cd "$here" && nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$tmp" "$package")
-    local got
-    got="$("$tmp" version 2>&1 | head -n 1)"
-    if [[ "$got" != *"$version"* ]]; then
-        echo "build.sh: $name: '$tmp version' printed '$got', expected it to contain '$version'" >&2
-        exit 1
-    fi
-    mv -f "$tmp" "$dest"
-    tmp=""
-    echo "build.sh: $name: built in $((SECONDS - start)) s ($got)"
-}
-
-build helm helm.sh/helm/v3/cmd/helm "$helm_version" \
-    "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
-build kustomize sigs.k8s.io/kustomize/kustomize/v5 "$kustomize_version" \
-    "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=kustomize/$kustomize_version"
+build_binary "$cache_dir" helm "$here" helm.sh/helm/v3/cmd/helm "$helm_version" \
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean" version
+build_binary "$cache_dir" kustomize "$here" sigs.k8s.io/kustomize/kustomize/v5 "$kustomize_version" \
+    "-s -w -X sigs.k8s.io/kustomize/api/provenance.version=kustomize/$kustomize_version" version
 echo "build.sh: helm $helm_version and kustomize $kustomize_version ready in $cache_dir"
