@@ -166,10 +166,8 @@ class Schedulers:
         process.start()
         scheduler = Scheduler(process, port)
         self.started.append(scheduler)
-        if ready:  # else: only its health server
-            wait_for(f"{name} /readyz", lambda: _ready(scheduler), timeout=60)
-        else:
-            wait_for(f"{name} /healthz", lambda: _serving(scheduler), timeout=60)
+        path = "/readyz" if ready else "/healthz"  # not ready: a profile without its policies, say
+        wait_for(f"{name} {path}", lambda: _answers(scheduler, path), timeout=60)
         return scheduler
 
     def stop_all(self) -> None:
@@ -177,20 +175,12 @@ class Schedulers:
             scheduler.process.stop()
 
 
-def _ready(scheduler: Scheduler) -> bool:
+def _answers(scheduler: Scheduler, path: str) -> bool:
+    """Whether the scheduler answers 200 on `path` (/readyz, /healthz); fails the test if it exited."""
     if not scheduler.process.running():
         pytest.fail(f"scheduler exited ({scheduler.process.popen.returncode}):\n{scheduler.process.log_tail()}")
     try:
-        return scheduler.get("/readyz")[0] == 200
-    except OSError:
-        return False
-
-
-def _serving(scheduler: Scheduler) -> bool:
-    if not scheduler.process.running():
-        pytest.fail(f"scheduler exited ({scheduler.process.popen.returncode}):\n{scheduler.process.log_tail()}")
-    try:
-        return scheduler.get("/healthz")[0] == 200
+        return scheduler.get(path)[0] == 200
     except OSError:
         return False
 
