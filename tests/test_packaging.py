@@ -41,6 +41,6 @@ def test_every_runtime_dependency_is_pinned_and_satisfies_pyproject() -> None:
 
 
 def test_the_image_installs_from_the_lock_and_nothing_unpinned() -> None:
-    installs = [x for x in re.findall(r"^RUN (pip install .*)$", DOCKERFILE, re.MULTILINE)]
+    installs = re.findall(r"^RUN (pip install .*)$", DOCKERFILE, re.MULTILINE)
     assert installs and all("--no-deps" in x for x in installs), installs
     assert any("-r requirements.lock" in x for x in installs)

@@ -33,6 +33,7 @@ from .sync import Reflector
 log = logging.getLogger("policy_scheduler.loop")
 # changes that may let a waiting pod in (a group or class appearing, a claim created from a template or
 # deallocated, devices published); the event-driven requeue of the live-loop work will narrow these
+TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 WAKING_KINDS = ("PodGroup", NATIVE_POD_GROUP, "PriorityClass", "Namespace", "ResourceClaim", "ResourceSlice",
                 "DeviceClass")
 
@@ -98,6 +99,7 @@ class ProfileLoop:
     policies: PolicyHolder = field(init=False)
     bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
     nominations: Nominations = field(init=False)
+    _told_at: float = field(init=False, default=float("-inf"))  # when waiting pods were last told (no policies)
 
     def __post_init__(self) -> None:
         self.queue = PodQueue(self.settings.queue)
@@ -192,6 +194,10 @@ class ProfileLoop:
     def _tell_waiting(self) -> None:
         """No valid policy set: nothing is scheduled, and each waiting pod gets a Warning event saying why
         (again only when the reason changes, or after the event sink's repeat interval)."""
+        now = time.monotonic()
+        if now - self._told_at < TELL_EVERY:  # a scan of the store's pods: not every second
+            return
+        self._told_at = now
         why = self.policies.problem or "no policy set is loaded yet"
         for pod in self.waiting():
             self.events.waiting(pod, f"not scheduled: scheduler profile {self.name} has no valid policy set ({why}); "
