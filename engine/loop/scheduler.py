@@ -31,9 +31,9 @@ from .store import Change, Store, meta, node_of, pod_key
 from .sync import Reflector
 
 log = logging.getLogger("policy_scheduler.loop")
+TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 # changes that may let a waiting pod in (a group or class appearing, a claim created from a template or
 # deallocated, devices published); the event-driven requeue of the live-loop work will narrow these
-TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 WAKING_KINDS = ("PodGroup", NATIVE_POD_GROUP, "PriorityClass", "Namespace", "ResourceClaim", "ResourceSlice",
                 "DeviceClass")
 
