@@ -2,7 +2,7 @@
 PYTHON ?= python
 SCHEDULER = $(PYTHON) -m engine
 POLICIES = policies
-POLICIES_CONFIGMAP = deploy/policies-configmap.yaml
+POLICIES_CONFIGMAP = deploy/components/example-policies/policies-configmap.yaml
 
 .PHONY: help check-policies policies-configmap test bench bench-quick bench-medium
 

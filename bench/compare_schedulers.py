@@ -30,7 +30,7 @@ from testkit.scheduling import Kube, apply
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 120.0
-POLICY_CONFIGMAP = "kube-system/policy-scheduler-policies"
+POLICY_CONFIGMAP = "policy-scheduler/policy-scheduler-policies"  # `policy-scheduler configmap`'s default, as deploy/
 CLIENT_QPS = 5000
 
 
@@ -98,12 +98,14 @@ class SchedulerKind:
 # --- policy-scheduler -------------------------------------------------------------------------------------
 
 def apply_policy_configmap(cp: ControlPlane, policy_dir: Path) -> None:
-    """`policy-scheduler configmap DIR` into kube-system, as deploy/ does (replaced if present)."""
+    """`policy-scheduler configmap DIR` into the policy-scheduler namespace, as deploy/ reads it (replaced if present)."""
     manifest = subprocess.run([sys.executable, "-m", "engine", "configmap", str(policy_dir)], check=True,
                               capture_output=True, text=True, cwd=ROOT).stdout
     path = cp.workdir / "policies-configmap.yaml"
     path.write_text(manifest)
-    status, data = apply(Kube(cp.kubeconfig), yaml.safe_load(manifest))
+    kube = Kube(cp.kubeconfig)
+    apply(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": POLICY_CONFIGMAP.split("/")[0]}})
+    status, data = apply(kube, yaml.safe_load(manifest))
     if status >= 300:
         raise RuntimeError(f"policy ConfigMap not applied: {status} {data}")
 

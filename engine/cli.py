@@ -14,8 +14,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from .flags import Name, OneLineErrors, Seconds
 from .ir import GangRules, Rules
-from .load import DEFAULT_SCHEDULER, InputError
+from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
 from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
 from .planner import Options, plan_batch
@@ -61,10 +62,10 @@ cluster_option = click.option(
     "Default: the bundled demo cluster.",
 )
 scheduler_option = click.option(
-    "--scheduler-name", default=DEFAULT_SCHEDULER, show_default=True,
+    "--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
     help="Pending pods are those with this spec.schedulerName and no spec.nodeName.",
 )
-time_option = click.option("--time-limit", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+time_option = click.option("--time-limit", type=Seconds(0.1), default=10.0, show_default=True,
                            metavar="SECONDS", help="Time limit for compiling and solving (loading not included); the best "
                            "plan found so far is returned.")
 workers_option = click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
@@ -100,7 +101,7 @@ def _fail_policies(exc, code: int, count: bool = False) -> None:
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="policy-scheduler")
 def main() -> None:
     """policy-scheduler: place a whole batch of pending Kubernetes pods at once, optimally."""
@@ -339,8 +340,8 @@ def test_command(paths, time_limit) -> None:
 
 @main.command("configmap")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option("--name", default="policy-scheduler-policies", show_default=True)
-@click.option("--namespace", default="kube-system", show_default=True)
+@click.option("--name", type=Name(), default=DEFAULT_POLICY_CONFIGMAP, show_default=True)
+@click.option("--namespace", type=Name(label=True), default=DEFAULT_NAMESPACE, show_default=True)
 def configmap_command(paths, name, namespace) -> None:
     """Print a ConfigMap manifest holding the (checked) policy files, one data key per file."""
     from pathlib import Path

@@ -56,6 +56,9 @@ POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alph
 # KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
 NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
 DEFAULT_SCHEDULER = "policy-scheduler"
+# where deploy/ and the Helm chart install the scheduler; its Lease and policy ConfigMap live there too
+DEFAULT_NAMESPACE = "policy-scheduler"
+DEFAULT_POLICY_CONFIGMAP = "policy-scheduler-policies"
 
 
 class InputError(Exception):

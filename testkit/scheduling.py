@@ -86,13 +86,11 @@ def apply(kube: Kube, obj: dict, dry_run: bool = False) -> tuple[int, Any]:
                         content_type="application/apply-patch+yaml")
 
 
-def deploy_manifests() -> list[dict]:
-    """Every object deploy/kustomization.yaml lists, in its order."""
-    import yaml
+def deploy_manifests(*components: str) -> list[dict]:
+    """Every object `kustomize build` makes of deploy/ with these opt-in components (deploy/components/NAME)."""
+    from .deploytools import kustomize
 
-    kustomization = yaml.safe_load((REPO / "deploy" / "kustomization.yaml").read_text())
-    return [doc for name in kustomization["resources"]
-            for doc in yaml.safe_load_all((REPO / "deploy" / name).read_text()) if doc]
+    return kustomize(*components)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:
@@ -160,7 +158,7 @@ class Schedulers:
     workdir: Path
     started: list[Scheduler] = field(default_factory=list)
 
-    def start(self, *args: str, kubeconfig: Path | None = None, name: str = "scheduler") -> Scheduler:
+    def start(self, *args: str, kubeconfig: Path | None = None, name: str = "scheduler", ready: bool = True) -> Scheduler:
         port = free_port()
         argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig or self.cp.kubeconfig),
                 "--metrics-port", str(port), "--batch-window", "0.3", "--time-limit", "2", *args]
@@ -168,7 +166,8 @@ class Schedulers:
         process.start()
         scheduler = Scheduler(process, port)
         self.started.append(scheduler)
-        wait_for(f"{name} /readyz", lambda: _ready(scheduler), timeout=60)
+        path = "/readyz" if ready else "/healthz"  # not ready: a profile without its policies, say
+        wait_for(f"{name} {path}", lambda: _answers(scheduler, path), timeout=60)
         return scheduler
 
     def stop_all(self) -> None:
@@ -176,16 +175,17 @@ class Schedulers:
             scheduler.process.stop()
 
 
-def _ready(scheduler: Scheduler) -> bool:
+def _answers(scheduler: Scheduler, path: str) -> bool:
+    """Whether the scheduler answers 200 on `path` (/readyz, /healthz); fails the test if it exited."""
     if not scheduler.process.running():
         pytest.fail(f"scheduler exited ({scheduler.process.popen.returncode}):\n{scheduler.process.log_tail()}")
     try:
-        return scheduler.get("/readyz")[0] == 200
+        return scheduler.get(path)[0] == 200
     except OSError:
         return False
 
 
-def install_podgroup_crd(kube: Kube, crd_file: Path = REPO / "deploy" / "podgroup-crd.yaml",
+def install_podgroup_crd(kube: Kube, crd_file: Path = REPO / "deploy" / "components" / "podgroup-crd" / "podgroup-crd.yaml",
                          timeout: float = 30) -> None:
     """Apply the PodGroup CRD (ours by default, or scheduler-plugins' own: same group, version and fields),
     idempotent, and wait until PodGroups are served."""

@@ -96,6 +96,26 @@ def test_bad_flag_is_a_usage_error():
     assert out.returncode == 2 and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["dry-run", "-o", "xml"], "Invalid value for '-o' / '--output': 'xml' is not one of"),
+    (["dry-run", "--time-limit", "nan"], "'--time-limit': 'nan' is not a finite number of seconds"),
+    (["dry-run", "--time-limit", "inf"], "'--time-limit': 'inf' is not a finite number of seconds"),
+    (["dry-run", "--time-limit", "0"], "'--time-limit': '0' is below the minimum of 0.1 seconds"),
+    (["dry-run", "--scheduler-name", ""], "'--scheduler-name': '' must not be empty"),
+    (["explain", "--scheduler-name", "Upper", "x"], "'--scheduler-name': 'Upper' must be lowercase"),
+    (["dry-run", "--workers", "0"], "Invalid value for '--workers'"),
+    (["dry-run", "--nope"], "No such option '--nope'"),
+    (["explain"], "Missing argument 'POD'"),
+    (["configmap", "policies/", "--namespace", "a.b"], "'--namespace': 'a.b' must be lowercase"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+])
+def test_every_malformed_flag_is_one_line_and_exit_2(args, message):
+    out = cli(*args)
+    assert out.returncode == 2, out.stderr
+    assert out.stdout == "" and out.stderr.count("\n") == 1, out.stderr  # one line, not Usage/Try/Error
+    assert out.stderr.startswith("policy-scheduler: error: ") and message in out.stderr, out.stderr
+
+
 def test_help():
     out = cli("--help")
     assert out.returncode == 0 and "dry-run" in out.stdout and "explain" in out.stdout

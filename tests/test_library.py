@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "policies"
-CONFIGMAP = ROOT / "deploy" / "policies-configmap.yaml"
+CONFIGMAP = ROOT / "deploy" / "components" / "example-policies" / "policies-configmap.yaml"
 EXAMPLES = sorted(p.name for p in LIBRARY.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 
 

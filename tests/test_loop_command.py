@@ -13,10 +13,24 @@ from loopfake import FakeAPI
 
 @pytest.mark.parametrize("args, message", [
     (["--kubeconfig", "/nonexistent/kubeconfig"], "cannot load kubeconfig /nonexistent/kubeconfig"),
-    (["--policy-configmap", "no-slash"], "--policy-configmap must be NAMESPACE/NAME"),
+    (["--policy-configmap", "no-slash"], "'--policy-configmap': must be NAMESPACE/NAME"),
     (["--profile", "a=ns/cm", "--profile", "a=ns/other"], "--profile 'a' is given twice"),
     (["--profile", "a=ns/cm", "--policy-configmap", "ns/cm"], "with --profile give each profile its ConfigMap"),
     (["--batch-window", "-1"], "Invalid value for '--batch-window'"),
+    (["--profile", "bad-format"], "--profile must be NAME=NAMESPACE/CONFIGMAP"),
+    (["--profile", "Web=ns/cm"], "scheduler name 'Web' must be lowercase"),
+    (["--profile", "web=ns/"], "the ConfigMap name '' must not be empty"),
+    (["--scheduler-name", ""], "'--scheduler-name': '' must not be empty"),
+    (["--scheduler-name", "a b"], "'--scheduler-name': 'a b' must be lowercase"),
+    (["--policy-configmap", "ns/a/b"], "must be NAMESPACE/NAME, got 'ns/a/b'"),
+    (["--lease-namespace", "kube.system"], "'--lease-namespace': 'kube.system' must be lowercase"),
+    (["--lease-name", ""], "'--lease-name': '' must not be empty"),
+    (["--time-limit", "nan"], "'--time-limit': 'nan' is not a finite number"),
+    (["--time-limit", "inf"], "'--time-limit': 'inf' is not a finite number"),
+    (["--lease-duration", "-inf"], "'--lease-duration': '-inf' is not a finite number"),
+    (["--batch-idle", "soon"], "'--batch-idle': 'soon' is not a number"),
+    (["--max-batch", "0"], "Invalid value for '--max-batch'"),
+    (["--no-such-flag"], "No such option '--no-such-flag'"),
 ])
 def test_user_mistakes_exit_2_with_one_line(args: list[str], message: str, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
@@ -24,6 +38,31 @@ def test_user_mistakes_exit_2_with_one_line(args: list[str], message: str, tmp_p
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output  # one line, not click's Usage/Try/Error block
+
+
+def test_profile_with_an_empty_configmap_means_pod_specs_only() -> None:
+    from engine.loop.command import _profiles
+    from engine.loop.scheduler import Profile
+
+    assert _profiles("policy-scheduler", None, ("web=", "batch=ml/policies")) == (
+        Profile("web"), Profile("batch", ("ml", "policies")))
+
+
+def test_run_defaults_agree_with_deploy() -> None:
+    """The Lease namespace and the ConfigMap that --help shows are deploy/'s (and the Dockerfile's CMD)."""
+    import yaml
+
+    from testkit.controlplane import REPO
+    out = " ".join(CliRunner().invoke(main, ["run", "--help"]).output.split())
+    assert "[default: policy-scheduler]" in out.split("--lease-namespace NAMESPACE")[1].split("--lease-name")[0]
+    deployment = yaml.safe_load((REPO / "deploy" / "deployment.yaml").read_text())
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--lease-namespace=policy-scheduler" in args and deployment["metadata"]["namespace"] == "policy-scheduler"
+    dockerfile = (REPO / "deploy" / "Dockerfile").read_text()
+    assert 'CMD ["run", "--leader-elect"]' in dockerfile and "kube-system" not in dockerfile
+    configmap = CliRunner().invoke(main, ["configmap", "--help"], terminal_width=300).output
+    assert "policy-scheduler-policies" in configmap and "kube-system" not in configmap
 
 
 def test_run_is_listed_in_the_cli() -> None:

@@ -113,9 +113,13 @@ class EventSink:
         m = meta(pod)
         if _condition_message(pod) != message:
             self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
-        uid = str(m.get("uid") or pod_key(pod))
+        self._tell(pod, message)
+
+    def _tell(self, pod: Obj, message: str) -> None:
+        """The pod's FailedScheduling series goes on with `message`: written now, or counted for the next write."""
+        uid = str(meta(pod).get("uid") or pod_key(pod))
         with self._lock:
-            write = self._recorder.record(uid, message, event_name(m))
+            write = self._recorder.record(uid, message, event_name(meta(pod)))
             if write is None or uid in self._writing:
                 return  # counted: the next write says it
             self._writing.add(uid)
@@ -139,6 +143,11 @@ class EventSink:
         """The pod was placed or is gone: its series is over."""
         with self._lock:
             self._recorder.forget(str(meta(pod).get("uid") or pod_key(pod)))
+
+    def waiting(self, pod: Obj, message: str) -> None:
+        """A Warning event on a pod that is not being scheduled at all (no valid policy set): the same one
+        counted FailedScheduling series as an unschedulable pod's."""
+        self._tell(pod, message)
 
     def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
         """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or

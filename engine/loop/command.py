@@ -15,11 +15,12 @@ import socket
 import sys
 import threading
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from ..load import DEFAULT_SCHEDULER
+from ..flags import Name, Namespaced, Seconds, name_problem, namespaced
+from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 
 if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
     from .leader import LeaderElector
@@ -31,35 +32,34 @@ LOG_FORMAT = "ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s
 EXIT_LEADERSHIP_LOST = 1
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"policy-scheduler: error: {message}", err=True)
     sys.exit(2)
 
 
-def _namespaced(value: str, what: str) -> tuple[str, str]:
-    namespace, _, name = value.partition("/")
-    if not namespace or not name or "/" in name:
-        _fail(f"{what} must be NAMESPACE/NAME, got {value!r}")
-    return namespace, name
-
-
-def _profiles(scheduler_name: str, policy_configmap: str | None, profiles: tuple[str, ...]) -> tuple[Profile, ...]:
-    """--profile NAME=NS/CONFIGMAP (repeatable) replaces the single --scheduler-name/--policy-configmap profile."""
+def _profiles(scheduler_name: str, policy_configmap: tuple[str, str] | None,
+              profiles: tuple[str, ...]) -> tuple[Profile, ...]:
+    """--profile NAME=NS/CONFIGMAP (repeatable; NAME= for one without policies) replaces the single
+    --scheduler-name/--policy-configmap profile."""
     from .scheduler import Profile
 
     if not profiles:
-        cm = _namespaced(policy_configmap, "--policy-configmap") if policy_configmap else None
-        return (Profile(scheduler_name, cm),)
+        return (Profile(scheduler_name, policy_configmap),)
     if policy_configmap:
         _fail("--policy-configmap goes with --scheduler-name; with --profile give each profile its ConfigMap")
     out: list[Profile] = []
     for item in profiles:
         name, sep, where = item.partition("=")
-        if not name:
-            _fail(f"--profile must be NAME or NAME=NAMESPACE/CONFIGMAP, got {item!r}")
+        if not sep:
+            _fail(f"--profile must be NAME=NAMESPACE/CONFIGMAP (or NAME= for no policies), got {item!r}")
+        if problem := name_problem(name):
+            _fail(f"--profile {item!r}: scheduler name {name!r} {problem}")
         if any(p.name == name for p in out):
             _fail(f"--profile {name!r} is given twice")
-        out.append(Profile(name, _namespaced(where, f"--profile {name}") if sep else None))
+        configmap = namespaced(where) if where else None
+        if isinstance(configmap, str):
+            _fail(f"--profile {item!r}: the ConfigMap {configmap}")
+        out.append(Profile(name, configmap))
     return tuple(out)
 
 
@@ -74,35 +74,38 @@ def _configure_logging(level: str) -> None:
 @click.command("run")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), metavar="FILE",
               help="Kubeconfig to use; default: the in-cluster config, else $KUBECONFIG / ~/.kube/config.")
-@click.option("--scheduler-name", default=DEFAULT_SCHEDULER, show_default=True,
+@click.option("--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
               help="Schedule pods whose spec.schedulerName is this.")
-@click.option("--policy-configmap", metavar="NS/NAME", help="ConfigMap of policy files (hot-reloaded).")
+@click.option("--policy-configmap", type=Namespaced(), metavar="NS/NAME",
+              help="ConfigMap of policy files (hot-reloaded). Default: none, pods are placed by their own specs.")
 @click.option("--profile", "profiles", multiple=True, metavar="NAME=NS/CONFIGMAP",
-              help="Serve several scheduler names, each with its own policies. Repeatable.")
-@click.option("--batch-window", type=click.FloatRange(min=0.0), default=0.0, show_default=True, metavar="SECONDS",
+              help="Serve several scheduler names, each with its own policies (NAME= for none). Repeatable.")
+@click.option("--batch-window", type=Seconds(0.0), default=0.0, show_default=True, metavar="SECONDS",
               help="Collect pending pods this long before solving (0: each cycle takes what arrived while the "
                    "previous one ran, so a pod arriving alone is placed at once).")
-@click.option("--batch-idle", type=click.FloatRange(min=0.0), default=0.0, show_default=True, metavar="SECONDS",
+@click.option("--batch-idle", type=Seconds(0.0), default=0.0, show_default=True, metavar="SECONDS",
               help="Close the batch window early once no new pod arrived for this long (0: always wait it out).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=None, metavar="N", help="At most N pods per batch.")
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=5.0, show_default=True, metavar="SECONDS",
+@click.option("--time-limit", type=Seconds(0.1), default=5.0, show_default=True, metavar="SECONDS",
               help="Time limit of a cycle's plan at most; each cycle's is sized to its batch (--time-per-pod).")
-@click.option("--time-per-pod", type=click.FloatRange(min=0.0), default=0.005, show_default=True, metavar="SECONDS",
+@click.option("--time-per-pod", type=Seconds(0.0), default=0.005, show_default=True, metavar="SECONDS",
               help="A cycle's time limit: 0.2 s plus this per pod of its batch, at most --time-limit "
                    "(0: always --time-limit).")
 @click.option("--leader-elect/--no-leader-elect", default=False, show_default=True,
               help="Run with replicas: only the holder of the Lease schedules.")
-@click.option("--lease-namespace", default="kube-system", show_default=True)
-@click.option("--lease-name", default=None, help="Default: the (first) scheduler name.")
-@click.option("--lease-duration", type=click.FloatRange(min=1.0), default=15.0, show_default=True, metavar="SECONDS")
+@click.option("--lease-namespace", type=Name(label=True), default=DEFAULT_NAMESPACE, show_default=True,
+              help="Where the Lease is (deploy/ and the Helm chart grant Lease rights in their own namespace).")
+@click.option("--lease-name", type=Name(), default=None, help="Default: the (first) scheduler name.")
+@click.option("--lease-duration", type=Seconds(1.0), default=15.0, show_default=True, metavar="SECONDS")
 @click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=10251, show_default=True,
               help="Port of /metrics, /healthz, /readyz (0: none).")
 @click.option("--bind-workers", type=click.IntRange(min=1), default=16, show_default=True)
-@click.option("--no-preemption", "no_preemption", is_flag=True,
-              help="Never evict running pods: higher-priority pods wait for room instead.")
+@click.option("--preemption/--no-preemption", default=True, show_default=True,
+              help="Evict lower-priority pods to place higher-priority ones (needs pods delete: deploy/ grants it "
+              "only with components/preemption). Without it they wait for room. The last of the two flags wins.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, time_limit,
-        time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, no_preemption,
+        time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, preemption,
         log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
     from .api import ConfigError, KubeAPI, load_client
@@ -114,7 +117,7 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
     settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
                                     batch_idle=batch_idle or None), time_limit=time_limit, time_per_pod=time_per_pod,
-                        bind_workers=bind_workers, preemption=not no_preemption)
+                        bind_workers=bind_workers, preemption=preemption)
     try:
         api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))
     except ConfigError as exc:
@@ -137,7 +140,7 @@ def _start_health(scheduler: Scheduler, port: int) -> HealthServer | None:
 
     if not port:
         return None
-    server = HealthServer(scheduler.metrics, scheduler.ready, port)
+    server = HealthServer(scheduler.metrics, scheduler.ready, port, leading=scheduler.leading.is_set)
     try:
         server.start()
     except OSError as exc:
@@ -165,12 +168,24 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
             return _stop(scheduler, None, health, 0)
         threading.Thread(target=elector.hold, args=(stop, functools.partial(_lost, lost, stop)), name="lease",
                          daemon=True).start()
+    else:
+        scheduler.refresh_policies()  # before the loops start, so the log below says what holds
     scheduler.start_loops(stop)
-    log.info("scheduling profiles=%s", names)
+    _log_profiles(scheduler)
     while not stop.wait(0.5):
         pass
     return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
 
+
+def _log_profiles(scheduler: Scheduler) -> None:
+    """Say which profiles schedule now, and why the others do not (their pods are told too)."""
+    ready = [loop.name for loop in scheduler.loops if loop.ready()]
+    if ready:
+        log.info("scheduling profiles=%s", ",".join(ready))
+    for loop in scheduler.loops:
+        if not loop.ready():
+            log.warning("not scheduling profile=%s reason=%r: its pods wait until a valid policy set loads", loop.name,
+                        loop.policies.problem or "policies not loaded yet")
 
 
 def _lost(lost: threading.Event, stop: threading.Event) -> None:
@@ -178,8 +193,10 @@ def _lost(lost: threading.Event, stop: threading.Event) -> None:
     lost.set()
     stop.set()
 
+
 def _stop(scheduler: Scheduler, elector: LeaderElector | None, health: HealthServer | None, code: int) -> int:
     log.info("shutting down")
+    scheduler.leading.clear()
     scheduler.shutdown()
     if elector is not None and code == 0:
         elector.release()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ports import ApiError, ApiUnavailable, ClusterAPI, Conflict, Obj
+from .ports import ApiError, ApiUnavailable, ClusterAPI, Conflict, NotFound, Obj
 
 log = logging.getLogger("policy_scheduler.leader")
 
@@ -36,6 +36,7 @@ class LeaderElector:
     wall: Callable[[], float] = time.time
     _observed: tuple | None = field(default=None, init=False)
     _observed_at: float = field(default=0.0, init=False)
+    _refusal: str | None = field(default=None, init=False)  # the refusal last logged at error level
 
     def acquire(self, stop: threading.Event, waiting: Callable[[], None] = lambda: None) -> bool:
         """Block until this process holds the lease (True) or `stop` is set (False); `waiting()` runs
@@ -75,10 +76,31 @@ class LeaderElector:
             if holder and holder != self.identity and not self._expired(spec):
                 return False
             self.api.update_lease(self.namespace, self._lease(lease))
-            return True
-        except (Conflict, ApiUnavailable, ApiError) as exc:
+        except (Conflict, ApiUnavailable) as exc:  # a race or a blip: the next attempt settles it
             log.debug("lease attempt failed error=%r", str(exc))
             return False
+        except (NotFound, ApiError) as exc:  # a refusal no retry cures: say so loudly, once per kind of refusal
+            self._refused(exc)
+            return False
+        self._refusal = None
+        return True
+
+    def _refused(self, exc: Exception) -> None:
+        status = 404 if isinstance(exc, NotFound) else getattr(exc, "status", 0)
+        where = f"lease={self.namespace}/{self.name}"
+        if status == 403:
+            fix = (f"grant this ServiceAccount get, update and create on leases (coordination.k8s.io) in namespace "
+                   f"{self.namespace} (deploy/'s Role policy-scheduler-leader-election), or set --lease-namespace to "
+                   "the namespace where it has them")
+        elif status == 404:
+            fix = (f"namespace {self.namespace} does not exist: create it, or set --lease-namespace to the "
+                   "scheduler's own namespace")
+        else:
+            fix = "the apiserver refused the Lease; check the message"
+        if self._refusal != f"{status}{exc}":
+            self._refusal = f"{status}{exc}"
+            log.error("cannot take the lease %s status=%s error=%r: not scheduling; fix: %s", where, status or "?",
+                      str(exc), fix)
 
     def _expired(self, spec: Obj) -> bool:
         record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
@@ -109,5 +131,5 @@ class LeaderElector:
                                        "renewTime": micro_time(self.wall())}}
             self.api.update_lease(self.namespace, lease)
             log.info("released lease=%s/%s identity=%s", self.namespace, self.name, self.identity)
-        except (Conflict, ApiUnavailable, ApiError) as exc:
+        except (Conflict, ApiUnavailable, ApiError, NotFound) as exc:
             log.warning("lease release failed error=%r", str(exc))

@@ -1,20 +1,59 @@
-"""Prometheus metrics and the /metrics, /healthz, /readyz endpoints (one small HTTP server).
+"""Prometheus metrics and the /metrics, /healthz, /readyz, /leaderz endpoints (one small HTTP server).
 
-Each process owns its registry (no module-level collectors), so tests can run several schedulers.
+Each process owns its registry (no module-level collectors), so tests can run several schedulers. What is a
+state rather than a count (pods waiting, leadership, whether a profile's policies are valid) is read when
+/metrics is scraped, from the scheduler itself (`State`), so it is never stale.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 PREFIX = "policy_scheduler"
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120, 300)
 SIZE_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+@dataclass(frozen=True)
+class State:
+    """What the scheduler is now, read at each scrape: pods waiting per profile, whether this replica leads,
+    whether each profile has a valid policy set loaded."""
+
+    waiting: Callable[[], Mapping[str, int]]
+    leading: Callable[[], bool]
+    policies: Callable[[], Mapping[str, tuple[bool, bool]]]  # profile -> (a valid set is loaded, the current one is)
+
+
+class _StateCollector(Collector):
+    def __init__(self, state: State):
+        self.state = state
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        waiting = GaugeMetricFamily(f"{PREFIX}_pods_waiting", "Pods of this scheduler without a node (not gated, "
+                                    "not assumed): waiting for a cycle, for room, or for valid policies",
+                                    labels=["profile"])
+        for profile, count in sorted(self.state.waiting().items()):
+            waiting.add_metric([profile], count)
+        yield waiting
+        yield GaugeMetricFamily(f"{PREFIX}_leader", "1 while this replica holds the Lease and schedules",
+                                value=1 if self.state.leading() else 0)
+        loaded = GaugeMetricFamily(f"{PREFIX}_policies_loaded", "1 when the profile has a valid policy set active "
+                                   "(or needs none); 0: it schedules nothing", labels=["profile"])
+        valid = GaugeMetricFamily(f"{PREFIX}_policies_valid", "1 when the profile's policy ConfigMap, as it is now, "
+                                  "is the active policy set; 0: it is missing or has errors", labels=["profile"])
+        for profile, (is_loaded, is_valid) in sorted(self.state.policies().items()):
+            loaded.add_metric([profile], 1 if is_loaded else 0)
+            valid.add_metric([profile], 1 if is_valid else 0)
+        yield loaded
+        yield valid
 
 
 @dataclass
@@ -45,15 +84,27 @@ class Metrics:
                                       registry=r)
         self.policy_reloads = Counter(f"{p}_policy_reloads", "Policy ConfigMap loads", ["profile", "result"],
                                       registry=r)
+        self.phase_seconds = Histogram(f"{p}_cycle_phase_seconds", "Seconds of each phase of a cycle's plan "
+                                       "(compile, start, model, solve: the dry-run's stats.phases; bind)",
+                                       ["profile", "phase"], buckets=PHASE_BUCKETS, registry=r)
+        self.gap = Gauge(f"{p}_optimality_gap", "The last plan's relative distance from the proven bound on pods "
+                         "placed (0: optimal; stats.gap)", ["profile"], registry=r)
+
+    def watch_state(self, state: State) -> None:
+        """Serve `state` on /metrics from now on (pods waiting, leader, policies valid)."""
+        self.registry.register(_StateCollector(state))
 
 
 @dataclass
 class HealthServer:
-    """GET /metrics, /healthz (the process runs), /readyz (caches synced, policies loaded)."""
+    """GET /metrics; /healthz (the process runs); /readyz (caches synced, policies loaded: a standby is ready too,
+    so a rollout proceeds; the body says `leader` or `standby`); /leaderz (200 only on the replica that holds the
+    Lease and schedules, 503 on a standby)."""
 
     metrics: Metrics
     ready: Callable[[], bool]
     port: int
+    leading: Callable[[], bool] = lambda: True
     host: str = "0.0.0.0"
     _server: ThreadingHTTPServer | None = None
 
@@ -69,8 +120,11 @@ class HealthServer:
                 elif path in ("/healthz", "/livez"):
                     self._send(200, b"ok\n")
                 elif path == "/readyz":
-                    ok = outer.ready()
-                    self._send(200 if ok else 503, b"ok\n" if ok else b"not ready\n")
+                    ok, role = outer.ready(), b"leader" if outer.leading() else b"standby"
+                    self._send(200 if ok else 503, (b"ok: " if ok else b"not ready: ") + role + b"\n")
+                elif path == "/leaderz":
+                    leads = outer.leading()
+                    self._send(200 if leads else 503, b"leader\n" if leads else b"standby\n")
                 else:
                     self._send(404, b"not found\n")
 

@@ -39,6 +39,7 @@ class PolicyHolder:
     rules: Rules = Rules()
     ready: bool = False
     version: str | None = None  # resourceVersion last tried (good or bad)
+    problem: str | None = None  # why the ConfigMap last tried is not the active policy set (missing, errors)
 
     def __post_init__(self) -> None:
         self.ready = self.configmap is None
@@ -47,9 +48,11 @@ class PolicyHolder:
         """Load `current` (the ConfigMap as stored now) if it is a new version; True when policies changed."""
         if self.configmap is None:
             return False
+        where = "/".join(self.configmap)
         if current is None:
             if self.version != "absent":
                 self.version = "absent"
+                self.problem = f"policy ConfigMap {where} does not exist"
                 log.warning("policy configmap missing configmap=%s keeping=%s", "/".join(self.configmap),
                             "previous" if self.ready else "none (not scheduling)")
             return False
@@ -61,10 +64,11 @@ class PolicyHolder:
             rules = rules_from_configmap(current)
         except PolicyError as exc:
             message = "; ".join(f"{d.file}:{d.line}:{d.column}: {d.message}" for d in exc.diagnostics)
+            self.problem = f"policy ConfigMap {where} has errors: {message}"
             log.error("policy reload failed configmap=%s version=%s errors=%r", "/".join(self.configmap), version,
                       message)
             on_error(current, message)
             return False
-        self.rules, self.ready = rules, True
+        self.rules, self.ready, self.problem = rules, True, None
         log.info("policies loaded configmap=%s version=%s", "/".join(self.configmap), version)
         return True

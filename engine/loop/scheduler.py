@@ -25,7 +25,7 @@ from .binder import Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .cycle import run_cycle
 from .groups import GroupStatus
-from .metrics import Metrics
+from .metrics import Metrics, State
 from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
 from .ports import NATIVE_POD_GROUP, ClusterAPI, Obj, Resource
@@ -37,6 +37,7 @@ log = logging.getLogger("policy_scheduler.loop")
 
 
 CYCLE_BASE_SECONDS = 0.2
+TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class ProfileLoop:
     policies: PolicyHolder = field(init=False)
     bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
     nominations: Nominations = field(init=False)
+    _told_at: float = field(init=False, default=float("-inf"))  # when waiting pods were last told (no policies)
 
     def __post_init__(self) -> None:
         self.queue = PodQueue(self.settings.queue)
@@ -149,11 +151,20 @@ class ProfileLoop:
     def ready(self) -> bool:
         return self.policies.ready
 
+    def waiting(self) -> list[Obj]:
+        """This profile's pods without a node: not gated, not terminating, not assumed."""
+        return [o for o in self.store.objects("Pod") if (o.get("spec") or {}).get("schedulerName") == self.name
+                and not node_of(o) and not meta(o).get("deletionTimestamp")
+                and not (o.get("spec") or {}).get("schedulingGates")
+                and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                and not self.store.is_assumed(pod_key(o))]
+
     def run(self, stop: threading.Event) -> None:
         """Cycle until `stop`; the current cycle and every bind already planned always finish."""
         while not stop.is_set():
             if self._refresh_policies() or not self.policies.ready:
                 if not self.policies.ready:
+                    self._tell_waiting()
                     stop.wait(1.0)
                 continue
             self._give_up_late_nominations()
@@ -187,6 +198,18 @@ class ProfileLoop:
             self.metrics.policy_reloads.labels(self.name, "ok").inc()
             self.queue.wake_all()
         return changed
+
+    def _tell_waiting(self) -> None:
+        """No valid policy set: nothing is scheduled, and each waiting pod gets a Warning event saying why
+        (again only when the reason changes, or after the event sink's repeat interval)."""
+        now = time.monotonic()
+        if now - self._told_at < TELL_EVERY:  # a scan of the store's pods: not every second
+            return
+        self._told_at = now
+        why = self.policies.problem or "no policy set is loaded yet"
+        for pod in self.waiting():
+            self.events.waiting(pod, f"not scheduled: scheduler profile {self.name} has no valid policy set ({why}); "
+                                "pods wait until the policies load")
 
     def _bad_policies(self, configmap: Obj, message: str) -> None:
         self.metrics.policy_reloads.labels(self.name, "failed").inc()
@@ -240,6 +263,7 @@ class ProfileLoop:
 
     def _bind(self, placements: list[Placement], outcome: _Outcome | None = None) -> BindReport:
         """In the bind stage: bind, requeue what failed, record the cycle. A crash forgets and requeues all."""
+        bind_started = time.perf_counter()
         try:
             report = self.binder.bind_all(placements)
         except Exception:
@@ -252,7 +276,7 @@ class ProfileLoop:
             if p.key in report.gone:
                 self._await_watch(p)
         if outcome is not None:
-            self._record(outcome, report)
+            self._record(outcome, report, time.perf_counter() - bind_started)
         else:
             self.metrics.pods_bound.labels(self.name).inc(len(report.bound))
         return report
@@ -309,7 +333,7 @@ class ProfileLoop:
             if key in pods:
                 self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits")
 
-    def _record(self, o: _Outcome, report: BindReport) -> None:
+    def _record(self, o: _Outcome, report: BindReport, bind_seconds: float) -> None:
         m, name = self.metrics, self.name
         m.batches.labels(name).inc()
         m.batch_size.labels(name).observe(len(o.batch))
@@ -317,6 +341,10 @@ class ProfileLoop:
         m.pods_bound.labels(name).inc(len(report.bound))
         m.unschedulable.labels(name).inc(o.unplaced)
         m.bind_errors.labels(name).inc(len(report.failed) + len(report.gone))
+        for phase, seconds in (o.stats.get("phases") or {}).items():
+            m.phase_seconds.labels(name, phase).observe(seconds)
+        m.phase_seconds.labels(name, "bind").observe(bind_seconds)
+        m.gap.labels(name).set(float(o.stats.get("gap") or 0.0))
         log.info("cycle profile=%s pods=%d bound=%d unschedulable=%d bind_errors=%d status=%s solve_s=%.3f total_s=%.3f",
                  name, len(o.batch), len(report.bound), o.unplaced, len(report.failed) + len(report.gone),
                  o.stats.get("status"), o.solved, time.perf_counter() - o.started)
@@ -352,6 +380,7 @@ class Scheduler:
     loops: list[ProfileLoop] = field(init=False)
     groups: GroupStatus = field(init=False)
     resources: list[Resource] = field(init=False)
+    leading: threading.Event = field(init=False, default_factory=threading.Event)  # set while the loops run
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
@@ -365,6 +394,11 @@ class Scheduler:
         self.resources = resources(self.settings.profiles)
         self.groups = GroupStatus(self.store, self.api.patch, frozenset(p.name for p in self.settings.profiles))
         self.store.subscribe(self.groups.on_change)
+        self.metrics.watch_state(State(
+            waiting=lambda: {loop.name: len(loop.waiting()) for loop in self.loops},
+            leading=self.leading.is_set,
+            policies=lambda: {loop.name: (loop.policies.ready, loop.policies.ready and loop.policies.problem is None)
+                              for loop in self.loops}))
 
     def on_change(self, change: Change) -> None:
         """Every watch delta: into the cache first, then to each profile's queue with what it means."""
@@ -394,6 +428,7 @@ class Scheduler:
         return True
 
     def start_loops(self, stop: threading.Event) -> None:
+        self.leading.set()
         for loop in self.loops:
             self._spawn(functools.partial(loop.run, stop), f"profile-{loop.name}")
         self._spawn(functools.partial(self.groups.run, stop), "podgroup-status")

@@ -1,24 +1,69 @@
-"""deploy/ against the real apiserver: it applies (server-side dry run), and its RBAC is enough.
+"""deploy/ (kustomize) as a user installs it: safe defaults, opt-in components, and against the real apiserver: it
+applies, and its RBAC is enough.
 
-The RBAC test runs the scheduler with a token of exactly deploy/'s ServiceAccount and the Deployment's own
-arguments: it lists, watches, binds, patches conditions, posts events and holds its Lease with nothing more.
+The RBAC tests run the scheduler with a token of exactly deploy/'s ServiceAccount and the Deployment's own
+arguments (as `kustomize build` makes them): it lists, watches, binds, patches conditions, posts events and holds
+its Lease with nothing more; with components/preemption it may delete pods, without it it may not.
 """
 from __future__ import annotations
 
 import re
 
 from testkit.controlplane import ControlPlane
+from testkit.deploytools import container_args
 from testkit.manifests import api_pod
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, wait_for
 
 NAMESPACE = "policy-scheduler"
+COMPONENTS = ("example-policies", "preemption", "podgroup-crd")
 
 
-def test_kustomization_lists_every_manifest_and_applies_server_side(kube: Kube) -> None:
+def _rules(docs: list[dict]) -> list[dict]:
+    return [r for d in docs if d["kind"] in ("ClusterRole", "Role") for r in d.get("rules", [])]
+
+
+def _grants_pod_delete(docs: list[dict]) -> bool:
+    return any("pods" in r.get("resources", []) and "delete" in r.get("verbs", []) for r in _rules(docs))
+
+
+def test_the_default_install_places_by_pod_specs_only_and_evicts_nothing() -> None:
     docs = deploy_manifests()
     kinds = {d["kind"] for d in docs}
-    assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ConfigMap",
-            "Deployment", "Service", "CustomResourceDefinition"} <= kinds
+    assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
+            "Service", "PodDisruptionBudget"} <= kinds
+    assert "ConfigMap" not in kinds and "CustomResourceDefinition" not in kinds  # no example policy, no CRD
+    assert not _grants_pod_delete(docs)
+    args = container_args(docs)
+    assert args[-1] == "--no-preemption" and not any(a.startswith("--policy-configmap") for a in args)
+    assert "--lease-namespace=policy-scheduler" in args  # where the Role grants the Lease
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    term = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname" and term["labelSelector"]["matchLabels"].items() <= labels.items()
+    assert spec["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+    pdb = next(d for d in docs if d["kind"] == "PodDisruptionBudget")
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items() and pdb["spec"]["maxUnavailable"] == 1
+    assert deployment["spec"]["replicas"] == 2
+
+
+def test_each_component_adds_what_it_says() -> None:
+    base = deploy_manifests()
+    policies = deploy_manifests("policies")
+    assert container_args(policies)[-1] == "--policy-configmap=policy-scheduler/policy-scheduler-policies"
+    assert {d["kind"] for d in policies} == {d["kind"] for d in base}  # the ConfigMap is the user's own
+    examples = deploy_manifests("example-policies")
+    configmap = next(d for d in examples if d["kind"] == "ConfigMap")
+    assert (configmap["metadata"]["namespace"], configmap["metadata"]["name"]) == (NAMESPACE, "policy-scheduler-policies")
+    assert "lowest-price.policy" in configmap["data"] and container_args(examples) == container_args(policies)
+    preemption = deploy_manifests("preemption")
+    assert _grants_pod_delete(preemption) and container_args(preemption)[-1] == "--preemption"  # the last flag wins
+    crd = [d for d in deploy_manifests("podgroup-crd") if d["kind"] == "CustomResourceDefinition"]
+    assert [d["metadata"]["name"] for d in crd] == ["podgroups.scheduling.x-k8s.io"]
+
+
+def test_every_component_applies_server_side(kube: Kube) -> None:
+    docs = deploy_manifests(*COMPONENTS)
     # objects inside the namespace can only be dry-run once it exists, as `kubectl apply` would have made it
     namespace = next(d for d in docs if d["kind"] == "Namespace")
     assert apply(kube, namespace)[0] in (200, 201)
@@ -27,19 +72,31 @@ def test_kustomization_lists_every_manifest_and_applies_server_side(kube: Kube) 
         assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
 
 
-def _deployment_args() -> list[str]:
-    deployment = next(d for d in deploy_manifests() if d["kind"] == "Deployment")
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+def _deployment_args(docs: list[dict]) -> list[str]:
+    args = container_args(docs)
     assert args[0] == "run"
     return [a for a in args[1:] if not a.startswith("--metrics-port")]  # the test picks a free port
 
 
-def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
-    for doc in deploy_manifests():
+def _install(kube: Kube, docs: list[dict]) -> None:
+    for doc in docs:
         if doc["kind"] not in ("Deployment", "Service"):  # no kubelet would run them
             status, body = apply(kube, doc)
             assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
-    deployment = next(d for d in deploy_manifests() if d["kind"] == "Deployment")
+
+
+def may_delete_pods(kube: Kube) -> bool:
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": "any"}}}
+    status, body = kube.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review)
+    assert status == 201, body
+    return bool(body["status"].get("allowed"))
+
+
+def test_the_default_install_service_account_is_enough(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    docs = deploy_manifests()
+    _install(kube, docs)
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
     template = deployment["spec"]["template"]
     pod_of_template = {"apiVersion": "v1", "kind": "Pod", "metadata": {**template["metadata"], "name": "template-check",
                        "namespace": NAMESPACE}, "spec": template["spec"]}
@@ -47,13 +104,16 @@ def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube:
                                 query=[("dryRun", "All")])
     assert status == 201, f"the Deployment's pod is not admitted: {status} {body}"  # priority class, SA, security
     token_config = control_plane.service_account_kubeconfig(NAMESPACE, "policy-scheduler")
+    assert not may_delete_pods(Kube(token_config))  # no preemption, no pods delete
     ns, sel = "sched-rbac", {"e2e": "rbac"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("rbac-1", labels=sel)
-    s = schedulers.start(*_deployment_args(), kubeconfig=token_config, name="rbac-scheduler")
+    s = schedulers.start(*_deployment_args(docs), kubeconfig=token_config, name="rbac-scheduler")
     wait_for("leadership with the Role's lease rights", lambda: "became leader" in s.log())
-    standby = schedulers.start(*_deployment_args(), kubeconfig=token_config, name="rbac-standby")  # waits for /readyz
-    assert "became leader" not in standby.log()  # ready (policies loaded) while standing by: rollouts proceed
+    assert s.get("/leaderz")[0] == 200
+    standby = schedulers.start(*_deployment_args(docs), kubeconfig=token_config, name="rbac-standby")  # /readyz
+    assert "became leader" not in standby.log()  # ready while standing by: rollouts proceed
+    assert standby.get("/readyz") == (200, b"ok: standby\n") and standby.get("/leaderz")[0] == 503
     kube.create(api_pod("fits", ns, nodeSelector=sel))
     kube.create(api_pod("huge", ns, cpu="64", nodeSelector=sel))
     wait_for("bound with the ServiceAccount's rights", lambda: node_of(kube.pods(ns)["fits"]) == "rbac-1")
@@ -61,4 +121,43 @@ def test_the_deploy_service_account_is_enough(control_plane: ControlPlane, kube:
     wait_for("events posted", lambda: {e["reason"] for e in kube.events(ns)} >= {"Scheduled", "FailedScheduling"})
     log = s.log()  # a refusal is logged as error='403: ...' or status=403 (timings like solve_s=0.403 are not)
     assert not re.search(r"'403: |status=403\b", log) and "forbidden" not in log.lower(), log[-3000:]
-    assert "policies loaded configmap=kube-system/policy-scheduler-policies" in log
+    assert "scheduling profiles=policy-scheduler" in log and "policies loaded" not in log
+    assert s.metric("policy_scheduler_leader") == 1 and standby.metric("policy_scheduler_leader") == 0
+
+
+def test_with_the_policies_component_pods_wait_for_the_configmap_and_are_told(control_plane: ControlPlane, kube: Kube,
+                                                                             schedulers) -> None:
+    docs = deploy_manifests("policies", "preemption")
+    _install(kube, docs)
+    token_config = control_plane.service_account_kubeconfig(NAMESPACE, "policy-scheduler")
+    try:
+        assert may_delete_pods(Kube(token_config))
+        ns, sel = "sched-policies", {"e2e": "policies"}
+        control_plane.ensure_namespace(ns)
+        control_plane.create_ready_node("policies-1", labels=sel)
+        s = schedulers.start(*_deployment_args(docs), kubeconfig=token_config, name="policies-scheduler", ready=False)
+        kube.create(api_pod("waits", ns, nodeSelector=sel))
+        told = wait_for("an event on the waiting pod", lambda: [e for e in kube.events(ns)
+                                                                if "no valid policy set" in e["message"]])
+        assert told[0]["type"] == "Warning" and "policy-scheduler/policy-scheduler-policies does not exist" in told[0]["message"]
+        assert s.get("/readyz")[0] == 503 and node_of(kube.pods(ns)["waits"]) is None
+        assert "not scheduling profile=policy-scheduler" in s.log() and "scheduling profiles=" not in s.log()
+        assert s.metric("policy_scheduler_policies_loaded", profile="policy-scheduler") == 0
+        configmap = next(d for d in deploy_manifests("example-policies") if d["kind"] == "ConfigMap")
+        assert apply(kube, configmap)[0] in (200, 201)
+        wait_for("bound once the policies load", lambda: node_of(kube.pods(ns)["waits"]) == "policies-1")
+        assert "policies loaded configmap=policy-scheduler/policy-scheduler-policies" in s.log()
+    finally:  # the later tests of the session expect the default install's rights
+        kube.request("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/policy-scheduler-preemption")
+
+
+def test_a_lease_namespace_without_rights_is_an_error_with_the_fix(control_plane: ControlPlane, kube: Kube,
+                                                                   schedulers) -> None:
+    _install(kube, deploy_manifests())
+    token_config = control_plane.service_account_kubeconfig(NAMESPACE, "policy-scheduler")
+    args = [a for a in _deployment_args(deploy_manifests()) if not a.startswith("--lease-namespace")]
+    s = schedulers.start(*args, "--lease-namespace=kube-system", kubeconfig=token_config, name="wrong-lease")
+    line = wait_for("the refusal at error level", lambda: next((x for x in s.log().splitlines()
+                                                                if "level=ERROR" in x and "lease=kube-system/" in x), None))
+    assert "status=403" in line and "fix: grant this ServiceAccount get, update and create on leases" in line, line
+    assert s.get("/leaderz")[0] == 503

@@ -1,0 +1,136 @@
+"""Snapshot loading: the engine's reader against plain parsers, JSON and YAML, on one snapshot.
+
+    python bench/snapshot_load.py [--workload hetero-jobs] [--repeat 3]     # the table (in-process medians)
+    python bench/snapshot_load.py --method NAME FILE                        # one method once (to time a process)
+
+Writes FILE.yaml with bench/realistic.py and the same objects as FILE.json (indented as `kubectl -o json`)
+when missing. Methods (rows): plain `json.load` (the garbage collector on, as any caller has it), `orjson.loads`
+(when installed), the engine's reader (`engine.manifests.read_objects`: parse, nesting check, List flattening, with
+the collector paused as `load_cluster` pauses it); PyYAML's `CSafeLoader`, the engine's YAML reader (libyaml
+events, lines kept; on several cores for a big List), and rapidyaml's parse alone (when installed: its tree
+still has to become Python objects, which the next row measures on a tenth of the file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.manifests import read_objects  # noqa: E402
+
+
+def _paused(call: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        gc.disable()
+        try:
+            return call()
+        finally:
+            gc.enable()
+    return run
+
+
+def _ryml_objects(data: bytes) -> object:
+    """rapidyaml's tree as Python objects (strings only: scalar typing would only add to it)."""
+    import ryml
+
+    tree = ryml.parse_in_arena(data)
+
+    def conv(n: int) -> object:
+        if tree.is_map(n):
+            return {bytes(tree.key(c)).decode(): conv(c) for c in ryml.children(tree, n)}
+        if tree.is_seq(n):
+            return [conv(c) for c in ryml.children(tree, n)]
+        v = tree.val(n)
+        return None if v is None else bytes(v).decode()
+    return conv(tree.root_id())
+
+
+def methods(base: Path) -> dict[str, Callable[[], object]]:
+    js, ym = base.with_suffix(".json"), base.with_suffix(".yaml")
+    out: dict[str, Callable[[], object]] = {
+        "json: json.load (plain)": lambda: json.load(js.open()),
+        "json: engine read_objects": _paused(lambda: read_objects(str(js))),
+        "yaml: yaml.load_all(CSafeLoader)": lambda: list(yaml.load_all(ym.open(), Loader=yaml.CSafeLoader)),
+        "yaml: engine read_objects": _paused(lambda: read_objects(str(ym))),
+    }
+    try:
+        import orjson
+        out["json: orjson.loads"] = lambda: orjson.loads(js.read_bytes())
+    except ImportError:
+        pass
+    try:
+        import ryml
+        out["yaml: rapidyaml parse (tree only)"] = lambda: ryml.parse_in_arena(ym.read_bytes())
+        head = _tenth(ym.read_bytes())
+        out["yaml: rapidyaml → objects, 1/10 of the file"] = lambda: _ryml_objects(head)
+    except ImportError:
+        pass
+    return out
+
+
+def _tenth(data: bytes) -> bytes:
+    """The List's first tenth of items (cut at an item start)."""
+    cut = data.find(b"\n- ", len(data) // 10)
+    return data[: cut + 1] if cut > 0 else data
+
+
+def ensure(base: Path, workload: str) -> None:
+    ym, js = base.with_suffix(".yaml"), base.with_suffix(".json")
+    if not ym.exists():
+        subprocess.run([sys.executable, str(ROOT / "bench" / "realistic.py"), workload, "-o", str(ym)], check=True)
+    if not js.exists():
+        doc = yaml.load(ym.open(), Loader=yaml.CSafeLoader)
+        with js.open("w") as f:
+            json.dump(doc, f, indent=4)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default="hetero-jobs")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default="/tmp/policy-scheduler-bench")
+    ap.add_argument("--method", help="run this one method once and print its seconds")
+    ap.add_argument("file", nargs="?", help="with --method: the snapshot (either suffix)")
+    args = ap.parse_args()
+    base = Path(args.file).with_suffix("") if args.file else Path(args.out) / f"load-{args.workload}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    ensure(base, args.workload)
+    table = methods(base)
+    if args.method:
+        started = time.perf_counter()
+        table[args.method]()
+        print(f"{time.perf_counter() - started:.3f}")
+        return
+    runs: dict[str, list[float]] = {name: [] for name in table}
+    for _ in range(args.repeat):  # alternating, so drift hits every method alike
+        for name, call in table.items():
+            gc.collect()
+            started = time.perf_counter()
+            call()
+            runs[name].append(time.perf_counter() - started)
+    plain = statistics.median(runs["json: json.load (plain)"])
+    out = Table(title=f"{base.with_suffix('.yaml').name} ({base.with_suffix('.yaml').stat().st_size >> 20} MiB YAML, "
+                f"{base.with_suffix('.json').stat().st_size >> 20} MiB JSON); median of {args.repeat}")
+    for col in ("method", "median s", "min s", "× plain json.load"):
+        out.add_column(col, justify="left" if col == "method" else "right")
+    for name, xs in runs.items():
+        out.add_row(name, f"{statistics.median(xs):.2f}", f"{min(xs):.2f}", f"{statistics.median(xs) / plain:.2f}")
+    Console(width=120).print(out)
+
+
+if __name__ == "__main__":
+    main()

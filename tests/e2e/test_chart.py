@@ -1,0 +1,106 @@
+"""The Helm chart (deploy/helm/policy-scheduler): `helm lint`, `helm template` with its values, and the rendered
+chart applied to the real apiserver with the scheduler running under the chart's ServiceAccount and arguments.
+helm is built from its Go module (tests/e2e/helm/build.sh)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from testkit.controlplane import ControlPlane
+from testkit.deploytools import CHART, container_args, helm_template, kustomize, run_tool
+from testkit.manifests import api_pod
+from testkit.scheduling import Kube, apply, node_of, wait_for
+
+POLICY = 'policy cheap {\n  applies to all pods\n  minimize node annotation "price" weight 10\n}\n'
+
+
+def _kind(docs: list[dict], kind: str) -> list[dict]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+@pytest.mark.parametrize("values", [[], ["--set", "preemption.enabled=true", "--set", "crd.install=true"],
+                                    ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"]])
+def test_helm_lint_is_clean(values: list[str]) -> None:
+    out = run_tool("helm", "lint", "--strict", str(CHART), *values)
+    assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_chart_defaults_are_the_kustomize_defaults() -> None:
+    docs = helm_template()
+    kinds = {d["kind"] for d in docs}
+    assert "ConfigMap" not in kinds and "CustomResourceDefinition" not in kinds
+    assert not any("delete" in r["verbs"] and "pods" in r["resources"] for d in _kind(docs, "ClusterRole") for r in d["rules"])
+    args = container_args(docs)
+    assert "--no-preemption" in args and "--profile=policy-scheduler=" in args  # pod specs only
+    assert "--lease-namespace=policy-scheduler" in args and "--lease-name=policy-scheduler" in args
+    # one list of rules for both installs (files/clusterrole.yaml links to deploy/clusterrole.yaml)
+    assert _kind(docs, "ClusterRole")[0]["rules"] == _kind(kustomize(), "ClusterRole")[0]["rules"]
+    assert _kind(docs, "PodDisruptionBudget") and _kind(docs, "Deployment")[0]["spec"]["replicas"] == 2
+    spec = _kind(docs, "Deployment")[0]["spec"]["template"]["spec"]
+    assert spec["affinity"]["podAntiAffinity"] and spec["topologySpreadConstraints"]
+
+
+def test_the_values_reach_the_objects(tmp_path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({
+        "profiles": [{"name": "web", "policies": {"cheap.policy": POLICY}}, {"name": "batch", "existingConfigMap": "mine"},
+                     {"name": "plain"}],
+        "preemption": {"enabled": True}, "crd": {"install": True}, "replicas": 3,
+        "image": {"repository": "registry.example/ps", "tag": "1.2.3"},
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}}))
+    docs = helm_template("ps", "ops", "-f", str(values))
+    configmap = _kind(docs, "ConfigMap")[0]
+    assert configmap["metadata"] == {**configmap["metadata"], "name": "ps-web-policies", "namespace": "ops"}
+    assert configmap["data"] == {"cheap.policy": POLICY}
+    args = container_args(docs)
+    assert [a for a in args if a.startswith("--profile")] == [
+        "--profile=web=ops/ps-web-policies", "--profile=batch=ops/mine", "--profile=plain="]
+    assert "--preemption" in args and "--lease-namespace=ops" in args and "--lease-name=ps" in args
+    role = next(d for d in _kind(docs, "Role") if d["metadata"]["name"] == "ps")
+    assert {"resources": ["configmaps"], "resourceNames": ["ps-web-policies", "mine"], "verbs": ["list", "watch"],
+            "apiGroups": [""]} in role["rules"]
+    assert any(r["verbs"] == ["delete"] for d in _kind(docs, "ClusterRole") for r in d["rules"])
+    assert [d["metadata"]["name"] for d in _kind(docs, "CustomResourceDefinition")] == ["podgroups.scheduling.x-k8s.io"]
+    deployment = _kind(docs, "Deployment")[0]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 3 and container["image"] == "registry.example/ps:1.2.3"
+    assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
+
+
+@pytest.mark.parametrize("values, message", [
+    (["--set", "preemption.enabled=yes"], "at '/preemption/enabled': got string, want boolean"),
+    (["--set", "profiles[0].name=Web"], "at '/profiles/0/name': 'Web' does not match pattern"),
+    (["--set", "replicas=0"], "at '/replicas'"),
+    (["--set", "profiles=null"], "profiles"),
+])
+def test_bad_values_are_refused(values: list[str], message: str) -> None:
+    out = run_tool("helm", "template", "ps", str(CHART), *values, check=False)
+    assert out.returncode != 0 and message in out.stderr, out.stderr
+
+
+def test_the_rendered_chart_runs_the_scheduler_under_its_service_account(control_plane: ControlPlane, kube: Kube,
+                                                                         schedulers, tmp_path) -> None:
+    release = namespace = "ps-helm"
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"profiles": [{"name": "helm-web", "policies": {"cheap.policy": POLICY}}],
+                                      "preemption": {"enabled": True}}))
+    docs = helm_template(release, namespace, "-f", str(values))
+    control_plane.ensure_namespace(namespace)  # helm install --create-namespace
+    for doc in docs:  # the Deployment too: the apiserver validates it (no kubelet runs it)
+        status, body = apply(kube, doc)
+        assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
+    token_config = control_plane.service_account_kubeconfig(namespace, release)
+    args = [a for a in container_args(docs)[1:] if not a.startswith("--metrics-port")]
+    s = schedulers.start(*args, kubeconfig=token_config, name="helm-scheduler")
+    wait_for("leadership with the chart's Role", lambda: "became leader" in s.log())
+    ns, sel = "sched-helm", {"e2e": "helm"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("helm-1", labels=sel, cpu="2")
+    kube.create(api_pod("web-1", ns, scheduler="helm-web", nodeSelector=sel))
+    wait_for("bound under the chart's ServiceAccount", lambda: node_of(kube.pods(ns)["web-1"]) == "helm-1")
+    log = s.log()
+    assert "policies loaded configmap=ps-helm/ps-helm-helm-web-policies" in log and "scheduling profiles=helm-web" in log
+    assert not re.search(r"'403: |status=403\b", log) and "forbidden" not in log.lower(), log[-3000:]
+    assert s.get("/leaderz")[0] == 200 and s.metric("policy_scheduler_policies_valid", profile="helm-web") == 1
