@@ -37,7 +37,8 @@ def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) 
     text = report.read_text()
     assert text.startswith("# Benchmarks\n\nhand-written text that must survive\n")
     section = text.split("<!-- compare:start", 1)[1].split("<!-- compare:end -->", 1)[0]
-    rows = re.findall(r"^\| ([a-z-]+) \| 10 \| ([a-z-]+) \| (\d+)/(\d+) \|", section, re.M)  # "Everything"
+    rows = re.findall(r"^\| ([a-z-]+) \| (?:stream|batch)[^|]* \| 10 \| ([a-z-]+) \| (\d+)/(\d+) \|", section,
+                      re.M)  # "Everything"
     assert {(w, s) for w, s, _, _ in rows} == {(w, s) for w in WORKLOADS for s in SCHEDULERS}, section
     assert all(int(pending) > 0 for _, _, _, pending in rows)
     assert "⚠" not in section and "Failed runs" not in section, section
