@@ -120,3 +120,32 @@ def test_a_cycle_takes_what_is_ready_at_once_and_its_time_limit_is_sized_to_its_
     settings = Settings((Profile("p"),), time_limit=5.0, time_per_pod=0.005)
     assert settings.limit_for(1) == pytest.approx(0.205) and settings.limit_for(100_000) == 5.0
     assert Settings((Profile("p"),), time_limit=5.0).limit_for(1) == 5.0  # 0: always the whole limit
+
+
+def test_a_change_or_a_new_member_during_the_cycle_is_not_missed() -> None:
+    """Upstream's in-flight events: what happened while the pod was being planned is judged once the plan says why
+    it was left out (it backs off instead of waiting for a change it already missed); a gang member arriving
+    meanwhile makes the gang try again at once."""
+    from engine.kinds import Action, ModelChange, Resource, Waiting
+    from engine.load import build_cluster
+    from testkit.manifests import node as full_node
+
+    clock = Clock()
+    q = PodQueue(QueueConfig(backoff_initial=1), clock)
+    pod_model = build_cluster([("t", pod("big", cpu="8"))]).pending[0]
+    room = Rejected(frozenset({"NodeResourcesFit"}), Waiting(pod_model, (), frozenset({"n1"})))
+    fits = ModelChange(Resource.NODE, Action.ADD, None, build_cluster([("t", full_node("n9", cpu="16"))]).nodes[0])
+    q.add("default/big", "default/big")
+    assert q.next_batch(_never(), idle=0) == ["default/big"]
+    q.on_change(fits)  # a node that fits joined while the cycle ran on the old snapshot
+    q.done(["default/big"], {"default/big": room})
+    assert q.unschedulable() == 0  # backs off only
+    clock.now += 1
+    assert q.next_batch(_never(), idle=0) == ["default/big"]
+    q.done(["default/big"], {"default/big": room})
+    assert q.unschedulable() == 1  # nothing happened this time: it waits for a change
+    q.add("ns/g-0", "gang:ns/g")
+    assert q.next_batch(_never(), idle=0) == ["ns/g-0"]
+    q.add("ns/g-1", "gang:ns/g")  # the second member, while the first is planned
+    q.done(["ns/g-0"], {"ns/g-0": Rejected(frozenset({"Coscheduling"}), None)})
+    assert sorted(q.next_batch(_never(), idle=0)) == ["ns/g-0", "ns/g-1"]  # at once, whole

@@ -38,6 +38,7 @@ class _Unit:
     members: set[str] = field(default_factory=set)  # waiting, in a cycle, or placed and not yet seen bound
     unschedulable_since: float | None = None  # set: it waits for a change that may help (or the flush)
     rejected: list[Rejected] = field(default_factory=list)  # why its pods were left out: what may help
+    nudged: bool = False  # a new member or an update of its own while its pods were in a cycle
 
     def helped_by(self, change: ModelChange) -> bool:
         """Could this change help one of its pods?"""
@@ -60,6 +61,8 @@ class PodQueue:
         self._arrived: dict[str, float] = {}  # first seen pending (monotonic)
         self._parked: set[str] = set()  # members waiting for the watch to say what became of them
         self._last_arrival = float("-inf")
+        self._in_flight = False  # a batch taken and not yet done()
+        self._seen: list[ModelChange] = []  # changes while a batch was in flight (upstream's in-flight events)
 
     def add(self, key: str, unit: str) -> None:
         """A pending pod; a new one resets its unit's backoff wait, a known one changes nothing (unless it was
@@ -81,6 +84,7 @@ class PodQueue:
             state.waiting[key] = now
             state.not_before = 0.0  # a new member may complete its gang: the unit tries again at once
             state.unschedulable_since = None
+            state.nudged = True
             self._cond.notify_all()
 
     def remove(self, key: str) -> None:
@@ -109,6 +113,8 @@ class PodQueue:
         """A cluster change: the unschedulable units it may help wait out their backoff only (upstream moves them
         to backoffQ or activeQ); returns how many it woke."""
         with self._cond:
+            if self._in_flight:
+                self._seen.append(change)  # judged for the batch's pods once the cycle says why they were left out
             woken = [s for s in self._units.values() if s.unschedulable_since is not None and s.helped_by(change)]
             for state in woken:
                 state.unschedulable_since = None
@@ -121,9 +127,11 @@ class PodQueue:
         once its backoff is over."""
         with self._cond:
             unit = self._unit_of.get(key)
-            if unit is not None and self._units[unit].unschedulable_since is not None:
-                self._units[unit].unschedulable_since = None
-                self._cond.notify_all()
+            if unit is not None:
+                self._units[unit].nudged = True
+                if self._units[unit].unschedulable_since is not None:
+                    self._units[unit].unschedulable_since = None
+                    self._cond.notify_all()
 
     def unschedulable(self) -> int:
         """Pods waiting for a change that may help (the rest wait for their backoff or a batch)."""
@@ -172,12 +180,14 @@ class PodQueue:
     def _take(self, units: list[str]) -> list[str]:
         """The waiting pods of `units` up to max_batch, whole units only, oldest first."""
         out: list[str] = []
+        self._in_flight, self._seen = True, []
         for unit in units:
             if out and self.config.max_batch is not None and len(out) >= self.config.max_batch:
                 break
             waiting = self._units[unit].waiting
             out.extend(sorted(waiting, key=waiting.__getitem__))
             waiting.clear()
+            self._units[unit].nudged = False
         return out
 
     def done(self, unplaced: Iterable[str], rejected: Mapping[str, Rejected] | None = None) -> None:
@@ -194,9 +204,14 @@ class PodQueue:
             now = self.clock()
             for unit, why in units.items():
                 state = self._units[unit]
-                timed_out = any(r.plugins is None for r in why)  # nothing has to change: the backoff is enough
-                state.rejected = [] if timed_out else why
-                state.unschedulable_since = None if timed_out else now
+                state.rejected = why
+                if state.nudged:  # a member arrived (or the pod changed) during the cycle: at once
+                    state.not_before, state.unschedulable_since = 0.0, None
+                elif any(r.plugins is None for r in why) or any(state.helped_by(c) for c in self._seen):
+                    state.unschedulable_since = None  # the time limit, or a change it did not see: back off only
+                else:
+                    state.unschedulable_since = now
+            self._in_flight, self._seen = False, []
 
     def requeue(self, key: str) -> None:
         """A placed pod whose binding failed (the apiserver erred; the pod is still pending and ours): back in
