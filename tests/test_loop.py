@@ -201,14 +201,14 @@ def test_a_preemptor_is_nominated_and_bound_only_once_its_victims_are_gone() -> 
     _sync(s)
     loop = s.loops[0]
     loop.cycle(["default/high"]).result()
-    loop.bind_stage.submit(lambda: None).result()
+    loop.flush_binds()
     assert [k for k, _ in api.evictions] == ["default/low0"]
     assert api.binds == [] and s.store.is_assumed("default/high")
     s.events.close()
     assert api.nominated == {"default/high": "n1"}
     assert any(e[2] == "Preempted" and "default/high" in e[3] for e in api.events if "low0" in e[0])
     s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low0")])  # the victim is gone at last
-    loop.bind_stage.submit(lambda: None).result()
+    loop.flush_binds()
     assert api.binds == [("default/high", "n1")]
     assert s.metrics.victims.labels("policy-scheduler")._value.get() == 1
 
@@ -224,13 +224,13 @@ def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
     _sync(s)
     loop = s.loops[0]
     loop.cycle(["default/g-0", "default/g-1"]).result()
-    loop.bind_stage.submit(lambda: None).result()
+    loop.flush_binds()
     assert len(api.evictions) == 2
     s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low0")])
-    loop.bind_stage.submit(lambda: None).result()
+    loop.flush_binds()
     assert api.binds == [], "half the room is free: no member may bind yet"
     s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low1")])
-    loop.bind_stage.submit(lambda: None).result()
+    loop.flush_binds()
     assert sorted(k for k, _ in api.binds) == ["default/g-0", "default/g-1"]
 
 
@@ -244,7 +244,7 @@ def test_a_nomination_whose_victims_never_leave_is_given_up_and_the_pod_requeued
     _sync(s)
     loop = s.loops[0]
     loop.cycle(["default/high"]).result()
-    loop.bind_stage.submit(lambda: None).result()
+    loop.flush_binds()
     assert s.store.is_assumed("default/high")
     loop._give_up_late_nominations()
     assert not s.store.is_assumed("default/high") and api.binds == []

@@ -11,8 +11,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..compile import collector_paused
 from ..gangs import gang_key
@@ -37,6 +38,7 @@ log = logging.getLogger("policy_scheduler.loop")
 
 
 CYCLE_BASE_SECONDS = 0.2
+BIND_STAGES = 4  # batches binding at once (their binds share the binder's pool)
 TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 
 
@@ -106,14 +108,17 @@ class ProfileLoop:
     announce: Callable[[ModelChange], None]  # a change this loop made (a pod assumed): every profile's queue hears it
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
-    bind_stage: ThreadPoolExecutor = field(init=False)  # one thread: batches bind in order while the next one plans
+    # batches bind while the next ones plan, several at once: a lone pod's bind never waits for the batch before it
+    bind_stage: ThreadPoolExecutor = field(init=False)
+    _binding: set[Future] = field(init=False, default_factory=set)
+    _binding_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     nominations: Nominations = field(init=False)
     _told_at: float = field(init=False, default=float("-inf"))  # when waiting pods were last told (no policies)
 
     def __post_init__(self) -> None:
         self.queue = PodQueue(self.settings.queue)
         self.nominations = Nominations()
-        self.bind_stage = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bind-stage-{self.profile.name}")
+        self.bind_stage = ThreadPoolExecutor(max_workers=BIND_STAGES, thread_name_prefix=f"bind-stage-{self.profile.name}")
         self.policies = PolicyHolder(self.profile.policy_configmap)
 
     @property
@@ -135,7 +140,7 @@ class ProfileLoop:
         key = pod_key(obj)
         if new is None:
             for nomination in self.nominations.gone(key):  # the last victim left: its preemptors bind
-                self.bind_stage.submit(self._bind_nominated, nomination)
+                self._to_bind_stage(self._bind_nominated, nomination)
         if new is None or node_of(new) or meta(new).get("deletionTimestamp"):
             arrived = self.queue.arrival(key)
             if new is not None and node_of(new) and arrived is not None:
@@ -175,7 +180,7 @@ class ProfileLoop:
                 except Exception:
                     log.exception("cycle failed profile=%s pods=%d", self.name, len(batch))
                     self._recover(batch)
-        self.bind_stage.submit(lambda: None).result()  # every planned bind is sent before run() returns
+        self.flush_binds()  # every planned bind is sent before run() returns
 
     def _recover(self, batch: list[str]) -> None:
         """After a failed cycle: drop its assumptions and put the whole batch back, after a backoff.
@@ -258,8 +263,28 @@ class ProfileLoop:
         nominated = [p for p in placements if p.key in result.plan.preemptions]
         now = [p for p in placements if p.key not in result.plan.preemptions]
         if nominated:
-            self.bind_stage.submit(self._preempt, nominated, result.plan.preemptions)
-        return self.bind_stage.submit(self._bind, now, outcome)
+            self._to_bind_stage(self._preempt, nominated, result.plan.preemptions)
+        return self._to_bind_stage(self._bind, now, outcome)
+
+    def _to_bind_stage(self, call: Callable[..., Any], *args: Any) -> Future:
+        future = self.bind_stage.submit(call, *args)
+        with self._binding_lock:
+            self._binding.add(future)
+        future.add_done_callback(self._bound)
+        return future
+
+    def _bound(self, future: Future) -> None:
+        with self._binding_lock:
+            self._binding.discard(future)
+
+    def flush_binds(self) -> None:
+        """Wait until every bind (and eviction) handed to the bind stage so far is done."""
+        while True:
+            with self._binding_lock:
+                pending = list(self._binding)
+            if not pending:
+                return
+            wait(pending)
 
     def _bind(self, placements: list[Placement], outcome: _Outcome | None = None) -> BindReport:
         """In the bind stage: bind, requeue what failed, record the cycle. A crash forgets and requeues all."""
