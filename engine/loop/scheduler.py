@@ -38,7 +38,7 @@ log = logging.getLogger("policy_scheduler.loop")
 
 
 CYCLE_BASE_SECONDS = 0.2
-BIND_STAGES = 4  # batches binding at once (their binds share the binder's pool)
+BIND_STAGES = 8  # batches binding at once (their binds share the binder's pool)
 TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 
 
