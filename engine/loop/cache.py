@@ -277,7 +277,7 @@ class ClusterCache:
             self._refused[ref] = refusal(source_name(*ref), "Pod", obj, exc)
             return None
         if pod.claims:
-            pod.volumes = held_volumes(pod, self._rest_or_build().cluster.storage)
+            pod.volumes = held_volumes(pod, self._last_rest().cluster.storage)
         return pod
 
     def _settle(self, key: str) -> ModelChange | None:
@@ -314,7 +314,7 @@ class ClusterCache:
         batch derived for placing it (gang, default spreading, claims to allocate), holding its volumes."""
         held = replace(pod, node_name=node, gang=None, default_spread=None, dra=NO_CLAIMS, volumes=NO_VOLUMES)
         if held.claims:
-            held.volumes = held_volumes(held, self._rest_or_build().cluster.storage)
+            held.volumes = held_volumes(held, self._last_rest().cluster.storage)
         return held
 
     def forget(self, key: str) -> ModelChange | None:
@@ -354,8 +354,14 @@ class ClusterCache:
             if pod.claims:
                 pod.volumes = held_volumes(pod, storage)
 
+    def _last_rest(self) -> _Rest:
+        """The rest as last converted, even if an object of it changed since: what a watch delta's pod is converted
+        with. The next snapshot converts the rest again and, if what pods read of it changed, the pods too, so
+        a busy stream of claim or volume updates does not convert the rest once per pod event."""
+        return self._rest if self._rest is not None else self._rest_or_build()
+
     def _context(self, seen: set[str] | None = None) -> Context:
-        rest = self._rest_or_build()
+        rest = self._last_rest()
         namespaces, priorities, groups = rest.context_parts
         return Context(namespace_labels(namespaces, {*self._namespaces_seen.keys(), *(seen or ())}), priorities, groups)
 
