@@ -560,6 +560,23 @@ def _native_gang(doc: dict) -> tuple[int, str | None]:
     return (int(gang.get("minCount") or 0) if gang else 0), (topology[0].get("key") if topology else None)
 
 
+def check_evictions(docs: list[dict], evicted: set[str]) -> list[str]:
+    """Violations of a plan's evictions: each victim a running pod, and a scheduling.k8s.io PodGroup with
+    `disruptionMode: PodGroup` disrupted whole or not at all (every running member evicted, or none)."""
+    cluster = Cluster(docs)
+    out = [f"{key}: evicted but not a running pod" for key in sorted(evicted) if key not in cluster.bound]
+    whole = {(_ns(d), _meta(d).get("name")) for d in docs if d.get("kind") == "PodGroup" and _native(d)
+             and (d.get("spec") or {}).get("disruptionMode") == "PodGroup"}
+    for ns, name in sorted(whole):
+        running = {k for k, p in cluster.pods.items() if p.ns == ns and p.native_group == name and k in cluster.bound
+                   and not _meta(p.doc).get("deletionTimestamp")}
+        hit = running & evicted
+        if hit and hit != running:
+            out.append(f"pod group {ns}/{name} (disruptionMode PodGroup): {len(hit)} of {len(running)} running "
+                       f"members evicted, not all")
+    return out
+
+
 def check_plan(docs: list[dict], assignments: dict[str, str],
                scheduler_name: str = "policy-scheduler") -> list[str]:
     """Return human-readable violations of ``assignments`` (empty list = valid plan)."""

@@ -233,6 +233,28 @@ def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
     assert sorted(k for k, _ in api.binds) == ["default/g-0", "default/g-1"]
 
 
+def test_a_podgroup_mode_group_preempted_whole_gets_disruption_target() -> None:
+    from engine.loop.ports import NATIVE_POD_GROUP
+    from testkit.manifests import in_group, native_group
+    api = FakeAPI(hold_evictions=True)
+    for i in range(2):
+        api.put("Node", node(f"n{i}", cpu="1"))
+        api.put("Pod", pod(f"train-{i}", nodeName=f"n{i}", schedulingGroup=in_group("train")))
+    api.put(NATIVE_POD_GROUP, native_group("train", 2, disruption="PodGroup"))
+    api.put("Pod", pod("high", priority=100))
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(["default/high"]).result()
+    loop.bind_stage.submit(lambda: None).result()
+    s.events.close()
+    assert sorted(k for k, _ in api.evictions) == ["default/train-0", "default/train-1"]
+    group = api.objects[(NATIVE_POD_GROUP, "default", "train")]
+    (cond,) = [c for c in group["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+    assert cond["message"] == "policy-scheduler: preempting to accommodate a higher priority pod"
+
+
 def test_a_nomination_whose_victims_never_leave_is_given_up_and_the_pod_requeued() -> None:
     api = FakeAPI(hold_evictions=True)
     _full_node(api)

@@ -27,6 +27,7 @@ log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
 TOLD_LIMIT = 50_000  # unschedulable pods whose last event is remembered
 POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup condition upstream writes
+DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 
 
@@ -121,19 +122,33 @@ class EventSink:
     def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
         """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
         False/Unschedulable with the plan's reasons; never back to False once True, nothing when unchanged."""
+        old = _condition(group, POD_GROUP_SCHEDULED)
+        if old is not None and old.get("status") == "True":
+            return
+        self._group_condition(group, POD_GROUP_SCHEDULED, scheduled, "Scheduled" if scheduled else "Unschedulable",
+                              message)
+
+    def group_disrupted(self, group: Obj, message: str) -> None:
+        """A PodGroup with `disruptionMode: PodGroup` preempted whole: its DisruptionTarget condition
+        (True/PreemptionByScheduler, the condition and reason scheduling.k8s.io/v1alpha2 defines)."""
+        self._group_condition(group, DISRUPTION_TARGET, True, PREEMPTION_BY_SCHEDULER, message)
+
+    def _group_condition(self, group: Obj, kind: str, true: bool, reason: str, message: str) -> None:
+        """Set one condition of a PodGroup's status (status subresource, conditional on its resourceVersion);
+        nothing when it says so already."""
         m, status = meta(group), group.get("status") or {}
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
-        old = next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None)
-        want = "True" if scheduled else "False"
+        old = _condition(group, kind)
+        want = "True" if true else "False"
         message = message[:CONDITION_MESSAGE_LIMIT]
-        if old is not None and (old.get("status") == "True" or (old.get("status"), old.get("message")) == (want, message)):
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (want, reason, message):
             return
         changed = old is None or old.get("status") != want
-        new = {"type": POD_GROUP_SCHEDULED, "status": want, "reason": "Scheduled" if scheduled else "Unschedulable",
-               "message": message, "observedGeneration": m.get("generation") or 0,
+        new = {"type": kind, "status": want, "reason": reason, "message": message,
+               "observedGeneration": m.get("generation") or 0,
                "lastTransitionTime": _now() if changed else old.get("lastTransitionTime")}  # type: ignore[union-attr]
         body = {"metadata": {"resourceVersion": m.get("resourceVersion")},
-                "status": {"conditions": [c for c in conditions if c is not old] + [new]}}
+                "status": {"conditions": [c for c in conditions if c.get("type") != kind] + [new]}}
         self.outbox.submit(self.api.patch, NATIVE_POD_GROUP, m.get("namespace") or "default", m["name"], body, "status")
 
     def nominate(self, pod: Obj, node: str, victims: int) -> None:
@@ -158,6 +173,11 @@ class EventSink:
 
     def close(self) -> None:
         self.outbox.close()
+
+
+def _condition(obj: Obj, kind: str) -> dict | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or []
+                 if isinstance(c, dict) and c.get("type") == kind), None)
 
 
 def _condition_message(pod: Obj) -> str | None:

@@ -255,6 +255,9 @@ class ProfileLoop:
     def _preempt(self, nominated: list[Placement], preemptions: dict[str, Preemption], pods: dict[str, Obj]) -> None:
         """In the bind stage: evict the victims, nominate the preemptors, and wait for the victims to leave."""
         victims = {v.pod: (v, key) for key, p in preemptions.items() for v in p.victims}
+        for group_key in sorted({v.group for v, _ in victims.values() if v.group}):
+            if (group := self.store.get(NATIVE_POD_GROUP, *group_key.split("/", 1))) is not None:
+                self.events.group_disrupted(group, f"{self.name}: preempting to accommodate a higher priority pod")
         results = self.binder.evict_all([(pods.get(k), f"preempted by {key} (priority {preemptions[key].priority}) "
                                           f"on node {v.node}") for k, (v, key) in victims.items()])
         failed = [k for k, r in zip(victims, results) if not r.ok]
