@@ -11,11 +11,12 @@ claims on one node; `resolve_claims` sets each pending pod's `dra`, once per sna
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .model import Cluster, Device, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest
+from .model import Cluster, Device, DeviceClass, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
 
@@ -136,22 +137,112 @@ class Allocator:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """What Reserve gives one claim, as upstream's allocator writes it into `status.allocation`: each request's
+    devices, the nodes they are usable from (a node selector, None: every node) and the class's and the
+    claim's configuration for the requests served."""
+
+    devices: tuple[tuple[str, str], ...]  # (request, or request/subrequest, device key)
+    node_selector: dict[str, Any] | None  # status.allocation.nodeSelector, in the API's form
+    config: tuple[dict[str, Any], ...] = ()  # status.allocation.devices.config
+
+
+def allocation_results(devices: Devices, allocation: Allocation) -> dict[str, ClaimAllocation]:
+    """Each allocated claim's status.allocation content (upstream's allocator: devices, node selector, config)."""
+    by_key = {d.key: d for d in devices.devices}
+    out = {}
+    for key, picked in allocation.items():
+        claim = devices.claims[key]
+        out[key] = ClaimAllocation(picked, node_selector([by_key[d] for _, d in picked]),
+                                   allocation_config(claim, devices.classes, {r for r, _ in picked}))
+    return out
+
+
+def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
+    """Upstream's createNodeSelector: a device on one node pins the allocation to that node; otherwise the
+    devices' one-term selectors ANDed into one term; devices every node reaches add nothing (None: anywhere)."""
+    def pin(name: str) -> dict[str, Any]:
+        return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}
+
+    fields: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
+    for device in chosen:
+        if device.node is not None:
+            return pin(device.node)
+        for term in device.node_terms or ():
+            for requirement, into in [(r, fields) for r in term.fields] + [(r, expressions) for r in term.expressions]:
+                item = {"key": requirement.key, "operator": requirement.operator, "values": list(requirement.values)}
+                if item not in into:
+                    into.append(item)
+    merged = {k: v for k, v in (("matchExpressions", expressions), ("matchFields", fields)) if v}
+    return {"nodeSelectorTerms": [merged]} if merged else None
+
+
+def allocation_config(claim: ResourceClaim, classes: dict[str, DeviceClass], served: set[str]) -> tuple[dict[str, Any], ...]:
+    """status.allocation.devices.config as upstream's allocator fills it: each class's config once (source
+    FromClass) naming every request it serves, then the claim's (FromClaim) for the requests, or the chosen
+    firstAvailable subrequests, they name (a config naming no request applies to all)."""
+    out: list[dict[str, Any]] = []
+    per_class: dict[str, list[dict[str, Any]]] = {}
+    chosen: dict[str, str] = {}  # request -> the name the served alternative goes by
+    for request in claim.requests:
+        sub = next((a for a in request.alternatives if a.name in served), None)
+        cls = classes.get(sub.device_class) if sub is not None else None
+        if sub is None or cls is None:
+            continue
+        chosen[request.name] = sub.name
+        if cls.name in per_class:
+            for entry in per_class[cls.name]:
+                entry["requests"].append(sub.name)
+            continue
+        per_class[cls.name] = [{"source": "FromClass", "requests": [sub.name], **json.loads(c)} for c in cls.config]
+        out += per_class[cls.name]
+    for requests, config in claim.config:
+        body = json.loads(config)
+        if not requests:
+            out.append({"source": "FromClaim", **body})
+            continue
+        for request in claim.requests:  # upstream appends once per request (or chosen subrequest) it names
+            if request.name in requests or (chosen.get(request.name) in requests and chosen[request.name] != request.name):
+                out.append({"source": "FromClaim", "requests": list(requests), **body})
+    return tuple(out)
+
+
 def _attribute(device: Device, domain: str, name: str) -> object | None:
     return next((v for d, n, v in device.attributes if n == name and (d == domain or not domain)), None)
 
 
 def resolve_claims(cluster: Cluster) -> None:
-    """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, and the
-    nodes its allocated claims are usable on. An unallocated claim shared by several pending pods is
-    allocated by the first in queue order; the others wait for that allocation (next cycle)."""
+    """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, the nodes its
+    allocated claims are usable on, and the unallocated claims it shares with other pending pods. Such a claim
+    is allocated once, by the first of its pods in queue order that is not blocked otherwise; the others
+    follow that allocation in the same batch (on nodes that reach its devices)."""
     claims = cluster.devices.claims
-    allocating: dict[str, str] = {}
-    for pod in sorted(cluster.pending, key=lambda p: (p.created, p.name)):
-        if pod.resource_claims:
-            pod.dra = _pod_claims(pod, claims, allocating)
+    queue = sorted((p for p in cluster.pending if p.resource_claims), key=lambda p: (p.created, p.name))
+    found = {pod.key: _pod_claims(pod, claims) for pod in queue}
+    users: dict[str, list[str]] = {}
+    for pod in queue:
+        if not found[pod.key].blocked:
+            for key in found[pod.key].to_allocate:
+                users.setdefault(key, []).append(pod.key)
+    shared = {key: pods for key, pods in users.items() if len(pods) > 1}
+    for pod in queue:
+        dra = found[pod.key]
+        mine = tuple(k for k in dra.to_allocate if k in shared)
+        if mine:
+            follows = tuple((k, shared[k][0]) for k in mine if shared[k][0] != pod.key)
+            led = {k for k, _ in follows}
+            dra = replace(dra, to_allocate=tuple(k for k in dra.to_allocate if k not in led), follows=follows,
+                          shared=mine, shapes=tuple(_shape(claims[k]) for k in dra.to_allocate if k not in led))
+        pod.dra = dra
 
 
-def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], allocating: dict[str, str]) -> PodClaims:
+def _shape(claim: ResourceClaim) -> tuple:
+    return claim.requests, claim.match_attributes
+
+
+def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
     mine: list[ResourceClaim] = []
     terms = []
     for pod_claim, name in pod.resource_claims:
@@ -169,12 +260,9 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], allocating: dict[str
             if claim.allocation_terms is not None:
                 terms.append(claim.allocation_terms)
             continue
-        first = allocating.setdefault(claim.key, pod.key)
-        if first != pod.key:
-            return PodClaims(blocked=f"resource claim {claim.key} is in the process of being allocated (for pod {first})")
         mine.append(claim)
     return PodClaims(to_allocate=tuple(c.key for c in mine), allocated_terms=tuple(terms),
-                     shapes=tuple((c.requests, c.match_attributes) for c in mine))
+                     shapes=tuple(_shape(c) for c in mine))
 
 
 def taken_devices(devices: Devices) -> set[str]:
@@ -184,6 +272,7 @@ def taken_devices(devices: Devices) -> set[str]:
 
 def claim_shapes(pod: Pod) -> tuple:
     """What a pod's claims ask, without their names: pods whose claims (one per pod, from one template) ask
-    alike share a class; the sample pod's claims stand for all of theirs."""
+    alike share a class; the sample pod's claims stand for all of theirs. Claims shared in the batch are named:
+    their pods form classes of their own (the solver keeps followers with their claim's allocating pod)."""
     dra = pod.dra
-    return (dra.blocked, dra.allocated_terms, dra.shapes) if pod.resource_claims else ()
+    return (dra.blocked, dra.allocated_terms, dra.shapes, dra.shared, dra.follows) if pod.resource_claims else ()

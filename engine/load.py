@@ -8,6 +8,7 @@ can print one line and exit 2.
 from __future__ import annotations
 
 import datetime
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -1109,7 +1110,9 @@ def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
         devices.devices.extend(_slice_devices(spec))
     elif kind == "DeviceClass":
         devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
-                                            spec.get("extendedResourceName"))
+                                            spec.get("extendedResourceName"),
+                                            tuple(_device_config(c, f"spec.config[{i}]")[1]
+                                                  for i, c in enumerate(_list(spec.get("config"), "spec.config"))))
     elif kind == "ResourceClaimTemplate":
         devices.templates.add(f"{ns}/{name}")
     else:
@@ -1186,6 +1189,14 @@ def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
                       _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All")
 
 
+def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
+    """A DeviceClassConfiguration or DeviceClaimConfiguration: (the requests it names, its DeviceConfiguration
+    (`opaque` driver parameters, passed through as they are) as JSON)."""
+    c = _mapping(raw, what)
+    requests = tuple(_text(r, f"{what}.requests") for r in _list(c.get("requests"), f"{what}.requests"))
+    return requests, json.dumps({k: v for k, v in c.items() if k != "requests"}, sort_keys=True)
+
+
 def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
     spec, status = _mapping(obj.get("spec"), "spec"), _mapping(obj.get("status"), "status")
     devices = _mapping(spec.get("devices"), "spec.devices")
@@ -1222,7 +1233,9 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         tuple(_node_term(t, "status.allocation.nodeSelector.nodeSelectorTerms") for t in
               _list(selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector")) if selector else None,
         tuple(str(_mapping(r, "reservedFor").get("name")) for r in _list(status.get("reservedFor"), "status.reservedFor")),
-        bool(obj["metadata"].get("deletionTimestamp")))
+        bool(obj["metadata"].get("deletionTimestamp")),
+        tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(_list(devices.get("config"),
+                                                                                        "spec.devices.config"))))
 
 
 def _pod_resource_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:

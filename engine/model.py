@@ -315,6 +315,7 @@ class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()  # CEL expressions every device of the class satisfies
     extended_resource: str | None = None  # spec.extendedResourceName (DRAExtendedResource)
+    config: tuple[str, ...] = ()  # spec.config[]: each DeviceConfiguration (opaque driver parameters) as JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +349,7 @@ class ResourceClaim:
     allocation_terms: tuple[NodeSelectorTerm, ...] | None = None  # status.allocation.nodeSelector
     reserved_for: tuple[str, ...] = ()  # pod names in status.reservedFor
     deleting: bool = False
+    config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
 
     @property
     def key(self) -> str:
@@ -374,6 +376,8 @@ class PodClaims:
     to_allocate: tuple[str, ...] = ()  # claim keys
     allocated_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     shapes: tuple = ()  # what the claims to allocate ask (requests, constraints), without their names
+    follows: tuple[tuple[str, str], ...] = ()  # (claim key, pending pod allocating it): its unallocated shared claims
+    shared: tuple[str, ...] = ()  # its unallocated claims other pending pods use too (it allocates or follows them)
 
 
 NO_CLAIMS = PodClaims()

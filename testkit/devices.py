@@ -3,8 +3,8 @@ nothing of the engine; CEL through cel-python directly).
 
 ``device_violations(docs, pods, nodes, placed)``: every placed pod's claims must be met on its node by devices
 reachable from it that satisfy the class's and the request's selectors, no device given to two claims (nor to a
-claim allocated already), all of one node's placed claims at once (a search over distinct devices); a pod with
-an allocated claim must be on a node its allocation's node selector admits.
+claim allocated already), all placed claims at once (a search over distinct devices); a claim several placed
+pods share is allocated once, its devices reachable from each of their nodes.
 """
 from __future__ import annotations
 
@@ -45,28 +45,53 @@ def _selects(env: celpy.Environment, device: dict, exprs: list[str]) -> bool:
     return True
 
 
-def _devices(docs: list[dict]) -> list[tuple[str, str | None, dict]]:
-    """(device key, node or None for every node, CEL activation)."""
+def _requirement(req: dict, values: dict) -> bool:
+    op, key, want = req.get("operator"), req.get("key"), req.get("values") or []
+    if op == "In":
+        return key in values and values[key] in want
+    if op == "NotIn":
+        return key not in values or values[key] not in want
+    return (key in values) == (op == "Exists")
+
+
+def _reaches(selector: dict, node: dict) -> bool:
+    """A node selector (terms ORed, requirements ANDed) admits the node (labels, and metadata.name as a field)."""
+    labels, fields = _meta(node).get("labels") or {}, {"metadata.name": _meta(node).get("name")}
+    return any(all(_requirement(r, labels) for r in t.get("matchExpressions") or [])
+               and all(_requirement(r, fields) for r in t.get("matchFields") or [])
+               and (t.get("matchExpressions") or t.get("matchFields"))
+               for t in selector.get("nodeSelectorTerms") or [])
+
+
+def _devices(docs: list[dict]) -> list[tuple[str, frozenset[str] | None, dict]]:
+    """(device key, the nodes that reach it or None for every node, CEL activation)."""
+    nodes = [d for d in docs if d.get("kind") == "Node"]
     out = []
     for d in docs:
         if d.get("kind") == "ResourceSlice":
             spec = d.get("spec") or {}
             driver, pool = spec["driver"], spec["pool"]["name"]
             for dev in spec.get("devices") or []:
-                out.append((f"{driver}/{pool}/{dev['name']}", spec.get("nodeName"), _cel_device(driver, dev)))
+                where = dev if spec.get("perDeviceNodeSelection") else spec
+                reach: frozenset[str] | None = None
+                if where.get("nodeName"):
+                    reach = frozenset([where["nodeName"]])
+                elif where.get("nodeSelector"):
+                    reach = frozenset(_meta(n)["name"] for n in nodes if _reaches(where["nodeSelector"], n))
+                out.append((f"{driver}/{pool}/{dev['name']}", reach, _cel_device(driver, dev)))
     return out
 
 
-def _options(claim: dict, classes: dict, devices, node: str, env) -> list[list[list[list[str]]]] | None:
-    """Per request, its alternatives that have candidates enough on `node`, each as the devices it needs (one
-    list of possible devices per device; `All`: every matching device, each only itself). None: some request
-    has no alternative that could be met there."""
+def _options(claim: dict, classes: dict, devices, nodes: set[str], env) -> list[list[list[list[str]]]] | None:
+    """Per request, its alternatives that have candidates enough reachable from every node in `nodes` (the
+    nodes of the pods using the claim), each as the devices it needs (one list of possible devices per device;
+    `All`: every matching device, each only itself). None: some request has no alternative that could be met."""
     out = []
     for request in (claim.get("spec") or {}).get("devices", {}).get("requests") or []:
         options = []
         for alt in [request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or []:
             exprs = classes.get(alt["deviceClassName"], []) + [s["cel"]["expression"] for s in alt.get("selectors") or []]
-            fit = [k for k, n, act in devices if n in (None, node) and _selects(env, act, exprs)]
+            fit = [k for k, reach, act in devices if (reach is None or nodes <= reach) and _selects(env, act, exprs)]
             if alt.get("allocationMode") == "All":
                 if fit:
                     options.append([[k] for k in fit])
@@ -95,6 +120,7 @@ def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]],
 
 
 def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str, str]) -> list[str]:
+    """A claim shared by several placed pods is allocated once: its devices reachable from all their nodes."""
     if not any(d.get("kind") == "ResourceSlice" for d in docs):
         return []
     env = celpy.Environment()
@@ -105,20 +131,22 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
     devices = _devices(docs)
     allocated = {f"{r['driver']}/{r['pool']}/{r['device']}" for c in claims.values()
                  for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []}
-    out: list[str] = []
-    per_node: dict[str, list[list[list[list[str]]]]] = {}
+    users: dict[str, set[str]] = {}
     for key, node in sorted(placed.items()):
         ns = key.split("/")[0]
         for pc in (pods[key].get("spec") or {}).get("resourceClaims") or []:
-            claim = claims.get(f"{ns}/{pc.get('resourceClaimName')}")
-            if claim is None or (claim.get("status") or {}).get("allocation"):
-                continue  # allocated claims: their node selector is the engine's filter, checked in its tests
-            options = _options(claim, classes, devices, node, env)
-            if options is None:
-                out.append(f"{key}: claim {_meta(claim)['name']} cannot be met on {node}")
-            else:
-                per_node.setdefault(node, []).extend(options)
-    for node, requests in sorted(per_node.items()):
-        if not _some_choice(requests, [], allocated):
-            out.append(f"node {node}: its placed pods' claims need more distinct devices than it has")
+            name = f"{ns}/{pc.get('resourceClaimName')}"
+            claim = claims.get(name)
+            if claim is not None and not (claim.get("status") or {}).get("allocation"):
+                users.setdefault(name, set()).add(node)  # allocated claims: the engine's filter, checked in its tests
+    out: list[str] = []
+    requests: list[list[list[list[str]]]] = []
+    for name, nodes in sorted(users.items()):
+        options = _options(claims[name], classes, devices, nodes, env)
+        if options is None:
+            out.append(f"claim {name} cannot be met on {', '.join(sorted(nodes))}")
+        else:
+            requests.extend(options)
+    if not out and not _some_choice(requests, [], allocated):
+        out.append("the placed pods' claims need more distinct devices than their nodes reach")
     return out

@@ -136,8 +136,8 @@ class FakeAPI:
             if want is not None and want != current["metadata"]["resourceVersion"]:
                 return BindResult(False, 409, "the object has been modified")
             self.patches.append((kind, name, copy.deepcopy(body)))
-            self.put(kind, _merge(copy.deepcopy(current), body))
-        return BindResult(True, 200)
+            now = self.put(kind, _merge(copy.deepcopy(current), body))
+        return BindResult(True, 200, obj=copy.deepcopy(now))
 
     def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
         """Like the apiserver with a kubelet behind it: the victim is gone at once (grace period 0)."""

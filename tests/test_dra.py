@@ -50,7 +50,7 @@ def test_two_claims_never_get_one_device() -> None:
     assert len(plan.assignments) == 3  # three GPUs in all
     per_node = sorted(plan.assignments.values())
     assert per_node == ["gpu-1", "gpu-1", "gpu-2"]
-    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a]
+    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated)) == 3
     (left,) = {f"default/p{i}" for i in range(4)} - set(plan.assignments)
     assert "cannot allocate all claims" in " ".join(plan.unschedulable[left])
@@ -61,7 +61,7 @@ def test_cel_selectors_pick_the_device() -> None:
     plan = plan_for(cluster(resource_claim("big", big), pod("p", resourceClaims=claims("big"))))
     assert plan.assignments == {"default/p": "gpu-1"}
     (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
-    assert allocation == (("gpu", "gpu.example.com/gpu-1/g1"),)
+    assert allocation.devices == (("gpu", "gpu.example.com/gpu-1/g1"),)
 
 
 def test_a_count_of_two_needs_two_devices_on_one_node() -> None:
@@ -74,7 +74,7 @@ def test_allocation_mode_all_takes_every_matching_device() -> None:
             resource_claim("all", device_request(all_devices=True)), pod("p", resourceClaims=claims("all"))]
     plan = plan_for(docs)
     (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
-    assert sorted(d for _, d in allocation) == ["gpu.example.com/n1/a", "gpu.example.com/n1/b"]
+    assert sorted(d for _, d in allocation.devices) == ["gpu.example.com/n1/a", "gpu.example.com/n1/b"]
     crowded = plan_for(docs + [resource_claim("one"), pod("q", resourceClaims=claims("one"))])
     assert len(crowded.assignments) == 1  # All leaves nothing for a second claim on the node
     (waiting,) = crowded.unschedulable
@@ -104,7 +104,7 @@ def test_first_available_falls_back_in_order() -> None:
                    pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b")))
     plan = plan_for(docs)
     assert len(plan.assignments) == 2
-    subs = sorted(r for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for r, _ in a)
+    subs = sorted(r for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for r, _ in a.devices)
     assert subs == ["gpu/any", "gpu/h100"]
 
 
@@ -115,7 +115,7 @@ def test_match_attribute_keeps_devices_alike() -> None:
             pod("p", resourceClaims=claims("pair"))]
     plan = plan_for(docs)
     (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
-    assert sorted(d for _, d in allocation) == ["gpu.example.com/n1/a", "gpu.example.com/n1/c"]
+    assert sorted(d for _, d in allocation.devices) == ["gpu.example.com/n1/a", "gpu.example.com/n1/c"]
 
 
 def test_a_shared_device_reachable_from_every_node() -> None:
@@ -133,6 +133,81 @@ def test_the_checker_refuses_plans_that_break_devices() -> None:
     shared = check_plan(docs, {"default/pa": "gpu-2", "default/pb": "gpu-2"})  # gpu-2 has one device
     assert any("more distinct devices" in v for v in shared)
     assert check_plan(docs, {"default/pa": "gpu-1", "default/pb": "gpu-1"}) == []
+
+
+# --- a claim shared by several pods of the batch: one allocation, every pod where its devices are ----------
+
+def test_pods_sharing_a_claim_are_placed_together_on_one_allocation() -> None:
+    docs = [node("cpu-1", cpu="8"), node("gpu-1", cpu="1"), node("gpu-2", cpu="2"), device_class(),
+            resource_slice("gpu-1", [gpu("g0")]), resource_slice("gpu-2", [gpu("g0")]),
+            resource_claim("shared"), *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/p0": "gpu-2", "default/p1": "gpu-2"}  # gpu-1 has room for one only
+    allocations = [a for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values()]
+    assert [a.devices for a in allocations] == [(("gpu", "gpu.example.com/gpu-2/g0"),)]  # allocated once
+
+
+def test_a_shared_claim_leaves_a_follower_out_where_its_allocating_pod_cannot_go() -> None:
+    docs = [node("gpu-1", cpu="1"), node("gpu-2", cpu="1"), device_class(), resource_slice("gpu-1", [gpu("g0")]),
+            resource_slice("gpu-2", [gpu("g0")]), resource_claim("shared"),
+            *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
+    plan = plan_for(docs)
+    assert list(plan.assignments) == ["default/p0"]  # p1 would fit on the other node, but not with the allocation
+    assert "shared ResourceClaim default/shared (allocated with pod default/p0)" in reasons(plan, "p1")
+
+
+def test_a_shared_claim_on_a_device_every_node_reaches_lets_its_pods_spread() -> None:
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), device_class(), resource_slice(None, [gpu("net0")]),
+            resource_claim("shared"), *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
+    plan = plan_for(docs)
+    assert sorted(plan.assignments.values()) == ["n1", "n2"]
+    (allocation,) = plan.reserved["default/p0"]["DynamicResources"].values()
+    assert allocation.node_selector is None  # upstream: an allocation every node can use has no node selector
+
+
+def test_the_checker_counts_a_shared_claim_once_and_on_all_its_nodes() -> None:
+    docs = [node("gpu-1"), node("gpu-2"), device_class(), resource_slice("gpu-1", [gpu("g0")]),
+            resource_slice("gpu-2", [gpu("g0")]), resource_claim("shared"),
+            *(pod(f"p{i}", resourceClaims=claims("shared")) for i in range(2))]
+    assert check_plan(docs, {"default/p0": "gpu-1", "default/p1": "gpu-1"}) == []
+    assert any("cannot be met" in v for v in check_plan(docs, {"default/p0": "gpu-1", "default/p1": "gpu-2"}))
+
+
+def _selector_slice() -> dict:
+    found = resource_slice(None, [gpu("r0")], pool="rack-a")
+    del found["spec"]["allNodes"]
+    found["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["a"]}]}]}
+    return found
+
+
+def test_the_allocation_node_selector_is_the_devices_own() -> None:
+    docs = [node("n1", labels={"rack": "a"}), node("n2", labels={"rack": "b"}), device_class(), _selector_slice(),
+            resource_claim("c"), pod("p", resourceClaims=claims("c"))]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/p": "n1"}
+    (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
+    assert allocation.node_selector == {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["a"]}]}]}
+    local = plan_for(cluster(resource_claim("c"), pod("p", resourceClaims=claims("c"))))
+    (pinned,) = local.reserved["default/p"]["DynamicResources"].values()
+    node_name = local.assignments["default/p"]
+    assert pinned.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
+
+
+def test_class_and_claim_config_are_copied_into_the_allocation() -> None:
+    opaque = {"opaque": {"driver": "gpu.example.com", "parameters": {"sharing": "timeslice"}}}
+    cls = device_class()
+    cls["spec"]["config"] = [{"opaque": {"driver": "gpu.example.com", "parameters": {"mig": False}}}]
+    claim = resource_claim("c", device_request("a"), device_request("b"))
+    claim["spec"]["devices"]["config"] = [{"requests": ["b"], **opaque}, opaque]
+    docs = [node("n1"), cls, resource_slice("n1", [gpu("g0"), gpu("g1")]), claim, pod("p", resourceClaims=claims("c"))]
+    (allocation,) = plan_for(docs).reserved["default/p"]["DynamicResources"].values()
+    assert list(allocation.config) == [
+        {"source": "FromClass", "requests": ["a", "b"], **cls["spec"]["config"][0]},
+        {"source": "FromClaim", "requests": ["b"], **opaque},
+        {"source": "FromClaim", **opaque}]
 
 
 @st.composite
@@ -156,6 +231,6 @@ def device_clusters(draw) -> list[dict]:
 @given(device_clusters())
 def test_every_plan_gives_each_device_once_and_meets_every_claim(docs: list[dict]) -> None:
     plan = plan_for(docs, time_limit=1)  # the checker: claims met, devices distinct
-    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a]
+    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated))
     assert set(plan.reserved) == set(plan.assignments)

@@ -56,3 +56,66 @@ def test_a_failed_bind_takes_the_allocation_back() -> None:
     assert not (claim.get("status") or {}).get("reservedFor")
     assert not claim["metadata"].get("finalizers")
     s.events.close()
+
+
+def test_pods_sharing_a_claim_are_all_reserved_on_one_allocation() -> None:
+    api = FakeAPI()
+    api.put("Node", node("gpu-1", cpu="4"))
+    api.put("DeviceClass", device_class())
+    api.put("ResourceSlice", resource_slice("gpu-1", [gpu("g0"), gpu("g1")]))
+    api.put("ResourceClaim", resource_claim("shared"))
+    for i in range(3):
+        api.put("Pod", pod(f"p{i}", resourceClaims=claims("shared")))
+    s, loop = synced_loop(api)
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    assert sorted(api.binds) == [("default/p0", "gpu-1"), ("default/p1", "gpu-1"), ("default/p2", "gpu-1")]
+    claim = api.objects[("ResourceClaim", "default", "shared")]
+    assert len(claim["status"]["allocation"]["devices"]["results"]) == 1
+    assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["p0", "p1", "p2"]
+    allocations = [body for kind, _, body in api.patches if "allocation" in (body.get("status") or {})]
+    assert len(allocations) == 1  # written once, by the pod that allocates it
+    s.events.close()
+
+
+def test_the_allocation_carries_the_class_config() -> None:
+    api = FakeAPI()
+    _cluster(api)
+    cls = device_class()
+    cls["spec"]["config"] = [{"opaque": {"driver": "gpu.example.com", "parameters": {"mode": "exclusive"}}}]
+    api.put("DeviceClass", cls)
+    s, loop = synced_loop(api)
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    claim = api.objects[("ResourceClaim", "default", "train")]
+    assert claim["status"]["allocation"]["devices"]["config"] == [
+        {"source": "FromClass", "requests": ["gpu"], **cls["spec"]["config"][0]}]
+    s.events.close()
+
+
+class _Backwards:
+    """A bind pool that runs its work last first: were pods sharing a claim bound independently, a follower
+    would be bound before the claim it follows is allocated."""
+
+    def map(self, fn, items):
+        items = list(items)
+        done = {i: fn(item) for i, item in reversed(list(enumerate(items)))}
+        return [done[i] for i in range(len(items))]
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
+
+
+def test_the_pod_allocating_a_shared_claim_is_bound_before_those_following_it() -> None:
+    api = FakeAPI()
+    api.put("Node", node("gpu-1", cpu="4"))
+    api.put("DeviceClass", device_class())
+    api.put("ResourceSlice", resource_slice("gpu-1", [gpu("g0")]))
+    api.put("ResourceClaim", resource_claim("shared"))
+    for i in range(3):
+        api.put("Pod", pod(f"p{i}", resourceClaims=claims("shared")))
+    s, loop = synced_loop(api)
+    loop.binder.pool = _Backwards()
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    assert next(key for key, _ in api.binds) == "default/p0"  # the one allocating it
+    first_status = next(body for kind, _, body in api.patches if kind == "ResourceClaim" and "status" in body)
+    assert "allocation" in first_status["status"]
+    s.events.close()

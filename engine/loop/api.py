@@ -112,6 +112,14 @@ def _query(resource: Resource) -> list[tuple[str, str]]:
     return [("fieldSelector", ",".join(selectors))] if selectors else []
 
 
+def _object(data: bytes) -> Obj | None:
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _message(data: bytes) -> str:
     try:
         return str(json.loads(data).get("message") or data[:300].decode(errors="replace"))
@@ -240,7 +248,7 @@ class KubeAPI:
         except ApiUnavailable as exc:
             return BindResult(False, 0, str(exc))
         ok = 200 <= status < 300
-        return BindResult(ok, status, "" if ok else _message(data))
+        return BindResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok else None)
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",

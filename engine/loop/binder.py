@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..dra import ClaimAllocation
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
 from .ports import NATIVE_POD_GROUP, BindResult, ClusterAPI, Obj
@@ -39,7 +40,7 @@ class Placement:
     gang: str | None = None  # the key of its gang (model.Gang), from the plan
     volumes: tuple[VolumeStep, ...] | None = ()  # its claims' PreBind writes (None: no longer met on the node)
     claims: tuple[str, ...] = ()  # its ResourceClaims (namespace/name), each reserved for it before the bind
-    devices: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # claims it allocates: devices
+    devices: dict[str, ClaimAllocation] = field(default_factory=dict)  # claims it allocates: what Reserve chose
 
     @property
     def uid(self) -> str:
@@ -201,7 +202,7 @@ class Binder:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
         report = BindReport()
         ready = self._drop_stale_gangs(placements, report)
-        results = list(self.pool.map(lambda p: (p, self._bind_one(p)), ready))
+        results = [r for chain in self.pool.map(self._bind_chain, _claim_chains(ready)) for r in chain]
         for placement, result in results:
             self._settle(placement, result, report)
         self._report_partial_gangs(ready, report)
@@ -220,6 +221,18 @@ class Binder:
                 self.events.event(pod, "Normal", "Preempted", why[:1].upper() + why[1:])
             return result
         return list(self.pool.map(one, victims))
+
+    def _bind_chain(self, chain: list[Placement]) -> list[tuple[Placement, BindResult]]:
+        """Pods sharing a claim one after the other, the one allocating it first; if its bind fails, the
+        others are not tried (the claim they would follow is not allocated)."""
+        out = [(chain[0], self._bind_one(chain[0]))]
+        for p in chain[1:]:
+            if out[0][1].ok:
+                out.append((p, self._bind_one(p)))
+            else:
+                out.append((p, BindResult(False, 0, f"the pod allocating a claim it shares ({chain[0].key}) was not "
+                                                    "bound", prebind=True)))
+        return out
 
     def _bind_one(self, p: Placement) -> BindResult:
         """PreBind (the pod's volumes), then the Binding; a failure of either leaves no volume step behind."""
@@ -292,6 +305,18 @@ class Binder:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
+
+
+def _claim_chains(placements: list[Placement]) -> list[list[Placement]]:
+    """Placements in chains: a pod allocating a claim others of the batch use, then those (in order); every
+    other placement alone."""
+    allocating = {key: p for p in placements for key in p.devices}
+    chains: dict[str, list[Placement]] = {p.key: [p] for p in placements}
+    for p in placements:
+        leader = next((allocating[k] for k in p.claims if k in allocating and allocating[k] is not p), None)
+        if leader is not None and leader.key in chains and p.key in chains and len(chains[p.key]) == 1:
+            chains[leader.key].append(chains.pop(p.key)[0])
+    return list(chains.values())
 
 
 __all__ = ["BindReport", "Binder", "EventSink", "Placement", "pod_key"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dra import ClaimAllocation
 from ..ir import Rules
 from ..load import build_cluster
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
@@ -61,7 +62,7 @@ class CycleResult:
                 out[key] = (False, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
         return out
 
-    def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]]]]:
+    def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, ClaimAllocation]]]:
         """Each placed pod's ResourceClaims to reserve for it (keys) and the devices Reserve gave those it
         allocates (the binder writes both before the bind)."""
         out = {}

@@ -8,8 +8,10 @@ upstream retries); when a step or the binding fails, what was written is taken b
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
+from ..dra import ClaimAllocation
 from .ports import BindResult, ClusterAPI, Obj
 from .store import Store, meta
 from .volumes import Done
@@ -22,17 +24,42 @@ CONFLICT = 409
 
 
 class ClaimPreBind:
+    """The writes, and the claims as this binder last wrote them: pods sharing a claim are bound one after the
+    other, each writing over what the one before wrote, before the watch brings it to the store."""
+
     def __init__(self, api: ClusterAPI, store: Store):
         self.api = api
         self.store = store
+        self.written: dict[str, Obj] = {}  # claim key -> the claim as the apiserver answered our last write
+        self.lock = threading.Lock()
 
-    def prepare(self, pod: Obj, node: str, allocation: dict[str, tuple[tuple[str, str], ...]],
+    def _patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+        result = self.api.patch(kind, namespace, name, body, subresource)
+        if result.ok and result.obj is not None:
+            with self.lock:
+                self.written[f"{namespace}/{name}"] = result.obj
+        return result
+
+    def _newest(self, key: str, stored: Obj | None) -> Obj | None:
+        """The store's claim, or the one we wrote last if the store has not seen it yet."""
+        with self.lock:
+            ours = self.written.get(key)
+        if stored is None or ours is None:
+            return stored
+        if _version(ours) > _version(stored):
+            return ours
+        with self.lock:  # the store has caught up: forget our copy
+            if self.written.get(key) is ours:
+                del self.written[key]
+        return stored
+
+    def prepare(self, pod: Obj, node: str, allocation: dict[str, ClaimAllocation],
                 claims: tuple[str, ...]) -> tuple[list[Done], BindResult | None]:
         """Allocate `allocation`'s claims and reserve every claim in `claims` (keys) for `pod`; on the first
         failure undo the rest and return why."""
         done: list[Done] = []
         for key in claims:
-            steps = self._claim(pod, node, key, allocation.get(key))
+            steps = self._claim(pod, key, allocation.get(key))
             if isinstance(steps, BindResult):
                 self.undo(done)
                 return [], steps
@@ -41,31 +68,31 @@ class ClaimPreBind:
 
     def undo(self, done: list[Done]) -> None:
         for d in reversed(done):
-            result = self.api.patch(d.kind, d.namespace, d.name, d.undo, "status" if "status" in d.undo else "")
+            result = self._patch(d.kind, d.namespace, d.name, d.undo, "status" if "status" in d.undo else "")
             if not result.ok and result.status != 404:
                 log.warning("undoing a claim step failed name=%s status=%s message=%r", d.name, result.status,
                             result.message)
 
-    def _claim(self, pod: Obj, node: str, key: str, devices: tuple[tuple[str, str], ...] | None) -> list[Done] | BindResult:
+    def _claim(self, pod: Obj, key: str, devices: ClaimAllocation | None) -> list[Done] | BindResult:
         namespace, name = key.split("/", 1)
         for attempt in range(2):
-            claim = self.store.get(CLAIM, namespace, name)
+            claim = self._newest(key, self.store.get(CLAIM, namespace, name))
             if claim is None:
                 return BindResult(False, 404, f"resourceclaim {key} is gone", prebind=True)
-            outcome = self._write(claim, pod, node, devices)
+            outcome = self._write(claim, pod, devices)
             if not isinstance(outcome, BindResult) or outcome.status != CONFLICT or attempt:
                 return outcome
             time.sleep(0.05)  # the watch brings the newer claim; try once more from it
         raise AssertionError("unreachable")
 
-    def _write(self, claim: Obj, pod: Obj, node: str, devices: tuple[tuple[str, str], ...] | None) -> list[Done] | BindResult:
+    def _write(self, claim: Obj, pod: Obj, devices: ClaimAllocation | None) -> list[Done] | BindResult:
         m, status = meta(claim), claim.get("status") or {}
         namespace, name = str(m.get("namespace") or "default"), str(m["name"])
         done: list[Done] = []
         version = m.get("resourceVersion")
         if devices is not None and FINALIZER not in (m.get("finalizers") or []):
             body = {"metadata": {"resourceVersion": version, "finalizers": [*(m.get("finalizers") or []), FINALIZER]}}
-            result = self.api.patch(CLAIM, namespace, name, body)
+            result = self._patch(CLAIM, namespace, name, body)
             if not result.ok:
                 return BindResult(False, result.status, f"protecting resourceclaim {name}: {result.message}", prebind=True)
             done.append(Done(CLAIM, namespace, name, {"metadata": {"finalizers": m.get("finalizers") or None}}))
@@ -75,9 +102,9 @@ class ClaimPreBind:
                     {"resource": "pods", "name": pm["name"], "uid": pm.get("uid")}]
         new_status: dict = {"reservedFor": reserved}
         if devices is not None:
-            new_status["allocation"] = _allocation(devices, node)
+            new_status["allocation"] = _allocation(devices)
         body = {"metadata": {"resourceVersion": version}, "status": new_status}
-        result = self.api.patch(CLAIM, namespace, name, body, "status")
+        result = self._patch(CLAIM, namespace, name, body, "status")
         if not result.ok:
             self.undo(done)
             return BindResult(False, result.status, f"allocating resourceclaim {name}: {result.message}", prebind=True)
@@ -87,14 +114,24 @@ class ClaimPreBind:
         return [*done, Done(CLAIM, namespace, name, undo)]
 
 
-def _allocation(devices: tuple[tuple[str, str], ...], node: str) -> Obj:
-    """status.allocation: each request's device, usable from `node` (the allocator only gives a pod devices
-    its node reaches)."""
+def _version(obj: Obj) -> int:
+    """resourceVersion as a number (etcd's revision; opaque by contract, but ordered in practice)."""
+    text = str(meta(obj).get("resourceVersion") or "0")
+    return int(text) if text.isdigit() else 0
+
+
+def _allocation(allocated: ClaimAllocation) -> Obj:
+    """status.allocation as upstream's allocator fills it: each request's device, the class's and the claim's
+    config for the requests served, and the node selector the devices are usable from (none: every node)."""
     results = []
-    for request, key in devices:
+    for request, key in allocated.devices:
         driver, rest = key.split("/", 1)  # driver names and device names have no "/"; pool names may
         pool, device = rest.rsplit("/", 1)
         results.append({"request": request, "driver": driver, "pool": pool, "device": device})
-    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
-    return {"devices": {"results": results}, "nodeSelector": selector,
-            "allocationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    devices: Obj = {"results": results}
+    if allocated.config:
+        devices["config"] = list(allocated.config)
+    out: Obj = {"devices": devices, "allocationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if allocated.node_selector is not None:
+        out["nodeSelector"] = allocated.node_selector
+    return out

@@ -61,6 +61,7 @@ class BindResult:
     status: int  # HTTP status; 0 when the apiserver was not reached
     message: str = ""
     prebind: bool = False  # failed before the Binding (a volume step): the pod is retried, not left to the watch
+    obj: Obj | None = None  # a patch's answer: the object as it is now
 
 
 class ClusterAPI(Protocol):
