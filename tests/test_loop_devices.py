@@ -119,3 +119,22 @@ def test_the_pod_allocating_a_shared_claim_is_bound_before_those_following_it() 
     first_status = next(body for kind, _, body in api.patches if kind == "ResourceClaim" and "status" in body)
     assert "allocation" in first_status["status"]
     s.events.close()
+
+
+def test_the_next_cycle_sees_the_allocation_before_the_watch_brings_it() -> None:
+    api = FakeAPI()
+    api.put("Node", node("gpu-1", cpu="4"))
+    api.put("Node", node("gpu-2", cpu="4"))
+    api.put("DeviceClass", device_class())
+    for name in ("gpu-1", "gpu-2"):
+        api.put("ResourceSlice", resource_slice(name, [gpu("g0")]))
+    api.put("ResourceClaim", resource_claim("shared"))
+    api.put("Pod", pod("p0", resourceClaims=claims("shared")))
+    s, loop = synced_loop(api)  # no watch threads: the store learns only what the loop itself wrote
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s.store.apply("Pod", "ADDED", api.put("Pod", pod("p1", resourceClaims=claims("shared"))))
+    loop.cycle(["default/p1"]).result()
+    assert len({n for _, n in api.binds}) == 1 and len(api.binds) == 2  # p1 follows p0's allocation
+    allocations = [body for kind, _, body in api.patches if "allocation" in (body.get("status") or {})]
+    assert len(allocations) == 1
+    s.events.close()

@@ -13,7 +13,7 @@ import time
 
 from ..dra import ClaimAllocation
 from .ports import BindResult, ClusterAPI, Obj
-from .store import Store, meta
+from .store import Store, meta, version
 from .volumes import Done
 
 log = logging.getLogger("policy_scheduler.devices")
@@ -38,6 +38,7 @@ class ClaimPreBind:
         if result.ok and result.obj is not None:
             with self.lock:
                 self.written[f"{namespace}/{name}"] = result.obj
+            self.store.apply_written(kind, result.obj)
         return result
 
     def _newest(self, key: str, stored: Obj | None) -> Obj | None:
@@ -46,7 +47,7 @@ class ClaimPreBind:
             ours = self.written.get(key)
         if stored is None or ours is None:
             return stored
-        if _version(ours) > _version(stored):
+        if version(ours) > version(stored):
             return ours
         with self.lock:  # the store has caught up: forget our copy
             if self.written.get(key) is ours:
@@ -112,12 +113,6 @@ class ClaimPreBind:
         if devices is not None:
             undo["status"]["allocation"] = None
         return [*done, Done(CLAIM, namespace, name, undo)]
-
-
-def _version(obj: Obj) -> int:
-    """resourceVersion as a number (etcd's revision; opaque by contract, but ordered in practice)."""
-    text = str(meta(obj).get("resourceVersion") or "0")
-    return int(text) if text.isdigit() else 0
 
 
 def _allocation(allocated: ClaimAllocation) -> Obj:

@@ -49,6 +49,12 @@ def node_of(obj: Obj) -> str | None:
     return (obj.get("spec") or {}).get("nodeName") or None
 
 
+def version(obj: Obj) -> int:
+    """resourceVersion as a number (etcd's revision; opaque by contract, but ordered in practice)."""
+    text = str(meta(obj).get("resourceVersion") or "0")
+    return int(text) if text.isdigit() else 0
+
+
 def _in_scope(key: ObjKey, resource: Resource) -> bool:
     kind, namespace, name = key
     return (kind == resource.kind and (resource.namespace is None or namespace == resource.namespace)
@@ -80,6 +86,14 @@ class Store:
             new = None if event_type == "DELETED" else obj
             self._settle_assumed(kind, old, new)
         self._notify([Change(kind, old, new)])
+
+    def apply_written(self, kind: str, obj: Obj) -> None:
+        """An object as the apiserver answered our own write: taken now, unless the watch brought a newer one
+        already (the next cycle must not see a claim we allocated as free)."""
+        with self._lock:
+            old = self._objects.get(obj_key(kind, obj))
+        if old is None or version(old) < version(obj):
+            self.apply(kind, "MODIFIED", obj)
 
     def replace(self, resource: Resource, objs: Iterable[Obj]) -> None:
         """A (re)list: the objects in `resource`'s scope are exactly `objs`; changes are announced."""
