@@ -16,7 +16,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .model import Cluster, Device, DeviceClass, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest
+from .model import (
+    DEVICE_CLASS_PREFIX,
+    EXTENDED_CLAIM,
+    Cluster,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    Devices,
+    ExtendedRequest,
+    Node,
+    Pod,
+    PodClaims,
+    ResourceClaim,
+    SubRequest,
+)
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
 
@@ -146,6 +160,8 @@ class ClaimAllocation:
     devices: tuple[tuple[str, str], ...]  # (request, or request/subrequest, device key)
     node_selector: dict[str, Any] | None  # status.allocation.nodeSelector, in the API's form
     config: tuple[dict[str, Any], ...] = ()  # status.allocation.devices.config
+    create: dict[str, Any] | None = None  # a pod's extended-resource claim not created yet: its spec
+    mappings: tuple[tuple[str, str, str], ...] = ()  # then which request serves which container's resource
 
 
 def allocation_results(devices: Devices, allocation: Allocation) -> dict[str, ClaimAllocation]:
@@ -155,8 +171,16 @@ def allocation_results(devices: Devices, allocation: Allocation) -> dict[str, Cl
     for key, picked in allocation.items():
         claim = devices.claims[key]
         out[key] = ClaimAllocation(picked, node_selector([by_key[d] for _, d in picked]),
-                                   allocation_config(claim, devices.classes, {r for r, _ in picked}))
+                                   allocation_config(claim, devices.classes, {r for r, _ in picked}),
+                                   _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings)
     return out
+
+
+def _spec(claim: ResourceClaim) -> dict[str, Any]:
+    """The spec of a claim made here (extended resources: `exactly` requests, no selectors)."""
+    return {"devices": {"requests": [
+        {"name": r.name, "exactly": {"deviceClassName": sub.device_class, "allocationMode": "ExactCount",
+                                     "count": sub.count}} for r in claim.requests for sub in r.alternatives]}}
 
 
 def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
@@ -217,7 +241,9 @@ def resolve_claims(cluster: Cluster) -> None:
     """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, the nodes its
     allocated claims are usable on, and the unallocated claims it shares with other pending pods. Such a claim
     is allocated once, by the first of its pods in queue order that is not blocked otherwise; the others
-    follow that allocation in the same batch (on nodes that reach its devices)."""
+    follow that allocation in the same batch (on nodes that reach its devices). Extended resources served by
+    DeviceClasses are claims too (`resolve_extended`)."""
+    resolve_extended(cluster)
     claims = cluster.devices.claims
     queue = sorted((p for p in cluster.pending if p.resource_claims), key=lambda p: (p.created, p.name))
     found = {pod.key: _pod_claims(pod, claims) for pod in queue}
@@ -236,6 +262,50 @@ def resolve_claims(cluster: Cluster) -> None:
             dra = replace(dra, to_allocate=tuple(k for k in dra.to_allocate if k not in led), follows=follows,
                           shared=mine, shapes=tuple(_shape(claims[k]) for k in dra.to_allocate if k not in led))
         pod.dra = dra
+
+
+def extended_classes(devices: Devices) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass serving it (upstream's ExtendedResourceCache): each class's
+    implicit deviceclass.resource.kubernetes.io/<name>, and its spec.extendedResourceName (the newest class,
+    then the lowest name, when two name the same)."""
+    out = {DEVICE_CLASS_PREFIX + name: name for name in devices.classes}
+    by_name = sorted(devices.classes.values(), key=lambda c: c.name, reverse=True)
+    for cls in sorted(by_name, key=lambda c: c.created):  # the last one written wins
+        if cls.extended_resource:
+            out[cls.extended_resource] = cls.name
+    return out
+
+
+def resolve_extended(cluster: Cluster) -> None:
+    """DRAExtendedResource: a pending pod's extended resources that no node advertises in allocatable but a
+    DeviceClass serves are asked of devices of that class, through one claim per pod (upstream's special claim:
+    a request per container, `container-<i>-request-<j>`), its own from an earlier cycle if the cluster has it;
+    NodeResourcesFit no longer counts them. A resource some node advertises stays the device plugin's."""
+    devices = cluster.devices
+    wanted = [p for p in cluster.pending if p.extended]
+    if not wanted or not devices.classes:
+        return
+    serving = extended_classes(devices)
+    advertised = {r for n in cluster.nodes for r, v in n.allocatable.items() if v > 0}
+    existing = {(c.namespace, c.extended_owner): c for c in devices.claims.values() if c.extended_owner}
+    for pod in wanted:
+        served = [e for e in pod.extended if e.resource in serving and e.resource not in advertised]
+        if not served:
+            continue
+        claim = existing.get((pod.namespace, pod.name)) or _extended_claim(pod, served, serving)
+        devices.claims[claim.key] = claim
+        pod.requests = {r: v for r, v in pod.requests.items() if r not in {e.resource for e in served}}
+        pod.resource_claims = (*pod.resource_claims, (EXTENDED_CLAIM, claim.name))
+
+
+def _extended_claim(pod: Pod, served: list[ExtendedRequest], serving: dict[str, str]) -> ResourceClaim:
+    """The claim upstream's DynamicResources makes for a pod's extended resources (in memory until PreBind
+    creates it): one request per container and resource, sorted by name, and which request serves what."""
+    requests = sorted((f"container-{e.container}-request-{e.position}", serving[e.resource], e.count) for e in served)
+    mappings = tuple((e.container_name, e.resource, f"container-{e.container}-request-{e.position}") for e in served)
+    return ResourceClaim(pod.namespace, f"{EXTENDED_CLAIM}{pod.name}",
+                         tuple(DeviceRequest(name, (SubRequest(name, cls, (), count),)) for name, cls, count in requests),
+                         extended_owner=pod.name, mappings=mappings)
 
 
 def _shape(claim: ResourceClaim) -> tuple:

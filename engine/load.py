@@ -18,6 +18,8 @@ from .dra import resolve_claims
 from .gangs import assign_gangs
 from .ir import GangRules
 from .model import (
+    DEVICE_CLASS_PREFIX,
+    EXTENDED_CLAIM_ANNOTATION,
     NEVER_PREEMPT,
     PREEMPT_LOWER,
     Claim,
@@ -27,6 +29,7 @@ from .model import (
     DeviceRequest,
     Devices,
     DisruptionBudget,
+    ExtendedRequest,
     HostPort,
     LabelSelector,
     Node,
@@ -822,12 +825,13 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
     scope = _TermScope(ns, ns_labels, labels)
 
     priority = priorities.of(spec)  # None (an unknown class) makes the pod skipped; see _skip_reason
+    requests = pod_requests(spec)
     return Pod(
         namespace=ns,
         name=_text(meta["name"], "metadata.name"),
         labels=labels,
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
-        requests=pod_requests(spec),
+        requests=requests,
         node_name=_text(spec["nodeName"], "spec.nodeName") if spec.get("nodeName") else None,
         scheduler_name=_text(spec.get("schedulerName") or "default-scheduler", "spec.schedulerName"),
         phase=_text(status.get("phase") or "Pending", "status.phase"),
@@ -849,6 +853,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         claims=_claims(spec, _text(meta["name"], "metadata.name")),
         scheduling_group=_scheduling_group(spec),
         resource_claims=_pod_resource_claims(spec, status),
+        extended=_extended_requests(spec) if any("/" in r for r in requests) else (),
     )
 
 
@@ -1112,7 +1117,8 @@ def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
         devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
                                             spec.get("extendedResourceName"),
                                             tuple(_device_config(c, f"spec.config[{i}]")[1]
-                                                  for i, c in enumerate(_list(spec.get("config"), "spec.config"))))
+                                                  for i, c in enumerate(_list(spec.get("config"), "spec.config"))),
+                                            _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
     elif kind == "ResourceClaimTemplate":
         devices.templates.add(f"{ns}/{name}")
     else:
@@ -1235,7 +1241,43 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         tuple(str(_mapping(r, "reservedFor").get("name")) for r in _list(status.get("reservedFor"), "status.reservedFor")),
         bool(obj["metadata"].get("deletionTimestamp")),
         tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(_list(devices.get("config"),
-                                                                                        "spec.devices.config"))))
+                                                                                        "spec.devices.config"))),
+        _extended_owner(obj["metadata"]))
+
+
+def _extended_owner(meta: dict[str, Any]) -> str | None:
+    """The pod a claim serves extended resources for: upstream's special claim carries the annotation and the
+    pod as its controlling owner."""
+    if (meta.get("annotations") or {}).get(EXTENDED_CLAIM_ANNOTATION) != "true":
+        return None
+    return next((str(o.get("name")) for o in meta.get("ownerReferences") or []
+                 if isinstance(o, dict) and o.get("kind") == "Pod" and o.get("controller")), None)
+
+
+def _extended_requests(spec: dict[str, Any]) -> tuple[ExtendedRequest, ...]:
+    """Extended resources the long-lived containers (regular ones and sidecars) request, each with the name
+    upstream's DRAExtendedResource gives its device request (container index, the resource's place among the
+    container's sorted requests). Short-lived init containers reuse what these get (not modelled)."""
+    out: list[ExtendedRequest] = []
+    inits = _list(spec.get("initContainers"), "spec.initContainers")
+    for i, c in enumerate([*inits, *_list(spec.get("containers"), "spec.containers")]):
+        c = _mapping(c, "container")
+        if i < len(inits) and c.get("restartPolicy") != "Always":
+            continue
+        res = _mapping(c.get("resources"), "resources")
+        requests = {**_resources(res.get("limits"), "resources.limits"), **_resources(res.get("requests"), "resources.requests")}
+        names = sorted(requests)
+        out += [ExtendedRequest(i, str(c.get("name") or ""), r, n, names.index(r)) for r, n in sorted(requests.items())
+                if n > 0 and _extended(r)]
+    return tuple(out)
+
+
+def _extended(resource: str) -> bool:
+    """An extended resource name (upstream's IsExtendedResourceName), or a DeviceClass's implicit one."""
+    if resource.startswith(DEVICE_CLASS_PREFIX):
+        return True
+    return "/" in resource and not resource.startswith(("kubernetes.io/", "requests.")) \
+        and not resource.split("/", 1)[0].endswith(".kubernetes.io")
 
 
 def _pod_resource_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:

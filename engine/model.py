@@ -316,6 +316,7 @@ class DeviceClass:
     selectors: tuple[str, ...] = ()  # CEL expressions every device of the class satisfies
     extended_resource: str | None = None  # spec.extendedResourceName (DRAExtendedResource)
     config: tuple[str, ...] = ()  # spec.config[]: each DeviceConfiguration (opaque driver parameters) as JSON
+    created: str = ""  # metadata.creationTimestamp: of two classes naming one extended resource, the newer serves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +351,8 @@ class ResourceClaim:
     reserved_for: tuple[str, ...] = ()  # pod names in status.reservedFor
     deleting: bool = False
     config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
+    extended_owner: str | None = None  # the pod whose extended resources it serves (upstream's special claim)
+    mappings: tuple[tuple[str, str, str], ...] = ()  # for such a claim made here: (container, resource, request)
 
     @property
     def key(self) -> str:
@@ -365,6 +368,22 @@ class Devices:
     classes: dict[str, DeviceClass] = field(default_factory=dict)
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     templates: set[str] = field(default_factory=set)
+
+
+EXTENDED_CLAIM = "<extended-resources>"  # upstream's in-memory name of a pod's claim for DRA-backed extended resources
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # marks such a claim once created
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"  # a DeviceClass's implicit extended resource name
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendedRequest:
+    """An extended resource a long-lived container requests (DRAExtendedResource may serve it from devices)."""
+
+    container: int  # index in initContainers + containers
+    container_name: str
+    resource: str
+    count: int
+    position: int  # the resource's index among the container's requests, sorted by name (upstream's request name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +434,7 @@ class Pod:
     scheduling_group: str | None = None  # spec.schedulingGroup.podGroupName: a scheduling.k8s.io PodGroup
     resource_claims: tuple[tuple[str, str | None], ...] = ()  # (spec.resourceClaims name, its claim's name or None)
     dra: PodClaims = NO_CLAIMS  # what those claims mean, resolved by engine.dra
+    extended: tuple[ExtendedRequest, ...] = ()  # extended resources its long-lived containers request
 
     @property
     def key(self) -> str:

@@ -10,7 +10,7 @@ pods to node names.  An empty result means the plan is valid.  The check is on t
 """
 from __future__ import annotations
 
-from .devices import device_violations
+from .devices import device_violations, dra_extended_resources
 from .quantity import amount, exact, integer
 from .volumes import volume_violations
 
@@ -300,6 +300,7 @@ class Cluster:
         # scheduling.k8s.io PodGroups with a gang policy: (ns, name) -> (minCount, topology key or None)
         self.native_groups = {(_ns(d), _meta(d).get("name")): _native_gang(d) for d in docs
                               if d.get("kind") == "PodGroup" and _native(d) and _native_gang(d)[0]}
+        self.dra_extended = dra_extended_resources(docs)  # requests devices serve (DRAExtendedResource)
         self.pending = [k for k, p in self.pods.items() if not p.node_name and not p.terminal
                         and p.scheduler == scheduler_name]
         self.bound = {k: p.node_name for k, p in self.pods.items() if p.node_name and not p.terminal}
@@ -357,7 +358,7 @@ class Cluster:
         out = []
         for n in sorted(set(placed.values())):
             node, keys = self.nodes[n], on_node[n]
-            wanted = {r for k in keys if k in placed for r in self.pods[k].requests}
+            wanted = {r for k in keys if k in placed for r in self.pods[k].requests} - set(self.dra_extended)
             for r in sorted(wanted):
                 used = sum(self.pods[k].requests.get(r, 0) for k in keys)
                 if used > node.cap(r):

@@ -119,6 +119,40 @@ def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]],
     return any(_some_choice(requests[1:], chosen + option, used) for option in requests[0])
 
 
+def dra_extended_resources(docs: list[dict]) -> dict[str, str]:
+    """Extended resource -> the DeviceClass serving it (spec.extendedResourceName, or the implicit
+    deviceclass.resource.kubernetes.io/<class>), for resources no node advertises in allocatable."""
+    advertised = {r for d in docs if d.get("kind") == "Node"
+                  for r, v in ((d.get("status") or {}).get("allocatable") or (d.get("status") or {}).get("capacity")
+                               or {}).items() if str(v) not in ("0", "")}
+    out = {}
+    for d in docs:
+        if d.get("kind") == "DeviceClass":
+            name = _meta(d)["name"]
+            for resource in (f"deviceclass.resource.kubernetes.io/{name}", (d.get("spec") or {}).get("extendedResourceName")):
+                if resource and resource not in advertised:
+                    out[resource] = name
+    return out
+
+
+def _extended_claims(docs: list[dict], pods: dict[str, dict], placed: dict[str, str]) -> dict[str, dict]:
+    """For each placed pod asking DRA-backed extended resources, the claim they amount to (its regular containers'
+    requests of each, one request per resource): key pod/extended."""
+    serving = dra_extended_resources(docs)
+    out = {}
+    for key in sorted(placed):
+        wanted: dict[str, int] = {}
+        for c in (pods[key].get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            for r, v in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+                if r in serving:
+                    wanted[r] = wanted.get(r, 0) + int(v)
+        if wanted:
+            out[f"{key}/extended"] = {"metadata": {"name": f"{key}/extended"}, "spec": {"devices": {"requests": [
+                {"name": r, "exactly": {"deviceClassName": serving[r], "count": n}} for r, n in sorted(wanted.items())]}}}
+    return out
+
+
 def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str, str]) -> list[str]:
     """A claim shared by several placed pods is allocated once: its devices reachable from all their nodes."""
     if not any(d.get("kind") == "ResourceSlice" for d in docs):
@@ -132,6 +166,9 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
     allocated = {f"{r['driver']}/{r['pool']}/{r['device']}" for c in claims.values()
                  for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []}
     users: dict[str, set[str]] = {}
+    for key, claim in _extended_claims(docs, pods, placed).items():
+        claims[key] = claim
+        users[key] = {placed[key.rsplit("/", 1)[0]]}
     for key, node in sorted(placed.items()):
         ns = key.split("/")[0]
         for pc in (pods[key].get("spec") or {}).get("resourceClaims") or []:

@@ -210,6 +210,51 @@ def test_class_and_claim_config_are_copied_into_the_allocation() -> None:
         {"source": "FromClaim", **opaque}]
 
 
+# --- DRAExtendedResource: an extended resource no node advertises, served by a DeviceClass ------------------
+
+def _extended_class() -> dict:
+    cls = device_class()
+    cls["spec"]["extendedResourceName"] = "example.com/gpu"
+    return cls
+
+
+def test_an_extended_resource_no_node_advertises_is_served_by_its_device_class() -> None:
+    docs = [node("cpu-1"), node("gpu-1"), node("gpu-2"), _extended_class(),
+            resource_slice("gpu-1", [gpu("g0"), gpu("g1")]), resource_slice("gpu-2", [gpu("g0")]),
+            pod("two", requests={"example.com/gpu": "2"}), pod("one", requests={"example.com/gpu": "1"})]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/two": "gpu-1", "default/one": "gpu-2"}
+    (allocation,) = plan.reserved["default/two"]["DynamicResources"].values()
+    assert sorted(r for r, _ in allocation.devices) == ["container-0-request-1"] * 2  # upstream's request name
+    assert allocation.create == {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}]}}
+    assert allocation.mappings == (("main", "example.com/gpu", "container-0-request-1"),)
+    crowded = plan_for(docs + [pod("three", requests={"example.com/gpu": "1"})])
+    assert len(crowded.assignments) == 2 and "cannot allocate all claims" in reasons(crowded, "three")
+
+
+def test_the_implicit_device_class_resource_name_works_too() -> None:
+    docs = [node("cpu-1"), node("gpu-1"), device_class(), resource_slice("gpu-1", [gpu("g0")]),
+            pod("p", requests={"deviceclass.resource.kubernetes.io/gpu": "1"})]
+    assert plan_for(docs).assignments == {"default/p": "gpu-1"}
+
+
+def test_an_extended_resource_a_node_advertises_stays_the_device_plugins() -> None:
+    plugin = node("plugin-1")
+    plugin["status"]["allocatable"]["example.com/gpu"] = "1"
+    docs = [node("gpu-1"), plugin, _extended_class(), resource_slice("gpu-1", [gpu("g0")]),
+            pod("p", requests={"example.com/gpu": "1"})]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/p": "plugin-1"} and not plan.reserved
+
+
+def test_the_checker_knows_extended_resources_served_by_devices() -> None:
+    docs = [node("cpu-1"), node("gpu-1"), _extended_class(), resource_slice("gpu-1", [gpu("g0")]),
+            pod("p", requests={"example.com/gpu": "1"})]
+    assert check_plan(docs, {"default/p": "gpu-1"}) == []
+    assert any("cannot be met on cpu-1" in v for v in check_plan(docs, {"default/p": "cpu-1"}))
+
+
 @st.composite
 def device_clusters(draw) -> list[dict]:
     docs: list[dict] = [device_class()]

@@ -138,3 +138,56 @@ def test_the_next_cycle_sees_the_allocation_before_the_watch_brings_it() -> None
     allocations = [body for kind, _, body in api.patches if "allocation" in (body.get("status") or {})]
     assert len(allocations) == 1
     s.events.close()
+
+
+def _extended(api: FakeAPI) -> None:
+    api.put("Node", node("cpu"))
+    api.put("Node", node("gpu-1"))
+    cls = device_class()
+    cls["spec"]["extendedResourceName"] = "example.com/gpu"
+    api.put("DeviceClass", cls)
+    api.put("ResourceSlice", resource_slice("gpu-1", [gpu("g0")]))
+    api.put("Pod", pod("trainer", requests={"example.com/gpu": "1"}))
+
+
+def test_an_extended_resource_gets_its_claim_made_allocated_and_named_on_the_pod() -> None:
+    api = FakeAPI()
+    _extended(api)
+    s, loop = synced_loop(api)
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    assert api.binds == [("default/trainer", "gpu-1")]
+    ((kind, ns, name),) = api.created
+    claim = api.objects[(kind, ns, name)]
+    assert name.startswith("trainer-extended-resources-")
+    assert claim["metadata"]["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+    (owner,) = claim["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("Pod", "trainer", True)
+    assert claim["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["request"], result["pool"], result["device"]) == ("container-0-request-1", "gpu-1", "g0")
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["trainer"]
+    status = api.objects[("Pod", "default", "trainer")]["status"]["extendedResourceClaimStatus"]
+    assert status == {"resourceClaimName": name, "requestMappings": [
+        {"containerName": "main", "resourceName": "example.com/gpu", "requestName": "container-0-request-1"}]}
+    s.events.close()
+
+
+def test_a_failed_bind_deletes_the_extended_resource_claim() -> None:
+    api = FakeAPI(fail_binds={"default/trainer": 500})
+    _extended(api)
+    s, loop = synced_loop(api)
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    assert len(api.created) == 1 and not any(k[0] == "ResourceClaim" for k in api.objects)
+    assert api.objects[("Pod", "default", "trainer")]["status"].get("extendedResourceClaimStatus") is None
+    s.events.close()
+
+
+def test_after_a_failed_bind_the_next_cycle_makes_a_new_extended_resource_claim() -> None:
+    api = FakeAPI(fail_binds={"default/trainer": 500})
+    _extended(api)
+    s, loop = synced_loop(api)
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    api.fail_binds.clear()
+    loop.cycle(["default/trainer"]).result()
+    assert api.binds == [("default/trainer", "gpu-1")] and len(api.created) == 2
+    s.events.close()

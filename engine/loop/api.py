@@ -250,6 +250,22 @@ class KubeAPI:
         ok = 200 <= status < 300
         return BindResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok else None)
 
+    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+        try:
+            status, data = self._request("POST", self._resource_path(Resource(kind, namespace or None)), body=body)
+        except ApiUnavailable as exc:
+            return BindResult(False, 0, str(exc))
+        ok = 200 <= status < 300
+        return BindResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok else None)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+        try:
+            status, data = self._request("DELETE", f"{self._resource_path(Resource(kind, namespace or None))}/{quote(name)}")
+        except ApiUnavailable as exc:
+            return BindResult(False, 0, str(exc))
+        ok = 200 <= status < 300 or status == 404
+        return BindResult(ok, status, "" if ok else _message(data))
+
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                      "message": message, "lastTransitionTime": _now(), "lastProbeTime": None}

@@ -12,6 +12,7 @@ import threading
 import time
 
 from ..dra import ClaimAllocation
+from ..model import EXTENDED_CLAIM_ANNOTATION
 from .ports import BindResult, ClusterAPI, Obj
 from .store import Store, meta, version
 from .volumes import Done
@@ -34,10 +35,14 @@ class ClaimPreBind:
         self.lock = threading.Lock()
 
     def _patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
-        result = self.api.patch(kind, namespace, name, body, subresource)
-        if result.ok and result.obj is not None:
+        return self._answered(kind, self.api.patch(kind, namespace, name, body, subresource))
+
+    def _answered(self, kind: str, result: BindResult) -> BindResult:
+        """Keep a claim as the apiserver answered our write (here, and in the store for the next cycle)."""
+        if kind == CLAIM and result.ok and result.obj is not None:
+            m = meta(result.obj)
             with self.lock:
-                self.written[f"{namespace}/{name}"] = result.obj
+                self.written[f"{m.get('namespace') or 'default'}/{m.get('name')}"] = result.obj
             self.store.apply_written(kind, result.obj)
         return result
 
@@ -46,7 +51,7 @@ class ClaimPreBind:
         with self.lock:
             ours = self.written.get(key)
         if stored is None or ours is None:
-            return stored
+            return stored or ours
         if version(ours) > version(stored):
             return ours
         with self.lock:  # the store has caught up: forget our copy
@@ -56,20 +61,70 @@ class ClaimPreBind:
 
     def prepare(self, pod: Obj, node: str, allocation: dict[str, ClaimAllocation],
                 claims: tuple[str, ...]) -> tuple[list[Done], BindResult | None]:
-        """Allocate `allocation`'s claims and reserve every claim in `claims` (keys) for `pod`; on the first
-        failure undo the rest and return why."""
+        """Allocate `allocation`'s claims and reserve every claim in `claims` (keys) for `pod` (creating first the
+        pod's extended-resource claim, then telling the pod its name); on the first failure undo the rest and
+        return why."""
         done: list[Done] = []
         for key in claims:
-            steps = self._claim(pod, key, allocation.get(key))
+            allocated = allocation.get(key)
+            if allocated is not None and allocated.create is not None:
+                made = self._create(pod, allocated)
+                if isinstance(made, BindResult):
+                    self.undo(done)
+                    return [], made
+                done.append(made)
+                key = f"{made.namespace}/{made.name}"
+            steps = self._claim(pod, key, allocated)
             if isinstance(steps, BindResult):
                 self.undo(done)
                 return [], steps
             done += steps
+            if allocated is not None and allocated.create is not None:
+                told = self._tell_pod(pod, key.split("/", 1)[1], allocated)
+                if isinstance(told, BindResult):
+                    self.undo(done)
+                    return [], told
+                done.append(told)
         return done, None
+
+    def _create(self, pod: Obj, allocated: ClaimAllocation) -> Done | BindResult:
+        """Upstream's special claim for a pod's extended resources: generated name, the pod as its controlling
+        owner, the annotation that marks it."""
+        m = meta(pod)
+        namespace = str(m.get("namespace") or "default")
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": CLAIM, "spec": allocated.create,
+                "metadata": {"generateName": f"{m['name']}-extended-resources-", "namespace": namespace,
+                             "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": m["name"],
+                                                  "uid": m.get("uid"), "controller": True}]}}
+        result = self._answered(CLAIM, self.api.create_object(CLAIM, namespace, body))
+        if not result.ok or result.obj is None:
+            return BindResult(False, result.status, f"creating the claim for its extended resources: {result.message}",
+                              prebind=True)
+        return Done(CLAIM, namespace, str(meta(result.obj)["name"]), None)
+
+    def _tell_pod(self, pod: Obj, claim: str, allocated: ClaimAllocation) -> Done | BindResult:
+        """pod.status.extendedResourceClaimStatus: the claim's name and which request serves which container."""
+        m = meta(pod)
+        namespace = str(m.get("namespace") or "default")
+        mappings = [{"containerName": c, "resourceName": r, "requestName": q} for c, r, q in allocated.mappings]
+        body = {"status": {"extendedResourceClaimStatus": {"requestMappings": mappings, "resourceClaimName": claim}}}
+        result = self.api.patch("Pod", namespace, m["name"], body, "status")
+        if not result.ok:
+            return BindResult(False, result.status, f"recording its extended-resource claim: {result.message}",
+                              prebind=True)
+        return Done("Pod", namespace, m["name"], {"status": {"extendedResourceClaimStatus": None}})
 
     def undo(self, done: list[Done]) -> None:
         for d in reversed(done):
-            result = self._patch(d.kind, d.namespace, d.name, d.undo, "status" if "status" in d.undo else "")
+            if d.undo is None:  # a claim made for the pod: deleted (its finalizer went first)
+                result = self.api.delete_object(d.kind, d.namespace, d.name)
+                with self.lock:
+                    ours = self.written.pop(f"{d.namespace}/{d.name}", None)
+                if result.ok and ours is not None:
+                    self.store.apply(d.kind, "DELETED", ours)  # the next cycle makes a new one
+            else:
+                result = self._patch(d.kind, d.namespace, d.name, d.undo, "status" if "status" in d.undo else "")
             if not result.ok and result.status != 404:
                 log.warning("undoing a claim step failed name=%s status=%s message=%r", d.name, result.status,
                             result.message)

@@ -88,6 +88,14 @@ class ClusterAPI(Protocol):
         group's status); conditional on metadata.resourceVersion when `body` carries it."""
         ...
 
+    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+        """POST one object (a pod's extended-resource claim); the answer, with its generated name, in `obj`."""
+        ...
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+        """DELETE one object (404 counts as done)."""
+        ...
+
     def nominate(self, namespace: str, name: str, node: str) -> None:
         """Set the preemptor's status.nominatedNodeName while its victims leave."""
         ...
