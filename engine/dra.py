@@ -30,6 +30,7 @@ from .model import (
     PodClaims,
     ResourceClaim,
     SubRequest,
+    Taint,
 )
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
@@ -90,12 +91,17 @@ class Allocator:
 
     def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
         """Free devices reachable from `node` that `sub` may take (None: its DeviceClass does not exist)."""
-        cls = self.devices.classes.get(sub.device_class)
-        if cls is None:
+        if sub.device_class not in self.devices.classes:
             return None
-        wanted = cls.selectors + sub.selectors
         near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
-        return [d for d in near if d.key not in taken and self.selectors.matches(d, wanted)]
+        return [d for d in near if d.key not in taken and self.serves(d, sub)]
+
+    def serves(self, device: Device, sub: SubRequest) -> bool:
+        """`device` is of `sub`'s class, satisfies its selectors and the class's, and has no taint it does not
+        tolerate (NoSchedule, NoExecute)."""
+        cls = self.devices.classes.get(sub.device_class)
+        return (cls is not None and not device.untolerated(sub.tolerations)
+                and self.selectors.matches(device, cls.selectors + sub.selectors))
 
     def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
         """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);
@@ -243,6 +249,7 @@ def resolve_claims(cluster: Cluster) -> None:
     is allocated once, by the first of its pods in queue order that is not blocked otherwise; the others
     follow that allocation in the same batch (on nodes that reach its devices). Extended resources served by
     DeviceClasses are claims too (`resolve_extended`)."""
+    apply_taint_rules(cluster.devices)
     resolve_extended(cluster)
     claims = cluster.devices.claims
     queue = sorted((p for p in cluster.pending if p.resource_claims), key=lambda p: (p.created, p.name))
@@ -262,6 +269,16 @@ def resolve_claims(cluster: Cluster) -> None:
             dra = replace(dra, to_allocate=tuple(k for k in dra.to_allocate if k not in led), follows=follows,
                           shared=mine, shapes=tuple(_shape(claims[k]) for k in dra.to_allocate if k not in led))
         pod.dra = dra
+
+
+def apply_taint_rules(devices: Devices) -> None:
+    """DeviceTaintRules add their taint to every device they select (driver, pool, device; unset: any)."""
+    if not devices.taint_rules:
+        return
+    def taints(d: Device) -> tuple[Taint, ...]:
+        return tuple(taint for (driver, pool, name), taint in devices.taint_rules
+                     if driver in (None, d.driver) and pool in (None, d.pool) and name in (None, d.name))
+    devices.devices = [replace(d, taints=d.taints + extra) if (extra := taints(d)) else d for d in devices.devices]
 
 
 def extended_classes(devices: Devices) -> dict[str, str]:

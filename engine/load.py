@@ -82,7 +82,7 @@ INT32 = 2**31
 KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
          "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
          "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -1101,12 +1101,12 @@ def _weight(item: Any, what: str) -> int:
 
 # -- Dynamic Resource Allocation (resource.k8s.io/v1; engine.dra) ----------------------------------------
 
-DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
 DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
 
 def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
-    if obj.get("apiVersion") not in DRA_APIS:
+    if obj.get("apiVersion") not in DRA_APIS and (kind, obj.get("apiVersion")) != ("DeviceTaintRule", "resource.k8s.io/v1alpha3"):
         raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (want {DRA_APIS[0]})")
     meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
     name = _text(meta["name"], "metadata.name")
@@ -1121,6 +1121,10 @@ def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
                                             _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
     elif kind == "ResourceClaimTemplate":
         devices.templates.add(f"{ns}/{name}")
+    elif kind == "DeviceTaintRule":
+        selector = _mapping(spec.get("deviceSelector"), "spec.deviceSelector")
+        driver, pool, device = (_optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
+        devices.taint_rules.append(((driver, pool, device), _device_taint(_required(spec, "taint", "spec"), "spec.taint")))
     else:
         claim = _resource_claim(obj, ns, name)
         devices.claims[claim.key] = claim
@@ -1142,8 +1146,34 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
                       for j, t in enumerate(_list(selector.get("nodeSelectorTerms"), f"{what}.nodeSelector"))) \
             if where.get("nodeSelector") else None
         out.append(Device(driver, pool, _text(_required(d, "name", what), f"{what}.name"),
-                          _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms))
+                          _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms,
+                          tuple(_device_taint(t, f"{what}.taints[{j}]")
+                                for j, t in enumerate(_list(d.get("taints"), f"{what}.taints")))))
     return out
+
+
+def _device_taint(raw: Any, what: str) -> Taint:
+    """A DeviceTaint: key, value, effect (None, NoSchedule, NoExecute; an unknown effect is kept and ignored)."""
+    t = _mapping(raw, what)
+    return Taint(_text(_required(t, "key", what), f"{what}.key"), _scalar_text(t.get("value"), f"{what}.value"),
+                 _scalar_text(t.get("effect"), f"{what}.effect"))
+
+
+def _device_tolerations(value: Any, what: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, item in enumerate(_list(value, what)):
+        t = _mapping(item, f"{what}[{i}]")
+        op = _scalar_text(t.get("operator"), f"{what}[{i}].operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise ValueError(f"{what}[{i}]: unknown operator {op!r} (Equal or Exists)")
+        out.append(Toleration(_scalar_text(t.get("key"), f"{what}[{i}].key"), op,
+                              _scalar_text(t.get("value"), f"{what}[{i}].value"),
+                              _scalar_text(t.get("effect"), f"{what}[{i}].effect")))
+    return tuple(out)
+
+
+def _optional_text(value: Any, what: str) -> str | None:
+    return None if value is None else _text(value, what)
 
 
 def _qualified(key: str, driver: str) -> tuple[str, str]:
@@ -1192,7 +1222,8 @@ def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
     mode = _choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
     count = _int(raw.get("count") or 1, f"{what}.count", 1)
     return SubRequest(name, _text(_required(raw, "deviceClassName", what), f"{what}.deviceClassName"),
-                      _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All")
+                      _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
+                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"))
 
 
 def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:

@@ -292,10 +292,16 @@ class Device:
     capacity: tuple[tuple[str, str, int], ...] = ()  # (domain, name, milli-units)
     node: str | None = None
     node_terms: tuple[NodeSelectorTerm, ...] | None = None
+    taints: tuple[Taint, ...] = ()  # its own (ResourceSlice) and DeviceTaintRules'
 
     @property
     def key(self) -> str:
         return f"{self.driver}/{self.pool}/{self.name}"
+
+    def untolerated(self, tolerations: tuple[Toleration, ...]) -> bool:
+        """A NoSchedule or NoExecute taint the tolerations do not tolerate keeps the device from being allocated
+        (other effects, None included, are ignored, as upstream's allocator does)."""
+        return any(t.effect in ("NoSchedule", "NoExecute") and not tolerated(tolerations, t) for t in self.taints)
 
     def reachable(self, node: Node) -> bool:
         if self.node is not None:
@@ -329,6 +335,7 @@ class SubRequest:
     selectors: tuple[str, ...] = ()
     count: int = 1
     all: bool = False
+    tolerations: tuple[Toleration, ...] = ()  # device taints it tolerates
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +375,8 @@ class Devices:
     classes: dict[str, DeviceClass] = field(default_factory=dict)
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     templates: set[str] = field(default_factory=set)
+    taint_rules: list[tuple[tuple[str | None, str | None, str | None], Taint]] = field(default_factory=list)
+    # DeviceTaintRules: ((driver, pool, device) each None for any, the taint)
 
 
 EXTENDED_CLAIM = "<extended-resources>"  # upstream's in-memory name of a pod's claim for DRA-backed extended resources

@@ -63,8 +63,34 @@ def _reaches(selector: dict, node: dict) -> bool:
                for t in selector.get("nodeSelectorTerms") or [])
 
 
-def _devices(docs: list[dict]) -> list[tuple[str, frozenset[str] | None, dict]]:
-    """(device key, the nodes that reach it or None for every node, CEL activation)."""
+def _tolerates(toleration: dict, taint: dict) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    if (toleration.get("operator") or "Equal") == "Exists":
+        return True
+    return (toleration.get("operator") or "Equal") == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _blocked(taints: list[dict], tolerations: list[dict]) -> bool:
+    """A NoSchedule/NoExecute taint no toleration tolerates (other effects do not block)."""
+    return any(t.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(o, t) for o in tolerations)
+               for t in taints)
+
+
+def _rule_taints(docs: list[dict], driver: str, pool: str, name: str) -> list[dict]:
+    out = []
+    for d in docs:
+        if d.get("kind") == "DeviceTaintRule":
+            sel = (d.get("spec") or {}).get("deviceSelector") or {}
+            if all(sel.get(k) in (None, v) for k, v in (("driver", driver), ("pool", pool), ("device", name))):
+                out.append(d["spec"]["taint"])
+    return out
+
+
+def _devices(docs: list[dict]) -> list[tuple[str, frozenset[str] | None, dict, list[dict]]]:
+    """(device key, the nodes that reach it or None for every node, CEL activation, its taints)."""
     nodes = [d for d in docs if d.get("kind") == "Node"]
     out = []
     for d in docs:
@@ -78,7 +104,8 @@ def _devices(docs: list[dict]) -> list[tuple[str, frozenset[str] | None, dict]]:
                     reach = frozenset([where["nodeName"]])
                 elif where.get("nodeSelector"):
                     reach = frozenset(_meta(n)["name"] for n in nodes if _reaches(where["nodeSelector"], n))
-                out.append((f"{driver}/{pool}/{dev['name']}", reach, _cel_device(driver, dev)))
+                out.append((f"{driver}/{pool}/{dev['name']}", reach, _cel_device(driver, dev),
+                            list(dev.get("taints") or []) + _rule_taints(docs, driver, pool, dev["name"])))
     return out
 
 
@@ -91,7 +118,8 @@ def _options(claim: dict, classes: dict, devices, nodes: set[str], env) -> list[
         options = []
         for alt in [request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or []:
             exprs = classes.get(alt["deviceClassName"], []) + [s["cel"]["expression"] for s in alt.get("selectors") or []]
-            fit = [k for k, reach, act in devices if (reach is None or nodes <= reach) and _selects(env, act, exprs)]
+            fit = [k for k, reach, act, taints in devices if (reach is None or nodes <= reach)
+                   and not _blocked(taints, alt.get("tolerations") or []) and _selects(env, act, exprs)]
             if alt.get("allocationMode") == "All":
                 if fit:
                     options.append([[k] for k in fit])

@@ -255,6 +255,45 @@ def test_the_checker_knows_extended_resources_served_by_devices() -> None:
     assert any("cannot be met on cpu-1" in v for v in check_plan(docs, {"default/p": "cpu-1"}))
 
 
+# --- device taints and tolerations ----------------------------------------------------------------------------
+
+def _tainted(effect: str = "NoSchedule") -> dict:
+    broken = gpu("g0")
+    broken["taints"] = [{"key": "gpu.example.com/unhealthy", "value": "ecc", "effect": effect}]
+    return broken
+
+
+def test_a_tainted_device_is_not_allocated_unless_tolerated() -> None:
+    docs = [node("gpu-1"), node("gpu-2"), device_class(), resource_slice("gpu-1", [_tainted()]),
+            resource_slice("gpu-2", [gpu("g0")]), resource_claim("a"), resource_claim("b"),
+            pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b"))]
+    plan = plan_for(docs)
+    assert list(plan.assignments.values()) == ["gpu-2"]  # gpu-1's only device is tainted NoSchedule
+    tolerant = device_request()
+    tolerant["exactly"]["tolerations"] = [{"key": "gpu.example.com/unhealthy", "operator": "Exists",
+                                           "effect": "NoSchedule"}]
+    docs[5] = resource_claim("a", tolerant)
+    assert len(plan_for(docs).assignments) == 2
+
+
+def test_a_none_effect_taint_does_not_keep_a_device_from_being_allocated() -> None:
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [_tainted("None")]), resource_claim("a"),
+            pod("pa", resourceClaims=claims("a"))]
+    assert plan_for(docs).assignments == {"default/pa": "gpu-1"}
+
+
+def test_a_device_taint_rule_taints_the_devices_it_selects() -> None:
+    rule = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule", "metadata": {"name": "drain-gpu-1"},
+            "spec": {"deviceSelector": {"driver": "gpu.example.com", "pool": "gpu-1"},
+                     "taint": {"key": "maintenance", "effect": "NoExecute"}}}
+    docs = [node("gpu-1"), node("gpu-2"), device_class(), resource_slice("gpu-1", [gpu("g0"), gpu("g1")]),
+            resource_slice("gpu-2", [gpu("g0")]), rule, resource_claim("two", device_request(count=2)),
+            pod("p", resourceClaims=claims("two"))]
+    plan = plan_for(docs)
+    assert plan.assignments == {} and "cannot allocate all claims" in reasons(plan, "p")
+    assert plan_for(docs[:5] + docs[6:]).assignments == {"default/p": "gpu-1"}
+
+
 @st.composite
 def device_clusters(draw) -> list[dict]:
     docs: list[dict] = [device_class()]
@@ -262,13 +301,21 @@ def device_clusters(draw) -> list[dict]:
         docs.append(node(f"n{i}"))
         models = draw(st.lists(st.sampled_from(["a100", "h100"]), max_size=3))
         if models:
-            docs.append(resource_slice(f"n{i}", [gpu(f"g{j}", model=m) for j, m in enumerate(models)]))
+            devices = [gpu(f"g{j}", model=m) for j, m in enumerate(models)]
+            for d in devices:
+                if draw(st.integers(0, 3)) == 0:  # some devices tainted
+                    d["taints"] = [{"key": "bad", "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "None"]))}]
+            docs.append(resource_slice(f"n{i}", devices))
+    shared = draw(st.booleans())  # the last two pods may share one claim
     for k in range(draw(st.integers(1, 5))):
         model = draw(st.sampled_from([None, "a100", "h100"]))
         selectors = (f'device.attributes["gpu.example.com"].model == "{model}"',) if model else ()
         request = device_request(count=draw(st.integers(1, 2)), selectors=selectors,
                                  all_devices=draw(st.integers(0, 5)) == 0)
-        docs += [resource_claim(f"c{k}", request), pod(f"p{k}", resourceClaims=claims(f"c{k}"))]
+        if draw(st.booleans()):
+            request["exactly"]["tolerations"] = [{"key": "bad", "operator": "Exists"}]
+        docs.append(resource_claim(f"c{k}", request))
+        docs.append(pod(f"p{k}", resourceClaims=claims(f"c{k - 1}" if shared and k >= 2 and k % 2 else f"c{k}")))
     return docs
 
 

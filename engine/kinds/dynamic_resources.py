@@ -80,7 +80,7 @@ class DynamicResources(Kind):
                 for request in claim.requests:
                     if len(request.alternatives) == 1 and not request.alternatives[0].all:
                         sub = request.alternatives[0]
-                        asks[SubRequest("", sub.device_class, sub.selectors)][a] += sub.count
+                        asks[SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations)][a] += sub.count
         _emit_followers(build)
         if not asks:
             return
@@ -151,22 +151,17 @@ def _emit_followers(build: ProblemBuilder) -> None:
 
 def _anywhere(allocator: Allocator, claim: ResourceClaim) -> bool:
     """Every device that could serve the claim is reachable from every node (no allocation node selector)."""
-    cls = allocator.devices.classes
     return all(d.node is None and d.node_terms is None for r in claim.requests for sub in r.alternatives
-               for d in allocator.devices.devices
-               if sub.device_class in cls and allocator.selectors.matches(d, cls[sub.device_class].selectors + sub.selectors))
+               for d in allocator.devices.devices if allocator.serves(d, sub))
 
 
 def _room(allocator: Allocator, shape: SubRequest, nodes: list[Node], taken: set[str], unbounded: int) -> list[int]:
     """Per node: the free devices of `shape` reachable from it alone; unbounded where a device several nodes
     reach could serve (Reserve settles those)."""
     room = [0] * len(nodes)
-    cls = allocator.devices.classes.get(shape.device_class)
-    if cls is None:
-        return room
     index = {n.name: i for i, n in enumerate(nodes)}
     for device in allocator.devices.devices:
-        if device.key in taken or not allocator.selectors.matches(device, cls.selectors + shape.selectors):
+        if device.key in taken or not allocator.serves(device, shape):
             continue
         if device.node is not None:
             if device.node in index:
