@@ -191,3 +191,23 @@ def test_after_a_failed_bind_the_next_cycle_makes_a_new_extended_resource_claim(
     loop.cycle(["default/trainer"]).result()
     assert api.binds == [("default/trainer", "gpu-1")] and len(api.created) == 2
     s.events.close()
+
+
+def test_a_cycle_planned_while_the_last_one_binds_does_not_reuse_its_devices() -> None:
+    api = FakeAPI()
+    _cluster(api)  # gpu-1 has one device; trainer claims it
+    api.put("ResourceClaim", resource_claim("second"))  # its pod asks no cpu: only the device stands in its way
+    s, loop = synced_loop(api)
+    held = threading.Event()
+    loop.bind_stage.submit(held.wait, 10)  # the bind stage is busy: the first cycle's binds wait behind this
+    first = loop.cycle(["default/trainer"])
+    s.store.apply("Pod", "ADDED", api.put("Pod", pod("second", cpu="0", resourceClaims=claims("second"))))
+    second = loop.cycle(["default/second"])
+    held.set()
+    first.result(), second.result()
+    assert api.binds == [("default/trainer", "gpu-1")]  # the one device went to the first cycle's claim
+    allocated = [r["device"] for c in ("train", "second")
+                 for r in ((api.objects[("ResourceClaim", "default", c)].get("status") or {}).get("allocation") or {})
+                 .get("devices", {}).get("results", [])]
+    assert allocated == ["g0"]
+    s.events.close()

@@ -158,7 +158,7 @@ class ClaimPreBind:
                     {"resource": "pods", "name": pm["name"], "uid": pm.get("uid")}]
         new_status: dict = {"reservedFor": reserved}
         if devices is not None:
-            new_status["allocation"] = _allocation(devices)
+            new_status["allocation"] = allocation_status(devices)
         body = {"metadata": {"resourceVersion": version}, "status": new_status}
         result = self._patch(CLAIM, namespace, name, body, "status")
         if not result.ok:
@@ -170,7 +170,7 @@ class ClaimPreBind:
         return [*done, Done(CLAIM, namespace, name, undo)]
 
 
-def _allocation(allocated: ClaimAllocation) -> Obj:
+def allocation_status(allocated: ClaimAllocation) -> Obj:
     """status.allocation as upstream's allocator fills it: each request's device, the class's and the claim's
     config for the requests served, and the node selector the devices are usable from (none: every node)."""
     results = []

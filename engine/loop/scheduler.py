@@ -21,6 +21,7 @@ from ..plan import Preemption
 from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
 from .cycle import run_cycle
+from .devices import allocation_status
 from .groups import GroupStatus
 from .metrics import Metrics
 from .nominations import Nomination, Nominations
@@ -199,7 +200,7 @@ class ProfileLoop:
                                     *claims.get(k, ((), {})))
                           for k, node in sorted(result.plan.assignments.items())]
             for p in placements:
-                self.store.assume(p.key, p.uid, p.node)
+                self.store.assume(p.key, p.uid, p.node, {key: allocation_status(a) for key, a in p.devices.items()})
         solved = time.perf_counter() - started
         unplaced = result.unplaced()
         for key, reason in result.refused_pods().items():

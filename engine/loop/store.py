@@ -29,6 +29,7 @@ class Change:
 class Assumed:
     uid: str
     node: str
+    claims: tuple[tuple[str, Obj], ...] = ()  # (claim key, status.allocation) it allocates, until written
 
 
 def meta(obj: Obj) -> dict[str, Any]:
@@ -145,9 +146,12 @@ class Store:
         with self._lock:
             return [o for (k, _, _), o in self._objects.items() if k == kind]
 
-    def assume(self, key: str, uid: str, node: str) -> None:
+    def assume(self, key: str, uid: str, node: str, claims: dict[str, Obj] | None = None) -> None:
+        """`key` holds `node` until the watch shows it bound or it is forgotten; `claims` (claim key ->
+        status.allocation) hold their devices the same way (upstream's in-flight allocations): the next cycle,
+        planned while this one binds, must not give them away."""
         with self._lock:
-            self._assumed[key] = Assumed(uid, node)
+            self._assumed[key] = Assumed(uid, node, tuple((claims or {}).items()))
 
     def forget(self, key: str) -> None:
         with self._lock:
@@ -167,10 +171,13 @@ class Store:
         with self._lock:
             items = list(self._objects.items())
             assumed = dict(self._assumed)
+        allocating = {key: allocation for a in assumed.values() for key, allocation in a.claims}
         out = []
         for (kind, namespace, name), obj in items:
             if kind == "ConfigMap":
                 continue
+            if kind == CLAIM and allocating and f"{namespace}/{name}" in allocating:
+                obj = _allocated(obj, allocating.pop(f"{namespace}/{name}"))
             if kind == "Pod" and not node_of(obj):
                 key = f"{namespace}/{name}"
                 if key in assumed:
@@ -178,7 +185,21 @@ class Store:
                 elif key not in batch:
                     continue
             out.append((source_name(kind, namespace, name), obj))
+        for key, allocation in allocating.items():  # claims not made yet (a pod's extended resources)
+            namespace, name = key.split("/", 1)
+            made = {"apiVersion": "resource.k8s.io/v1", "kind": CLAIM, "metadata": {"name": name, "namespace": namespace},
+                    "spec": {"devices": {"requests": []}}}
+            out.append((source_name(CLAIM, namespace, name), _allocated(made, allocation)))
         return out
+
+
+CLAIM = "ResourceClaim"
+
+
+def _allocated(claim: Obj, allocation: Obj) -> Obj:
+    """The claim as the next cycle must see it while its allocation is on its way (unless it has one)."""
+    status = claim.get("status") or {}
+    return claim if status.get("allocation") else {**claim, "status": {**status, "allocation": allocation}}
 
 
 def source_name(kind: str, namespace: str, name: str) -> str:
