@@ -76,6 +76,7 @@ class Allocator:
     selectors: Selectors = field(default_factory=Selectors)
     pinned: dict[str, list[Device]] = field(init=False)  # node name -> the devices only it reaches
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
+    contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
 
     def __post_init__(self) -> None:
         self.pinned, self.roaming = {}, []
@@ -147,8 +148,9 @@ class Allocator:
     def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str],
                  agree: dict[str, object]) -> list[tuple[str, str]] | None:
         for sub in alternatives:
-            found = [d for d in self.candidates(sub, node, used) or ()
-                     if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())]
+            found = sorted((d for d in self.candidates(sub, node, used) or ()
+                            if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
+                           key=lambda d: self.contested.get(d.key, 0))
             if sub.all:  # every matching device, none of them taken
                 if found and len(found) == len(self.candidates(sub, node, set()) or ()):
                     return [(sub.name, d.key) for d in found]

@@ -212,6 +212,18 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
             out.append(f"claim {name} cannot be met on {', '.join(sorted(nodes))}")
         else:
             requests.extend(options)
-    if not out and not _some_choice(requests, [], allocated):
+    if not out and not all(_some_choice(part, [], allocated) for part in _independent(requests)):
         out.append("the placed pods' claims need more distinct devices than their nodes reach")
     return out
+
+
+def _independent(requests: list[list[list[list[str]]]]) -> list[list[list[list[list[str]]]]]:
+    """The requests in groups that can share no device (each group searched on its own: a search over all of
+    a large cluster's requests at once would never end)."""
+    groups: list[tuple[list, set[str]]] = []
+    for request in requests:
+        devices = {k for option in request for slot in option for k in slot}
+        joined = [g for g in groups if g[1] & devices]
+        merged = ([request] + [r for g in joined for r in g[0]], devices.union(*(g[1] for g in joined)))
+        groups = [g for g in groups if all(g is not j for j in joined)] + [merged]
+    return [g[0] for g in groups]

@@ -135,6 +135,22 @@ def test_the_checker_refuses_plans_that_break_devices() -> None:
     assert check_plan(docs, {"default/pa": "gpu-1", "default/pb": "gpu-1"}) == []
 
 
+H100 = 'device.attributes["gpu.example.com"].model == "h100"'
+BIG = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
+
+
+def test_kinds_of_device_that_overlap_never_count_a_device_twice() -> None:
+    """An h100 is both "an h100" and "a GPU of 40Gi or more": the rows must not let a training pod (2 h100) and
+    three inference pods (1 big GPU each) share a node of four; the best plan is all four inference pods."""
+    docs = [node("n1"), device_class(), resource_slice("n1", [gpu(f"g{i}", model="h100", memory="80Gi") for i in range(4)]),
+            resource_claim("train", device_request(count=2, selectors=(H100,))), pod("train", resourceClaims=claims("train")),
+            *(resource_claim(f"infer-{i}", device_request(selectors=(BIG,))) for i in range(4)),
+            *(pod(f"infer-{i}", resourceClaims=claims(f"infer-{i}")) for i in range(4))]
+    plan = plan_for(docs)
+    assert len(plan.assignments) == 4
+    assert not any("went to other pods of this batch" in r for rs in plan.unschedulable.values() for r in rs)
+
+
 # --- a claim shared by several pods of the batch: one allocation, every pod where its devices are ----------
 
 def test_pods_sharing_a_claim_are_placed_together_on_one_allocation() -> None:
@@ -326,3 +342,6 @@ def test_every_plan_gives_each_device_once_and_meets_every_claim(docs: list[dict
     allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated))
     assert set(plan.reserved) == set(plan.assignments)
+    if not any(r.get("exactly", {}).get("allocationMode") == "All" for d in docs if d["kind"] == "ResourceClaim"
+               for r in d["spec"]["devices"]["requests"]):  # the rows are exact: Reserve never has to take a pod out
+        assert not any("went to other pods" in r for rs in plan.unschedulable.values() for r in rs)

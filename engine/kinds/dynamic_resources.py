@@ -11,13 +11,14 @@ its devices are (a colocation row with that pod, one node a domain) and Reserve 
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..dra import Allocator, ClaimAllocation, allocation_results, taken_devices
 from ..ir import NodeTerms
-from ..model import Devices, Node, Pod, ResourceClaim, SubRequest
+from ..model import Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Colocation
 from .base import Action, ClusterEvent, Kind, Resource
@@ -86,11 +87,16 @@ class DynamicResources(Kind):
             return
         allocator, taken = self._allocator(build.batch)
         nodes = build.index.nodes
-        for shape, per_class in asks.items():
-            room = _room(allocator, shape, nodes, taken, sum(build.problem.classes[a].count * k
-                                                             for a, k in per_class.items()) + 1)
-            demand = [per_class.get(a, 0) for a in range(len(build.classes))]
-            build.add_resource(f"devices: {shape.device_class}{_selectors(shape)}", room, room, demand)
+        where = {n.name: i for i, n in enumerate(nodes)}
+        free = {shape: [d for d in allocator.devices.devices if d.key not in taken and allocator.serves(d, shape)]
+                for shape in asks}
+        for group in _rows(list(asks), free):
+            devices = list({d.key: d for shape in group for d in free[shape]}.values())
+            per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
+            unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
+            room = _room(devices, nodes, where, unbounded)
+            build.add_resource("devices: " + " or ".join(f"{s.device_class}{_selectors(s)}" for s in group), room, room,
+                               per_class)
 
     def reserving(self, compiled: Compiled) -> bool:
         return any(info.sample.dra.to_allocate or info.sample.dra.follows for info in compiled.classes)
@@ -104,8 +110,7 @@ class DynamicResources(Kind):
         allocator, taken = Allocator(devices), taken_devices(devices)
         dropped: dict[str, str] = {}
         results: dict[str, ClaimAllocation] = {}
-        ordered = [pn for pn in placements if not pn[0].dra.follows] + [pn for pn in placements if pn[0].dra.follows]
-        for pod, node in ordered:
+        for pod, node in _reserve_order(allocator, placements):
             if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
             why = _unfollowable(pod, node, results, devices)
@@ -117,6 +122,21 @@ class DynamicResources(Kind):
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
+
+
+def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]]) -> list[tuple[Pod, Node]]:
+    """Pods allocating before those following their shared claims; among them, the pods with the fewest
+    devices to choose from first, and each taking the devices fewest pods could use (the rows hold every set
+    of kinds to their devices, so a matching exists; first come, first served could miss it)."""
+    claims = allocator.devices.claims
+    choice: dict[str, set[str]] = {}
+    for pod, node in placements:
+        subs = [sub for key in pod.dra.to_allocate for r in claims[key].requests for sub in r.alternatives]
+        choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, set()) or ()}
+    for keys in choice.values():
+        for key in keys:
+            allocator.contested[key] = allocator.contested.get(key, 0) + 1
+    return sorted(placements, key=lambda pn: (bool(pn[0].dra.follows), len(choice[pn[0].key])))
 
 
 def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], devices: Devices) -> str:
@@ -155,17 +175,43 @@ def _anywhere(allocator: Allocator, claim: ResourceClaim) -> bool:
                for d in allocator.devices.devices if allocator.serves(d, sub))
 
 
-def _room(allocator: Allocator, shape: SubRequest, nodes: list[Node], taken: set[str], unbounded: int) -> list[int]:
-    """Per node: the free devices of `shape` reachable from it alone; unbounded where a device several nodes
-    reach could serve (Reserve settles those)."""
-    room = [0] * len(nodes)
-    index = {n.name: i for i, n in enumerate(nodes)}
-    for device in allocator.devices.devices:
-        if device.key in taken or not allocator.serves(device, shape):
+MAX_OVERLAPPING = 5  # kinds of device whose free devices overlap, all of whose unions get a row (2^k - 1 rows)
+
+
+def _rows(shapes: list[SubRequest], free: dict[SubRequest, list[Device]]) -> list[tuple[SubRequest, ...]]:
+    """The kinds of device each capacity row counts: each kind alone, and, where kinds share devices (an h100
+    is both "an h100" and "a GPU of 40Gi or more"), every union of kinds that share (Hall's condition: pods
+    asking for those kinds need as many distinct devices as the union has, so no device counts twice). A
+    larger tangle of overlapping kinds gets its whole union only; Reserve settles what that leaves."""
+    keys = {shape: {d.key for d in free[shape]} for shape in shapes}
+    out: list[tuple[SubRequest, ...]] = [(shape,) for shape in shapes]
+    for part in _overlapping(shapes, keys):
+        if len(part) > MAX_OVERLAPPING:
+            out.append(tuple(part))
             continue
+        out += [group for k in range(2, len(part) + 1) for group in combinations(part, k)
+                if len(set().union(*(keys[s] for s in group))) < sum(len(keys[s]) for s in group)]
+    return out
+
+
+def _overlapping(shapes: list[SubRequest], keys: dict[SubRequest, set[str]]) -> list[list[SubRequest]]:
+    """The kinds in groups of those that share some device (transitively), groups of two or more."""
+    groups: list[tuple[list[SubRequest], set[str]]] = []
+    for shape in shapes:
+        joined = [g for g in groups if g[1] & keys[shape]]
+        merged = ([shape] + [s for g in joined for s in g[0]], keys[shape].union(*(g[1] for g in joined)))
+        groups = [g for g in groups if all(g is not j for j in joined)] + [merged]
+    return [sorted(g[0], key=shapes.index) for g in groups if len(g[0]) > 1]
+
+
+def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int) -> list[int]:
+    """Per node: how many of `devices` only it reaches; unbounded where a device several nodes reach could serve
+    (Reserve settles those)."""
+    room = [0] * len(nodes)
+    for device in devices:
         if device.node is not None:
-            if device.node in index:
-                room[index[device.node]] += 1
+            if device.node in where:
+                room[where[device.node]] += 1
             continue
         for i, node in enumerate(nodes):
             if device.reachable(node):
