@@ -191,17 +191,22 @@ def gangs(n: int) -> Scenario:
     names = [f"job-{g:03d}" for g in range(count)]
     pods = [pause_pod(f"{name}-{i}", name, cpu=GANG_CPU, memory="1Gi", labels={POD_GROUP_LABEL: name})
             for i in range(GANG_SIZE) for name in names]
-    small = {"pool": "small"}
+    nodes, pairs = _pairs_on_room_for_four(n, lambda name: {"labels": {POD_GROUP_LABEL: name}})
+    groups = [podgroup(name, GANG_SIZE, BENCH_NS) for name in names] + [podgroup(p, 3, BENCH_NS)
+                                                                          for p in ("pair-a", "pair-b")]
+    return Scenario("gangs", nodes, pods + pairs, pod_groups=groups)
+
+
+def _pairs_on_room_for_four(n: int, member: Callable[[str], dict[str, Any]]) -> tuple[list[NodeSpec], list[dict]]:
+    """scheduler_perf's nodes plus two 2-CPU nodes of their own (tainted), and the coscheduling design's case on
+    them: two gangs of 3 x 1 CPU (`member(name)`: how a pod joins its gang) on room for 4."""
     nodes = perf_nodes(n) + [NodeSpec(f"small-{i}", {"cpu": "2", "memory": "8Gi", "pods": "110"},
                                       {"pool": "small"}, ({"key": "pool", "value": "small",
                                                            "effect": "NoSchedule"},)) for i in range(2)]
     tol = [{"key": "pool", "operator": "Equal", "value": "small", "effect": "NoSchedule"}]
-    for name in ("pair-a", "pair-b"):
-        pods += [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", labels={POD_GROUP_LABEL: name},
-                           nodeSelector=small, tolerations=tol) for i in range(3)]
-    groups = [podgroup(name, GANG_SIZE, BENCH_NS) for name in names] + [podgroup(p, 3, BENCH_NS)
-                                                                          for p in ("pair-a", "pair-b")]
-    return Scenario("gangs", nodes, pods, pod_groups=groups)
+    pods = [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", nodeSelector={"pool": "small"}, tolerations=tol,
+                      **member(name)) for name in ("pair-a", "pair-b") for i in range(3)]
+    return nodes, pods
 
 
 PRICES = ("2.0", "1.0", "0.5")
@@ -330,16 +335,9 @@ def native_gangs(n: int) -> Scenario:
             for i in range(GANG_SIZE) for name in names]
     groups = [native_group(name, GANG_SIZE, BENCH_NS, topology=ZONE_KEY if g % 2 else None)
               for g, name in enumerate(names)]
-    small = {"pool": "small"}
-    nodes = perf_nodes(n) + [NodeSpec(f"small-{i}", {"cpu": "2", "memory": "8Gi", "pods": "110"},
-                                      {"pool": "small"}, ({"key": "pool", "value": "small",
-                                                           "effect": "NoSchedule"},)) for i in range(2)]
-    tol = [{"key": "pool", "operator": "Equal", "value": "small", "effect": "NoSchedule"}]
-    for name in ("pair-a", "pair-b"):
-        pods += [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", schedulingGroup=in_group(name),
-                           nodeSelector=small, tolerations=tol) for i in range(3)]
-        groups.append(native_group(name, 3, BENCH_NS))
-    return Scenario("native-gangs", nodes, pods, pod_groups=groups)
+    nodes, pairs = _pairs_on_room_for_four(n, lambda name: {"schedulingGroup": in_group(name)})
+    groups += [native_group(name, 3, BENCH_NS) for name in ("pair-a", "pair-b")]
+    return Scenario("native-gangs", nodes, pods + pairs, pod_groups=groups)
 
 
 # --- realistic (bench/realistic.py, issue 6) --------------------------------------------------------------

@@ -10,6 +10,13 @@ from loopfake import FakeAPI, node, pod, synced_loop
 from testkit.manifests import claims, device_class, gpu, resource_claim, resource_slice
 
 
+def _one_cycle(api: FakeAPI):
+    """A synced scheduler over `api` that has planned and bound whatever is pending."""
+    s, loop = synced_loop(api)
+    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    return s, loop
+
+
 def _cluster(api: FakeAPI) -> None:
     api.put("Node", node("cpu"))
     api.put("Node", node("gpu-1"))
@@ -22,8 +29,7 @@ def _cluster(api: FakeAPI) -> None:
 def test_the_claim_is_allocated_and_reserved_before_the_bind() -> None:
     api = FakeAPI()
     _cluster(api)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     assert api.binds == [("default/trainer", "gpu-1")]
     claim = api.objects[("ResourceClaim", "default", "train")]
     assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
@@ -37,8 +43,7 @@ def test_the_claim_is_allocated_and_reserved_before_the_bind() -> None:
 def test_a_failed_claim_write_takes_everything_back() -> None:
     api = FakeAPI(fail_patches={"ResourceClaim train": 500})
     _cluster(api)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     assert api.binds == []
     claim = api.objects[("ResourceClaim", "default", "train")]
     assert not (claim.get("status") or {}).get("allocation") and not claim["metadata"].get("finalizers")
@@ -49,8 +54,7 @@ def test_a_failed_claim_write_takes_everything_back() -> None:
 def test_a_failed_bind_takes_the_allocation_back() -> None:
     api = FakeAPI(fail_binds={"default/trainer": 500})
     _cluster(api)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     claim = api.objects[("ResourceClaim", "default", "train")]
     assert not (claim.get("status") or {}).get("allocation")
     assert not (claim.get("status") or {}).get("reservedFor")
@@ -66,8 +70,7 @@ def test_pods_sharing_a_claim_are_all_reserved_on_one_allocation() -> None:
     api.put("ResourceClaim", resource_claim("shared"))
     for i in range(3):
         api.put("Pod", pod(f"p{i}", resourceClaims=claims("shared")))
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     assert sorted(api.binds) == [("default/p0", "gpu-1"), ("default/p1", "gpu-1"), ("default/p2", "gpu-1")]
     claim = api.objects[("ResourceClaim", "default", "shared")]
     assert len(claim["status"]["allocation"]["devices"]["results"]) == 1
@@ -83,8 +86,7 @@ def test_the_allocation_carries_the_class_config() -> None:
     cls = device_class()
     cls["spec"]["config"] = [{"opaque": {"driver": "gpu.example.com", "parameters": {"mode": "exclusive"}}}]
     api.put("DeviceClass", cls)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     claim = api.objects[("ResourceClaim", "default", "train")]
     assert claim["status"]["allocation"]["devices"]["config"] == [
         {"source": "FromClass", "requests": ["gpu"], **cls["spec"]["config"][0]}]
@@ -153,8 +155,7 @@ def _extended(api: FakeAPI) -> None:
 def test_an_extended_resource_gets_its_claim_made_allocated_and_named_on_the_pod() -> None:
     api = FakeAPI()
     _extended(api)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     assert api.binds == [("default/trainer", "gpu-1")]
     ((kind, ns, name),) = api.created
     claim = api.objects[(kind, ns, name)]
@@ -175,8 +176,7 @@ def test_an_extended_resource_gets_its_claim_made_allocated_and_named_on_the_pod
 def test_a_failed_bind_deletes_the_extended_resource_claim() -> None:
     api = FakeAPI(fail_binds={"default/trainer": 500})
     _extended(api)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, _loop = _one_cycle(api)
     assert len(api.created) == 1 and not any(k[0] == "ResourceClaim" for k in api.objects)
     assert api.objects[("Pod", "default", "trainer")]["status"].get("extendedResourceClaimStatus") is None
     s.events.close()
@@ -185,8 +185,7 @@ def test_a_failed_bind_deletes_the_extended_resource_claim() -> None:
 def test_after_a_failed_bind_the_next_cycle_makes_a_new_extended_resource_claim() -> None:
     api = FakeAPI(fail_binds={"default/trainer": 500})
     _extended(api)
-    s, loop = synced_loop(api)
-    loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+    s, loop = _one_cycle(api)
     api.fail_binds.clear()
     loop.cycle(["default/trainer"]).result()
     assert api.binds == [("default/trainer", "gpu-1")] and len(api.created) == 2
