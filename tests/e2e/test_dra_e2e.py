@@ -145,3 +145,28 @@ def test_a_claim_shared_by_three_pods_is_allocated_once_for_all(control_plane: C
     (result,) = claim["status"]["allocation"]["devices"]["results"]
     assert result["pool"] == nodes.pop()
     assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["p0", "p1", "p2"]
+
+
+def test_an_extended_resource_is_served_by_a_device_class(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    """DRAExtendedResource (beta, on in 1.36): no node advertises example.com/gpu; a DeviceClass serves it. The
+    scheduler makes the pod's claim as upstream does and names it in pod.status.extendedResourceClaimStatus."""
+    ns, sel = "sched-dra-ext", {"e2e": "dra-ext"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-ext-cpu", labels=sel)
+    control_plane.create_ready_node("dra-ext-gpu", labels=sel)
+    cls = created(device_class("e2e-ext-gpu"))
+    cls["spec"]["extendedResourceName"] = "example.com/e2e-gpu"
+    kube.create(cls)
+    kube.create(created(resource_slice("dra-ext-gpu", [gpu("g0")])))
+    schedulers.start("--scheduler-name", SCHEDULER)
+    gpus = {"example.com/e2e-gpu": "1"}
+    kube.create(api_pod("ext", ns, scheduler=SCHEDULER, nodeSelector=sel, requests=gpus, limits=gpus))
+    wait_for("bound", lambda: node_of(kube.pods(ns)["ext"]) == "dra-ext-gpu", timeout=60)
+    status = kube.pods(ns)["ext"]["status"]["extendedResourceClaimStatus"]
+    claim = _claim(kube, ns, status["resourceClaimName"])
+    assert claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "ext"
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"]) == ("dra-ext-gpu", "g0")
+    assert status["requestMappings"] == [{"containerName": "main", "resourceName": "example.com/e2e-gpu",
+                                          "requestName": result["request"]}]
