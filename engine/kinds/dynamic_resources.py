@@ -173,14 +173,13 @@ def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], dev
 def _emit_followers(build: ProblemBuilder) -> None:
     """A class following a shared claim goes only where a pod of the class allocating it goes (one node a
     domain), unless every device that could serve the claim is reachable from every node."""
-    leaders: dict[str, int] = {}
-    for a, info in enumerate(build.classes):
-        for pod in info.pods:
-            leaders[pod.key] = a
-    allocator = Allocator(build.batch.cluster.devices) if any(i.sample.dra.follows for i in build.classes) else None
+    if not any(info.sample.dra.follows for info in build.classes):
+        return
+    leaders = {pod.key: a for a, info in enumerate(build.classes) if info.sample.dra.shared for pod in info.pods}
+    allocator = Allocator(build.batch.cluster.devices)
     for a, info in build.checked():
         for claim, leader in info.sample.dra.follows:
-            if allocator is None or leader not in leaders or _anywhere(allocator, build.batch.cluster.devices.claims[claim]):
+            if leader not in leaders or _anywhere(allocator, build.batch.cluster.devices.claims[claim]):
                 continue
             build.problem.colocations.append(Colocation(
                 build.partitions.each_node(), (a,), (leaders[leader],), seed_group=-1,
