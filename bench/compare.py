@@ -86,6 +86,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     pods = api.pending_for(scenario, kind.name)
     api.create_pod_groups(kube, scenario)
     api.create_volumes(kube, scenario)
+    api.create_claims(kube, scenario)
     provisioner = api.Provisioner(kube, scenario.provisioner) if scenario.provisioner else None
     if provisioner is not None:
         provisioner.start()
@@ -127,10 +128,13 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     if scenario.volumes:
         result.claims = sum(1 for v in scenario.volumes if v["kind"] == "PersistentVolumeClaim")
         result.claims_bound = api.claims_bound(kube, result.placed)  # one claim per pod in the stateful workload
+    if scenario.claims:
+        result.devices_used = api.devices_used(kube)
     if provisioner is not None:
         provisioner.stop()
     api.reset(kube, scenario)
     api.delete_volumes(kube, scenario)
+    api.delete_claims(kube, scenario)
     return result
 
 
@@ -204,6 +208,7 @@ def rotate(items: tuple, k: int) -> tuple:
 
 def summary(r: RunResult) -> str:
     gangs = f" gangs {r.gangs_complete}/{r.gangs} ({r.gangs_partial} partial)" if r.gangs else ""
+    gangs += f" devices {r.devices_used}" if r.devices_used is not None else ""
     err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""
     return (f"  {r.scheduler:17s} placed {r.placed}/{r.pending} in {r.seconds:.1f} s = {r.pods_per_s:.0f} pods/s, "
             f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}, nodes {r.nodes_used}{gangs}, "

@@ -70,6 +70,38 @@ def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -
         ns, plural = obj["metadata"]["namespace"], f"{obj['kind'].lower()}s"
         base = "/api/v1" if obj["apiVersion"] == "v1" else f"/apis/{obj['apiVersion']}"
         ok(kube, "POST", f"{base}/namespaces/{ns}/{plural}", obj)
+    in_parallel(lambda d: ok(kube, "POST", collection(d), d), scenario.devices)  # the harness as a DRA driver
+
+
+CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
+
+
+def create_claims(kube: Kube, scenario: Scenario) -> None:
+    """The run's ResourceClaims, afresh (the last run's scheduler allocated them)."""
+    in_parallel(lambda c: ok(kube, "POST", collection(c), c), scenario.claims)
+
+
+def delete_claims(kube: Kube, scenario: Scenario) -> None:
+    """Claims go, their delete-protection finalizers removed (no resource-claim controller runs to clear them)."""
+    if not scenario.claims:
+        return
+    for ns in scenario.namespaces:
+        ok(kube, "DELETE", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", {})
+    deadline = time.monotonic() + DELETE_TIMEOUT_S
+    while claims := ok(kube, "GET", CLAIMS)["items"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(claims)} ResourceClaims still there {DELETE_TIMEOUT_S:.0f} s after deleting them")
+        paths = [f"/apis/resource.k8s.io/v1/namespaces/{c['metadata']['namespace']}/resourceclaims/"
+                 f"{c['metadata']['name']}" for c in claims if c["metadata"].get("finalizers")]
+        in_parallel(lambda path: ok(kube, "PATCH", path, {"metadata": {"finalizers": None}}, allow=(404,),
+                                    content_type="application/merge-patch+json"), paths)
+        time.sleep(0.2)
+
+
+def devices_used(kube: Kube) -> int:
+    """Devices allocated to claims reserved for some pod, at the end of a run."""
+    return sum(len(((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])
+               for c in ok(kube, "GET", CLAIMS)["items"] if (c.get("status") or {}).get("reservedFor"))
 
 
 def create_volumes(kube: Kube, scenario: Scenario) -> None:
@@ -167,10 +199,15 @@ class Provisioner:
         self.made.add(c["metadata"]["uid"])
 
 
+NATIVE_GROUPS = "/apis/scheduling.k8s.io/v1alpha2"
+
+
 def create_pod_groups(kube: Kube, scenario: Scenario) -> None:
+    """Coscheduling's PodGroups and Kubernetes' own (scheduling.k8s.io), each through its API."""
     for group in scenario.pod_groups:
         ns = group["metadata"]["namespace"]
-        ok(kube, "POST", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", group)
+        api = f"/apis/{group.get('apiVersion') or 'scheduling.x-k8s.io/v1alpha1'}"
+        ok(kube, "POST", f"{api}/namespaces/{ns}/podgroups", group)
 
 
 def pending_for(scenario: Scenario, scheduler_name: str) -> list[dict[str, Any]]:
@@ -202,15 +239,30 @@ def reset(kube: Kube, scenario: Scenario) -> None:
     PodGroups, and wait until they are gone, so the next scheduler starts from the same state."""
     selector = f"{PENDING_LABEL}=true"
     query = [("labelSelector", selector), ("gracePeriodSeconds", "0")]
+    native = any(str(g.get("apiVersion", "")).startswith("scheduling.k8s.io/") for g in scenario.pod_groups)
     for ns in scenario.namespaces:
         ok(kube, "DELETE", f"/api/v1/namespaces/{ns}/pods", {"gracePeriodSeconds": 0}, query=query)
         ok(kube, "DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", {})
+        if native:
+            ok(kube, "DELETE", f"{NATIVE_GROUPS}/namespaces/{ns}/podgroups", {})
     deadline = time.monotonic() + DELETE_TIMEOUT_S
     while ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", selector), ("limit", "1")])["items"] or \
-            ok(kube, "GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", query=[("limit", "1")])["items"]:
+            ok(kube, "GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", query=[("limit", "1")])["items"] or \
+            (native and _unprotect_groups(kube)):
         if time.monotonic() > deadline:
             raise RuntimeError(f"pending pods still there {DELETE_TIMEOUT_S:.0f} s after deleting them")
         time.sleep(0.2)
+
+
+def _unprotect_groups(kube: Kube) -> bool:
+    """Native PodGroups left (their podgroup-protection finalizer waits for a controller that does not run
+    here): the finalizers removed; whether any were left."""
+    groups = ok(kube, "GET", f"{NATIVE_GROUPS}/podgroups")["items"]
+    paths = [f"{NATIVE_GROUPS}/namespaces/{g['metadata']['namespace']}/podgroups/{g['metadata']['name']}"
+             for g in groups if g["metadata"].get("finalizers")]
+    in_parallel(lambda path: ok(kube, "PATCH", path, {"metadata": {"finalizers": None}}, allow=(404,),
+                                content_type="application/merge-patch+json"), paths)
+    return bool(groups)
 
 
 def unplaced_reasons(kube: Kube, scenario: Scenario, unplaced: set[str]) -> dict[str, int]:

@@ -39,6 +39,7 @@ class RunResult:
     nodes_used: int = 0                # nodes hosting at least one benchmark pod
     claims: int = 0                    # PersistentVolumeClaims of the workload
     claims_bound: int | None = None    # of those, Bound by the PV controller at the end (None: no claims)
+    devices_used: int | None = None    # DRA devices allocated to claims reserved for a pod (None: no claims)
     zone_skew: int | None = None       # over apps: the most (max - min) of an app's placed pods across zones
     node_max: int | None = None        # over apps: the most pods of one app placed on one node
     price: float | None = None         # sum of the `price` annotations of those nodes
@@ -120,11 +121,13 @@ def spread_of(scenario: Scenario, placed: dict[str, str]) -> tuple[int, int]:
 
 
 def gang_members(scenario: Scenario) -> dict[str, str]:
-    """``namespace/pod`` -> ``namespace/podgroup`` for pending pods labelled with a PodGroup."""
+    """``namespace/pod`` -> ``namespace/podgroup`` for pending pods labelled with a PodGroup, or naming a
+    scheduling.k8s.io one in spec.schedulingGroup."""
     out: dict[str, str] = {}
     for pod in scenario.pending:
         meta = pod["metadata"]
-        group = (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+        group = (meta.get("labels") or {}).get(POD_GROUP_LABEL) or (pod["spec"].get("schedulingGroup") or {}).get(
+            "podGroupName")
         if group:
             out[f"{meta['namespace']}/{meta['name']}"] = f"{meta['namespace']}/{group}"
     return out
@@ -132,7 +135,7 @@ def gang_members(scenario: Scenario) -> dict[str, str]:
 
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
-           "rss_mib", "claims_bound", "zone_skew", "node_max")
+           "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used")
 
 
 def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -124,6 +124,10 @@ def section(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, pl
         lines += ["", "#### PersistentVolumeClaims Bound at the end (of claims)", ""]
         lines += matrix([r for r in rows if r.get("claims")], schedulers,
                         lambda r: f"{num(r['claims_bound'])}/{r['claims']:,}")
+    if any(r.get("devices_used") is not None for r in rows):
+        lines += ["", "#### DRA devices allocated to a scheduled pod's claims at the end", ""]
+        lines += matrix([r for r in rows if r.get("devices_used") is not None], schedulers,
+                        lambda r: num(r["devices_used"]))
     lines += ["", "#### Spread: the most an app's pods differ between zones (max − min) · the most of one app on "
                   "a node", ""]
     lines += matrix(rows, schedulers, lambda r: f"{num(r.get('zone_skew'))} · {num(r.get('node_max'))}")

@@ -154,15 +154,19 @@ def coscheduling_profile(name: str) -> dict:
             "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]}
 
 
-def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict], preemption: bool = False
-                ) -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running]:
+WORKLOAD_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling")  # KEP-4671, alpha in 1.36
+
+
+def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict], preemption: bool = False,
+                gates: tuple[str, ...] = ()) -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running]:
     def launch(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
                with_policy: bool) -> Running:
         config = workdir / f"{kind.name}-config.yaml"
         config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name), preemption), sort_keys=False))
         port = free_port()
         argv = [str(binary(settings)), "--config", str(config), "--secure-port", str(port),
-                "--bind-address", "127.0.0.1", "--v", "1"]
+                "--bind-address", "127.0.0.1", "--v", "1",
+                *(["--feature-gates", ",".join(f"{g}=true" for g in gates)] if gates else [])]
         running = Running(kind.name, Process(kind.name, argv, workdir / f"{kind.name}.log"), time.monotonic())
         running.process.start()
         context = unverified_context()
@@ -196,4 +200,7 @@ SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
                   launch_kube(lambda s: s.kube_bin, binpack_profile)),
     SchedulerKind("coscheduling", "scheduler-plugins v0.34.7 kube-scheduler, Coscheduling", True,
                   launch_kube(lambda s: s.plugins_bin, coscheduling_profile)),
+    SchedulerKind("kube-workload", "kube-scheduler v1.36.3, default plugins with the gates GenericWorkload, "
+                  "GangScheduling and TopologyAwareWorkloadScheduling (native gangs; DRA is on by default)", True,
+                  launch_kube(lambda s: s.kube_bin, default_profile, gates=WORKLOAD_GATES)),
 )}

@@ -22,7 +22,23 @@ from typing import Any
 
 import realistic as R
 import workloads as W
-from testkit.manifests import claim, created, owned, pod, podgroup, replica_set, storage_class, volume
+from testkit.manifests import (
+    claim,
+    created,
+    device_class,
+    device_request,
+    gpu,
+    in_group,
+    native_group,
+    owned,
+    pod,
+    podgroup,
+    replica_set,
+    resource_claim,
+    resource_slice,
+    storage_class,
+    volume,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDING_LABEL = "bench.policy-scheduler.io/pending"   # the pods a run deletes before the next scheduler
@@ -62,11 +78,19 @@ class Scenario:
     # ReplicaSets and Services, created once before the runs; a pending pod's ownerReference names its
     # ReplicaSet and gets the uid the apiserver gave it (no controller runs: nothing else acts on them)
     workloads: list[dict[str, Any]] = field(default_factory=list)
+    # DRA: DeviceClasses and ResourceSlices, published once as a driver would; ResourceClaims, afresh every run
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    claims: list[dict[str, Any]] = field(default_factory=list)
 
     def gang_sizes(self) -> dict[str, int]:
-        """``namespace/podgroup`` -> minMember."""
-        return {f"{g['metadata']['namespace']}/{g['metadata']['name']}": g["spec"]["minMember"]
-                for g in self.pod_groups}
+        """``namespace/podgroup`` -> minMember (Coscheduling) or gang.minCount (scheduling.k8s.io)."""
+        out = {}
+        for g in self.pod_groups:
+            spec = g["spec"]
+            size = spec["minMember"] if "minMember" in spec else (spec["schedulingPolicy"].get("gang") or {}).get("minCount")
+            if size:
+                out[f"{g['metadata']['namespace']}/{g['metadata']['name']}"] = size
+        return out
 
 
 @dataclass(frozen=True)
@@ -167,17 +191,22 @@ def gangs(n: int) -> Scenario:
     names = [f"job-{g:03d}" for g in range(count)]
     pods = [pause_pod(f"{name}-{i}", name, cpu=GANG_CPU, memory="1Gi", labels={POD_GROUP_LABEL: name})
             for i in range(GANG_SIZE) for name in names]
-    small = {"pool": "small"}
+    nodes, pairs = _pairs_on_room_for_four(n, lambda name: {"labels": {POD_GROUP_LABEL: name}})
+    groups = [podgroup(name, GANG_SIZE, BENCH_NS) for name in names] + [podgroup(p, 3, BENCH_NS)
+                                                                          for p in ("pair-a", "pair-b")]
+    return Scenario("gangs", nodes, pods + pairs, pod_groups=groups)
+
+
+def _pairs_on_room_for_four(n: int, member: Callable[[str], dict[str, Any]]) -> tuple[list[NodeSpec], list[dict]]:
+    """scheduler_perf's nodes plus two 2-CPU nodes of their own (tainted), and the coscheduling design's case on
+    them: two gangs of 3 x 1 CPU (`member(name)`: how a pod joins its gang) on room for 4."""
     nodes = perf_nodes(n) + [NodeSpec(f"small-{i}", {"cpu": "2", "memory": "8Gi", "pods": "110"},
                                       {"pool": "small"}, ({"key": "pool", "value": "small",
                                                            "effect": "NoSchedule"},)) for i in range(2)]
     tol = [{"key": "pool", "operator": "Equal", "value": "small", "effect": "NoSchedule"}]
-    for name in ("pair-a", "pair-b"):
-        pods += [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", labels={POD_GROUP_LABEL: name},
-                           nodeSelector=small, tolerations=tol) for i in range(3)]
-    groups = [podgroup(name, GANG_SIZE, BENCH_NS) for name in names] + [podgroup(p, 3, BENCH_NS)
-                                                                          for p in ("pair-a", "pair-b")]
-    return Scenario("gangs", nodes, pods, pod_groups=groups)
+    pods = [pause_pod(f"{name}-{i}", name, cpu="1", memory="1Gi", nodeSelector={"pool": "small"}, tolerations=tol,
+                      **member(name)) for name in ("pair-a", "pair-b") for i in range(3)]
+    return nodes, pods
 
 
 PRICES = ("2.0", "1.0", "0.5")
@@ -247,6 +276,70 @@ def replicas(n: int) -> Scenario:
     return Scenario("replicas", perf_nodes(n), pods, workloads=workloads)
 
 
+# --- devices and native gangs (issue 16) ------------------------------------------------------------------
+
+GPUS_PER_NODE, TRAIN_SIZE, TRAIN_GPUS = 4, 4, 2
+H100 = 'device.attributes["gpu.example.com"].model == "h100"'
+BIG_MEMORY = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
+
+
+def gpu_dra(n: int) -> Scenario:
+    """A quarter of scheduler_perf's nodes carry 4 GPUs each, h100 (80Gi) and a100 (40Gi) on alternate nodes,
+    published in ResourceSlices as a driver would. Training gangs (native PodGroups, gang of 4, each member
+    claiming 2 h100 through a CEL selector: a gang spans two nodes) ask for 125% of the h100s; inference pods
+    (one GPU of at least 40Gi each, any model) ask for as many GPUs as the a100s. Created interleaved."""
+    gpu_nodes = max(2, n // 4)
+    nodes = perf_nodes(n)
+    slices = [created(resource_slice(nodes[i].name, [gpu(f"gpu-{k}", model="h100" if g % 2 == 0 else "a100",
+                                                         memory="80Gi" if g % 2 == 0 else "40Gi")
+                                                     for k in range(GPUS_PER_NODE)]))
+              for g, i in enumerate(range(0, gpu_nodes * 4, 4)) if i < n]
+    h100 = GPUS_PER_NODE * ((len(slices) + 1) // 2)
+    gangs = max(1, (h100 * 5 // 4) // (TRAIN_SIZE * TRAIN_GPUS))
+    inference = GPUS_PER_NODE * (len(slices) // 2)
+    claims, training, serving, groups = [], [], [], []
+    for g in range(gangs):
+        name = f"train-{g:03d}"
+        groups.append(native_group(name, TRAIN_SIZE, BENCH_NS))
+        for i in range(TRAIN_SIZE):
+            claims.append(created(resource_claim(f"{name}-{i}", device_request(count=TRAIN_GPUS, selectors=(H100,)),
+                                                 ns=BENCH_NS)))
+            training.append(pause_pod(f"{name}-{i}", name, cpu="1", memory="2Gi", schedulingGroup=in_group(name),
+                                      resourceClaims=[{"name": "gpus", "resourceClaimName": f"{name}-{i}"}]))
+    for k in range(inference):
+        name = f"infer-{k:04d}"
+        claims.append(created(resource_claim(name, device_request(selectors=(BIG_MEMORY,)), ns=BENCH_NS)))
+        serving.append(pause_pod(name, "infer", cpu="500m", memory="1Gi",
+                                 resourceClaims=[{"name": "gpu", "resourceClaimName": name}]))
+    pods = _interleave(training, serving)
+    return Scenario("gpu-dra", nodes, pods, pod_groups=groups, devices=[created(device_class("gpu")), *slices],
+                    claims=claims)
+
+
+def _interleave(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Alternate a gang's worth of `a` with as many of `b`, then the rest: jobs and services arriving together."""
+    out: list[dict[str, Any]] = []
+    while a or b:
+        out += a[:TRAIN_SIZE] + b[:TRAIN_SIZE]
+        a, b = a[TRAIN_SIZE:], b[TRAIN_SIZE:]
+    return out
+
+
+def native_gangs(n: int) -> Scenario:
+    """The gangs workload with Kubernetes' own PodGroups (scheduling.k8s.io/v1alpha2, gang.minCount 8) instead
+    of Coscheduling's: gangs of 8 x 2 CPU asking 150% of the cpu, created round robin, every other one
+    required in one zone (schedulingConstraints.topology); plus two gangs of 3 on room for 4."""
+    count = max(2, (n * 4 * 3) // (2 * GANG_SIZE * 2))
+    names = [f"job-{g:03d}" for g in range(count)]
+    pods = [pause_pod(f"{name}-{i}", name, cpu=GANG_CPU, memory="1Gi", schedulingGroup=in_group(name))
+            for i in range(GANG_SIZE) for name in names]
+    groups = [native_group(name, GANG_SIZE, BENCH_NS, topology=ZONE_KEY if g % 2 else None)
+              for g, name in enumerate(names)]
+    nodes, pairs = _pairs_on_room_for_four(n, lambda name: {"schedulingGroup": in_group(name)})
+    groups += [native_group(name, 3, BENCH_NS) for name in ("pair-a", "pair-b")]
+    return Scenario("native-gangs", nodes, pods + pairs, pod_groups=groups)
+
+
 # --- realistic (bench/realistic.py, issue 6) --------------------------------------------------------------
 
 def from_cluster(workload: str, c: R.Cluster) -> Scenario:
@@ -309,4 +402,9 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              "third of the nodes), half provisioned in 2 of 3 zones; the PV controller runs, the harness provisions", stateful),
     Workload("replicas", "Deployments' ReplicaSets of 30 replicas without placement rules, 10 zones: spread by "
              "upstream's system defaults", replicas),
+    Workload("gpu-dra", "DRA: a quarter of the nodes with 4 GPUs (h100 / a100 alternating) in ResourceSlices; "
+             "training gangs (native, 4 x 2 h100 by CEL selector) for 125% of the h100s, inference pods (1 GPU "
+             ">= 40Gi) for as many as the a100s, interleaved", gpu_dra),
+    Workload("native-gangs", "scheduling.k8s.io PodGroups of 8 x 2 CPU asking 150% of cpu, every other one in "
+             "one zone, created round robin; plus two gangs of 3 on room for 4", native_gangs),
 )}

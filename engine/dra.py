@@ -11,11 +11,27 @@ claims on one node; `resolve_claims` sets each pending pod's `dra`, once per sna
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .model import Cluster, Device, Devices, Node, Pod, PodClaims, ResourceClaim, SubRequest
+from .model import (
+    DEVICE_CLASS_PREFIX,
+    EXTENDED_CLAIM,
+    Cluster,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    Devices,
+    ExtendedRequest,
+    Node,
+    Pod,
+    PodClaims,
+    ResourceClaim,
+    SubRequest,
+    Taint,
+)
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
 
@@ -60,6 +76,7 @@ class Allocator:
     selectors: Selectors = field(default_factory=Selectors)
     pinned: dict[str, list[Device]] = field(init=False)  # node name -> the devices only it reaches
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
+    contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
 
     def __post_init__(self) -> None:
         self.pinned, self.roaming = {}, []
@@ -75,12 +92,17 @@ class Allocator:
 
     def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
         """Free devices reachable from `node` that `sub` may take (None: its DeviceClass does not exist)."""
-        cls = self.devices.classes.get(sub.device_class)
-        if cls is None:
+        if sub.device_class not in self.devices.classes:
             return None
-        wanted = cls.selectors + sub.selectors
         near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
-        return [d for d in near if d.key not in taken and self.selectors.matches(d, wanted)]
+        return [d for d in near if d.key not in taken and self.serves(d, sub)]
+
+    def serves(self, device: Device, sub: SubRequest) -> bool:
+        """`device` is of `sub`'s class, satisfies its selectors and the class's, and has no taint it does not
+        tolerate (NoSchedule, NoExecute)."""
+        cls = self.devices.classes.get(sub.device_class)
+        return (cls is not None and not device.untolerated(sub.tolerations)
+                and self.selectors.matches(device, cls.selectors + sub.selectors))
 
     def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
         """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);
@@ -126,8 +148,9 @@ class Allocator:
     def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str],
                  agree: dict[str, object]) -> list[tuple[str, str]] | None:
         for sub in alternatives:
-            found = [d for d in self.candidates(sub, node, used) or ()
-                     if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())]
+            found = sorted((d for d in self.candidates(sub, node, used) or ()
+                            if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
+                           key=lambda d: self.contested.get(d.key, 0))
             if sub.all:  # every matching device, none of them taken
                 if found and len(found) == len(self.candidates(sub, node, set()) or ()):
                     return [(sub.name, d.key) for d in found]
@@ -136,22 +159,179 @@ class Allocator:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimAllocation:
+    """What Reserve gives one claim, as upstream's allocator writes it into `status.allocation`: each request's
+    devices, the nodes they are usable from (a node selector, None: every node) and the class's and the
+    claim's configuration for the requests served."""
+
+    devices: tuple[tuple[str, str], ...]  # (request, or request/subrequest, device key)
+    node_selector: dict[str, Any] | None  # status.allocation.nodeSelector, in the API's form
+    config: tuple[dict[str, Any], ...] = ()  # status.allocation.devices.config
+    create: dict[str, Any] | None = None  # a pod's extended-resource claim not created yet: its spec
+    mappings: tuple[tuple[str, str, str], ...] = ()  # then which request serves which container's resource
+
+
+def allocation_results(devices: Devices, allocation: Allocation) -> dict[str, ClaimAllocation]:
+    """Each allocated claim's status.allocation content (upstream's allocator: devices, node selector, config)."""
+    by_key = {d.key: d for d in devices.devices}
+    out = {}
+    for key, picked in allocation.items():
+        claim = devices.claims[key]
+        out[key] = ClaimAllocation(picked, node_selector([by_key[d] for _, d in picked]),
+                                   allocation_config(claim, devices.classes, {r for r, _ in picked}),
+                                   _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings)
+    return out
+
+
+def _spec(claim: ResourceClaim) -> dict[str, Any]:
+    """The spec of a claim made here (extended resources: `exactly` requests, no selectors)."""
+    return {"devices": {"requests": [
+        {"name": r.name, "exactly": {"deviceClassName": sub.device_class, "allocationMode": "ExactCount",
+                                     "count": sub.count}} for r in claim.requests for sub in r.alternatives]}}
+
+
+def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
+    """Upstream's createNodeSelector: a device on one node pins the allocation to that node; otherwise the
+    devices' one-term selectors ANDed into one term; devices every node reaches add nothing (None: anywhere)."""
+    def pin(name: str) -> dict[str, Any]:
+        return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}
+
+    fields: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
+    for device in chosen:
+        if device.node is not None:
+            return pin(device.node)
+        for term in device.node_terms or ():
+            for requirement, into in [(r, fields) for r in term.fields] + [(r, expressions) for r in term.expressions]:
+                item = {"key": requirement.key, "operator": requirement.operator, "values": list(requirement.values)}
+                if item not in into:
+                    into.append(item)
+    merged = {k: v for k, v in (("matchExpressions", expressions), ("matchFields", fields)) if v}
+    return {"nodeSelectorTerms": [merged]} if merged else None
+
+
+def allocation_config(claim: ResourceClaim, classes: dict[str, DeviceClass], served: set[str]) -> tuple[dict[str, Any], ...]:
+    """status.allocation.devices.config as upstream's allocator fills it: each class's config once (source
+    FromClass) naming every request it serves, then the claim's (FromClaim) for the requests, or the chosen
+    firstAvailable subrequests, they name (a config naming no request applies to all)."""
+    out: list[dict[str, Any]] = []
+    per_class: dict[str, list[dict[str, Any]]] = {}
+    chosen: dict[str, str] = {}  # request -> the name the served alternative goes by
+    for request in claim.requests:
+        sub = next((a for a in request.alternatives if a.name in served), None)
+        cls = classes.get(sub.device_class) if sub is not None else None
+        if sub is None or cls is None:
+            continue
+        chosen[request.name] = sub.name
+        if cls.name in per_class:
+            for entry in per_class[cls.name]:
+                entry["requests"].append(sub.name)
+            continue
+        per_class[cls.name] = [{"source": "FromClass", "requests": [sub.name], **json.loads(c)} for c in cls.config]
+        out += per_class[cls.name]
+    for requests, config in claim.config:
+        body = json.loads(config)
+        if not requests:
+            out.append({"source": "FromClaim", **body})
+            continue
+        for request in claim.requests:  # upstream appends once per request (or chosen subrequest) it names
+            if request.name in requests or (chosen.get(request.name) in requests and chosen[request.name] != request.name):
+                out.append({"source": "FromClaim", "requests": list(requests), **body})
+    return tuple(out)
+
+
 def _attribute(device: Device, domain: str, name: str) -> object | None:
     return next((v for d, n, v in device.attributes if n == name and (d == domain or not domain)), None)
 
 
 def resolve_claims(cluster: Cluster) -> None:
-    """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, and the
-    nodes its allocated claims are usable on. An unallocated claim shared by several pending pods is
-    allocated by the first in queue order; the others wait for that allocation (next cycle)."""
+    """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, the nodes its
+    allocated claims are usable on, and the unallocated claims it shares with other pending pods. Such a claim
+    is allocated once, by the first of its pods in queue order that is not blocked otherwise; the others
+    follow that allocation in the same batch (on nodes that reach its devices). Extended resources served by
+    DeviceClasses are claims too (`resolve_extended`)."""
+    apply_taint_rules(cluster.devices)
+    resolve_extended(cluster)
     claims = cluster.devices.claims
-    allocating: dict[str, str] = {}
-    for pod in sorted(cluster.pending, key=lambda p: (p.created, p.name)):
-        if pod.resource_claims:
-            pod.dra = _pod_claims(pod, claims, allocating)
+    queue = sorted((p for p in cluster.pending if p.resource_claims), key=lambda p: (p.created, p.name))
+    found = {pod.key: _pod_claims(pod, claims) for pod in queue}
+    users: dict[str, list[str]] = {}
+    for pod in queue:
+        if not found[pod.key].blocked:
+            for key in found[pod.key].to_allocate:
+                users.setdefault(key, []).append(pod.key)
+    shared = {key: pods for key, pods in users.items() if len(pods) > 1}
+    for pod in queue:
+        dra = found[pod.key]
+        mine = tuple(k for k in dra.to_allocate if k in shared)
+        if mine:
+            follows = tuple((k, shared[k][0]) for k in mine if shared[k][0] != pod.key)
+            led = {k for k, _ in follows}
+            dra = replace(dra, to_allocate=tuple(k for k in dra.to_allocate if k not in led), follows=follows,
+                          shared=mine, shapes=tuple(_shape(claims[k]) for k in dra.to_allocate if k not in led))
+        pod.dra = dra
 
 
-def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], allocating: dict[str, str]) -> PodClaims:
+def apply_taint_rules(devices: Devices) -> None:
+    """DeviceTaintRules add their taint to every device they select (driver, pool, device; unset: any)."""
+    if not devices.taint_rules:
+        return
+    def taints(d: Device) -> tuple[Taint, ...]:
+        return tuple(taint for (driver, pool, name), taint in devices.taint_rules
+                     if driver in (None, d.driver) and pool in (None, d.pool) and name in (None, d.name))
+    devices.devices = [replace(d, taints=d.taints + extra) if (extra := taints(d)) else d for d in devices.devices]
+
+
+def extended_classes(devices: Devices) -> dict[str, str]:
+    """Extended resource name -> the DeviceClass serving it (upstream's ExtendedResourceCache): each class's
+    implicit deviceclass.resource.kubernetes.io/<name>, and its spec.extendedResourceName (the newest class,
+    then the lowest name, when two name the same)."""
+    out = {DEVICE_CLASS_PREFIX + name: name for name in devices.classes}
+    by_name = sorted(devices.classes.values(), key=lambda c: c.name, reverse=True)
+    for cls in sorted(by_name, key=lambda c: c.created):  # the last one written wins
+        if cls.extended_resource:
+            out[cls.extended_resource] = cls.name
+    return out
+
+
+def resolve_extended(cluster: Cluster) -> None:
+    """DRAExtendedResource: a pending pod's extended resources that no node advertises in allocatable but a
+    DeviceClass serves are asked of devices of that class, through one claim per pod (upstream's special claim:
+    a request per container, `container-<i>-request-<j>`), its own from an earlier cycle if the cluster has it;
+    NodeResourcesFit no longer counts them. A resource some node advertises stays the device plugin's."""
+    devices = cluster.devices
+    wanted = [p for p in cluster.pending if p.extended]
+    if not wanted or not devices.classes:
+        return
+    serving = extended_classes(devices)
+    advertised = {r for n in cluster.nodes for r, v in n.allocatable.items() if v > 0}
+    existing = {(c.namespace, c.extended_owner): c for c in devices.claims.values() if c.extended_owner}
+    for pod in wanted:
+        served = [e for e in pod.extended if e.resource in serving and e.resource not in advertised]
+        if not served:
+            continue
+        claim = existing.get((pod.namespace, pod.name)) or _extended_claim(pod, served, serving)
+        devices.claims[claim.key] = claim
+        pod.requests = {r: v for r, v in pod.requests.items() if r not in {e.resource for e in served}}
+        pod.resource_claims = (*pod.resource_claims, (EXTENDED_CLAIM, claim.name))
+
+
+def _extended_claim(pod: Pod, served: list[ExtendedRequest], serving: dict[str, str]) -> ResourceClaim:
+    """The claim upstream's DynamicResources makes for a pod's extended resources (in memory until PreBind
+    creates it): one request per container and resource, sorted by name, and which request serves what."""
+    requests = sorted((f"container-{e.container}-request-{e.position}", serving[e.resource], e.count) for e in served)
+    mappings = tuple((e.container_name, e.resource, f"container-{e.container}-request-{e.position}") for e in served)
+    return ResourceClaim(pod.namespace, f"{EXTENDED_CLAIM}{pod.name}",
+                         tuple(DeviceRequest(name, (SubRequest(name, cls, (), count),)) for name, cls, count in requests),
+                         extended_owner=pod.name, mappings=mappings)
+
+
+def _shape(claim: ResourceClaim) -> tuple:
+    return claim.requests, claim.match_attributes
+
+
+def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
     mine: list[ResourceClaim] = []
     terms = []
     for pod_claim, name in pod.resource_claims:
@@ -169,12 +349,9 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], allocating: dict[str
             if claim.allocation_terms is not None:
                 terms.append(claim.allocation_terms)
             continue
-        first = allocating.setdefault(claim.key, pod.key)
-        if first != pod.key:
-            return PodClaims(blocked=f"resource claim {claim.key} is in the process of being allocated (for pod {first})")
         mine.append(claim)
     return PodClaims(to_allocate=tuple(c.key for c in mine), allocated_terms=tuple(terms),
-                     shapes=tuple((c.requests, c.match_attributes) for c in mine))
+                     shapes=tuple(_shape(c) for c in mine))
 
 
 def taken_devices(devices: Devices) -> set[str]:
@@ -184,6 +361,7 @@ def taken_devices(devices: Devices) -> set[str]:
 
 def claim_shapes(pod: Pod) -> tuple:
     """What a pod's claims ask, without their names: pods whose claims (one per pod, from one template) ask
-    alike share a class; the sample pod's claims stand for all of theirs."""
+    alike share a class; the sample pod's claims stand for all of theirs. Claims shared in the batch are named:
+    their pods form classes of their own (the solver keeps followers with their claim's allocating pod)."""
     dra = pod.dra
-    return (dra.blocked, dra.allocated_terms, dra.shapes) if pod.resource_claims else ()
+    return (dra.blocked, dra.allocated_terms, dra.shapes, dra.shared, dra.follows) if pod.resource_claims else ()

@@ -67,3 +67,12 @@ def _native_gang(group: PodGroup, rules: tuple[GangRule, ...]) -> Gang:
                                          and r.within), None)
     return Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
                 SCHEDULING_GROUP, group.name, within, (), group.created)
+
+
+def disruption_unit(pod: Pod, cluster: Cluster) -> str | None:
+    """The scheduling.k8s.io PodGroup a running pod is evicted with, whole or not at all (its group's
+    `disruptionMode: PodGroup`, upstream's workload-aware preemption); None: the pod is evicted alone."""
+    if pod.scheduling_group is None:
+        return None
+    group = cluster.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}")
+    return group.key if group is not None and group.disruption_mode == "PodGroup" else None

@@ -8,6 +8,7 @@ can print one line and exit 2.
 from __future__ import annotations
 
 import datetime
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from .dra import resolve_claims
 from .gangs import assign_gangs
 from .ir import GangRules
 from .model import (
+    DEVICE_CLASS_PREFIX,
+    EXTENDED_CLAIM_ANNOTATION,
     NEVER_PREEMPT,
     PREEMPT_LOWER,
     Claim,
@@ -26,6 +29,7 @@ from .model import (
     DeviceRequest,
     Devices,
     DisruptionBudget,
+    ExtendedRequest,
     HostPort,
     LabelSelector,
     Node,
@@ -81,7 +85,7 @@ INT32 = 2**31
 KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
          "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
          "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -886,12 +890,13 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
     scope = _TermScope(ns, ns_labels, labels)
 
     priority = priorities.of(spec)  # None (an unknown class) makes the pod skipped; see _skip_reason
+    requests = pod_requests(spec)
     return Pod(
         namespace=ns,
         name=_text(meta["name"], "metadata.name"),
         labels=labels,
         annotations=_str_map(meta.get("annotations"), "metadata.annotations"),
-        requests=pod_requests(spec),
+        requests=requests,
         node_name=_text(spec["nodeName"], "spec.nodeName") if spec.get("nodeName") else None,
         scheduler_name=_text(spec.get("schedulerName") or "default-scheduler", "spec.schedulerName"),
         phase=_text(status.get("phase") or "Pending", "status.phase"),
@@ -913,6 +918,7 @@ def _pod(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: 
         claims=_claims(spec, _text(meta["name"], "metadata.name")),
         scheduling_group=_scheduling_group(spec),
         resource_claims=_pod_resource_claims(spec, status),
+        extended=_extended_requests(spec) if any("/" in r for r in requests) else (),
     )
 
 
@@ -1160,12 +1166,12 @@ def _weight(item: Any, what: str) -> int:
 
 # -- Dynamic Resource Allocation (resource.k8s.io/v1; engine.dra) ----------------------------------------
 
-DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate")
+DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
 DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
 
 def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
-    if obj.get("apiVersion") not in DRA_APIS:
+    if obj.get("apiVersion") not in DRA_APIS and (kind, obj.get("apiVersion")) != ("DeviceTaintRule", "resource.k8s.io/v1alpha3"):
         raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (want {DRA_APIS[0]})")
     meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
     name = _text(meta["name"], "metadata.name")
@@ -1174,9 +1180,16 @@ def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
         devices.devices.extend(_slice_devices(spec))
     elif kind == "DeviceClass":
         devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
-                                            spec.get("extendedResourceName"))
+                                            spec.get("extendedResourceName"),
+                                            tuple(_device_config(c, f"spec.config[{i}]")[1]
+                                                  for i, c in enumerate(_list(spec.get("config"), "spec.config"))),
+                                            _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
     elif kind == "ResourceClaimTemplate":
         devices.templates.add(f"{ns}/{name}")
+    elif kind == "DeviceTaintRule":
+        selector = _mapping(spec.get("deviceSelector"), "spec.deviceSelector")
+        driver, pool, device = (_optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
+        devices.taint_rules.append(((driver, pool, device), _device_taint(_required(spec, "taint", "spec"), "spec.taint")))
     else:
         claim = _resource_claim(obj, ns, name)
         devices.claims[claim.key] = claim
@@ -1198,8 +1211,34 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
                       for j, t in enumerate(_list(selector.get("nodeSelectorTerms"), f"{what}.nodeSelector"))) \
             if where.get("nodeSelector") else None
         out.append(Device(driver, pool, _text(_required(d, "name", what), f"{what}.name"),
-                          _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms))
+                          _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms,
+                          tuple(_device_taint(t, f"{what}.taints[{j}]")
+                                for j, t in enumerate(_list(d.get("taints"), f"{what}.taints")))))
     return out
+
+
+def _device_taint(raw: Any, what: str) -> Taint:
+    """A DeviceTaint: key, value, effect (None, NoSchedule, NoExecute; an unknown effect is kept and ignored)."""
+    t = _mapping(raw, what)
+    return Taint(_text(_required(t, "key", what), f"{what}.key"), _scalar_text(t.get("value"), f"{what}.value"),
+                 _scalar_text(t.get("effect"), f"{what}.effect"))
+
+
+def _device_tolerations(value: Any, what: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, item in enumerate(_list(value, what)):
+        t = _mapping(item, f"{what}[{i}]")
+        op = _scalar_text(t.get("operator"), f"{what}[{i}].operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise ValueError(f"{what}[{i}]: unknown operator {op!r} (Equal or Exists)")
+        out.append(Toleration(_scalar_text(t.get("key"), f"{what}[{i}].key"), op,
+                              _scalar_text(t.get("value"), f"{what}[{i}].value"),
+                              _scalar_text(t.get("effect"), f"{what}[{i}].effect")))
+    return tuple(out)
+
+
+def _optional_text(value: Any, what: str) -> str | None:
+    return None if value is None else _text(value, what)
 
 
 def _qualified(key: str, driver: str) -> tuple[str, str]:
@@ -1248,7 +1287,16 @@ def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
     mode = _choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
     count = _int(raw.get("count") or 1, f"{what}.count", 1)
     return SubRequest(name, _text(_required(raw, "deviceClassName", what), f"{what}.deviceClassName"),
-                      _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All")
+                      _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
+                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"))
+
+
+def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
+    """A DeviceClassConfiguration or DeviceClaimConfiguration: (the requests it names, its DeviceConfiguration
+    (`opaque` driver parameters, passed through as they are) as JSON)."""
+    c = _mapping(raw, what)
+    requests = tuple(_text(r, f"{what}.requests") for r in _list(c.get("requests"), f"{what}.requests"))
+    return requests, json.dumps({k: v for k, v in c.items() if k != "requests"}, sort_keys=True)
 
 
 def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
@@ -1287,7 +1335,45 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         tuple(_node_term(t, "status.allocation.nodeSelector.nodeSelectorTerms") for t in
               _list(selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector")) if selector else None,
         tuple(str(_mapping(r, "reservedFor").get("name")) for r in _list(status.get("reservedFor"), "status.reservedFor")),
-        bool(obj["metadata"].get("deletionTimestamp")))
+        bool(obj["metadata"].get("deletionTimestamp")),
+        tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(_list(devices.get("config"),
+                                                                                        "spec.devices.config"))),
+        _extended_owner(obj["metadata"]))
+
+
+def _extended_owner(meta: dict[str, Any]) -> str | None:
+    """The pod a claim serves extended resources for: upstream's special claim carries the annotation and the
+    pod as its controlling owner."""
+    if (meta.get("annotations") or {}).get(EXTENDED_CLAIM_ANNOTATION) != "true":
+        return None
+    return next((str(o.get("name")) for o in meta.get("ownerReferences") or []
+                 if isinstance(o, dict) and o.get("kind") == "Pod" and o.get("controller")), None)
+
+
+def _extended_requests(spec: dict[str, Any]) -> tuple[ExtendedRequest, ...]:
+    """Extended resources the long-lived containers (regular ones and sidecars) request, each with the name
+    upstream's DRAExtendedResource gives its device request (container index, the resource's place among the
+    container's sorted requests). Short-lived init containers reuse what these get (not modelled)."""
+    out: list[ExtendedRequest] = []
+    inits = _list(spec.get("initContainers"), "spec.initContainers")
+    for i, c in enumerate([*inits, *_list(spec.get("containers"), "spec.containers")]):
+        c = _mapping(c, "container")
+        if i < len(inits) and c.get("restartPolicy") != "Always":
+            continue
+        res = _mapping(c.get("resources"), "resources")
+        requests = {**_resources(res.get("limits"), "resources.limits"), **_resources(res.get("requests"), "resources.requests")}
+        names = sorted(requests)
+        out += [ExtendedRequest(i, str(c.get("name") or ""), r, n, names.index(r)) for r, n in sorted(requests.items())
+                if n > 0 and _extended(r)]
+    return tuple(out)
+
+
+def _extended(resource: str) -> bool:
+    """An extended resource name (upstream's IsExtendedResourceName), or a DeviceClass's implicit one."""
+    if resource.startswith(DEVICE_CLASS_PREFIX):
+        return True
+    return "/" in resource and not resource.startswith(("kubernetes.io/", "requests.")) \
+        and not resource.split("/", 1)[0].endswith(".kubernetes.io")
 
 
 def _pod_resource_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:

@@ -292,10 +292,16 @@ class Device:
     capacity: tuple[tuple[str, str, int], ...] = ()  # (domain, name, milli-units)
     node: str | None = None
     node_terms: tuple[NodeSelectorTerm, ...] | None = None
+    taints: tuple[Taint, ...] = ()  # its own (ResourceSlice) and DeviceTaintRules'
 
     @property
     def key(self) -> str:
         return f"{self.driver}/{self.pool}/{self.name}"
+
+    def untolerated(self, tolerations: tuple[Toleration, ...]) -> bool:
+        """A NoSchedule or NoExecute taint the tolerations do not tolerate keeps the device from being allocated
+        (other effects, None included, are ignored, as upstream's allocator does)."""
+        return any(t.effect in ("NoSchedule", "NoExecute") and not tolerated(tolerations, t) for t in self.taints)
 
     def reachable(self, node: Node) -> bool:
         if self.node is not None:
@@ -315,6 +321,8 @@ class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()  # CEL expressions every device of the class satisfies
     extended_resource: str | None = None  # spec.extendedResourceName (DRAExtendedResource)
+    config: tuple[str, ...] = ()  # spec.config[]: each DeviceConfiguration (opaque driver parameters) as JSON
+    created: str = ""  # metadata.creationTimestamp: of two classes naming one extended resource, the newer serves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +335,7 @@ class SubRequest:
     selectors: tuple[str, ...] = ()
     count: int = 1
     all: bool = False
+    tolerations: tuple[Toleration, ...] = ()  # device taints it tolerates
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,6 +357,9 @@ class ResourceClaim:
     allocation_terms: tuple[NodeSelectorTerm, ...] | None = None  # status.allocation.nodeSelector
     reserved_for: tuple[str, ...] = ()  # pod names in status.reservedFor
     deleting: bool = False
+    config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
+    extended_owner: str | None = None  # the pod whose extended resources it serves (upstream's special claim)
+    mappings: tuple[tuple[str, str, str], ...] = ()  # for such a claim made here: (container, resource, request)
 
     @property
     def key(self) -> str:
@@ -363,6 +375,24 @@ class Devices:
     classes: dict[str, DeviceClass] = field(default_factory=dict)
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     templates: set[str] = field(default_factory=set)
+    taint_rules: list[tuple[tuple[str | None, str | None, str | None], Taint]] = field(default_factory=list)
+    # DeviceTaintRules: ((driver, pool, device) each None for any, the taint)
+
+
+EXTENDED_CLAIM = "<extended-resources>"  # upstream's in-memory name of a pod's claim for DRA-backed extended resources
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"  # marks such a claim once created
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"  # a DeviceClass's implicit extended resource name
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendedRequest:
+    """An extended resource a long-lived container requests (DRAExtendedResource may serve it from devices)."""
+
+    container: int  # index in initContainers + containers
+    container_name: str
+    resource: str
+    count: int
+    position: int  # the resource's index among the container's requests, sorted by name (upstream's request name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,6 +404,8 @@ class PodClaims:
     to_allocate: tuple[str, ...] = ()  # claim keys
     allocated_terms: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     shapes: tuple = ()  # what the claims to allocate ask (requests, constraints), without their names
+    follows: tuple[tuple[str, str], ...] = ()  # (claim key, pending pod allocating it): its unallocated shared claims
+    shared: tuple[str, ...] = ()  # its unallocated claims other pending pods use too (it allocates or follows them)
 
 
 NO_CLAIMS = PodClaims()
@@ -411,6 +443,7 @@ class Pod:
     scheduling_group: str | None = None  # spec.schedulingGroup.podGroupName: a scheduling.k8s.io PodGroup
     resource_claims: tuple[tuple[str, str | None], ...] = ()  # (spec.resourceClaims name, its claim's name or None)
     dra: PodClaims = NO_CLAIMS  # what those claims mean, resolved by engine.dra
+    extended: tuple[ExtendedRequest, ...] = ()  # extended resources its long-lived containers request
 
     @property
     def key(self) -> str:

@@ -112,7 +112,8 @@ def _print_preemptions(plan: Plan, console: Console, max_rows: int) -> None:
         if i == max_rows:
             t.add_row(f"… {len(plan.preemptions) - max_rows} more (use -o json)", "", "")
             break
-        victims = "\n".join(f"{v.pod} ({v.priority}; {v.to_dict()['budget']})" for v in p.victims)
+        victims = "\n".join(f"{v.pod} ({v.priority}; {v.to_dict()['budget']}"
+                             f"{f'; with PodGroup {v.group}' if v.group else ''})" for v in p.victims)
         t.add_row(f"{pod} ({p.priority})", p.node, victims or "nothing: room freed by the evictions beside it")
     console.print(t)
 

@@ -37,6 +37,7 @@ class Eviction:
     priority: int
     over_budget: tuple[str, ...] = ()  # PodDisruptionBudgets this eviction goes over (namespace/name)
     within_budget: tuple[str, ...] = ()  # budgets covering the pod that still allowed it
+    group: str | None = None  # the PodGroup (disruptionMode: PodGroup) evicted whole with it
 
     def to_dict(self) -> dict[str, Any]:
         if self.over_budget:
@@ -45,7 +46,8 @@ class Eviction:
             budget = "within " + ", ".join(f"PodDisruptionBudget {b}" for b in self.within_budget)
         else:
             budget = "no PodDisruptionBudget covers it"
-        return {"pod": self.pod, "priority": self.priority, "budget": budget}
+        out = {"pod": self.pod, "priority": self.priority, "budget": budget}
+        return out if self.group is None else {**out, "podGroup": self.group}
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from .compile import PolicyRules, compile_cluster
+from .gangs import disruption_unit
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
 from .kinds import KINDS, Kind
@@ -54,10 +55,14 @@ class Candidate:
     pod: Pod
     node: str
     caps: tuple[EvictionCap, ...]
+    unit: str | None = None  # the PodGroup (disruptionMode: PodGroup) it is evicted with, whole or not at all
 
     @property
     def key(self) -> str:
         return self.pod.key
+
+
+Unit = tuple[Candidate, ...]  # what is evicted together: one pod, or every running member of a PodGroup-mode group
 
 
 @dataclass(slots=True)
@@ -101,6 +106,10 @@ class Search:
     by_node: dict[str, list[Candidate]]
     node_order: dict[str, int]
     protected: dict[str, tuple[Pod, Source]]  # pod key -> the pod and the rule protecting it
+    units: dict[str, Unit] = field(default_factory=dict)  # PodGroup key -> its running members (candidates)
+
+    def unit_of(self, c: Candidate) -> Unit:
+        return self.units[c.unit] if c.unit is not None else (c,)
 
 
 @dataclass(slots=True)
@@ -164,9 +173,10 @@ def lowest_running(cluster: Cluster) -> int | None:
 def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, preemptors: list[Pod],
             placed: set[str]) -> Search:
     """Running pods below the highest preemptor priority, by node, minus those a policy protects (pods the
-    first plan just placed are not running yet and are never victims)."""
+    first plan just placed are not running yet and are never victims). A PodGroup-mode group is one unit: a
+    protected member protects all of them."""
     top = max(p.priority for p in preemptors)
-    by_node: dict[str, list[Candidate]] = defaultdict(list)
+    found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
     guarding = [kind for kind in KINDS if type(kind).guard is not Kind.guard]  # kinds with a word on victims
     for pod in fixed.bound:
@@ -177,9 +187,19 @@ def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, pr
         if shield is not None:
             protected[pod.key] = (pod, shield)
             continue
-        by_node[pod.node_name].append(Candidate(pod, pod.node_name, tuple(c for g in guards for c in g.caps)))
+        found.append(Candidate(pod, pod.node_name, tuple(c for g in guards for c in g.caps), disruption_unit(pod, fixed)))
+    shielded = {disruption_unit(p, fixed) for p, _ in protected.values()} - {None}
+    by_node: dict[str, list[Candidate]] = defaultdict(list)
+    units: dict[str, list[Candidate]] = defaultdict(list)
+    for c in found:
+        if c.unit in shielded:
+            protected[c.key] = (c.pod, next(s for p, s in protected.values() if disruption_unit(p, fixed) == c.unit))
+            continue
+        by_node[c.node].append(c)
+        if c.unit is not None:
+            units[c.unit].append(c)
     order = {n.name: i for i, n in enumerate(fixed.nodes)}
-    return Search(fixed, index, dict(by_node), order, protected)
+    return Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()})
 
 
 def _free_room(cluster: Cluster) -> dict[str, dict[str, int]]:
@@ -335,7 +355,8 @@ def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ..
 
 def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
     """Upstream's SelectVictimsOnNode against the ledger: every lower-priority pod out, then give back what
-    is not needed (pods whose eviction breaks a budget first, then the rest, highest priority first)."""
+    is not needed (units whose eviction breaks a budget first, then the rest, highest priority first). A
+    PodGroup-mode group goes or stays whole: its members on other nodes are victims with it."""
     lower = [c for c in search.by_node.get(node, []) if c.key not in ledger.evicted and c.pod.priority < pod.priority]
     free = dict(ledger.free[node])
     if _fits(pod.requests, free):
@@ -345,17 +366,19 @@ def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: st
             free[r] = free.get(r, 0) + v
     if not _fits(pod.requests, free):
         return None
-    budgets = dict(ledger.budget_left)
-    violating, keeping = _split_by_budget(search, lower, budgets)
     victims: list[Candidate] = []
     violations = 0
-    for c, breaks in [(c, True) for c in violating] + [(c, False) for c in keeping]:
-        if not _port_clash(pod, c.pod):
-            after = {r: free.get(r, 0) - c.pod.requests.get(r, 0) for r in free}
+    for unit, breaks in _split_by_budget(search, _units_of(search, lower), dict(ledger.budget_left)):
+        here = [c for c in unit if c.node == node]
+        if not any(_port_clash(pod, c.pod) for c in here):
+            after = dict(free)
+            for c in here:
+                for r, v in c.pod.requests.items():
+                    after[r] = after.get(r, 0) - v
             if _fits(pod.requests, after):
-                free = after  # given back: the pod stays
+                free = after  # given back: the pod (or the whole group) stays
                 continue
-        victims.append(c)
+        victims.extend(unit)
         violations += breaks
     cap = _cap_reached(ledger, victims)
     if cap is not None:
@@ -364,27 +387,44 @@ def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: st
     return Choice(node, tuple(victims), violations, _leftover(free, pod))
 
 
+def _units_of(search: Search, candidates: list[Candidate]) -> list[Unit]:
+    """The units these candidates belong to, each once, in the candidates' order."""
+    seen: set[str] = set()
+    out: list[Unit] = []
+    for c in candidates:
+        key = c.unit or c.key
+        if key not in seen:
+            seen.add(key)
+            out.append(search.unit_of(c))
+    return out
+
+
 def _leftover(free: dict[str, int], pod: Pod) -> tuple[int, int]:
     return (free.get("cpu", 0) - pod.requests.get("cpu", 0), free.get("memory", 0) - pod.requests.get("memory", 0))
 
 
-def _split_by_budget(search: Search, lower: list[Candidate], budgets: dict[str, int]) -> tuple[list[Candidate], list[Candidate]]:
-    """Upstream's filterPodsWithPDBViolation: walking pods highest priority first, those whose eviction
-    would take some covering budget below zero; both lists highest priority first, and within a priority
-    the smallest first (given back first, so the victims are the large pods: as few as possible, and the
-    room they free is more often enough for the next preemptor too)."""
-    ordered = sorted(lower, key=lambda c: (-c.pod.priority, c.pod.requests.get("cpu", 0), c.pod.requests.get("memory", 0),
-                                           c.pod.created, c.key))
-    violating: list[Candidate] = []
-    keeping: list[Candidate] = []
-    for c in ordered:
-        covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
-        breaks = False
-        for key in covering:
-            budgets[key] = budgets.get(key, 0) - 1
-            breaks |= budgets[key] < 0
-        (violating if breaks else keeping).append(c)
-    return violating, keeping
+def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int]) -> list[tuple[Unit, int]]:
+    """Upstream's filterPodsWithPDBViolation: walking units highest priority first, those whose eviction would
+    take some covering budget below zero come first (with how many of their pods do), then the rest; each
+    part highest priority first, groups before single pods (upstream holds a group more important), and
+    within a priority the smallest first (given back first, so the victims are the large pods: as few as
+    possible, and the room they free is more often enough for the next preemptor too)."""
+    def order(unit: Unit) -> tuple:
+        first = unit[0]
+        return (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
+                sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit), first.key)
+
+    violating: list[tuple[Unit, int]] = []
+    keeping: list[tuple[Unit, int]] = []
+    for unit in sorted(units, key=order):
+        breaks = 0
+        for c in unit:
+            covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
+            for key in covering:
+                budgets[key] = budgets.get(key, 0) - 1
+            breaks += any(budgets[key] < 0 for key in covering)
+        (violating if breaks else keeping).append((unit, breaks))
+    return violating + keeping
 
 
 def _port_clash(pod: Pod, other: Pod) -> bool:
@@ -421,7 +461,7 @@ def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Set
     """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs."""
     plan = _solve_without(search, preemptors, ledger, settings)
     for _ in range(MAX_ROUNDS):
-        needed = _needed(plan, ledger, {p.key: p.priority for p in preemptors})
+        needed = _needed(search, plan, ledger, {p.key: p.priority for p in preemptors})
         if len(needed) == len(ledger.evicted):
             break
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in needed})
@@ -431,24 +471,35 @@ def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Set
 
 def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan,
                settings: Settings) -> tuple[Plan, Ledger]:
-    """Try each victim back, most important first: kept back if the preemptors place as well without it.
+    """Try each victim back (a PodGroup-mode group whole), most important first: kept back if the preemptors
+    place as well without it.
 
     Only victims the cluster's spare room could absorb are tried (restored, a victim's requests must fit
     somewhere, whoever moves): on a full cluster no re-plan is spent on a victim that cannot come back."""
     priorities = {p.key: p.priority for p in preemptors}
     spare = _spare(plan)
-    order = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))[:MAX_TRIALS]
-    for c in order:
+    units = _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)))
+    for unit in units[:MAX_TRIALS]:
         if time.perf_counter() >= settings.deadline:
             break
-        if not _fits(c.pod.requests, spare):
+        wanted = _summed(unit)
+        if not _fits(wanted, spare):
             continue
-        trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k != c.key})
+        back = {c.key for c in unit}
+        trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k not in back})
         attempt = _solve_without(search, preemptors, trial, settings)
         if _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
             ledger, plan = trial, attempt
-            spare = {r: v - c.pod.requests.get(r, 0) for r, v in spare.items()}
+            spare = {r: v - wanted.get(r, 0) for r, v in spare.items()}
     return plan, ledger
+
+
+def _summed(unit: Unit) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for c in unit:
+        for r, v in c.pod.requests.items():
+            out[r] += v
+    return dict(out)
 
 
 def _spare(plan: Plan) -> dict[str, int]:
@@ -481,23 +532,28 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, settin
                      index=search.index.changed(removed=gone))
 
 
-def _needed(plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> set[str]:
-    """Victims on a node where a placed preemptor outranks them, minus those that fit back beside it."""
+def _needed(search: Search, plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> set[str]:
+    """Victims on a node where a placed preemptor outranks them, minus those that fit back beside it; a
+    PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     top: dict[str, int] = {}
     for key, node in plan.assignments.items():
         top[node] = max(top.get(node, LOWEST), priorities.get(key, LOWEST))
     free = {u.node: {r: u.allocatable.get(r, 0) - u.requested.get(r, 0) for r in set(u.allocatable) | set(u.requested)}
             for u in plan.usage}
-    needed = set()
-    for c in sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)):
-        if top.get(c.node, LOWEST) <= c.pod.priority:
-            continue
-        room = free.get(c.node, {})
-        if not c.pod.host_ports and _fits(c.pod.requests, room):
+    needed: set[str] = set()
+    for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+        trial = {c.node: dict(free.get(c.node, {})) for c in unit}
+        for c in unit:
+            if top.get(c.node, LOWEST) <= c.pod.priority:
+                continue
+            room = trial[c.node]
+            if c.pod.host_ports or not _fits(c.pod.requests, room):
+                needed.update(m.key for m in unit)
+                break
             for r, v in c.pod.requests.items():
-                room[r] = room.get(r, 0) - v
-            continue  # fits back beside the placed pods: given back
-        needed.add(c.key)
+                room[r] = room.get(r, 0) - v  # fits back beside the placed pods: given back
+        else:
+            free.update(trial)
     return needed
 
 
@@ -525,14 +581,23 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
 
 
 def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[str, int]) -> dict[str, Preemption]:
-    """Each victim goes under the highest-priority preemptor placed on its node."""
+    """Each victim goes under the highest-priority preemptor placed on its node; the members of a PodGroup-mode
+    group on nodes without one go under the preemptor of its first member that has one."""
     out: dict[str, Preemption] = {k: Preemption(n, priorities.get(k, 0)) for k, n in replan.assignments.items()}
     by_node: dict[str, list[str]] = defaultdict(list)
     for key, node in replan.assignments.items():
         by_node[node].append(key)
     budget_left = {b.key: b.allowed for b in search.cluster.budgets}
-    for c in sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)):
+    owners: dict[str, str] = {}
+    evicted = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))
+    for c in evicted:
         owner = max(by_node.get(c.node, []), key=lambda k: (out[k].priority, k), default=None)
+        if owner is not None and c.unit is not None:
+            owners.setdefault(c.unit, owner)
+    for c in evicted:
+        owner = max(by_node.get(c.node, []), key=lambda k: (out[k].priority, k), default=None)
+        if owner is None and c.unit is not None:
+            owner = owners.get(c.unit)
         if owner is None:
             continue
         covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
@@ -540,7 +605,7 @@ def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[st
             budget_left[key] -= 1
         over = tuple(k for k in covering if budget_left[k] < 0)
         within = tuple(k for k in covering if budget_left[k] >= 0)
-        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within))
+        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within, c.unit))
     return out
 
 

@@ -10,7 +10,7 @@ pods to node names.  An empty result means the plan is valid.  The check is on t
 """
 from __future__ import annotations
 
-from .devices import device_violations
+from .devices import device_violations, dra_extended_resources
 from .quantity import amount, exact, integer
 from .volumes import volume_violations
 
@@ -300,6 +300,7 @@ class Cluster:
         # scheduling.k8s.io PodGroups with a gang policy: (ns, name) -> (minCount, topology key or None)
         self.native_groups = {(_ns(d), _meta(d).get("name")): _native_gang(d) for d in docs
                               if d.get("kind") == "PodGroup" and _native(d) and _native_gang(d)[0]}
+        self.dra_extended = dra_extended_resources(docs)  # requests devices serve (DRAExtendedResource)
         self.pending = [k for k, p in self.pods.items() if not p.node_name and not p.terminal
                         and p.scheduler == scheduler_name]
         self.bound = {k: p.node_name for k, p in self.pods.items() if p.node_name and not p.terminal}
@@ -357,7 +358,7 @@ class Cluster:
         out = []
         for n in sorted(set(placed.values())):
             node, keys = self.nodes[n], on_node[n]
-            wanted = {r for k in keys if k in placed for r in self.pods[k].requests}
+            wanted = {r for k in keys if k in placed for r in self.pods[k].requests} - set(self.dra_extended)
             for r in sorted(wanted):
                 used = sum(self.pods[k].requests.get(r, 0) for k in keys)
                 if used > node.cap(r):
@@ -558,6 +559,23 @@ def _native_gang(doc: dict) -> tuple[int, str | None]:
     gang = (spec.get("schedulingPolicy") or {}).get("gang")
     topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
     return (int(gang.get("minCount") or 0) if gang else 0), (topology[0].get("key") if topology else None)
+
+
+def check_evictions(docs: list[dict], evicted: set[str]) -> list[str]:
+    """Violations of a plan's evictions: each victim a running pod, and a scheduling.k8s.io PodGroup with
+    `disruptionMode: PodGroup` disrupted whole or not at all (every running member evicted, or none)."""
+    cluster = Cluster(docs)
+    out = [f"{key}: evicted but not a running pod" for key in sorted(evicted) if key not in cluster.bound]
+    whole = {(_ns(d), _meta(d).get("name")) for d in docs if d.get("kind") == "PodGroup" and _native(d)
+             and (d.get("spec") or {}).get("disruptionMode") == "PodGroup"}
+    for ns, name in sorted(whole):
+        running = {k for k, p in cluster.pods.items() if p.ns == ns and p.native_group == name and k in cluster.bound
+                   and not _meta(p.doc).get("deletionTimestamp")}
+        hit = running & evicted
+        if hit and hit != running:
+            out.append(f"pod group {ns}/{name} (disruptionMode PodGroup): {len(hit)} of {len(running)} running "
+                       f"members evicted, not all")
+    return out
 
 
 def check_plan(docs: list[dict], assignments: dict[str, str],

@@ -325,7 +325,7 @@ def _create_if_absent(create: Callable[[], object]) -> None:
 
 # --- setup pieces -------------------------------------------------------------------------
 
-ALPHA_GATES = ("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption")
+ALPHA_GATES = ("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption", "TopologyAwareWorkloadScheduling")
 
 def make_service_account_key(path: Path) -> None:
     """An RSA key that signs (and, its public half, verifies) service account tokens."""

@@ -3,8 +3,8 @@ nothing of the engine; CEL through cel-python directly).
 
 ``device_violations(docs, pods, nodes, placed)``: every placed pod's claims must be met on its node by devices
 reachable from it that satisfy the class's and the request's selectors, no device given to two claims (nor to a
-claim allocated already), all of one node's placed claims at once (a search over distinct devices); a pod with
-an allocated claim must be on a node its allocation's node selector admits.
+claim allocated already), all placed claims at once (a search over distinct devices); a claim several placed
+pods share is allocated once, its devices reachable from each of their nodes.
 """
 from __future__ import annotations
 
@@ -45,28 +45,81 @@ def _selects(env: celpy.Environment, device: dict, exprs: list[str]) -> bool:
     return True
 
 
-def _devices(docs: list[dict]) -> list[tuple[str, str | None, dict]]:
-    """(device key, node or None for every node, CEL activation)."""
+def _requirement(req: dict, values: dict) -> bool:
+    op, key, want = req.get("operator"), req.get("key"), req.get("values") or []
+    if op == "In":
+        return key in values and values[key] in want
+    if op == "NotIn":
+        return key not in values or values[key] not in want
+    return (key in values) == (op == "Exists")
+
+
+def _reaches(selector: dict, node: dict) -> bool:
+    """A node selector (terms ORed, requirements ANDed) admits the node (labels, and metadata.name as a field)."""
+    labels, fields = _meta(node).get("labels") or {}, {"metadata.name": _meta(node).get("name")}
+    return any(all(_requirement(r, labels) for r in t.get("matchExpressions") or [])
+               and all(_requirement(r, fields) for r in t.get("matchFields") or [])
+               and (t.get("matchExpressions") or t.get("matchFields"))
+               for t in selector.get("nodeSelectorTerms") or [])
+
+
+def _tolerates(toleration: dict, taint: dict) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    if (toleration.get("operator") or "Equal") == "Exists":
+        return True
+    return (toleration.get("operator") or "Equal") == "Equal" and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _blocked(taints: list[dict], tolerations: list[dict]) -> bool:
+    """A NoSchedule/NoExecute taint no toleration tolerates (other effects do not block)."""
+    return any(t.get("effect") in ("NoSchedule", "NoExecute") and not any(_tolerates(o, t) for o in tolerations)
+               for t in taints)
+
+
+def _rule_taints(docs: list[dict], driver: str, pool: str, name: str) -> list[dict]:
+    out = []
+    for d in docs:
+        if d.get("kind") == "DeviceTaintRule":
+            sel = (d.get("spec") or {}).get("deviceSelector") or {}
+            if all(sel.get(k) in (None, v) for k, v in (("driver", driver), ("pool", pool), ("device", name))):
+                out.append(d["spec"]["taint"])
+    return out
+
+
+def _devices(docs: list[dict]) -> list[tuple[str, frozenset[str] | None, dict, list[dict]]]:
+    """(device key, the nodes that reach it or None for every node, CEL activation, its taints)."""
+    nodes = [d for d in docs if d.get("kind") == "Node"]
     out = []
     for d in docs:
         if d.get("kind") == "ResourceSlice":
             spec = d.get("spec") or {}
             driver, pool = spec["driver"], spec["pool"]["name"]
             for dev in spec.get("devices") or []:
-                out.append((f"{driver}/{pool}/{dev['name']}", spec.get("nodeName"), _cel_device(driver, dev)))
+                where = dev if spec.get("perDeviceNodeSelection") else spec
+                reach: frozenset[str] | None = None
+                if where.get("nodeName"):
+                    reach = frozenset([where["nodeName"]])
+                elif where.get("nodeSelector"):
+                    reach = frozenset(_meta(n)["name"] for n in nodes if _reaches(where["nodeSelector"], n))
+                out.append((f"{driver}/{pool}/{dev['name']}", reach, _cel_device(driver, dev),
+                            list(dev.get("taints") or []) + _rule_taints(docs, driver, pool, dev["name"])))
     return out
 
 
-def _options(claim: dict, classes: dict, devices, node: str, env) -> list[list[list[list[str]]]] | None:
-    """Per request, its alternatives that have candidates enough on `node`, each as the devices it needs (one
-    list of possible devices per device; `All`: every matching device, each only itself). None: some request
-    has no alternative that could be met there."""
+def _options(claim: dict, classes: dict, devices, nodes: set[str], env) -> list[list[list[list[str]]]] | None:
+    """Per request, its alternatives that have candidates enough reachable from every node in `nodes` (the
+    nodes of the pods using the claim), each as the devices it needs (one list of possible devices per device;
+    `All`: every matching device, each only itself). None: some request has no alternative that could be met."""
     out = []
     for request in (claim.get("spec") or {}).get("devices", {}).get("requests") or []:
         options = []
         for alt in [request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or []:
             exprs = classes.get(alt["deviceClassName"], []) + [s["cel"]["expression"] for s in alt.get("selectors") or []]
-            fit = [k for k, n, act in devices if n in (None, node) and _selects(env, act, exprs)]
+            fit = [k for k, reach, act, taints in devices if (reach is None or nodes <= reach)
+                   and not _blocked(taints, alt.get("tolerations") or []) and _selects(env, act, exprs)]
             if alt.get("allocationMode") == "All":
                 if fit:
                     options.append([[k] for k in fit])
@@ -94,7 +147,42 @@ def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]],
     return any(_some_choice(requests[1:], chosen + option, used) for option in requests[0])
 
 
+def dra_extended_resources(docs: list[dict]) -> dict[str, str]:
+    """Extended resource -> the DeviceClass serving it (spec.extendedResourceName, or the implicit
+    deviceclass.resource.kubernetes.io/<class>), for resources no node advertises in allocatable."""
+    advertised = {r for d in docs if d.get("kind") == "Node"
+                  for r, v in ((d.get("status") or {}).get("allocatable") or (d.get("status") or {}).get("capacity")
+                               or {}).items() if str(v) not in ("0", "")}
+    out = {}
+    for d in docs:
+        if d.get("kind") == "DeviceClass":
+            name = _meta(d)["name"]
+            for resource in (f"deviceclass.resource.kubernetes.io/{name}", (d.get("spec") or {}).get("extendedResourceName")):
+                if resource and resource not in advertised:
+                    out[resource] = name
+    return out
+
+
+def _extended_claims(docs: list[dict], pods: dict[str, dict], placed: dict[str, str]) -> dict[str, dict]:
+    """For each placed pod asking DRA-backed extended resources, the claim they amount to (its regular containers'
+    requests of each, one request per resource): key pod/extended."""
+    serving = dra_extended_resources(docs)
+    out = {}
+    for key in sorted(placed):
+        wanted: dict[str, int] = {}
+        for c in (pods[key].get("spec") or {}).get("containers") or []:
+            res = c.get("resources") or {}
+            for r, v in {**(res.get("limits") or {}), **(res.get("requests") or {})}.items():
+                if r in serving:
+                    wanted[r] = wanted.get(r, 0) + int(v)
+        if wanted:
+            out[f"{key}/extended"] = {"metadata": {"name": f"{key}/extended"}, "spec": {"devices": {"requests": [
+                {"name": r, "exactly": {"deviceClassName": serving[r], "count": n}} for r, n in sorted(wanted.items())]}}}
+    return out
+
+
 def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str, str]) -> list[str]:
+    """A claim shared by several placed pods is allocated once: its devices reachable from all their nodes."""
     if not any(d.get("kind") == "ResourceSlice" for d in docs):
         return []
     env = celpy.Environment()
@@ -105,20 +193,37 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
     devices = _devices(docs)
     allocated = {f"{r['driver']}/{r['pool']}/{r['device']}" for c in claims.values()
                  for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []}
-    out: list[str] = []
-    per_node: dict[str, list[list[list[list[str]]]]] = {}
+    users: dict[str, set[str]] = {}
+    for key, claim in _extended_claims(docs, pods, placed).items():
+        claims[key] = claim
+        users[key] = {placed[key.rsplit("/", 1)[0]]}
     for key, node in sorted(placed.items()):
         ns = key.split("/")[0]
         for pc in (pods[key].get("spec") or {}).get("resourceClaims") or []:
-            claim = claims.get(f"{ns}/{pc.get('resourceClaimName')}")
-            if claim is None or (claim.get("status") or {}).get("allocation"):
-                continue  # allocated claims: their node selector is the engine's filter, checked in its tests
-            options = _options(claim, classes, devices, node, env)
-            if options is None:
-                out.append(f"{key}: claim {_meta(claim)['name']} cannot be met on {node}")
-            else:
-                per_node.setdefault(node, []).extend(options)
-    for node, requests in sorted(per_node.items()):
-        if not _some_choice(requests, [], allocated):
-            out.append(f"node {node}: its placed pods' claims need more distinct devices than it has")
+            name = f"{ns}/{pc.get('resourceClaimName')}"
+            claim = claims.get(name)
+            if claim is not None and not (claim.get("status") or {}).get("allocation"):
+                users.setdefault(name, set()).add(node)  # allocated claims: the engine's filter, checked in its tests
+    out: list[str] = []
+    requests: list[list[list[list[str]]]] = []
+    for name, nodes in sorted(users.items()):
+        options = _options(claims[name], classes, devices, nodes, env)
+        if options is None:
+            out.append(f"claim {name} cannot be met on {', '.join(sorted(nodes))}")
+        else:
+            requests.extend(options)
+    if not out and not all(_some_choice(part, [], allocated) for part in _independent(requests)):
+        out.append("the placed pods' claims need more distinct devices than their nodes reach")
     return out
+
+
+def _independent(requests: list[list[list[list[str]]]]) -> list[list[list[list[list[str]]]]]:
+    """The requests in groups that can share no device (each group searched on its own: a search over all of
+    a large cluster's requests at once would never end)."""
+    groups: list[tuple[list, set[str]]] = []
+    for request in requests:
+        devices = {k for option in request for slot in option for k in slot}
+        joined = [g for g in groups if g[1] & devices]
+        merged = ([request] + [r for g in joined for r in g[0]], devices.union(*(g[1] for g in joined)))
+        groups = [g for g in groups if all(g is not j for j in joined)] + [merged]
+    return [g[0] for g in groups]

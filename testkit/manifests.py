@@ -339,6 +339,12 @@ def resource_claim(name: str, *requests: dict, ns: str = "default", match_attrib
     return obj
 
 
+def claim_template(name: str, *requests: dict, ns: str = "default") -> dict:
+    """A ResourceClaimTemplate: the resource-claim controller makes each pod naming it a claim of `requests`."""
+    return {"apiVersion": DRA_API, "kind": "ResourceClaimTemplate", "metadata": {"name": name, "namespace": ns},
+            "spec": {"spec": {"devices": {"requests": list(requests) or [device_request()]}}}}
+
+
 def claims(*names: str) -> list[dict]:
     """A pod's spec.resourceClaims naming these ResourceClaims (pass as `resourceClaims=`)."""
     return [{"name": f"c{i}", "resourceClaimName": n} for i, n in enumerate(names)]

@@ -66,9 +66,12 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "PersistentVolume": "persistentvolumes", "PersistentVolumeClaim": "persistentvolumeclaims",
            "StorageClass": "storageclasses", "CSINode": "csinodes", "StatefulSet": "statefulsets",
            "ReplicaSet": "replicasets", "ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses",
-           "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
+           "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
+           "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+           "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                  "PersistentVolume", "StorageClass", "CSINode", "ResourceSlice", "DeviceClass"}
+                  "PersistentVolume", "StorageClass", "CSINode", "ResourceSlice", "DeviceClass",
+                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 def collection(obj: dict) -> str:

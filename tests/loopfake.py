@@ -41,6 +41,7 @@ class FakeAPI:
     leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
     evictions: list[tuple[str, str]] = field(default_factory=list)  # pod key, message
     nominated: dict[str, str] = field(default_factory=dict)
+    created: list[tuple[str, str, str]] = field(default_factory=list)  # kind, namespace, name of each create_object
     hold_evictions: bool = False  # True: evictions are accepted but the pods stay (no kubelet finishing them)
     rv: int = 0
     cond: threading.Condition = field(default_factory=threading.Condition)
@@ -137,8 +138,8 @@ class FakeAPI:
             if want is not None and want != current["metadata"]["resourceVersion"]:
                 return BindResult(False, 409, "the object has been modified")
             self.patches.append((kind, name, copy.deepcopy(body)))
-            self.put(kind, _merge(copy.deepcopy(current), body))
-        return BindResult(True, 200)
+            now = self.put(kind, _merge(copy.deepcopy(current), body))
+        return BindResult(True, 200, obj=copy.deepcopy(now))
 
     def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
         """Like the apiserver with a kubelet behind it: the victim is gone at once (grace period 0)."""
@@ -153,6 +154,27 @@ class FakeAPI:
             if self.hold_evictions:
                 return BindResult(True, 200)
             self.delete("Pod", namespace, name)
+        return BindResult(True, 200)
+
+    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+        if self.down:
+            return BindResult(False, 0, "down")
+        obj = copy.deepcopy(body)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("namespace", namespace)
+        if not meta.get("name"):
+            meta["name"] = f"{meta.get('generateName', '')}{self.rv:05d}"
+        with self.cond:
+            if (kind, namespace, meta["name"]) in self.objects:
+                return BindResult(False, 409, "already exists")
+            self.created.append((kind, namespace, meta["name"]))
+            return BindResult(True, 201, obj=copy.deepcopy(self.put(kind, obj)))
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+        with self.cond:
+            if (kind, namespace, name) not in self.objects:
+                return BindResult(True, 404)
+            self.delete(kind, namespace, name)
         return BindResult(True, 200)
 
     def nominate(self, namespace: str, name: str, node: str) -> None:

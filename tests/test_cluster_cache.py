@@ -135,8 +135,9 @@ class World:
         if pending and nodes:
             chosen, where = pending[i % len(pending)], nodes[n % len(nodes)].name
             obj = self.store.get("Pod", chosen.namespace, chosen.name)
-            self.store.assume(chosen.key, obj["metadata"]["uid"], where)
-            self.cache.assume(chosen, where)
+            allocating = {f"{chosen.namespace}/claim-of-{chosen.name}": {"devices": {"results": []}}} if i % 2 else None
+            self.store.assume(chosen.key, obj["metadata"]["uid"], where, allocating)
+            self.cache.assume(chosen, where, allocating)
 
     def relabel(self, i: int, app: int) -> None:
         """The same pod (same UID) with another app label: assumed or not, it is what it is now."""
@@ -169,6 +170,7 @@ def same_cluster(world: World) -> None:
     assert sorted(r.message for r in cluster.refused) == sorted(r.message for r in expected.refused)
     assert (cluster.pod_groups, cluster.native_groups, cluster.namespaces) == (
         expected.pod_groups, expected.native_groups, expected.namespaces)
+    assert cluster.devices == expected.devices  # claims an assumed pod allocates show allocated, until its bind is seen
     assert got.lowest == lowest_running(expected)
     fresh = BoundState.of(expected.nodes, expected.bound)
     assert got.index.used == fresh.used

@@ -14,6 +14,8 @@ from testkit.manifests import (
     device_class,
     device_request,
     gpu,
+    in_group,
+    native_group,
     node,
     pod,
     resource_claim,
@@ -50,7 +52,7 @@ def test_two_claims_never_get_one_device() -> None:
     assert len(plan.assignments) == 3  # three GPUs in all
     per_node = sorted(plan.assignments.values())
     assert per_node == ["gpu-1", "gpu-1", "gpu-2"]
-    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a]
+    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated)) == 3
     (left,) = {f"default/p{i}" for i in range(4)} - set(plan.assignments)
     assert "cannot allocate all claims" in " ".join(plan.unschedulable[left])
@@ -61,7 +63,7 @@ def test_cel_selectors_pick_the_device() -> None:
     plan = plan_for(cluster(resource_claim("big", big), pod("p", resourceClaims=claims("big"))))
     assert plan.assignments == {"default/p": "gpu-1"}
     (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
-    assert allocation == (("gpu", "gpu.example.com/gpu-1/g1"),)
+    assert allocation.devices == (("gpu", "gpu.example.com/gpu-1/g1"),)
 
 
 def test_a_count_of_two_needs_two_devices_on_one_node() -> None:
@@ -74,7 +76,7 @@ def test_allocation_mode_all_takes_every_matching_device() -> None:
             resource_claim("all", device_request(all_devices=True)), pod("p", resourceClaims=claims("all"))]
     plan = plan_for(docs)
     (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
-    assert sorted(d for _, d in allocation) == ["gpu.example.com/n1/a", "gpu.example.com/n1/b"]
+    assert sorted(d for _, d in allocation.devices) == ["gpu.example.com/n1/a", "gpu.example.com/n1/b"]
     crowded = plan_for(docs + [resource_claim("one"), pod("q", resourceClaims=claims("one"))])
     assert len(crowded.assignments) == 1  # All leaves nothing for a second claim on the node
     (waiting,) = crowded.unschedulable
@@ -104,7 +106,7 @@ def test_first_available_falls_back_in_order() -> None:
                    pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b")))
     plan = plan_for(docs)
     assert len(plan.assignments) == 2
-    subs = sorted(r for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for r, _ in a)
+    subs = sorted(r for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for r, _ in a.devices)
     assert subs == ["gpu/any", "gpu/h100"]
 
 
@@ -115,7 +117,7 @@ def test_match_attribute_keeps_devices_alike() -> None:
             pod("p", resourceClaims=claims("pair"))]
     plan = plan_for(docs)
     (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
-    assert sorted(d for _, d in allocation) == ["gpu.example.com/n1/a", "gpu.example.com/n1/c"]
+    assert sorted(d for _, d in allocation.devices) == ["gpu.example.com/n1/a", "gpu.example.com/n1/c"]
 
 
 def test_a_shared_device_reachable_from_every_node() -> None:
@@ -135,6 +137,196 @@ def test_the_checker_refuses_plans_that_break_devices() -> None:
     assert check_plan(docs, {"default/pa": "gpu-1", "default/pb": "gpu-1"}) == []
 
 
+H100 = 'device.attributes["gpu.example.com"].model == "h100"'
+BIG = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
+
+
+def test_kinds_of_device_that_overlap_never_count_a_device_twice() -> None:
+    """An h100 is both "an h100" and "a GPU of 40Gi or more": the rows must not let a training pod (2 h100) and
+    three inference pods (1 big GPU each) share a node of four; the best plan is all four inference pods."""
+    docs = [node("n1"), device_class(), resource_slice("n1", [gpu(f"g{i}", model="h100", memory="80Gi") for i in range(4)]),
+            resource_claim("train", device_request(count=2, selectors=(H100,))), pod("train", resourceClaims=claims("train")),
+            *(resource_claim(f"infer-{i}", device_request(selectors=(BIG,))) for i in range(4)),
+            *(pod(f"infer-{i}", resourceClaims=claims(f"infer-{i}")) for i in range(4))]
+    plan = plan_for(docs)
+    assert len(plan.assignments) == 4
+    assert not any("went to other pods of this batch" in r for rs in plan.unschedulable.values() for r in rs)
+
+
+def test_gangs_of_devices_are_proven_best_at_once() -> None:
+    """52 h100s on 13 nodes, gangs of 4 pods x 2 h100: six gangs fit. Summed per node the rows allow 6.5 gangs;
+    the cluster-wide count of h100s lets CP-SAT prove six is the best at once instead of at its time limit."""
+    docs: list[dict] = [device_class()]
+    for i in range(13):
+        docs += [node(f"n{i}"), resource_slice(f"n{i}", [gpu(f"x{j}", model="h100") for j in range(4)])]
+    for k in range(8):
+        docs.append(native_group(f"g{k}", 4))
+        for m in range(4):
+            docs += [resource_claim(f"c{k}-{m}", device_request(count=2, selectors=(H100,))),
+                     pod(f"g{k}-{m}", resourceClaims=claims(f"c{k}-{m}"), schedulingGroup=in_group(f"g{k}"))]
+    plan = plan_for(docs, time_limit=10)
+    assert len(plan.assignments) == 24 and plan.stats["status"] == "OPTIMAL" and plan.stats["seconds"] < 5
+
+
+# --- a claim shared by several pods of the batch: one allocation, every pod where its devices are ----------
+
+def test_pods_sharing_a_claim_are_placed_together_on_one_allocation() -> None:
+    docs = [node("cpu-1", cpu="8"), node("gpu-1", cpu="1"), node("gpu-2", cpu="2"), device_class(),
+            resource_slice("gpu-1", [gpu("g0")]), resource_slice("gpu-2", [gpu("g0")]),
+            resource_claim("shared"), *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/p0": "gpu-2", "default/p1": "gpu-2"}  # gpu-1 has room for one only
+    allocations = [a for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values()]
+    assert [a.devices for a in allocations] == [(("gpu", "gpu.example.com/gpu-2/g0"),)]  # allocated once
+
+
+def test_a_shared_claim_leaves_a_follower_out_where_its_allocating_pod_cannot_go() -> None:
+    docs = [node("gpu-1", cpu="1"), node("gpu-2", cpu="1"), device_class(), resource_slice("gpu-1", [gpu("g0")]),
+            resource_slice("gpu-2", [gpu("g0")]), resource_claim("shared"),
+            *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
+    plan = plan_for(docs)
+    assert list(plan.assignments) == ["default/p0"]  # p1 would fit on the other node, but not with the allocation
+    assert "shared ResourceClaim default/shared (allocated with pod default/p0)" in reasons(plan, "p1")
+
+
+def test_a_shared_claim_on_a_device_every_node_reaches_lets_its_pods_spread() -> None:
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), device_class(), resource_slice(None, [gpu("net0")]),
+            resource_claim("shared"), *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
+    plan = plan_for(docs)
+    assert sorted(plan.assignments.values()) == ["n1", "n2"]
+    (allocation,) = plan.reserved["default/p0"]["DynamicResources"].values()
+    assert allocation.node_selector is None  # upstream: an allocation every node can use has no node selector
+
+
+def test_the_checker_counts_a_shared_claim_once_and_on_all_its_nodes() -> None:
+    docs = [node("gpu-1"), node("gpu-2"), device_class(), resource_slice("gpu-1", [gpu("g0")]),
+            resource_slice("gpu-2", [gpu("g0")]), resource_claim("shared"),
+            *(pod(f"p{i}", resourceClaims=claims("shared")) for i in range(2))]
+    assert check_plan(docs, {"default/p0": "gpu-1", "default/p1": "gpu-1"}) == []
+    assert any("cannot be met" in v for v in check_plan(docs, {"default/p0": "gpu-1", "default/p1": "gpu-2"}))
+
+
+def _selector_slice() -> dict:
+    found = resource_slice(None, [gpu("r0")], pool="rack-a")
+    del found["spec"]["allNodes"]
+    found["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["a"]}]}]}
+    return found
+
+
+def test_the_allocation_node_selector_is_the_devices_own() -> None:
+    docs = [node("n1", labels={"rack": "a"}), node("n2", labels={"rack": "b"}), device_class(), _selector_slice(),
+            resource_claim("c"), pod("p", resourceClaims=claims("c"))]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/p": "n1"}
+    (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
+    assert allocation.node_selector == {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["a"]}]}]}
+    local = plan_for(cluster(resource_claim("c"), pod("p", resourceClaims=claims("c"))))
+    (pinned,) = local.reserved["default/p"]["DynamicResources"].values()
+    node_name = local.assignments["default/p"]
+    assert pinned.node_selector == {"nodeSelectorTerms": [{"matchFields": [
+        {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
+
+
+def test_class_and_claim_config_are_copied_into_the_allocation() -> None:
+    opaque = {"opaque": {"driver": "gpu.example.com", "parameters": {"sharing": "timeslice"}}}
+    cls = device_class()
+    cls["spec"]["config"] = [{"opaque": {"driver": "gpu.example.com", "parameters": {"mig": False}}}]
+    claim = resource_claim("c", device_request("a"), device_request("b"))
+    claim["spec"]["devices"]["config"] = [{"requests": ["b"], **opaque}, opaque]
+    docs = [node("n1"), cls, resource_slice("n1", [gpu("g0"), gpu("g1")]), claim, pod("p", resourceClaims=claims("c"))]
+    (allocation,) = plan_for(docs).reserved["default/p"]["DynamicResources"].values()
+    assert list(allocation.config) == [
+        {"source": "FromClass", "requests": ["a", "b"], **cls["spec"]["config"][0]},
+        {"source": "FromClaim", "requests": ["b"], **opaque},
+        {"source": "FromClaim", **opaque}]
+
+
+# --- DRAExtendedResource: an extended resource no node advertises, served by a DeviceClass ------------------
+
+def _extended_class() -> dict:
+    cls = device_class()
+    cls["spec"]["extendedResourceName"] = "example.com/gpu"
+    return cls
+
+
+def test_an_extended_resource_no_node_advertises_is_served_by_its_device_class() -> None:
+    docs = [node("cpu-1"), node("gpu-1"), node("gpu-2"), _extended_class(),
+            resource_slice("gpu-1", [gpu("g0"), gpu("g1")]), resource_slice("gpu-2", [gpu("g0")]),
+            pod("two", requests={"example.com/gpu": "2"}), pod("one", requests={"example.com/gpu": "1"})]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/two": "gpu-1", "default/one": "gpu-2"}
+    (allocation,) = plan.reserved["default/two"]["DynamicResources"].values()
+    assert sorted(r for r, _ in allocation.devices) == ["container-0-request-1"] * 2  # upstream's request name
+    assert allocation.create == {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}]}}
+    assert allocation.mappings == (("main", "example.com/gpu", "container-0-request-1"),)
+    crowded = plan_for(docs + [pod("three", requests={"example.com/gpu": "1"})])
+    assert len(crowded.assignments) == 2 and "cannot allocate all claims" in reasons(crowded, "three")
+
+
+def test_the_implicit_device_class_resource_name_works_too() -> None:
+    docs = [node("cpu-1"), node("gpu-1"), device_class(), resource_slice("gpu-1", [gpu("g0")]),
+            pod("p", requests={"deviceclass.resource.kubernetes.io/gpu": "1"})]
+    assert plan_for(docs).assignments == {"default/p": "gpu-1"}
+
+
+def test_an_extended_resource_a_node_advertises_stays_the_device_plugins() -> None:
+    plugin = node("plugin-1")
+    plugin["status"]["allocatable"]["example.com/gpu"] = "1"
+    docs = [node("gpu-1"), plugin, _extended_class(), resource_slice("gpu-1", [gpu("g0")]),
+            pod("p", requests={"example.com/gpu": "1"})]
+    plan = plan_for(docs)
+    assert plan.assignments == {"default/p": "plugin-1"} and not plan.reserved
+
+
+def test_the_checker_knows_extended_resources_served_by_devices() -> None:
+    docs = [node("cpu-1"), node("gpu-1"), _extended_class(), resource_slice("gpu-1", [gpu("g0")]),
+            pod("p", requests={"example.com/gpu": "1"})]
+    assert check_plan(docs, {"default/p": "gpu-1"}) == []
+    assert any("cannot be met on cpu-1" in v for v in check_plan(docs, {"default/p": "cpu-1"}))
+
+
+# --- device taints and tolerations ----------------------------------------------------------------------------
+
+def _tainted(effect: str = "NoSchedule") -> dict:
+    broken = gpu("g0")
+    broken["taints"] = [{"key": "gpu.example.com/unhealthy", "value": "ecc", "effect": effect}]
+    return broken
+
+
+def test_a_tainted_device_is_not_allocated_unless_tolerated() -> None:
+    docs = [node("gpu-1"), node("gpu-2"), device_class(), resource_slice("gpu-1", [_tainted()]),
+            resource_slice("gpu-2", [gpu("g0")]), resource_claim("a"), resource_claim("b"),
+            pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b"))]
+    plan = plan_for(docs)
+    assert list(plan.assignments.values()) == ["gpu-2"]  # gpu-1's only device is tainted NoSchedule
+    tolerant = device_request()
+    tolerant["exactly"]["tolerations"] = [{"key": "gpu.example.com/unhealthy", "operator": "Exists",
+                                           "effect": "NoSchedule"}]
+    docs[5] = resource_claim("a", tolerant)
+    assert len(plan_for(docs).assignments) == 2
+
+
+def test_a_none_effect_taint_does_not_keep_a_device_from_being_allocated() -> None:
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [_tainted("None")]), resource_claim("a"),
+            pod("pa", resourceClaims=claims("a"))]
+    assert plan_for(docs).assignments == {"default/pa": "gpu-1"}
+
+
+def test_a_device_taint_rule_taints_the_devices_it_selects() -> None:
+    rule = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule", "metadata": {"name": "drain-gpu-1"},
+            "spec": {"deviceSelector": {"driver": "gpu.example.com", "pool": "gpu-1"},
+                     "taint": {"key": "maintenance", "effect": "NoExecute"}}}
+    docs = [node("gpu-1"), node("gpu-2"), device_class(), resource_slice("gpu-1", [gpu("g0"), gpu("g1")]),
+            resource_slice("gpu-2", [gpu("g0")]), rule, resource_claim("two", device_request(count=2)),
+            pod("p", resourceClaims=claims("two"))]
+    plan = plan_for(docs)
+    assert plan.assignments == {} and "cannot allocate all claims" in reasons(plan, "p")
+    assert plan_for(docs[:5] + docs[6:]).assignments == {"default/p": "gpu-1"}
+
+
 @st.composite
 def device_clusters(draw) -> list[dict]:
     docs: list[dict] = [device_class()]
@@ -142,13 +334,21 @@ def device_clusters(draw) -> list[dict]:
         docs.append(node(f"n{i}"))
         models = draw(st.lists(st.sampled_from(["a100", "h100"]), max_size=3))
         if models:
-            docs.append(resource_slice(f"n{i}", [gpu(f"g{j}", model=m) for j, m in enumerate(models)]))
+            devices = [gpu(f"g{j}", model=m) for j, m in enumerate(models)]
+            for d in devices:
+                if draw(st.integers(0, 3)) == 0:  # some devices tainted
+                    d["taints"] = [{"key": "bad", "effect": draw(st.sampled_from(["NoSchedule", "NoExecute", "None"]))}]
+            docs.append(resource_slice(f"n{i}", devices))
+    shared = draw(st.booleans())  # the last two pods may share one claim
     for k in range(draw(st.integers(1, 5))):
         model = draw(st.sampled_from([None, "a100", "h100"]))
         selectors = (f'device.attributes["gpu.example.com"].model == "{model}"',) if model else ()
         request = device_request(count=draw(st.integers(1, 2)), selectors=selectors,
                                  all_devices=draw(st.integers(0, 5)) == 0)
-        docs += [resource_claim(f"c{k}", request), pod(f"p{k}", resourceClaims=claims(f"c{k}"))]
+        if draw(st.booleans()):
+            request["exactly"]["tolerations"] = [{"key": "bad", "operator": "Exists"}]
+        docs.append(resource_claim(f"c{k}", request))
+        docs.append(pod(f"p{k}", resourceClaims=claims(f"c{k - 1}" if shared and k >= 2 and k % 2 else f"c{k}")))
     return docs
 
 
@@ -156,6 +356,9 @@ def device_clusters(draw) -> list[dict]:
 @given(device_clusters())
 def test_every_plan_gives_each_device_once_and_meets_every_claim(docs: list[dict]) -> None:
     plan = plan_for(docs, time_limit=1)  # the checker: claims met, devices distinct
-    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a]
+    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated))
     assert set(plan.reserved) == set(plan.assignments)
+    if not any(r.get("exactly", {}).get("allocationMode") == "All" for d in docs if d["kind"] == "ResourceClaim"
+               for r in d["spec"]["devices"]["requests"]):  # the rows are exact: Reserve never has to take a pod out
+        assert not any("went to other pods" in r for rs in plan.unschedulable.values() for r in rs)

@@ -187,6 +187,16 @@ def test_a_full_outbox_drops_writes_and_counts_them_instead_of_waiting() -> None
 
 # --- preemption --------------------------------------------------------------------------------------------
 
+def _preempting(api: FakeAPI, batch: list[str]):
+    """A scheduler over `api` that has planned `batch` and run its bind stage (evictions, nominations)."""
+    s = _scheduler(api)
+    _sync(s)
+    loop = s.loops[0]
+    loop.cycle(batch).result()
+    loop.flush_binds()
+    return s, loop
+
+
 def _full_node(api: FakeAPI, victims: int = 1) -> None:
     api.put("Node", node("n1", cpu=str(victims)))
     for i in range(victims):
@@ -197,11 +207,7 @@ def test_a_preemptor_is_nominated_and_bound_only_once_its_victims_are_gone() -> 
     api = FakeAPI(hold_evictions=True)  # evicted pods linger, as with a kubelet still stopping them
     _full_node(api)
     api.put("Pod", pod("high", priority=100))
-    s = _scheduler(api)
-    _sync(s)
-    loop = s.loops[0]
-    loop.cycle(["default/high"]).result()
-    loop.flush_binds()
+    s, loop = _preempting(api, ["default/high"])
     assert [k for k, _ in api.evictions] == ["default/low0"]
     assert api.binds == [] and s.store.is_assumed("default/high")
     s.events.close()
@@ -220,11 +226,7 @@ def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
                          "metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 2}})
     for i in range(2):
         api.put("Pod", pod(f"g-{i}", priority=100, labels={"scheduling.x-k8s.io/pod-group": "g"}))
-    s = _scheduler(api)
-    _sync(s)
-    loop = s.loops[0]
-    loop.cycle(["default/g-0", "default/g-1"]).result()
-    loop.flush_binds()
+    s, loop = _preempting(api, ["default/g-0", "default/g-1"])
     assert len(api.evictions) == 2
     s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low0")])
     loop.flush_binds()
@@ -232,6 +234,24 @@ def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
     s.store.apply("Pod", "DELETED", api.objects[("Pod", "default", "low1")])
     loop.flush_binds()
     assert sorted(k for k, _ in api.binds) == ["default/g-0", "default/g-1"]
+
+
+def test_a_podgroup_mode_group_preempted_whole_gets_disruption_target() -> None:
+    from engine.loop.ports import NATIVE_POD_GROUP
+    from testkit.manifests import in_group, native_group
+    api = FakeAPI(hold_evictions=True)
+    for i in range(2):
+        api.put("Node", node(f"n{i}", cpu="1"))
+        api.put("Pod", pod(f"train-{i}", nodeName=f"n{i}", schedulingGroup=in_group("train")))
+    api.put(NATIVE_POD_GROUP, native_group("train", 2, disruption="PodGroup"))
+    api.put("Pod", pod("high", priority=100))
+    s, _loop = _preempting(api, ["default/high"])
+    s.events.close()
+    assert sorted(k for k, _ in api.evictions) == ["default/train-0", "default/train-1"]
+    group = api.objects[(NATIVE_POD_GROUP, "default", "train")]
+    (cond,) = [c for c in group["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+    assert cond["message"] == "policy-scheduler: preempting to accommodate a higher priority pod"
 
 
 def test_a_nomination_whose_victims_never_leave_is_given_up_and_the_pod_requeued() -> None:

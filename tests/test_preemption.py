@@ -11,8 +11,8 @@ from engine.load import build_cluster
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from testkit.checker import check_plan
-from testkit.manifests import budget, node, pod, podgroup, priority_class
+from testkit.checker import check_evictions, check_plan
+from testkit.manifests import budget, in_group, native_group, node, pod, podgroup, priority_class
 
 
 def plan_for(*docs, policy: str = "", enabled: bool = True, time_limit: float = 2):
@@ -160,6 +160,50 @@ def test_a_gang_evicts_only_when_the_whole_gang_then_fits() -> None:
     assert len(whole.assignments) == 3 and len(whole.evictions) == 3
 
 
+# --- native groups: disruptionMode PodGroup -----------------------------------------------------------------
+
+def _running_group(mode: str | None, nodes: int = 2, priority: int = 0) -> list[dict]:
+    return [native_group("train", 2, priority=priority, disruption=mode),
+            *(pod(f"train-{i}", cpu="2", node_name=f"n{i}", schedulingGroup=in_group("train")) for i in range(nodes))]
+
+
+def test_a_podgroup_mode_group_is_evicted_whole() -> None:
+    docs = [node("n0", cpu="2"), node("n1", cpu="2"), *_running_group("PodGroup"), pod("high", cpu="1", priority=100)]
+    plan = plan_for(*docs)
+    assert len(plan.assignments) == 1
+    assert victims(plan) == {"train-0", "train-1"}  # one node's worth of room, but the group goes whole
+    assert {v.group for v in plan.evictions} == {"default/train"}
+    assert check_evictions(docs, {v.pod for v in plan.evictions}) == []
+    pod_mode = plan_for(node("n0", cpu="2"), node("n1", cpu="2"), *_running_group("Pod"), pod("high", cpu="1", priority=100))
+    assert len(victims(pod_mode)) == 1 and {v.group for v in pod_mode.evictions} == {None}
+    assert check_evictions(docs, {"default/train-0"}) != []  # the checker refuses half a PodGroup-mode group
+
+
+def test_a_single_pod_is_preferred_to_a_whole_group_of_equal_priority() -> None:
+    docs = [node("n0", cpu="2"), node("n1", cpu="2"), node("n2", cpu="2"), *_running_group("PodGroup"),
+            pod("alone", cpu="2", node_name="n2", priority=0), pod("high", cpu="1", priority=100)]
+    plan = plan_for(*docs)
+    assert plan.assignments == {"default/high": "n2"} and victims(plan) == {"alone"}  # one victim, not two
+
+
+def test_a_protected_member_protects_its_whole_group() -> None:
+    keep = 'policy keep {\n  applies to pods where label "keep" == "yes"\n  protect from preemption\n}\n'
+    for mode, evicted in (("PodGroup", set()), ("Pod", {"train-1"})):
+        docs = [node("n0", cpu="2"), node("n1", cpu="2"), native_group("train", 2, disruption=mode),
+                pod("train-0", cpu="2", node_name="n0", labels={"keep": "yes"}, schedulingGroup=in_group("train")),
+                pod("train-1", cpu="2", node_name="n1", schedulingGroup=in_group("train")),
+                pod("high", cpu="1", priority=100)]
+        plan = plan_for(*docs, policy=keep)
+        assert victims(plan) == evicted
+
+
+def test_a_groups_members_are_victims_at_the_groups_priority() -> None:
+    docs = [node("n0", cpu="2"), node("n1", cpu="2"), *_running_group("PodGroup", priority=500),
+            pod("high", cpu="1", priority=100)]
+    plan = plan_for(*docs)
+    assert not plan.evictions and plan.assignments == {}  # the group outranks the preemptor
+
+
 # --- policies: protect, caps ---------------------------------------------------------------------------
 
 PROTECT = """
@@ -278,6 +322,37 @@ def test_every_planned_preemption_is_valid(docs, protect) -> None:
     remaining = [d for d in docs if d["kind"] != "Pod" or
                  f"{d['metadata']['namespace']}/{d['metadata']['name']}" not in evicted]
     assert check_plan(remaining, plan.assignments) == []  # the plan holds once the victims are gone
+
+
+@st.composite
+def grouped_clusters(draw) -> list[dict]:
+    """Running PodGroups (some disruptionMode PodGroup) spread over full nodes, single pods, and preemptors."""
+    nodes = draw(st.integers(2, 4))
+    docs: list[dict] = [node(f"n{i}", cpu="4", pods=10) for i in range(nodes)]
+    for g in range(draw(st.integers(1, 3))):
+        mode = draw(st.sampled_from(["PodGroup", "PodGroup", "Pod", None]))
+        docs.append(native_group(f"g{g}", 1, priority=draw(st.sampled_from([0, 10, 200])), disruption=mode))
+        for j, n in enumerate(draw(st.lists(st.integers(0, nodes - 1), min_size=1, max_size=4))):
+            docs.append(pod(f"g{g}-{j}", cpu=str(draw(st.integers(1, 2))), node_name=f"n{n}",
+                            schedulingGroup=in_group(f"g{g}")))
+    for i in range(nodes):
+        for j in range(draw(st.integers(0, 2))):
+            docs.append(pod(f"r{i}-{j}", cpu="1", node_name=f"n{i}", priority=draw(st.sampled_from([0, 10]))))
+    for k in range(draw(st.integers(1, 4))):
+        docs.append(pod(f"p{k}", cpu=str(draw(st.integers(1, 4))), priority=draw(st.sampled_from([5, 100]))))
+    return docs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grouped_clusters())
+def test_podgroup_mode_groups_are_evicted_whole_or_not_at_all(docs) -> None:
+    plan = plan_for(*docs, time_limit=1)
+    evicted = {v.pod for v in plan.evictions}
+    assert len(evicted) == len(plan.evictions)
+    assert check_evictions(docs, evicted) == []
+    remaining = [d for d in docs if d["kind"] != "Pod" or
+                 f"{d['metadata']['namespace']}/{d['metadata']['name']}" not in evicted]
+    assert check_plan(remaining, plan.assignments) == []
 
 
 # --- the command line ----------------------------------------------------------------------------------

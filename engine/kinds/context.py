@@ -75,6 +75,7 @@ class Batch:
 
 
 WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key
+EACH_NODE = "\x00each node"  # nor this: the partition with one domain per node
 
 
 class Partitions:
@@ -105,6 +106,11 @@ class Partitions:
     def whole(self) -> int:
         """A partition with every node in one domain: for rows that count pods across the whole cluster."""
         return self.of_column(WHOLE, [0] * len(self.bound.nodes), {"": 0})
+
+    def each_node(self) -> int:
+        """A partition with every node a domain of its own (whatever labels the nodes carry)."""
+        nodes = self.bound.nodes
+        return self.of_column(EACH_NODE, list(range(len(nodes))), {n.name: i for i, n in enumerate(nodes)})
 
     def of_column(self, key: str, part: list[int], values: dict[str, int]) -> int:
         if key not in self.index:

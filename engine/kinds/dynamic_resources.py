@@ -1,23 +1,26 @@
 """DynamicResources: a pod's ResourceClaims (resource.k8s.io/v1) must be met on its node, devices allocated in
-the batch's solve. A claim missing, not yet created from its template, being deleted or being allocated for
-another pod keeps the pod pending (PreFilter); an allocated claim's node selector restricts the nodes; the
-claims the pod allocates need devices reachable from the node (Filter: the structured allocator, engine.dra,
-per class on each node). In the solver, each node's free devices of a request's kind are a capacity row, so two
-pods of the batch never count on one device; Reserve then allocates concretely, in placement order, and takes
-out a pod whose claims cannot be met after all (requests that the rows only approximate: `firstAvailable`,
-`All`, devices reachable from several nodes)."""
+the batch's solve. A claim missing, not yet created from its template or being deleted keeps the pod pending
+(PreFilter); an allocated claim's node selector restricts the nodes; the claims the pod allocates need devices
+reachable from the node (Filter: the structured allocator, engine.dra, per class on each node). In the solver,
+each node's free devices of a request's kind are a capacity row, so two pods of the batch never count on one
+device; Reserve then allocates concretely, in placement order, and takes out a pod whose claims cannot be met
+after all (requests that the rows only approximate: `firstAvailable`, `All`, devices reachable from several
+nodes). A claim several pods of the batch share is allocated once, by the first of them; the others go where
+its devices are (a colocation row with that pod, one node a domain) and Reserve checks they reach them."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..dra import Allocator, taken_devices
+from ..dra import Allocator, ClaimAllocation, allocation_results, taken_devices
 from ..ir import NodeTerms
-from ..model import Node, Pod, ResourceClaim, SubRequest
+from ..model import Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
+from ..solve.problem import Colocation, Limit
 from .base import Action, ClusterEvent, Kind, Resource
 
 if TYPE_CHECKING:
@@ -46,13 +49,16 @@ class DynamicResources(Kind):
         return Rejection(self.name, (blocked,), resolvable=False) if blocked else None
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """Allocated claims' node selectors; the claims it allocates, and those it shares with the pod that
+        allocates them, met on the node."""
         dra, index = spec.sample.dra, batch.index
         for terms in dra.allocated_terms:
             out.add(Rejection(self.name, (ERR_NOT_AVAILABLE,), resolvable=False),
                     ~index.matching_mask(NodeTerms(terms)))
-        if dra.to_allocate:
+        if dra.to_allocate or dra.follows:
             allocator, taken = self._allocator(batch)
-            claims = claims_of(spec.sample, batch.cluster.devices.claims)
+            known = batch.cluster.devices.claims
+            claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
             met = np.fromiter((allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
                                for node in index.nodes), dtype=bool, count=len(index.nodes))
             out.add(Rejection(self.name, (ERR_ALLOCATE,)), ~met)
@@ -66,7 +72,8 @@ class DynamicResources(Kind):
 
     def emit(self, build: ProblemBuilder) -> None:
         """Per kind of device asked for (a class and selectors, `exactly` requests): each node's free devices
-        of that kind that only it reaches, and each class's devices of that kind per pod."""
+        of that kind that only it reaches, and each class's devices of that kind per pod; pods following a
+        shared claim's allocation stay with the pod that allocates it."""
         asks: dict[SubRequest, dict[int, int]] = defaultdict(lambda: defaultdict(int))
         claims = build.batch.cluster.devices.claims
         for a, info in build.checked():
@@ -74,52 +81,155 @@ class DynamicResources(Kind):
                 for request in claim.requests:
                     if len(request.alternatives) == 1 and not request.alternatives[0].all:
                         sub = request.alternatives[0]
-                        asks[SubRequest("", sub.device_class, sub.selectors)][a] += sub.count
+                        asks[SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations)][a] += sub.count
+        _emit_followers(build)
         if not asks:
             return
         allocator, taken = self._allocator(build.batch)
         nodes = build.index.nodes
-        for shape, per_class in asks.items():
-            room = _room(allocator, shape, nodes, taken, sum(build.problem.classes[a].count * k
-                                                             for a, k in per_class.items()) + 1)
-            demand = [per_class.get(a, 0) for a in range(len(build.classes))]
-            build.add_resource(f"devices: {shape.device_class}{_selectors(shape)}", room, room, demand)
+        where = {n.name: i for i, n in enumerate(nodes)}
+        free = {shape: [d for d in allocator.devices.devices if d.key not in taken and allocator.serves(d, shape)]
+                for shape in asks}
+        for group in _rows(list(asks), free):
+            devices = list({d.key: d for shape in group for d in free[shape]}.values())
+            per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
+            unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
+            room = _room(devices, nodes, where, unbounded)
+            name = "devices: " + " or ".join(f"{s.device_class}{_selectors(s)}" for s in group)
+            build.add_resource(name, room, room, per_class)
+            _cluster_limit(build, name, room, per_class, unbounded)
 
     def reserving(self, compiled: Compiled) -> bool:
-        return any(info.sample.dra.to_allocate for info in compiled.classes)
+        return any(info.sample.dra.to_allocate or info.sample.dra.follows for info in compiled.classes)
 
     def reserve(self, compiled: Compiled, placements: list[tuple[Pod, Node]],
                 reserved: dict[str, dict[str, object]]) -> dict[str, str]:
-        """Allocate each placed pod's claims on its node, in placement order; the allocation goes into
-        `reserved` (the binder writes it as upstream's PreBind does), a pod that cannot be served is returned."""
+        """Allocate each placed pod's claims on its node, in placement order (the pods that allocate a shared
+        claim before those that follow it); the allocation goes into `reserved` (the binder writes it as
+        upstream's PreBind does), a pod that cannot be served is returned."""
         devices = compiled.cluster.devices
         allocator, taken = Allocator(devices), taken_devices(devices)
         dropped: dict[str, str] = {}
-        for pod, node in placements:
-            if not pod.dra.to_allocate:
+        results: dict[str, ClaimAllocation] = {}
+        for pod, node in _reserve_order(allocator, placements):
+            if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
-            allocation = allocator.allocate(claims_of(pod, devices.claims), node, taken)
+            why = _unfollowable(pod, node, results, devices)
+            allocation = None if why else allocator.allocate(claims_of(pod, devices.claims), node, taken)
             if allocation is None:
-                dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {ERR_RESERVE}"
-            else:
-                reserved.setdefault(pod.key, {})[self.name] = allocation
+                dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why or ERR_RESERVE}"
+                continue
+            mine = allocation_results(devices, allocation)
+            results.update(mine)
+            reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
 
 
-def _room(allocator: Allocator, shape: SubRequest, nodes: list[Node], taken: set[str], unbounded: int) -> list[int]:
-    """Per node: the free devices of `shape` reachable from it alone; unbounded where a device several nodes
-    reach could serve (Reserve settles those)."""
-    room = [0] * len(nodes)
-    cls = allocator.devices.classes.get(shape.device_class)
-    if cls is None:
-        return room
-    index = {n.name: i for i, n in enumerate(nodes)}
-    for device in allocator.devices.devices:
-        if device.key in taken or not allocator.selectors.matches(device, cls.selectors + shape.selectors):
+def _cluster_limit(build: ProblemBuilder, name: str, room: list[int], per_class: list[int], unbounded: int) -> None:
+    """The same row summed over the cluster, where every class asking for it asks alike (d devices a pod): at
+    most (free devices // d) such pods in all. Implied by the per-node rows, but CP-SAT's bound sees it only so
+    (GPU gangs: 6.5 gangs fit by the sum of the nodes' rows, 6 in fact; without it, the plan is optimal and
+    unproven until the time limit)."""
+    asked = {d for d in per_class if d}
+    if len(asked) != 1 or unbounded in room:
+        return
+    (each,) = asked
+    counted = tuple(a for a, d in enumerate(per_class) if d)
+    most = sum(room) // each
+    if most >= sum(build.problem.classes[a].count for a in counted):
+        return
+    whole = build.partitions.whole()
+    for a in counted:
+        build.problem.limits.append(Limit(whole, a, counted, {}, most, why=f"the cluster has {sum(room)} free {name}"))
+
+
+def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]]) -> list[tuple[Pod, Node]]:
+    """Pods allocating before those following their shared claims; among them, the pods with the fewest
+    devices to choose from first, and each taking the devices fewest pods could use (the rows hold every set
+    of kinds to their devices, so a matching exists; first come, first served could miss it)."""
+    claims = allocator.devices.claims
+    choice: dict[str, set[str]] = {}
+    for pod, node in placements:
+        subs = [sub for key in pod.dra.to_allocate for r in claims[key].requests for sub in r.alternatives]
+        choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, set()) or ()}
+    for keys in choice.values():
+        for key in keys:
+            allocator.contested[key] = allocator.contested.get(key, 0) + 1
+    return sorted(placements, key=lambda pn: (bool(pn[0].dra.follows), len(choice[pn[0].key])))
+
+
+def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], devices: Devices) -> str:
+    """Why `pod` cannot use, on `node`, the shared claims another placed pod of the batch allocated ("" if it can)."""
+    by_key = {d.key: d for d in devices.devices} if pod.dra.follows else {}
+    for claim, leader in pod.dra.follows:
+        got = results.get(claim)
+        if got is None:
+            return f"its shared ResourceClaim {claim} was not allocated (pod {leader} was not placed)"
+        if not all(by_key[d].reachable(node) for _, d in got.devices):
+            return f"the devices of its shared ResourceClaim {claim} are not reachable from the node"
+    return ""
+
+
+def _emit_followers(build: ProblemBuilder) -> None:
+    """A class following a shared claim goes only where a pod of the class allocating it goes (one node a
+    domain), unless every device that could serve the claim is reachable from every node."""
+    if not any(info.sample.dra.follows for info in build.classes):
+        return
+    leaders = {pod.key: a for a, info in enumerate(build.classes) if info.sample.dra.shared for pod in info.pods}
+    allocator = Allocator(build.batch.cluster.devices)
+    for a, info in build.checked():
+        for claim, leader in info.sample.dra.follows:
+            if leader not in leaders or _anywhere(allocator, build.batch.cluster.devices.claims[claim]):
+                continue
+            build.problem.colocations.append(Colocation(
+                build.partitions.each_node(), (a,), (leaders[leader],), seed_group=-1,
+                why=f"shared ResourceClaim {claim} (allocated with pod {leader})"))
+            build.followers.add(a)
+
+
+def _anywhere(allocator: Allocator, claim: ResourceClaim) -> bool:
+    """Every device that could serve the claim is reachable from every node (no allocation node selector)."""
+    return all(d.node is None and d.node_terms is None for r in claim.requests for sub in r.alternatives
+               for d in allocator.devices.devices if allocator.serves(d, sub))
+
+
+MAX_OVERLAPPING = 5  # kinds of device whose free devices overlap, all of whose unions get a row (2^k - 1 rows)
+
+
+def _rows(shapes: list[SubRequest], free: dict[SubRequest, list[Device]]) -> list[tuple[SubRequest, ...]]:
+    """The kinds of device each capacity row counts: each kind alone, and, where kinds share devices (an h100
+    is both "an h100" and "a GPU of 40Gi or more"), every union of kinds that share (Hall's condition: pods
+    asking for those kinds need as many distinct devices as the union has, so no device counts twice). A
+    larger tangle of overlapping kinds gets its whole union only; Reserve settles what that leaves."""
+    keys = {shape: {d.key for d in free[shape]} for shape in shapes}
+    out: list[tuple[SubRequest, ...]] = [(shape,) for shape in shapes]
+    for part in _overlapping(shapes, keys):
+        if len(part) > MAX_OVERLAPPING:
+            out.append(tuple(part))
             continue
+        out += [group for k in range(2, len(part) + 1) for group in combinations(part, k)
+                if len(set().union(*(keys[s] for s in group))) < sum(len(keys[s]) for s in group)]
+    return out
+
+
+def _overlapping(shapes: list[SubRequest], keys: dict[SubRequest, set[str]]) -> list[list[SubRequest]]:
+    """The kinds in groups of those that share some device (transitively), groups of two or more."""
+    groups: list[tuple[list[SubRequest], set[str]]] = []
+    for shape in shapes:
+        joined = [g for g in groups if g[1] & keys[shape]]
+        merged = ([shape] + [s for g in joined for s in g[0]], keys[shape].union(*(g[1] for g in joined)))
+        groups = [g for g in groups if all(g is not j for j in joined)] + [merged]
+    return [sorted(g[0], key=shapes.index) for g in groups if len(g[0]) > 1]
+
+
+def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int) -> list[int]:
+    """Per node: how many of `devices` only it reaches; unbounded where a device several nodes reach could serve
+    (Reserve settles those)."""
+    room = [0] * len(nodes)
+    for device in devices:
         if device.node is not None:
-            if device.node in index:
-                room[index[device.node]] += 1
+            if device.node in where:
+                room[where[device.node]] += 1
             continue
         for i, node in enumerate(nodes):
             if device.reachable(node):

@@ -113,6 +113,14 @@ def _query(resource: Resource) -> list[tuple[str, str]]:
     return [("fieldSelector", ",".join(selectors))] if selectors else []
 
 
+def _object(data: bytes) -> Obj | None:
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _message(data: bytes) -> str:
     try:
         return str(json.loads(data).get("message") or data[:300].decode(errors="replace"))
@@ -236,12 +244,23 @@ class KubeAPI:
         path = f"{self._resource_path(Resource(kind, namespace or None))}/{quote(name)}"
         if subresource:
             path += f"/{subresource}"
+        return self._write("PATCH", path, body, "application/merge-patch+json")
+
+    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+        return self._write("POST", self._resource_path(Resource(kind, namespace or None)), body)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+        return self._write("DELETE", f"{self._resource_path(Resource(kind, namespace or None))}/{quote(name)}", gone_ok=True)
+
+    def _write(self, method: str, path: str, body: Obj | None = None, content_type: str = "application/json",
+               gone_ok: bool = False) -> BindResult:
+        """One write; the object as the apiserver answered it in `obj` (404 counts as done with `gone_ok`)."""
         try:
-            status, data = self._request("PATCH", path, body=body, content_type="application/merge-patch+json")
+            status, data = self._request(method, path, body=body, content_type=content_type)
         except ApiUnavailable as exc:
             return BindResult(False, 0, str(exc))
-        ok = 200 <= status < 300
-        return BindResult(ok, status, "" if ok else _message(data))
+        ok = 200 <= status < 300 or (gone_ok and status == 404)
+        return BindResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok and status != 404 else None)
 
     def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..dra import ClaimAllocation
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
 from .ports import NATIVE_POD_GROUP, BindResult, ClusterAPI, Obj
@@ -27,6 +28,7 @@ from .volumes import VolumePreBind
 log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
 POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup condition upstream writes
+DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 
 
@@ -38,7 +40,7 @@ class Placement:
     gang: str | None = None  # the key of its gang (model.Gang), from the plan
     volumes: tuple[VolumeStep, ...] | None = ()  # its claims' PreBind writes (None: no longer met on the node)
     claims: tuple[str, ...] = ()  # its ResourceClaims (namespace/name), each reserved for it before the bind
-    devices: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)  # claims it allocates: devices
+    devices: dict[str, ClaimAllocation] = field(default_factory=dict)  # claims it allocates: what Reserve chose
 
     @property
     def uid(self) -> str:
@@ -152,19 +154,33 @@ class EventSink:
     def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
         """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
         False/Unschedulable with the plan's reasons; never back to False once True, nothing when unchanged."""
+        old = _condition(group, POD_GROUP_SCHEDULED)
+        if old is not None and old.get("status") == "True":
+            return
+        self._group_condition(group, POD_GROUP_SCHEDULED, scheduled, "Scheduled" if scheduled else "Unschedulable",
+                              message)
+
+    def group_disrupted(self, group: Obj, message: str) -> None:
+        """A PodGroup with `disruptionMode: PodGroup` preempted whole: its DisruptionTarget condition
+        (True/PreemptionByScheduler, the condition and reason scheduling.k8s.io/v1alpha2 defines)."""
+        self._group_condition(group, DISRUPTION_TARGET, True, PREEMPTION_BY_SCHEDULER, message)
+
+    def _group_condition(self, group: Obj, kind: str, true: bool, reason: str, message: str) -> None:
+        """Set one condition of a PodGroup's status (status subresource, conditional on its resourceVersion);
+        nothing when it says so already."""
         m, status = meta(group), group.get("status") or {}
         conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
-        old = next((c for c in conditions if c.get("type") == POD_GROUP_SCHEDULED), None)
-        want = "True" if scheduled else "False"
+        old = _condition(group, kind)
+        want = "True" if true else "False"
         message = message[:CONDITION_MESSAGE_LIMIT]
-        if old is not None and (old.get("status") == "True" or (old.get("status"), old.get("message")) == (want, message)):
+        if old is not None and (old.get("status"), old.get("reason"), old.get("message")) == (want, reason, message):
             return
         changed = old is None or old.get("status") != want
-        new = {"type": POD_GROUP_SCHEDULED, "status": want, "reason": "Scheduled" if scheduled else "Unschedulable",
-               "message": message, "observedGeneration": m.get("generation") or 0,
+        new = {"type": kind, "status": want, "reason": reason, "message": message,
+               "observedGeneration": m.get("generation") or 0,
                "lastTransitionTime": _now() if changed else old.get("lastTransitionTime")}  # type: ignore[union-attr]
         body = {"metadata": {"resourceVersion": m.get("resourceVersion")},
-                "status": {"conditions": [c for c in conditions if c is not old] + [new]}}
+                "status": {"conditions": [c for c in conditions if c.get("type") != kind] + [new]}}
         self.outbox.submit(self.api.patch, NATIVE_POD_GROUP, m.get("namespace") or "default", m["name"], body, "status")
 
     def nominate(self, pod: Obj, node: str, victims: int) -> None:
@@ -176,6 +192,11 @@ class EventSink:
 
     def close(self) -> None:
         self.outbox.close()
+
+
+def _condition(obj: Obj, kind: str) -> dict | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or []
+                 if isinstance(c, dict) and c.get("type") == kind), None)
 
 
 def _condition_message(pod: Obj) -> str | None:
@@ -199,7 +220,7 @@ class Binder:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
         report = BindReport()
         ready = self._drop_stale_gangs(placements, report)
-        results = list(self.pool.map(lambda p: (p, self._bind_one(p)), ready))
+        results = [r for chain in self.pool.map(self._bind_chain, _claim_chains(ready)) for r in chain]
         for placement, result in results:
             self._settle(placement, result, report)
         self._report_partial_gangs(ready, report)
@@ -218,6 +239,18 @@ class Binder:
                 self.events.event(pod, "Normal", "Preempted", why[:1].upper() + why[1:])
             return result
         return list(self.pool.map(one, victims))
+
+    def _bind_chain(self, chain: list[Placement]) -> list[tuple[Placement, BindResult]]:
+        """Pods sharing a claim one after the other, the one allocating it first; if its bind fails, the
+        others are not tried (the claim they would follow is not allocated)."""
+        out = [(chain[0], self._bind_one(chain[0]))]
+        for p in chain[1:]:
+            if out[0][1].ok:
+                out.append((p, self._bind_one(p)))
+            else:
+                out.append((p, BindResult(False, 0, f"the pod allocating a claim it shares ({chain[0].key}) was not "
+                                                    "bound", prebind=True)))
+        return out
 
     def _bind_one(self, p: Placement) -> BindResult:
         """PreBind (the pod's volumes), then the Binding; a failure of either leaves no volume step behind."""
@@ -290,6 +323,18 @@ class Binder:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
+
+
+def _claim_chains(placements: list[Placement]) -> list[list[Placement]]:
+    """Placements in chains: a pod allocating a claim others of the batch use, then those (in order); every
+    other placement alone."""
+    allocating = {key: p for p in placements for key in p.devices}
+    chains: dict[str, list[Placement]] = {p.key: [p] for p in placements}
+    for p in placements:
+        leader = next((allocating[k] for k in p.claims if k in allocating and allocating[k] is not p), None)
+        if leader is not None and leader.key in chains and p.key in chains and len(chains[p.key]) == 1:
+            chains[leader.key].append(chains.pop(p.key)[0])
+    return list(chains.values())
 
 
 __all__ = ["BindReport", "Binder", "EventSink", "Placement", "pod_key"]

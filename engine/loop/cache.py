@@ -41,7 +41,7 @@ from ..load import (
 from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, DisruptionBudget, Node, Pod, Refusal
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
-from .store import meta, node_of, obj_key, pod_key, source_name
+from .store import meta, node_of, obj_key, pod_key, source_name, with_allocations
 
 TERMINAL = ("Succeeded", "Failed")
 # the other kinds whose changes may help a waiting pod (Services, workloads, budgets never make one schedulable)
@@ -159,6 +159,7 @@ class ClusterCache:
         self._pending_raw: dict[str, Obj] = {}  # pods without a node: what an assumption was made of
         self._bound: dict[str, Pod] = {}
         self._assumed: dict[str, Pod] = {}
+        self._allocating: dict[str, dict[str, Obj]] = {}  # assumed pod -> the claims it allocates, until bound
         self._placed: dict[str, Pod] = {}  # what holds capacity: the bound pod, else the assumed one
         self._refused: dict[tuple[str, str, str], InputError] = {}
         self._rest_raw: dict[tuple[str, str, str], Obj] = {}
@@ -244,6 +245,7 @@ class ClusterCache:
             self._refused.pop(_pod_ref(key), None)
         if new is None or node_of(new) or meta(new).get("uid") != meta(old or {}).get("uid"):
             self._assumed.pop(key, None)  # the watch shows it bound, deleted or replaced: the assumption is done
+            self._drop_allocations(key)
         elif key in self._assumed:  # still pending, changed (labels, say): assumed as it is now
             self._reassume(key)
         return self._settle(key)
@@ -302,11 +304,16 @@ class ClusterCache:
             self._placed[key] = after
         return pod_change(before, after, self._node_models.get((before or after).node_name or ""))  # type: ignore[union-attr]
 
-    def assume(self, pod: Pod, node: str) -> ModelChange | None:
-        """A pod of a batch placed on `node`: it holds the node until the watch shows it bound, or `forget`. The
-        change is a pod added (it may support a waiting pod's affinity); its bind seen later is an update."""
+    def assume(self, pod: Pod, node: str, claims: dict[str, Obj] | None = None) -> ModelChange | None:
+        """A pod of a batch placed on `node`: it holds the node until the watch shows it bound, or `forget`; the
+        claims it allocates (claim key -> status.allocation) hold their devices as long (upstream's in-flight
+        allocations). The change is a pod added (it may support a waiting pod's affinity); its bind seen later is
+        an update."""
         with self._lock:
             self._assumed[pod.key] = self._as_bound(pod, node)
+            if claims:
+                self._allocating[pod.key] = claims
+                self._rest_stale = True
             return self._settle(pod.key)
 
     def _as_bound(self, pod: Pod, node: str) -> Pod:
@@ -321,15 +328,22 @@ class ClusterCache:
         """The bind of an assumed pod failed: its node's capacity is free again (and that may help others)."""
         with self._lock:
             if self._assumed.pop(key, None) is not None:
+                self._drop_allocations(key)
                 return self._settle(key)
             return None
+
+    def _drop_allocations(self, key: str) -> None:
+        """The assumption is over: the claims it allocated are what the watch says of them."""
+        if self._allocating.pop(key, None) is not None:
+            self._rest_stale = True
 
     # -- the rest ----------------------------------------------------------------------------------
 
     def _rest_or_build(self) -> _Rest:
         if self._rest is None or self._rest_stale:
             self._rest_stale = False
-            docs = [(source_name(*k), o) for k, o in self._rest_raw.items()]
+            allocating = {claim: a for claims in self._allocating.values() for claim, a in claims.items()}
+            docs = [(source_name(*k), o) for k, o in with_allocations(self._rest_raw.items(), allocating)]
             found = sort_objects(docs)
             cluster = found.cluster
             parts = (cluster.namespaces, found.priorities, cluster.native_groups)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dra import ClaimAllocation
 from ..ir import Rules
 from ..kinds import Waiting
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
@@ -95,7 +96,7 @@ class CycleResult:
                 out[key] = (False, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
         return out
 
-    def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, tuple[tuple[str, str], ...]]]]:
+    def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, ClaimAllocation]]]:
         """Each placed pod's ResourceClaims to reserve for it (keys) and the devices Reserve gave those it
         allocates (the binder writes both before the bind)."""
         out = {}

@@ -8,10 +8,13 @@ upstream retries); when a step or the binding fails, what was written is taken b
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
+from ..dra import ClaimAllocation
+from ..model import EXTENDED_CLAIM_ANNOTATION
 from .ports import BindResult, ClusterAPI, Obj
-from .store import Store, meta
+from .store import Store, meta, version
 from .volumes import Done
 
 log = logging.getLogger("policy_scheduler.devices")
@@ -22,50 +25,130 @@ CONFLICT = 409
 
 
 class ClaimPreBind:
+    """The writes, and the claims as this binder last wrote them: pods sharing a claim are bound one after the
+    other, each writing over what the one before wrote, before the watch brings it to the store."""
+
     def __init__(self, api: ClusterAPI, store: Store):
         self.api = api
         self.store = store
+        self.written: dict[str, Obj] = {}  # claim key -> the claim as the apiserver answered our last write
+        self.lock = threading.Lock()
 
-    def prepare(self, pod: Obj, node: str, allocation: dict[str, tuple[tuple[str, str], ...]],
+    def _patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+        return self._answered(kind, self.api.patch(kind, namespace, name, body, subresource))
+
+    def _answered(self, kind: str, result: BindResult) -> BindResult:
+        """Keep a claim as the apiserver answered our write (here, and in the store for the next cycle)."""
+        if kind == CLAIM and result.ok and result.obj is not None:
+            m = meta(result.obj)
+            with self.lock:
+                self.written[f"{m.get('namespace') or 'default'}/{m.get('name')}"] = result.obj
+            self.store.apply_written(kind, result.obj)
+        return result
+
+    def _newest(self, key: str, stored: Obj | None) -> Obj | None:
+        """The store's claim, or the one we wrote last if the store has not seen it yet."""
+        with self.lock:
+            ours = self.written.get(key)
+        if stored is None or ours is None:
+            return stored or ours
+        if version(ours) > version(stored):
+            return ours
+        with self.lock:  # the store has caught up: forget our copy
+            if self.written.get(key) is ours:
+                del self.written[key]
+        return stored
+
+    def prepare(self, pod: Obj, node: str, allocation: dict[str, ClaimAllocation],
                 claims: tuple[str, ...]) -> tuple[list[Done], BindResult | None]:
-        """Allocate `allocation`'s claims and reserve every claim in `claims` (keys) for `pod`; on the first
-        failure undo the rest and return why."""
+        """Allocate `allocation`'s claims and reserve every claim in `claims` (keys) for `pod` (creating first the
+        pod's extended-resource claim, then telling the pod its name); on the first failure undo the rest and
+        return why."""
         done: list[Done] = []
         for key in claims:
-            steps = self._claim(pod, node, key, allocation.get(key))
+            allocated = allocation.get(key)
+            if allocated is not None and allocated.create is not None:
+                made = self._create(pod, allocated)
+                if isinstance(made, BindResult):
+                    self.undo(done)
+                    return [], made
+                done.append(made)
+                key = f"{made.namespace}/{made.name}"
+            steps = self._claim(pod, key, allocated)
             if isinstance(steps, BindResult):
                 self.undo(done)
                 return [], steps
             done += steps
+            if allocated is not None and allocated.create is not None:
+                told = self._tell_pod(pod, key.split("/", 1)[1], allocated)
+                if isinstance(told, BindResult):
+                    self.undo(done)
+                    return [], told
+                done.append(told)
         return done, None
+
+    def _create(self, pod: Obj, allocated: ClaimAllocation) -> Done | BindResult:
+        """Upstream's special claim for a pod's extended resources: generated name, the pod as its controlling
+        owner, the annotation that marks it."""
+        m = meta(pod)
+        namespace = str(m.get("namespace") or "default")
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": CLAIM, "spec": allocated.create,
+                "metadata": {"generateName": f"{m['name']}-extended-resources-", "namespace": namespace,
+                             "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": m["name"],
+                                                  "uid": m.get("uid"), "controller": True}]}}
+        result = self._answered(CLAIM, self.api.create_object(CLAIM, namespace, body))
+        if not result.ok or result.obj is None:
+            return BindResult(False, result.status, f"creating the claim for its extended resources: {result.message}",
+                              prebind=True)
+        return Done(CLAIM, namespace, str(meta(result.obj)["name"]), None)
+
+    def _tell_pod(self, pod: Obj, claim: str, allocated: ClaimAllocation) -> Done | BindResult:
+        """pod.status.extendedResourceClaimStatus: the claim's name and which request serves which container."""
+        m = meta(pod)
+        namespace = str(m.get("namespace") or "default")
+        mappings = [{"containerName": c, "resourceName": r, "requestName": q} for c, r, q in allocated.mappings]
+        body = {"status": {"extendedResourceClaimStatus": {"requestMappings": mappings, "resourceClaimName": claim}}}
+        result = self.api.patch("Pod", namespace, m["name"], body, "status")
+        if not result.ok:
+            return BindResult(False, result.status, f"recording its extended-resource claim: {result.message}",
+                              prebind=True)
+        return Done("Pod", namespace, m["name"], {"status": {"extendedResourceClaimStatus": None}})
 
     def undo(self, done: list[Done]) -> None:
         for d in reversed(done):
-            result = self.api.patch(d.kind, d.namespace, d.name, d.undo, "status" if "status" in d.undo else "")
+            if d.undo is None:  # a claim made for the pod: deleted (its finalizer went first)
+                result = self.api.delete_object(d.kind, d.namespace, d.name)
+                with self.lock:
+                    ours = self.written.pop(f"{d.namespace}/{d.name}", None)
+                if result.ok and ours is not None:
+                    self.store.apply(d.kind, "DELETED", ours)  # the next cycle makes a new one
+            else:
+                result = self._patch(d.kind, d.namespace, d.name, d.undo, "status" if "status" in d.undo else "")
             if not result.ok and result.status != 404:
                 log.warning("undoing a claim step failed name=%s status=%s message=%r", d.name, result.status,
                             result.message)
 
-    def _claim(self, pod: Obj, node: str, key: str, devices: tuple[tuple[str, str], ...] | None) -> list[Done] | BindResult:
+    def _claim(self, pod: Obj, key: str, devices: ClaimAllocation | None) -> list[Done] | BindResult:
         namespace, name = key.split("/", 1)
         for attempt in range(2):
-            claim = self.store.get(CLAIM, namespace, name)
+            claim = self._newest(key, self.store.get(CLAIM, namespace, name))
             if claim is None:
                 return BindResult(False, 404, f"resourceclaim {key} is gone", prebind=True)
-            outcome = self._write(claim, pod, node, devices)
+            outcome = self._write(claim, pod, devices)
             if not isinstance(outcome, BindResult) or outcome.status != CONFLICT or attempt:
                 return outcome
             time.sleep(0.05)  # the watch brings the newer claim; try once more from it
         raise AssertionError("unreachable")
 
-    def _write(self, claim: Obj, pod: Obj, node: str, devices: tuple[tuple[str, str], ...] | None) -> list[Done] | BindResult:
+    def _write(self, claim: Obj, pod: Obj, devices: ClaimAllocation | None) -> list[Done] | BindResult:
         m, status = meta(claim), claim.get("status") or {}
         namespace, name = str(m.get("namespace") or "default"), str(m["name"])
         done: list[Done] = []
         version = m.get("resourceVersion")
         if devices is not None and FINALIZER not in (m.get("finalizers") or []):
             body = {"metadata": {"resourceVersion": version, "finalizers": [*(m.get("finalizers") or []), FINALIZER]}}
-            result = self.api.patch(CLAIM, namespace, name, body)
+            result = self._patch(CLAIM, namespace, name, body)
             if not result.ok:
                 return BindResult(False, result.status, f"protecting resourceclaim {name}: {result.message}", prebind=True)
             done.append(Done(CLAIM, namespace, name, {"metadata": {"finalizers": m.get("finalizers") or None}}))
@@ -75,9 +158,9 @@ class ClaimPreBind:
                     {"resource": "pods", "name": pm["name"], "uid": pm.get("uid")}]
         new_status: dict = {"reservedFor": reserved}
         if devices is not None:
-            new_status["allocation"] = _allocation(devices, node)
+            new_status["allocation"] = allocation_status(devices)
         body = {"metadata": {"resourceVersion": version}, "status": new_status}
-        result = self.api.patch(CLAIM, namespace, name, body, "status")
+        result = self._patch(CLAIM, namespace, name, body, "status")
         if not result.ok:
             self.undo(done)
             return BindResult(False, result.status, f"allocating resourceclaim {name}: {result.message}", prebind=True)
@@ -87,14 +170,18 @@ class ClaimPreBind:
         return [*done, Done(CLAIM, namespace, name, undo)]
 
 
-def _allocation(devices: tuple[tuple[str, str], ...], node: str) -> Obj:
-    """status.allocation: each request's device, usable from `node` (the allocator only gives a pod devices
-    its node reaches)."""
+def allocation_status(allocated: ClaimAllocation) -> Obj:
+    """status.allocation as upstream's allocator fills it: each request's device, the class's and the claim's
+    config for the requests served, and the node selector the devices are usable from (none: every node)."""
     results = []
-    for request, key in devices:
+    for request, key in allocated.devices:
         driver, rest = key.split("/", 1)  # driver names and device names have no "/"; pool names may
         pool, device = rest.rsplit("/", 1)
         results.append({"request": request, "driver": driver, "pool": pool, "device": device})
-    selector = {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
-    return {"devices": {"results": results}, "nodeSelector": selector,
-            "allocationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    devices: Obj = {"results": results}
+    if allocated.config:
+        devices["config"] = list(allocated.config)
+    out: Obj = {"devices": devices, "allocationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if allocated.node_selector is not None:
+        out["nodeSelector"] = allocated.node_selector
+    return out

@@ -61,6 +61,7 @@ class BindResult:
     status: int  # HTTP status; 0 when the apiserver was not reached
     message: str = ""
     prebind: bool = False  # failed before the Binding (a volume step): the pod is retried, not left to the watch
+    obj: Obj | None = None  # a patch's answer: the object as it is now
 
 
 class ClusterAPI(Protocol):
@@ -85,6 +86,14 @@ class ClusterAPI(Protocol):
     def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
         """Merge-patch one object (a volume's claimRef, a claim's selected node) or its `subresource` (a pod
         group's status); conditional on metadata.resourceVersion when `body` carries it."""
+        ...
+
+    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+        """POST one object (a pod's extended-resource claim); the answer, with its generated name, in `obj`."""
+        ...
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+        """DELETE one object (404 counts as done)."""
         ...
 
     def nominate(self, namespace: str, name: str, node: str) -> None:

@@ -25,6 +25,7 @@ from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .cycle import run_cycle
+from .devices import allocation_status
 from .groups import GroupStatus
 from .metrics import Metrics, State
 from .nominations import Nomination, Nominations
@@ -239,8 +240,9 @@ class ProfileLoop:
             models = {p.key: p for p in snapshot.cluster.pending}
             assumed = []
             for p in placements:
-                self.store.assume(p.key, p.uid, p.node)
-                assumed.append(self.cache.assume(models[p.key], p.node))
+                allocating = {key: allocation_status(a) for key, a in p.devices.items()}
+                self.store.assume(p.key, p.uid, p.node, allocating)
+                assumed.append(self.cache.assume(models[p.key], p.node, allocating))
         solved = time.perf_counter() - started
         for change in assumed:
             if change is not None:
@@ -320,6 +322,9 @@ class ProfileLoop:
     def _preempt(self, nominated: list[Placement], preemptions: dict[str, Preemption]) -> None:
         """In the bind stage: evict the victims, nominate the preemptors, and wait for the victims to leave."""
         victims = {v.pod: (v, key) for key, p in preemptions.items() for v in p.victims}
+        for group_key in sorted({v.group for v, _ in victims.values() if v.group}):
+            if (group := self.store.get(NATIVE_POD_GROUP, *group_key.split("/", 1))) is not None:
+                self.events.group_disrupted(group, f"{self.name}: preempting to accommodate a higher priority pod")
         results = self.binder.evict_all([(self.store.get("Pod", *k.split("/", 1)),
                                           f"preempted by {key} (priority {preemptions[key].priority}) on node {v.node}")
                                          for k, (v, key) in victims.items()])

@@ -7,7 +7,7 @@ binding fails: every snapshot in between shows it bound, so the next batch canno
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ class Change:
 class Assumed:
     uid: str
     node: str
+    claims: tuple[tuple[str, Obj], ...] = ()  # (claim key, status.allocation) it allocates, until written
 
 
 def meta(obj: Obj) -> dict[str, Any]:
@@ -47,6 +48,12 @@ def pod_key(obj: Obj) -> str:
 
 def node_of(obj: Obj) -> str | None:
     return (obj.get("spec") or {}).get("nodeName") or None
+
+
+def version(obj: Obj) -> int:
+    """resourceVersion as a number (etcd's revision; opaque by contract, but ordered in practice)."""
+    text = str(meta(obj).get("resourceVersion") or "0")
+    return int(text) if text.isdigit() else 0
 
 
 def _in_scope(key: ObjKey, resource: Resource) -> bool:
@@ -85,6 +92,14 @@ class Store:
             new = None if event_type == "DELETED" else obj
             self._settle_assumed(kind, old, new)
         self._notify([Change(kind, old, new)])
+
+    def apply_written(self, kind: str, obj: Obj) -> None:
+        """An object as the apiserver answered our own write: taken now, unless the watch brought a newer one
+        already (the next cycle must not see a claim we allocated as free)."""
+        with self._lock:
+            old = self._objects.get(obj_key(kind, obj))
+        if old is None or version(old) < version(obj):
+            self.apply(kind, "MODIFIED", obj)
 
     def replace(self, resource: Resource, objs: Iterable[Obj]) -> None:
         """A (re)list: the objects in `resource`'s scope are exactly `objs`; changes are announced."""
@@ -136,9 +151,12 @@ class Store:
         with self._lock:
             return [o for (k, _, _), o in self._objects.items() if k == kind]
 
-    def assume(self, key: str, uid: str, node: str) -> None:
+    def assume(self, key: str, uid: str, node: str, claims: dict[str, Obj] | None = None) -> None:
+        """`key` holds `node` until the watch shows it bound or it is forgotten; `claims` (claim key ->
+        status.allocation) hold their devices the same way (upstream's in-flight allocations): the next cycle,
+        planned while this one binds, must not give them away."""
         with self._lock:
-            self._assumed[key] = Assumed(uid, node)
+            self._assumed[key] = Assumed(uid, node, tuple((claims or {}).items()))
 
     def forget(self, key: str) -> None:
         with self._lock:
@@ -160,8 +178,9 @@ class Store:
         with self._lock:
             items = list(self._objects.items())
             assumed = dict(self._assumed)
+        allocating = {key: allocation for a in assumed.values() for key, allocation in a.claims}
         out = []
-        for (kind, namespace, name), obj in items:
+        for (kind, namespace, name), obj in with_allocations(items, allocating):
             if kind == "ConfigMap":
                 continue
             if kind == "Pod" and not node_of(obj):
@@ -172,6 +191,31 @@ class Store:
                     continue
             out.append((source_name(kind, namespace, name), obj))
         return out
+
+
+CLAIM = "ResourceClaim"
+
+
+def with_allocations(items: Iterable[tuple[ObjKey, Obj]], allocating: dict[str, Obj]) -> Iterator[tuple[ObjKey, Obj]]:
+    """`items` with the claims of `allocating` (claim key -> status.allocation, assumed pods' allocations on their way)
+    shown allocated, and those not made yet (a pod's extended-resource claim) added at the end."""
+    left = dict(allocating)
+    for key, obj in items:
+        kind, namespace, name = key
+        if kind == CLAIM and left and f"{namespace}/{name}" in left:
+            obj = _allocated(obj, left.pop(f"{namespace}/{name}"))
+        yield key, obj
+    for claim, allocation in left.items():
+        namespace, name = claim.split("/", 1)
+        made = {"apiVersion": "resource.k8s.io/v1", "kind": CLAIM, "metadata": {"name": name, "namespace": namespace},
+                "spec": {"devices": {"requests": []}}}
+        yield (CLAIM, namespace, name), _allocated(made, allocation)
+
+
+def _allocated(claim: Obj, allocation: Obj) -> Obj:
+    """The claim as the next cycle must see it while its allocation is on its way (unless it has one)."""
+    status = claim.get("status") or {}
+    return claim if status.get("allocation") else {**claim, "status": {**status, "allocation": allocation}}
 
 
 def source_name(kind: str, namespace: str, name: str) -> str:

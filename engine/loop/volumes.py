@@ -21,12 +21,12 @@ SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 @dataclass(frozen=True, slots=True)
 class Done:
-    """A write made, and the patch that takes it back."""
+    """A write made, and the patch that takes it back (None: the object was created; deleting takes it back)."""
 
     kind: str
     namespace: str
     name: str
-    undo: Obj
+    undo: Obj | None
 
 
 class VolumePreBind:
@@ -47,7 +47,7 @@ class VolumePreBind:
 
     def undo(self, done: list[Done]) -> None:
         for d in reversed(done):
-            result = self.api.patch(d.kind, d.namespace, d.name, d.undo)
+            result = self.api.patch(d.kind, d.namespace, d.name, d.undo or {})
             if not result.ok and result.status != 404:
                 log.warning("undoing a volume step failed kind=%s name=%s status=%s message=%r", d.kind, d.name,
                             result.status, result.message)

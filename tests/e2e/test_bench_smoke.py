@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEDULERS = ("policy-scheduler", "kube-scheduler", "kube-binpack", "coscheduling")
+SCHEDULERS = ("policy-scheduler", "kube-scheduler", "kube-binpack", "coscheduling", "kube-workload")
 PLOTS = ("compare_throughput.png", "compare_tight_packing.png", "compare_gangs.png", "compare_solve_time.png")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# the code paths: stream and batch arrival, gangs, a policy ConfigMap for policy-scheduler
-WORKLOADS = ("basic", "tight-packing", "gangs", "cost")
+# the code paths: stream and batch arrival, gangs, a policy ConfigMap for policy-scheduler, DRA claims and
+# native PodGroups (made afresh and cleared for every turn)
+WORKLOADS = ("basic", "tight-packing", "gangs", "cost", "gpu-dra")
 TIMEOUT_S = 1800  # a cold scheduler-plugins build included
 
 

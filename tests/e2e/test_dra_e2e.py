@@ -1,14 +1,32 @@
-"""DRA through the loop against the real apiserver (resource.k8s.io/v1, on by default in 1.36): the test
-publishes a ResourceSlice as a driver would; the scheduler places a pod claiming a GPU on the node that has
-one, and before the bind the claim carries the delete-protection finalizer, its allocation and the pod in
-reservedFor, as upstream's DynamicResources PreBind leaves it."""
+"""DRA through the loop against the real apiserver (resource.k8s.io/v1, on by default in 1.36): the tests publish
+ResourceSlices as a driver would; the scheduler places pods claiming GPUs where the GPUs are, and before the bind
+each claim carries the delete-protection finalizer, its allocation and its pods in reservedFor, as upstream's
+DynamicResources PreBind leaves it. A claim from a template is made by kube-controller-manager's resource-claim
+controller; a bind the apiserver refuses (a ValidatingAdmissionPolicy on pods/binding) leaves the claim as it
+was; a claim several pods share is allocated once, for all of them."""
 from __future__ import annotations
 
-from testkit.controlplane import ControlPlane
-from testkit.manifests import api_pod, claims, created, device_class, gpu, resource_claim, resource_slice
+import time
+
+from testkit.controlplane import ControlPlane, controllers
+from testkit.manifests import (
+    api_pod,
+    claim_template,
+    claims,
+    created,
+    device_class,
+    gpu,
+    resource_claim,
+    resource_slice,
+)
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "dra-scheduler"
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+
+
+def _claim(kube: Kube, ns: str, name: str) -> dict:
+    return kube.ok("GET", f"{CLAIMS.format(ns=ns)}/{name}")
 
 
 def test_a_gpu_claim_is_allocated_and_reserved_before_the_bind(control_plane: ControlPlane, kube: Kube,
@@ -25,8 +43,130 @@ def test_a_gpu_claim_is_allocated_and_reserved_before_the_bind(control_plane: Co
     schedulers.start("--scheduler-name", SCHEDULER)
     kube.create(api_pod("trainer", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("train")))
     wait_for("bound", lambda: node_of(kube.pods(ns)["trainer"]) == "dra-gpu")
-    claim = kube.ok("GET", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/train")
+    claim = _claim(kube, ns, "train")
     assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
     (result,) = claim["status"]["allocation"]["devices"]["results"]
     assert (result["pool"], result["device"]) == ("dra-gpu", "g1")
     assert [r["name"] for r in claim["status"]["reservedFor"]] == ["trainer"]
+
+
+def test_a_claim_from_a_template_is_made_by_the_controller_then_allocated(control_plane: ControlPlane, kube: Kube,
+                                                                         schedulers, tmp_path) -> None:
+    ns, sel = "sched-dra-tmpl", {"e2e": "dra-tmpl"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-tmpl-cpu", labels=sel)
+    control_plane.create_ready_node("dra-tmpl-gpu", labels=sel)
+    kube.create(created(device_class("e2e-tmpl-gpu")))
+    kube.create(created(resource_slice("dra-tmpl-gpu", [gpu("g0")])))
+    kube.create(claim_template("one-gpu", {"name": "gpu", "exactly": {"deviceClassName": "e2e-tmpl-gpu"}}, ns=ns))
+    with controllers(control_plane, ("resourceclaim-controller",), tmp_path / "kcm"):
+        schedulers.start("--scheduler-name", SCHEDULER)
+        kube.create(api_pod("worker", ns, scheduler=SCHEDULER, nodeSelector=sel,
+                            resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
+        wait_for("bound", lambda: node_of(kube.pods(ns)["worker"]) == "dra-tmpl-gpu", timeout=60)
+    (status,) = kube.pods(ns)["worker"]["status"]["resourceClaimStatuses"]
+    claim = _claim(kube, ns, status["resourceClaimName"])
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "worker"  # the controller's, from the template
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"]) == ("dra-tmpl-gpu", "g0")
+    assert [r["name"] for r in claim["status"]["reservedFor"]] == ["worker"]
+
+
+def _deny_binds_to(kube: Kube, node: str, ns: str) -> str:
+    """A ValidatingAdmissionPolicy refusing every Binding to `node`; returns when the apiserver applies it."""
+    name = f"deny-binds-{node}"
+    kube.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+                 "metadata": {"name": name},
+                 "spec": {"failurePolicy": "Fail",
+                          "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                                  "operations": ["CREATE"], "resources": ["pods/binding"]}]},
+                          "validations": [{"expression": f"object.target.name != '{node}'",
+                                           "message": f"e2e: no binds to {node}"}]}})
+    kube.create({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+                 "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}})
+    kube.create(api_pod("probe", ns, scheduler="nobody"))
+
+    def refused() -> bool:  # a dry run: admission judges it, nothing is bound
+        status, _ = kube.request("POST", f"/api/v1/namespaces/{ns}/pods/probe/binding",
+                                 {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "probe"},
+                                  "target": {"apiVersion": "v1", "kind": "Node", "name": node}},
+                                 query=[("dryRun", "All")])
+        return status in (400, 403, 422)
+    wait_for("the policy in force", refused, timeout=30, every=0.5)
+    kube.ok("DELETE", f"/api/v1/namespaces/{ns}/pods/probe", {"apiVersion": "v1", "kind": "DeleteOptions",
+                                                              "gracePeriodSeconds": 0})
+    return name
+
+
+def test_a_refused_bind_leaves_the_claim_as_it_was(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-dra-deny", {"e2e": "dra-deny"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-deny-gpu", labels=sel)
+    kube.create(created(device_class("e2e-deny-gpu")))
+    kube.create(created(resource_slice("dra-deny-gpu", [gpu("g0")])))
+    kube.create(created(resource_claim("c", {"name": "gpu", "exactly": {"deviceClassName": "e2e-deny-gpu"}}, ns=ns)))
+    policy = _deny_binds_to(kube, "dra-deny-gpu", ns)
+    scheduler = schedulers.start("--scheduler-name", SCHEDULER)
+    kube.create(api_pod("p", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("c")))
+    wait_for("the bind refused", lambda: any("binding to dra-deny-gpu failed" in (e.get("message") or "")
+                                             for e in kube.events(ns)), timeout=60)
+    scheduler.stop()  # no retry in flight while the claim is read
+    claim = _claim(kube, ns, "c")
+    assert not (claim.get("status") or {}).get("allocation")
+    assert not (claim.get("status") or {}).get("reservedFor")
+    assert not claim["metadata"].get("finalizers")
+    assert not node_of(kube.pods(ns)["p"])
+    kube.ok("DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{policy}")
+    time.sleep(1.0)
+    schedulers.start("--scheduler-name", SCHEDULER)
+    wait_for("bound once binds are allowed", lambda: node_of(kube.pods(ns)["p"]) == "dra-deny-gpu", timeout=60)
+    assert _claim(kube, ns, "c")["status"]["allocation"]
+
+
+def test_a_claim_shared_by_three_pods_is_allocated_once_for_all(control_plane: ControlPlane, kube: Kube,
+                                                               schedulers) -> None:
+    ns, sel = "sched-dra-shared", {"e2e": "dra-shared"}
+    control_plane.ensure_namespace(ns)
+    for name in ("dra-shared-a", "dra-shared-b"):
+        control_plane.create_ready_node(name, cpu="2", labels=sel)
+        kube.create(created(resource_slice(name, [gpu("g0")])))
+    kube.create(created(device_class("e2e-shared-gpu")))
+    kube.create(created(resource_claim("shared", {"name": "gpu", "exactly": {"deviceClassName": "e2e-shared-gpu"}},
+                                       ns=ns)))
+    schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(3):
+        kube.create(api_pod(f"p{i}", ns, scheduler=SCHEDULER, cpu="500m", nodeSelector=sel,
+                            resourceClaims=claims("shared")))
+    wait_for("all bound", lambda: all(node_of(p) for p in kube.pods(ns).values()) and len(kube.pods(ns)) == 3,
+             timeout=60)
+    nodes = {node_of(p) for p in kube.pods(ns).values()}
+    assert len(nodes) == 1  # every pod where the one allocated device is
+    claim = _claim(kube, ns, "shared")
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert result["pool"] == nodes.pop()
+    assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["p0", "p1", "p2"]
+
+
+def test_an_extended_resource_is_served_by_a_device_class(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    """DRAExtendedResource (beta, on in 1.36): no node advertises example.com/gpu; a DeviceClass serves it. The
+    scheduler makes the pod's claim as upstream does and names it in pod.status.extendedResourceClaimStatus."""
+    ns, sel = "sched-dra-ext", {"e2e": "dra-ext"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-ext-cpu", labels=sel)
+    control_plane.create_ready_node("dra-ext-gpu", labels=sel)
+    cls = created(device_class("e2e-ext-gpu"))
+    cls["spec"]["extendedResourceName"] = "example.com/e2e-gpu"
+    kube.create(cls)
+    kube.create(created(resource_slice("dra-ext-gpu", [gpu("g0")])))
+    schedulers.start("--scheduler-name", SCHEDULER)
+    gpus = {"example.com/e2e-gpu": "1"}
+    kube.create(api_pod("ext", ns, scheduler=SCHEDULER, nodeSelector=sel, requests=gpus, limits=gpus))
+    wait_for("bound", lambda: node_of(kube.pods(ns)["ext"]) == "dra-ext-gpu", timeout=60)
+    status = kube.pods(ns)["ext"]["status"]["extendedResourceClaimStatus"]
+    claim = _claim(kube, ns, status["resourceClaimName"])
+    assert claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"] == "true"
+    assert claim["metadata"]["ownerReferences"][0]["name"] == "ext"
+    (result,) = claim["status"]["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"]) == ("dra-ext-gpu", "g0")
+    assert status["requestMappings"] == [{"containerName": "main", "resourceName": "example.com/e2e-gpu",
+                                          "requestName": result["request"]}]

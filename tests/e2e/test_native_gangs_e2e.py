@@ -1,19 +1,19 @@
 """Native gangs (KEP-4671 scheduling.k8s.io/v1alpha2 PodGroups, gates on in the test control plane) through the
-loop: a gang starts whole or waits, the group's PodGroupScheduled condition says which and why, and a pod whose
-group does not exist yet waits until it is created."""
+loop: a gang starts whole or waits, the group's PodGroupScheduled condition says which and why, a pod whose
+group does not exist yet waits until it is created, and a `disruptionMode: PodGroup` group is preempted whole
+with its DisruptionTarget condition."""
 from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
-from testkit.manifests import api_pod, in_group, native_group
+from testkit.manifests import api_pod, in_group, native_group, priority_class
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "native-scheduler"
 
 
-def _condition(kube: Kube, ns: str, name: str) -> dict | None:
+def _condition(kube: Kube, ns: str, name: str, kind: str = "PodGroupScheduled") -> dict | None:
     group = kube.ok("GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/{name}")
-    return next((c for c in (group.get("status") or {}).get("conditions") or [] if c["type"] == "PodGroupScheduled"),
-                None)
+    return next((c for c in (group.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
 
 
 def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
@@ -51,3 +51,30 @@ def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: 
         for c in (p.get("status") or {}).get("conditions") or []))
     kube.create(native_group("late", 2, ns=ns))
     wait_for("bound once the group exists", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=20)
+
+
+def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    ns, sel = "sched-native-disrupt", {"e2e": "native-disrupt"}
+    control_plane.ensure_namespace(ns)
+    for name, value in (("e2e-group-low", 0), ("e2e-group-high", 1000)):
+        status, _ = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value))
+        assert status in (201, 409), status
+    for i in range(2):
+        control_plane.create_ready_node(f"disrupt-{i}", cpu="2", labels=sel)
+    group = native_group("train", 2, ns=ns, disruption="PodGroup")
+    group["spec"]["priorityClassName"] = "e2e-group-low"
+    kube.create(group)
+    for i in range(2):  # running already, one on each node
+        kube.create(api_pod(f"train-{i}", ns, scheduler=SCHEDULER, cpu="2", nodeName=f"disrupt-{i}",
+                            schedulingGroup=in_group("train")))
+    schedulers.start("--scheduler-name", SCHEDULER)
+    kube.create(api_pod("urgent", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel,
+                        priorityClassName="e2e-group-high"))
+    wait_for("the whole group evicted", lambda: all(kube.pods(ns)[f"train-{i}"]["metadata"].get("deletionTimestamp")
+                                                    for i in range(2)))  # one node's room would do: both go
+    cond = wait_for("the group told", lambda: _condition(kube, ns, "train", "DisruptionTarget"))
+    assert (cond["status"], cond["reason"]) == ("True", "PreemptionByScheduler")
+    for i in range(2):  # what a kubelet would finish
+        kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/train-{i}",
+                     {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    wait_for("the preemptor bound", lambda: node_of(kube.pods(ns)["urgent"]))
