@@ -206,3 +206,25 @@ def test_the_cache_makes_the_cluster_build_cluster_makes(steps):
         else:
             world.forget(what)
         same_cluster(world)
+
+
+def test_the_rest_is_converted_again_only_when_something_planning_reads_changed(monkeypatch):
+    from engine.loop import cache as cache_module
+    from testkit.manifests import replica_set
+
+    world = World()
+    world.put("Node", node_doc(0, 4, 0, False, False))
+    rs = replica_set("web", {"app": "web"})
+    world.put("ReplicaSet", rs)
+    calls = []
+    real = cache_module.sort_objects
+    monkeypatch.setattr(cache_module, "sort_objects", lambda docs: calls.append(1) or real(docs))
+    world.cache.snapshot([], SCHEDULER, None)
+    assert len(calls) == 1
+    world.put("ReplicaSet", {**rs, "status": {"replicas": 3, "readyReplicas": 2}})  # every bind moves these
+    world.cache.snapshot([], SCHEDULER, None)
+    assert len(calls) == 1
+    world.put("ReplicaSet", {**rs, "spec": {**rs["spec"], "selector": {"matchLabels": {"app": "other"}}}})
+    world.cache.snapshot([], SCHEDULER, None)
+    assert len(calls) == 2
+    same_cluster(world)

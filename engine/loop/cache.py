@@ -38,12 +38,14 @@ from ..load import (
     resolve_cluster,
     sort_objects,
 )
-from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, DisruptionBudget, Node, Pod, Refusal
+from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, Node, Pod
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
 from .store import meta, node_of, obj_key, pod_key, source_name, with_allocations
 
 TERMINAL = ("Succeeded", "Failed")
+# kinds of which planning reads only the spec and labels (system-default spreading's selectors)
+SPEC_ONLY = frozenset({"Service", "ReplicaSet", "StatefulSet", "ReplicationController"})
 # the other kinds whose changes may help a waiting pod (Services, workloads, budgets never make one schedulable)
 REST_RESOURCES = {"PodGroup": Resource.POD_GROUP, NATIVE_POD_GROUP: Resource.POD_GROUP,
                   "PersistentVolumeClaim": Resource.PERSISTENT_VOLUME_CLAIM,
@@ -179,8 +181,9 @@ class ClusterCache:
                 return self._node(old, new)
             if kind == "Pod":
                 return self._pod(old, new)
-            if kind == "ConfigMap":
-                return None
+            if kind == "ConfigMap" or (kind in SPEC_ONLY and old is not None and new is not None
+                                       and _spec_and_labels(old) == _spec_and_labels(new)):
+                return None  # (a ReplicaSet's status follows every pod bound: nothing planning reads)
             key = obj_key(kind, (new or old) or {})
             if new is None:
                 self._rest_raw.pop(key, None)
@@ -422,13 +425,9 @@ class ClusterCache:
                 cluster.bound.pop()  # (cannot happen: bound pods were left out above)
         return errors
 
-    def budgets(self) -> list[DisruptionBudget]:
-        with self._lock:
-            return disruption_budgets(self._rest_or_build().budgets_raw, list(self._placed.values()))[0]
 
-    def refused(self) -> list[Refusal]:
-        with self._lock:
-            return [e.refusal() for e in self._refused.values()]
+def _spec_and_labels(obj: Obj) -> tuple[Any, Any]:
+    return obj.get("spec"), meta(obj).get("labels")
 
 
 def _pod_ref(key: str) -> tuple[str, str, str]:

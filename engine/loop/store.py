@@ -173,8 +173,10 @@ class Store:
             return dict(self._assumed)
 
     def snapshot(self, batch: set[str]) -> list[tuple[str, Obj]]:
-        """(source name, manifest) pairs for build_cluster: assumed pods shown bound, and of the pods
-        without a node only those in `batch` (the rest wait for a later cycle and hold nothing)."""
+        """(source name, manifest) pairs for build_cluster: assumed pods shown bound (the claims they allocate
+        allocated), and of the pods without a node only those in `batch` (the rest wait for a later cycle and hold
+        nothing). What a cycle plans comes from the cluster cache (cache.py) instead; this is the whole-store
+        reference the cache is tested against (tests/test_cluster_cache.py) and the benchmark's old way."""
         with self._lock:
             items = list(self._objects.items())
             assumed = dict(self._assumed)
