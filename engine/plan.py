@@ -106,16 +106,18 @@ def make_plan(
     progress: Callable[[str], None] | None = None,
     baseline: bool = False,
     index: BoundState | None = None,
+    preference_limit: float | None = None,
 ) -> Plan:
     """Compile and solve within `time_limit` seconds in all (compiling counts against it). The cyclic garbage
     collector stays paused throughout, not only in compile: the starting plans and the CP-SAT model make
     many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second."""
     with collector_paused():
-        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index)
+        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index, preference_limit)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
-               progress: Callable[[str], None] | None, baseline: bool, index: BoundState | None) -> Plan:
+               progress: Callable[[str], None] | None, baseline: bool, index: BoundState | None,
+               preference_limit: float | None) -> Plan:
     start = time.perf_counter()
     compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), index)
     compile_seconds = time.perf_counter() - start
@@ -125,6 +127,7 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
             f"over {len(cluster.nodes)} nodes in {compile_seconds:.2f}s"
         )
     solution = solve(compiled.problem, time_limit=max(0.0, time_limit - compile_seconds), workers=workers,
+                     preference_limit=preference_limit,
                      seed=seed, progress=progress, baseline=baseline)
     solution, dropped, reserved = reserve(compiled, solution)
     plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped)

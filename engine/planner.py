@@ -29,6 +29,7 @@ class Options:
     seed: int = 0
     baseline: bool = False
     preemption: bool = True
+    preference_limit: float | None = None  # seconds for preferences once every pod is placed (None: all left)
 
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
@@ -43,7 +44,8 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
     hopeful = options.preemption and may_preempt_any(cluster, lowest)
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
-                     seed=options.seed, progress=progress, baseline=options.baseline, index=index)
+                     seed=options.seed, progress=progress, baseline=options.baseline, index=index,
+                     preference_limit=options.preference_limit)
     if options.preemption:
         say_never(cluster, plan, lowest)
     if not hopeful:

@@ -149,3 +149,11 @@ def test_a_change_or_a_new_member_during_the_cycle_is_not_missed() -> None:
     q.add("ns/g-1", "gang:ns/g")  # the second member, while the first is planned
     q.done(["ns/g-0"], {"ns/g-0": Rejected(frozenset({"Coscheduling"}), None)})
     assert sorted(q.next_batch(_never(), idle=0)) == ["ns/g-0", "ns/g-1"]  # at once, whole
+
+
+def test_preferences_get_a_fifth_of_a_cycle_once_every_pod_is_placed() -> None:
+    from engine.loop.scheduler import Profile, Settings
+
+    settings = Settings((Profile("p"),), time_limit=5.0, time_per_pod=0.005)
+    assert settings.preferences_for(100) == pytest.approx(0.2 * settings.limit_for(100))
+    assert Settings((Profile("p"),), time_limit=5.0).preferences_for(100) is None

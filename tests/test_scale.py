@@ -147,3 +147,11 @@ def test_gangs_short_of_members_are_proven_unplaceable_without_cp_sat():
     plan = make_plan(build_cluster([(f"d{i}", d) for i, d in enumerate(docs)]), time_limit=30)
     assert plan.assignments == {}
     assert plan.stats["status"] == "OPTIMAL" and plan.stats["phases"]["model"] == 0.0
+
+
+def test_once_every_pod_is_placed_preferences_get_only_their_share():
+    problem = compiled(heterogeneous(100, 40)).problem
+    capped = solve(problem, time_limit=5.0, preference_limit=0.0)
+    assert sum(capped.placed.values()) == 120 and capped.phases.model == 0.0 and capped.seconds < 5.0
+    full = solve(problem, time_limit=1.0)
+    assert sum(full.placed.values()) == 120 and full.phases.model > 0  # uncapped, CP-SAT works on preferences

@@ -39,6 +39,7 @@ log = logging.getLogger("policy_scheduler.loop")
 
 
 CYCLE_BASE_SECONDS = 0.2
+PREFERENCE_SHARE = 0.2  # of a cycle's time limit, for preferences once every pod is placed
 BIND_STAGES = 8  # batches binding at once (their binds share the binder's pool)
 TELL_EVERY = 5.0  # seconds between scans for pods to tell that their profile has no valid policy set
 
@@ -68,6 +69,13 @@ class Settings:
         if not self.time_per_pod:
             return self.time_limit
         return min(self.time_limit, CYCLE_BASE_SECONDS + self.time_per_pod * pods)
+
+    def preferences_for(self, pods: int) -> float | None:
+        """Once a starting plan has placed every pod of the batch, what is left is preferences: a fifth of the
+        batch's time for them (the pods wait for their binds meanwhile); None: no cap (`time_per_pod` 0)."""
+        if not self.time_per_pod:
+            return None
+        return min(self.time_limit, PREFERENCE_SHARE * (CYCLE_BASE_SECONDS + self.time_per_pod * pods))
 
 
 def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:
@@ -231,7 +239,8 @@ class ProfileLoop:
             snapshot = self.cache.snapshot([(source_name("Pod", *k.split("/", 1)), o) for k, o in pods.items()],
                                            self.name, rules.gangs)
             options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
-                              preemption=self.settings.preemption)
+                              preemption=self.settings.preemption,
+                              preference_limit=self.settings.preferences_for(len(pods)))
             result = run_cycle(snapshot, rules, options)
             steps, claims = result.volume_steps(), result.claim_steps()
             placements = [Placement(k, node, pods[k], result.plan.gangs.get(k), steps.get(k, ()),

@@ -106,11 +106,16 @@ def solve(
     seed: int = 0,
     progress: Progress | None = None,
     baseline: bool = False,
+    preference_limit: float | None = None,
 ) -> Solution:
+    """The best plan found within `time_limit`; once a starting plan places every pod that can be placed, only
+    preferences are left to improve, and they get at most `preference_limit` seconds more (None: the time left)."""
     say = progress or (lambda _msg: None)
     clock = _Clock(time_limit)
     best, by_baseline = starting_plan(problem, baseline, clock)
     phases = Phases(start=clock.elapsed())
+    if preference_limit is not None and best.value >= problem.upper_bound():
+        clock.limit = min(clock.limit, clock.elapsed() + preference_limit)  # placement proven: preferences only
     pods = sum(c.count for c in problem.classes)
     say(f"placed {sum(best.placed.values())} of {pods} pods at once ({best.origin}), "
         f"at most {_placeable(problem)} possible")
