@@ -157,3 +157,16 @@ def test_preferences_get_a_fifth_of_a_cycle_once_every_pod_is_placed() -> None:
     settings = Settings((Profile("p"),), time_limit=5.0, time_per_pod=0.005)
     assert settings.preferences_for(100) == pytest.approx(0.2 * settings.limit_for(100))
     assert Settings((Profile("p"),), time_limit=5.0).preferences_for(100) is None
+
+
+def test_a_list_counts_as_synced_only_once_every_listener_heard_it() -> None:
+    """The loops start once the store is synced: a backlog of pods waiting at start is then one batch, not what
+    the queue happened to hear of it so far."""
+    from engine.loop.ports import Resource
+    from engine.loop.store import Store
+
+    store = Store()
+    heard = []
+    store.subscribe(lambda change: heard.append(store.synced([Resource("Pod")])))
+    store.replace(Resource("Pod"), [pod(f"p{i}") for i in range(3)])
+    assert heard == [False, False, False] and store.synced([Resource("Pod")])

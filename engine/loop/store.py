@@ -115,8 +115,8 @@ class Store:
                 self._objects[key] = obj
             for change in changes:
                 self._settle_assumed(change.kind, change.old, change.new)
-            self._synced.add(resource)
         self._notify(changes)
+        self.mark_synced(resource)  # once everyone heard the list: a backlog waiting at start is one batch
 
     def _settle_assumed(self, kind: str, old: Obj | None, new: Obj | None) -> None:
         """Drop an assumption once the watch shows the pod bound, deleted or replaced (another UID)."""
