@@ -38,6 +38,7 @@ from .model import (
     Pod,
     PodAffinityTerm,
     PodGroup,
+    Quota,
     Refusal,
     Requirement,
     ResourceClaim,
@@ -85,7 +86,7 @@ INT32 = 2**31
 KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
          "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
          "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
+         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "ElasticQuota")
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -293,6 +294,8 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
         _workload_object(cluster.workloads, kind, obj)
     elif kind in DRA_KINDS:
         _dra_object(cluster.devices, kind, obj)
+    elif kind == "ElasticQuota":
+        cluster.quotas.append(_elastic_quota(obj))
     else:
         found.pods.append((src, obj))
 
@@ -945,6 +948,26 @@ def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
 # -- Services and controllers (system-default spreading: engine.workloads) ------------------------------
 
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
+QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
+
+
+def _elastic_quota(obj: dict[str, Any]) -> Quota:
+    """scheduler-plugins' ElasticQuota (CapacityScheduling): `spec.min` and `spec.max` for the pods of its own
+    namespace."""
+    if obj.get("apiVersion") not in QUOTA_APIS:
+        raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (expected one of "
+                         f"{', '.join(QUOTA_APIS)})")
+    meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
+    namespace = _text(meta.get("namespace") or "default", "metadata.namespace")
+    name = _text(meta["name"], "metadata.name")
+    low = _resources(spec.get("min"), "spec.min") if spec.get("min") is not None else {}
+    high = _resources(spec.get("max"), "spec.max") if spec.get("max") is not None else {}
+    for r, v in low.items():
+        if r in high and v > high[r]:
+            raise ValueError(f"spec.min.{r} ({v}) is above spec.max.{r} ({high[r]})")
+    return Quota(f"{namespace}/{name}", frozenset({namespace}), tuple(sorted(low.items())), tuple(sorted(high.items())),
+                 f"ElasticQuota {namespace}/{name}")
+
 
 
 def _workload_object(workloads: Workloads, kind: str, obj: dict[str, Any]) -> None:

@@ -502,6 +502,22 @@ class Gang:
 
 
 @dataclass(frozen=True, slots=True)
+class Quota:
+    """A tenant's quota: the pods of `namespaces` use together at most `max` and are guaranteed `min` of each
+    resource (scheduler-plugins' ElasticQuota: one per namespace, its own; a resource absent from `max` is not
+    capped). `source` names it in reasons."""
+
+    name: str
+    namespaces: frozenset[str]
+    min: tuple[tuple[str, int], ...] = ()
+    max: tuple[tuple[str, int], ...] = ()
+    source: str = ""
+
+    def covers(self, pod: Pod) -> bool:
+        return pod.namespace in self.namespaces
+
+
+@dataclass(frozen=True, slots=True)
 class DisruptionBudget:
     """A policy/v1 PodDisruptionBudget: how many of the pods it selects may be evicted now.
 
@@ -575,3 +591,4 @@ class Cluster:
     refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))
     storage: Storage = field(default_factory=Storage)
     devices: Devices = field(default_factory=Devices)
+    quotas: list[Quota] = field(default_factory=list)  # tenants' quotas (ElasticQuotas, policies)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .devices import device_violations, dra_extended_resources
 from .quantity import amount, exact, integer
+from .quotas import quota_violations
 from .volumes import volume_violations
 
 PG_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -351,6 +352,8 @@ class Cluster:
         out += volume_violations(self.docs, {k: p.doc for k, p in self.pods.items()},
                                  {n: {"labels": node.labels} for n, node in self.nodes.items()}, placed, where)
         out += device_violations(self.docs, {k: p.doc for k, p in self.pods.items()}, placed)
+        running = {k for k in self.bound if not _meta(self.pods[k].doc).get("deletionTimestamp")}
+        out += quota_violations(self.docs, {k: p.requests for k, p in self.pods.items()}, running, set(placed))
         return out
 
     def _resources(self, placed, on_node) -> list[str]:

@@ -43,6 +43,7 @@ class Resource(Enum):
     NAMESPACE = "Namespace"  # its labels: a namespaceSelector may select it now
     PRIORITY_CLASS = "PriorityClass"  # no kind asks; a pod skipped for its missing class waits for one
     RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
+    ELASTIC_QUOTA = "ElasticQuota"
     RESOURCE_CLAIM = "ResourceClaim"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"

@@ -58,6 +58,7 @@ KINDS = {
     "ConfigMap": _Kind("v1", "configmaps", True),
     "Namespace": _Kind("v1", "namespaces", False),
     "PodGroup": _Kind("scheduling.x-k8s.io/v1alpha1", "podgroups", True),
+    "ElasticQuota": _Kind("scheduling.x-k8s.io/v1alpha1", "elasticquotas", True),  # scheduler-plugins' CRD
     "PriorityClass": _Kind("scheduling.k8s.io/v1", "priorityclasses", False),
     "PodDisruptionBudget": _Kind("policy/v1", "poddisruptionbudgets", True),
     "PersistentVolumeClaim": _Kind("v1", "persistentvolumeclaims", True),

@@ -53,7 +53,7 @@ REST_RESOURCES = {"PodGroup": Resource.POD_GROUP, NATIVE_POD_GROUP: Resource.POD
                   "CSINode": Resource.CSI_NODE, "ResourceClaim": Resource.RESOURCE_CLAIM,
                   "ResourceSlice": Resource.RESOURCE_SLICE, "DeviceClass": Resource.DEVICE_CLASS,
                   "ResourceClaimTemplate": Resource.RESOURCE_CLAIM_TEMPLATE, "Namespace": Resource.NAMESPACE,
-                  "PriorityClass": Resource.PRIORITY_CLASS}
+                  "PriorityClass": Resource.PRIORITY_CLASS, "ElasticQuota": Resource.ELASTIC_QUOTA}
 
 
 def holds_node(obj: Obj) -> bool:

@@ -10,9 +10,9 @@ from .api import KubeAPI, load_client
 from .ports import NATIVE_POD_GROUP, NotFound, Obj, Resource
 from .store import meta, source_name
 
-LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", NATIVE_POD_GROUP, "PodDisruptionBudget", "PersistentVolumeClaim",
-              "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController", "ReplicaSet",
-              "StatefulSet", "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Pod")
+LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", NATIVE_POD_GROUP, "ElasticQuota", "PodDisruptionBudget",
+              "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController",
+              "ReplicaSet", "StatefulSet", "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Pod")
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:

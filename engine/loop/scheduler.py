@@ -391,7 +391,8 @@ class ProfileLoop:
 
 def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
-    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource(NATIVE_POD_GROUP), Resource("PriorityClass"),
+    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource(NATIVE_POD_GROUP), Resource("ElasticQuota"),
+           Resource("PriorityClass"),
            Resource("Namespace"),
            Resource("PodDisruptionBudget"), Resource("PersistentVolumeClaim"), Resource("PersistentVolume"),
            Resource("StorageClass"), Resource("CSINode"), Resource("Service"), Resource("ReplicationController"),

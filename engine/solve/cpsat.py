@@ -157,6 +157,10 @@ class ClassModel:
             self._spread(spread)
         for limit in p.limits:
             self._limit(limit)
+        for budget in p.budgets:
+            used = [w * self.placed[c] for c, w in zip(budget.classes, budget.weights) if w]
+            if used:
+                m.add(sum(used) <= budget.most)
         for classes, cost in p.openings:
             self._opening(classes, cost)
         for c, cls in enumerate(p.classes):

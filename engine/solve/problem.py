@@ -24,6 +24,7 @@ class Check(Enum):
     LIMIT = "limit"
     AFFINITY = "affinity"  # colocation support missing
     SPREAD = "spread"
+    BUDGET = "budget"  # a cluster-wide amount a set of classes shares (a tenant's quota of one resource)
 
 
 class Status(StrEnum):
@@ -125,6 +126,17 @@ class Limit:
 
 
 @dataclass(slots=True)
+class Budget:
+    """Pods of `classes` placed together use at most `most` of one amount, one pod of classes[k] `weights[k]` of
+    it, wherever they go (a tenant's quota of a resource: what it may still take)."""
+
+    classes: tuple[int, ...]
+    weights: tuple[int, ...]
+    most: int
+    why: str = ""
+
+
+@dataclass(slots=True)
 class Problem:
     resources: tuple[str, ...]
     free: list[tuple[int, ...]]  # per node: capacity left after bound pods
@@ -136,6 +148,7 @@ class Problem:
     colocations: list[Colocation] = field(default_factory=list)
     spreads: list[Spread] = field(default_factory=list)
     limits: list[Limit] = field(default_factory=list)
+    budgets: list[Budget] = field(default_factory=list)
     openings: list[tuple[tuple[int, ...], int]] = field(default_factory=list)  # (classes, cost per node opened)
     empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
