@@ -41,7 +41,7 @@ from ..load import (
 from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, Node, Pod
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
-from .store import meta, node_of, obj_key, pod_key, source_name, with_allocations
+from .store import meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
 TERMINAL = ("Succeeded", "Failed")
 # kinds of which planning reads only the spec and labels (system-default spreading's selectors)
@@ -256,7 +256,7 @@ class ClusterCache:
     def _reassume(self, key: str) -> None:
         """An assumed pod converted again from its pending manifest, as if bound to its node."""
         raw, node = self._pending_raw.get(key), self._assumed[key].node_name
-        held = None if raw is None else self._model(key, {**raw, "spec": {**(raw.get("spec") or {}), "nodeName": node}})
+        held = None if raw is None else self._model(key, on_node(raw, node or ""))
         if held is not None:
             self._assumed[key] = held
 
@@ -281,6 +281,10 @@ class ClusterCache:
         except PROBLEMS as exc:
             self._refused[ref] = refusal(source_name(*ref), "Pod", obj, exc)
             return None
+        return self._holding_volumes(pod)
+
+    def _holding_volumes(self, pod: Pod) -> Pod:
+        """A placed pod with what its claims hold (attached volumes, ReadWriteOncePod claims in use)."""
         if pod.claims:
             pod.volumes = held_volumes(pod, self._last_rest().cluster.storage)
         return pod
@@ -322,10 +326,8 @@ class ClusterCache:
     def _as_bound(self, pod: Pod, node: str) -> Pod:
         """A pending pod of a snapshot as the bound pod it becomes: on its node, without what resolving the
         batch derived for placing it (gang, default spreading, claims to allocate), holding its volumes."""
-        held = replace(pod, node_name=node, gang=None, default_spread=None, dra=NO_CLAIMS, volumes=NO_VOLUMES)
-        if held.claims:
-            held.volumes = held_volumes(held, self._last_rest().cluster.storage)
-        return held
+        return self._holding_volumes(replace(pod, node_name=node, gang=None, default_spread=None, dra=NO_CLAIMS,
+                                             volumes=NO_VOLUMES))
 
     def forget(self, key: str) -> ModelChange | None:
         """The bind of an assumed pod failed: its node's capacity is free again (and that may help others)."""
@@ -366,10 +368,8 @@ class ClusterCache:
                 self._reassume(key)
                 self._settle(key)
             return
-        storage = now.cluster.storage
         for pod in [*self._bound.values(), *self._assumed.values()]:
-            if pod.claims:
-                pod.volumes = held_volumes(pod, storage)
+            self._holding_volumes(pod)  # (now is the rest they read)
 
     def _last_rest(self) -> _Rest:
         """The rest as last converted, even if an object of it changed since: what a watch delta's pod is converted

@@ -188,7 +188,7 @@ class Store:
             if kind == "Pod" and not node_of(obj):
                 key = f"{namespace}/{name}"
                 if key in assumed:
-                    obj = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": assumed[key].node}}
+                    obj = on_node(obj, assumed[key].node)
                 elif key not in batch:
                     continue
             out.append((source_name(kind, namespace, name), obj))
@@ -196,6 +196,11 @@ class Store:
 
 
 CLAIM = "ResourceClaim"
+
+
+def on_node(pod: Obj, node: str) -> Obj:
+    """A pending pod's manifest as it will be once bound to `node` (what an assumption shows)."""
+    return {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}}
 
 
 def with_allocations(items: Iterable[tuple[ObjKey, Obj]], allocating: dict[str, Obj]) -> Iterator[tuple[ObjKey, Obj]]:
