@@ -32,6 +32,7 @@ class ClassInfo:
     pods: list[Pod]
     constraints: tuple[Constraint, ...]
     rejected: Rejections  # nodes no pod of the class can use, and why
+    borrowing: bool = False  # its pods would go beyond their tenant's min (engine.tenants): served after the rest
 
     @property
     def sample(self) -> Pod:
@@ -45,8 +46,14 @@ class ClassInfo:
     def requests(self) -> dict[str, int]:
         return self.sample.requests
 
+    @property
+    def level(self) -> tuple[bool, int]:
+        """What tier 1 weighs first: pods a min serves (or no quota holds) before borrowing ones, then priority."""
+        return (not self.borrowing, self.priority)
 
-def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[str] | None) -> tuple:
+
+def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[str] | None,
+              borrowing: frozenset[str] = frozenset()) -> tuple:
     labels = pod.labels.items() if visible is None else ((k, v) for k, v in pod.labels.items() if k in visible)
     return (
         pod.namespace,
@@ -59,18 +66,21 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
         pod.volumes,
         claim_shapes(pod),
         constraints,
+        pod.key in borrowing,
     )
 
 
-def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys) -> list[tuple[list[Pod], tuple]]:
+def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys,
+               borrowing: frozenset[str] = frozenset()) -> list[tuple[list[Pod], tuple]]:
     """(pods, constraints) per class, pods of a class in queue order (creation time, then name).
-    `label_keys` says which pod labels some selector of the problem reads (None: any may be)."""
+    `label_keys` says which pod labels some selector of the problem reads (None: any may be); pods that would
+    borrow beyond their tenant's min (`borrowing`) are classes of their own."""
     rules = [with_default_spreading(pod, pod_constraints(pod) + (policy(pod) if policy else ()))
              for pod in cluster.pending]
     visible = label_keys(list(set(rules)))
     groups: dict[tuple, tuple[list[Pod], tuple[Constraint, ...]]] = {}
     for pod, constraints in zip(cluster.pending, rules):
-        key = class_key(pod, constraints, visible)
+        key = class_key(pod, constraints, visible, borrowing)
         groups.setdefault(key, ([], constraints))[0].append(pod)
     out = list(groups.values())
     for pods, _ in out:
@@ -78,12 +88,13 @@ def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKe
     return out
 
 
-def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[int, int]:
-    """Lexicographic weights: one pod of a higher priority outweighs every pod of all lower ones."""
-    per_level: dict[int, int] = defaultdict(int)
+def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[tuple[bool, int], int]:
+    """Lexicographic weights by level (`ClassInfo.level`): one pod a min serves outweighs every borrowing pod,
+    and among those one pod of a higher priority outweighs every pod of all lower ones."""
+    per_level: dict[tuple[bool, int], int] = defaultdict(int)
     for info in classes:
-        per_level[info.priority] += len(info.pods)
-    weights: dict[int, int] = {}
+        per_level[info.level] += len(info.pods)
+    weights: dict[tuple[bool, int], int] = {}
     below = 0
     for level in sorted(per_level):
         weights[level] = below + 1

@@ -23,6 +23,7 @@ from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBu
 from .model import Cluster, Pod
 from .rejections import Rejections
 from .solve.problem import PodClass, Problem
+from .tenants import Usage, borrowing
 
 if TYPE_CHECKING:
     from .kinds.gangs import GangInfo
@@ -121,9 +122,12 @@ def collector_paused() -> Iterator[None]:
 
 
 def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, bound: BoundState) -> Compiled:
-    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound))
-    batch = Batch(cluster, bound, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]))
-    checked = _check_classes(grouped, batch, deadline)
+    usage = Usage.of(cluster.quotas, cluster.bound) if cluster.quotas else None
+    lending = borrowing(usage, cluster.pending) if usage is not None else frozenset()
+    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound), lending)
+    batch = Batch(cluster, bound, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
+                  usage=usage)
+    checked = _check_classes(grouped, batch, deadline, lending)
     classes = checked.infos
     notes: list[str] = []
     problem = Problem(resources=(), free=[])
@@ -144,7 +148,8 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
 
 # -- steps ----------------------------------------------------------------------------------------
 
-def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadline: Deadline) -> Checked:
+def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadline: Deadline,
+                   lending: frozenset[str]) -> Checked:
     """Rejected nodes, candidates and soft scores per class, highest priority first, while the deadline
     allows; classes after it are left unchecked (every node rejected as not checked)."""
     size, nodes = len(grouped), len(batch.index.nodes)
@@ -154,13 +159,14 @@ def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadlin
     unchecked: list[int] = []
     for a in sorted(range(size), key=lambda a: -grouped[a][0][0].priority):
         pods, rules = grouped[a]
+        borrows = pods[0].key in lending
         if deadline.passed():
-            infos[a] = ClassInfo(pods, rules, Rejections.unchecked(nodes))
+            infos[a] = ClassInfo(pods, rules, Rejections.unchecked(nodes), borrows)
             unchecked.append(a)
             continue
         spec = ClassSpec(a, pods[0], rules)
         rejected = _filtered(spec, batch, nodes)
-        info = infos[a] = ClassInfo(pods, rules, rejected)
+        info = infos[a] = ClassInfo(pods, rules, rejected, borrows)
         passing = rejected.passing_array()
         scores = node_scores(info, passing, batch)
         candidates[a] = Candidates(shared.of(passing), scores if any(scores) else ())
@@ -194,7 +200,7 @@ def _pod_classes(cluster: Cluster, classes: list[ClassInfo], candidates: list[Ca
     complete it (demand, gang, per-node cap)."""
     weights = priority_weights(classes, notes)
     queues = queue_positions(classes, cluster)
-    return [PodClass(count=len(info.pods), demand=(), weight=weights[info.priority], candidates=candidates[a].nodes,
+    return [PodClass(count=len(info.pods), demand=(), weight=weights[info.level], candidates=candidates[a].nodes,
                      scores=candidates[a].scores, queue=queues[a]) for a, info in enumerate(classes)]
 
 
@@ -207,7 +213,7 @@ def _rank(build: ProblemBuilder) -> None:
     keys = []
     for a, (info, cls) in enumerate(zip(build.classes, build.problem.classes)):
         gang_age = age.get(cls.gang) if cls.gang is not None else None
-        keys.append((info.priority, gang_age is not None, -(gang_age or 0), a not in build.followers))
+        keys.append((info.level, gang_age is not None, -(gang_age or 0), a not in build.followers))
     rank = {k: r for r, k in enumerate(sorted(set(keys)))}
     for cls, key in zip(build.problem.classes, keys):
         cls.rank = rank[key]

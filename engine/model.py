@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -501,20 +502,31 @@ class Gang:
         return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
 
 
+class PodMatcher(Protocol):
+    """Which pods a policy speaks of (a policy's `applies to`, engine.policy.ast)."""
+
+    def matches(self, pod: Pod) -> bool: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Quota:
-    """A tenant's quota: the pods of `namespaces` use together at most `max` and are guaranteed `min` of each
-    resource (scheduler-plugins' ElasticQuota: one per namespace, its own; a resource absent from `max` is not
-    capped). `source` names it in reasons."""
+    """A quota: the pods it covers (those of `namespaces`, or those `members` matches) use together at most
+    `max` of each resource it lists; a *tenant* quota also guarantees its pods `min` of each resource when they
+    ask for it and weighs their fair share by `weight`. scheduler-plugins' ElasticQuota is a tenant over its own
+    namespace; a policy's `quota` statements make one over the pods in the policy's scope (engine.tenants says
+    which tenant a pod belongs to). `source` names it in reasons."""
 
     name: str
-    namespaces: frozenset[str]
+    namespaces: frozenset[str] = frozenset()
     min: tuple[tuple[str, int], ...] = ()
     max: tuple[tuple[str, int], ...] = ()
     source: str = ""
+    members: PodMatcher | None = None
+    weight: float = 1.0
+    tenant: bool = True  # False: a cap only (a parent's `max` over several tenants), no min and no share
 
     def covers(self, pod: Pod) -> bool:
-        return pod.namespace in self.namespaces
+        return pod.namespace in self.namespaces or (self.members is not None and self.members.matches(pod))
 
 
 @dataclass(frozen=True, slots=True)

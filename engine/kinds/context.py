@@ -13,6 +13,7 @@ from ..index import BoundState
 from ..ir import Constraint, PodTerm
 from ..model import Cluster, Pod
 from ..solve.problem import NO_DOMAIN, Problem
+from ..tenants import Usage
 
 if TYPE_CHECKING:
     from .gangs import GangInfo
@@ -72,6 +73,7 @@ class Batch:
     rules: list[tuple[Constraint, ...]]
     matcher: ClassMatcher
     memo: dict[str, Any] = field(default_factory=dict)
+    usage: Usage | None = None  # what the tenants' bound pods use (None: no quotas)
 
 
 WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key

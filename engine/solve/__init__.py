@@ -37,9 +37,10 @@ class _Plan:
     value: int  # tier 1
     soft: int  # tier 2
     origin: str
+    unfair: int = 0  # between them: the tenants' squared shares (lower is fairer)
 
     def beats(self, other: _Plan) -> bool:
-        return (self.value, self.soft) > (other.value, other.soft)
+        return (self.value, -self.unfair, self.soft) > (other.value, -other.unfair, other.soft)
 
 
 class _Clock:
@@ -59,7 +60,7 @@ class _Clock:
 
 
 def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> _Plan:
-    return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin)
+    return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin, problem.unfairness(placed))
 
 
 def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None = None) -> tuple[_Plan, int | None]:
@@ -91,7 +92,7 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
 def _proven(problem: Problem, plan: _Plan) -> bool:
     """Every placeable pod placed and the preferences at a bound no plan can pass (never while some class
     went unchecked: its pods were not shown to be unplaceable)."""
-    if problem.unchecked or plan.value < problem.upper_bound():
+    if problem.unchecked or plan.value < problem.upper_bound() or not problem.fairness_settled(plan.placed):
         return False
     if not problem.has_soft_terms():
         return True
@@ -150,6 +151,7 @@ class _Search:
         self.workers, self.seed, self.say = workers, seed, say
         self.soft = problem.has_soft_terms()
         self.placement_proven = best.value >= bound
+        self.fairness_proven = problem.fairness_settled(best.placed)
         self.preferences_proven = _proven(problem, best)
         self.rounds = 0
         self.window: int | None = None
@@ -173,7 +175,7 @@ class _Search:
             self.window = k
             self._round(restrict(self.p, self.best.placed, k, self.rounds, order), full=False)
             self.rounds += 1
-            if self.placement_proven and not self.soft:
+            if self.placement_proven and self.fairness_proven and not self.soft:
                 return
 
     def _round(self, problem: Problem, full: bool) -> None:
@@ -187,9 +189,12 @@ class _Search:
             share = TIER1_SHARE if self.soft else 1.0
             result = self._search(model, tier1, self._slice(full) * share, "placement")
             self._take_tier1(result, full)
+        model.fix_at_least(tier1, self.best.value)
+        model.keep_gangs(self.best.placed)
+        if not self.fairness_proven and self.clock.left() > 0.05:
+            self._fairness(model, full)
         if self.soft and self.clock.left() > 0.05:
-            model.fix_at_least(tier1, self.best.value)
-            model.keep_gangs(self.best.placed)
+            model.fix_at_least(model.fairness(), -self.best.unfair)
             result = self._search(model, model.tier2(), self._slice(full), "preferences")
             if result.found:
                 candidate = _plan(self.p, result.placed, "CP-SAT")
@@ -197,6 +202,18 @@ class _Search:
                     self.best = candidate
                 if full and result.proven and self.placement_proven:
                     self.preferences_proven = True
+
+    def _fairness(self, model: ClassModel, full: bool) -> None:
+        """With tier 1 fixed, the fairest split of what is placed between the tenants."""
+        share = TIER1_SHARE if self.soft else 1.0
+        result = self._search(model, model.fairness(), self._slice(full) * share, "fairness")
+        if not result.found:
+            return
+        candidate = _plan(self.p, result.placed, "CP-SAT")
+        if candidate.beats(self.best):
+            self.best = candidate
+        if full and result.proven:
+            self.fairness_proven = True
 
     def _slice(self, full: bool) -> float:
         left = max(0.05, self.clock.left())
@@ -236,6 +253,6 @@ class _Search:
     def status(self) -> Status:
         if self.p.unchecked:
             return Status.FEASIBLE
-        if self.placement_proven and (not self.soft or self.preferences_proven):
+        if self.placement_proven and self.fairness_proven and (not self.soft or self.preferences_proven):
             return Status.OPTIMAL
         return Status.FEASIBLE

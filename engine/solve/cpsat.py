@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .problem import NO_DOMAIN, Problem
+from .problem import NO_DOMAIN, SHARE_SCALE, Problem
 
 if TYPE_CHECKING:
     from ortools.sat.python.cp_model import IntVar, LinearExpr
@@ -158,9 +158,8 @@ class ClassModel:
         for limit in p.limits:
             self._limit(limit)
         for budget in p.budgets:
-            used = [w * self.placed[c] for c, w in zip(budget.classes, budget.weights) if w]
-            if used:
-                m.add(sum(used) <= budget.most)
+            self._budget(budget)
+        self.shares = [self._share(share) for share in p.shares]
         for classes, cost in p.openings:
             self._opening(classes, cost)
         for c, cls in enumerate(p.classes):
@@ -328,6 +327,35 @@ class ClassModel:
             used = self.any_placed(ys, f"opened_{n}", exact=cost < 0)
             self.soft_terms.append(-cost * used)
 
+    def _budget(self, b) -> None:
+        """Σ_g max(0, what group g uses − its own) ≤ most; a plain sum when no group has anything of its own."""
+        used: dict[int, list] = defaultdict(list)
+        for k, (c, w) in enumerate(zip(b.classes, b.weights)):
+            if w and not isinstance(self.placed[c], int):
+                used[b.group_of(k)].append(w * self.placed[c])
+        if not any(b.own_of(g) for g in used):
+            if used:
+                self.m.add(sum(sum(terms) for terms in used.values()) <= b.most)
+            return
+        drawn = []
+        for g, terms in used.items():
+            beyond = self.m.new_int_var(0, max(0, b.most), f"borrow_{g}")
+            self.m.add(beyond >= sum(terms) - b.own_of(g))
+            drawn.append(beyond)
+        self.m.add(sum(drawn) <= b.most)
+
+    def _share(self, share) -> IntVar:
+        """The share's square: share ≥ each term (in thousandths, so ≥ its millionths / 1000)."""
+        counts = {c: self.p.classes[c].count for c in share.classes}
+        top = max(1, share.value(counts))
+        s = self.m.new_int_var(0, top, "share")
+        for base, per in share.terms:
+            added = [w * self.placed[c] for c, w in zip(share.classes, per) if w and not isinstance(self.placed[c], int)]
+            self.m.add(SHARE_SCALE * s >= base + sum(added))
+        square = self.m.new_int_var(0, top * top, "share_sq")
+        self.m.add_multiplication_equality(square, [s, s])
+        return square
+
     def _limit(self, s) -> None:
         for d in self._domains_of(s.partition, s.a):
             a_in = self.presence(s.partition, s.a, d)
@@ -340,6 +368,10 @@ class ClassModel:
     # -- solving -------------------------------------------------------------------------------
     def tier1(self) -> LinearExpr | int:
         return sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
+
+    def fairness(self) -> LinearExpr | int:
+        """The fairness tier, to maximise: minus the sum of the tenants' squared shares."""
+        return -sum(self.shares) if self.shares else 0
 
     def tier2(self) -> LinearExpr | int:
         return sum(self.soft_terms) if self.soft_terms else 0

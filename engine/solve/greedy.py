@@ -93,7 +93,8 @@ class GreedyState:
         self.placed_count: dict[int, int] = defaultdict(int)
         self.spread_counts = [_DomainCounts(s.domain_nodes, s.existing, s.min_domains) for s in problem.spreads]
         self.spread_node_domain = _node_domains(problem)
-        self.budget_used = [0] * len(problem.budgets)
+        self.budget_used = [0] * len(problem.budgets)  # what each budget's groups draw on its `most`
+        self.group_used: list[dict[int, int]] = [defaultdict(int) for _ in problem.budgets]
         self.log: list[tuple[int, int]] = []
         self._index(problem)
 
@@ -119,11 +120,11 @@ class GreedyState:
                 self.soft_spread_of[spread.a].append(i)
                 for c in spread.counted:
                     self.soft_counted_in[c].append(i)
-        self.budget_of: dict[int, list[tuple[int, int]]] = defaultdict(list)  # class -> (budget, weight)
+        self.budget_of: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # class -> (budget, weight, group)
         for b, budget in enumerate(p.budgets):
-            for c, w in zip(budget.classes, budget.weights):
+            for k, (c, w) in enumerate(zip(budget.classes, budget.weights)):
                 if w:
-                    self.budget_of[c].append((b, w))
+                    self.budget_of[c].append((b, w, budget.group_of(k)))
         self.limit_of: dict[int, list] = defaultdict(list)
         for limit in p.limits:
             for c in {limit.a, *limit.counted}:
@@ -168,10 +169,15 @@ class GreedyState:
             held = s.existing.get(d, 0) + sum(self.in_domain[(s.partition, o)].get(d, 0) for o in s.counted)
             if held + (1 if c in s.counted else 0) > s.most:
                 return Blocker(Check.LIMIT, s)
-        for b, w in self.budget_of.get(c, ()):
-            if self.budget_used[b] + w > self.p.budgets[b].most:
+        for b, w, g in self.budget_of.get(c, ()):
+            if self.budget_used[b] + self._draw(b, g, w) > self.p.budgets[b].most:
                 return Blocker(Check.BUDGET, self.p.budgets[b])
         return None
+
+    def _draw(self, b: int, g: int, w: int) -> int:
+        """How much more group g of budget b draws on its `most` with `w` more used."""
+        own, used = self.p.budgets[b].own_of(g), self.group_used[b][g]
+        return max(0, used + w - own) - max(0, used - own)
 
     def current_blocker(self, c: int, n: int) -> Blocker | None:
         """Checks that adding other pods may fix (co-location support, spread skew)."""
@@ -243,8 +249,9 @@ class GreedyState:
                 self.in_domain[(part_index, c)][d] += 1
         for g in self.excl_of.get(c, ()):
             self.exclusive_used[g].add(n)
-        for b, w in self.budget_of.get(c, ()):
-            self.budget_used[b] += w
+        for b, w, g in self.budget_of.get(c, ()):
+            self.budget_used[b] += self._draw(b, g, w)
+            self.group_used[b][g] += w
         self._count_spreads(c, n, 1)
         self.log.append((c, n))
 
@@ -269,8 +276,9 @@ class GreedyState:
                     self.in_domain[(part_index, c)][d] -= 1
             for g in self.excl_of.get(c, ()):
                 self.exclusive_used[g].discard(n)
-            for b, w in self.budget_of.get(c, ()):
-                self.budget_used[b] -= w
+            for b, w, g in self.budget_of.get(c, ()):
+                self.group_used[b][g] -= w
+                self.budget_used[b] -= self._draw(b, g, w)
             self._count_spreads(c, n, -1)
 
     def _open(self, c: int, alive: list[int], dead: set[int], start: int) -> Iterator[int]:

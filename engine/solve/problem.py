@@ -128,12 +128,46 @@ class Limit:
 @dataclass(slots=True)
 class Budget:
     """Pods of `classes` placed together use at most `most` of one amount, one pod of classes[k] `weights[k]` of
-    it, wherever they go (a tenant's quota of a resource: what it may still take)."""
+    it, wherever they go (a tenant's quota of a resource: what it may still take).
+
+    With `groups` (a group per entry of `classes`) and `own` (per group, an amount of its own), only what each
+    group uses beyond its own draws on `most`: Σ_g max(0, Σ_{k in g} weights[k]·placed(classes[k]) − own[g])
+    ≤ most (tenants borrowing from the minimums others leave idle)."""
 
     classes: tuple[int, ...]
     weights: tuple[int, ...]
     most: int
     why: str = ""
+    groups: tuple[int, ...] = ()
+    own: tuple[int, ...] = ()
+
+    def group_of(self, k: int) -> int:
+        return self.groups[k] if self.groups else 0
+
+    def own_of(self, g: int) -> int:
+        return self.own[g] if self.own else 0
+
+    def drawn(self, per_group: dict[int, int]) -> int:
+        """What groups using `per_group` draw on `most`."""
+        return sum(max(0, used - self.own_of(g)) for g, used in per_group.items())
+
+
+SHARE_SCALE = 1000  # a Share's coefficients are in millionths, its value in thousandths (rounded up)
+
+
+@dataclass(slots=True)
+class Share:
+    """A tenant's dominant share in thousandths: the largest over `terms` (one per resource: what is used
+    already and what one pod of each of `classes` adds, in millionths) of their sum, rounded up to thousandths.
+    Fairness is the sum of the squared shares, minimised below tier 1 (pods placed by priority)."""
+
+    classes: tuple[int, ...]
+    terms: tuple[tuple[int, tuple[int, ...]], ...]  # (base, per-class coefficients)
+    why: str = ""
+
+    def value(self, counts: dict[int, int]) -> int:
+        return max((-(-(base + sum(w * counts.get(c, 0) for c, w in zip(self.classes, per))) // SHARE_SCALE)
+                    for base, per in self.terms), default=0)
 
 
 @dataclass(slots=True)
@@ -149,6 +183,7 @@ class Problem:
     spreads: list[Spread] = field(default_factory=list)
     limits: list[Limit] = field(default_factory=list)
     budgets: list[Budget] = field(default_factory=list)
+    shares: list[Share] = field(default_factory=list)  # tenants' dominant shares: the fairness tier
     openings: list[tuple[tuple[int, ...], int]] = field(default_factory=list)  # (classes, cost per node opened)
     empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
@@ -190,6 +225,23 @@ class Problem:
     def value(self, placed: dict[tuple[int, int], int]) -> int:
         """Tier 1 of a placement: pods placed, weighted by priority."""
         return sum(self.classes[c].weight * k for (c, _), k in placed.items())
+
+    def unfairness(self, placed: dict[tuple[int, int], int]) -> int:
+        """The fairness tier of a placement (lower is fairer): the sum of the tenants' squared shares."""
+        if not self.shares:
+            return 0
+        counts: dict[int, int] = defaultdict(int)
+        for (c, _), k in placed.items():
+            counts[c] += k
+        return sum(s.value(counts) ** 2 for s in self.shares)
+
+    def fairness_settled(self, placed: dict[tuple[int, int], int]) -> bool:
+        """No plan placing as many pods could share more fairly: every pod of every tenant is placed (a share
+        depends only on which pods are placed, not where)."""
+        counts: dict[int, int] = defaultdict(int)
+        for (c, _), k in placed.items():
+            counts[c] += k
+        return all(counts[c] >= self.classes[c].count for s in self.shares for c in s.classes)
 
     def soft_value(self, placed: dict[tuple[int, int], int]) -> int:
         """Tier 2 of a placement, counted exactly as the CP-SAT model counts it."""

@@ -1,0 +1,167 @@
+"""Tenants and their quotas (issue 19): which quota a pod counts toward, what each uses, and the figures the
+batch model and the reports both read — room left in a minimum, what is borrowed, what lies idle, and the
+weighted dominant share.
+
+The rules, written once here (docs/quotas.md states them for operators):
+- A pod's *tenant* is the first tenant quota covering it: ElasticQuotas (by namespace) first, then policies'
+  quotas in load order. Its `min` and its fair share count the pods whose tenant it is.
+- Every quota's `max` caps every pod it covers, its tenant's or not: a quota over several tenants' pods is
+  their parent (a hierarchy of caps).
+- A tenant *asks for* its min of a resource up to what it uses plus what its pending pods request; the rest of
+  its min lies *idle*, and only idle minimums may be borrowed by a tenant going beyond its own.
+- A tenant's *dominant share* is, over the resources shares are counted in, the largest fraction of the
+  cluster's allocatable that its pods use, divided by its weight (weighted DRF).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .model import Node, Pod, Quota
+
+SHARE_UNIT = 1000  # shares are counted in thousandths of the cluster (per mille), rounded up
+ALWAYS_SHARED = ("cpu", "memory")  # resources every share counts, besides those the quotas name
+
+
+class Membership:
+    """Which quotas cover a pod, looked up by namespace (ElasticQuotas) before any policy's pod expression is
+    evaluated: thousands of bound pods are sorted into tenants every batch."""
+
+    def __init__(self, quotas: list[Quota]):
+        self.quotas = quotas
+        self.by_namespace: dict[str, list[int]] = {}
+        self.by_members: list[int] = []
+        for i, q in enumerate(quotas):
+            for ns in q.namespaces:
+                self.by_namespace.setdefault(ns, []).append(i)
+            if q.members is not None:
+                self.by_members.append(i)
+
+    def covering(self, pod: Pod) -> list[Quota]:
+        """The quotas covering `pod`, in quota order."""
+        found = set(self.by_namespace.get(pod.namespace, ()))
+        found.update(i for i in self.by_members if self.quotas[i].members.matches(pod))  # type: ignore[union-attr]
+        return [self.quotas[i] for i in sorted(found)]
+
+    def tenant(self, pod: Pod) -> Quota | None:
+        return tenant_of(self.covering(pod), pod)
+
+
+def tenant_of(quotas: Iterable[Quota], pod: Pod) -> Quota | None:
+    """The first tenant quota covering `pod` (None: the pod belongs to no tenant)."""
+    return next((q for q in quotas if q.tenant and q.covers(pod)), None)
+
+
+def counted(pod: Pod) -> bool:
+    """A bound pod counts toward its quotas while it runs (a terminating one is on its way out)."""
+    return not pod.terminating
+
+
+@dataclass(slots=True)
+class Usage:
+    """What the bound pods use: per quota of every pod it covers (`covered`, for its max) and per tenant of its
+    own pods (`held`, for its min and share)."""
+
+    membership: Membership
+    covered: dict[str, Counter[str]] = field(default_factory=dict)
+    held: dict[str, Counter[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, quotas: list[Quota], bound: Iterable[Pod]) -> Usage:
+        usage = cls(Membership(quotas), {q.name: Counter() for q in quotas}, {q.name: Counter() for q in quotas if q.tenant})
+        for pod in bound:
+            if counted(pod):
+                usage.add(pod, pod.requests)
+        return usage
+
+    @property
+    def quotas(self) -> list[Quota]:
+        return self.membership.quotas
+
+    def add(self, pod: Pod, requests: Mapping[str, int]) -> None:
+        covering = self.membership.covering(pod)
+        for q in covering:
+            self.covered[q.name].update(requests)
+        tenant = tenant_of(covering, pod)
+        if tenant is not None:
+            self.held[tenant.name].update(requests)
+
+    def tenants(self) -> list[Quota]:
+        return [q for q in self.quotas if q.tenant]
+
+
+def pooled(quotas: Iterable[Quota]) -> list[str]:
+    """The resources some tenant's min names: tenants borrow these from each other's idle minimums."""
+    return sorted({r for q in quotas if q.tenant for r, _ in q.min})
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """One pooled resource as a batch finds it: per tenant the room left in its min (`room`), and how much of
+    the tenants' minimums lies idle beyond what is already borrowed (`lendable`: what the batch may newly
+    borrow)."""
+
+    resource: str
+    room: dict[str, int]
+    lendable: int
+
+
+def pool(usage: Usage, demand: Mapping[str, Counter[str]], resource: str) -> Pool:
+    """`demand`: per tenant, what its pending pods request. Asked-for minimums are never lent."""
+    room, idle, borrowed = {}, 0, 0
+    for t in usage.tenants():
+        low, have = dict(t.min).get(resource, 0), usage.held[t.name][resource]
+        asked = min(low, have + demand.get(t.name, Counter())[resource])
+        room[t.name] = max(0, low - have)
+        idle += max(0, low - asked)
+        borrowed += max(0, have - low)
+    return Pool(resource, room, max(0, idle - borrowed))
+
+
+def demand(usage: Usage, pending: Iterable[Pod]) -> dict[str, Counter[str]]:
+    """Per tenant, what its pending pods request."""
+    out: dict[str, Counter[str]] = {t.name: Counter() for t in usage.tenants()}
+    for pod in pending:
+        tenant = usage.membership.tenant(pod)
+        if tenant is not None:
+            out[tenant.name].update(pod.requests)
+    return out
+
+
+def borrowing(usage: Usage, pending: Iterable[Pod]) -> frozenset[str]:
+    """The pending pods that would borrow: per tenant, in queue order (priority, then creation), each pod that
+    still fits in the room its min leaves of every pooled resource is served by the min; the rest borrow."""
+    resources = pooled(usage.quotas)
+    room = {t.name: {r: max(0, dict(t.min).get(r, 0) - usage.held[t.name][r]) for r in resources}
+            for t in usage.tenants()}
+    out = set()
+    for pod in sorted(pending, key=lambda p: (-p.priority, p.created, p.name)):
+        tenant = usage.membership.tenant(pod)
+        if tenant is None:
+            continue
+        left = room[tenant.name]
+        if all(pod.requests.get(r, 0) <= left[r] for r in resources):
+            for r in resources:
+                left[r] -= pod.requests.get(r, 0)
+        else:
+            out.add(pod.key)
+    return frozenset(out)
+
+
+def shared(quotas: Iterable[Quota], nodes: Iterable[Node]) -> dict[str, int]:
+    """The resources shares count (cpu, memory and every resource a quota names) with the cluster's allocatable
+    of each, those the cluster has."""
+    names = set(ALWAYS_SHARED) | {r for q in quotas for r, _ in q.min + q.max}
+    totals: Counter[str] = Counter()
+    for n in nodes:
+        totals.update({r: v for r, v in n.allocatable.items() if r in names})
+    return {r: v for r, v in sorted(totals.items()) if v > 0}
+
+
+def share(use: Mapping[str, int], totals: Mapping[str, int], weight: float) -> int:
+    """The weighted dominant share in thousandths, rounded up: ⌈1000 · max_r use_r / total_r / weight⌉."""
+    top = max((use.get(r, 0) / total for r, total in totals.items()), default=0.0)
+    return math.ceil(round(SHARE_UNIT * top / weight, 9))
