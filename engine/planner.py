@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .index import BoundState
 from .ir import Rules
-from .model import Cluster
+from .model import Cluster, Quota
 from .plan import Plan, make_plan
 from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
 
@@ -32,6 +32,11 @@ class Options:
     preference_limit: float | None = None  # seconds for preferences once every pod is placed (None: all left)
 
 
+def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
+    """The cluster with the policies' quotas after its own (a pod's tenant is the first covering it)."""
+    return replace(cluster, quotas=[*cluster.quotas, *quotas]) if quotas else cluster
+
+
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
                progress: Callable[[str], None] | None = None, index: BoundState | None = None,
                lowest: int | None = None) -> Plan:
@@ -39,6 +44,7 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
     the bound pods' index and `lowest` the lowest priority of a running pod when the caller keeps them (the
     scheduler loop's cache; None: worked out here, cheap when nothing runs); they must describe the cluster."""
     started = time.perf_counter()
+    cluster = with_quotas(cluster, rules.quotas)
     if lowest is None:
         lowest = lowest_running(cluster)
     hopeful = options.preemption and may_preempt_any(cluster, lowest)

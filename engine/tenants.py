@@ -19,6 +19,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .model import Node, Pod, Quota
 
@@ -161,7 +162,30 @@ def shared(quotas: Iterable[Quota], nodes: Iterable[Node]) -> dict[str, int]:
     return {r: v for r, v in sorted(totals.items()) if v > 0}
 
 
+def weight_ratio(weight: float) -> Fraction:
+    """A tenant's weight as the exact ratio shares are divided by (to a thousandth)."""
+    return Fraction(weight).limit_denominator(1000)
+
+
 def share(use: Mapping[str, int], totals: Mapping[str, int], weight: float) -> int:
     """The weighted dominant share in thousandths, rounded up: ⌈1000 · max_r use_r / total_r / weight⌉."""
-    top = max((use.get(r, 0) / total for r, total in totals.items()), default=0.0)
-    return math.ceil(round(SHARE_UNIT * top / weight, 9))
+    w = weight_ratio(weight)
+    top = max((Fraction(use.get(r, 0), total) for r, total in totals.items()), default=Fraction(0))
+    return math.ceil(SHARE_UNIT * top / w)
+
+
+def share_term(held: int, adds: list[int], total: int, weight: float) -> tuple[int, tuple[int, ...], int]:
+    """One resource of a share as integers the solver can hold: (base, per-pod additions, divisor) with
+    share ≥ ⌈1000 · (base + Σ additions) / divisor⌉ exactly that of `share`; reduced by their common divisor
+    and, for amounts too large for the solver's 64 bits, scaled down (rounded: the share is then approximate)."""
+    w = weight_ratio(weight)
+    base, per, divisor = held * w.denominator, [a * w.denominator for a in adds], total * w.numerator
+    g = math.gcd(divisor, base, *per)
+    base, per, divisor = base // g, [a // g for a in per], divisor // g
+    scale = -(-max(divisor, base + sum(per)) // SAFE_AMOUNT)
+    if scale > 1:
+        base, per, divisor = base // scale, [-(-a // scale) for a in per], max(1, divisor // scale)
+    return base, tuple(per), divisor
+
+
+SAFE_AMOUNT = 1 << 40  # times a share (at most ~10^6) and 1000, well inside 64 bits

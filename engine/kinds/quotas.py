@@ -18,14 +18,13 @@ from .. import tenants as T
 from ..model import Quota
 from ..rejections import Rejection
 from ..solve.greedy import Blocker
-from ..solve.problem import SHARE_SCALE, Budget, Check, Share
+from ..solve.problem import Budget, Check, Share
 from .base import Action, ClusterEvent, Kind, Resource, Spot
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
 
 TOTAL = "the tenants' total min"
-PPM = SHARE_SCALE * T.SHARE_UNIT  # a Share's coefficients: millionths of a weighted cluster total
 
 
 def over_max(quota: Quota, resource: str, used: int, want: int, most: int) -> str:
@@ -109,9 +108,8 @@ class CapacityScheduling(Kind):
             classes = tuple(a for a, q in tenant_of.items() if q is t)
             if not classes or not totals:
                 continue
-            terms = tuple((round(PPM * used.held[t.name][r] / (total * t.weight)),
-                           tuple(round(PPM * build.classes[a].requests.get(r, 0) / (total * t.weight)) for a in classes))
-                          for r, total in totals.items())
+            terms = tuple(T.share_term(used.held[t.name][r], [build.classes[a].requests.get(r, 0) for a in classes],
+                                       total, t.weight) for r, total in totals.items())
             build.problem.shares.append(Share(classes, terms, t.source))
 
     def explain(self, blocker: Blocker, spot: Spot) -> str:

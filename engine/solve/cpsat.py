@@ -345,13 +345,13 @@ class ClassModel:
         self.m.add(sum(drawn) <= b.most)
 
     def _share(self, share) -> IntVar:
-        """The share's square: share ≥ each term (in thousandths, so ≥ its millionths / 1000)."""
+        """The share's square: divisor · share ≥ 1000 · each term's use."""
         counts = {c: self.p.classes[c].count for c in share.classes}
         top = max(1, share.value(counts))
         s = self.m.new_int_var(0, top, "share")
-        for base, per in share.terms:
+        for base, per, divisor in share.terms:
             added = [w * self.placed[c] for c, w in zip(share.classes, per) if w and not isinstance(self.placed[c], int)]
-            self.m.add(SHARE_SCALE * s >= base + sum(added))
+            self.m.add(divisor * s >= SHARE_SCALE * (base + sum(added)))
         square = self.m.new_int_var(0, top * top, "share_sq")
         self.m.add_multiplication_equality(square, [s, s])
         return square

@@ -152,22 +152,23 @@ class Budget:
         return sum(max(0, used - self.own_of(g)) for g, used in per_group.items())
 
 
-SHARE_SCALE = 1000  # a Share's coefficients are in millionths, its value in thousandths (rounded up)
+SHARE_SCALE = 1000  # a Share's value is in thousandths, rounded up
 
 
 @dataclass(slots=True)
 class Share:
-    """A tenant's dominant share in thousandths: the largest over `terms` (one per resource: what is used
-    already and what one pod of each of `classes` adds, in millionths) of their sum, rounded up to thousandths.
-    Fairness is the sum of the squared shares, minimised below tier 1 (pods placed by priority)."""
+    """A tenant's dominant share in thousandths: over `terms` (one per resource: what is used already, what
+    one pod of each of `classes` adds, and the weighted total they are a fraction of), the largest
+    ⌈1000 · (base + Σ coefficient · placed) / divisor⌉. Fairness is the sum of the squared shares, minimised
+    below tier 1 (pods placed by priority)."""
 
     classes: tuple[int, ...]
-    terms: tuple[tuple[int, tuple[int, ...]], ...]  # (base, per-class coefficients)
+    terms: tuple[tuple[int, tuple[int, ...], int], ...]  # (base, per-class coefficients, divisor)
     why: str = ""
 
     def value(self, counts: dict[int, int]) -> int:
-        return max((-(-(base + sum(w * counts.get(c, 0) for c, w in zip(self.classes, per))) // SHARE_SCALE)
-                    for base, per in self.terms), default=0)
+        return max((-(-SHARE_SCALE * (base + sum(w * counts.get(c, 0) for c, w in zip(self.classes, per))) // divisor)
+                    for base, per, divisor in self.terms), default=0)
 
 
 @dataclass(slots=True)
