@@ -167,6 +167,13 @@ def weight_ratio(weight: float) -> Fraction:
     return Fraction(weight).limit_denominator(1000)
 
 
+def integer_weights(tenants: list[Quota]) -> dict[str, int]:
+    """The tenants' weights as whole numbers in the same ratios (for the solver's Σ weight · share²)."""
+    ratios = {t.name: weight_ratio(t.weight) for t in tenants}
+    common = math.lcm(*(r.denominator for r in ratios.values())) if ratios else 1
+    return {name: int(r * common) for name, r in ratios.items()}
+
+
 def share(use: Mapping[str, int], totals: Mapping[str, int], weight: float) -> int:
     """The weighted dominant share in thousandths, rounded up: ⌈1000 · max_r use_r / total_r / weight⌉."""
     w = weight_ratio(weight)

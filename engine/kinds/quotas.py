@@ -104,13 +104,14 @@ class CapacityScheduling(Kind):
     def _shares(self, build: ProblemBuilder, used: T.Usage, tenant_of: dict[int, Quota | None]) -> None:
         """Per tenant with pods in the batch, its weighted dominant share over the shared resources."""
         totals = T.shared(used.quotas, build.batch.cluster.nodes)
+        weights = T.integer_weights(used.tenants())
         for t in used.tenants():
             classes = tuple(a for a, q in tenant_of.items() if q is t)
             if not classes or not totals:
                 continue
             terms = tuple(T.share_term(used.held[t.name][r], [build.classes[a].requests.get(r, 0) for a in classes],
                                        total, t.weight) for r, total in totals.items())
-            build.problem.shares.append(Share(classes, terms, t.source))
+            build.problem.shares.append(Share(classes, terms, weights[t.name], t.source))
 
     def explain(self, blocker: Blocker, spot: Spot) -> str:
         return f"node(s) had room, but one more pod would go over {blocker.rule.why} in this batch's plan"  # type: ignore[attr-defined]

@@ -159,7 +159,7 @@ class ClassModel:
             self._limit(limit)
         for budget in p.budgets:
             self._budget(budget)
-        self.shares = [self._share(share) for share in p.shares]
+        self.shares = [share.weight * self._share(share) for share in p.shares]
         for classes, cost in p.openings:
             self._opening(classes, cost)
         for c, cls in enumerate(p.classes):
@@ -370,7 +370,7 @@ class ClassModel:
         return sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
 
     def fairness(self) -> LinearExpr | int:
-        """The fairness tier, to maximise: minus the sum of the tenants' squared shares."""
+        """The fairness tier, to maximise: minus Σ weight · share²."""
         return -sum(self.shares) if self.shares else 0
 
     def tier2(self) -> LinearExpr | int:
