@@ -17,6 +17,7 @@ from .ir import Rules
 from .model import Cluster, Quota
 from .plan import Plan, make_plan
 from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
+from .tenants import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +40,11 @@ def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
                progress: Callable[[str], None] | None = None, index: BoundState | None = None,
-               lowest: int | None = None) -> Plan:
+               lowest: int | None = None, usage: Usage | None = None) -> Plan:
     """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `index` is
-    the bound pods' index and `lowest` the lowest priority of a running pod when the caller keeps them (the
-    scheduler loop's cache; None: worked out here, cheap when nothing runs); they must describe the cluster."""
+    the bound pods' index, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
+    (the cluster's, then the rules') when the caller keeps them (the scheduler loop's cache; None: worked out
+    here); they must describe the cluster."""
     started = time.perf_counter()
     cluster = with_quotas(cluster, rules.quotas)
     if lowest is None:
@@ -51,7 +53,7 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
                      seed=options.seed, progress=progress, baseline=options.baseline, index=index,
-                     preference_limit=options.preference_limit)
+                     preference_limit=options.preference_limit, usage=usage)
     if options.preemption:
         say_never(cluster, plan, lowest)
     if not hopeful:

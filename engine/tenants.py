@@ -93,6 +93,36 @@ class Usage:
     def tenants(self) -> list[Quota]:
         return [q for q in self.quotas if q.tenant]
 
+    def copy(self) -> Usage:
+        return Usage(self.membership, {k: Counter(v) for k, v in self.covered.items()},
+                     {k: Counter(v) for k, v in self.held.items()})
+
+    def move(self, before: Pod | None, after: Pod | None) -> None:
+        """A bound pod changed from `before` to `after` (None: none)."""
+        if before is not None and counted(before):
+            self.add(before, {r: -v for r, v in before.requests.items()})
+        if after is not None and counted(after):
+            self.add(after, after.requests)
+
+
+class Tracker:
+    """Usage kept across the scheduler loop's cycles: made afresh when the quotas change, else moved pod by pod
+    as bound pods come and go (sorting 50,000 pods into tenants every cycle would cost more than the cycle)."""
+
+    def __init__(self) -> None:
+        self._quotas: tuple[Quota, ...] | None = None
+        self._usage: Usage | None = None
+
+    def move(self, before: Pod | None, after: Pod | None) -> None:
+        if self._usage is not None:
+            self._usage.move(before, after)
+
+    def usage(self, quotas: list[Quota], bound: Iterable[Pod]) -> Usage:
+        """What `bound` (the pods moved so far) uses under `quotas`: a copy the next moves do not reach."""
+        if self._usage is None or tuple(quotas) != self._quotas:
+            self._quotas, self._usage = tuple(quotas), Usage.of(quotas, bound)
+        return self._usage.copy()
+
 
 def pooled(quotas: Iterable[Quota]) -> list[str]:
     """The resources some tenant's min names: tenants borrow these from each other's idle minimums."""
@@ -152,14 +182,19 @@ def borrowing(usage: Usage, pending: Iterable[Pod]) -> frozenset[str]:
     return frozenset(out)
 
 
-def shared(quotas: Iterable[Quota], nodes: Iterable[Node]) -> dict[str, int]:
-    """The resources shares count (cpu, memory and every resource a quota names) with the cluster's allocatable
-    of each, those the cluster has."""
+def shared(quotas: Iterable[Quota], allocatable: Mapping[str, int]) -> dict[str, int]:
+    """The resources shares count (cpu, memory and every resource a quota names), with the cluster's
+    `allocatable` of each (per resource, summed over the nodes), those the cluster has."""
     names = set(ALWAYS_SHARED) | {r for q in quotas for r, _ in q.min + q.max}
+    return {r: allocatable[r] for r in sorted(names) if allocatable.get(r, 0) > 0}
+
+
+def cluster_allocatable(nodes: Iterable[Node]) -> dict[str, int]:
+    """Per resource, the nodes' allocatable summed."""
     totals: Counter[str] = Counter()
     for n in nodes:
-        totals.update({r: v for r, v in n.allocatable.items() if r in names})
-    return {r: v for r, v in sorted(totals.items()) if v > 0}
+        totals.update(n.allocatable)
+    return dict(totals)
 
 
 def weight_ratio(weight: float) -> Fraction:

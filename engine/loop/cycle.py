@@ -122,5 +122,5 @@ def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
 def run_cycle(snapshot: Snapshot, rules: Rules, options: Options) -> CycleResult:
     """Plan the batch of a cache snapshot (made with the same rules' gangs)."""
     cluster = snapshot.cluster
-    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest)
+    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage)
     return CycleResult(plan, cluster, cluster.refused)

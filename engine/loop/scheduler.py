@@ -237,7 +237,7 @@ class ProfileLoop:
             pods = {key: obj for key in batch if (obj := self.store.get("Pod", *key.split("/", 1))) is not None}
             rules = self.policies.rules
             snapshot = self.cache.snapshot([(source_name("Pod", *k.split("/", 1)), o) for k, o in pods.items()],
-                                           self.name, rules.gangs)
+                                           self.name, rules.gangs, rules.quotas)
             options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
                               preemption=self.settings.preemption,
                               preference_limit=self.settings.preferences_for(len(pods)))
