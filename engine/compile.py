@@ -39,6 +39,7 @@ class Compiled:
     gangs: list[GangInfo]
     bound: BoundState
     notes: list[str] = field(default_factory=list)
+    usage: Usage | None = None  # what the tenants' bound pods use before the plan (None: no quotas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +148,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
         notes.append(f"compile reached the time limit: {len(classes) - len(skip)} of {len(classes)} pod classes "
                      f"checked (highest priority first); {sum(len(classes[a].pods) for a in skip)} pod(s) of "
                      "the rest are left unplaced")
-    return Compiled(cluster, problem, classes, build.gangs, bound, notes)
+    return Compiled(cluster, problem, classes, build.gangs, bound, notes, usage)
 
 
 # -- steps ----------------------------------------------------------------------------------------

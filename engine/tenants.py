@@ -25,6 +25,7 @@ from .model import Node, Pod, Quota
 
 SHARE_UNIT = 1000  # shares are counted in thousandths of the cluster (per mille), rounded up
 ALWAYS_SHARED = ("cpu", "memory")  # resources every share counts, besides those the quotas name
+BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 class Membership:
@@ -231,3 +232,23 @@ def share_term(held: int, adds: list[int], total: int, weight: float) -> tuple[i
 
 
 SAFE_AMOUNT = 1 << 40  # times a share (at most ~10^6) and 1000, well inside 64 bits
+
+
+def shown(resource: str, amount: int) -> str:
+    """An amount in Kubernetes' notation: cpu in cores (millicores when not whole), memory-like resources in
+    the largest binary unit that divides them, anything else as a count."""
+    if resource == "cpu":
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        unit = next(((suffix, size) for suffix, size in BINARY if amount and amount % size == 0), None)
+        return str(amount) if unit is None else f"{amount // unit[1]}{unit[0]}"
+    return str(amount)
+
+
+def figures(quota: Quota, resource: str, used: int) -> str:
+    """How far a quota is in one resource, in the words every refusal and report uses:
+    `ElasticQuota team-a/quota: cpu used 6 / min 4 / max 6` (an unnamed min or max says so)."""
+    low, high = dict(quota.min).get(resource), dict(quota.max).get(resource)
+    return (f"{quota.source}: {resource} used {shown(resource, used)} / "
+            f"{'no min' if low is None else f'min {shown(resource, low)}'} / "
+            f"{'no max' if high is None else f'max {shown(resource, high)}'}")
