@@ -181,18 +181,21 @@ def _table_width(header: list[str], rows: list[list[str]]) -> int:
 
 def print_tenants(tenants: list[TenantLine], console: Console) -> None:
     """One row per quota and resource it names: used before → after the plan, min, max, borrowed; per tenant its
-    share and its pods placed / left out on its first row ("-": not a tenant, or not named)."""
+    share and its pods placed / left out on its first row ("-": not a tenant, or not named). At a narrow width
+    a quota's name goes on two lines (namespace/ and name), never a number cut."""
+    header = ["quota", "resource", "used", "min", "max", "borrowed", "share", "placed", "left"]
+    rows = [[line.name if i == 0 else "", *row, *(_tenant_pods(line) if i == 0 else ("", ""))]
+            for line in tenants for i, row in enumerate(_tenant_rows(line) or [["-"] * 6])]
+    name_cell = _pod_cell(_table_width(header, rows) > console.width)
     t = Table(title=f"Tenants after the plan ({len(tenants)} quota{'s' * (len(tenants) != 1)})", title_justify="left",
               caption="used: before → after the plan · borrowed: used beyond the min · share: weighted dominant share "
-              "of the cluster", caption_justify="left")
-    t.add_column("quota", overflow="fold")
-    t.add_column("resource", overflow="fold")
-    for name in ("used", "min", "max", "borrowed", "share", "placed", "left out"):
-        t.add_column(name, justify="right", no_wrap=True)
-    for line in tenants:
-        for i, row in enumerate(_tenant_rows(line) or [["-"] * 6]):
-            t.add_row(line.name if i == 0 else "", *row, *(_tenant_pods(line) if i == 0 else ("", "")))
-        t.add_section()
+              "of the cluster · placed, left: the tenant's pending pods", caption_justify="left")
+    for i, name in enumerate(header):
+        t.add_column(name, justify="left" if i < 2 else "right", no_wrap=i > 0, overflow="fold")
+    for row in rows:
+        if row[0] and row is not rows[0]:
+            t.add_section()
+        t.add_row(name_cell(row[0]), *row[1:])
     console.print(t)
 
 

@@ -21,6 +21,7 @@ from ..plan import Plan
 from ..planner import Options, plan_batch
 from ..rejections import Rejections
 from ..storage import VolumeStep, volume_steps
+from ..tenant_report import TenantLine, of_plan
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
 
@@ -106,6 +107,11 @@ class CycleResult:
                 devices: Any = self.plan.reserved.get(pod.key, {}).get(DEVICES_KIND) or {}
                 out[pod.key] = (keys, dict(devices))
         return out
+
+    def tenants(self) -> list[TenantLine]:
+        """The quotas around this plan (engine.tenant_report; [] without quotas): what the cycle's compile
+        computed of the bound pods plus the batch, never a pass over the bound pods but for evictions."""
+        return of_plan(self.plan, self.cluster)
 
     def refused_pods(self) -> dict[str, str]:
         """Refused pods by key (namespace/name), with why: the batch's are told they cannot be read."""

@@ -157,6 +157,7 @@ class ProfileLoop:
             if arrived is not None:
                 self.events.forget(obj)  # its FailedScheduling series (if any) is over
             self.queue.remove(key)
+            self.metrics.tenants.forget(key)
         elif (new.get("spec") or {}).get("schedulerName") == self.name:
             self.queue.add(key, unit_of(new, self.policies.rules.gangs))
             if old is not None and pod_updated(old, new):
@@ -253,6 +254,7 @@ class ProfileLoop:
                 self.store.assume(p.key, p.uid, p.node, allocating)
                 assumed.append(self.cache.assume(models[p.key], p.node, allocating))
         solved = time.perf_counter() - started
+        self.metrics.tenants.record(result.tenants(), batch)
         for change in assumed:
             if change is not None:
                 self.announce(change)
