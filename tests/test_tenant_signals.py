@@ -208,3 +208,16 @@ def test_no_tenant_gauges_without_quotas() -> None:
 def relist(s, api: FakeAPI, kind: str) -> None:
     resource = next(r for r in s.resources if r.kind == kind)
     s.store.replace(resource, api.list(resource)[0])
+
+
+def test_a_pod_gone_while_its_cycle_ran_is_not_counted_waiting() -> None:
+    from engine.loop.metrics import TenantBoard
+    cluster, result = planned(issue_case())
+    lines = of_plan(result, cluster)
+    board = TenantBoard()
+    board.record(lines, list(result.assignments) + list(result.unschedulable), waits=lambda key: key != "team-a/a7")
+    waiting = board.read()[1]
+    assert waiting["team-a/quota"] == len(lines[0].left) - ("team-a/a7" in lines[0].left)
+    for key in lines[1].left:
+        board.forget(key)
+    assert board.read()[1]["team-b/quota"] == 0

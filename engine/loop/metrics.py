@@ -71,14 +71,16 @@ class TenantBoard:
         self._lines: list[TenantLine] = []
         self._waiting: dict[str, str] = {}  # pod key -> its tenant
 
-    def record(self, lines: list[TenantLine], batch: Iterable[str]) -> None:
-        """A cycle's tenants, and its batch's pods: those it left out wait under their tenant, the rest do not."""
+    def record(self, lines: list[TenantLine], batch: Iterable[str], waits: Callable[[str], bool] = lambda key: True) -> None:
+        """A cycle's tenants, and its batch's pods: those it left out wait under their tenant if `waits` (the
+        store still shows them pending: asked under the board's lock, so a pod deleted while the cycle ran is
+        either not added or forgotten after), the rest do not."""
         with self._lock:
             self._lines = lines
             for key in batch:
                 self._waiting.pop(key, None)
             for line in lines:
-                self._waiting.update(dict.fromkeys(line.left, line.name))
+                self._waiting.update((key, line.name) for key in line.left if waits(key))
             known = {line.name for line in lines}
             if any(tenant not in known for tenant in self._waiting.values()):  # a quota gone: its pods' entries too
                 self._waiting = {key: tenant for key, tenant in self._waiting.items() if tenant in known}

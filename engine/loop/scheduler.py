@@ -254,7 +254,6 @@ class ProfileLoop:
                 self.store.assume(p.key, p.uid, p.node, allocating)
                 assumed.append(self.cache.assume(models[p.key], p.node, allocating))
         solved = time.perf_counter() - started
-        self.metrics.tenants.record(result.tenants(), batch)
         for change in assumed:
             if change is not None:
                 self.announce(change)
@@ -277,7 +276,14 @@ class ProfileLoop:
         now = [p for p in placements if p.key not in result.plan.preemptions]
         if nominated:
             self._to_bind_stage(self._preempt, nominated, result.plan.preemptions)
-        return self._to_bind_stage(self._bind, now, outcome)
+        binding = self._to_bind_stage(self._bind, now, outcome)
+        self.metrics.tenants.record(result.tenants(), batch, self._pending)  # (the binds are under way meanwhile)
+        return binding
+
+    def _pending(self, key: str) -> bool:
+        """The store shows the pod of `key` still waiting for a node (not bound, deleted or terminating)."""
+        obj = self.store.get("Pod", *key.split("/", 1))
+        return obj is not None and not node_of(obj) and not meta(obj).get("deletionTimestamp")
 
     def _to_bind_stage(self, call: Callable[..., Any], *args: Any) -> Future:
         future = self.bind_stage.submit(call, *args)
