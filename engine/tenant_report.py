@@ -8,12 +8,12 @@ the plan was made for. Amounts are in the model's units: cpu in millicores, memo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .model import Cluster, Node, Pod, Quota
-from .tenants import SHARE_UNIT, Membership, Usage, counted, pooled, share, shared
+from .model import Cluster, Pod, Quota
+from .tenants import SHARE_UNIT, Membership, Usage, cluster_allocatable, counted, pooled, share, shared
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -58,17 +58,18 @@ class TenantLine:
                 "placed": list(self.placed), "unschedulable": list(self.left)}
 
 
-def report(quotas: list[Quota], bound: Iterable[Pod], placed: Iterable[Pod], nodes: Iterable[Node],
+def report(quotas: list[Quota], bound: Iterable[Pod], placed: Iterable[Pod], allocatable: Mapping[str, int],
            left: Iterable[Pod] = (), evicted: frozenset[str] = frozenset(), before: Usage | None = None) -> list[TenantLine]:
     """Every quota after a plan that places `placed`, leaves `left` pending and evicts the bound pods `evicted`
-    (keys). `before`: what `bound` uses (`Usage.of(quotas, bound)`) when the caller has it — a cycle's compile
-    made it — so no pass over the bound pods is made but for evictions."""
+    (keys); `allocatable`: the cluster's, per resource (tenants.cluster_allocatable). `before`: what `bound`
+    uses (`Usage.of(quotas, bound)`) when the caller has it — compile had it — so no pass over the bound pods is
+    made but for evictions."""
     if not quotas:
         return []
     before = before if before is not None else Usage.of(quotas, bound)
     placed = list(placed)
     after = _after(before, bound, placed, evicted)
-    totals = shared(quotas, nodes)
+    totals = shared(quotas, allocatable)
     lending = set(pooled(quotas))
     pods = _pods_by_tenant(after.membership, placed, left)
     return [_line(q, before, after, totals, lending, pods) for q in quotas]
@@ -114,7 +115,8 @@ def _line(q: Quota, before: Usage, after: Usage, totals: dict[str, int], lending
 def of_plan(plan: Plan, cluster: Cluster) -> list[TenantLine]:
     """The tenants around `plan`, read from the cluster the plan was made for (`plan.compiled.cluster`: the
     planner's entry may have added policies' quotas to it), else from `cluster` (the caller's); [] without
-    quotas. The usage before the plan is the one compile computed, so this costs the batch, not the cluster."""
+    quotas. The usage before the plan is the one compile had (the loop's is kept pod by pod across cycles), so
+    this costs the batch and the quotas, not the cluster."""
     compiled = plan.compiled
     planned = compiled.cluster if compiled is not None else cluster
     if not planned.quotas:
@@ -122,5 +124,8 @@ def of_plan(plan: Plan, cluster: Cluster) -> list[TenantLine]:
     placed = [p for p in planned.pending if p.key in plan.assignments]
     left = [p for p in planned.pending if p.key not in plan.assignments]
     evicted = frozenset(v.pod for v in plan.evictions)
-    before = compiled.usage if compiled is not None else None
-    return report(planned.quotas, planned.bound, placed, planned.nodes, left, evicted, before)
+    if compiled is None:
+        return report(planned.quotas, planned.bound, placed, cluster_allocatable(planned.nodes), left, evicted)
+    index = compiled.bound.usage  # the cluster's allocatable from the index's matrix, as the quota rows read it
+    allocatable = {r: int(index.allocatable[:, k].sum()) for r, k in index.names.items()}
+    return report(planned.quotas, planned.bound, placed, allocatable, left, evicted, compiled.usage)

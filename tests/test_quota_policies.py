@@ -110,7 +110,7 @@ policy org {
     result = plan(text, docs)
     assert per_namespace(result.assignments) == {"team-a": 5, "team-b": 2}
     reason = " ".join(result.unschedulable["team-a/team-a-7"])
-    assert "policy org (q.policy:" in reason and "max cpu 7000" in reason
+    assert "the max of policy org (q.policy:" in reason and ": cpu used 7 / no min / max 7 with the plan" in reason
 
 
 def test_a_tenant_selected_by_label_across_namespaces() -> None:

@@ -13,7 +13,7 @@ from engine.load import build_cluster
 from engine.output import print_tenants
 from engine.planner import Options, plan_batch
 from engine.tenant_report import Amounts, of_plan, report
-from engine.tenants import figures, shown
+from engine.tenants import cluster_allocatable, figures, shown
 from loopfake import FakeAPI, synced_loop
 from test_cli_output import cli, snapshot
 from test_quotas import elastic_quota
@@ -58,8 +58,8 @@ def test_bound_pods_borrowing_and_evictions_count_as_the_plan_leaves_them() -> N
             pod("rb2", cpu="1", ns="team-b", node_name="n1"), pod("new", cpu="1", ns="team-a"),
             pod("free", cpu="1", ns="other", node_name="n1")]
     cluster = build_cluster([("t", d) for d in docs])
-    lines = {line.name: line for line in report(cluster.quotas, cluster.bound, cluster.pending, cluster.nodes,
-                                                evicted=frozenset({"team-b/rb1"}))}
+    lines = {line.name: line for line in report(cluster.quotas, cluster.bound, cluster.pending,
+                                                cluster_allocatable(cluster.nodes), evicted=frozenset({"team-b/rb1"}))}
     a, b = lines["team-a/quota"], lines["team-b/quota"]
     assert a.resources == (Amounts("cpu", 5000, 6000, 4000, 8000, 2000),)
     assert b.resources == (Amounts("cpu", 2000, 1000, 4000, None, 0),)
@@ -221,3 +221,28 @@ def test_a_pod_gone_while_its_cycle_ran_is_not_counted_waiting() -> None:
     for key in lines[1].left:
         board.forget(key)
     assert board.read()[1]["team-b/quota"] == 0
+
+
+def test_policies_quotas_are_reported_from_the_cluster_the_plan_was_made_for(tmp_path) -> None:
+    """plan_batch adds the policies' quotas to the cluster it plans: the report reads them from the plan, and a
+    cap over two tenants (a parent) has used and max only."""
+    policies = tmp_path / "q.policy"
+    policies.write_text('''
+policy team-a {
+  applies to pods where namespace == "team-a"
+  quota min "cpu" 4
+  quota max "cpu" 6
+}
+policy org {
+  applies to pods where namespace in ["team-a", "team-b"]
+  quota max "cpu" 5
+}
+''')
+    docs = [node("n1", cpu="8")] + [pod(f"a{i}", cpu="1", ns="team-a") for i in range(8)]
+    out = json.loads(cli("dry-run", "--cluster", snapshot(tmp_path, *docs), "--policy", str(policies), "-o", "json",
+                         "-q").stdout)
+    org = out["tenants"]["policy/org"]
+    assert org["tenant"] is False and org["share"] is None and org["placed"] == []
+    assert org["resources"] == {"cpu": {"before": 0, "used": 4000, "min": None, "max": 5000, "borrowed": None}}
+    assert out["tenants"]["policy/team-a"]["resources"]["cpu"] == {"before": 0, "used": 4000, "min": 4000, "max": 6000,
+                                                            "borrowed": 0}
