@@ -371,9 +371,9 @@ TENANTS = (
     Tenant("tenant-c", 20, 30, 30, runs_pct=30),
     Tenant("tenant-d", 10, 30, 25, runs_pct=20),
     Tenant("tenant-e", 10, 20, 5, reclaims_pct=10),
-    Tenant("tenant-f", 10, 15, 20, reclaims_pct=10),
+    Tenant("tenant-f", 10, 15, 25, reclaims_pct=10),
 )
-TENANT_CLASSES = {"bench-tenant-low": 0, "bench-tenant-high": 100}  # every third pod of a tenant is high
+TENANT_CLASSES = {"bench-tenant-low": 0, "bench-tenant-high": 100}  # every fourth pod of a tenant is high
 TENANT_SIZES_M = (2000, 1000, 500)   # in turn; all divide a node's 4 cpu
 MEMORY_PER_CPU = 2**30               # 1Gi per cpu: memory never binds (the nodes have 8Gi per cpu)
 STEP_M, MI = 500, 2**20
@@ -411,14 +411,14 @@ def elastic_quotas(nodes: list[NodeSpec]) -> list[dict[str, Any]]:
 
 def tenant_pods(t: Tenant, total_m: int, prefix: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Pods of 2, 1 and 0.5 cpu in turn (a smaller one where less is left) adding up to `total_m` millicores, in
-    the tenant's namespace, every third one of the high priority class."""
+    the tenant's namespace, every fourth one (of any size) of the high priority class."""
     pods: list[dict[str, Any]] = []
     left = total_m
     while left > 0:
         k = len(pods)
         size = TENANT_SIZES_M[k % len(TENANT_SIZES_M)]
         size = size if size <= left else max(s for s in TENANT_SIZES_M if s <= left)
-        cls = "bench-tenant-high" if k % 3 == 2 else "bench-tenant-low"
+        cls = "bench-tenant-high" if k % 4 == 3 else "bench-tenant-low"
         pods.append(pause_pod(f"{prefix}-{k:05d}", t.name, cpu=f"{size}m", memory=f"{size * MEMORY_PER_CPU // 1000 // MI}Mi",
                               ns=t.name, labels=labels, priorityClassName=cls))
         left -= size
@@ -449,7 +449,7 @@ def bind_first_fit(pods: list[dict[str, Any]], nodes: list[NodeSpec]) -> list[di
 
 
 def tenants(n: int) -> Scenario:
-    """Six tenants with ElasticQuotas (mins adding up to the cluster's cpu), asking for 135% of it together, their
+    """Six tenants with ElasticQuotas (mins adding up to the cluster's cpu), asking for 140% of it together, their
     pods interleaved as if submitted at once: a, c, d and f borrow (f asks beyond its max), b and e lend."""
     nodes = perf_nodes(n)
     cpu, _ = capacity(nodes)
@@ -542,7 +542,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("native-gangs", "scheduling.k8s.io PodGroups of 8 x 2 CPU asking 150% of cpu, every other one in "
              "one zone, created round robin; plus two gangs of 3 on room for 4", native_gangs),
     Workload("tenants", "6 namespaces with ElasticQuotas (min 30/20/20/10/10/10% of cpu, max 50/40/30/30/20/15%) "
-             "asking 45/10/30/25/5/20%, 135% in all, pods of 2 / 1 / 0.5 CPU interleaved, a third at priority 100",
+             "asking 45/10/30/25/5/25%, 140% in all, pods of 2 / 1 / 0.5 CPU interleaved, every 4th at priority 100",
              tenants),
     Workload("tenants-reclaim", "the same quotas; the cluster full of borrowers' pods, bound before each run "
              "(tenant-a 50%, c 30%, d 20% of cpu: 40% borrowed); the lenders b, e, f ask 15/10/10%, within their mins: "
