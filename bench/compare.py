@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""policy-scheduler side by side with the real kube-scheduler and Coscheduling, same control plane, same run.
+"""policy-scheduler side by side with the real kube-scheduler, Coscheduling and CapacityScheduling, same control plane,
+same run.
 
 For each workload and node count: a fresh etcd + kube-apiserver (testkit/controlplane.py), the nodes,
 PriorityClasses and running pods; then, for each scheduler in turn (order rotated per repeat): PodGroups, start
@@ -32,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and t
 
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
-from compare_measure import RunResult, outcome, timing  # noqa: E402
+from compare_measure import RunResult, outcome, tenant_outcome, timing, waits_of  # noqa: E402
 from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
 from testkit.controlplane import (  # noqa: E402
@@ -69,10 +70,17 @@ class Plan:
     mode: Mode
     settings: Settings
     crd_file: Path
+    quota_crd_file: Path
     workdir: Path
     revision: str          # the policy-scheduler code measured
     arrival: str | None = None  # every workload's arrival instead of its own (stream or batch)
     rate: float | None = None   # stream arrival: pods created per second (None: as fast as the clients go)
+    named: bool = False         # the schedulers were asked for by name: each runs every workload
+
+    def schedulers_for(self, workload: Workload) -> tuple[SchedulerKind, ...]:
+        """The contenders of one workload: a scheduler meant for some workloads only (capacity-scheduling) runs
+        the others only when asked for by name."""
+        return tuple(k for k in self.schedulers if self.named or k.workloads is None or workload.name in k.workloads)
 
 
 # --- one scheduler, one workload --------------------------------------------------------------------------
@@ -84,18 +92,17 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     result = RunResult(workload.name, len_nodes(scenario), kind.name, repeat, arrival, len(scenario.pending),
                        rate=plan.rate if arrival == "stream" else None)
     pods = api.pending_for(scenario, kind.name)
-    api.create_pod_groups(kube, scenario)
-    api.create_volumes(kube, scenario)
-    api.create_claims(kube, scenario)
-    provisioner = api.Provisioner(kube, scenario.provisioner) if scenario.provisioner else None
-    if provisioner is not None:
-        provisioner.start()
+    provisioner = prepare(kube, scenario)
     watch = api.BindWatch(cp)
     watch.start()
-    running = None
+    reaper = api.Reaper(cp, kube=Kube(cp.kubeconfig)) if scenario.quotas else None
+    if reaper is not None:
+        reaper.start()
+    running, t0 = None, 0.0
+    created: dict[str, float] = {}
     try:
         batch = arrival == "batch"
-        created, create_s = ({}, 0.0)
+        create_s = 0.0
         if batch:
             created, create_s = timed_create(kube, pods)
         logs = plan.workdir / f"{scenario.workload}-{result.nodes}-{repeat}"
@@ -122,6 +129,30 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         if running is not None:
             running.stop()
         watch.stop()
+        if reaper is not None:
+            reaper.stop()
+    waits = waits_of(created, dict(watch.bound), t0, arrival == "batch")
+    finish(result, kube, scenario, reaper.victims if reaper is not None else set(), waits, provisioner)
+    return result
+
+
+def prepare(kube: Kube, scenario: Scenario) -> api.Provisioner | None:
+    """What every run gets afresh before its scheduler starts: PodGroups, volumes, claims, the pods created bound;
+    the harness's provisioner, started, if the workload has one."""
+    api.create_pod_groups(kube, scenario)
+    api.create_volumes(kube, scenario)
+    api.create_claims(kube, scenario)
+    api.create_preset(kube, scenario)
+    provisioner = api.Provisioner(kube, scenario.provisioner) if scenario.provisioner else None
+    if provisioner is not None:
+        provisioner.start()
+    return provisioner
+
+
+def finish(result: RunResult, kube: Kube, scenario: Scenario, victims: set[str], waits: dict[str, float],
+           provisioner: api.Provisioner | None) -> None:
+    """The figures read from the cluster once the scheduler stopped (placement, claims, devices, tenants), then the
+    reset for the next scheduler."""
     where = api.placement(kube)
     outcome(result, scenario, where)
     result.unplaced_why = api.unplaced_reasons(kube, scenario, {k for k, node in where.items() if not node}) or None
@@ -130,12 +161,13 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         result.claims_bound = api.claims_bound(kube, result.placed)  # one claim per pod in the stateful workload
     if scenario.claims:
         result.devices_used = api.devices_used(kube)
+    if scenario.quotas:
+        tenant_outcome(result, scenario, where, api.preset_left(kube), victims, waits)
     if provisioner is not None:
         provisioner.stop()
     api.reset(kube, scenario)
     api.delete_volumes(kube, scenario)
     api.delete_claims(kube, scenario)
-    return result
 
 
 def len_nodes(scenario: Scenario) -> int:
@@ -184,12 +216,12 @@ def run_workload(plan: Plan, workload: Workload, nodes: int, repeat: int, bin_di
     with start_control_plane(cpdir, bin_dir) as cp:
         kube = Kube(cp.kubeconfig)
         started = time.monotonic()
-        api.populate(cp, kube, scenario, plan.crd_file)
+        api.populate(cp, kube, scenario, plan.crd_file, plan.quota_crd_file)
         if scenario.policy_dir is not None:
             apply_policy_configmap(cp, scenario.policy_dir)
         log(f"{workload.name} x {nodes} nodes (repeat {repeat + 1}): {len(scenario.nodes)} nodes, "
             f"{len(scenario.running)} running pods in {time.monotonic() - started:.1f} s")
-        order = rotate(plan.schedulers, repeat)
+        order = rotate(plan.schedulers_for(workload), repeat)
         with contextlib.ExitStack() as stack:
             if scenario.controllers:
                 stack.enter_context(controllers(cp, scenario.controllers, cpdir / "controllers"))
@@ -254,10 +286,14 @@ def make_plan(args: argparse.Namespace) -> Plan:
     plugins_dir = build_coscheduling()
     args.out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=args.out))
-    return Plan(tuple(WORKLOADS[w] for w in args.workload or WORKLOADS),
-                tuple(SCHEDULERS[s] for s in args.scheduler or SCHEDULERS), mode,
+    workloads = tuple(WORKLOADS[w] for w in args.workload or WORKLOADS)
+    schedulers = tuple(SCHEDULERS[s] for s in args.scheduler or SCHEDULERS)
+    if not args.scheduler:  # those meant for some workloads only, if none of them runs: not at all
+        schedulers = tuple(k for k in schedulers if k.workloads is None or k.workloads & {w.name for w in workloads})
+    return Plan(workloads, schedulers, mode,
                 Settings(build_binaries() / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg)),
-                plugins_dir / "podgroups-crd.yaml", workdir, revision(), args.arrival, args.rate)
+                plugins_dir / "podgroups-crd.yaml", plugins_dir / "elasticquotas-crd.yaml", workdir, revision(),
+                args.arrival, args.rate, named=bool(args.scheduler))
 
 
 def revision() -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlparse
 
-from compare_workloads import PENDING_LABEL, NodeSpec, Scenario
+from compare_workloads import PENDING, PENDING_LABEL, PRESET, NodeSpec, Scenario
 from testkit.controlplane import ControlPlane, verifying_context
 from testkit.manifests import ZONE_KEY, created, priority_class, ready_node, volume
 from testkit.scheduling import Kube, collection, install_podgroup_crd
@@ -53,12 +53,17 @@ def create_node(kube: Kube, spec: NodeSpec) -> None:
     ok(kube, "PATCH", f"/api/v1/nodes/{spec.name}/status", status, content_type="application/merge-patch+json")
 
 
-def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -> None:
-    """Everything but the pending pods and PodGroups: CRD, namespaces, PriorityClasses, nodes, running pods,
-    StorageClasses, ReplicaSets and Services."""
+def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path, quota_crd_file: Path) -> None:
+    """Everything but the pending pods and PodGroups: CRDs, namespaces, ElasticQuotas, PriorityClasses, nodes,
+    running pods, StorageClasses, ReplicaSets and Services."""
     install_podgroup_crd(kube, crd_file, timeout=60)  # scheduler-plugins' own (ours reads the same fields)
     for ns in scenario.namespaces:
         cp.ensure_namespace(ns)
+    if scenario.quotas:
+        install_crd(kube, quota_crd_file, QUOTAS)
+        for quota in scenario.quotas:
+            ok(kube, "POST", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{quota['metadata']['namespace']}"
+                             "/elasticquotas", quota)
     for name, value in scenario.priority_classes.items():
         ok(kube, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class(name, value), allow=(409,))
     in_parallel(lambda n: create_node(kube, n), scenario.nodes)
@@ -71,6 +76,27 @@ def populate(cp: ControlPlane, kube: Kube, scenario: Scenario, crd_file: Path) -
         base = "/api/v1" if obj["apiVersion"] == "v1" else f"/apis/{obj['apiVersion']}"
         ok(kube, "POST", f"{base}/namespaces/{ns}/{plural}", obj)
     in_parallel(lambda d: ok(kube, "POST", collection(d), d), scenario.devices)  # the harness as a DRA driver
+
+
+QUOTAS = "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas"
+
+
+def install_crd(kube: Kube, crd_file: Path, served: str, timeout: float = 60.0) -> None:
+    """A CustomResourceDefinition from its YAML file (idempotent), waited for until `served` (a list path) answers."""
+    import yaml
+
+    ok(kube, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", yaml.safe_load(crd_file.read_text()),
+       allow=(409,))
+    deadline = time.monotonic() + timeout
+    while kube.request("GET", served)[0] != 200:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{served} not served {timeout:.0f} s after creating its CRD")
+        time.sleep(0.2)
+
+
+def create_preset(kube: Kube, scenario: Scenario) -> None:
+    """The pods created bound before every run (a scheduler may evict them; the reset deletes what is left)."""
+    in_parallel(lambda p: ok(kube, "POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", p), scenario.preset)
 
 
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
@@ -214,7 +240,7 @@ def pending_for(scenario: Scenario, scheduler_name: str) -> list[dict[str, Any]]
     """The scenario's pending pods addressed to one scheduler and labelled for the reset."""
     out = []
     for pod in scenario.pending:
-        meta = {**pod["metadata"], "labels": {**pod["metadata"].get("labels", {}), PENDING_LABEL: "true"}}
+        meta = {**pod["metadata"], "labels": {**pod["metadata"].get("labels", {}), PENDING_LABEL: PENDING}}
         out.append({**pod, "metadata": meta, "spec": {**pod["spec"], "schedulerName": scheduler_name}})
     return out
 
@@ -235,9 +261,9 @@ def create_pods(kube: Kube, pods: list[dict[str, Any]], rate: float | None = Non
 
 
 def reset(kube: Kube, scenario: Scenario) -> None:
-    """Delete the pending pods (bound or not: gracePeriodSeconds 0, no kubelet to wait for) and the
-    PodGroups, and wait until they are gone, so the next scheduler starts from the same state."""
-    selector = f"{PENDING_LABEL}=true"
+    """Delete the pending pods (bound or not: gracePeriodSeconds 0, no kubelet to wait for), the pods created bound
+    for the run, and the PodGroups, and wait until they are gone, so the next scheduler starts from the same state."""
+    selector = PENDING_LABEL  # both values
     query = [("labelSelector", selector), ("gracePeriodSeconds", "0")]
     native = any(str(g.get("apiVersion", "")).startswith("scheduling.k8s.io/") for g in scenario.pod_groups)
     for ns in scenario.namespaces:
@@ -280,32 +306,42 @@ def unplaced_reasons(kube: Kube, scenario: Scenario, unplaced: set[str]) -> dict
 
 def placement(kube: Kube) -> dict[str, str | None]:
     """``namespace/name`` -> node (None: not bound) of every benchmark pod, read once at the end."""
-    items = ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", f"{PENDING_LABEL}=true")])["items"]
+    items = ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", f"{PENDING_LABEL}={PENDING}")])["items"]
     return {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p["spec"].get("nodeName") for p in items}
 
 
-# --- watching bindings ------------------------------------------------------------------------------------
+def preset_left(kube: Kube) -> set[str]:
+    """``namespace/name`` of the pods created bound for the run that are still there and not being deleted."""
+    items = ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", f"{PENDING_LABEL}={PRESET}")])["items"]
+    return {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in items
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")}
+
+
+# --- watching pods -----------------------------------------------------------------------------------------
 
 @dataclass
-class BindWatch:
-    """One watch on the benchmark's pods that records when each is first seen bound (monotonic seconds).
+class PodWatch:
+    """One watch on the benchmark's pods (those `selector` picks) handing every event to `handle`.
 
-    Started before the pods are created, so no binding is missed; reconnects from the last resourceVersion
-    if the server ends the watch."""
+    Started before the pods are created, so nothing is missed; reconnects from the last resourceVersion if the
+    server ends the watch."""
 
     cp: ControlPlane
-    bound: dict[str, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _conn: http.client.HTTPSConnection | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
     error: str = ""
+    selector = f"{PENDING_LABEL}={PENDING}"
+
+    def handle(self, kind: str, obj: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="bind-watch", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
         self._thread.start()
         if not self._ready.wait(30):
-            raise RuntimeError(f"the bind watch did not start: {self.error}")
+            raise RuntimeError(f"the {type(self).__name__} watch did not start: {self.error}")
 
     def stop(self) -> None:
         self._stop.set()
@@ -314,9 +350,6 @@ class BindWatch:
                 self._conn.sock.shutdown(2)
         if self._thread is not None:
             self._thread.join(10)
-
-    def last_bind(self) -> float | None:
-        return max(self.bound.values(), default=None)
 
     def _run(self) -> None:
         rv = "0"
@@ -333,7 +366,7 @@ class BindWatch:
         url = urlparse(self.cp.server)
         self._conn = http.client.HTTPSConnection(url.hostname, url.port, context=verifying_context(self.cp.ca_file),
                                                  timeout=None)
-        query = urlencode({"watch": "true", "labelSelector": f"{PENDING_LABEL}=true", "resourceVersion": rv,
+        query = urlencode({"watch": "true", "labelSelector": self.selector, "resourceVersion": rv,
                            "timeoutSeconds": "3600"})
         self._conn.request("GET", f"/api/v1/pods?{query}", headers={"Authorization": f"Bearer {self.cp.token}"})
         response = self._conn.getresponse()
@@ -349,7 +382,42 @@ class BindWatch:
             if event.get("type") == "ERROR":   # 410 Gone: start again from now
                 return "0"
             rv = obj.get("metadata", {}).get("resourceVersion", rv)
-            if (obj.get("spec") or {}).get("nodeName"):
-                key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-                self.bound.setdefault(key, time.monotonic())
+            self.handle(event.get("type", ""), obj)
         return rv
+
+
+@dataclass
+class BindWatch(PodWatch):
+    """When each pending pod is first seen bound (monotonic seconds): the harness's own clock for every scheduler
+    alike, finer than the one-second timestamps the API records."""
+
+    bound: dict[str, float] = field(default_factory=dict)
+
+    def handle(self, kind: str, obj: dict[str, Any]) -> None:
+        if (obj.get("spec") or {}).get("nodeName"):
+            self.bound.setdefault(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}", time.monotonic())
+
+    def last_bind(self) -> float | None:
+        return max(self.bound.values(), default=None)
+
+
+@dataclass
+class Reaper(PodWatch):
+    """Plays the kubelets the benchmark does not run, for evictions: a bound pod a scheduler deletes (it then has a
+    deletionTimestamp and would wait for its kubelet) is force-deleted at once and remembered as preempted. Watches
+    the pending pods and those created bound for the run (the reset's own deletes come after it stopped); a pod
+    deleted outright counts too."""
+
+    kube: Kube | None = None
+    victims: set[str] = field(default_factory=set)
+    selector = PENDING_LABEL
+
+    def handle(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        if key in self.victims or not (kind == "DELETED" or meta.get("deletionTimestamp")):
+            return
+        self.victims.add(key)
+        if kind != "DELETED" and self.kube is not None:
+            ok(self.kube, "DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+               {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}, allow=(404,))

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from compare_workloads import POD_GROUP_LABEL, PRICE_ANNOTATION, ZONE_KEY, Scenario
+from testkit.quantity import amount
 
 
 @dataclass
@@ -50,6 +51,12 @@ class RunResult:
     solve_max_s: float | None = None   # the slowest cycle took at most this (its solve_seconds bucket; inf: > 10 s)
     rss_mib: float | None = None       # peak resident memory of the scheduler process (VmHWM)
     unplaced_why: dict[str, int] | None = None  # unplaced pods' last FailedScheduling messages, counted
+    # workloads with ElasticQuotas: pods a scheduler deleted (preempted) during the run, of any tenant; tenants
+    # whose min / max was honoured at the end; per tenant (namespace): TenantFigures as a dict
+    preemptions: int | None = None
+    min_honoured: int | None = None
+    max_honoured: int | None = None
+    tenants: dict[str, dict[str, Any]] | None = None
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,16 +71,21 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def waits_of(created: dict[str, float], bound: dict[str, float], t0: float, batch: bool) -> dict[str, float]:
+    """Each bound pod's wait. Stream arrival: from its creation; batch arrival (pods waiting before the scheduler
+    started): from t0, when it was ready."""
+    return {k: max(0.0, bound[k] - (t0 if batch else created[k])) for k in bound if k in created}
+
+
 def timing(result: RunResult, created: dict[str, float], bound: dict[str, float], t0: float,
            batch: bool) -> None:
-    """Throughput and latency. Stream arrival: latency from each pod's creation; batch arrival (pods
-    waiting before the scheduler started): from t0, when it was ready."""
+    """Throughput and latency (`waits_of`)."""
     times = [t for key, t in bound.items() if key in created]
     if not times:
         return
     result.seconds = max(times) - t0
     result.pods_per_s = len(times) / result.seconds if result.seconds > 0 else 0.0
-    waits = [max(0.0, bound[k] - (t0 if batch else created[k])) for k in bound if k in created]
+    waits = list(waits_of(created, bound, t0, batch).values())
     result.latency_p50 = percentile(waits, 0.5)
     result.latency_p90 = percentile(waits, 0.9)
     result.latency_p99 = percentile(waits, 0.99)
@@ -133,9 +145,81 @@ def gang_members(scenario: Scenario) -> dict[str, str]:
     return out
 
 
+# --- tenants (ElasticQuotas) --------------------------------------------------------------------------------
+
+@dataclass
+class TenantFigures:
+    """One tenant (a namespace with an ElasticQuota) at the end of a run. cpu in millicores.
+
+    ``asked``: what its pods ask for, those created bound for the run included; ``used``: what its pods bound at
+    the end ask for (pods a scheduler evicted are gone). Min honoured: it uses at least the smaller of its min and
+    what it asked for (the mins add up to at most the cluster in these workloads, so every tenant's can be met at
+    once). Max honoured: no resource its max lists used beyond it."""
+
+    min_cpu: int
+    max_cpu: int
+    asked_cpu: int
+    running_cpu: int       # of `asked_cpu`, in pods created bound before the run
+    pods: int              # pending pods
+    placed: int            # of those, bound at the end
+    used_cpu: int
+    min_ok: bool
+    max_ok: bool
+    preempted: int         # its pods a scheduler deleted
+    latency_p50: float | None
+    latency_p99: float | None
+
+
+def requests_of(pod: dict[str, Any]) -> Counter[str]:
+    """cpu (millicores) and memory (bytes) the pod's containers ask for (the workloads' pods have no init containers
+    or overhead)."""
+    out: Counter[str] = Counter()
+    for c in pod["spec"]["containers"]:
+        for r, q in ((c.get("resources") or {}).get("requests") or {}).items():
+            out[r] += amount(r, q)
+    return out
+
+
+def tenant_outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None], preset_left: set[str],
+                   victims: set[str], waits: dict[str, float]) -> None:
+    """Per tenant: pods placed, cpu used against min and max, latency, preemptions; and the counts over tenants.
+    `where`: the pending pods' nodes at the end; `preset_left`: the pods created bound for the run still there;
+    `victims`: the pods a scheduler deleted; `waits`: each pending pod's wait until it was seen bound."""
+    tenants = {q["metadata"]["namespace"]: tenant_figures(q, scenario, where, preset_left, victims, waits)
+               for q in scenario.quotas}
+    result.tenants = {ns: asdict(t) for ns, t in tenants.items()}
+    result.preemptions = len(victims)
+    result.min_honoured = sum(t.min_ok for t in tenants.values())
+    result.max_honoured = sum(t.max_ok for t in tenants.values())
+
+
+def tenant_figures(quota: dict[str, Any], scenario: Scenario, where: dict[str, str | None], preset_left: set[str],
+                   victims: set[str], waits: dict[str, float]) -> TenantFigures:
+    ns = quota["metadata"]["namespace"]
+    pods = [(f"{ns}/{p['metadata']['name']}", p, False) for p in scenario.pending if p["metadata"]["namespace"] == ns]
+    pods += [(f"{ns}/{p['metadata']['name']}", p, True) for p in scenario.preset if p["metadata"]["namespace"] == ns]
+    bound = [(key, p, preset) for key, p, preset in pods if (key in preset_left if preset else where.get(key))]
+    used: Counter[str] = sum((requests_of(p) for _, p, _ in bound), Counter())
+    asked = sum(requests_of(p)["cpu"] for _, p, _ in pods)
+    low, high = (quantities(quota["spec"].get(field) or {}) for field in ("min", "max"))
+    latencies = [waits[key] for key, _, preset in pods if not preset and key in waits]
+    return TenantFigures(
+        min_cpu=low.get("cpu", 0), max_cpu=high.get("cpu", 0), asked_cpu=asked,
+        running_cpu=sum(requests_of(p)["cpu"] for _, p, preset in pods if preset),
+        pods=sum(1 for *_, preset in pods if not preset), placed=sum(1 for *_, preset in bound if not preset),
+        used_cpu=used["cpu"], min_ok=used["cpu"] >= min(asked, low.get("cpu", 0)),
+        max_ok=all(used[r] <= most for r, most in high.items()), preempted=sum(1 for key, *_ in pods if key in victims),
+        latency_p50=percentile(latencies, 0.5), latency_p99=percentile(latencies, 0.99))
+
+
+def quantities(resources: dict[str, Any]) -> dict[str, int]:
+    return {r: amount(r, q) for r, q in resources.items()}
+
+
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
-           "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used")
+           "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",
+           "max_honoured")
 
 
 def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -150,6 +234,7 @@ def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"workload": workload, "nodes": nodes, "scheduler": scheduler,
                                "pending": runs[0]["pending"], "gangs": runs[0]["gangs"], "claims": runs[0].get("claims", 0),
                                "arrival": runs[0]["arrival"], "rate": runs[0].get("rate"), "runs": len(good),
+                               "tenant_count": len(runs[0].get("tenants") or {}),
                                "errors": [r["error"] for r in runs if r["error"]]}
         for key in NUMERIC:
             values = [r[key] for r in good if r[key] is not None]
@@ -164,3 +249,26 @@ def median(values: list[float]) -> float | None:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+TENANT_NUMERIC = ("placed", "used_cpu", "preempted", "latency_p50", "latency_p99")
+TENANT_FIXED = ("min_cpu", "max_cpu", "asked_cpu", "running_cpu", "pods")
+
+
+def tenant_medians(results: list[dict[str, Any]]) -> dict[tuple[str, int, str], dict[str, dict[str, Any]]]:
+    """(workload, nodes, scheduler) -> tenant -> the median of each figure over the runs that did not fail;
+    ``min_ok`` / ``max_ok``: in how many of those ``runs`` the tenant's min / max was honoured."""
+    groups: dict[tuple[str, int, str], list[dict[str, dict[str, Any]]]] = defaultdict(list)
+    for r in results:
+        if r.get("tenants") and not r["error"]:
+            groups[(r["workload"], r["nodes"], r["scheduler"])].append(r["tenants"])
+    out: dict[tuple[str, int, str], dict[str, dict[str, Any]]] = {}
+    for key, runs in groups.items():
+        out[key] = {}
+        for ns, first in runs[0].items():
+            figures = [run[ns] for run in runs]
+            row = {k: first[k] for k in TENANT_FIXED} | {"runs": len(figures)}
+            row |= {k: median([f[k] for f in figures if f[k] is not None]) for k in TENANT_NUMERIC}
+            row |= {k: sum(1 for f in figures if f[k]) for k in ("min_ok", "max_ok")}
+            out[key][ns] = row
+    return out

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from compare_measure import medians
+from compare_measure import medians, tenant_medians
 from compare_schedulers import CLIENT_QPS, SCHEDULERS
 from compare_workloads import WORKLOADS
 
@@ -76,10 +76,67 @@ def arrival_cell(r: dict[str, Any]) -> str:
     return f"{r['arrival']} {rate:g}/s" if rate else r["arrival"]
 
 
+def honoured(ok: int, runs: int) -> str:
+    if ok == runs:
+        return "✓"
+    return "✗" if ok == 0 else f"✗ ({runs - ok} of {runs} runs)"
+
+
+def cores(millicores: float | None) -> str:
+    return num(None if millicores is None else millicores / 1000, 1)
+
+
+def tenant_table(raw: list[dict[str, Any]], schedulers: list[str]) -> list[str]:
+    """One line per workload with quotas, size, tenant and scheduler: medians over repeats; cpu in cores."""
+    lines = ["| workload | nodes | tenant | min · max cpu | asks cpu (running) | scheduler | pods placed | cpu used | "
+             "min honoured | max honoured | p50 / p99 s | preempted |",
+             "|---|---:|---|---:|---:|---|---:|---:|:---:|:---:|---:|---:|"]
+    figures = tenant_medians(raw)
+    cases = sorted({(w, n) for w, n, _ in figures}, key=lambda k: (order(k[0]), k[1]))
+    for workload, nodes in cases:
+        tenants = sorted({ns for (w, n, _), per in figures.items() if (w, n) == (workload, nodes) for ns in per})
+        for ns in tenants:
+            for s in schedulers:
+                t = figures.get((workload, nodes, s), {}).get(ns)
+                if t is None:
+                    continue
+                running = f" ({cores(t['running_cpu'])})" if t["running_cpu"] else ""
+                lines.append(f"| {workload} | {nodes:,} | {ns} | {cores(t['min_cpu'])} · {cores(t['max_cpu'])} | "
+                             f"{cores(t['asked_cpu'])}{running} | {s} | {num(t['placed'])}/{t['pods']:,} | "
+                             f"{cores(t['used_cpu'])} | {honoured(t['min_ok'], t['runs'])} | "
+                             f"{honoured(t['max_ok'], t['runs'])} | {num(t['latency_p50'], 2)} / "
+                             f"{num(t['latency_p99'], 2)} | {num(t['preempted'])} |")
+    return lines
+
+
+def tenant_lines(raw: list[dict[str, Any]], rows: list[dict[str, Any]], schedulers: list[str]) -> list[str]:
+    """The workloads with ElasticQuotas: tenants honoured and preemptions per run, then per tenant."""
+    picked = [r for r in rows if r.get("min_honoured") is not None]
+    if not picked:
+        return []
+    lines = ["", "#### Tenants: min honoured · max honoured (of tenants) · pods preempted", ""]
+    lines += matrix(picked, schedulers, lambda r: f"{num(r['min_honoured'])}/{r['tenant_count']} · "
+                                                  f"{num(r['max_honoured'])}/{r['tenant_count']} · "
+                                                  f"{num(r['preemptions'])}")
+    lines += ["", "#### Per tenant (cpu in cores; pods placed of its pending pods; cpu used at the end, its pods "
+                  "created bound included)", ""]
+    return lines + tenant_table(raw, schedulers)
+
+
+QUOTA_NOTES = (
+    "Tenants (workloads with ElasticQuotas, `scheduling.x-k8s.io/v1alpha1`, one per namespace, created once and the "
+    "same for every scheduler): no kubelet runs, so the harness plays its part for evictions — a pod a scheduler "
+    "deletes is force-deleted at once and counted as preempted (none is recreated). Per tenant: cpu used = the "
+    "requests of its pods bound at the end (those created bound before the run included); min honoured = cpu used "
+    "≥ the smaller of its min and what it asked for (the mins add up to the cluster's cpu, so all can hold at "
+    "once); max honoured = no resource its max lists (cpu, memory) used beyond it; p50 / p99 = its pending pods' "
+    "latency.")
+
+
 def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> list[str]:
     load = os.getloadavg()
     ours = " ".join(plan.settings.ours_args) or ("its defaults (`--batch-window 0 --time-limit 5 --time-per-pod 0.005 "
-                                                 "--bind-workers 16`)")
+                                                 "--bind-workers 16 --preemption`)")
     lines = [f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, load average {load_start:.1f} at the start and {load[0]:.1f} at "
              f"the end (the machine is shared), "
@@ -94,7 +151,8 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
               f"One control plane per workload and size (etcd + kube-apiserver v1.36.3 on loopback, "
               f"tests/e2e); the schedulers take turns on the same nodes and pods (pending pods deleted between "
               f"turns, order rotated per repeat). policy-scheduler runs with {ours}. Every kube-scheduler "
-              f"profile has DefaultPreemption disabled (policy-scheduler does not preempt), leader election off "
+              f"profile has DefaultPreemption disabled (capacity-scheduling's PostFilter is its own quota-aware "
+              f"preemption), leader election off "
               f"and client QPS/burst {CLIENT_QPS}. Pods are created by 16 client threads while the scheduler runs "
               f"(`stream`), or before it starts (`batch`: tight-packing); pods/s = pods placed / (last binding "
               f"seen − first pod created, or scheduler ready for `batch`); latency = binding seen by the "
@@ -103,6 +161,8 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
               f"nodes used. Solve s: policy-scheduler's snapshot→plan seconds summed over its cycles (batches: its "
               f"cycles), read from its /metrics (`solve_seconds`, `batch_size`) at the end of the run. Peak RSS: "
               f"VmHWM of the scheduler process.", ""]
+    if any(w.name.startswith("tenants") for w in plan.workloads):
+        lines += [QUOTA_NOTES, ""]
     lines += ["| workload | arrival | what |", "|---|---|---|"]
     lines += [f"| {w.name} | {w.arrival} | {w.description} |" for w in plan.workloads]
     return lines
@@ -128,6 +188,7 @@ def section(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, pl
         lines += ["", "#### DRA devices allocated to a scheduled pod's claims at the end", ""]
         lines += matrix([r for r in rows if r.get("devices_used") is not None], schedulers,
                         lambda r: num(r["devices_used"]))
+    lines += tenant_lines(raw, rows, schedulers)
     lines += ["", "#### Spread: the most an app's pods differ between zones (max − min) · the most of one app on "
                   "a node", ""]
     lines += matrix(rows, schedulers, lambda r: f"{num(r.get('zone_skew'))} · {num(r.get('node_max'))}")
@@ -171,7 +232,7 @@ def _pyplot():
 
 
 COLORS = {"policy-scheduler": "tab:blue", "kube-scheduler": "tab:orange", "kube-binpack": "tab:green",
-          "coscheduling": "tab:red"}
+          "coscheduling": "tab:red", "capacity-scheduling": "tab:purple"}
 
 
 def plot_throughput(rows: list[dict[str, Any]], path: Path) -> None:

@@ -7,10 +7,13 @@
   MostAllocated).
 * ``coscheduling``: kube-scheduler with sigs.k8s.io/scheduler-plugins v0.34.7 (tests/e2e/coscheduling/), the
   Coscheduling plugin in multiPoint and queueSort, as its manifests/coscheduling example configures it.
+* ``capacity-scheduling``: the same binary, the CapacityScheduling plugin (ElasticQuota min / max: PreFilter,
+  Reserve; its quota-aware preemption as the only PostFilter), as its manifests/capacityscheduling example
+  configures it. Run on the workloads with quotas only, unless asked for by name.
 
-policy-scheduler does not preempt, so DefaultPreemption is disabled in every kube-scheduler profile. Their
-client QPS / burst are raised from the 50 / 100 defaults to 5000 (scheduler_perf's setting), since our
-scheduler's client has no such limit. Leader election is off everywhere.
+DefaultPreemption is disabled in every kube-scheduler profile (capacity-scheduling's PostFilter is its own
+reclaim). Their client QPS / burst are raised from the 50 / 100 defaults to 5000 (scheduler_perf's setting),
+since our scheduler's client has no such limit. Leader election is off everywhere.
 """
 from __future__ import annotations
 
@@ -90,6 +93,7 @@ class SchedulerKind:
     description: str
     gangs: bool                                     # knows PodGroups (all-or-nothing)
     launch: Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running] = field(repr=False)
+    workloads: frozenset[str] | None = None         # the only workloads it runs unless asked for by name (None: all)
 
     def start(self, cp: ControlPlane, settings: Settings, workdir: Path, with_policy: bool) -> Running:
         return self.launch(self, cp, settings, workdir, with_policy)
@@ -154,6 +158,15 @@ def coscheduling_profile(name: str) -> dict:
             "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}]}
 
 
+def capacity_profile(name: str) -> dict:
+    """scheduler-plugins' manifests/capacityscheduling/scheduler-config.yaml, under our scheduler name: the plugin
+    at every extension point it has (PreFilter, Reserve, its EnqueueExtensions) and as the only PostFilter
+    (DefaultPreemption off: its preemption reclaims borrowed quota)."""
+    return {"schedulerName": name,
+            "plugins": {"multiPoint": {"enabled": [{"name": "CapacityScheduling"}]},
+                        "postFilter": {"enabled": [{"name": "CapacityScheduling"}], "disabled": [{"name": "*"}]}}}
+
+
 WORKLOAD_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling")  # KEP-4671, alpha in 1.36
 
 
@@ -203,4 +216,8 @@ SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind("kube-workload", "kube-scheduler v1.36.3, default plugins with the gates GenericWorkload, "
                   "GangScheduling and TopologyAwareWorkloadScheduling (native gangs; DRA is on by default)", True,
                   launch_kube(lambda s: s.kube_bin, default_profile, gates=WORKLOAD_GATES)),
+    SchedulerKind("capacity-scheduling", "scheduler-plugins v0.34.7 kube-scheduler, CapacityScheduling (ElasticQuota "
+                  "min / max; its PostFilter reclaims borrowed quota by preemption)", False,
+                  launch_kube(lambda s: s.plugins_bin, capacity_profile, preemption=True),
+                  frozenset({"tenants", "tenants-reclaim"})),
 )}

@@ -11,7 +11,8 @@ templates (4 CPU / 32Gi / 110 pods, 10 zones; pause pods of 100m / 500Mi). The r
 gangs, priorities), ``hetero`` its hetero-affinity one (the case where one-at-a-time scheduling used to beat
 us), both scaled to the node count. The rest exercise what batch placement is about: ``tight-packing`` (sizes
 that one-at-a-time placement fragments), ``gangs`` (all-or-nothing, including two gangs of 3 on room for 4),
-``cost`` (nodes with a ``price`` annotation; policy-scheduler runs the lowest-price policy).
+``cost`` (nodes with a ``price`` annotation; policy-scheduler runs the lowest-price policy). ``tenants`` and
+``tenants-reclaim`` give six namespaces scheduler-plugins ElasticQuotas (CapacityScheduling's min / max).
 """
 from __future__ import annotations
 
@@ -39,9 +40,11 @@ from testkit.manifests import (
     storage_class,
     volume,
 )
+from testkit.quantity import amount
 
 ROOT = Path(__file__).resolve().parents[1]
 PENDING_LABEL = "bench.policy-scheduler.io/pending"   # the pods a run deletes before the next scheduler
+PENDING, PRESET = "true", "preset"  # its values: pods a scheduler is to place; pods created bound before each run
 POD_GROUP_LABEL = W.POD_GROUP_LABEL
 ZONE_KEY, HOSTNAME_KEY = W.ZONE_KEY, W.HOSTNAME_KEY
 PRICE_ANNOTATION = "price"
@@ -81,6 +84,11 @@ class Scenario:
     # DRA: DeviceClasses and ResourceSlices, published once as a driver would; ResourceClaims, afresh every run
     devices: list[dict[str, Any]] = field(default_factory=list)
     claims: list[dict[str, Any]] = field(default_factory=list)
+    # scheduler-plugins ElasticQuotas (one per namespace), created once with their CRD; the same for every scheduler
+    quotas: list[dict[str, Any]] = field(default_factory=list)
+    # pods created bound (spec.nodeName) before every run, as if placed long ago, and deleted after it: what a
+    # scheduler may evict (labelled PENDING_LABEL=PRESET; never counted as placed)
+    preset: list[dict[str, Any]] = field(default_factory=list)
 
     def gang_sizes(self) -> dict[str, int]:
         """``namespace/podgroup`` -> minMember (Coscheduling) or gang.minCount (scheduling.k8s.io)."""
@@ -340,6 +348,132 @@ def native_gangs(n: int) -> Scenario:
     return Scenario("native-gangs", nodes, pods + pairs, pod_groups=groups)
 
 
+# --- tenants (issue 19) -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Tenant:
+    """A namespace with an ElasticQuota: its min and max as % of the cluster's cpu (and as much of its memory);
+    what it asks for in ``tenants`` (pending pods); in ``tenants-reclaim``, what it already runs (pods bound
+    before the run) and what it asks for there (pending pods). All in % of the cluster's cpu."""
+
+    name: str
+    min_pct: int
+    max_pct: int
+    asks_pct: int
+    runs_pct: int = 0
+    reclaims_pct: int = 0
+
+
+# mins add up to the cluster; a, c, d and f ask beyond their mins (f beyond its max too), b and e below theirs
+TENANTS = (
+    Tenant("tenant-a", 30, 50, 45, runs_pct=50),
+    Tenant("tenant-b", 20, 40, 10, reclaims_pct=15),
+    Tenant("tenant-c", 20, 30, 30, runs_pct=30),
+    Tenant("tenant-d", 10, 30, 25, runs_pct=20),
+    Tenant("tenant-e", 10, 20, 5, reclaims_pct=10),
+    Tenant("tenant-f", 10, 15, 25, reclaims_pct=10),
+)
+TENANT_CLASSES = {"bench-tenant-low": 0, "bench-tenant-high": 100}  # every fourth pod of a tenant is high
+TENANT_SIZES_M = (2000, 1000, 500)   # in turn; all divide a node's 4 cpu
+MEMORY_PER_CPU = 2**30               # 1Gi per cpu: memory never binds (the nodes have 8Gi per cpu)
+STEP_M, MI = 500, 2**20
+
+
+def shares(total: int, pcts: list[int], step: int) -> list[int]:
+    """Each percentage of `total`, rounded down to a multiple of `step`; when the percentages add up to 100 the
+    first share takes what the rounding left, so the shares add up to `total`."""
+    out = [total * p // 100 // step * step for p in pcts]
+    if sum(pcts) == 100:
+        out[0] += total - sum(out)
+    return out
+
+
+def capacity(nodes: list[NodeSpec]) -> tuple[int, int]:
+    """The cluster's cpu (millicores) and memory (bytes)."""
+    return (sum(amount("cpu", n.allocatable["cpu"]) for n in nodes),
+            sum(amount("memory", n.allocatable["memory"]) for n in nodes))
+
+
+def elastic_quotas(nodes: list[NodeSpec]) -> list[dict[str, Any]]:
+    """One ElasticQuota per tenant namespace, min and max of cpu and memory (upstream reads a resource a pod asks
+    for and a quota does not list as a min and max of 0, so both are listed)."""
+    cpu, memory = capacity(nodes)
+    mins = zip(shares(cpu, [t.min_pct for t in TENANTS], STEP_M), shares(memory, [t.min_pct for t in TENANTS], MI))
+    out = []
+    for t, (cpu_min, mem_min) in zip(TENANTS, mins):
+        cpu_max, mem_max = cpu * t.max_pct // 100 // STEP_M * STEP_M, memory * t.max_pct // 100 // MI * MI
+        out.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
+                    "metadata": {"name": "quota", "namespace": t.name},
+                    "spec": {"min": {"cpu": f"{cpu_min}m", "memory": f"{mem_min // MI}Mi"},
+                             "max": {"cpu": f"{cpu_max}m", "memory": f"{mem_max // MI}Mi"}}})
+    return out
+
+
+def tenant_pods(t: Tenant, total_m: int, prefix: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Pods of 2, 1 and 0.5 cpu in turn (a smaller one where less is left) adding up to `total_m` millicores, in
+    the tenant's namespace, every fourth one (of any size) of the high priority class."""
+    pods: list[dict[str, Any]] = []
+    left = total_m
+    while left > 0:
+        k = len(pods)
+        size = TENANT_SIZES_M[k % len(TENANT_SIZES_M)]
+        size = size if size <= left else max(s for s in TENANT_SIZES_M if s <= left)
+        cls = "bench-tenant-high" if k % 4 == 3 else "bench-tenant-low"
+        pods.append(pause_pod(f"{prefix}-{k:05d}", t.name, cpu=f"{size}m", memory=f"{size * MEMORY_PER_CPU // 1000 // MI}Mi",
+                              ns=t.name, labels=labels, priorityClassName=cls))
+        left -= size
+    return pods
+
+
+def blend(lists: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Every list's items spread evenly over one sequence: tenants submitting at the same time, each its own amount."""
+    keyed = [((k + 0.5) / len(items), j, k) for j, items in enumerate(lists) for k in range(len(items))]
+    return [lists[j][k] for _, j, k in sorted(keyed)]
+
+
+def bind_first_fit(pods: list[dict[str, Any]], nodes: list[NodeSpec]) -> list[dict[str, Any]]:
+    """The pods with spec.nodeName: largest first (in their order within a size), each on the first node with room
+    for its cpu. With sizes that divide a node's cpu, every node before the current one is full."""
+    free = [amount("cpu", n.allocatable["cpu"]) for n in nodes]
+    out: list[dict[str, Any]] = []
+    i = 0
+    for p in sorted(pods, key=lambda p: -amount("cpu", p["spec"]["containers"][0]["resources"]["requests"]["cpu"])):
+        need = amount("cpu", p["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+        while i < len(free) and free[i] < need:
+            i += 1
+        if i == len(free):
+            raise ValueError("the running pods do not fit the nodes")
+        free[i] -= need
+        out.append({**p, "spec": {**p["spec"], "nodeName": nodes[i].name}})
+    return out
+
+
+def tenants(n: int) -> Scenario:
+    """Six tenants with ElasticQuotas (mins adding up to the cluster's cpu), asking for 140% of it together, their
+    pods interleaved as if submitted at once: a, c, d and f borrow (f asks beyond its max), b and e lend."""
+    nodes = perf_nodes(n)
+    cpu, _ = capacity(nodes)
+    asks = [tenant_pods(t, m, "pod") for t, m in zip(TENANTS, shares(cpu, [t.asks_pct for t in TENANTS], STEP_M))]
+    return Scenario("tenants", nodes, blend(asks), tuple(t.name for t in TENANTS), priority_classes=dict(TENANT_CLASSES),
+                    quotas=elastic_quotas(nodes))
+
+
+def tenants_reclaim(n: int) -> Scenario:
+    """The same quotas on a cluster full of the borrowers' pods (a at its max, c at its max, d at twice its min:
+    created bound before each run); then the lenders b, e and f ask for 35% of the cpu, within their mins. Only
+    reclaiming borrowed room (40%) places them."""
+    nodes = perf_nodes(n)
+    cpu, _ = capacity(nodes)
+    runners = [t for t in TENANTS if t.runs_pct]
+    running = [tenant_pods(t, m, "run", {PENDING_LABEL: PRESET})
+               for t, m in zip(runners, shares(cpu, [t.runs_pct for t in runners], STEP_M))]
+    lenders = [t for t in TENANTS if t.reclaims_pct]
+    asks = [tenant_pods(t, m, "new") for t, m in zip(lenders, shares(cpu, [t.reclaims_pct for t in lenders], STEP_M))]
+    return Scenario("tenants-reclaim", nodes, blend(asks), tuple(t.name for t in TENANTS),
+                    priority_classes=dict(TENANT_CLASSES), quotas=elastic_quotas(nodes),
+                    preset=bind_first_fit(blend(running), nodes))
+
+
 # --- realistic (bench/realistic.py, issue 6) --------------------------------------------------------------
 
 def from_cluster(workload: str, c: R.Cluster) -> Scenario:
@@ -407,4 +541,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              ">= 40Gi) for as many as the a100s, interleaved", gpu_dra),
     Workload("native-gangs", "scheduling.k8s.io PodGroups of 8 x 2 CPU asking 150% of cpu, every other one in "
              "one zone, created round robin; plus two gangs of 3 on room for 4", native_gangs),
+    Workload("tenants", "6 namespaces with ElasticQuotas (min 30/20/20/10/10/10% of cpu, max 50/40/30/30/20/15%) "
+             "asking 45/10/30/25/5/25%, 140% in all, pods of 2 / 1 / 0.5 CPU interleaved, every 4th at priority 100",
+             tenants),
+    Workload("tenants-reclaim", "the same quotas; the cluster full of borrowers' pods, bound before each run "
+             "(tenant-a 50%, c 30%, d 20% of cpu: 40% borrowed); the lenders b, e, f ask 15/10/10%, within their mins: "
+             "placed only by reclaiming", tenants_reclaim),
 )}

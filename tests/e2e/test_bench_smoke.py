@@ -20,8 +20,11 @@ SCHEDULERS = ("policy-scheduler", "kube-scheduler", "kube-binpack", "coschedulin
 PLOTS = ("compare_throughput.png", "compare_tight_packing.png", "compare_gangs.png", "compare_solve_time.png")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # the code paths: stream and batch arrival, gangs, a policy ConfigMap for policy-scheduler, DRA claims and
-# native PodGroups (made afresh and cleared for every turn)
-WORKLOADS = ("basic", "tight-packing", "gangs", "cost", "gpu-dra")
+# native PodGroups (made afresh and cleared for every turn), ElasticQuotas with pods created bound for every turn
+# (what capacity-scheduling, which runs only there, reclaims)
+WORKLOADS = ("basic", "tight-packing", "gangs", "cost", "gpu-dra", "tenants", "tenants-reclaim")
+QUOTA_WORKLOADS = {"tenants": "capacity-scheduling", "tenants-reclaim": "capacity-scheduling"}
+EXPECTED = {(w, s) for w in WORKLOADS for s in SCHEDULERS} | set(QUOTA_WORKLOADS.items())
 TIMEOUT_S = 1800  # a cold scheduler-plugins build included
 
 
@@ -40,7 +43,7 @@ def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) 
     section = text.split("<!-- compare:start", 1)[1].split("<!-- compare:end -->", 1)[0]
     rows = re.findall(r"^\| ([a-z-]+) \| (?:stream|batch)[^|]* \| 10 \| ([a-z-]+) \| (\d+)/(\d+) \|", section,
                       re.M)  # "Everything"
-    assert {(w, s) for w, s, _, _ in rows} == {(w, s) for w in WORKLOADS for s in SCHEDULERS}, section
+    assert {(w, s) for w, s, _, _ in rows} == EXPECTED, section
     assert all(int(pending) > 0 for _, _, _, pending in rows)
     assert "⚠" not in section and "Failed runs" not in section, section
     for name in PLOTS:
@@ -51,9 +54,14 @@ def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) 
     results = list((tmp_path / "out").glob("run-*/results.json"))
     assert len(results) == 1, results
     runs = json.loads(results[0].read_text())
-    assert sorted((r["workload"], r["scheduler"]) for r in runs) == sorted(
-        (w, s) for w in WORKLOADS for s in SCHEDULERS)
+    assert sorted((r["workload"], r["scheduler"]) for r in runs) == sorted(EXPECTED)
     assert not [r["error"] for r in runs if r["error"]]
+    for r in runs:  # per tenant figures where there are quotas, and the tables that show them
+        assert (r["tenants"] is not None) == (r["workload"] in QUOTA_WORKLOADS), r
+    assert "#### Per tenant" in section and "| tenants-reclaim | 10 | tenant-b |" in section, section
+    reclaim = {r["scheduler"]: r for r in runs if r["workload"] == "tenants-reclaim"}
+    assert reclaim["capacity-scheduling"]["preemptions"] > 0, reclaim["capacity-scheduling"]  # it reclaims
+    assert reclaim["kube-scheduler"]["placed"] == 0 and reclaim["kube-scheduler"]["preemptions"] == 0
     for r in runs:  # policy-scheduler's cycles come from its /metrics; the others have none
         if r["scheduler"] == "policy-scheduler":
             assert r["batches"] >= 1 and r["batch_pods"] >= r["placed"] and r["solve_s"] is not None, r

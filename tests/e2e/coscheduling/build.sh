@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds kube-scheduler with the scheduler-plugins (sigs.k8s.io/scheduler-plugins cmd/scheduler, which
-# registers Coscheduling) for the side-by-side benchmark (bench/compare.py), and copies the PodGroup CRD
-# that this release serves from the module's config/crd/bases/.
+# registers Coscheduling and CapacityScheduling) for the side-by-side benchmark (bench/compare.py), and copies
+# the PodGroup and ElasticQuota CRDs that this release serves from the module's config/crd/bases/.
 #
 # Cached outside the repository, keyed by the scheduler-plugins version, so only a machine's first build
 # pays (about 4 minutes on 2 cores, module downloads aside):
-#   ${XDG_CACHE_HOME:-~/.cache}/policy-scheduler/scheduler-plugins/<version>/{kube-scheduler,podgroups-crd.yaml}
+#   ${XDG_CACHE_HOME:-~/.cache}/policy-scheduler/scheduler-plugins/<version>/{kube-scheduler,podgroups-crd.yaml,
+#   elasticquotas-crd.yaml}
 #
 # Usage:  build.sh               build whatever is missing (idempotent)
 #         build.sh --print-dir   print the cache directory and exit
@@ -38,17 +39,21 @@ kube_minor="${BASH_REMATCH[2]}"
 cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/policy-scheduler/scheduler-plugins/$version"
 start_build "$cache_dir" "$@"
 
-crd="$cache_dir/podgroups-crd.yaml"
-
 version_pkg="k8s.io/component-base/version"
 ldflags="-s -w -X $version_pkg.gitVersion=$kube_version -X $version_pkg.gitMajor=$kube_major"
 ldflags+=" -X $version_pkg.gitMinor=$kube_minor -X $version_pkg.gitTreeState=clean"
 build_binary "$cache_dir" kube-scheduler "$here" "$module/cmd/scheduler" "$kube_version" "$ldflags"
 
-if [[ ! -s "$crd" ]]; then
-    src="$(cd "$here" && go list -m -f '{{.Dir}}' "$module")/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
-    cp "$src" "$crd.tmp.$$"
-    chmod 644 "$crd.tmp.$$"
-    mv -f "$crd.tmp.$$" "$crd"
-fi
+# copy_crd FILE NAME: the release's config/crd/bases/scheduling.x-k8s.io_NAME.yaml as CACHE_DIR/FILE, unless there
+copy_crd() {
+    local dest="$cache_dir/$1" src
+    if [[ ! -s "$dest" ]]; then
+        src="$(cd "$here" && go list -m -f '{{.Dir}}' "$module")/config/crd/bases/scheduling.x-k8s.io_$2.yaml"
+        cp "$src" "$dest.tmp.$$"
+        chmod 644 "$dest.tmp.$$"
+        mv -f "$dest.tmp.$$" "$dest"
+    fi
+}
+copy_crd podgroups-crd.yaml podgroups
+copy_crd elasticquotas-crd.yaml elasticquotas
 echo "build.sh: scheduler-plugins $version ready in $cache_dir"
