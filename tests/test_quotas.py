@@ -83,4 +83,6 @@ def test_no_plan_exceeds_a_max_or_the_sum_of_the_mins(nodes, pods, quotas) -> No
     for i, (ns, cpu, running) in enumerate(pods):
         docs.append(pod(f"p{i}", cpu=str(cpu), ns=ns, node_name="n0" if running else None))
     result = plan(docs)
-    assert check_plan(docs, result.assignments) == []
+    evicted = {v.pod for v in result.evictions}  # reclaim (tests/test_quota_reclaim.py) may evict borrowers
+    remaining = [d for d in docs if f"{d['metadata'].get('namespace')}/{d['metadata']['name']}" not in evicted]
+    assert check_plan(remaining, result.assignments) == []
