@@ -84,17 +84,19 @@ class Ledger:
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """Victims on one node for one preemptor, and upstream's order of preference among nodes; among equals, the
-    node left with the most free room (for the batch's next preemptors), then the first."""
+    """Victims on one node for one preemptor, and upstream's order of preference among nodes (under quotas, a
+    reclaiming pod's own tenant's pods spared before other tenants' borrowed room); among equals, the node left
+    with the most free room (for the batch's next preemptors), then the first."""
 
     node: str
     victims: tuple[Candidate, ...]
     violations: int
     leftover: tuple[int, int] = (0, 0)  # cpu, memory free after the evictions and this pod
+    own: int = 0  # victims of a reclaiming preemptor's own tenant
 
-    def rank(self, order: int) -> tuple[int, int, int, int, int, int, int]:
+    def rank(self, order: int) -> tuple[int, int, int, int, int, int, int, int]:
         priorities = [v.pod.priority for v in self.victims]
-        return (self.violations, max(priorities, default=LOWEST), sum(priorities), len(priorities),
+        return (self.violations, self.own, max(priorities, default=LOWEST), sum(priorities), len(priorities),
                 -self.leftover[0], -self.leftover[1], order)
 
 
@@ -432,13 +434,34 @@ def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: st
     """Upstream's SelectVictimsOnNode against the ledger: every pod it may evict here out, then give back what is
     not needed (units whose eviction breaks a budget first, then the rest, highest priority first). A PodGroup-mode
     group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod must also pass
-    its quota rows: reclaim takes at most each tenant's borrowed room, and pods elsewhere join the victims when
-    the rows need more than this node's."""
+    its quota rows, pods elsewhere join the victims when the rows need more than this node's, and reclaim takes
+    at most each tenant's borrowed room: if what is left after the give-back takes more, the choice is made
+    again from the lowest-priority units that room holds."""
     free = dict(ledger.free[node])
     if _fits(pod.requests, free) and not _short(search, ledger.account, pod):
         return Choice(node, (), 0, _leftover(free, pod))
+    found = _select(search, ledger, pod, node, limited=False)
+    if found is not None and search.reclaim is not None and ledger.account is not None:
+        room, stance = search.reclaim.borrowed(ledger.account), search.reclaim.stances[pod.key]
+        if not all(search.reclaim.take(room, stance, [c.pod for c in unit]) for unit in _units_of(search, found[0])):
+            found = _select(search, ledger, pod, node, limited=True)
+    if found is None:
+        return None
+    victims, violations, free = found
+    cap = _cap_reached(ledger, victims)
+    if cap is not None:
+        hints.capped.setdefault(pod.key, cap.source)
+        return None
+    return Choice(node, tuple(victims), violations, _leftover(free, pod), _own(search, pod, victims))
+
+
+def _select(search: Search, ledger: Ledger, pod: Pod, node: str,
+            limited: bool) -> tuple[list[Candidate], int, dict[str, int]] | None:
+    """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and the room left; `limited`:
+    other tenants' units only as far as their borrowed room goes. None: the pod does not fit."""
+    free = dict(ledger.free[node])
     room = search.reclaim.borrowed(ledger.account) if search.reclaim and ledger.account else {}
-    units = _evictable_on(search, ledger, pod, node, room)
+    units = _evictable_on(search, ledger, pod, node, room if limited else None)
     for c in (c for unit in units for c in unit if c.node == node):
         for r, v in c.pod.requests.items():
             free[r] = free.get(r, 0) + v
@@ -448,12 +471,15 @@ def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: st
     extra = _for_quota(search, ledger, pod, units, room, account)
     if extra is None:
         return None
-    victims, violations, free = _reprieve(search, ledger, pod, node, units + extra, free, account)
-    cap = _cap_reached(ledger, victims)
-    if cap is not None:
-        hints.capped.setdefault(pod.key, cap.source)
-        return None
-    return Choice(node, tuple(victims), violations, _leftover(free, pod))
+    return _reprieve(search, ledger, pod, node, units + extra, free, account)
+
+
+def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
+    """How many victims a reclaiming `pod` takes from its own tenant rather than from borrowed room."""
+    stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
+    if stance is None or not stance.reclaiming:
+        return 0
+    return sum(1 for c in victims if search.reclaim is not None and not search.reclaim.reclaims(stance, c.pod))
 
 
 def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit], free: dict[str, int],
@@ -480,12 +506,13 @@ def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[U
     return victims, violations, free
 
 
-def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str, room: dict[str, dict[str, int]]) -> list[Unit]:
-    """The units of the pods on `node` that `pod` may evict; under quotas, those of other tenants only as far as
-    their borrowed `room` goes (drawn from it), lowest priority first."""
+def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str,
+                  room: dict[str, dict[str, int]] | None) -> list[Unit]:
+    """The units of the pods on `node` that `pod` may evict; with `room`, those of other tenants only as far as
+    their borrowed room goes (drawn from it), lowest priority first."""
     mine = [c for c in search.by_node.get(node, []) if c.key not in ledger.evicted and search.may_evict(pod, c.pod)]
     units = _units_of(search, mine)
-    if search.reclaim is None:
+    if search.reclaim is None or room is None:
         return units
     stance = search.reclaim.stances[pod.key]
     units.sort(key=lambda u: u[0].pod.created, reverse=True)
