@@ -641,15 +641,42 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
 
 
 def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Settings) -> tuple[Plan, Ledger]:
-    """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs."""
+    """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs. Under quotas
+    the re-plan may give the room of one tenant's victims to another preemptor than the one that chose them: victims
+    that leave their tenant below its min are given back (and the preemptors planned again) until none does."""
+    by_key = {p.key: p for p in preemptors}
     plan = _solve_without(search, preemptors, ledger, settings)
     for _ in range(MAX_ROUNDS):
-        needed = _needed(search, plan, ledger, {p.key: p for p in preemptors})
+        needed = _needed(search, plan, ledger, by_key) - _overreach(search, plan, ledger, by_key)
         if len(needed) == len(ledger.evicted):
             break
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in needed})
         plan = _solve_without(search, preemptors, ledger, settings)
+    while back := _overreach(search, plan, ledger, by_key):  # each round gives back at least one victim
+        ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k not in back})
+        plan = _solve_without(search, preemptors, ledger, settings)
     return _give_back(search, preemptors, ledger, plan, settings)
+
+
+def _overreach(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
+    """Under quotas: victims to give back, highest priority first, so that no tenant that used more than its min
+    when the stage began is left below it (in a resource it used beyond it) once `plan`'s preemptors are placed."""
+    rc = search.reclaim
+    account = _final_account(search, ledger, [preemptors[k] for k in plan.assignments])
+    if rc is None or account is None:
+        return set()
+    back: set[str] = set()
+    for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+        tenant = rc.tenant(unit[0].pod)
+        if tenant is None or tenant not in rc.over:
+            continue
+        low = dict(rc.quotas[tenant].min)
+        if all(account.held[tenant][r] >= low.get(r, 0) for r in rc.over[tenant]):
+            continue
+        back.update(c.key for c in unit)
+        for c in unit:
+            rc.add(account, c.pod, 1)
+    return back
 
 
 def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan,

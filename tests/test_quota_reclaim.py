@@ -266,7 +266,9 @@ def tenant_clusters(draw) -> list[dict]:
     docs: list[dict] = [node(f"n{i}", cpu=str(draw(st.integers(2, 4))), pods=12) for i in range(nodes)]
     for ns in ("t0", "t1", "t2"):
         if draw(st.integers(0, 3)):
-            docs.append(elastic_quota(ns, {"cpu": str(draw(st.integers(0, 4)))}))
+            low = draw(st.integers(0, 4))
+            high = draw(st.none() | st.integers(low, 8))
+            docs.append(elastic_quota(ns, {"cpu": str(low)}, None if high is None else {"cpu": str(high)}))
     free = {f"n{i}": int(d["status"]["allocatable"]["cpu"]) for i, d in enumerate(docs[:nodes])}
     for j in range(draw(st.integers(0, 10))):
         n, cpu = f"n{draw(st.integers(0, nodes - 1))}", draw(st.integers(1, 2))
