@@ -18,6 +18,12 @@ plan left out are taken together, highest priority first, against one ledger of 
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
 
+Under tenant quotas (engine.reclaim; docs/quotas.md "Reclaim by preemption") quotas decide who may evict whom,
+as CapacityScheduling does: a pod its tenant's min serves *reclaims* what other tenants use beyond their min,
+whatever its priority, and takes back only that borrowed room; other pods evict only lower-priority pods on
+their side of the quotas. The ledger keeps a quota account beside node room: a pod must pass its quota rows too,
+and borrowed pods anywhere join its victims when those rows need them.
+
 Every re-plan compiles on a view of one index (the first plan's, with its placements bound: `BoundState.changed`),
 so the node facts (label columns, predicate masks, taint groups) are computed once for the whole stage.
 
