@@ -204,11 +204,28 @@ class Reclaim:
 
 def may_reclaim(cluster: Cluster) -> bool:
     """Some pending pod that may preempt has a tenant and some tenant uses more than its min: the preemption
-    stage may have work even when no running pod has a lower priority."""
+    stage may have work even when no running pod has a lower priority. Asked before every batch of the loop: with
+    namespaced quotas only, one pass over the running pods summing the pooled resources, stopping at the first
+    tenant found beyond its min."""
     if not cluster.quotas:
         return False
     membership = T.Membership(cluster.quotas)
     if not any(p.preemption_policy != NEVER_PREEMPT and membership.tenant(p) is not None for p in cluster.pending):
         return False
-    usage, resources = T.Usage.of(cluster.quotas, cluster.bound), T.pooled(cluster.quotas)
-    return any(usage.held[t.name][r] > dict(t.min).get(r, 0) for t in usage.tenants() for r in resources)
+    resources = T.pooled(cluster.quotas)
+    if any(q.members is not None for q in cluster.quotas):
+        usage = T.Usage.of(cluster.quotas, cluster.bound)
+        return any(usage.held[t.name][r] > dict(t.min).get(r, 0) for t in usage.tenants() for r in resources)
+    owner = {ns: t for t in reversed(cluster.quotas) if t.tenant for ns in t.namespaces}  # the first tenant wins
+    mins = {t.name: [dict(t.min).get(r, 0) for r in resources] for t in owner.values()}
+    held = {name: [0] * len(resources) for name in mins}
+    for pod in cluster.bound:
+        tenant = owner.get(pod.namespace)
+        if tenant is None or not T.counted(pod):
+            continue
+        have, low = held[tenant.name], mins[tenant.name]
+        for i, r in enumerate(resources):
+            have[i] += pod.requests.get(r, 0)
+            if have[i] > low[i]:
+                return True
+    return False
