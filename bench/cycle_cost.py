@@ -11,11 +11,16 @@ times (the pod is taken back between repeats). Two ways side by side in one run:
 * ``rebuild``: what it did before — ``build_cluster`` over the store's whole snapshot, then the same planning
   (only up to ``--rebuild-max`` nodes: it takes seconds there).
 
+With ``--tenants N`` (issue 19's scale check) a third way runs beside ``cache``: the same cluster with its pods
+dealt over N namespaces, each with an ElasticQuota (a min of 1/N of the cluster's cpu and memory, a max of
+twice that), so every cycle sorts the bound pods into tenants and the model gets the quota rows.
+
 Prints a table of medians (and the ratio), and draws ``bench/cycle_cost.png`` (seconds per cycle vs nodes, log
 axes).
 
     python bench/cycle_cost.py                               # 1,000 -> 20,000 nodes
     python bench/cycle_cost.py --nodes 1000 --nodes 5000 -n 5 --no-plot
+    python bench/cycle_cost.py --nodes 5000 --tenants 50 --rebuild-max 0 --no-plot
 """
 from __future__ import annotations
 
@@ -41,30 +46,42 @@ SCHEDULER = "policy-scheduler"
 PODS_PER_NODE = 10
 
 
-def fill(nodes: int) -> tuple[Store, ClusterCache]:
-    """A store with the cache listening, fed `nodes` nodes and 10 bound pods per node, as watches would."""
+def fill(nodes: int, tenants: int = 0) -> tuple[Store, ClusterCache]:
+    """A store with the cache listening, fed `nodes` nodes and 10 bound pods per node, as watches would (with
+    `tenants`, the pods dealt over that many namespaces, each with an ElasticQuota)."""
     store, cache = Store(), ClusterCache()
     store.subscribe(lambda change: cache.apply(change.kind, change.old, change.new))
     for i in range(nodes):
         store.apply("Node", "ADDED", m.node(f"n{i}", cpu="32", memory="128Gi",
                                             labels={m.ZONE_KEY: f"z{i % 3}"}))
+    for t in range(tenants):
+        low, high = {"cpu": str(32 * nodes // tenants)}, {"cpu": str(64 * nodes // tenants)}
+        store.apply("ElasticQuota", "ADDED", {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
+                                              "metadata": {"name": "quota", "namespace": f"t{t}", "uid": f"q{t}"},
+                                              "spec": {"min": low, "max": high}})
     for k in range(nodes * PODS_PER_NODE):
-        pod = m.pod(f"b{k}", cpu="1", memory="1Gi", labels={"app": f"a{k % 200}"}, node_name=f"n{k % nodes}")
+        pod = m.pod(f"b{k}", cpu="1", memory="1Gi", labels={"app": f"a{k % 200}"}, node_name=f"n{k % nodes}",
+                    ns=namespace(k, tenants))
         pod["metadata"]["uid"] = f"uid-b{k}"
         store.apply("Pod", "ADDED", pod)
     return store, cache
 
 
+def namespace(k: int, tenants: int) -> str:
+    return f"t{k % tenants}" if tenants else "default"
+
+
 def one_cycle(store: Store, cache: ClusterCache, way: str, k: int) -> float:
     """Seconds for one cycle planning a newly arrived pod; the pod is deleted again afterwards."""
-    new = m.pod(f"new{k}", cpu="1", memory="1Gi", labels={"app": "new"})
+    ns = "t0" if way == "tenants" else "default"
+    new = m.pod(f"new{k}", cpu="1", memory="1Gi", labels={"app": "new"}, ns=ns)
     new["metadata"]["uid"] = f"uid-new{k}"
     store.apply("Pod", "ADDED", new)
     options = Options(time_limit=5.0, workers=1)
     gc.disable()  # as the loop's cycle does
     started = time.perf_counter()
-    if way == "cache":
-        result = run_cycle(cache.snapshot([(source_name("Pod", "default", f"new{k}"), new)], SCHEDULER, None),
+    if way in ("cache", "tenants"):
+        result = run_cycle(cache.snapshot([(source_name("Pod", ns, f"new{k}"), new)], SCHEDULER, None),
                            Rules(), options)
         placed = result.plan.assignments
     else:
@@ -77,15 +94,17 @@ def one_cycle(store: Store, cache: ClusterCache, way: str, k: int) -> float:
     return seconds
 
 
-def measure(nodes: int, repeats: int, rebuild: bool) -> dict[str, float | None]:
-    store, cache = fill(nodes)
-    one_cycle(store, cache, "cache", -1)  # the first snapshot builds the index rows once
-    ways = ["cache", "rebuild"] if rebuild else ["cache"]
+def measure(nodes: int, repeats: int, rebuild: bool, tenants: int = 0) -> dict[str, float | None]:
+    worlds = {"cache": fill(nodes), "rebuild": None, "tenants": fill(nodes, tenants) if tenants else None}
+    worlds["rebuild"] = worlds["cache"] if rebuild else None
+    ways = [w for w, world in worlds.items() if world is not None]
+    for way in ways:
+        one_cycle(*worlds[way], way, -1)  # type: ignore[misc]  # the first snapshot builds the index rows once
     times: dict[str, list[float]] = {w: [] for w in ways}
     for k in range(repeats):
         for way in ways:  # side by side, alternating
-            times[way].append(one_cycle(store, cache, way, k))
-    return {w: statistics.median(times[w]) if w in times else None for w in ("cache", "rebuild")}
+            times[way].append(one_cycle(*worlds[way], way, k))  # type: ignore[misc]
+    return {w: statistics.median(times[w]) if w in times else None for w in ("cache", "rebuild", "tenants")}
 
 
 def plot(rows: list[tuple[int, dict[str, float | None]]], path: Path) -> None:
@@ -117,17 +136,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rebuild-max", type=int, default=5000, help="largest size the rebuild way is measured at")
     ap.add_argument("--plot", type=Path, default=ROOT / "bench" / "cycle_cost.png")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--tenants", type=int, default=0, help="also time the cluster with this many ElasticQuota tenants")
     args = ap.parse_args(argv)
     sizes = args.nodes or [1000, 2000, 5000, 10000, 20000]
     rows = []
-    print("| nodes | bound pods | cache ms | rebuild ms | rebuild / cache |\n|---:|---:|---:|---:|---:|", flush=True)
+    print(f"| nodes | bound pods | cache ms | rebuild ms | rebuild / cache | {args.tenants} tenants ms | tenants / cache |"
+          "\n|---:|---:|---:|---:|---:|---:|---:|", flush=True)
     for nodes in sizes:
-        r = measure(nodes, args.repeats, nodes <= args.rebuild_max)
+        r = measure(nodes, args.repeats, nodes <= args.rebuild_max, args.tenants)
         rows.append((nodes, r))
-        cache, rebuild = r["cache"] or 0.0, r["rebuild"]
+        cache, rebuild, tenants = r["cache"] or 0.0, r["rebuild"], r["tenants"]
         ratio = f"{rebuild / cache:.0f}×" if rebuild and cache else "–"
         shown = f"{rebuild * 1000:,.0f}" if rebuild else "–"
-        print(f"| {nodes:,} | {nodes * PODS_PER_NODE:,} | {cache * 1000:.1f} | {shown} | {ratio} |", flush=True)
+        with_tenants = f"{tenants * 1000:.1f} | {tenants / cache:.2f}" if tenants and cache else "– | –"
+        print(f"| {nodes:,} | {nodes * PODS_PER_NODE:,} | {cache * 1000:.1f} | {shown} | {ratio} | {with_tenants} |",
+              flush=True)
     if not args.no_plot:
         plot(rows, args.plot)
         print(f"\nplot: {args.plot}")

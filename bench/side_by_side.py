@@ -6,6 +6,9 @@ SNAPSHOT -o json -q` from that worktree (its own engine, imports included), time
 Alternating keeps both sides under the same load; the table gives medians.
 
     python bench/side_by_side.py --against 7510600 /tmp/policy-scheduler-bench/basic.yaml -n 5
+
+A snapshot given as `NEW.yaml=OLD.yaml` runs NEW on the new revision and OLD on the old one: the cost of what
+NEW adds (say, 50 tenants' quotas, `bench/with_tenants.py`) against the old revision without it.
 """
 from __future__ import annotations
 
@@ -55,14 +58,17 @@ def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, ti
 
 
 def _compare(snapshot: str, sides: dict[str, Path], repeat: int, time_limit: str) -> list:
+    new, _, old = snapshot.partition("=")
+    inputs = dict(zip(sides, (old or new, new)))
     walls: dict[str, list[float]] = {rev: [] for rev in sides}
     placed = 0
     for _ in range(repeat):
         for rev, path in sides.items():
-            wall, placed = run(path, snapshot, time_limit)
+            wall, placed = run(path, inputs[rev], time_limit)
             walls[rev].append(wall)
     (_old, a), (_new, b) = ((rev, statistics.median(w)) for rev, w in walls.items())
-    return [Path(snapshot).stem, placed, f"{a:.2f}", f"{b:.2f}", f"{placed / a:,.0f}", f"{placed / b:,.0f}", repeat]
+    name = Path(new).stem + (f" (old: {Path(old).stem})" if old else "")
+    return [name, placed, f"{a:.2f}", f"{b:.2f}", f"{placed / a:,.0f}", f"{placed / b:,.0f}", repeat]
 
 
 if __name__ == "__main__":

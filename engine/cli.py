@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from . import tenant_report
 from .flags import Name, OneLineErrors, Seconds
 from .ir import GangRules, Rules
 from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
@@ -147,12 +148,13 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)
+    tenants = tenant_report.of_plan(plan, cluster)
     if output == "json":
-        click.echo(render_json(plan))
+        click.echo(render_json(plan, tenants))
     elif output == "yaml":
-        click.echo(render_yaml(plan), nl=False)
+        click.echo(render_yaml(plan, tenants), nl=False)
     else:
-        print_table(plan, Console(highlight=False))
+        print_table(plan, Console(highlight=False), tenants=tenants)
     if fail_on_unschedulable and plan.unschedulable:
         click.echo(f"policy-scheduler: {len(plan.unschedulable)} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
         sys.exit(EXIT_UNSCHEDULABLE)

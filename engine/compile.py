@@ -39,6 +39,7 @@ class Compiled:
     gangs: list[GangInfo]
     bound: BoundState
     notes: list[str] = field(default_factory=list)
+    usage: Usage | None = None  # what the tenants' bound pods use before the plan (None: no quotas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,7 @@ class Checked:
 
 
 def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadline: Deadline | None = None,
-                    index: BoundState | None = None) -> Compiled:
+                    index: BoundState | None = None, usage: Usage | None = None) -> Compiled:
     """The class-level problem of a cluster snapshot (and policies).
 
     Classes are checked (static filters, candidates, scores) highest priority first; once `deadline` has
@@ -101,10 +102,12 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadlin
     solver's status and strategy say so — so compile cannot overrun a time limit on any input. The caller
     gives it the time limit of the whole solve (`Deadline.after(time_limit)`): the starting plans that
     follow cost a fraction of compile. `index` is the cluster's index of bound pods when the caller has it
-    already (preemption re-plans on views of one index); it must describe `cluster.nodes` and `cluster.bound`.
+    already (preemption re-plans on views of one index); it must describe `cluster.nodes` and `cluster.bound`;
+    `usage`, what the bound pods use of `cluster.quotas`, likewise (the loop keeps it across cycles).
     """
     with collector_paused():
-        return _compile(cluster, policy, deadline or Deadline(), index or BoundState.of(cluster.nodes, cluster.bound))
+        return _compile(cluster, policy, deadline or Deadline(), index or BoundState.of(cluster.nodes, cluster.bound),
+                        usage)
 
 
 @contextmanager
@@ -121,8 +124,10 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, bound: BoundState) -> Compiled:
-    usage = Usage.of(cluster.quotas, cluster.bound) if cluster.quotas else None
+def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, bound: BoundState,
+             usage: Usage | None) -> Compiled:
+    if usage is None and cluster.quotas:
+        usage = Usage.of(cluster.quotas, cluster.bound)
     lending = borrowing(usage, cluster.pending) if usage is not None else frozenset()
     grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound), lending)
     batch = Batch(cluster, bound, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
@@ -143,7 +148,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
         notes.append(f"compile reached the time limit: {len(classes) - len(skip)} of {len(classes)} pod classes "
                      f"checked (highest priority first); {sum(len(classes[a].pods) for a in skip)} pod(s) of "
                      "the rest are left unplaced")
-    return Compiled(cluster, problem, classes, build.gangs, bound, notes)
+    return Compiled(cluster, problem, classes, build.gangs, bound, notes, usage)
 
 
 # -- steps ----------------------------------------------------------------------------------------

@@ -138,7 +138,8 @@ def _blocked(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Bl
         return Blocked(None, "", "node(s) passed the filters and had room, but the solver did not place it within "
                                  "the time limit")
     resources = compiled.problem.resources
-    spot = Spot(c, dict(zip(resources, compiled.problem.classes[c].demand)), dict(zip(resources, state.free[n])))
+    taken = state.taken(blocker.rule, c) if blocker.check is Check.BUDGET else 0
+    spot = Spot(c, dict(zip(resources, compiled.problem.classes[c].demand)), dict(zip(resources, state.free[n])), taken)
     return Blocked(blocker.check, getattr(blocker.rule, "why", ""), BY_CHECK[blocker.check].explain(blocker, spot))
 
 

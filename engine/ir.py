@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .model import POD_GROUP_LABEL, Node, NodeSelectorTerm, Pod, SpreadConstraint, Toleration
+from .model import POD_GROUP_LABEL, Node, NodeSelectorTerm, Pod, Quota, SpreadConstraint, Toleration
 
 
 class NodePredicate(Protocol):
@@ -211,3 +211,4 @@ class Rules:
     placement: PlacementRules | None = None
     victims: PreemptionRules | None = None
     gangs: GangRules | None = None
+    quotas: tuple[Quota, ...] = ()  # policies' quotas, after the cluster's own (ElasticQuotas)

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from .plan import Plan
+from .tenant_report import TenantLine
+from .tenants import SHARE_UNIT, shown
 
 WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
 
@@ -20,12 +22,21 @@ class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[mi
         return True
 
 
-def render_json(plan: Plan) -> str:
-    return json.dumps(plan.to_dict(), indent=2)
+def plan_dict(plan: Plan, tenants: list[TenantLine] | None = None) -> dict:
+    """The dry-run contract's object: the plan's, with `tenants` (before `stats`) when the cluster has quotas."""
+    out = plan.to_dict()
+    if not tenants:
+        return out
+    stats = out.pop("stats")
+    return {**out, "tenants": {line.name: line.to_dict() for line in tenants}, "stats": stats}
 
 
-def render_yaml(plan: Plan) -> str:
-    return yaml.dump(plan.to_dict(), Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+def render_json(plan: Plan, tenants: list[TenantLine] | None = None) -> str:
+    return json.dumps(plan_dict(plan, tenants), indent=2)
+
+
+def render_yaml(plan: Plan, tenants: list[TenantLine] | None = None) -> str:
+    return yaml.dump(plan_dict(plan, tenants), Dumper=_Dumper, sort_keys=False, default_flow_style=False)
 
 
 def _fmt(resource: str, value: int) -> str:
@@ -55,8 +66,9 @@ def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> 
     console.print(t)
 
 
-def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
-    """Placements, unschedulable and skipped pods, node utilisation, and a summary line.
+def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list[TenantLine] | None = None) -> None:
+    """Placements, unschedulable and skipped pods, node utilisation, the tenants (when the cluster has quotas),
+    and a summary line.
 
     Sized to the console: names fold rather than being cut, and at a narrow width resource columns are
     dropped (extended resources first) rather than cutting their values. Notes are the caller's (stderr).
@@ -90,6 +102,8 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200) -> None:
     if plan.skipped:
         _print_skipped(plan.skipped, console, max_rows)
     _print_usage(plan, console, max_rows)
+    if tenants:
+        print_tenants(tenants, console)
     skipped = f" · {s['skipped']} skipped" if s.get("skipped") else ""
     evicted = len(plan.evictions)
     skipped += f" · {evicted} eviction{'s' if evicted != 1 else ''}" if evicted else ""
@@ -165,3 +179,37 @@ def _table_width(header: list[str], rows: list[list[str]]) -> int:
     """Characters a rich table needs to show every cell line whole: each column, its padding and a border."""
     widths = [max(len(line) for cell in column for line in cell.split("\n")) for column in zip(header, *rows)]
     return sum(w + 3 for w in widths) + 1
+
+
+def print_tenants(tenants: list[TenantLine], console: Console) -> None:
+    """One row per quota and resource it names: used before → after the plan, min, max, borrowed; per tenant its
+    share and its pods placed / left out on its first row ("-": not a tenant, or not named). At a narrow width
+    a quota's name goes on two lines (namespace/ and name), never a number cut."""
+    header = ["quota", "resource", "used", "min", "max", "borrowed", "share", "placed", "left"]
+    rows = [[line.name if i == 0 else "", *row, *(_tenant_pods(line) if i == 0 else ("", ""))]
+            for line in tenants for i, row in enumerate(_tenant_rows(line) or [["-"] * 6])]
+    name_cell = _pod_cell(_table_width(header, rows) > console.width)
+    t = Table(title=f"Tenants after the plan ({len(tenants)} quota{'s' * (len(tenants) != 1)})", title_justify="left",
+              caption="used: before → after the plan · borrowed: used beyond the min · share: weighted dominant share "
+              "of the cluster · placed, left: the tenant's pending pods", caption_justify="left")
+    for i, name in enumerate(header):
+        t.add_column(name, justify="left" if i < 2 else "right", no_wrap=i > 0, overflow="fold")
+    for row in rows:
+        if row[0] and row is not rows[0]:
+            t.add_section()
+        t.add_row(name_cell(row[0]), *row[1:])
+    console.print(t)
+
+
+def _tenant_rows(line: TenantLine) -> list[list[str]]:
+    """resource, used, min, max, borrowed, share: the share on the first row only."""
+    def amount(r: str, v: int | None) -> str:
+        return "-" if v is None else shown(r, v)
+    share = "-" if line.share is None else f"{100 * line.share / SHARE_UNIT:.1f}%"
+    return [[a.resource, f"{shown(a.resource, a.before)} → {shown(a.resource, a.used)}", amount(a.resource, a.min),
+             amount(a.resource, a.max), amount(a.resource, a.borrowed), share if i == 0 else ""]
+            for i, a in enumerate(line.resources)]
+
+
+def _tenant_pods(line: TenantLine) -> tuple[str, str]:
+    return (str(len(line.placed)), str(len(line.left))) if line.tenant else ("-", "-")

@@ -17,6 +17,7 @@ from .kinds import KINDS
 from .model import Cluster, Pod
 from .solve import solve
 from .solve.problem import Solution
+from .tenants import Usage
 
 
 @dataclass(slots=True)
@@ -115,19 +116,20 @@ def make_plan(
     baseline: bool = False,
     index: BoundState | None = None,
     preference_limit: float | None = None,
+    usage: Usage | None = None,
 ) -> Plan:
     """Compile and solve within `time_limit` seconds in all (compiling counts against it). The cyclic garbage
     collector stays paused throughout, not only in compile: the starting plans and the CP-SAT model make
     many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second."""
     with collector_paused():
-        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index, preference_limit)
+        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index, preference_limit, usage)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
                progress: Callable[[str], None] | None, baseline: bool, index: BoundState | None,
-               preference_limit: float | None) -> Plan:
+               preference_limit: float | None, usage: Usage | None) -> Plan:
     start = time.perf_counter()
-    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), index)
+    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), index, usage)
     compile_seconds = time.perf_counter() - start
     if progress:
         progress(

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .index import BoundState
 from .ir import Rules
-from .model import Cluster
+from .model import Cluster, Quota
 from .plan import Plan, make_plan
 from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
+from .tenants import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,20 +34,27 @@ class Options:
     preference_limit: float | None = None  # seconds for preferences once every pod is placed (None: all left)
 
 
+def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
+    """The cluster with the policies' quotas after its own (a pod's tenant is the first covering it)."""
+    return replace(cluster, quotas=[*cluster.quotas, *quotas]) if quotas else cluster
+
+
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
                progress: Callable[[str], None] | None = None, index: BoundState | None = None,
-               lowest: int | None = None) -> Plan:
+               lowest: int | None = None, usage: Usage | None = None) -> Plan:
     """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `index` is
-    the bound pods' index and `lowest` the lowest priority of a running pod when the caller keeps them (the
-    scheduler loop's cache; None: worked out here, cheap when nothing runs); they must describe the cluster."""
+    the bound pods' index, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
+    (the cluster's, then the rules') when the caller keeps them (the scheduler loop's cache; None: worked out
+    here); they must describe the cluster."""
     started = time.perf_counter()
+    cluster = with_quotas(cluster, rules.quotas)
     if lowest is None:
         lowest = lowest_running(cluster)
-    hopeful = options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster))
+    hopeful = options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster, usage))
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
                      seed=options.seed, progress=progress, baseline=options.baseline, index=index,
-                     preference_limit=options.preference_limit)
+                     preference_limit=options.preference_limit, usage=usage)
     if options.preemption:
         say_never(cluster, plan, lowest)
     if not hopeful:

@@ -202,19 +202,19 @@ class Reclaim:
                    for p in pods for name, r in rows)
 
 
-def may_reclaim(cluster: Cluster) -> bool:
+def may_reclaim(cluster: Cluster, usage: T.Usage | None = None) -> bool:
     """Some pending pod that may preempt has a tenant and some tenant uses more than its min: the preemption
-    stage may have work even when no running pod has a lower priority. Asked before every batch of the loop: with
-    namespaced quotas only, one pass over the running pods summing the pooled resources, stopping at the first
-    tenant found beyond its min."""
+    stage may have work even when no running pod has a lower priority. Asked before every batch: `usage` is what
+    the running pods use when the caller keeps it (the loop's tracker); else, with namespaced quotas only, one pass
+    over the running pods summing the pooled resources, stopping at the first tenant found beyond its min."""
     if not cluster.quotas:
         return False
     membership = T.Membership(cluster.quotas)
     if not any(p.preemption_policy != NEVER_PREEMPT and membership.tenant(p) is not None for p in cluster.pending):
         return False
     resources = T.pooled(cluster.quotas)
-    if any(q.members is not None for q in cluster.quotas):
-        usage = T.Usage.of(cluster.quotas, cluster.bound)
+    if usage is not None or any(q.members is not None for q in cluster.quotas):
+        usage = usage if usage is not None else T.Usage.of(cluster.quotas, cluster.bound)
         return any(usage.held[t.name][r] > dict(t.min).get(r, 0) for t in usage.tenants() for r in resources)
     owner = {ns: t for t in reversed(cluster.quotas) if t.tenant for ns in t.namespaces}  # the first tenant wins
     mins = {t.name: [dict(t.min).get(r, 0) for r in resources] for t in owner.values()}

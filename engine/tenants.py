@@ -19,11 +19,13 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .model import Node, Pod, Quota
 
 SHARE_UNIT = 1000  # shares are counted in thousandths of the cluster (per mille), rounded up
 ALWAYS_SHARED = ("cpu", "memory")  # resources every share counts, besides those the quotas name
+BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 class Membership:
@@ -92,6 +94,36 @@ class Usage:
     def tenants(self) -> list[Quota]:
         return [q for q in self.quotas if q.tenant]
 
+    def copy(self) -> Usage:
+        return Usage(self.membership, {k: Counter(v) for k, v in self.covered.items()},
+                     {k: Counter(v) for k, v in self.held.items()})
+
+    def move(self, before: Pod | None, after: Pod | None) -> None:
+        """A bound pod changed from `before` to `after` (None: none)."""
+        if before is not None and counted(before):
+            self.add(before, {r: -v for r, v in before.requests.items()})
+        if after is not None and counted(after):
+            self.add(after, after.requests)
+
+
+class Tracker:
+    """Usage kept across the scheduler loop's cycles: made afresh when the quotas change, else moved pod by pod
+    as bound pods come and go (sorting 50,000 pods into tenants every cycle would cost more than the cycle)."""
+
+    def __init__(self) -> None:
+        self._quotas: tuple[Quota, ...] | None = None
+        self._usage: Usage | None = None
+
+    def move(self, before: Pod | None, after: Pod | None) -> None:
+        if self._usage is not None:
+            self._usage.move(before, after)
+
+    def usage(self, quotas: list[Quota], bound: Iterable[Pod]) -> Usage:
+        """What `bound` (the pods moved so far) uses under `quotas`: a copy the next moves do not reach."""
+        if self._usage is None or tuple(quotas) != self._quotas:
+            self._quotas, self._usage = tuple(quotas), Usage.of(quotas, bound)
+        return self._usage.copy()
+
 
 def pooled(quotas: Iterable[Quota]) -> list[str]:
     """The resources some tenant's min names: tenants borrow these from each other's idle minimums."""
@@ -151,17 +183,72 @@ def borrowing(usage: Usage, pending: Iterable[Pod]) -> frozenset[str]:
     return frozenset(out)
 
 
-def shared(quotas: Iterable[Quota], nodes: Iterable[Node]) -> dict[str, int]:
-    """The resources shares count (cpu, memory and every resource a quota names) with the cluster's allocatable
-    of each, those the cluster has."""
+def shared(quotas: Iterable[Quota], allocatable: Mapping[str, int]) -> dict[str, int]:
+    """The resources shares count (cpu, memory and every resource a quota names), with the cluster's
+    `allocatable` of each (per resource, summed over the nodes), those the cluster has."""
     names = set(ALWAYS_SHARED) | {r for q in quotas for r, _ in q.min + q.max}
+    return {r: allocatable[r] for r in sorted(names) if allocatable.get(r, 0) > 0}
+
+
+def cluster_allocatable(nodes: Iterable[Node]) -> dict[str, int]:
+    """Per resource, the nodes' allocatable summed."""
     totals: Counter[str] = Counter()
     for n in nodes:
-        totals.update({r: v for r, v in n.allocatable.items() if r in names})
-    return {r: v for r, v in sorted(totals.items()) if v > 0}
+        totals.update(n.allocatable)
+    return dict(totals)
+
+
+def weight_ratio(weight: float) -> Fraction:
+    """A tenant's weight as the exact ratio shares are divided by (to a thousandth)."""
+    return Fraction(weight).limit_denominator(1000)
+
+
+def integer_weights(tenants: list[Quota]) -> dict[str, int]:
+    """The tenants' weights as whole numbers in the same ratios (for the solver's Σ weight · share²)."""
+    ratios = {t.name: weight_ratio(t.weight) for t in tenants}
+    common = math.lcm(*(r.denominator for r in ratios.values())) if ratios else 1
+    return {name: int(r * common) for name, r in ratios.items()}
 
 
 def share(use: Mapping[str, int], totals: Mapping[str, int], weight: float) -> int:
     """The weighted dominant share in thousandths, rounded up: ⌈1000 · max_r use_r / total_r / weight⌉."""
-    top = max((use.get(r, 0) / total for r, total in totals.items()), default=0.0)
-    return math.ceil(round(SHARE_UNIT * top / weight, 9))
+    w = weight_ratio(weight)
+    top = max((Fraction(use.get(r, 0), total) for r, total in totals.items()), default=Fraction(0))
+    return math.ceil(SHARE_UNIT * top / w)
+
+
+def share_term(held: int, adds: list[int], total: int, weight: float) -> tuple[int, tuple[int, ...], int]:
+    """One resource of a share as integers the solver can hold: (base, per-pod additions, divisor) with
+    share ≥ ⌈1000 · (base + Σ additions) / divisor⌉ exactly that of `share`; reduced by their common divisor
+    and, for amounts too large for the solver's 64 bits, scaled down (rounded: the share is then approximate)."""
+    w = weight_ratio(weight)
+    base, per, divisor = held * w.denominator, [a * w.denominator for a in adds], total * w.numerator
+    g = math.gcd(divisor, base, *per)
+    base, per, divisor = base // g, [a // g for a in per], divisor // g
+    scale = -(-max(divisor, base + sum(per)) // SAFE_AMOUNT)
+    if scale > 1:
+        base, per, divisor = base // scale, [-(-a // scale) for a in per], max(1, divisor // scale)
+    return base, tuple(per), divisor
+
+
+SAFE_AMOUNT = 1 << 40  # times a share (at most ~10^6) and 1000, well inside 64 bits
+
+
+def shown(resource: str, amount: int) -> str:
+    """An amount in Kubernetes' notation: cpu in cores (millicores when not whole), memory-like resources in
+    the largest binary unit that divides them, anything else as a count."""
+    if resource == "cpu":
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        unit = next(((suffix, size) for suffix, size in BINARY if amount and amount % size == 0), None)
+        return str(amount) if unit is None else f"{amount // unit[1]}{unit[0]}"
+    return str(amount)
+
+
+def figures(quota: Quota, resource: str, used: int) -> str:
+    """How far a quota is in one resource, in the words every refusal and report uses:
+    `ElasticQuota team-a/quota: cpu used 6 / min 4 / max 6` (an unnamed min or max says so)."""
+    low, high = dict(quota.min).get(resource), dict(quota.max).get(resource)
+    return (f"{quota.source}: {resource} used {shown(resource, used)} / "
+            f"{'no min' if low is None else f'min {shown(resource, low)}'} / "
+            f"{'no max' if high is None else f'max {shown(resource, high)}'}")

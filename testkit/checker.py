@@ -353,7 +353,8 @@ class Cluster:
                                  {n: {"labels": node.labels} for n, node in self.nodes.items()}, placed, where)
         out += device_violations(self.docs, {k: p.doc for k, p in self.pods.items()}, placed)
         running = {k for k in self.bound if not _meta(self.pods[k].doc).get("deletionTimestamp")}
-        out += quota_violations(self.docs, {k: p.requests for k, p in self.pods.items()}, running, set(placed))
+        out += quota_violations(self.docs, {k: p.requests for k, p in self.pods.items()}, running, set(placed),
+                                set(self.pending))
         return out
 
     def _resources(self, placed, on_node) -> list[str]:

@@ -1,12 +1,16 @@
 """The independent checker's quota rules (scheduler-plugins' ElasticQuota, as CapacityScheduling admits pods):
 after the plan, a namespace with an ElasticQuota uses at most its `max` of each resource it lists, and the
-namespaces with ElasticQuotas use together at most the sum of their `min`s — wherever the plan added to them.
+namespaces with ElasticQuotas use together at most the sum of their `min`s — wherever the plan added to them;
+and (issue 19) what the plan newly borrows beyond the tenants' mins is at most the minimums no tenant asked for,
+less what was borrowed already. `dominant_share` is the docs' weighted DRF share, for the fairness tests.
 
 Does NOT import anything from ``engine``.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
+from fractions import Fraction
 
 from .quantity import amount
 
@@ -18,9 +22,9 @@ def _quantities(spec: dict, field: str) -> dict[str, int]:
 
 
 def quota_violations(docs: list[dict], requests: dict[str, dict[str, int]], bound: set[str],
-                     placed: set[str]) -> list[str]:
+                     placed: set[str], pending: set[str] | None = None) -> list[str]:
     """`requests`: pod key -> its requests; `bound`: pods running (not terminating or finished); `placed`: the
-    plan's."""
+    plan's; `pending`: every pod the plan could have placed (for what each tenant asked)."""
     quotas = {(d.get("metadata") or {}).get("namespace") or "default": d.get("spec") or {}
               for d in docs if isinstance(d, dict) and d.get("kind") == QUOTA_KIND}
     if not quotas:
@@ -45,7 +49,37 @@ def quota_violations(docs: list[dict], requests: dict[str, dict[str, int]], boun
         total = sum(u[r] for u in use.values())
         if sum(a[r] for a in added.values()) and total > most:
             out.append(f"ElasticQuotas: {r} used {total} > the mins' sum {most}")
+    if pending is not None:
+        out += _lent_beyond_idle(quotas, requests, use, added, pending)
     return out
+
+
+def _lent_beyond_idle(quotas: dict[str, dict], requests: dict[str, dict[str, int]], use: dict[str, Counter[str]],
+                      added: dict[str, Counter[str]], pending: set[str]) -> list[str]:
+    """Per resource some min names: Σ new borrowing ≤ max(0, Σ unasked min − Σ borrowed before the plan)."""
+    asked: dict[str, Counter[str]] = {ns: Counter() for ns in quotas}
+    for key in pending:
+        ns = key.split("/", 1)[0]
+        if ns in asked:
+            asked[ns].update(requests[key])
+    out = []
+    mins = {ns: _quantities(spec, "min") for ns, spec in quotas.items()}
+    for r in sorted({r for m in mins.values() for r in m}):
+        idle = borrowed = new = 0
+        for ns in quotas:
+            low, before = mins[ns].get(r, 0), use[ns][r] - added[ns][r]
+            idle += max(0, low - min(low, before + asked[ns][r]))
+            borrowed += max(0, before - low)
+            new += max(0, use[ns][r] - max(low, before))
+        if new > max(0, idle - borrowed):
+            out.append(f"ElasticQuotas: {r} newly borrowed {new} > the idle mins {idle} less {borrowed} borrowed")
+    return out
+
+
+def dominant_share(use: dict[str, int], totals: dict[str, int], weight: Fraction = Fraction(1)) -> int:
+    """⌈1000 · max_r use_r / total_r / weight⌉: a tenant's weighted dominant share in thousandths."""
+    top = max((Fraction(use.get(r, 0), t) for r, t in totals.items() if t), default=Fraction(0))
+    return math.ceil(1000 * top / weight)
 
 
 def reclaim_violations(docs: list[dict], requests: dict[str, dict[str, int]], priority: dict[str, int],

@@ -68,7 +68,7 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "ReplicaSet": "replicasets", "ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses",
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-           "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}
+           "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
                   "PersistentVolume", "StorageClass", "CSINode", "ResourceSlice", "DeviceClass",
                   "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
@@ -186,6 +186,18 @@ def _answers(scheduler: Scheduler, path: str) -> bool:
         return scheduler.get(path)[0] == 200
     except OSError:
         return False
+
+
+def install_elasticquota_crd(kube: Kube, timeout: float = 30) -> None:
+    """Apply scheduler-plugins' ElasticQuota CRD (deploy/components/elasticquota-crd), idempotent, and wait until
+    ElasticQuotas are served."""
+    import yaml
+
+    crd = yaml.safe_load((REPO / "deploy" / "components" / "elasticquota-crd" / "elasticquota-crd.yaml").read_text())
+    status, data = kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert status in (201, 409), (status, data)
+    wait_for("ElasticQuota CRD established",
+             lambda: kube.request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas")[0] == 200, timeout=timeout)
 
 
 def install_podgroup_crd(kube: Kube, crd_file: Path = REPO / "deploy" / "components" / "podgroup-crd" / "podgroup-crd.yaml",

@@ -19,7 +19,9 @@ from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.ports import NATIVE_POD_GROUP
 from engine.loop.store import Store, pod_key, source_name
+from engine.model import Pod, Quota
 from engine.preempt import lowest_running
+from engine.tenants import Usage
 from testkit.manifests import (
     POD_GROUP_LABEL,
     ZONE_KEY,
@@ -154,11 +156,27 @@ class World:
                 self.cache.forget(key)
 
 
+class AppIs:
+    """A policy's pod selection, as a quota's members."""
+
+    def __init__(self, app: str):
+        self.app = app
+
+    def matches(self, pod: Pod) -> bool:
+        return pod.labels.get("app") == self.app
+
+
+QUOTAS = (Quota("policy/team", frozenset({"team"}), (("cpu", 2000),)), Quota("policy/a1", members=AppIs("a1")),
+          Quota("policy/cap", members=AppIs("a2"), max=(("cpu", 4000),), tenant=False))
+
+
 def same_cluster(world: World) -> None:
     batch = world.batch()
     keys = {pod_key(o) for _, o in batch}
     expected = build_cluster(world.store.snapshot(keys), SCHEDULER, None, strict=False)
-    got = world.cache.snapshot(batch, SCHEDULER, None)
+    got = world.cache.snapshot(batch, SCHEDULER, None, QUOTAS)
+    usage = Usage.of([*expected.quotas, *QUOTAS], expected.bound)  # kept pod by pod: the same as counted afresh
+    assert got.usage is not None and (got.usage.covered, got.usage.held) == (usage.covered, usage.held)
     cluster = got.cluster
     assert [n.name for n in cluster.nodes] == [n.name for n in expected.nodes]
     assert cluster.nodes == expected.nodes

@@ -32,11 +32,14 @@ def test_the_documented_metrics_are_the_ones_served() -> None:
     from prometheus_client import generate_latest
 
     from engine.loop.scheduler import Profile, Scheduler, Settings
+    from engine.tenant_report import Amounts, TenantLine
     from loopfake import FakeAPI
 
     s = Scheduler(FakeAPI(), Settings((Profile("p"),)))
     s.metrics.phase_seconds.labels("p", "solve").observe(0.1)
     s.metrics.gap.labels("p").set(0)
+    s.metrics.tenants.record([TenantLine("ns/q", "ElasticQuota ns/q", True, 1.0, (Amounts("cpu", 0, 1000, 1000, 2000, 0),),
+                                         500, (), ("ns/p",))], ["ns/p"])  # tenant gauges: only with quotas
     served = set(re.findall(r"^# TYPE (\S+)", generate_latest(s.metrics.registry).decode(), re.MULTILINE))
     documented = set(re.findall(r"`(policy_scheduler_[a-z_]+)", (ROOT / "docs" / "operations.md").read_text()))
     for name in documented:

@@ -182,3 +182,4 @@ class Spot:
     c: int
     demand: dict[str, int]
     free: dict[str, int]
+    taken: int = 0  # a BUDGET blocker: what the plan's pods of the class's group take of the row

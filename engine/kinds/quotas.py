@@ -12,29 +12,47 @@ a max of 0; we do not).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import tenants as T
 from ..model import Quota
 from ..rejections import Rejection
 from ..solve.greedy import Blocker
-from ..solve.problem import SHARE_SCALE, Budget, Check, Share
+from ..solve.problem import Budget, Check, Share
 from .base import Action, ClusterEvent, Kind, Resource, Spot
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
 
 TOTAL = "the tenants' total min"
-PPM = SHARE_SCALE * T.SHARE_UNIT  # a Share's coefficients: millionths of a weighted cluster total
+
+
+@dataclass(slots=True)
+class QuotaRow(Budget):
+    """A quota kind's Budget, with what a refusal by it quotes: per group of the row (one group for a max), the
+    quota whose figures it gives — the max's own quota, or each class's tenant in the mins' rows — and what that
+    quota's pods used of `resource` before the batch (the plan's share is added when the refusal is worded)."""
+
+    resource: str = ""
+    quoted: tuple[tuple[Quota, int], ...] = ()
+
+    def quote(self, c: int, taken: int) -> str:
+        """Class c's quota after the batch's plan took `taken` of the row in its group: which, and how far."""
+        quota, before = self.quoted[self.group_of(self.classes.index(c))]
+        return f"{T.figures(quota, self.resource, before + taken)} with the plan, {T.shown(self.resource, before)} before it"
 
 
 def over_max(quota: Quota, resource: str, used: int, want: int, most: int) -> str:
-    return (f"exceeds {quota.source}: {resource} used {used} + {want} asked > max {most} "
-            f"(min {dict(quota.min).get(resource, 0)})")
+    low = dict(quota.min).get(resource)
+    return (f"exceeds {quota.source}: {resource} used {T.shown(resource, used)} + {T.shown(resource, want)} asked "
+            f"> max {T.shown(resource, most)} ({'no min' if low is None else f'min {T.shown(resource, low)}'})")
 
 
-def over_min(resource: str, used: int, want: int, most: int) -> str:
-    return f"the tenants with quotas would use more {resource} than their mins add up to ({used} + {want} > {most})"
+def over_min(resource: str, used: int, want: int, most: int, tenant: str) -> str:
+    """`tenant`: the pod's tenant's figures (engine.tenants.figures)."""
+    return (f"the tenants with quotas would use more {resource} than their mins add up to "
+            f"({T.shown(resource, used)} + {T.shown(resource, want)} > {T.shown(resource, most)}); its tenant {tenant}")
 
 
 def usage(batch: Batch) -> T.Usage:
@@ -58,11 +76,13 @@ class CapacityScheduling(Kind):
                 have = used.covered[quota.name][r]
                 if (want := pod.requests.get(r, 0)) and have + want > most:
                     return Rejection(self.name, (over_max(quota, r, have, want, most),))
-        if T.tenant_of(covering, pod) is None:
+        tenant = T.tenant_of(covering, pod)
+        if tenant is None:
             return None
         for r, (have, most) in _totals(used).items():
             if (want := pod.requests.get(r, 0)) and have + want > most:
-                return Rejection(self.name, (over_min(r, have, want, most),))
+                own = T.figures(tenant, r, used.held[tenant.name][r])
+                return Rejection(self.name, (over_min(r, have, want, most, own),))
         return None
 
     def emit(self, build: ProblemBuilder) -> None:
@@ -81,9 +101,9 @@ class CapacityScheduling(Kind):
         for quota in used.quotas:
             classes = [a for a, ids in covered.items() if id(quota) in ids]
             for r, most in quota.max:
-                left = most - used.covered[quota.name][r]
-                _budget(build, classes, r, left, f"{quota.source}: max {r} {most} "
-                        f"(used {used.covered[quota.name][r]}, min {dict(quota.min).get(r, 0)})")
+                have = used.covered[quota.name][r]
+                _budget(build, QuotaRow(tuple(classes), (), most - have, f"{quota.source}'s max of {r}", resource=r,
+                                        quoted=((quota, have),)))
 
     def _mins(self, build: ProblemBuilder, used: T.Usage, tenant_of: dict[int, Quota | None]) -> None:
         """Per pooled resource: the tenants within their mins' total, and borrowing only what lies idle."""
@@ -91,31 +111,38 @@ class CapacityScheduling(Kind):
         group = {id(t): g for g, t in enumerate(tenants)}
         quoted = [a for a, t in tenant_of.items() if t is not None]
         wanted = T.demand(used, build.batch.cluster.pending)
+        groups = tuple(group[id(tenant_of[a])] for a in quoted)
         for r, (have, most) in _totals(used).items():
-            _budget(build, quoted, r, most - have, f"{TOTAL} of {r}")
+            quotes = tuple((t, used.held[t.name][r]) for t in tenants)
+            # grouped by tenant with nothing of their own: the plain sum, and each refusal quotes the pod's tenant
+            _budget(build, QuotaRow(tuple(quoted), (), most - have, f"{TOTAL} of {r} ({T.shown(r, most)} in all, "
+                                    f"{T.shown(r, have)} used before this batch)", groups, resource=r, quoted=quotes))
             pool = T.pool(used, wanted, r)
-            weights = tuple(build.classes[a].requests.get(r, 0) for a in quoted)
-            if any(weights):
-                groups = tuple(group[id(tenant_of[a])] for a in quoted)
-                own = tuple(pool.room[t.name] for t in tenants)
-                build.problem.budgets.append(Budget(tuple(quoted), weights, pool.lendable,
-                                                   f"the {r} other tenants' mins leave idle ({pool.lendable} to lend)",
-                                                   groups, own))
+            own = tuple(pool.room[t.name] for t in tenants)
+            _budget(build, QuotaRow(tuple(quoted), (), pool.lendable, f"the {r} other tenants' mins leave idle "
+                                    f"({T.shown(r, pool.lendable)} to lend)", groups, own, r, quotes))
 
     def _shares(self, build: ProblemBuilder, used: T.Usage, tenant_of: dict[int, Quota | None]) -> None:
         """Per tenant with pods in the batch, its weighted dominant share over the shared resources."""
-        totals = T.shared(used.quotas, build.batch.cluster.nodes)
+        index = build.batch.index.usage
+        totals = T.shared(used.quotas, {r: int(index.allocatable[:, k].sum()) for r, k in index.names.items()})
+        weights = T.integer_weights(used.tenants())
         for t in used.tenants():
             classes = tuple(a for a, q in tenant_of.items() if q is t)
             if not classes or not totals:
                 continue
-            terms = tuple((round(PPM * used.held[t.name][r] / (total * t.weight)),
-                           tuple(round(PPM * build.classes[a].requests.get(r, 0) / (total * t.weight)) for a in classes))
-                          for r, total in totals.items())
-            build.problem.shares.append(Share(classes, terms, t.source))
+            terms = tuple(T.share_term(used.held[t.name][r], [build.classes[a].requests.get(r, 0) for a in classes],
+                                       total, t.weight) for r, total in totals.items())
+            build.problem.shares.append(Share(classes, terms, weights[t.name], t.source))
 
     def explain(self, blocker: Blocker, spot: Spot) -> str:
-        return f"node(s) had room, but one more pod would go over {blocker.rule.why} in this batch's plan"  # type: ignore[attr-defined]
+        """A max names its quota and how far it is; the mins' rows say so of the pod's tenant."""
+        row, had = blocker.rule, "node(s) had room, but one more pod would go over"
+        if not isinstance(row, QuotaRow) or not row.quoted:
+            return f"{had} {row.why} in this batch's plan"  # type: ignore[attr-defined]
+        if len(row.quoted) == 1:
+            return f"{had} the max of {row.quote(spot.c, spot.taken)}"
+        return f"{had} {row.why} in this batch's plan (its tenant {row.quote(spot.c, spot.taken)})"
 
 
 def _totals(used: T.Usage) -> dict[str, tuple[int, int]]:
@@ -128,10 +155,12 @@ def _totals(used: T.Usage) -> dict[str, tuple[int, int]]:
     return {r: (have[r], most[r]) for r in T.pooled(used.quotas)}
 
 
-def _budget(build: ProblemBuilder, classes: list[int], resource: str, left: int, why: str) -> None:
-    weights = tuple(build.classes[a].requests.get(resource, 0) for a in classes)
-    if any(weights):
-        build.problem.budgets.append(Budget(tuple(classes), weights, max(0, left), why))
+def _budget(build: ProblemBuilder, row: QuotaRow) -> None:
+    """`row` with each class's pod weighing its request of the row's resource, if some pod requests any."""
+    row.weights = tuple(build.classes[a].requests.get(row.resource, 0) for a in row.classes)
+    row.most = max(0, row.most)
+    if any(row.weights):
+        build.problem.budgets.append(row)
 
 
 KIND = CapacityScheduling()

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import tenants
 from ..index import BoundState, NodeFacts, Usage
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
@@ -38,7 +39,7 @@ from ..load import (
     resolve_cluster,
     sort_objects,
 )
-from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, Node, Pod
+from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, Node, Pod, Quota
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
 from .store import meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
@@ -78,6 +79,7 @@ class Snapshot:
     cluster: Cluster
     index: BoundState
     lowest: int | None  # the lowest priority of a running pod (preemption's first question)
+    usage: tenants.Usage | None = None  # what the placed pods use of the quotas (None: there are none)
 
 
 @dataclass(slots=True)
@@ -170,6 +172,7 @@ class ClusterCache:
         self._namespaces_seen: Counter[str] = Counter()  # namespaces of bound pods (namespaceSelector reads them)
         self._marked: list[Pod] = []  # bound pods the last snapshot marked as gang members
         self._running: Counter[int] = Counter()  # priorities of the placed pods not terminating
+        self._tenancy = tenants.Tracker()  # what the placed pods use of their quotas
 
     # -- changes ------------------------------------------------------------------------------------
 
@@ -305,6 +308,7 @@ class ClusterCache:
                     del self._running[pod.priority]
         if self._nodes is not None and not self._nodes.move(key, before, after):
             self._nodes = None
+        self._tenancy.move(before, after)
         if after is None:
             self._placed.pop(key, None)
         else:
@@ -384,9 +388,11 @@ class ClusterCache:
 
     # -- a cycle's view ------------------------------------------------------------------------------
 
-    def snapshot(self, batch: list[tuple[str, Obj]], scheduler_name: str, gangs: GangRules | None) -> Snapshot:
+    def snapshot(self, batch: list[tuple[str, Obj]], scheduler_name: str, gangs: GangRules | None,
+                 quotas: tuple[Quota, ...] = ()) -> Snapshot:
         """The cluster of one cycle: every node and placed pod, the rest, and `batch` ((source name, pending
-        pod manifest) pairs) as pending or skipped; with the index of what the placed pods hold."""
+        pod manifest) pairs) as pending or skipped; with the index of what the placed pods hold, and what they use
+        of the cluster's quotas and then `quotas` (the policies')."""
         with self._lock:
             rest = self._rest_or_build()
             rows = self._rows()
@@ -400,7 +406,9 @@ class ClusterCache:
                 pod.gang = None
             resolve_cluster(cluster, gangs, bound=False)
             self._marked = [p for p in cluster.bound if p.gang is not None]
-            return Snapshot(cluster, rows.index(), min(self._running, default=None))
+            every = [*cluster.quotas, *quotas]
+            usage = self._tenancy.usage(every, cluster.bound) if every else None
+            return Snapshot(cluster, rows.index(), min(self._running, default=None), usage)
 
     def _rows(self) -> _Rows:
         if self._nodes is None:

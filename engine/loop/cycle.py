@@ -21,6 +21,7 @@ from ..plan import Plan
 from ..planner import Options, plan_batch
 from ..rejections import Rejections
 from ..storage import VolumeStep, volume_steps
+from ..tenant_report import TenantLine, of_plan
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
 
@@ -107,6 +108,11 @@ class CycleResult:
                 out[pod.key] = (keys, dict(devices))
         return out
 
+    def tenants(self) -> list[TenantLine]:
+        """The quotas around this plan (engine.tenant_report; [] without quotas): what the cycle's compile
+        computed of the bound pods plus the batch, never a pass over the bound pods but for evictions."""
+        return of_plan(self.plan, self.cluster)
+
     def refused_pods(self) -> dict[str, str]:
         """Refused pods by key (namespace/name), with why: the batch's are told they cannot be read."""
         return {f"{r.ref.namespace or 'default'}/{r.ref.name}": r.message for r in self.refused
@@ -122,5 +128,5 @@ def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
 def run_cycle(snapshot: Snapshot, rules: Rules, options: Options) -> CycleResult:
     """Plan the batch of a cache snapshot (made with the same rules' gangs)."""
     cluster = snapshot.cluster
-    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest)
+    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage)
     return CycleResult(plan, cluster, cluster.refused)

@@ -8,13 +8,17 @@ state rather than a count (pods waiting, leadership, whether a profile's policie
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from ..tenant_report import TenantLine
+from ..tenants import SHARE_UNIT
 
 PREFIX = "policy_scheduler"
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120, 300)
@@ -56,6 +60,87 @@ class _StateCollector(Collector):
         yield valid
 
 
+class TenantBoard:
+    """The tenants as the last cycle left them — engine.tenant_report over its plan, from the usage its compile
+    computed plus its batch, so no pass over the bound pods is made for them — and, by tenant, the pods a cycle
+    left without a node that still wait (a pod leaves the board when it is bound or deleted, or when a later
+    cycle places it). With several profiles the newest cycle's tenants are shown."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lines: list[TenantLine] = []
+        self._waiting: dict[str, str] = {}  # pod key -> its tenant
+
+    def record(self, lines: list[TenantLine], batch: Iterable[str], waits: Callable[[str], bool] = lambda key: True) -> None:
+        """A cycle's tenants, and its batch's pods: those it left out wait under their tenant if `waits` (the
+        store still shows them pending: asked under the board's lock, so a pod deleted while the cycle ran is
+        either not added or forgotten after), the rest do not."""
+        with self._lock:
+            self._lines = lines
+            for key in batch:
+                self._waiting.pop(key, None)
+            for line in lines:
+                self._waiting.update((key, line.name) for key in line.left if waits(key))
+            known = {line.name for line in lines}
+            if any(tenant not in known for tenant in self._waiting.values()):  # a quota gone: its pods' entries too
+                self._waiting = {key: tenant for key, tenant in self._waiting.items() if tenant in known}
+
+    def forget(self, key: str) -> None:
+        """A pod bound, deleted or terminating: it waits no more."""
+        with self._lock:
+            self._waiting.pop(key, None)
+
+    def read(self) -> tuple[list[TenantLine], Tally[str]]:
+        with self._lock:
+            return list(self._lines), Tally(self._waiting.values())
+
+
+def _value(resource: str, amount: int) -> float:
+    """In Prometheus' base units: cpu in cores (the model holds millicores), anything else as the model holds it."""
+    return amount / 1000 if resource == "cpu" else float(amount)
+
+
+class _TenantCollector(Collector):
+    """Per-tenant gauges, only while some quota exists: a quota gone (or no quota at all) has no series."""
+
+    def __init__(self, board: TenantBoard):
+        self.board = board
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        lines, waiting = self.board.read()
+        if not lines:
+            return
+        per = ["tenant", "resource"]
+        used = GaugeMetricFamily(f"{PREFIX}_tenant_used", "What the pods a quota covers use after the last cycle's "
+                                 "plan (cpu in cores, memory in bytes)", labels=per)
+        low = GaugeMetricFamily(f"{PREFIX}_tenant_min", "A tenant's guaranteed minimum of a resource", labels=per)
+        high = GaugeMetricFamily(f"{PREFIX}_tenant_max", "A quota's maximum of a resource", labels=per)
+        borrowed = GaugeMetricFamily(f"{PREFIX}_tenant_borrowed", "What a tenant uses beyond its min of a resource "
+                                     "some tenant's min names (borrowed from others' idle minimums)", labels=per)
+        for line in lines:
+            for a in line.resources:
+                labels = [line.name, a.resource]
+                used.add_metric(labels, _value(a.resource, a.used))
+                for family, amount in ((low, a.min), (high, a.max), (borrowed, a.borrowed)):
+                    if amount is not None:
+                        family.add_metric(labels, _value(a.resource, amount))
+        yield from (used, low, high, borrowed)
+        yield from _per_tenant(lines, waiting)
+
+
+def _per_tenant(lines: list[TenantLine], waiting: Tally[str]) -> Iterator[GaugeMetricFamily]:
+    share = GaugeMetricFamily(f"{PREFIX}_tenant_share", "A tenant's weighted dominant share of the cluster after the "
+                              "last cycle's plan (0-1; the fairness tier's figure)", labels=["tenant"])
+    pods = GaugeMetricFamily(f"{PREFIX}_tenant_pods_waiting", "A tenant's pods a cycle left without a node that "
+                             "still wait", labels=["tenant"])
+    for line in lines:
+        if line.tenant:
+            share.add_metric([line.name], (line.share or 0) / SHARE_UNIT)
+            pods.add_metric([line.name], waiting.get(line.name, 0))
+    yield share
+    yield pods
+
+
 @dataclass
 class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -89,6 +174,8 @@ class Metrics:
                                        ["profile", "phase"], buckets=PHASE_BUCKETS, registry=r)
         self.gap = Gauge(f"{p}_optimality_gap", "The last plan's relative distance from the proven bound on pods "
                          "placed (0: optimal; stats.gap)", ["profile"], registry=r)
+        self.tenants = TenantBoard()
+        r.register(_TenantCollector(self.tenants))
 
     def watch_state(self, state: State) -> None:
         """Serve `state` on /metrics from now on (pods waiting, leader, policies valid)."""

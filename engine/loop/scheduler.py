@@ -157,6 +157,7 @@ class ProfileLoop:
             if arrived is not None:
                 self.events.forget(obj)  # its FailedScheduling series (if any) is over
             self.queue.remove(key)
+            self.metrics.tenants.forget(key)
         elif (new.get("spec") or {}).get("schedulerName") == self.name:
             self.queue.add(key, unit_of(new, self.policies.rules.gangs))
             if old is not None and pod_updated(old, new):
@@ -237,7 +238,7 @@ class ProfileLoop:
             pods = {key: obj for key in batch if (obj := self.store.get("Pod", *key.split("/", 1))) is not None}
             rules = self.policies.rules
             snapshot = self.cache.snapshot([(source_name("Pod", *k.split("/", 1)), o) for k, o in pods.items()],
-                                           self.name, rules.gangs)
+                                           self.name, rules.gangs, rules.quotas)
             options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
                               preemption=self.settings.preemption,
                               preference_limit=self.settings.preferences_for(len(pods)))
@@ -275,7 +276,14 @@ class ProfileLoop:
         now = [p for p in placements if p.key not in result.plan.preemptions]
         if nominated:
             self._to_bind_stage(self._preempt, nominated, result.plan.preemptions)
-        return self._to_bind_stage(self._bind, now, outcome)
+        binding = self._to_bind_stage(self._bind, now, outcome)
+        self.metrics.tenants.record(result.tenants(), batch, self._pending)  # (the binds are under way meanwhile)
+        return binding
+
+    def _pending(self, key: str) -> bool:
+        """The store shows the pod of `key` still waiting for a node (not bound, deleted or terminating)."""
+        obj = self.store.get("Pod", *key.split("/", 1))
+        return obj is not None and not node_of(obj) and not meta(obj).get("deletionTimestamp")
 
     def _to_bind_stage(self, call: Callable[..., Any], *args: Any) -> Future:
         future = self.bind_stage.submit(call, *args)

@@ -429,8 +429,38 @@ class DefaultSpreading:
     pos: Pos
 
 
+@dataclass(frozen=True, slots=True)
+class Amount:
+    """"cpu" 4 / "memory" "64Gi": an amount of one resource, as written."""
+
+    resource: str
+    value: Value
+    pos: Pos
+
+    def quantity(self) -> int:
+        """In the model's units (cpu in millicores); raises QuantityError for a malformed one."""
+        return quantity_value(self.resource, self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaAmounts:
+    """quota min … / quota max …: the tenant's guaranteed amounts, or the cap over every pod in scope."""
+
+    bound: str  # "min" or "max"
+    amounts: tuple[Amount, ...]
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaWeight:
+    """quota weight N: the tenant's weight in fair sharing (its dominant share is divided by it)."""
+
+    weight: float
+    pos: Pos
+
+
 Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | Limit | NodeUsage
-             | Protect | EvictionCap | DefaultSpreading)
+             | Protect | EvictionCap | DefaultSpreading | QuotaAmounts | QuotaWeight)
 
 
 @dataclass(frozen=True, slots=True)

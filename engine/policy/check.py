@@ -45,7 +45,49 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
         for statement in policy.statements:
             for pos, message in _statement(statement):
                 error(pos, message)
+        for pos, message in _quota(policy):
+            error(pos, message)
     return out
+
+
+MAX_QUOTA_WEIGHT = 1000
+
+
+def _quota(policy: A.Policy) -> Iterator[tuple[A.Pos, str]]:
+    """A policy's quota lines together: each resource once per bound, min ≤ max, one weight from 0 to 1000."""
+    found: dict[str, dict[str, tuple[int, A.Pos]]] = {"min": {}, "max": {}}
+    weights = [s for s in policy.statements if isinstance(s, A.QuotaWeight)]
+    for extra in weights[1:]:
+        yield extra.pos, f"policy {policy.name!r} has a second 'quota weight' line"
+    for w in weights:
+        if not 0 < w.weight <= MAX_QUOTA_WEIGHT:
+            yield w.pos, f"quota weight must be above 0 and at most {MAX_QUOTA_WEIGHT}, got {w.weight:g}"
+    for s in policy.statements:
+        if isinstance(s, A.QuotaAmounts):
+            yield from _amounts(s, found[s.bound])
+    for r, (low, pos) in found["min"].items():
+        if r in found["max"] and low > found["max"][r][0]:
+            most, where = found["max"][r]
+            yield pos, f"quota min of {r!r} ({low}) is above its max ({most}, line {where.line})"
+
+
+def _amounts(s: A.QuotaAmounts, seen: dict[str, tuple[int, A.Pos]]) -> Iterator[tuple[A.Pos, str]]:
+    for a in s.amounts:
+        if not RESOURCE.match(a.resource):
+            yield a.pos, f"invalid resource name {a.resource!r}"
+            continue
+        if a.resource in seen:
+            yield a.pos, f"quota {s.bound} of {a.resource!r} is given twice"
+            continue
+        try:
+            amount = a.quantity()
+        except QuantityError as exc:
+            yield a.pos, f"quota {s.bound} of {a.resource!r} is {a.value!r}, which is not a quantity: {exc}"
+            continue
+        if amount < 0:
+            yield a.pos, f"quota {s.bound} of {a.resource!r} must not be negative"
+            continue
+        seen[a.resource] = (amount, a.pos)
 
 
 def _weight(weight: float | None, pos: A.Pos) -> Iterator[tuple[A.Pos, str]]:

@@ -32,7 +32,7 @@ from ..ir import (
     Tolerations,
     VictimRule,
 )
-from ..model import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Requirement, Toleration
+from ..model import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Quota, Requirement, Toleration
 from . import ast as A
 
 
@@ -145,7 +145,7 @@ def in_scope(policies: list[A.Policy], pod: Pod) -> Iterator[tuple[A.Policy, A.S
 
 def lower(policies: list[A.Policy]) -> Rules:
     """Checked policies as the engine's three hooks: placement, preemption and gangs."""
-    return Rules(policy_rules(policies), preemption_rules(policies), gang_rules(policies))
+    return Rules(policy_rules(policies), preemption_rules(policies), gang_rules(policies), quota_rules(policies))
 
 
 def gang_rules(policies: list[A.Policy]) -> GangRules:
@@ -180,3 +180,25 @@ def preemption_rules(policies: list[A.Policy]) -> PreemptionRules:
         return tuple(out)
 
     return rules
+
+
+def quota_rules(policies: list[A.Policy]) -> tuple[Quota, ...]:
+    """Each policy with quota lines as a quota over the pods in its scope: a tenant when it has a min or a
+    weight, else a cap only (engine.tenants)."""
+    out = []
+    for policy in policies:
+        lines = [s for s in policy.statements if isinstance(s, (A.QuotaAmounts, A.QuotaWeight))]
+        if not lines or policy.scope is None:
+            continue
+        amounts = {"min": {}, "max": {}}  # type: dict[str, dict[str, int]]
+        weight = None
+        for s in lines:
+            if isinstance(s, A.QuotaWeight):
+                weight = s.weight
+            else:
+                amounts[s.bound].update((a.resource, a.quantity()) for a in s.amounts)
+        source = f"policy {policy.name} ({lines[0].pos.file}:{lines[0].pos.line})"
+        out.append(Quota(f"policy/{policy.name}", frozenset(), tuple(sorted(amounts["min"].items())),
+                         tuple(sorted(amounts["max"].items())), source, policy.scope.expr, weight or 1.0,
+                         bool(amounts["min"]) or weight is not None))
+    return tuple(out)

@@ -306,6 +306,22 @@ class _ToAst(Transformer):
         return A.EvictionCap(int(items[0]), True, _pos(self.file, meta))
 
     @v_args(meta=True)
+    def amount(self, meta, items):
+        return A.Amount(_string(items[0]), _value(items[1]), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def quota_min(self, meta, items):
+        return A.QuotaAmounts("min", tuple(items), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def quota_max(self, meta, items):
+        return A.QuotaAmounts("max", tuple(items), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def quota_weight(self, meta, items):
+        return A.QuotaWeight(float(items[0]), _pos(self.file, meta))
+
+    @v_args(meta=True)
     def gang_podgroup(self, meta, items):
         return A.GangBy("", 0, _pos(self.file, meta), items[0])
 

@@ -159,7 +159,7 @@ class ClassModel:
             self._limit(limit)
         for budget in p.budgets:
             self._budget(budget)
-        self.shares = [self._share(share) for share in p.shares]
+        self.shares = [share.weight * self._share(share) for share in p.shares]
         for classes, cost in p.openings:
             self._opening(classes, cost)
         for c, cls in enumerate(p.classes):
@@ -345,13 +345,13 @@ class ClassModel:
         self.m.add(sum(drawn) <= b.most)
 
     def _share(self, share) -> IntVar:
-        """The share's square: share ≥ each term (in thousandths, so ≥ its millionths / 1000)."""
+        """The share's square: divisor · share ≥ 1000 · each term's use."""
         counts = {c: self.p.classes[c].count for c in share.classes}
         top = max(1, share.value(counts))
         s = self.m.new_int_var(0, top, "share")
-        for base, per in share.terms:
+        for base, per, divisor in share.terms:
             added = [w * self.placed[c] for c, w in zip(share.classes, per) if w and not isinstance(self.placed[c], int)]
-            self.m.add(SHARE_SCALE * s >= base + sum(added))
+            self.m.add(divisor * s >= SHARE_SCALE * (base + sum(added)))
         square = self.m.new_int_var(0, top * top, "share_sq")
         self.m.add_multiplication_equality(square, [s, s])
         return square
@@ -370,7 +370,7 @@ class ClassModel:
         return sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
 
     def fairness(self) -> LinearExpr | int:
-        """The fairness tier, to maximise: minus the sum of the tenants' squared shares."""
+        """The fairness tier, to maximise: minus Σ weight · share²."""
         return -sum(self.shares) if self.shares else 0
 
     def tier2(self) -> LinearExpr | int:

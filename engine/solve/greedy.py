@@ -174,6 +174,13 @@ class GreedyState:
                 return Blocker(Check.BUDGET, self.p.budgets[b])
         return None
 
+    def taken(self, budget: object, c: int) -> int:
+        """What the placed pods of class c's group take of `budget` (all its pods when it has no groups)."""
+        for b, _, g in self.budget_of.get(c, ()):
+            if self.p.budgets[b] is budget:
+                return self.group_used[b][g]
+        return 0
+
     def _draw(self, b: int, g: int, w: int) -> int:
         """How much more group g of budget b draws on its `most` with `w` more used."""
         own, used = self.p.budgets[b].own_of(g), self.group_used[b][g]

@@ -152,22 +152,25 @@ class Budget:
         return sum(max(0, used - self.own_of(g)) for g, used in per_group.items())
 
 
-SHARE_SCALE = 1000  # a Share's coefficients are in millionths, its value in thousandths (rounded up)
+SHARE_SCALE = 1000  # a Share's value is in thousandths, rounded up
 
 
 @dataclass(slots=True)
 class Share:
-    """A tenant's dominant share in thousandths: the largest over `terms` (one per resource: what is used
-    already and what one pod of each of `classes` adds, in millionths) of their sum, rounded up to thousandths.
-    Fairness is the sum of the squared shares, minimised below tier 1 (pods placed by priority)."""
+    """A tenant's dominant share in thousandths: over `terms` (one per resource: what is used already, what
+    one pod of each of `classes` adds, and the weighted total they are a fraction of), the largest
+    ⌈1000 · (base + Σ coefficient · placed) / divisor⌉. Unfairness is Σ weight · share², minimised below
+    tier 1 (pods placed by priority): its minimum evens out the shares (each already divided by its tenant's
+    weight), where the quadratic without `weight` would favour heavy tenants twice."""
 
     classes: tuple[int, ...]
-    terms: tuple[tuple[int, tuple[int, ...]], ...]  # (base, per-class coefficients)
+    terms: tuple[tuple[int, tuple[int, ...], int], ...]  # (base, per-class coefficients, divisor)
+    weight: int = 1
     why: str = ""
 
     def value(self, counts: dict[int, int]) -> int:
-        return max((-(-(base + sum(w * counts.get(c, 0) for c, w in zip(self.classes, per))) // SHARE_SCALE)
-                    for base, per in self.terms), default=0)
+        return max((-(-SHARE_SCALE * (base + sum(w * counts.get(c, 0) for c, w in zip(self.classes, per))) // divisor)
+                    for base, per, divisor in self.terms), default=0)
 
 
 @dataclass(slots=True)
@@ -227,13 +230,13 @@ class Problem:
         return sum(self.classes[c].weight * k for (c, _), k in placed.items())
 
     def unfairness(self, placed: dict[tuple[int, int], int]) -> int:
-        """The fairness tier of a placement (lower is fairer): the sum of the tenants' squared shares."""
+        """The fairness tier of a placement (lower is fairer): Σ weight · share² over the tenants."""
         if not self.shares:
             return 0
         counts: dict[int, int] = defaultdict(int)
         for (c, _), k in placed.items():
             counts[c] += k
-        return sum(s.value(counts) ** 2 for s in self.shares)
+        return sum(s.weight * s.value(counts) ** 2 for s in self.shares)
 
     def fairness_settled(self, placed: dict[tuple[int, int], int]) -> bool:
         """No plan placing as many pods could share more fairly: every pod of every tenant is placed (a share

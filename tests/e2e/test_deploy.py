@@ -15,7 +15,7 @@ from testkit.manifests import api_pod
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, wait_for
 
 NAMESPACE = "policy-scheduler"
-COMPONENTS = ("example-policies", "preemption", "podgroup-crd")
+COMPONENTS = ("example-policies", "preemption", "podgroup-crd", "elasticquota-crd")
 
 
 def _rules(docs: list[dict]) -> list[dict]:

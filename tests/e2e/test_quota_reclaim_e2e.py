@@ -3,26 +3,11 @@ back from a tenant running beyond its own, whatever the pods' priorities. No kub
 plays its part (force-deletes the pods the scheduler deleted gracefully), as test_scheduler_preemption does."""
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-import yaml
-
-from testkit.controlplane import REPO, ControlPlane
+from testkit.controlplane import ControlPlane
 from testkit.manifests import api_pod, priority_class
-from testkit.scheduling import Kube, node_of, wait_for
+from testkit.scheduling import Kube, install_elasticquota_crd, node_of, wait_for
 
 QUOTAS = "/apis/scheduling.x-k8s.io/v1alpha1"
-
-
-def _install_elasticquota_crd(kube: Kube) -> None:
-    """scheduler-plugins' own ElasticQuota CRD, from the module the side-by-side build pins (tests/e2e/coscheduling)."""
-    module = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins"], cwd=REPO / "tests" / "e2e"
-                            / "coscheduling", capture_output=True, text=True, check=True).stdout.strip()
-    crd = yaml.safe_load((Path(module) / "config" / "crd" / "bases" / "scheduling.x-k8s.io_elasticquotas.yaml").read_text())
-    status, data = kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    assert status in (201, 409), (status, data)
-    wait_for("ElasticQuota CRD established", lambda: kube.request("GET", f"{QUOTAS}/elasticquotas")[0] == 200)
 
 
 def _quota(kube: Kube, ns: str, low: str, high: str) -> None:
@@ -45,7 +30,7 @@ def test_a_tenant_below_its_min_reclaims_from_a_borrower(control_plane: ControlP
     """team-a (min 2, max 4) runs 4 one-cpu pods of priorities 10..13 on the only 4-cpu node, borrowing team-b's idle
     min; team-b (min 2) asks for 2 one-cpu pods of priority 0. The two lowest-priority team-a pods go, team-b's bind."""
     sel, team_a, team_b = {"e2e": "reclaim"}, "reclaim-team-a", "reclaim-team-b"
-    _install_elasticquota_crd(kube)
+    install_elasticquota_crd(kube)
     for ns in (team_a, team_b):
         control_plane.ensure_namespace(ns)
     _quota(kube, team_a, "2", "4")

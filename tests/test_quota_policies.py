@@ -1,0 +1,167 @@
+"""Quotas written in the policy language (issue 19): `quota min/max/weight` lines, their errors with file, line
+and column, and their meaning — a tenant over the pods in scope, a cap over several tenants (a parent), and
+the ElasticQuotas of a namespace before any policy's."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from engine.load import build_cluster
+from engine.planner import Options, plan_batch, with_quotas
+from engine.policy.check import check
+from engine.policy.lower import lower
+from engine.policy.parse import PolicyError, parse
+from engine.tenants import Membership
+from testkit.checker import check_plan
+from testkit.manifests import node, pod
+
+TEAMS = '''
+policy team-a {
+  applies to pods where namespace == "team-a"
+  quota min "cpu" 4
+  quota max "cpu" 6
+}
+policy team-b {
+  applies to pods where namespace == "team-b"
+  quota min "cpu" 4
+}
+'''
+
+
+def problems(text: str, file: str = "q.policy") -> list[str]:
+    try:
+        policies = parse(text, file)
+    except PolicyError as exc:
+        return [d.render() for d in exc.diagnostics]
+    return [d.render() for d in check(policies, {file: text})]
+
+
+def plan(text: str, docs: list[dict]):
+    policies = parse(text, "q.policy")
+    assert check(policies, {"q.policy": text}) == []
+    result = plan_batch(build_cluster([("t", d) for d in docs]), lower(policies), Options(time_limit=5, workers=1))
+    assert check_plan(docs, result.assignments) == []
+    return result
+
+
+def per_namespace(assignments: dict[str, str]) -> Counter[str]:
+    return Counter(key.split("/", 1)[0] for key in assignments)
+
+
+def pods(ns: str, k: int, cpu: str = "1", **kw) -> list[dict]:
+    return [pod(f"{ns}-{i}", cpu=cpu, ns=ns, **kw) for i in range(k)]
+
+
+def test_quota_lines_lower_to_tenants_and_caps() -> None:
+    text = TEAMS + '''
+policy org {
+  applies to pods where namespace in ["team-a", "team-b"]
+  quota max "cpu" 7, "memory" "64Gi"
+}
+policy gpus {
+  applies to pods where label "team" == "vision"
+  quota weight 2.5
+}
+'''
+    quotas = {q.name: q for q in lower(parse(text, "q.policy")).quotas}
+    assert quotas["policy/team-a"].min == (("cpu", 4000),) and quotas["policy/team-a"].max == (("cpu", 6000),)
+    assert quotas["policy/team-a"].tenant and quotas["policy/team-b"].tenant and quotas["policy/gpus"].tenant
+    assert not quotas["policy/org"].tenant  # max only: a cap over the pods in scope
+    assert quotas["policy/org"].max == (("cpu", 7000), ("memory", 64 * 2**30))
+    assert quotas["policy/gpus"].weight == 2.5 and quotas["policy/team-a"].source == "policy team-a (q.policy:4)"
+
+
+@pytest.mark.parametrize("body, expected", [
+    ('quota min "cpu" 4, "cpu" 2', "q.policy:3:22: quota min of 'cpu' is given twice"),
+    ('quota max "memory" "lots"', "q.policy:3:13: quota max of 'memory' is 'lots', which is not a quantity"),
+    ('quota min "cpu" -1', "q.policy:3:13: quota min of 'cpu' must not be negative"),
+    ('quota min "Not A Resource" 1', "q.policy:3:13: invalid resource name 'Not A Resource'"),
+    ('quota weight 0', "q.policy:3:3: quota weight must be above 0 and at most 1000, got 0"),
+    ('quota min "cpu" 8\n  quota max "cpu" 4', "q.policy:3:13: quota min of 'cpu' (8000) is above its max (4000, line 4)"),
+    ('quota weight 1\n  quota weight 2', "q.policy:4:3: policy 'p' has a second 'quota weight' line"),
+])
+def test_quota_errors_have_file_line_and_column(body: str, expected: str) -> None:
+    found = problems(f'policy p {{\n  applies to all pods\n  {body}\n}}\n')
+    assert any(f.startswith(expected) for f in found), found
+
+
+def test_a_misspelt_quota_line_is_a_positioned_syntax_error() -> None:
+    found = problems('policy p {\n  applies to all pods\n  quota maximum "cpu" 4\n}\n')
+    assert found and found[0].startswith("q.policy:3:")
+
+
+def test_policy_tenants_keep_their_max_and_lend_only_idle_mins() -> None:
+    """The issue's case written as policies: team-b asks for 2 of its 4, team-a borrows the other 2 up to 6."""
+    docs = [node("n1", cpu="4"), node("n2", cpu="4"), *pods("team-a", 8), *pods("team-b", 2)]
+    assert per_namespace(plan(TEAMS, docs).assignments) == {"team-a": 6, "team-b": 2}
+
+
+def test_a_cap_over_two_tenants_is_their_parent() -> None:
+    """org caps team-a and team-b together at 7 cpu, whatever each may take alone."""
+    text = TEAMS + '''
+policy org {
+  applies to pods where namespace in ["team-a", "team-b"]
+  quota max "cpu" 7
+}
+'''
+    docs = [node("n1", cpu="4"), node("n2", cpu="4"), *pods("team-a", 8), *pods("team-b", 2)]
+    result = plan(text, docs)
+    assert per_namespace(result.assignments) == {"team-a": 5, "team-b": 2}
+    reason = " ".join(result.unschedulable["team-a/team-a-7"])
+    assert "the max of policy org (q.policy:" in reason and ": cpu used 7 / no min / max 7 with the plan" in reason
+
+
+def test_a_tenant_selected_by_label_across_namespaces() -> None:
+    """A tenant is whatever the policy's scope selects: pods labelled team=vision in two namespaces share a max."""
+    text = '''
+policy vision {
+  applies to pods where label "team" == "vision"
+  quota max "cpu" 3
+}
+'''
+    docs = [node("n1", cpu="16"), *pods("ns1", 3, labels={"team": "vision"}), *pods("ns2", 3, labels={"team": "vision"}),
+            *pods("other", 3)]
+    placed = per_namespace(plan(text, docs).assignments)
+    assert placed["ns1"] + placed["ns2"] == 3 and placed["other"] == 3
+
+
+def test_fair_share_follows_the_weights() -> None:
+    """Two borrowers of an idle min of 8, weights 3 and 1: shares divided by the weights even out at 6 and 2."""
+    text = '''
+policy idle {
+  applies to pods where namespace == "idle"
+  quota min "cpu" 8
+}
+policy heavy {
+  applies to pods where namespace == "heavy"
+  quota weight 3
+}
+policy light {
+  applies to pods where namespace == "light"
+  quota weight 1
+}
+'''
+    docs = [node("n1", cpu="16"), *pods("heavy", 10), *pods("light", 10)]
+    result = plan(text, docs)
+    assert per_namespace(result.assignments) == {"heavy": 6, "light": 2}
+    assert result.stats["status"] == "OPTIMAL"
+
+
+def test_an_elastic_quota_comes_before_a_policy_over_the_same_namespace() -> None:
+    """A namespace's ElasticQuota is its pods' tenant; a policy tenant over the same pods still caps them."""
+    quota = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
+             "metadata": {"name": "q", "namespace": "team-a"}, "spec": {"min": {"cpu": "4"}, "max": {"cpu": "5"}}}
+    text = '''
+policy a {
+  applies to pods where namespace == "team-a"
+  quota weight 2
+  quota max "cpu" 3
+}
+'''
+    cluster = build_cluster([("t", d) for d in [quota, *pods("team-a", 1)]])
+    quotas = with_quotas(cluster, lower(parse(text, "q.policy")).quotas).quotas
+    assert Membership(quotas).tenant(cluster.pending[0]).source == "ElasticQuota team-a/q"
+    docs = [node("n1", cpu="16"), quota, *pods("team-a", 8)]
+    assert per_namespace(plan(text, docs).assignments) == {"team-a": 3}  # the policy's max, below the min of 4
