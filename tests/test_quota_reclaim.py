@@ -113,6 +113,19 @@ def test_a_pending_pod_that_may_not_preempt_does_not_reclaim() -> None:
     assert not plan.evictions and plan.assignments == {}
 
 
+def test_policy_tenants_reclaim_as_elastic_quotas_do() -> None:
+    """The same case with tenants written in the policy language (label-selected here), not ElasticQuotas."""
+    teams = "".join(f'policy {t} {{\n  applies to pods where label "team" == "{t}"\n  quota min "cpu" 4\n}}\n'
+                    for t in ("team-a", "team-b"))
+    docs = [d for d in team_a_borrowing() if d["kind"] != "ElasticQuota"] + team_b(4)
+    for d in docs:
+        if d["kind"] == "Pod":
+            d["metadata"]["labels"] = {"team": d["metadata"]["namespace"]}
+    plan = plan_for(*docs, policy=teams)
+    assert len(plan.assignments) == 4 and victims(plan) == {f"team-a/a{i}" for i in range(4)}
+    assert plan.preemptions["team-b/b0"].reclaim is not None and "team-b" in plan.preemptions["team-b/b0"].reclaim
+
+
 # --- who gains no power --------------------------------------------------------------------------------------------
 
 def test_a_tenant_that_would_go_beyond_its_min_does_not_reclaim() -> None:
