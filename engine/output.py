@@ -127,8 +127,10 @@ def _print_preemptions(plan: Plan, console: Console, max_rows: int) -> None:
             t.add_row(f"… {len(plan.preemptions) - max_rows} more (use -o json)", "", "")
             break
         victims = "\n".join(f"{v.pod} ({v.priority}; {v.to_dict()['budget']}"
-                             f"{f'; with PodGroup {v.group}' if v.group else ''})" for v in p.victims)
-        t.add_row(f"{pod} ({p.priority})", p.node, victims or "nothing: room freed by the evictions beside it")
+                             f"{f'; with PodGroup {v.group}' if v.group else ''}"
+                             f"{f'; beyond the min of {v.quota}' if v.quota else ''})" for v in p.victims)
+        reclaim = f"\nreclaims the min of {p.reclaim}" if p.reclaim else ""
+        t.add_row(f"{pod} ({p.priority}){reclaim}", p.node, victims or "nothing: room freed by the evictions beside it")
     console.print(t)
 
 

@@ -39,6 +39,7 @@ class Eviction:
     over_budget: tuple[str, ...] = ()  # PodDisruptionBudgets this eviction goes over (namespace/name)
     within_budget: tuple[str, ...] = ()  # budgets covering the pod that still allowed it
     group: str | None = None  # the PodGroup (disruptionMode: PodGroup) evicted whole with it
+    quota: str | None = None  # reclaim: the quota whose borrowed room (use beyond its min) the pod ran on
 
     def to_dict(self) -> dict[str, Any]:
         if self.over_budget:
@@ -47,20 +48,27 @@ class Eviction:
             budget = "within " + ", ".join(f"PodDisruptionBudget {b}" for b in self.within_budget)
         else:
             budget = "no PodDisruptionBudget covers it"
-        out = {"pod": self.pod, "priority": self.priority, "budget": budget}
-        return out if self.group is None else {**out, "podGroup": self.group}
+        out: dict[str, Any] = {"pod": self.pod, "priority": self.priority, "budget": budget}
+        if self.group is not None:
+            out["podGroup"] = self.group
+        if self.quota is not None:
+            out["reclaimedFrom"] = self.quota
+        return out
 
 
 @dataclass(slots=True)
 class Preemption:
-    """A pod placed only after evictions: its node, and the victims there it outranks."""
+    """A pod placed only after evictions: its node, and the victims there it outranks (or, reclaiming its
+    quota's min, that other tenants run beyond theirs)."""
 
     node: str
     priority: int
     victims: list[Eviction] = field(default_factory=list)
+    reclaim: str | None = None  # the quota whose min it reclaims from other tenants' borrowed room
 
     def to_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "priority": self.priority, "victims": [v.to_dict() for v in self.victims]}
+        out = {"node": self.node, "priority": self.priority, "victims": [v.to_dict() for v in self.victims]}
+        return out if self.reclaim is None else {**out, "reclaims": self.reclaim}
 
 
 @dataclass(slots=True)

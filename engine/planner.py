@@ -17,6 +17,7 @@ from .ir import Rules
 from .model import Cluster, Quota
 from .plan import Plan, make_plan
 from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
+from .reclaim import may_reclaim
 from .tenants import Usage
 
 
@@ -49,7 +50,7 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
     cluster = with_quotas(cluster, rules.quotas)
     if lowest is None:
         lowest = lowest_running(cluster)
-    hopeful = options.preemption and may_preempt_any(cluster, lowest)
+    hopeful = options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster, usage))
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
                      seed=options.seed, progress=progress, baseline=options.baseline, index=index,

@@ -18,6 +18,12 @@ plan left out are taken together, highest priority first, against one ledger of 
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
 
+Under tenant quotas (engine.reclaim; docs/quotas.md "Reclaim by preemption") quotas decide who may evict whom,
+as CapacityScheduling does: a pod its tenant's min serves *reclaims* what other tenants use beyond their min,
+whatever its priority, and takes back only that borrowed room; other pods evict only lower-priority pods on
+their side of the quotas. The ledger keeps a quota account beside node room: a pod must pass its quota rows too,
+and borrowed pods anywhere join its victims when those rows need them.
+
 Every re-plan compiles on a view of one index (the first plan's, with its placements bound: `BoundState.changed`),
 so the node facts (label columns, predicate masks, taint groups) are computed once for the whole stage.
 
@@ -37,8 +43,9 @@ from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
 from .kinds import KINDS, Kind
 from .kinds.protection import cap_key, cap_reason, protected_reason
-from .model import NEVER_PREEMPT, Cluster, DisruptionBudget, Pod
+from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
+from .reclaim import Account, Reclaim, Stance
 
 LOWEST = -(2**63)
 MAX_ROUNDS = 4  # re-plans after giving back unneeded victims; in practice 1-2 suffice
@@ -74,25 +81,28 @@ class Ledger:
     budget_left: dict[str, int] = field(default_factory=dict)
     cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
     violations: int = 0  # evictions so far that broke some budget
+    account: Account | None = None  # what the quotas' pods use (None: no quotas)
 
     def copy(self) -> Ledger:
         return Ledger({n: dict(r) for n, r in self.free.items()}, dict(self.evicted), dict(self.budget_left),
-                      dict(self.cap_used), self.violations)
+                      dict(self.cap_used), self.violations, self.account.copy() if self.account is not None else None)
 
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """Victims on one node for one preemptor, and upstream's order of preference among nodes; among equals, the
-    node left with the most free room (for the batch's next preemptors), then the first."""
+    """Victims on one node for one preemptor, and upstream's order of preference among nodes (under quotas, a
+    reclaiming pod's own tenant's pods spared before other tenants' borrowed room); among equals, the node left
+    with the most free room (for the batch's next preemptors), then the first."""
 
     node: str
     victims: tuple[Candidate, ...]
     violations: int
     leftover: tuple[int, int] = (0, 0)  # cpu, memory free after the evictions and this pod
+    own: int = 0  # victims of a reclaiming preemptor's own tenant
 
-    def rank(self, order: int) -> tuple[int, int, int, int, int, int, int]:
+    def rank(self, order: int) -> tuple[int, int, int, int, int, int, int, int]:
         priorities = [v.pod.priority for v in self.victims]
-        return (self.violations, max(priorities, default=LOWEST), sum(priorities), len(priorities),
+        return (self.violations, self.own, max(priorities, default=LOWEST), sum(priorities), len(priorities),
                 -self.leftover[0], -self.leftover[1], order)
 
 
@@ -107,9 +117,17 @@ class Search:
     node_order: dict[str, int]
     protected: dict[str, tuple[Pod, Source]]  # pod key -> the pod and the rule protecting it
     units: dict[str, Unit] = field(default_factory=dict)  # PodGroup key -> its running members (candidates)
+    reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
+    quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
+
+    def may_evict(self, pod: Pod, victim: Pod) -> bool:
+        """Priority alone without quotas; with them, engine.reclaim's rule for the preemptor's stance."""
+        if self.reclaim is None:
+            return victim.priority < pod.priority
+        return self.reclaim.may_evict(self.reclaim.stances[pod.key], victim)
 
 
 @dataclass(slots=True)
@@ -139,7 +157,8 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
         return plan
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
-    search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments))
+    search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
+                     Reclaim.of(fixed, preemptors))
     hints = Hints()
     ledger = choose_victims(search, hints, preemptors, settings.policy)
     replan, ledger = _replan(search, preemptors, ledger, settings)
@@ -171,16 +190,16 @@ def lowest_running(cluster: Cluster) -> int | None:
 
 
 def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, preemptors: list[Pod],
-            placed: set[str]) -> Search:
-    """Running pods below the highest preemptor priority, by node, minus those a policy protects (pods the
-    first plan just placed are not running yet and are never victims). A PodGroup-mode group is one unit: a
-    protected member protects all of them."""
-    top = max(p.priority for p in preemptors)
+            placed: set[str], reclaim: Reclaim | None) -> Search:
+    """Running pods some preemptor may evict (below the highest preemptor priority, without quotas), by node,
+    minus those a policy protects (pods the first plan just placed are not running yet and are never victims). A
+    PodGroup-mode group is one unit: a protected member protects all of them."""
+    evictable = _evictable_by(preemptors, reclaim)
     found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
     guarding = [kind for kind in KINDS if type(kind).guard is not Kind.guard]  # kinds with a word on victims
     for pod in fixed.bound:
-        if pod.priority >= top or pod.terminating or pod.key in placed or pod.node_name is None:
+        if pod.terminating or pod.key in placed or pod.node_name is None or not evictable(pod):
             continue
         guards = [kind.guard(pod, rules) for kind in guarding]
         shield = next((g.protected for g in guards if g.protected is not None), None)
@@ -199,7 +218,33 @@ def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, pr
         if c.unit is not None:
             units[c.unit].append(c)
     order = {n.name: i for i, n in enumerate(fixed.nodes)}
-    return Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()})
+    search = Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim)
+    if reclaim is not None:
+        search = replace(search, quota_order=_quota_order(search, reclaim))
+    return search
+
+
+def _evictable_by(preemptors: list[Pod], reclaim: Reclaim | None) -> Callable[[Pod], bool]:
+    """Whether some preemptor may evict a running pod: one of a lower priority than the highest preemptor's
+    without quotas; with them, engine.reclaim's rule for some preemptor's stance (the highest of each kind)."""
+    top = max(p.priority for p in preemptors)
+    if reclaim is None:
+        return lambda pod: pod.priority < top
+    stances: dict[tuple[str | None, bool], Stance] = {}
+    for s in reclaim.stances.values():
+        kind = (s.tenant, s.reclaiming)
+        if kind not in stances or stances[kind].priority < s.priority:
+            stances[kind] = s
+    return lambda pod: any(reclaim.may_evict(s, pod) for s in stances.values())
+
+
+def _quota_order(search: Search, reclaim: Reclaim) -> tuple[Unit, ...]:
+    """The candidates' units that count toward some quota, lowest priority first, then the newest first (as
+    upstream orders victims): where the quota rows' room is taken from when a node's own victims are not enough."""
+    found = [c for cs in search.by_node.values() for c in cs if reclaim.covering(c.pod)]
+    found.sort(key=lambda c: c.pod.created, reverse=True)
+    found.sort(key=lambda c: c.pod.priority)
+    return tuple(_units_of(search, found))
 
 
 def _free_room(cluster: Cluster) -> dict[str, dict[str, int]]:
@@ -267,7 +312,9 @@ def _serve(search: Search, hints: Hints, units: list[list[Pod]],
 
 
 def _fresh_ledger(search: Search) -> Ledger:
-    return Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets})
+    account = search.reclaim.start.copy() if search.reclaim is not None else None
+    return Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets},
+                  account=account)
 
 
 def _fewer_violations(search: Search, pods: list[Pod], feasible: dict[str, tuple[str, ...]], best: Ledger) -> Ledger:
@@ -298,13 +345,13 @@ def _fewer_violations(search: Search, pods: list[Pod], feasible: dict[str, tuple
 
 
 def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> dict[str, tuple[str, ...]]:
-    """Nodes each preemptor passes every filter on once all pods below its priority are gone (upstream's
-    first step), by compiling that cluster (on a view of the stage's index) once per priority level."""
+    """Nodes each preemptor passes every filter on once all pods it may evict are gone (upstream's first step),
+    by compiling that cluster (on a view of the stage's index) once per priority level (and, under quotas, per
+    stance: the quota rows' PreFilter passes once the borrowers' pods are gone)."""
     out: dict[str, tuple[str, ...]] = {}
-    candidates = {c.key: c.pod.priority for cs in search.by_node.values() for c in cs}
-    for level in sorted({p.priority for p in preemptors}, reverse=True):
-        pods = [p for p in preemptors if p.priority == level]
-        gone = frozenset(k for k, priority in candidates.items() if priority < level)
+    candidates = [c.pod for cs in search.by_node.values() for c in cs]
+    for pods in _alike(search, preemptors):
+        gone = frozenset(c.key for c in candidates if search.may_evict(pods[0], c))
         cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods)
         compiled = compile_cluster(cluster, policy, index=search.index.changed(removed=gone))
         for info in compiled.classes:
@@ -314,9 +361,20 @@ def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules |
     return out
 
 
+def _alike(search: Search, preemptors: list[Pod]) -> list[list[Pod]]:
+    """Preemptors that may evict the same pods: one priority level (and one stance under quotas), highest first."""
+    groups: dict[tuple, list[Pod]] = defaultdict(list)
+    for p in sorted(preemptors, key=lambda p: -p.priority):
+        stance = search.reclaim.stances[p.key] if search.reclaim is not None else None
+        groups[(p.priority, stance)].append(p)
+    return list(groups.values())
+
+
 def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tuple[str, ...]) -> bool:
     """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room."""
     best: Choice | None = None
+    if not _quota_reachable(search, ledger, pod):
+        nodes = ()  # no eviction it may make gets it within its quota rows: no node is worth a look
     for node in nodes:
         choice = _victims_on(search, hints, ledger, pod, node)
         if choice is not None and (best is None or
@@ -331,13 +389,16 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tu
 
 
 def _claim(search: Search, ledger: Ledger, pod: Pod, choice: Choice) -> None:
-    """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node."""
+    """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
+    its quotas)."""
     for victim in choice.victims:
-        _evict(ledger, victim, search.cluster.budgets)
+        _evict(search, ledger, victim)
     ledger.violations += choice.violations
     room = ledger.free[choice.node]
     for r, amount in pod.requests.items():
         room[r] = room.get(r, 0) - amount
+    if search.reclaim is not None and ledger.account is not None:
+        search.reclaim.add(ledger.account, pod, 1)
 
 
 def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ...]) -> str:
@@ -345,46 +406,167 @@ def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ..
     protected pods in the way, or nothing evictable would make room."""
     if pod.key in hints.capped:
         return cap_reason(hints.capped[pod.key])
-    shielded = sorted(k for k, (p, _) in search.protected.items() if p.priority < pod.priority)
+    shielded = sorted(k for k, (p, _) in search.protected.items() if search.may_evict(pod, p))
     if shielded:
         return protected_reason(shielded, str(search.protected[shielded[0]][1]))
+    stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
+    if stance is not None and stance.tenant is not None:
+        return _quota_reason(search, stance, bool(nodes))
     if not nodes:
         return "preemption would not help: no node fits this pod even with every lower-priority pod gone"
     return "preemption cannot make room: the lower-priority pods it may evict are not enough"
 
 
+def _quota_reason(search: Search, stance: Stance, nodes: bool) -> str:
+    """Why preemption found no node for a pod of a tenant: reclaiming or not, what it may evict was not enough."""
+    quota = search.reclaim.source(stance.tenant) if search.reclaim is not None else None
+    if stance.reclaiming:
+        return (f"reclaim for {quota} cannot make room: what other tenants use beyond their min, and the lower-priority "
+                f"pods of its own tenant, are not enough{'' if nodes else ' for its quota rows or on any node'}")
+    return (f"preemption cannot make room: with this pod {quota} goes beyond its min, so it may evict only "
+            "lower-priority pods of its own tenant, and those are not enough")
+
+
+def _quota_reachable(search: Search, ledger: Ledger, pod: Pod) -> bool:
+    """Under quotas, once per pod before its nodes: whether evicting what it may (each tenant's borrowed room at
+    most) gets it within its quota rows."""
+    if search.reclaim is None or ledger.account is None:
+        return True
+    account = ledger.account.copy()
+    return _for_quota(search, ledger, pod, [], search.reclaim.borrowed(account), account) is not None
+
+
 def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
-    """Upstream's SelectVictimsOnNode against the ledger: every lower-priority pod out, then give back what
-    is not needed (units whose eviction breaks a budget first, then the rest, highest priority first). A
-    PodGroup-mode group goes or stays whole: its members on other nodes are victims with it."""
-    lower = [c for c in search.by_node.get(node, []) if c.key not in ledger.evicted and c.pod.priority < pod.priority]
+    """Upstream's SelectVictimsOnNode against the ledger: every pod it may evict here out, then give back what is
+    not needed (units whose eviction breaks a budget first, then the rest, highest priority first). A PodGroup-mode
+    group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod must also pass
+    its quota rows, pods elsewhere join the victims when the rows need more than this node's, and reclaim takes
+    at most each tenant's borrowed room: if what is left after the give-back takes more, the choice is made
+    again from the lowest-priority units that room holds."""
     free = dict(ledger.free[node])
-    if _fits(pod.requests, free):
+    if _fits(pod.requests, free) and not _short(search, ledger.account, pod):
         return Choice(node, (), 0, _leftover(free, pod))
-    for c in lower:
+    found = _select(search, ledger, pod, node, limited=False)
+    if found is not None and search.reclaim is not None and ledger.account is not None:
+        room, stance = search.reclaim.borrowed(ledger.account), search.reclaim.stances[pod.key]
+        if not all(search.reclaim.take(room, stance, [c.pod for c in unit]) for unit in _units_of(search, found[0])):
+            found = _select(search, ledger, pod, node, limited=True)
+    if found is None:
+        return None
+    victims, violations, free = found
+    cap = _cap_reached(ledger, victims)
+    if cap is not None:
+        hints.capped.setdefault(pod.key, cap.source)
+        return None
+    return Choice(node, tuple(victims), violations, _leftover(free, pod), _own(search, pod, victims))
+
+
+def _select(search: Search, ledger: Ledger, pod: Pod, node: str,
+            limited: bool) -> tuple[list[Candidate], int, dict[str, int]] | None:
+    """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and the room left; `limited`:
+    other tenants' units only as far as their borrowed room goes. None: the pod does not fit."""
+    free = dict(ledger.free[node])
+    room = search.reclaim.borrowed(ledger.account) if search.reclaim and ledger.account else {}
+    units = _evictable_on(search, ledger, pod, node, room if limited else None)
+    for c in (c for unit in units for c in unit if c.node == node):
         for r, v in c.pod.requests.items():
             free[r] = free.get(r, 0) + v
     if not _fits(pod.requests, free):
         return None
+    account = _without(search, ledger.account, units)
+    extra = _for_quota(search, ledger, pod, units, room, account)
+    if extra is None:
+        return None
+    return _reprieve(search, ledger, pod, node, units + extra, free, account)
+
+
+def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
+    """How many victims a reclaiming `pod` takes from its own tenant rather than from borrowed room."""
+    stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
+    if stance is None or not stance.reclaiming:
+        return 0
+    return sum(1 for c in victims if search.reclaim is not None and not search.reclaim.reclaims(stance, c.pod))
+
+
+def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit], free: dict[str, int],
+              account: Account | None) -> tuple[list[Candidate], int, dict[str, int]]:
+    """Give back each unit the pod does without (room on `node`, quota rows on `account`), in upstream's order:
+    (victims, how many break a budget, the node's free room after)."""
     victims: list[Candidate] = []
     violations = 0
-    for unit, breaks in _split_by_budget(search, _units_of(search, lower), dict(ledger.budget_left)):
+    for unit, breaks in _split_by_budget(search, units, dict(ledger.budget_left), pod):
         here = [c for c in unit if c.node == node]
         if not any(_port_clash(pod, c.pod) for c in here):
             after = dict(free)
             for c in here:
                 for r, v in c.pod.requests.items():
                     after[r] = after.get(r, 0) - v
-            if _fits(pod.requests, after):
+            if _fits(pod.requests, after) and not _short(search, account, pod, unit):
                 free = after  # given back: the pod (or the whole group) stays
+                if search.reclaim is not None and account is not None:
+                    for c in unit:
+                        search.reclaim.add(account, c.pod, 1)
                 continue
         victims.extend(unit)
         violations += breaks
-    cap = _cap_reached(ledger, victims)
-    if cap is not None:
-        hints.capped.setdefault(pod.key, cap.source)
+    return victims, violations, free
+
+
+def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str,
+                  room: dict[str, dict[str, int]] | None) -> list[Unit]:
+    """The units of the pods on `node` that `pod` may evict; with `room`, those of other tenants only as far as
+    their borrowed room goes (drawn from it), lowest priority first."""
+    mine = [c for c in search.by_node.get(node, []) if c.key not in ledger.evicted and search.may_evict(pod, c.pod)]
+    units = _units_of(search, mine)
+    if search.reclaim is None or room is None:
+        return units
+    stance = search.reclaim.stances[pod.key]
+    units.sort(key=lambda u: u[0].pod.created, reverse=True)
+    units.sort(key=lambda u: u[0].pod.priority)
+    return [u for u in units if search.reclaim.take(room, stance, [c.pod for c in u])]
+
+
+def _for_quota(search: Search, ledger: Ledger, pod: Pod, units: list[Unit], room: dict[str, dict[str, int]],
+               account: Account | None) -> list[Unit] | None:
+    """Units elsewhere to evict as well when the pod still goes over a quota row without `units` (taken out of
+    `account`): other tenants' borrowed room first, then its own tenant's lower-priority pods, each lowest
+    priority first, until the rows pass. None: they cannot."""
+    rc = search.reclaim
+    if rc is None or account is None or not (rows := rc.short(account, pod)):
+        return []
+    stance = rc.stances[pod.key]
+    taken = {c.key for unit in units for c in unit} | set(ledger.evicted)
+    extra: list[Unit] = []
+    for borrowed in (True, False):
+        for unit in search.quota_order:
+            pods = [c.pod for c in unit]
+            if (rc.reclaims(stance, pods[0]) != borrowed or any(c.key in taken for c in unit)
+                    or not all(rc.may_evict(stance, p) for p in pods) or not rc.helps(rows, pods)
+                    or not rc.take(room, stance, pods)):
+                continue
+            extra.append(unit)
+            for p in pods:
+                rc.add(account, p, -1)
+            if not (rows := rc.short(account, pod)):
+                return extra
+    return None
+
+
+def _short(search: Search, account: Account | None, pod: Pod, back: Unit = ()) -> list[tuple[str, str]]:
+    """The quota rows `pod` goes over on `account` with `back` counted in again (none without quotas)."""
+    if search.reclaim is None or account is None:
+        return []
+    return search.reclaim.short(account, pod, [c.pod for c in back])
+
+
+def _without(search: Search, account: Account | None, units: list[Unit]) -> Account | None:
+    """A copy of `account` with the units' pods taken out."""
+    if search.reclaim is None or account is None:
         return None
-    return Choice(node, tuple(victims), violations, _leftover(free, pod))
+    out = account.copy()
+    for c in (c for unit in units for c in unit):
+        search.reclaim.add(out, c.pod, -1)
+    return out
 
 
 def _units_of(search: Search, candidates: list[Candidate]) -> list[Unit]:
@@ -403,15 +585,19 @@ def _leftover(free: dict[str, int], pod: Pod) -> tuple[int, int]:
     return (free.get("cpu", 0) - pod.requests.get("cpu", 0), free.get("memory", 0) - pod.requests.get("memory", 0))
 
 
-def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int]) -> list[tuple[Unit, int]]:
+def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int], pod: Pod) -> list[tuple[Unit, int]]:
     """Upstream's filterPodsWithPDBViolation: walking units highest priority first, those whose eviction would
     take some covering budget below zero come first (with how many of their pods do), then the rest; each
     part highest priority first, groups before single pods (upstream holds a group more important), and
     within a priority the smallest first (given back first, so the victims are the large pods: as few as
-    possible, and the room they free is more often enough for the next preemptor too)."""
+    possible, and the room they free is more often enough for the next preemptor too). Under quotas the
+    preemptor's own tenant's pods are given back before other tenants' borrowed room: reclaim takes that first."""
+    stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
+
     def order(unit: Unit) -> tuple:
         first = unit[0]
-        return (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
+        reclaimed = stance is not None and search.reclaim is not None and search.reclaim.reclaims(stance, first.pod)
+        return (reclaimed, -first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
                 sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit), first.key)
 
     violating: list[tuple[Unit, int]] = []
@@ -443,10 +629,13 @@ def _cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None
     return None
 
 
-def _evict(ledger: Ledger, c: Candidate, budgets: list[DisruptionBudget]) -> None:
-    """Take `c` out: its room freed, its namespace's cap and its budgets drawn on (later choices see both)."""
+def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
+    """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
+    (later choices see both)."""
     ledger.evicted[c.key] = c
-    for b in budgets:
+    if search.reclaim is not None and ledger.account is not None:
+        search.reclaim.add(ledger.account, c.pod, -1)
+    for b in search.cluster.budgets:
         if b.covers(c.pod):
             ledger.budget_left[b.key] = ledger.budget_left.get(b.key, 0) - 1
     room = ledger.free[c.node]
@@ -458,15 +647,42 @@ def _evict(ledger: Ledger, c: Candidate, budgets: list[DisruptionBudget]) -> Non
 
 
 def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Settings) -> tuple[Plan, Ledger]:
-    """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs."""
+    """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs. Under quotas
+    the re-plan may give the room of one tenant's victims to another preemptor than the one that chose them: victims
+    that leave their tenant below its min are given back (and the preemptors planned again) until none does."""
+    by_key = {p.key: p for p in preemptors}
     plan = _solve_without(search, preemptors, ledger, settings)
     for _ in range(MAX_ROUNDS):
-        needed = _needed(search, plan, ledger, {p.key: p.priority for p in preemptors})
+        needed = _needed(search, plan, ledger, by_key) - _overreach(search, plan, ledger, by_key)
         if len(needed) == len(ledger.evicted):
             break
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in needed})
         plan = _solve_without(search, preemptors, ledger, settings)
+    while back := _overreach(search, plan, ledger, by_key):  # each round gives back at least one victim
+        ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k not in back})
+        plan = _solve_without(search, preemptors, ledger, settings)
     return _give_back(search, preemptors, ledger, plan, settings)
+
+
+def _overreach(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
+    """Under quotas: victims to give back, highest priority first, so that no tenant that used more than its min
+    when the stage began is left below it (in a resource it used beyond it) once `plan`'s preemptors are placed."""
+    rc = search.reclaim
+    account = _final_account(search, ledger, [preemptors[k] for k in plan.assignments])
+    if rc is None or account is None:
+        return set()
+    back: set[str] = set()
+    for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+        tenant = rc.tenant(unit[0].pod)
+        if tenant is None or tenant not in rc.over:
+            continue
+        low = dict(rc.quotas[tenant].min)
+        if all(account.held[tenant][r] >= low.get(r, 0) for r in rc.over[tenant]):
+            continue
+        back.update(c.key for c in unit)
+        for c in unit:
+            rc.add(account, c.pod, 1)
+    return back
 
 
 def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan,
@@ -532,29 +748,62 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, settin
                      index=search.index.changed(removed=gone))
 
 
-def _needed(search: Search, plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> set[str]:
-    """Victims on a node where a placed preemptor outranks them, minus those that fit back beside it; a
-    PodGroup-mode group is needed whole if one of its members is, else given back whole."""
-    top: dict[str, int] = {}
+def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
+    """Victims a placed preemptor may evict and needs: on its node, those that do not fit back beside it; under
+    quotas, anywhere, those whose return would take a quota row over. A PodGroup-mode group is needed whole if
+    one of its members is, else given back whole."""
+    placed = [preemptors[key] for key in plan.assignments]
+    on_node: dict[str, list[Pod]] = defaultdict(list)
     for key, node in plan.assignments.items():
-        top[node] = max(top.get(node, LOWEST), priorities.get(key, LOWEST))
+        on_node[node].append(preemptors[key])
     free = {u.node: {r: u.allocatable.get(r, 0) - u.requested.get(r, 0) for r in set(u.allocatable) | set(u.requested)}
             for u in plan.usage}
+    account = _final_account(search, ledger, placed)
     needed: set[str] = set()
     for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         trial = {c.node: dict(free.get(c.node, {})) for c in unit}
-        for c in unit:
-            if top.get(c.node, LOWEST) <= c.pod.priority:
-                continue
-            room = trial[c.node]
-            if c.pod.host_ports or not _fits(c.pod.requests, room):
-                needed.update(m.key for m in unit)
-                break
-            for r, v in c.pod.requests.items():
-                room[r] = room.get(r, 0) - v  # fits back beside the placed pods: given back
-        else:
-            free.update(trial)
+        if _room_needed(search, unit, trial, on_node) or _quota_needed(search, account, unit, placed):
+            needed.update(m.key for m in unit)
+            continue
+        free.update(trial)  # fits back beside the placed pods: given back
+        if search.reclaim is not None and account is not None:
+            for c in unit:
+                search.reclaim.add(account, c.pod, 1)
     return needed
+
+
+def _room_needed(search: Search, unit: Unit, trial: dict[str, dict[str, int]], on_node: dict[str, list[Pod]]) -> bool:
+    """Some member is on a node where a placed preemptor may evict it, and does not fit back there (`trial`: the
+    room left on the members' nodes, drawn on as they fit back)."""
+    for c in unit:
+        if not any(search.may_evict(p, c.pod) for p in on_node.get(c.node, ())):
+            continue
+        room = trial[c.node]
+        if c.pod.host_ports or not _fits(c.pod.requests, room):
+            return True
+        for r, v in c.pod.requests.items():
+            room[r] = room.get(r, 0) - v
+    return False
+
+
+def _quota_needed(search: Search, account: Account | None, unit: Unit, placed: list[Pod]) -> bool:
+    """Under quotas: some placed preemptor may evict the unit, and its return would take a quota row over."""
+    if search.reclaim is None or account is None:
+        return False
+    return (any(all(search.may_evict(p, c.pod) for c in unit) for p in placed)
+            and search.reclaim.overflows(account, [c.pod for c in unit]))
+
+
+def _final_account(search: Search, ledger: Ledger, placed: list[Pod]) -> Account | None:
+    """What the quotas' pods use after the plan: the stage's start without the victims, with the placed preemptors."""
+    if search.reclaim is None:
+        return None
+    account = search.reclaim.start.copy()
+    for c in ledger.evicted.values():
+        search.reclaim.add(account, c.pod, -1)
+    for pod in placed:
+        search.reclaim.add(account, pod, 1)
+    return account
 
 
 def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hints, preemptors: list[Pod],
@@ -567,7 +816,7 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
                                                                          + "; ".join(replan.unschedulable[key])])
         if said:
             unschedulable[key] = unschedulable[key] + list(said)
-    preemptions = _attribute(replan, ledger, search, {p.key: p.priority for p in preemptors})
+    preemptions = _attribute(replan, ledger, search, {p.key: p for p in preemptors})
     victims = [v for p in preemptions.values() for v in p.victims]
     stats = dict(plan.stats)
     stats.update(placed=len(assignments), unschedulable=len(unschedulable),
@@ -580,24 +829,26 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
                 gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled)
 
 
-def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[str, int]) -> dict[str, Preemption]:
-    """Each victim goes under the highest-priority preemptor placed on its node; the members of a PodGroup-mode
-    group on nodes without one go under the preemptor of its first member that has one."""
-    out: dict[str, Preemption] = {k: Preemption(n, priorities.get(k, 0)) for k, n in replan.assignments.items()}
-    by_node: dict[str, list[str]] = defaultdict(list)
+def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[str, Pod]) -> dict[str, Preemption]:
+    """Each victim goes under the highest-priority preemptor placed on its node that may evict it; the members of a
+    PodGroup-mode group on nodes without one go under the preemptor of its first member that has one; a victim
+    evicted for quota room alone (reclaim) under the highest-priority placed preemptor that may evict it."""
+    out = {k: Preemption(n, preemptors[k].priority) for k, n in replan.assignments.items()}
+    on_node: dict[str, list[Pod]] = defaultdict(list)
     for key, node in replan.assignments.items():
-        by_node[node].append(key)
+        on_node[node].append(preemptors[key])
+    placed = [preemptors[k] for k in replan.assignments]
     budget_left = {b.key: b.allowed for b in search.cluster.budgets}
     owners: dict[str, str] = {}
     evicted = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))
     for c in evicted:
-        owner = max(by_node.get(c.node, []), key=lambda k: (out[k].priority, k), default=None)
-        if owner is not None and c.unit is not None:
+        if c.unit is not None and (owner := _owner(search, c, on_node.get(c.node, []))) is not None:
             owners.setdefault(c.unit, owner)
     for c in evicted:
-        owner = max(by_node.get(c.node, []), key=lambda k: (out[k].priority, k), default=None)
+        owner = _owner(search, c, on_node.get(c.node, []))
         if owner is None and c.unit is not None:
             owner = owners.get(c.unit)
+        owner = owner or _owner(search, c, placed) or _owner(search, c, on_node.get(c.node, []), anyone=True)
         if owner is None:
             continue
         covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
@@ -605,8 +856,38 @@ def _attribute(replan: Plan, ledger: Ledger, search: Search, priorities: dict[st
             budget_left[key] -= 1
         over = tuple(k for k in covering if budget_left[k] < 0)
         within = tuple(k for k in covering if budget_left[k] >= 0)
-        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within, c.unit))
+        quota = _reclaimed(search, preemptors[owner], c, out[owner])
+        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within, c.unit, quota))
+    _name_reclaim(search, out)
     return out
+
+
+def _name_reclaim(search: Search, out: dict[str, Preemption]) -> None:
+    """Every placed reclaiming preemptor of a tenant the plan reclaimed for names that tenant's quota (the victims
+    are listed under one of them, but they make room for all)."""
+    if search.reclaim is None:
+        return
+    reclaimed = {p.reclaim for p in out.values() if p.reclaim is not None}
+    for key, p in out.items():
+        stance = search.reclaim.stances[key]
+        if stance.reclaiming and (source := search.reclaim.source(stance.tenant)) in reclaimed:
+            p.reclaim = source
+
+
+def _owner(search: Search, c: Candidate, pods: list[Pod], anyone: bool = False) -> str | None:
+    """The highest-priority pod of `pods` that may evict `c` (`anyone`: the highest of all)."""
+    able = [p for p in pods if anyone or search.may_evict(p, c.pod)]
+    return max(able, key=lambda p: (p.priority, p.key)).key if able else None
+
+
+def _reclaimed(search: Search, preemptor: Pod, c: Candidate, preemption: Preemption) -> str | None:
+    """When `c` is reclaimed from another tenant's borrowed room: the victim's quota (and the preemptor's is named
+    on `preemption`)."""
+    rc = search.reclaim
+    if rc is None or not rc.reclaims(stance := rc.stances[preemptor.key], c.pod):
+        return None
+    preemption.reclaim = rc.source(stance.tenant)
+    return rc.source(rc.tenant(c.pod))
 
 
 def _usage(plan: Plan, replan: Plan) -> list[NodeUsage]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .devices import device_violations, dra_extended_resources
 from .quantity import amount, exact, integer
-from .quotas import quota_violations
+from .quotas import quota_violations, reclaim_violations
 from .volumes import volume_violations
 
 PG_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -580,6 +580,16 @@ def check_evictions(docs: list[dict], evicted: set[str]) -> list[str]:
             out.append(f"pod group {ns}/{name} (disruptionMode PodGroup): {len(hit)} of {len(running)} running "
                        f"members evicted, not all")
     return out
+
+
+def check_reclaim(docs: list[dict], assignments: dict[str, str], preemptions: dict[str, list[str]],
+                  scheduler_name: str = "policy-scheduler") -> list[str]:
+    """Violations of who evicts whom under ElasticQuotas (testkit.quotas.reclaim_violations): `preemptions` maps each
+    preemptor to its victims, `assignments` is the plan's."""
+    cluster = Cluster(docs, scheduler_name)
+    running = {k for k in cluster.bound if not _meta(cluster.pods[k].doc).get("deletionTimestamp")}
+    return reclaim_violations(docs, {k: p.requests for k, p in cluster.pods.items()},
+                              {k: p.priority for k, p in cluster.pods.items()}, running, set(assignments), preemptions)
 
 
 def check_plan(docs: list[dict], assignments: dict[str, str],

@@ -20,7 +20,7 @@ from ..gangs import gang_key
 from ..ir import GangRules
 from ..kinds.base import ModelChange
 from ..load import pod_identity
-from ..plan import Preemption
+from ..plan import Eviction, Preemption
 from ..planner import Options
 from .binder import Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
@@ -342,8 +342,7 @@ class ProfileLoop:
         for group_key in sorted({v.group for v, _ in victims.values() if v.group}):
             if (group := self.store.get(NATIVE_POD_GROUP, *group_key.split("/", 1))) is not None:
                 self.events.group_disrupted(group, f"{self.name}: preempting to accommodate a higher priority pod")
-        results = self.binder.evict_all([(self.store.get("Pod", *k.split("/", 1)),
-                                          f"preempted by {key} (priority {preemptions[key].priority}) on node {v.node}")
+        results = self.binder.evict_all([(self.store.get("Pod", *k.split("/", 1)), _why_evicted(key, preemptions[key], v))
                                          for k, (v, key) in victims.items()])
         failed = [k for k, r in zip(victims, results) if not r.ok]
         m = self.metrics
@@ -395,6 +394,15 @@ class ProfileLoop:
         log.info("cycle profile=%s pods=%d bound=%d unschedulable=%d bind_errors=%d status=%s solve_s=%.3f total_s=%.3f",
                  name, len(o.batch), len(report.bound), o.unplaced, len(report.failed) + len(report.gone),
                  o.stats.get("status"), o.solved, time.perf_counter() - o.started)
+
+
+def _why_evicted(preemptor: str, preemption: Preemption, victim: Eviction) -> str:
+    """The eviction's reason (the victim's Preempted event): who preempted it where, and for which quota's min when
+    it was reclaimed from its tenant's borrowed room."""
+    why = f"preempted by {preemptor} (priority {preemption.priority}) on node {victim.node}"
+    if victim.quota is None:
+        return why
+    return f"{why}, reclaiming the min of {preemption.reclaim} from what {victim.quota} uses beyond its min"
 
 
 def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
