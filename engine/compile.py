@@ -23,7 +23,7 @@ from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBu
 from .model import Cluster, Pod
 from .rejections import Rejections
 from .solve.problem import PodClass, Problem
-from .tenants import Usage, borrowing
+from .tenants import Asking, Usage
 
 if TYPE_CHECKING:
     from .kinds.gangs import GangInfo
@@ -128,10 +128,11 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
              usage: Usage | None) -> Compiled:
     if usage is None and cluster.quotas:
         usage = Usage.of(cluster.quotas, cluster.bound)
-    lending = borrowing(usage, cluster.pending) if usage is not None else frozenset()
+    asking = Asking.of(usage, cluster.pending) if usage is not None else None
+    lending = asking.borrowing if asking is not None else frozenset()
     grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound), lending)
     batch = Batch(cluster, bound, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
-                  usage=usage)
+                  usage=usage, asking=asking)
     checked = _check_classes(grouped, batch, deadline, lending)
     classes = checked.infos
     notes: list[str] = []

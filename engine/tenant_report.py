@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .model import Cluster, Pod, Quota
-from .tenants import SHARE_UNIT, Membership, Usage, cluster_allocatable, counted, pooled, share, shared
+from .tenants import SHARE_UNIT, Membership, Usage, cluster_allocatable, pooled, share, shared
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -79,11 +79,8 @@ def _after(before: Usage, bound: Iterable[Pod], placed: list[Pod], evicted: froz
     """What the quotas' pods use once the plan's pods are placed and its victims gone."""
     usage = before.copy()
     if evicted:
-        for pod in bound:
-            if pod.key in evicted and counted(pod):
-                usage.add(pod, {r: -v for r, v in pod.requests.items()})
-    for pod in placed:
-        usage.add(pod, pod.requests)
+        usage.add_all((pod for pod in bound if pod.key in evicted), sign=-1)
+    usage.add_all(placed)
     return usage
 
 

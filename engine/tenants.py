@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -41,14 +41,25 @@ class Membership:
                 self.by_namespace.setdefault(ns, []).append(i)
             if q.members is not None:
                 self.by_members.append(i)
+        self._of_namespace: dict[str, list[Quota]] = {}  # when no quota selects pods by expression
+        self._tenant_of_namespace: dict[str, Quota | None] = {}
 
     def covering(self, pod: Pod) -> list[Quota]:
         """The quotas covering `pod`, in quota order."""
+        if not self.by_members:
+            found_in = self._of_namespace.get(pod.namespace)
+            if found_in is None:
+                found_in = self._of_namespace[pod.namespace] = [self.quotas[i] for i in self.by_namespace.get(pod.namespace, ())]
+            return found_in
         found = set(self.by_namespace.get(pod.namespace, ()))
         found.update(i for i in self.by_members if self.quotas[i].members.matches(pod))  # type: ignore[union-attr]
         return [self.quotas[i] for i in sorted(found)]
 
     def tenant(self, pod: Pod) -> Quota | None:
+        if not self.by_members:
+            if pod.namespace not in self._tenant_of_namespace:
+                self._tenant_of_namespace[pod.namespace] = tenant_of(self.covering(pod), pod)
+            return self._tenant_of_namespace[pod.namespace]
         return tenant_of(self.covering(pod), pod)
 
 
@@ -74,9 +85,7 @@ class Usage:
     @classmethod
     def of(cls, quotas: list[Quota], bound: Iterable[Pod]) -> Usage:
         usage = cls(Membership(quotas), {q.name: Counter() for q in quotas}, {q.name: Counter() for q in quotas if q.tenant})
-        for pod in bound:
-            if counted(pod):
-                usage.add(pod, pod.requests)
+        usage.add_all(bound)
         return usage
 
     @property
@@ -90,6 +99,26 @@ class Usage:
         tenant = tenant_of(covering, pod)
         if tenant is not None:
             self.held[tenant.name].update(requests)
+
+    def add_all(self, pods: Iterable[Pod], sign: int = 1) -> None:
+        """The pods that count (`counted`) added (sign -1: taken off); summed per namespace first when every
+        quota covers whole namespaces, so each namespace's quotas are looked up once."""
+        if self.membership.by_members:
+            for pod in pods:
+                if counted(pod):
+                    self.add(pod, {r: sign * v for r, v in pod.requests.items()})
+            return
+        summed: dict[str, dict[str, int]] = {}
+        sample: dict[str, Pod] = {}
+        for pod in pods:
+            if counted(pod):
+                total = summed.get(pod.namespace)
+                if total is None:
+                    total, sample[pod.namespace] = summed.setdefault(pod.namespace, {}), pod
+                for r, v in pod.requests.items():
+                    total[r] = total.get(r, 0) + sign * v
+        for ns, total in summed.items():
+            self.add(sample[ns], total)
 
     def tenants(self) -> list[Quota]:
         return [q for q in self.quotas if q.tenant]
@@ -153,34 +182,53 @@ def pool(usage: Usage, demand: Mapping[str, Counter[str]], resource: str) -> Poo
     return Pool(resource, room, max(0, idle - borrowed))
 
 
-def demand(usage: Usage, pending: Iterable[Pod]) -> dict[str, Counter[str]]:
-    """Per tenant, what its pending pods request."""
-    out: dict[str, Counter[str]] = {t.name: Counter() for t in usage.tenants()}
-    for pod in pending:
-        tenant = usage.membership.tenant(pod)
-        if tenant is not None:
-            out[tenant.name].update(pod.requests)
-    return out
+@dataclass(frozen=True, slots=True)
+class Asking:
+    """What a batch's pending pods ask of their tenants: per tenant the sum of their requests (`demand`), and the
+    pods that would borrow (`borrowing`): per tenant, in queue order (priority, then creation), each pod that
+    still fits in the room its min leaves of every pooled resource is served by the min; the rest borrow."""
+
+    demand: dict[str, Counter[str]]
+    borrowing: frozenset[str]
+
+    @classmethod
+    def of(cls, usage: Usage, pending: Iterable[Pod]) -> Asking:
+        own: dict[str, list[Pod]] = {t.name: [] for t in usage.tenants()}
+        for pod in pending:
+            tenant = usage.membership.tenant(pod)
+            if tenant is not None:
+                own[tenant.name].append(pod)
+        demand = {name: _summed(pods) for name, pods in own.items()}
+        resources = pooled(usage.quotas)
+        out: set[str] = set()
+        for t in usage.tenants():
+            room = {r: max(0, dict(t.min).get(r, 0) - usage.held[t.name][r]) for r in resources}
+            if any(demand[t.name][r] > room[r] for r in resources):  # else every pod fits: none borrows
+                out.update(_beyond(own[t.name], room))
+        return cls(demand, frozenset(out))
+
+
+def _summed(pods: list[Pod]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for pod in pods:
+        for r, v in pod.requests.items():
+            total[r] += v
+    return total
+
+
+def _beyond(pods: list[Pod], room: dict[str, int]) -> Iterator[str]:
+    """The pods, in queue order, that no longer fit in `room` (what fits is taken from it)."""
+    for pod in sorted(pods, key=lambda p: (-p.priority, p.created, p.name)):
+        if all(pod.requests.get(r, 0) <= left for r, left in room.items()):
+            for r in room:
+                room[r] -= pod.requests.get(r, 0)
+        else:
+            yield pod.key
 
 
 def borrowing(usage: Usage, pending: Iterable[Pod]) -> frozenset[str]:
-    """The pending pods that would borrow: per tenant, in queue order (priority, then creation), each pod that
-    still fits in the room its min leaves of every pooled resource is served by the min; the rest borrow."""
-    resources = pooled(usage.quotas)
-    room = {t.name: {r: max(0, dict(t.min).get(r, 0) - usage.held[t.name][r]) for r in resources}
-            for t in usage.tenants()}
-    out = set()
-    for pod in sorted(pending, key=lambda p: (-p.priority, p.created, p.name)):
-        tenant = usage.membership.tenant(pod)
-        if tenant is None:
-            continue
-        left = room[tenant.name]
-        if all(pod.requests.get(r, 0) <= left[r] for r in resources):
-            for r in resources:
-                left[r] -= pod.requests.get(r, 0)
-        else:
-            out.add(pod.key)
-    return frozenset(out)
+    """The pending pods that would borrow (`Asking.borrowing`)."""
+    return Asking.of(usage, pending).borrowing
 
 
 def shared(quotas: Iterable[Quota], allocatable: Mapping[str, int]) -> dict[str, int]:

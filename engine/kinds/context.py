@@ -13,7 +13,7 @@ from ..index import BoundState
 from ..ir import Constraint, PodTerm
 from ..model import Cluster, Pod
 from ..solve.problem import NO_DOMAIN, Problem
-from ..tenants import Usage
+from ..tenants import Asking, Usage
 
 if TYPE_CHECKING:
     from .gangs import GangInfo
@@ -74,6 +74,7 @@ class Batch:
     matcher: ClassMatcher
     memo: dict[str, Any] = field(default_factory=dict)
     usage: Usage | None = None  # what the tenants' bound pods use (None: no quotas)
+    asking: Asking | None = None  # what the batch's pods ask of their tenants
 
 
 WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key

@@ -110,7 +110,8 @@ class CapacityScheduling(Kind):
         tenants = [t for t in used.tenants() if any(q is t for q in tenant_of.values())]
         group = {id(t): g for g, t in enumerate(tenants)}
         quoted = [a for a, t in tenant_of.items() if t is not None]
-        wanted = T.demand(used, build.batch.cluster.pending)
+        asking = build.batch.asking or T.Asking.of(used, build.batch.cluster.pending)
+        wanted = asking.demand
         groups = tuple(group[id(tenant_of[a])] for a in quoted)
         for r, (have, most) in _totals(used).items():
             quotes = tuple((t, used.held[t.name][r]) for t in tenants)
@@ -156,10 +157,14 @@ def _totals(used: T.Usage) -> dict[str, tuple[int, int]]:
 
 
 def _budget(build: ProblemBuilder, row: QuotaRow) -> None:
-    """`row` with each class's pod weighing its request of the row's resource, if some pod requests any."""
+    """`row` with each class's pod weighing its request of the row's resource, if it can bind: a row that every
+    pod of its classes placed together stays within is left out (most rows, when quotas are roomy)."""
     row.weights = tuple(build.classes[a].requests.get(row.resource, 0) for a in row.classes)
     row.most = max(0, row.most)
-    if any(row.weights):
+    whole: dict[int, int] = {}
+    for k, (a, w) in enumerate(zip(row.classes, row.weights)):
+        whole[row.group_of(k)] = whole.get(row.group_of(k), 0) + w * len(build.classes[a].pods)
+    if row.drawn(whole) > row.most:
         build.problem.budgets.append(row)
 
 
