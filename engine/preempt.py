@@ -53,6 +53,10 @@ MAX_TRIALS = 40  # victims tried one by one for give-back (each a re-plan of the
 SEARCH_STEPS = 2_000  # nodes of the fewer-violations search tree, at most
 SEARCH_WIDTH = 8  # nodes tried per pod in that search, best first
 PREEMPTION_SHARE = 0.4  # of the time limit, kept for preemption when some pending pod may preempt
+# upstream DefaultPreemption's dry run: it stops looking once it has this many candidate nodes (at least 100, or 10%)
+MIN_CANDIDATE_NODES, MIN_CANDIDATE_SHARE = 100, 0.1
+VICTIMS_SHARE = 0.7  # of the stage's time, for choosing victims; the re-plans that place the preemptors get the rest
+OUT_OF_TIME = "preemption ran out of this cycle's time before this pod's turn; it is tried again in the next cycle"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,7 @@ class Search:
     units: dict[str, Unit] = field(default_factory=dict)  # PodGroup key -> its running members (candidates)
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
+    deadline: float = float("inf")  # when victim selection stops serving preemptors (the rest wait for a cycle)
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
@@ -159,6 +164,8 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
                      Reclaim.of(fixed, preemptors))
+    now = time.perf_counter()
+    search = replace(search, deadline=now + VICTIMS_SHARE * max(0.0, settings.deadline - now))  # the rest: re-plans
     hints = Hints()
     ledger = choose_victims(search, hints, preemptors, settings.policy)
     replan, ledger = _replan(search, preemptors, ledger, settings)
@@ -284,11 +291,13 @@ def choose_victims(search: Search, hints: Hints, preemptors: list[Pod], policy: 
     nodes would have kept for the batch: then a bounded search looks for choices that serve the same pods
     with fewer violations."""
     feasible = _feasible_nodes(search, preemptors, policy)
-    ledger, served = _serve(search, hints, _units(preemptors, largest_first=True), feasible)
-    if len(served) < len(_units(preemptors, largest_first=True)):
-        hints.why.clear()
-        hints.capped.clear()
-        ledger, served = _serve(search, hints, _units(preemptors, largest_first=False), feasible)
+    units = _units(preemptors, largest_first=True)
+    ledger, served = _serve(search, hints, units, feasible)
+    if len(served) < len(units) and time.perf_counter() < search.deadline:
+        other = Hints()
+        second, also = _serve(search, other, _units(preemptors, largest_first=False), feasible)
+        if len(also) > len(served):  # the smallest first serve more (the time may have ended either pass)
+            ledger, served, hints.why, hints.capped = second, also, other.why, other.capped
     if ledger.violations:
         ledger = _fewer_violations(search, [p for unit in served for p in unit], feasible, ledger)
     return ledger
@@ -299,7 +308,11 @@ def _serve(search: Search, hints: Hints, units: list[list[Pod]],
     """Victims for each unit in order; (the ledger, the units that found room)."""
     ledger = _fresh_ledger(search)
     served: list[list[Pod]] = []
-    for unit in units:
+    for k, unit in enumerate(units):
+        if time.perf_counter() >= search.deadline:
+            for pod in (p for rest in units[k:] for p in rest):
+                hints.why[pod.key].append(OUT_OF_TIME)
+            break
         trial = ledger.copy()
         if all(_place_one(search, hints, trial, pod, feasible.get(pod.key, ())) for pod in unit):
             ledger = trial
@@ -375,11 +388,16 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tu
     best: Choice | None = None
     if not _quota_reachable(search, ledger, pod):
         nodes = ()  # no eviction it may make gets it within its quota rows: no node is worth a look
+    enough, found = max(MIN_CANDIDATE_NODES, int(MIN_CANDIDATE_SHARE * len(nodes))), 0
     for node in nodes:
         choice = _victims_on(search, hints, ledger, pod, node)
-        if choice is not None and (best is None or
-                                   choice.rank(search.node_order[node]) < best.rank(search.node_order[best.node])):
+        if choice is None:
+            continue
+        found += 1
+        if best is None or choice.rank(search.node_order[node]) < best.rank(search.node_order[best.node]):
             best = choice
+        if found >= enough:  # as upstream's dry run: enough candidates seen, the best of them is taken
+            break
     if best is None:
         if not hints.why.get(pod.key):
             hints.why[pod.key].append(_no_node_reason(search, hints, pod, nodes))

@@ -96,6 +96,17 @@ def deploy_manifests(*components: str) -> list[dict]:
     return kustomize(*components)
 
 
+def play_kubelet(kube: Kube, ns: str) -> list[str]:
+    """Finish what a kubelet would: pods of `ns` being deleted go away now. Returns their names, sorted."""
+    gone = []
+    for name, p in kube.pods(ns).items():
+        if p["metadata"].get("deletionTimestamp"):
+            kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}",
+                         {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+            gone.append(name)
+    return sorted(gone)
+
+
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.2) -> Any:
     """Poll until `check()` is truthy; returns its value, or fails the test naming `what`."""
     deadline = time.monotonic() + timeout

@@ -2,15 +2,18 @@
 from __future__ import annotations
 
 import json
+import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.ir import Rules
 from engine.load import build_cluster
+from engine.plan import make_plan
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from engine.preempt import OUT_OF_TIME, Settings, preempt
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import budget, in_group, native_group, node, pod, podgroup, priority_class
 
@@ -455,3 +458,20 @@ def test_no_budget_is_broken_that_another_choice_of_victims_keeps(case) -> None:
     violations = plan.stats.get("preemption", {}).get("budget_violations", 0)
     fewest = fewest_covered_evictions(docs, plan.assignments, set(plan.preemptions))
     assert violations <= max(0, fewest - allowed)
+
+
+def test_victim_selection_stops_at_its_deadline_and_says_so() -> None:
+    """When the stage's time for choosing victims is over, the pods not yet served evict nothing and are told they
+    are tried again next cycle (the loop's cycle stays within its time limit)."""
+    docs = [node("n1", cpu="4"), priority_class("high", 100)]
+    docs += [pod(f"low{i}", cpu="1", node_name="n1") for i in range(4)]
+    docs += [pod(f"high{i}", cpu="1", priorityClassName="high") for i in range(2)]
+    cluster = build_cluster([("t", d) for d in docs])
+    first = make_plan(cluster, time_limit=5, workers=1)
+    assert len(first.unschedulable) == 2
+    now = time.perf_counter()
+    late = preempt(cluster, first, None, Settings(None, now, 1, 0), now)
+    assert late.evictions == () or not late.evictions
+    assert all(OUT_OF_TIME in " ".join(r) for r in late.unschedulable.values())
+    on_time = preempt(cluster, first, None, Settings(None, now + 5, 1, 0), now)
+    assert len(on_time.assignments) == 2 and len(on_time.evictions) == 2

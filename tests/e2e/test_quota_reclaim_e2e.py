@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
 from testkit.manifests import api_pod, priority_class
-from testkit.scheduling import Kube, install_elasticquota_crd, node_of, wait_for
+from testkit.scheduling import Kube, install_elasticquota_crd, node_of, play_kubelet, wait_for
 
 QUOTAS = "/apis/scheduling.x-k8s.io/v1alpha1"
 
@@ -14,16 +14,6 @@ def _quota(kube: Kube, ns: str, low: str, high: str) -> None:
     body = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
             "metadata": {"name": "quota", "namespace": ns}, "spec": {"min": {"cpu": low}, "max": {"cpu": high}}}
     kube.ok("POST", f"{QUOTAS}/namespaces/{ns}/elasticquotas", body)
-
-
-def _play_kubelet(kube: Kube, ns: str) -> list[str]:
-    gone = []
-    for name, p in kube.pods(ns).items():
-        if p["metadata"].get("deletionTimestamp"):
-            kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}",
-                         {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
-            gone.append(name)
-    return sorted(gone)
 
 
 def test_a_tenant_below_its_min_reclaims_from_a_borrower(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
@@ -48,7 +38,7 @@ def test_a_tenant_below_its_min_reclaims_from_a_borrower(control_plane: ControlP
 
     wait_for("two victims marked", lambda: sum(1 for p in kube.pods(team_a).values()
                                                if p["metadata"].get("deletionTimestamp")) == 2, timeout=60)
-    assert _play_kubelet(kube, team_a) == ["a0", "a1"]  # the lowest priorities
+    assert play_kubelet(kube, team_a) == ["a0", "a1"]  # the lowest priorities
     wait_for("team-b bound", lambda: all(node_of(p) == "reclaim-0" for p in kube.pods(team_b).values()), timeout=60)
     assert set(kube.pods(team_a)) == {"a2", "a3"}  # team-a keeps its min
     events = [e for e in kube.events(team_a) if e["involvedObject"]["name"] == "a0" and e["reason"] == "Preempted"]

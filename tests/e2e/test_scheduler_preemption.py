@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
 from testkit.manifests import api_pod, budget, priority_class
-from testkit.scheduling import Kube, node_of, wait_for
+from testkit.scheduling import Kube, node_of, play_kubelet, wait_for
 
 PRIORITY_CLASSES = {"e2e-low": (0, None), "e2e-mid": (500, None), "e2e-high": (1000, None),
                     "e2e-high-polite": (1000, "Never")}
@@ -16,17 +16,6 @@ def _priority_classes(kube: Kube) -> None:
         body = priority_class(name, value, preemption_policy=policy)
         status, _ = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body)
         assert status in (201, 409), status
-
-
-def _play_kubelet(kube: Kube, ns: str) -> list[str]:
-    """Finish what a kubelet would: pods being deleted go away now. Returns their names."""
-    gone = []
-    for name, p in kube.pods(ns).items():
-        if p["metadata"].get("deletionTimestamp"):
-            kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}",
-                         {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
-            gone.append(name)
-    return gone
 
 
 def test_preemption_evicts_the_cheapest_victims_and_binds_after_they_leave(
@@ -57,7 +46,7 @@ def test_preemption_evicts_the_cheapest_victims_and_binds_after_they_leave(
     assert not node_of(kube.pods(ns)["urgent"]), "bound before its victim left"
     assert {"mid-0", "mid-1"} <= set(kube.pods(ns)), "only the chosen victim goes"
 
-    assert _play_kubelet(kube, ns) == ["low-0"]
+    assert play_kubelet(kube, ns) == ["low-0"]
     wait_for("preemptor bound", lambda: node_of(kube.pods(ns)["urgent"]) == "preempt-b")
     events = [e for e in kube.events(ns) if e["involvedObject"]["name"] == "low-0" and e["reason"] == "Preempted"]
     assert events and "urgent" in events[0]["message"]
