@@ -246,3 +246,22 @@ def test_the_rest_is_converted_again_only_when_something_planning_reads_changed(
     world.cache.snapshot([], SCHEDULER, None)
     assert len(calls) == 2
     same_cluster(world)
+
+
+def test_victims_are_terminating_from_the_plan_on_until_an_eviction_fails() -> None:
+    """The bind stage sends a cycle's evictions later and the watch shows them later still: meanwhile the next
+    cycle sees the victims terminating (in no quota's usage, never chosen again), and one whose eviction failed
+    running again."""
+    world = World()
+    world.put("Node", node("n1", cpu="4"))
+    for i in range(3):
+        world.put("Pod", pod(f"v{i}", cpu="1", ns="team", node_name="n1"))
+    world.cache.evicting(["team/v0", "team/v1", "team/missing"])
+    snap = world.cache.snapshot([], SCHEDULER, None, QUOTAS)
+    gone = {p.key: p.terminating for p in snap.cluster.bound}
+    assert gone == {"team/v0": True, "team/v1": True, "team/v2": False}
+    assert snap.usage is not None and snap.usage.held["policy/team"]["cpu"] == 1000
+    world.cache.kept(["team/v1"])
+    snap = world.cache.snapshot([], SCHEDULER, None, QUOTAS)
+    assert {p.key: p.terminating for p in snap.cluster.bound}["team/v1"] is False
+    assert snap.usage is not None and snap.usage.held["policy/team"]["cpu"] == 2000

@@ -219,6 +219,23 @@ def test_a_preemptor_is_nominated_and_bound_only_once_its_victims_are_gone() -> 
     assert s.metrics.victims.labels("policy-scheduler")._value.get() == 1
 
 
+def test_the_next_cycle_sees_a_victim_terminating_before_the_watch_does() -> None:
+    """With the eviction not yet shown by the watch (nor even sent), the next cycle's model has the victim
+    terminating already: it is not evicted a second time (seen running, it and the other pod would be evicted for
+    `high2`: the room it leaves is `high`'s)."""
+    api = FakeAPI(hold_evictions=True)
+    _full_node(api, victims=2)
+    api.put("Pod", pod("high", priority=100))
+    _, loop = _preempting(api, ["default/high"])
+    [(victim, _)] = api.evictions
+    snap = loop.cache.snapshot([], "policy-scheduler", None)
+    assert {p.key: p.terminating for p in snap.cluster.bound}[victim] is True
+    api.put("Pod", pod("high2", priority=100))
+    loop.cycle(["default/high2"]).result()
+    loop.flush_binds()
+    assert [k for k, _ in api.evictions] == [victim]  # not evicted twice for the room it leaves to `high`
+
+
 def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
     api = FakeAPI(hold_evictions=True)
     _full_node(api, victims=2)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -326,6 +327,25 @@ class ClusterCache:
                 self._allocating[pod.key] = claims
                 self._rest_stale = True
             return self._settle(pod.key)
+
+    def evicting(self, keys: Iterable[str]) -> None:
+        """Victims a cycle's plan evicts: terminating at once in the model (they count toward no quota and are
+        never chosen again) though the evictions are sent later, by the bind stage, and the watch shows them
+        later still; the next cycle must not see them running and evict more for the same room."""
+        with self._lock:
+            for key in keys:
+                pod = self._bound.get(key)
+                if pod is not None and not pod.terminating:
+                    self._bound[key] = replace(pod, terminating=True)
+                    self._settle(key)
+
+    def kept(self, keys: Iterable[str]) -> None:
+        """Victims whose eviction failed: what the watch last showed of them again."""
+        with self._lock:
+            for key in keys:
+                if (raw := self._bound_raw.get(key)) is not None:
+                    self._convert_bound(key, raw)
+                    self._settle(key)
 
     def _as_bound(self, pod: Pod, node: str) -> Pod:
         """A pending pod of a snapshot as the bound pod it becomes: on its node, without what resolving the

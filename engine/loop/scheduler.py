@@ -253,6 +253,7 @@ class ProfileLoop:
                 allocating = {key: allocation_status(a) for key, a in p.devices.items()}
                 self.store.assume(p.key, p.uid, p.node, allocating)
                 assumed.append(self.cache.assume(models[p.key], p.node, allocating))
+            self.cache.evicting(v.pod for p in result.plan.preemptions.values() for v in p.victims)
         solved = time.perf_counter() - started
         for change in assumed:
             if change is not None:
@@ -351,6 +352,7 @@ class ProfileLoop:
         m.budget_violations.labels(self.name).inc(sum(1 for v, _ in victims.values() if v.over_budget))
         if failed:
             log.warning("preemption abandoned profile=%s victims_not_evicted=%s", self.name, failed)
+            self.cache.kept(failed)
             self._abandon(nominated, f"could not evict {', '.join(failed)}")
             return
         for p in nominated:
