@@ -46,6 +46,7 @@ from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
 from .reclaim import Account, Reclaim, Stance
+from .tenants import Usage
 
 LOWEST = -(2**63)
 MAX_ROUNDS = 4  # re-plans after giving back unneeded victims; in practice 1-2 suffice
@@ -163,7 +164,7 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
-                     Reclaim.of(fixed, preemptors))
+                     Reclaim.of(fixed, preemptors, _start(plan, placed)))
     now = time.perf_counter()
     search = replace(search, deadline=now + VICTIMS_SHARE * max(0.0, settings.deadline - now))  # the rest: re-plans
     hints = Hints()
@@ -172,6 +173,17 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
     if progress:
         progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted")
     return _merge(plan, replan, ledger, search, hints, preemptors, started)
+
+
+def _start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
+    """What the running pods use of the quotas with the first plan's placements: compile's usage (the loop's is
+    kept across cycles) plus the placements, not a count over every running pod again (None: no quotas)."""
+    before = plan.compiled.usage if plan.compiled is not None else None
+    if before is None:
+        return None
+    start = before.copy()
+    start.add_all(placed)
+    return start
 
 
 def say_never(cluster: Cluster, plan: Plan, lowest: int | None) -> None:

@@ -37,16 +37,8 @@ class Stance:
     priority: int
 
 
-@dataclass(slots=True)
-class Account:
-    """What the pods use, as the quota rows read it: per quota of every pod it covers (`covered`, for its max) and
-    per tenant of its own pods (`held`, for its min and the tenants' total)."""
-
-    covered: dict[str, Counter[str]]
-    held: dict[str, Counter[str]]
-
-    def copy(self) -> Account:
-        return Account({k: Counter(v) for k, v in self.covered.items()}, {k: Counter(v) for k, v in self.held.items()})
+Account = T.Usage  # what the pods use, as the quota rows read it (covered: per quota, for its max; held: per
+# tenant, for its min and the tenants' total); the stage's ledger keeps one and changes it as it evicts
 
 
 @dataclass(slots=True)
@@ -64,23 +56,19 @@ class Reclaim:
     _tenant: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, cluster: Cluster, preemptors: Sequence[Pod]) -> Reclaim | None:
-        """None when the cluster has no quotas: preemption is by priority alone."""
+    def of(cls, cluster: Cluster, preemptors: Sequence[Pod], start: T.Usage | None = None) -> Reclaim | None:
+        """None when the cluster has no quotas: preemption is by priority alone. `start`: what the cluster's bound
+        pods use of its quotas, when the caller has it (the first plan's, with its placements added)."""
         if not cluster.quotas:
             return None
-        names = {q.name: q for q in cluster.quotas}
-        start = Account({q.name: Counter() for q in cluster.quotas}, {q.name: Counter() for q in cluster.quotas if q.tenant})
-        rc = cls(names, T.Membership(cluster.quotas), tuple(T.pooled(cluster.quotas)), start)
-        for pod in cluster.bound:
-            if T.counted(pod):
-                rc.add(start, pod, 1)
+        start = start if start is not None else T.Usage.of(cluster.quotas, cluster.bound)
+        rc = cls({q.name: q for q in cluster.quotas}, start.membership, tuple(T.pooled(cluster.quotas)), start)
         rc.over = {t: over for t in start.held if (over := rc._beyond(start, t))}
         rc.stances = rc._stances(preemptors)
         return rc
 
     def _stances(self, preemptors: Sequence[Pod]) -> dict[str, Stance]:
-        usage = T.Usage(self.membership, self.start.covered, self.start.held)
-        borrowing = T.borrowing(usage, preemptors)
+        borrowing = T.borrowing(self.start, preemptors)
         out = {}
         for pod in preemptors:
             tenant = self.tenant(pod)
