@@ -364,12 +364,13 @@ class GreedyState:
     def _fill_spread(self, c: int, alive: list[int], limit: int) -> int:
         """A class with soft topology spread (ScheduleAnyway, system-default spreading): each pod goes to the
         domain of its coarsest spread (fewest domains: zones before nodes) that holds the fewest counted pods,
-        bound ones included, and within it to the next node in preference order when a finer spread asks for it
-        (a hostname spread comes out even too), else to the first that fits (packing). Nodes outside every eligible
-        domain come last."""
+        bound ones included, and within it to the node whose finer spreads count the fewest pods there (a
+        hostname spread: the emptiest node, as kube-scheduler's PodTopologySpread score prefers), the first in
+        preference order from the last one chosen among equals (packing, without a finer spread). Nodes outside
+        every eligible domain come last."""
         own = self.soft_spread_of[c]
         coarse = min(own, key=lambda i: len(self.p.spreads[i].domain_nodes))
-        step = int(any(len(self.p.spreads[i].domain_nodes) > len(self.p.spreads[coarse].domain_nodes) for i in own))
+        finer = [i for i in own if len(self.p.spreads[i].domain_nodes) > len(self.p.spreads[coarse].domain_nodes)]
         domain_of, counts = self.spread_node_domain[coarse], self.spread_counts[coarse]
         buckets: dict[int, list[int]] = defaultdict(list)
         for n in alive:
@@ -385,14 +386,34 @@ class GreedyState:
                 heapq.heappush(heap, (counts[d], d))  # stale: its count grew since it was pushed
                 continue
             nodes = buckets.pop(d) if d == NO_DOMAIN else buckets[d]
-            while placed < limit and not self.stop() and (i := next(self._open(c, nodes, dead, starts[d]), None)) is not None:
+            while placed < limit and not self.stop() and (i := self._emptiest(c, nodes, dead, starts[d], finer)) is not None:
                 self.place(c, nodes[i])
                 placed += 1
-                starts[d] = i + step
+                starts[d] = i + int(bool(finer))
                 if d != NO_DOMAIN:
                     heapq.heappush(heap, (counts[d], d))
                     break
         return placed
+
+    def _emptiest(self, c: int, nodes: list[int], dead: set[int], start: int, finer: list[int]) -> int | None:
+        """The index in `nodes` of the open node whose domains of the `finer` spreads hold the fewest counted pods,
+        the first from `start` among equals (without finer spreads: the first open one)."""
+        if not finer:
+            return next(self._open(c, nodes, dead, start), None)
+        floor = sum(self.spread_counts[i].minimum() for i in finer)  # no node can hold fewer
+        best: tuple[int, int] | None = None  # (load, index)
+        for i in self._open(c, nodes, dead, start):
+            load = sum(self._count_at(f, nodes[i]) for f in finer)
+            if best is None or load < best[0]:
+                best = (load, i)
+            if load <= floor:
+                break
+        return None if best is None else best[1]
+
+    def _count_at(self, i: int, n: int) -> int:
+        """The pods spread `i` counts in node n's domain (0 outside its eligible domains)."""
+        d = self.spread_node_domain[i].get(n)
+        return 0 if d is None else self.spread_counts[i][d]
 
 
 def place_gang(state: GreedyState, problem: Problem, gang) -> None:
