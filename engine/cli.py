@@ -148,6 +148,7 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)
+    _report_failures(plan)
     tenants = tenant_report.of_plan(plan, cluster)
     if output == "json":
         click.echo(render_json(plan, tenants))
@@ -158,6 +159,15 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     if fail_on_unschedulable and plan.unschedulable:
         click.echo(f"policy-scheduler: {len(plan.unschedulable)} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
         sys.exit(EXIT_UNSCHEDULABLE)
+
+
+def _report_failures(plan) -> None:
+    """Planning raised for some pods (a bug, engine.isolation): they are in the plan as unschedulable with the
+    error; stderr says so once each, without a traceback."""
+    for failure in plan.failures:
+        click.echo(f"policy-scheduler: internal error: planning {', '.join(failure.pods[:3])}"
+                   f"{' …' if len(failure.pods) > 3 else ''} failed ({failure.error}); the plan leaves "
+                   "it out (please report this bug)", err=True)
 
 
 def _load(clusters, scheduler_name, gangs: GangRules | None = None):
@@ -207,12 +217,14 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
         _print_skipped_pod(skipped[0], cluster.skipped[skipped[0]], output)
         return
     plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption))
+    _report_failures(plan)
     compiled = plan.compiled  # the batch as first compiled: the node table shows the cluster as it is now
-    assert compiled is not None
-    c = next(i for i, info in enumerate(compiled.classes) if any(p.key == target.key for p in info.pods))
+    classes = compiled.classes if compiled is not None else []
+    c = next((i for i, info in enumerate(classes) if any(p.key == target.key for p in info.pods)), None)
     node = plan.assignments.get(target.key)
-    rows = node_table(compiled, c, node)
-    score = score_breakdown(compiled, c, node) if node else []
+    # no class: planning it failed (engine.isolation), and its reason is all there is to say
+    rows = node_table(compiled, c, node) if compiled is not None and c is not None else []
+    score = score_breakdown(compiled, c, node) if compiled is not None and c is not None and node else []
     preemption = plan.preemptions.get(target.key)
     if output == "json":
         click.echo(json.dumps({

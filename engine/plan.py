@@ -71,6 +71,20 @@ class Preemption:
         return out if self.reclaim is None else {**out, "reclaims": self.reclaim}
 
 
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Pods refused because planning them raised: the error in one line, and its traceback for the log."""
+
+    pods: tuple[str, ...]
+    error: str
+    trace: str
+
+    @property
+    def reason(self) -> str:
+        return (f"the scheduler failed while planning this pod ({self.error}); this is a bug in policy-scheduler, "
+                "the pod is retried after a backoff")
+
+
 @dataclass(slots=True)
 class Plan:
     assignments: dict[str, str]
@@ -85,6 +99,9 @@ class Plan:
     explanations: dict[str, Explanation] = field(default_factory=dict, repr=False)  # unschedulable: the facts
     reserved: dict[str, dict[str, object]] = field(default_factory=dict, repr=False)  # pod -> kind -> what it holds
     compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
+    errors: set[str] = field(default_factory=set)  # unschedulable for an error (upstream's SchedulerError), not room
+    failures: list[Failure] = field(default_factory=list)  # planning raised for these pods (engine.isolation)
+
     @property
     def usage(self) -> list[NodeUsage]:
         if callable(self.node_usage):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from .index import BoundState
 from .ir import Rules
+from .isolation import plan_isolated
 from .model import Cluster, Quota
 from .plan import Plan, make_plan
 from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
@@ -45,7 +46,15 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
     """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `index` is
     the bound pods' index, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
     (the cluster's, then the rules') when the caller keeps them (the scheduler loop's cache; None: worked out
-    here); they must describe the cluster."""
+    here); they must describe the cluster. Should planning raise, only the pods it raises for are refused
+    (engine.isolation; `Plan.failures` holds the errors for the caller's log)."""
+    def plan(batch: Cluster, time_limit: float) -> Plan:
+        return _plan_batch(batch, rules, replace(options, time_limit=time_limit), progress, index, lowest, usage)
+    return plan_isolated(cluster, plan, options.time_limit)
+
+
+def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Callable[[str], None] | None,
+                index: BoundState | None, lowest: int | None, usage: Usage | None) -> Plan:
     started = time.perf_counter()
     cluster = with_quotas(cluster, rules.quotas)
     if lowest is None:

@@ -856,7 +856,8 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
     stats["seconds"] = round(time.perf_counter() - started, 3)
     usage = _usage(plan, replan)
     return Plan(assignments, unschedulable, stats, usage, plan.notes, plan.skipped, preemptions,
-                gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled)
+                gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled,
+                errors=plan.errors - set(assignments))
 
 
 def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[str, Pod]) -> dict[str, Preemption]:

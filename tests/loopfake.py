@@ -36,6 +36,7 @@ class FakeAPI:
     compacted: int = 0  # watches from before this resourceVersion get 410 Gone
     binds: list[tuple[str, str]] = field(default_factory=list)
     conditions: dict[str, str] = field(default_factory=dict)
+    condition_reasons: dict[str, str] = field(default_factory=dict)  # PodScheduled=False's reason, per pod
     events: list[tuple[str, str, str, str]] = field(default_factory=list)  # created: kind/name, type, reason, message
     event_objects: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> count, message (as patched)
     leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
@@ -180,8 +181,9 @@ class FakeAPI:
     def nominate(self, namespace: str, name: str, node: str) -> None:
         self.nominated[f"{namespace}/{name}"] = node
 
-    def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
+    def set_unschedulable(self, namespace: str, name: str, message: str, reason: str = "Unschedulable") -> None:
         self.conditions[f"{namespace}/{name}"] = message
+        self.condition_reasons[f"{namespace}/{name}"] = reason
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
                      count: int = 1) -> None:

@@ -263,8 +263,8 @@ class KubeAPI:
         ok = 200 <= status < 300 or (gone_ok and status == 404)
         return BindResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok and status != 404 else None)
 
-    def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
-        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+    def set_unschedulable(self, namespace: str, name: str, message: str, reason: str = "Unschedulable") -> None:
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason,
                      "message": message, "lastTransitionTime": _now(), "lastProbeTime": None}
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
                    body={"status": {"conditions": [condition]}},

@@ -30,6 +30,7 @@ CONFLICT = 409
 POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup condition upstream writes
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
+UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +111,13 @@ class EventSink:
     def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
         self.outbox.submit(self.api.create_event, involved, type_, reason, message)
 
-    def unschedulable(self, pod: Obj, message: str) -> None:
-        """Condition PodScheduled=False/Unschedulable (only when the message changes) and a FailedScheduling event."""
+    def unschedulable(self, pod: Obj, message: str, reason: str = UNSCHEDULABLE) -> None:
+        """Condition PodScheduled=False with `reason` (Unschedulable; SchedulerError when an error, not a lack of
+        room, kept the pod out: a bind or PreBind failure, an object the engine could not evaluate), only when
+        it changes, and the pod's one FailedScheduling event series."""
         m = meta(pod)
-        if _condition_message(pod) != message:
-            self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message)
+        if _failed_condition(pod) != (reason, message):
+            self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message, reason)
         self._tell(pod, message)
 
     def _tell(self, pod: Obj, message: str) -> None:
@@ -145,11 +148,6 @@ class EventSink:
         """The pod was placed or is gone: its series is over."""
         with self._lock:
             self._recorder.forget(str(meta(pod).get("uid") or pod_key(pod)))
-
-    def waiting(self, pod: Obj, message: str) -> None:
-        """A Warning event on a pod that is not being scheduled at all (no valid policy set): the same one
-        counted FailedScheduling series as an unschedulable pod's."""
-        self._tell(pod, message)
 
     def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
         """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
@@ -199,11 +197,12 @@ def _condition(obj: Obj, kind: str) -> dict | None:
                  if isinstance(c, dict) and c.get("type") == kind), None)
 
 
-def _condition_message(pod: Obj) -> str | None:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return cond.get("message")
-    return None
+def _failed_condition(pod: Obj) -> tuple[str, str] | None:
+    """The reason and message of the pod's PodScheduled=False condition, if it has one."""
+    cond = _condition(pod, "PodScheduled")
+    if cond is None or cond.get("status") != "False":
+        return None
+    return str(cond.get("reason")), str(cond.get("message"))
 
 
 class Binder:
@@ -295,7 +294,7 @@ class Binder:
         self.store.forget(p.key)
         if result.prebind:
             report.failed[p.key] = f"preparing volumes or devices on {p.node} failed: {result.message}"
-            self.events.event(p.pod, "Warning", "FailedScheduling", report.failed[p.key])
+            self.events.unschedulable(p.pod, report.failed[p.key], SCHEDULER_ERROR)
             log.warning("volume step failed pod=%s node=%s message=%r", p.key, p.node, result.message)
             return
         if result.status == CONFLICT:
@@ -303,7 +302,7 @@ class Binder:
             log.info("bind conflict pod=%s node=%s message=%r", p.key, p.node, result.message)
             return
         report.failed[p.key] = f"binding to {p.node} failed ({result.status or 'no answer'}): {result.message}"
-        self.events.event(p.pod, "Warning", "FailedScheduling", report.failed[p.key])
+        self.events.unschedulable(p.pod, report.failed[p.key], SCHEDULER_ERROR)
         log.warning("bind failed pod=%s node=%s status=%s message=%r", p.key, p.node, result.status, result.message)
 
     def _report_partial_gangs(self, placements: list[Placement], report: BindReport) -> None:
@@ -318,8 +317,11 @@ class Binder:
                 message = (f"gang {gang} is part-bound: {len(done)} of {len(members)} placed members bound; "
                            "the apiserver refused the rest")
                 log.error("gang part-bound gang=%s bound=%d placed=%d", gang, len(done), len(members))
-                for p in members:
-                    self.events.event(p.pod, "Warning", "FailedScheduling", message)
+                for p in members:  # the waiting ones in their one series; a bound one gets its word once
+                    if p.key in bound:
+                        self.events.event(p.pod, "Warning", "FailedScheduling", message)
+                    else:
+                        self.events.unschedulable(p.pod, message, SCHEDULER_ERROR)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)

@@ -100,8 +100,9 @@ class ClusterAPI(Protocol):
         """Set the preemptor's status.nominatedNodeName while its victims leave."""
         ...
 
-    def set_unschedulable(self, namespace: str, name: str, message: str) -> None:
-        """Patch the pod's PodScheduled condition to False / Unschedulable / message."""
+    def set_unschedulable(self, namespace: str, name: str, message: str, reason: str = "Unschedulable") -> None:
+        """Patch the pod's PodScheduled condition to False / `reason` (Unschedulable, or SchedulerError for an
+        error rather than a lack of room, as kube-scheduler words them) / message."""
         ...
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,

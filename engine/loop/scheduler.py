@@ -18,11 +18,12 @@ from typing import Any
 from ..compile import collector_paused
 from ..gangs import gang_key
 from ..ir import GangRules
+from ..isolation import culprits
 from ..kinds.base import ModelChange
 from ..load import pod_identity
 from ..plan import Eviction, Preemption
 from ..planner import Options
-from .binder import Binder, BindReport, EventSink, Placement
+from .binder import SCHEDULER_ERROR, UNSCHEDULABLE, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .cycle import run_cycle
 from .devices import allocation_status
@@ -185,18 +186,49 @@ class ProfileLoop:
             self._give_up_late_nominations()
             batch = self.queue.next_batch(stop, idle=1.0)
             if batch:
-                try:
-                    self.cycle(batch)
-                except Exception:
-                    log.exception("cycle failed profile=%s pods=%d", self.name, len(batch))
-                    self._recover(batch)
+                self.cycle_isolated(batch)
         self.flush_binds()  # every planned bind is sent before run() returns
 
-    def _recover(self, batch: list[str]) -> None:
-        """After a failed cycle: drop its assumptions and put the whole batch back, after a backoff.
-        (A pod already bound is removed again when the watch shows it; nothing pending is lost.)"""
+    def cycle_isolated(self, batch: list[str]) -> None:
+        """A cycle whose failure is narrowed to its culprits: planning errors are (plan_batch refuses the pods
+        it raises for); anything else that raises (the snapshot, what follows the plan) fails the cycle, which
+        is then bisected by queue units into cycles of their own (engine.isolation.culprits), so everyone else
+        is still scheduled now, and the units that fail alone are told why and backed off, never the batch."""
+        try:
+            self.cycle(batch)
+        except Exception as exc:
+            log.exception("cycle failed profile=%s pods=%d; narrowing it down", self.name, len(batch))
+            self._forget(batch)
+            for unit, error in culprits(self._units(batch), self._attempt, exc):
+                self._refuse(unit, error)
+
+    def _attempt(self, batch: list[str]) -> None:
+        try:
+            self.cycle(batch)
+        except Exception:
+            self._forget(batch)
+            raise
+
+    def _units(self, batch: list[str]) -> list[list[str]]:
+        units: dict[str, list[str]] = {}
+        for key in batch:
+            obj = self.store.get("Pod", *key.split("/", 1))
+            units.setdefault(unit_of(obj, self.policies.rules.gangs) if obj is not None else key, []).append(key)
+        return list(units.values())
+
+    def _forget(self, batch: list[str]) -> None:
+        """Drop a failed cycle's assumptions (a pod already bound is removed again when the watch shows it)."""
         for key in batch:
             self.store.forget(key)
+
+    def _refuse(self, unit: list[str], error: Exception) -> None:
+        """Pods whose cycle fails even alone: told why, and back in line after a backoff."""
+        log.error("cycle failed for pods=%s alone: %r", unit, error)
+        for key in unit:
+            if (obj := self.store.get("Pod", *key.split("/", 1))) is not None:
+                self.events.unschedulable(obj, f"the scheduler failed while scheduling this pod ({type(error).__name__}: "
+                                          f"{error}); this is a bug in policy-scheduler, the pod is retried after a "
+                                          "backoff", SCHEDULER_ERROR)
             self.queue.requeue(key)
 
     def refresh_policies(self) -> bool:
@@ -223,8 +255,8 @@ class ProfileLoop:
         self._told_at = now
         why = self.policies.problem or "no policy set is loaded yet"
         for pod in self.waiting():
-            self.events.waiting(pod, f"not scheduled: scheduler profile {self.name} has no valid policy set ({why}); "
-                                "pods wait until the policies load")
+            self.events.unschedulable(pod, f"not scheduled: scheduler profile {self.name} has no valid policy set "
+                                      f"({why}); pods wait until the policies load", SCHEDULER_ERROR)
 
     def _bad_policies(self, configmap: Obj, message: str) -> None:
         self.metrics.policy_reloads.labels(self.name, "failed").inc()
@@ -258,11 +290,16 @@ class ProfileLoop:
         for change in assumed:
             if change is not None:
                 self.announce(change)
+        for failure in result.plan.failures:
+            log.error("planning failed profile=%s pods=%s: %s\n%s", self.name, list(failure.pods), failure.error,
+                      failure.trace)
         unplaced = result.unplaced()
+        errors = set(result.plan.errors)
         for key, reason in result.refused_pods().items():
             if key in batch:
                 unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
-        self._report_unplaced(unplaced, pods)
+                errors.add(key)
+        self._report_unplaced(unplaced, pods, errors)
         for key, (scheduled, message) in result.group_conditions().items():
             namespace, name = key.split("/", 1)
             if (group := self.store.get(NATIVE_POD_GROUP, namespace, name)) is not None:
@@ -313,7 +350,9 @@ class ProfileLoop:
             report = self.binder.bind_all(placements)
         except Exception:
             log.exception("binding failed profile=%s pods=%d", self.name, len(placements))
-            self._recover([p.key for p in placements])
+            for p in placements:
+                self.store.forget(p.key)
+                self.queue.requeue(p.key)
             raise
         for key in report.failed:
             self.queue.requeue(key)  # an apiserver error: the pod is still pending and ours, retry after a backoff
@@ -374,12 +413,13 @@ class ProfileLoop:
         for p in placements:
             self.store.forget(p.key)
             self.queue.requeue(p.key)
-            self.events.event(p.pod, "Warning", "FailedScheduling", f"preemption on {p.node} given up: {why}")
+            self.events.unschedulable(p.pod, f"preemption on {p.node} given up: {why}", SCHEDULER_ERROR)
 
-    def _report_unplaced(self, unplaced: dict[str, list[str]], pods: dict[str, Obj]) -> None:
+    def _report_unplaced(self, unplaced: dict[str, list[str]], pods: dict[str, Obj], errors: set[str]) -> None:
         for key, reasons in unplaced.items():
             if key in pods:
-                self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits")
+                self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits",
+                                          SCHEDULER_ERROR if key in errors else UNSCHEDULABLE)
 
     def _record(self, o: _Outcome, report: BindReport, bind_seconds: float) -> None:
         m, name = self.metrics, self.name

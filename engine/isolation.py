@@ -1,0 +1,103 @@
+"""Isolation: a failure nobody foresaw refuses only the pods it concerns, never the whole batch.
+
+Errors about one object that the engine knows how to meet (a claim's CEL that does not compile, a selector
+that fails at run time, a quantity it cannot read) are refusals of the pods that depend on the object, made
+where the object is read. This is the net under them: when planning a batch raises anyway, the batch is
+bisected by units (a gang, or pods sharing a ResourceClaim, stay together) until the units that fail alone
+are found; they are refused with the error, and the rest is planned without them in the same call. The
+probes run with a time limit shrunk to their share of the batch, so a culprit among 1,000 pods costs about
+two plans, not twenty. The caller (the scheduler loop, the CLI) logs the failures' tracebacks: they are bugs.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
+
+from .model import Cluster, Pod
+from .plan import Failure, Plan
+
+T = TypeVar("T")
+MAX_ROUNDS = 3  # failures that only appear together: find culprits again on what is left, at most this often
+MIN_PROBE_SECONDS = 0.2
+
+
+def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time_limit: float) -> Plan:
+    """`plan(cluster, time_limit)`, or, when it raises, the plan of the pods that do not make it raise, with the
+    ones that do refused (in `unschedulable` and `errors`, and listed in `failures`)."""
+    failures: list[Failure] = []
+    for _ in range(MAX_ROUNDS):
+        try:
+            return _with_failures(plan(cluster, time_limit), failures)
+        except Exception as exc:  # the net: anything, narrowed to its culprits below
+            if not cluster.pending:
+                raise  # nothing to narrow down: a bug outside any pod's planning
+            found = culprits(units(cluster.pending), _probe(cluster, plan, time_limit), exc) or [(list(cluster.pending), exc)]
+            failures += [Failure(tuple(p.key for p in unit), _one_line(err), _trace(err)) for unit, err in found]
+            refused = {p.key for unit, _ in found for p in unit}
+            cluster = replace(cluster, pending=[p for p in cluster.pending if p.key not in refused])
+    everyone = tuple(p.key for p in cluster.pending)
+    failures.append(Failure(everyone, "planning kept failing after refusing the pods that failed alone", ""))
+    empty = Plan({}, {}, {"pods": len(everyone), "status": "ERROR"})
+    return _with_failures(empty, failures)
+
+
+def culprits(units: list[list[T]], attempt: Callable[[list[T]], object],
+             failed: Exception) -> list[tuple[list[T], Exception]]:
+    """The units that make `attempt` raise on their own, `failed` being what it raised for all of them: halves
+    are attempted in turn, a failing half split again, down to single units. Shared with the scheduler loop,
+    whose attempts are whole cycles (what succeeds there is scheduled for real)."""
+    if len(units) == 1:
+        return [(units[0], failed)]
+    found: list[tuple[list[T], Exception]] = []
+    stack = [units[len(units) // 2:], units[: len(units) // 2]]
+    while stack:
+        part = stack.pop()
+        try:
+            attempt([item for unit in part for item in unit])
+        except Exception as exc:  # the net: anything, narrowed to its culprits
+            if len(part) == 1:
+                found.append((part[0], exc))
+            else:
+                stack += [part[len(part) // 2:], part[: len(part) // 2]]
+    return found
+
+
+def _probe(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time_limit: float) -> Callable[[list[Pod]], Plan]:
+    """Plan only `pods` of the batch, with their share of the time limit."""
+    def attempt(pods: list[Pod]) -> Plan:
+        share = max(MIN_PROBE_SECONDS, time_limit * len(pods) / max(1, len(cluster.pending)))
+        return plan(replace(cluster, pending=pods), share)
+    return attempt
+
+
+def units(pods: list[Pod]) -> list[list[Pod]]:
+    """Pods that are planned together: a gang's members, and pods following one shared claim's first pod."""
+    units: dict[str, list[Pod]] = {}
+    for pod in pods:
+        follows = pod.dra.follows if pod.resource_claims else ()
+        key = f"gang:{pod.gang}" if pod.gang else (follows[0][1] if follows else pod.key)
+        units.setdefault(key, []).append(pod)
+    return list(units.values())
+
+
+def _with_failures(plan: Plan, failures: list[Failure]) -> Plan:
+    if failures:
+        plan.stats["failed"] = sum(len(f.pods) for f in failures)
+    plan.failures = failures
+    for failure in failures:
+        for key in failure.pods:
+            plan.unschedulable[key] = [failure.reason]
+            plan.errors.add(key)
+    return plan
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+def _trace(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

@@ -1,0 +1,150 @@
+"""Isolation (issue 25, point 1): an error nobody foresaw refuses only the pods it concerns. Planning that raises
+for one pod is bisected down to that pod (a gang stays whole), which is refused with the error while everyone
+else is planned in the same call; in the loop, a cycle failing outside planning is narrowed the same way into
+cycles of its own, and the culprit is told (PodScheduled=False/SchedulerError) and backed off, never the batch."""
+from __future__ import annotations
+
+import engine.plan
+from engine.isolation import culprits
+from engine.load import build_cluster
+from engine.loop.cycle import CycleResult
+from engine.planner import Options, plan_batch
+from loopfake import FakeAPI, synced_loop
+from testkit.manifests import node, pod, podgroup
+
+GANG = {"scheduling.x-k8s.io/pod-group": "job"}
+
+
+def _poisoned(monkeypatch, *names: str) -> list[int]:
+    """Compiling any batch that holds a pending pod named in `names` raises; returns the calls' batch sizes."""
+    real, sizes = engine.plan.compile_cluster, []
+
+    def compile_cluster(cluster, *args, **kwargs):
+        sizes.append(len(cluster.pending))
+        if any(p.name in names for p in cluster.pending):
+            raise ZeroDivisionError(f"poisoned by {sorted(p.name for p in cluster.pending if p.name in names)}")
+        return real(cluster, *args, **kwargs)
+    monkeypatch.setattr(engine.plan, "compile_cluster", compile_cluster)
+    return sizes
+
+
+def _plan(docs: list[dict], time_limit: float = 2.0):
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    return plan_batch(cluster, options=Options(time_limit=time_limit, workers=1))
+
+
+def test_one_pod_that_makes_planning_raise_is_refused_and_everyone_else_is_placed(monkeypatch) -> None:
+    sizes = _poisoned(monkeypatch, "bad")
+    docs = [node("n1", cpu="8"), *(pod(f"p{i}") for i in range(40)), pod("bad")]
+    plan = _plan(docs)
+    assert set(plan.assignments) == {f"default/p{i}" for i in range(40)}
+    assert list(plan.unschedulable) == ["default/bad"]
+    assert "ZeroDivisionError: poisoned by ['bad']" in plan.unschedulable["default/bad"][0]
+    assert "bug in policy-scheduler" in plan.unschedulable["default/bad"][0]
+    assert plan.errors == {"default/bad"}
+    assert [f.pods for f in plan.failures] == [("default/bad",)] and "Traceback" in plan.failures[0].trace
+    assert plan.stats["failed"] == 1
+    assert len(sizes) <= 2 * 6 + 2, sizes  # bisection: about two probes per halving, then the plan without it
+
+
+def test_a_gang_is_refused_whole_when_one_member_makes_planning_raise(monkeypatch) -> None:
+    _poisoned(monkeypatch, "job-1")
+    docs = [node("n1", cpu="8"), podgroup("job", 3), *(pod(f"job-{i}", labels=GANG) for i in range(3)),
+            *(pod(f"web-{i}") for i in range(5))]
+    plan = _plan(docs)
+    assert set(plan.assignments) == {f"default/web-{i}" for i in range(5)}
+    assert set(plan.unschedulable) == {f"default/job-{i}" for i in range(3)}
+    assert [sorted(f.pods) for f in plan.failures] == [[f"default/job-{i}" for i in range(3)]]
+
+
+def test_two_culprits_are_both_found(monkeypatch) -> None:
+    _poisoned(monkeypatch, "bad-a", "bad-b")
+    docs = [node("n1", cpu="8"), *(pod(f"p{i}") for i in range(20)), pod("bad-a"), pod("bad-b")]
+    plan = _plan(docs)
+    assert len(plan.assignments) == 20 and set(plan.unschedulable) == {"default/bad-a", "default/bad-b"}
+
+
+def test_a_failure_only_the_whole_batch_has_refuses_everyone_with_the_error(monkeypatch) -> None:
+    real = engine.plan.compile_cluster
+
+    def compile_cluster(cluster, *args, **kwargs):
+        if len(cluster.pending) > 2:
+            raise MemoryError("only together")
+        return real(cluster, *args, **kwargs)
+    monkeypatch.setattr(engine.plan, "compile_cluster", compile_cluster)
+    plan = _plan([node("n1"), *(pod(f"p{i}") for i in range(4))])
+    assert not plan.assignments and len(plan.unschedulable) == 4
+    assert all("MemoryError: only together" in r[0] for r in plan.unschedulable.values())
+
+
+def test_culprits_bisects_units_and_keeps_what_succeeds() -> None:
+    tried: list[list[int]] = []
+
+    def attempt(items: list[int]) -> None:
+        tried.append(items)
+        if 13 in items:
+            raise ValueError("13")
+    units = [[i] for i in range(32)]
+    found = culprits(units, attempt, ValueError("all"))
+    assert [(u, str(e)) for u, e in found] == [([13], "13")]
+    ok = sorted(i for t in tried if 13 not in t for i in t)
+    assert ok == [i for i in range(32) if i != 13]  # every other unit attempted (and kept) exactly once
+    assert len(tried) == 2 * 5
+
+
+def test_the_loop_narrows_a_cycle_failing_after_the_plan_to_its_culprit(monkeypatch) -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1", cpu="4"))
+    for name in ("a", "b", "bad", "c"):
+        api.put("Pod", pod(name))
+    s, loop = synced_loop(api)
+    real = CycleResult.volume_steps
+
+    def volume_steps(self):
+        if "default/bad" in self.plan.assignments:
+            raise KeyError("a PV that vanished")
+        return real(self)
+    monkeypatch.setattr(CycleResult, "volume_steps", volume_steps)
+    loop.cycle_isolated(["default/a", "default/b", "default/bad", "default/c"])
+    loop.flush_binds()
+    s.events.close()
+    assert sorted(k for k, _ in api.binds) == ["default/a", "default/b", "default/c"]
+    assert not s.store.is_assumed("default/bad")
+    assert api.condition_reasons["default/bad"] == "SchedulerError"
+    assert "KeyError: 'a PV that vanished'" in api.conditions["default/bad"]
+
+
+def test_bind_failures_are_one_counted_series_with_a_scheduler_error_condition() -> None:
+    api = FakeAPI(fail_binds={"default/a": 500})
+    api.put("Node", node("n1"))
+    api.put("Pod", pod("a"))
+    s, loop = synced_loop(api)
+    for _ in range(4):
+        loop.cycle(["default/a"]).result()
+    s.events.close()
+    assert api.condition_reasons["default/a"] == "SchedulerError"
+    assert "binding to n1 failed (500)" in api.conditions["default/a"]
+    failed = [e for e in api.events if e[2] == "FailedScheduling"]
+    assert len(failed) == 1, failed  # one Event object, counted (client-go's recorder), not one per attempt
+
+
+def test_the_dry_run_and_explain_print_the_plan_without_the_culprit_and_no_traceback(monkeypatch, tmp_path) -> None:
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    _poisoned(monkeypatch, "bad")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                                    "items": [node("n1"), pod("good"), pod("bad")]}))
+    out = CliRunner().invoke(main, ["dry-run", "--cluster", str(path), "-o", "json", "-q"])
+    assert out.exit_code == 0, out.output
+    plan = json.loads(out.stdout)
+    assert plan["assignments"] == {"default/good": "n1"}
+    assert "ZeroDivisionError: poisoned by ['bad']" in plan["unschedulable"]["default/bad"][0]
+    assert "internal error: planning default/bad failed" in out.stderr and "Traceback" not in out.output
+    explained = CliRunner().invoke(main, ["explain", "--cluster", str(path), "default/bad", "-o", "json"])
+    assert explained.exit_code == 0, explained.output
+    assert "poisoned" in json.loads(explained.stdout)["unschedulable"][0]
