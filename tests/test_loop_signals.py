@@ -72,6 +72,8 @@ def test_waiting_pods_are_told_why_nothing_is_scheduled(configmap, why) -> None:
     assert api.binds == []  # nothing scheduled without a valid policy set
     assert [(e[0], e[1], e[2]) for e in events] == [("Pod/default/w1", "Warning", "FailedScheduling")]
     assert "no valid policy set" in events[0][3] and why in events[0][3], events[0][3]
+    assert api.condition_reasons == {"default/w1": "SchedulerError"}  # PodScheduled=False says so too
+    assert why in api.conditions["default/w1"]
     assert _sample(s, "policy_scheduler_pods_waiting", profile="policy-scheduler") == 1
     assert _sample(s, "policy_scheduler_policies_loaded", profile="policy-scheduler") == 0
     assert _sample(s, "policy_scheduler_policies_valid", profile="policy-scheduler") == 0
