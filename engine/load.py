@@ -144,6 +144,7 @@ class _Sorted:
     classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
     bare_nodes: list[str] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)  # objects left out, in the order they were met
+    elastic: list[tuple[str, dict[str, Any], Quota]] = field(default_factory=list)  # ElasticQuotas, with where from
     priorities: Priorities = field(default_factory=lambda: Priorities({}))
 
     def refuse(self, src: str, kind: Any, meta: dict[str, Any], reason: str) -> None:
@@ -287,6 +288,7 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
         except _PROBLEMS as exc:
             found.refuse(src, kind, meta, _reason(exc))
     found.priorities = _priorities(found.classes)
+    found.cluster.quotas = _one_quota_per_namespace(found)
     for src, obj in found.native:
         try:
             group = _native_group(obj, found.priorities)
@@ -320,7 +322,7 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
     elif kind in DRA_KINDS:
         _dra_object(cluster.devices, kind, obj)
     elif kind == "ElasticQuota":
-        cluster.quotas.append(_elastic_quota(obj))
+        found.elastic.append((src, obj["metadata"], _elastic_quota(obj)))
     else:
         found.pods.append((src, obj))
 
@@ -987,6 +989,19 @@ def _elastic_quota(obj: dict[str, Any]) -> Quota:
     return Quota(f"{namespace}/{name}", frozenset({namespace}), tuple(sorted(low.items())), tuple(sorted(high.items())),
                  f"ElasticQuota {namespace}/{name}")
 
+
+
+def _one_quota_per_namespace(found: _Sorted) -> list[Quota]:
+    """The ElasticQuotas kept, in the order met: one per namespace, the first by name; the others are refused naming
+    it. CapacityScheduling keys its quotas by namespace and leaves a second one undefined (the first its informer
+    adds stays until either is updated, which replaces it, or deleted, which drops both), so none is guessed at."""
+    kept: dict[frozenset[str], Quota] = {}
+    for src, meta, quota in sorted(found.elastic, key=lambda e: e[2].name):
+        first = kept.setdefault(quota.namespaces, quota)
+        if first is not quota:
+            found.refuse(src, "ElasticQuota", meta, f"a second ElasticQuota in namespace {meta.get('namespace') or 'default'}: "
+                         f"{first.source} is its quota (the first by name; CapacityScheduling reads one per namespace)")
+    return [quota for _, _, quota in found.elastic if kept[quota.namespaces] is quota]
 
 
 def _workload_object(workloads: Workloads, kind: str, obj: dict[str, Any]) -> None:
