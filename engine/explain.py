@@ -16,7 +16,8 @@ from .kinds import BY_CHECK, BY_NAME, KINDS, Spot, score_parts
 from .kinds.context import Batch, ClassMatcher
 from .rejections import Rejection
 from .solve.greedy import Blocker, GreedyState
-from .solve.problem import Check, Solution
+from .solve.greedy import replay as greedy_replay
+from .solve.problem import Check, Solution, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +85,15 @@ def static_explanation(compiled: Compiled, c: int) -> Explanation:
     return Explanation(len(compiled.cluster.nodes), info.priority, {r: len(m) for r, m in groups.items()})
 
 
-def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[str], bool, frozenset[str]]:
+def class_reasons(compiled: Compiled, solution: Solution, c: int,
+                  state: GreedyState) -> tuple[list[str], bool, frozenset[str]]:
     """What the kinds say of the whole class (a gang that did not start), whether the rest of the batch may be to
-    blame for the nodes that had room, and which kinds said it."""
+    blame for the nodes that had room, and which kinds said it (`state`: the plan replayed)."""
     reasons: list[str] = []
     crowded = True
     said_by: set[str] = set()
     for kind in KINDS:
-        said = kind.class_reason(compiled, solution, c)
+        said = kind.class_reason(compiled, solution, c, state)
         if said is not None:
             reasons.append(said[0])
             crowded = crowded and said[1]
@@ -101,11 +103,7 @@ def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[
 
 def replay(compiled: Compiled, solution: Solution) -> GreedyState:
     """The plan as a placement state, to ask of each node what stops one more pod."""
-    state = GreedyState(compiled.problem)
-    for (c, n), k in sorted(solution.placed.items()):
-        for _ in range(k):
-            state.place(c, n)
-    return state
+    return greedy_replay(compiled.problem, solution.placed)
 
 
 def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None) -> Explanation:
@@ -116,25 +114,29 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     candidates = compiled.problem.classes[c].candidates
     if not candidates:
         return out
-    out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c)  # crowded: others took the room?
     state = state or replay(compiled, solution)
+    out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c, state)  # crowded: others took the room?
+    proven = solution.status is Status.OPTIMAL
     full: list[int] = []
     for n in candidates:
         blocker = state.permanent_blocker(c, n) or state.current_blocker(c, n)
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
-        out.blocked[_blocked(compiled, state, c, n, blocker, crowded)] += 1
+        out.blocked[_blocked(compiled, state, c, n, blocker, crowded, proven)] += 1
     out.taken = _taken_by(compiled, solution, full) if full and crowded else {}
     return out
 
 
 def _blocked(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None,
-             crowded: bool) -> Blocked:
+             crowded: bool, proven: bool) -> Blocked:
     """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style: the
-    words of the kind whose check failed."""
+    words of the kind whose check failed. Nothing did: its gang cannot start, or (`proven` optimal) the rest of the
+    batch needs the room the whole gang would, or else the solver ran out of time."""
     if blocker is None:
         if not crowded:
             return Blocked(None, "", "node(s) passed the filters but the gang cannot start")
+        if proven and compiled.problem.classes[c].gang is not None:
+            return Blocked(None, "", "node(s) passed the filters and had room for a member, but not the whole gang")
         return Blocked(None, "", "node(s) passed the filters and had room, but the solver did not place it within "
                                  "the time limit")
     resources = compiled.problem.resources
