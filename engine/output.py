@@ -8,7 +8,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from .plan import Plan
+from .plan import NodeUsage, Plan
 from .tenant_report import TenantLine
 from .tenants import SHARE_UNIT, shown
 
@@ -165,14 +165,24 @@ def _usage_rows(touched: list, resources: list[str], split: bool) -> tuple[list[
     header = ["node", "new pods", "pods", *resources]
     rows = []
     for u in touched:
-        cells = []
-        for r in resources:
-            cap = u.allocatable.get(r, 0)
-            used = u.requested.get(r, 0)
-            pct = f"({100 * used / cap:.0f}%)" if cap else ""
-            cells.append(f"{_fmt(r, used)}/{_fmt(r, cap)}{chr(10) if split else ' '}{pct}".rstrip())
+        cells = [_usage_cell(u, r, split) for r in resources]
         rows.append([u.node, str(u.placed), f"{u.pods}/{u.allocatable.get('pods', 0)}", *cells])
     return header, rows
+
+
+def _usage_cell(u: NodeUsage, r: str, split: bool) -> str:
+    """used/allocatable (percent) for the node's own resources; for rows counted beside them (devices, volumes)
+    what the plan's pods take of what was free ("1 (of 2 free)"); "—" where the node has none and none is used."""
+    used = u.requested.get(r, 0)
+    if r in u.counted:
+        free = u.counted[r]
+        if free is None:
+            return f"{used} (no node limit)"
+        return "—" if not free and not used else f"{used} (of {free} free)"
+    cap = u.allocatable.get(r, 0)
+    if not cap:
+        return "—" if not used else f"{_fmt(r, used)} (of 0 allocatable)"
+    return f"{_fmt(r, used)}/{_fmt(r, cap)}{chr(10) if split else ' '}({100 * used / cap:.0f}%)"
 
 
 def _table_width(header: list[str], rows: list[list[str]]) -> int:
