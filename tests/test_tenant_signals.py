@@ -151,6 +151,34 @@ def test_the_table_fits_80_columns() -> None:
     assert max(len(line) for line in console.export_text().splitlines()) <= 80
 
 
+def test_quota_names_stay_readable_at_80_columns() -> None:
+    """Long names and an extended resource: at 80 columns the names' column is at least 12 wide, a name folds after
+    its '/' and '-' (never a number cut); the last columns go (named under the table) before a name goes below 12."""
+    gpus = {**elastic_quota("gpu-team", "4", "6"), "spec": {"min": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "2"},
+                                                          "max": {"cpu": "6", "memory": "16Gi", "nvidia.com/gpu": "4"}}}
+    docs = [*issue_case(), elastic_quota("machine-learning-research", "1", "2"), gpus]
+    cluster, result = planned(docs)
+    console = Console(width=80, record=True, highlight=False)
+    print_tenants(of_plan(result, cluster), console)
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in text
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert min(len(line.split("│")[1]) - 2 for line in lines if line.startswith("│")) >= 12  # the names' column
+    names: list[str] = []
+    for row in cells:  # a quota's first row starts its name, lines with no resource continue it
+        if row[0] and row[1]:
+            names.append(row[0])
+        elif row[0]:
+            names[-1] += row[0]
+    assert names == ["team-a/quota", "team-b/quota", "machine-learning-research/quota", "gpu-team/quota"]
+    assert [row[0] for row in cells if "research" in row[0]
+                                                      or "machine" in row[0]] == ["machine-learning-", "research/quota"]
+    assert next(row[1:7] for row in cells if row[0] == "team-a/quota") == ["cpu", "0 → 4", "4", "6", "0", "50.0%"]
+    assert next(row[1:7] for row in cells if row[1] == "nvidia.com/gpu") == ["nvidia.com/gpu", "0 → 0", "2", "4", "0", ""]
+    assert "not shown at this width: placed, left" in text
+
+
 def test_without_quotas_neither_the_table_nor_the_key_appears(tmp_path) -> None:
     path = snapshot(tmp_path, node("n1"), pod("p"))
     assert "tenants" not in json.loads(cli("dry-run", "--cluster", path, "-o", "json", "-q").stdout)
