@@ -122,6 +122,36 @@ def test_borrowing_refused_names_the_pods_tenant() -> None:
                in reasons(result, k) for k in left)
 
 
+HELD = ("the room on those nodes is held by pods the tenants' mins serve, which come before any pod that borrows: "
+        "4 by the min of ElasticQuota team-b/quota (cpu used 4 / min 4 / max 8 with the plan)")
+BORROWS = ("this pod would borrow beyond the min of its tenant ElasticQuota team-a/quota (cpu used 4 / min 4 / max 6 "
+           "with the plan)")
+
+
+def test_a_pod_held_back_by_another_tenants_min_names_both_quotas() -> None:
+    """team-a (min 4 / max 6 cpu) runs 4 cpu; team-b's min (4) serves its 4 pending pods first; 8 cpu in all: team-a's
+    pending pods would borrow, and the room is team-b's min's — not "pods of equal priority"."""
+    docs = [node("n1", cpu="4"), node("n2", cpu="4"), elastic_quota("team-a", "4", "6"), elastic_quota("team-b", "4", "8")]
+    docs += [pod(f"ra{i}", cpu="1", ns="team-a", node_name="n1") for i in range(4)]
+    docs += [pod(f"a{i}", cpu="1", ns="team-a") for i in range(2)] + [pod(f"b{i}", cpu="1", ns="team-b") for i in range(4)]
+    _, result = planned(docs)
+    assert sorted(result.assignments) == [f"team-b/b{i}" for i in range(4)]
+    for key in ("team-a/a0", "team-a/a1"):
+        said = reasons(result, key)
+        assert f"{HELD}; {BORROWS}" in said and "equal priority" not in said, said
+
+
+def test_the_dry_run_json_says_whose_min_holds_the_room(tmp_path) -> None:
+    """The issue's case through the CLI: team-a's pods beyond its min are told team-b's min (and its own) holds the
+    room, with used / min / max."""
+    out = json.loads(cli("dry-run", "--cluster", snapshot(tmp_path, *issue_case()), "-o", "json", "-q").stdout)
+    left = [k for k in out["unschedulable"] if k.startswith("team-a/")]
+    assert len(left) == 4
+    for key in left:
+        said = " ".join(out["unschedulable"][key])
+        assert f"{HELD}; 4 by its own tenant's min; {BORROWS}" in said and "equal priority" not in said, said
+
+
 # --- dry-run: the table and the `tenants` key ------------------------------------------------------------------
 
 def test_dry_run_json_and_yaml_carry_the_tenants(tmp_path) -> None:
@@ -138,7 +168,8 @@ def test_dry_run_json_and_yaml_carry_the_tenants(tmp_path) -> None:
 def test_dry_run_prints_the_tenant_table(tmp_path) -> None:
     table = cli("dry-run", "--cluster", snapshot(tmp_path, *issue_case()), "-q", columns=100).stdout
     assert "Tenants after the plan (2 quotas)" in table
-    rows = [line for line in table.splitlines() if "/quota" in line]
+    tenants = table[table.index("Tenants after the plan"):]  # (the unschedulable pods' reasons name quotas too)
+    rows = [line for line in tenants.splitlines() if "/quota" in line]
     cells = [[c.strip() for c in row.split("│")[1:-1]] for row in rows]
     assert cells == [["team-a/quota", "cpu", "0 → 4", "4", "6", "0", "50.0%", "4", "4"],
                      ["team-b/quota", "cpu", "0 → 4", "4", "8", "0", "50.0%", "4", "4"]]
