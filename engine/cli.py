@@ -18,12 +18,22 @@ from . import tenant_report
 from .flags import Name, OneLineErrors, Seconds
 from .ir import GangRules, Rules
 from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
+from .loop.live import LIVE_KINDS
 from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
 from .planner import Options, plan_batch
 
 DEMO = "demo-cluster.yaml"
 EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
+
+
+def kinds_read_live() -> str:
+    """The kinds `dry-run --kubeconfig` lists, in words: engine.loop.live's one list, plural ("PodGroups
+    (scheduling.k8s.io)" for a kind the store names with its group)."""
+    def plural(kind: str) -> str:
+        name, _, group = kind.partition(".")
+        return name + ("es" if name.endswith("s") else "s") + (f" ({group})" if group else "")
+    return ", ".join(plural(kind) for kind in LIVE_KINDS)
 
 
 def demo_path() -> str:
@@ -121,8 +131,8 @@ def main() -> None:
               help="Exit 3 when a pending pod is left unschedulable (the plan is still printed): a CI gate that "
               "checks policy changes against a snapshot.")
 @click.option("--kubeconfig", metavar="FILE",
-              help="Plan against a live cluster's current state instead of a snapshot (read only: lists nodes, "
-              "pods, PodGroups, PriorityClasses and namespaces; binds nothing).")
+              help="Plan against a live cluster's current state instead of a snapshot (read only, binds nothing: "
+              f"lists {kinds_read_live()}; a kind the apiserver does not serve counts as none).")
 @click.option("--baseline", is_flag=True,
               help="Also run the kube-scheduler-like one-pod-at-a-time baseline and report its count as "
               "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")

@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import tenants as T
 from .compile import Compiled
 from .kinds import BY_CHECK, BY_NAME, KINDS, Spot, score_parts
 from .kinds.context import Batch, ClassMatcher
+from .model import Quota
 from .rejections import Rejection
 from .solve.greedy import Blocker, GreedyState
-from .solve.problem import Check, Solution
+from .solve.greedy import replay as greedy_replay
+from .solve.problem import Check, Solution, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +87,15 @@ def static_explanation(compiled: Compiled, c: int) -> Explanation:
     return Explanation(len(compiled.cluster.nodes), info.priority, {r: len(m) for r, m in groups.items()})
 
 
-def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[str], bool, frozenset[str]]:
+def class_reasons(compiled: Compiled, solution: Solution, c: int,
+                  state: GreedyState) -> tuple[list[str], bool, frozenset[str]]:
     """What the kinds say of the whole class (a gang that did not start), whether the rest of the batch may be to
-    blame for the nodes that had room, and which kinds said it."""
+    blame for the nodes that had room, and which kinds said it (`state`: the plan replayed)."""
     reasons: list[str] = []
     crowded = True
     said_by: set[str] = set()
     for kind in KINDS:
-        said = kind.class_reason(compiled, solution, c)
+        said = kind.class_reason(compiled, solution, c, state)
         if said is not None:
             reasons.append(said[0])
             crowded = crowded and said[1]
@@ -101,11 +105,7 @@ def class_reasons(compiled: Compiled, solution: Solution, c: int) -> tuple[list[
 
 def replay(compiled: Compiled, solution: Solution) -> GreedyState:
     """The plan as a placement state, to ask of each node what stops one more pod."""
-    state = GreedyState(compiled.problem)
-    for (c, n), k in sorted(solution.placed.items()):
-        for _ in range(k):
-            state.place(c, n)
-    return state
+    return greedy_replay(compiled.problem, solution.placed)
 
 
 def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None) -> Explanation:
@@ -116,25 +116,34 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     candidates = compiled.problem.classes[c].candidates
     if not candidates:
         return out
-    out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c)  # crowded: others took the room?
     state = state or replay(compiled, solution)
+    out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c, state)  # crowded: others took the room?
+    proven = solution.status is Status.OPTIMAL
     full: list[int] = []
     for n in candidates:
         blocker = state.permanent_blocker(c, n) or state.current_blocker(c, n)
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
-        out.blocked[_blocked(compiled, state, c, n, blocker, crowded)] += 1
-    out.taken = _taken_by(compiled, solution, full) if full and crowded else {}
+        out.blocked[_blocked(compiled, state, c, n, blocker, crowded, proven)] += 1
+    if not (full and crowded):
+        return out
+    held = _held_by_mins(compiled, solution, c, full) if compiled.classes[c].borrowing else None
+    if held is not None:
+        out.reasons.append(held[0])
+    out.taken = _taken_by(compiled, solution, full, held[1] if held else frozenset())
     return out
 
 
 def _blocked(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None,
-             crowded: bool) -> Blocked:
+             crowded: bool, proven: bool) -> Blocked:
     """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style: the
-    words of the kind whose check failed."""
+    words of the kind whose check failed. Nothing did: its gang cannot start, or (`proven` optimal) the rest of the
+    batch needs the room the whole gang would, or else the solver ran out of time."""
     if blocker is None:
         if not crowded:
             return Blocked(None, "", "node(s) passed the filters but the gang cannot start")
+        if proven and compiled.problem.classes[c].gang is not None:
+            return Blocked(None, "", "node(s) passed the filters and had room for a member, but not the whole gang")
         return Blocked(None, "", "node(s) passed the filters and had room, but the solver did not place it within "
                                  "the time limit")
     resources = compiled.problem.resources
@@ -157,14 +166,46 @@ def _who(taken: dict[int, int], priority: int) -> str:
     return ", ".join(who)
 
 
-def _taken_by(compiled: Compiled, solution: Solution, nodes: list[int]) -> dict[int, int]:
-    """Priority -> pods of the batch placed on these nodes."""
+def _taken_by(compiled: Compiled, solution: Solution, nodes: list[int], said: frozenset[int]) -> dict[int, int]:
+    """Priority -> pods of the batch placed on these nodes (but those of the classes `said` already)."""
     chosen = set(nodes)
     out: Counter = Counter()
     for (other, n), k in solution.placed.items():
-        if n in chosen:
+        if n in chosen and other not in said:
             out[compiled.classes[other].priority] += k
     return dict(out)
+
+
+def _held_by_mins(compiled: Compiled, solution: Solution, c: int, nodes: list[int]) -> tuple[str, frozenset[int]] | None:
+    """For a class whose pods would borrow beyond their tenant's min: which tenants' mins hold the room on `nodes`
+    (the pods of the batch there that a min serves come before any borrowing pod), and that its tenant would
+    borrow, each quota with used / min / max after the plan; and the classes of those pods. None: no such pod."""
+    usage = compiled.usage
+    if usage is None:
+        return None
+    chosen, by_tenant, classes = set(nodes), Counter[str](), set()
+    after = {name: Counter(held) for name, held in usage.held.items()}
+    for (a, n), k in solution.placed.items():
+        info = compiled.classes[a]
+        if (tenant := usage.membership.tenant(info.sample)) is None:
+            continue
+        after[tenant.name].update({r: v * k for r, v in info.requests.items()})
+        if n in chosen and not info.borrowing:
+            by_tenant[tenant.name] += k
+            classes.add(a)
+    own = usage.membership.tenant(compiled.classes[c].sample)
+    if not by_tenant or own is None:
+        return None
+    pooled = [r for r in T.pooled(usage.quotas) if compiled.classes[c].requests.get(r)]
+    quotas = sorted((q for q in usage.tenants() if q.name in by_tenant), key=lambda q: (q is own, q.name))
+
+    def how_far(q: Quota) -> str:
+        return ", ".join(T.amounts(q, r, after[q.name][r]) for r in pooled) + " with the plan"
+    held = "; ".join(f"{by_tenant[q.name]} by its own tenant's min" if q is own else
+                     f"{by_tenant[q.name]} by the min of {q.source} ({how_far(q)})" for q in quotas)
+    return (f"the room on those nodes is held by pods the tenants' mins serve, which come before any pod that "
+            f"borrows: {held}; this pod would borrow beyond the min of its tenant {own.source} ({how_far(own)})",
+            frozenset(classes))
 
 
 def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tuple[str, str, str]]:

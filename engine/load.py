@@ -83,10 +83,23 @@ MAX_QUANTITY = 2**53  # per resource, in its unit (millicores, bytes); no real n
 INT32 = 2**31
 
 
-KINDS = ("Node", "Pod", "PodGroup", "Namespace", "PriorityClass", "PodDisruptionBudget",
-         "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode",
-         "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-         "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "ElasticQuota")
+QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
+DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
+# Every kind the model reads, with the group/versions it is read at: what the apiserver serves it at (Kubernetes
+# 1.35-1.37, scheduler-plugins' CRDs), less versions whose fields differ. An object at any other apiVersion (a
+# Pod at `v2`, a PodDisruptionBudget at the removed `policy/v1beta1`) is refused: the apiserver would not hold it.
+API_VERSIONS: dict[str, tuple[str, ...]] = {
+    "Node": ("v1",), "Pod": ("v1",), "Namespace": ("v1",),
+    "PodGroup": (*POD_GROUP_APIS, *NATIVE_GROUP_APIS),
+    "PriorityClass": ("scheduling.k8s.io/v1",), "PodDisruptionBudget": ("policy/v1",),
+    "PersistentVolumeClaim": ("v1",), "PersistentVolume": ("v1",),
+    "StorageClass": ("storage.k8s.io/v1",), "CSINode": ("storage.k8s.io/v1",),
+    "Service": ("v1",), "ReplicationController": ("v1",), "ReplicaSet": ("apps/v1",), "StatefulSet": ("apps/v1",),
+    "ResourceSlice": DRA_APIS, "DeviceClass": DRA_APIS, "ResourceClaim": DRA_APIS, "ResourceClaimTemplate": DRA_APIS,
+    "DeviceTaintRule": (*DRA_APIS, "resource.k8s.io/v1alpha3"),
+    "ElasticQuota": QUOTA_APIS,
+}
+KINDS = tuple(API_VERSIONS)
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 _PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
@@ -131,6 +144,7 @@ class _Sorted:
     classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
     bare_nodes: list[str] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)  # objects left out, in the order they were met
+    elastic: list[tuple[str, dict[str, Any], Quota]] = field(default_factory=list)  # ElasticQuotas, with where from
     priorities: Priorities = field(default_factory=lambda: Priorities({}))
 
     def refuse(self, src: str, kind: Any, meta: dict[str, Any], reason: str) -> None:
@@ -204,7 +218,17 @@ def refusal(src: str, kind: str, obj: dict[str, Any], exc: Exception) -> InputEr
 
 def node_model(obj: dict[str, Any]) -> Node:
     """One Node manifest in the model (raises what `PROBLEMS` lists for a node the model cannot read)."""
+    check_api_version("Node", obj)
     return _node(obj)
+
+
+def check_api_version(kind: str, obj: dict[str, Any]) -> None:
+    """Raise ValueError when `obj` is not at an apiVersion `API_VERSIONS` accepts for `kind`."""
+    found, accepted = obj.get("apiVersion"), API_VERSIONS[kind]
+    if found not in accepted:
+        want = accepted[0] if len(accepted) == 1 else f"one of {', '.join(accepted)}"
+        problem = "missing" if found is None else f"{kind} is not served at {show_value(found)}"
+        raise ValueError(f"apiVersion: {problem} (want {want})")
 
 
 @dataclass(slots=True)
@@ -218,6 +242,7 @@ class Context:
 
     def pod(self, obj: dict[str, Any]) -> Pod:
         """One pod manifest in the model (raises what `_PROBLEMS` lists for a pod the model cannot read)."""
+        check_api_version("Pod", obj)
         pod = _pod(obj, self.ns_labels, self.priorities)
         group = self.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
         if group is not None and group.priority is not None:
@@ -258,10 +283,12 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             continue
         seen.add(ident)
         try:
+            check_api_version(kind, obj)
             _sort_one(found, src, obj, kind, ident[2])
         except _PROBLEMS as exc:
             found.refuse(src, kind, meta, _reason(exc))
     found.priorities = _priorities(found.classes)
+    found.cluster.quotas = _one_quota_per_namespace(found)
     for src, obj in found.native:
         try:
             group = _native_group(obj, found.priorities)
@@ -295,7 +322,7 @@ def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: st
     elif kind in DRA_KINDS:
         _dra_object(cluster.devices, kind, obj)
     elif kind == "ElasticQuota":
-        cluster.quotas.append(_elastic_quota(obj))
+        found.elastic.append((src, obj["metadata"], _elastic_quota(obj)))
     else:
         found.pods.append((src, obj))
 
@@ -633,8 +660,6 @@ def _effect(value: Any, what: str, allow_empty: bool = False) -> str:
 
 def _pod_group(obj: dict[str, Any]) -> PodGroup:
     meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
-    if obj.get("apiVersion") not in POD_GROUP_APIS:
-        raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (want {POD_GROUP_APIS[0]})")
     min_member = _int(spec.get("minMember") or 0, "spec.minMember")
     if min_member < 0:
         raise ValueError("spec.minMember must not be negative")
@@ -948,15 +973,11 @@ def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
 # -- Services and controllers (system-default spreading: engine.workloads) ------------------------------
 
 WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
-QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 
 
 def _elastic_quota(obj: dict[str, Any]) -> Quota:
     """scheduler-plugins' ElasticQuota (CapacityScheduling): `spec.min` and `spec.max` for the pods of its own
     namespace."""
-    if obj.get("apiVersion") not in QUOTA_APIS:
-        raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (expected one of "
-                         f"{', '.join(QUOTA_APIS)})")
     meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
     namespace = _text(meta.get("namespace") or "default", "metadata.namespace")
     name = _text(meta["name"], "metadata.name")
@@ -968,6 +989,19 @@ def _elastic_quota(obj: dict[str, Any]) -> Quota:
     return Quota(f"{namespace}/{name}", frozenset({namespace}), tuple(sorted(low.items())), tuple(sorted(high.items())),
                  f"ElasticQuota {namespace}/{name}")
 
+
+
+def _one_quota_per_namespace(found: _Sorted) -> list[Quota]:
+    """The ElasticQuotas kept, in the order met: one per namespace, the first by name; the others are refused naming
+    it. CapacityScheduling keys its quotas by namespace and leaves a second one undefined (the first its informer
+    adds stays until either is updated, which replaces it, or deleted, which drops both), so none is guessed at."""
+    kept: dict[frozenset[str], Quota] = {}
+    for src, meta, quota in sorted(found.elastic, key=lambda e: e[2].name):
+        first = kept.setdefault(quota.namespaces, quota)
+        if first is not quota:
+            found.refuse(src, "ElasticQuota", meta, f"a second ElasticQuota in namespace {meta.get('namespace') or 'default'}: "
+                         f"{first.source} is its quota (the first by name; CapacityScheduling reads one per namespace)")
+    return [quota for _, _, quota in found.elastic if kept[quota.namespaces] is quota]
 
 
 def _workload_object(workloads: Workloads, kind: str, obj: dict[str, Any]) -> None:
@@ -1190,12 +1224,9 @@ def _weight(item: Any, what: str) -> int:
 # -- Dynamic Resource Allocation (resource.k8s.io/v1; engine.dra) ----------------------------------------
 
 DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
-DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
 
 def _dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
-    if obj.get("apiVersion") not in DRA_APIS and (kind, obj.get("apiVersion")) != ("DeviceTaintRule", "resource.k8s.io/v1alpha3"):
-        raise ValueError(f"unsupported apiVersion {show_value(obj.get('apiVersion'))} (want {DRA_APIS[0]})")
     meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
     name = _text(meta["name"], "metadata.name")
     ns = _text(meta.get("namespace") or "default", "metadata.namespace")

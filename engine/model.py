@@ -326,6 +326,9 @@ class DeviceClass:
     created: str = ""  # metadata.creationTimestamp: of two classes naming one extended resource, the newer serves it
 
 
+DEVICE_ROW = "devices: "  # the start of a device capacity row's name (the DeviceClass, the requests asking)
+
+
 @dataclass(frozen=True, slots=True)
 class SubRequest:
     """One way to serve a request: `count` devices (every matching one when `all`) of a class, each satisfying

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import yaml
 from rich.console import Console
 from rich.table import Table
 
-from .plan import Plan
+from .plan import NodeUsage, Plan
 from .tenant_report import TenantLine
 from .tenants import SHARE_UNIT, shown
 
@@ -165,14 +166,24 @@ def _usage_rows(touched: list, resources: list[str], split: bool) -> tuple[list[
     header = ["node", "new pods", "pods", *resources]
     rows = []
     for u in touched:
-        cells = []
-        for r in resources:
-            cap = u.allocatable.get(r, 0)
-            used = u.requested.get(r, 0)
-            pct = f"({100 * used / cap:.0f}%)" if cap else ""
-            cells.append(f"{_fmt(r, used)}/{_fmt(r, cap)}{chr(10) if split else ' '}{pct}".rstrip())
+        cells = [_usage_cell(u, r, split) for r in resources]
         rows.append([u.node, str(u.placed), f"{u.pods}/{u.allocatable.get('pods', 0)}", *cells])
     return header, rows
+
+
+def _usage_cell(u: NodeUsage, r: str, split: bool) -> str:
+    """used/allocatable (percent) for the node's own resources; for rows counted beside them (devices, volumes)
+    what the plan's pods take of what was free ("1 (of 2 free)"); "—" where the node has none and none is used."""
+    used = u.requested.get(r, 0)
+    if r in u.counted:
+        free = u.counted[r]
+        if free is None:
+            return f"{used} (no node limit)"
+        return "—" if not free and not used else f"{used} (of {free} free)"
+    cap = u.allocatable.get(r, 0)
+    if not cap:
+        return "—" if not used else f"{_fmt(r, used)} (of 0 allocatable)"
+    return f"{_fmt(r, used)}/{_fmt(r, cap)}{chr(10) if split else ' '}({100 * used / cap:.0f}%)"
 
 
 def _table_width(header: list[str], rows: list[list[str]]) -> int:
@@ -181,24 +192,59 @@ def _table_width(header: list[str], rows: list[list[str]]) -> int:
     return sum(w + 3 for w in widths) + 1
 
 
+TENANT_NAME_WIDTH = 12  # the narrowest the quotas' names column stays readable
+TENANT_DROPPED = ("left", "placed", "borrowed", "share")  # columns left out for it at a narrow width, in this order
+
+
 def print_tenants(tenants: list[TenantLine], console: Console) -> None:
     """One row per quota and resource it names: used before → after the plan, min, max, borrowed; per tenant its
     share and its pods placed / left out on its first row ("-": not a tenant, or not named). At a narrow width
-    a quota's name goes on two lines (namespace/ and name), never a number cut."""
+    a quota's name is folded after its '/' and '-' (never a number cut), and when even so its column would be
+    narrower than TENANT_NAME_WIDTH, the last columns are left out (named under the table)."""
     header = ["quota", "resource", "used", "min", "max", "borrowed", "share", "placed", "left"]
     rows = [[line.name if i == 0 else "", *row, *(_tenant_pods(line) if i == 0 else ("", ""))]
             for line in tenants for i, row in enumerate(_tenant_rows(line) or [["-"] * 6])]
-    name_cell = _pod_cell(_table_width(header, rows) > console.width)
+    shown, width = _tenant_layout(header, rows, console.width)
     t = Table(title=f"Tenants after the plan ({len(tenants)} quota{'s' * (len(tenants) != 1)})", title_justify="left",
               caption="used: before → after the plan · borrowed: used beyond the min · share: weighted dominant share "
               "of the cluster · placed, left: the tenant's pending pods", caption_justify="left")
-    for i, name in enumerate(header):
-        t.add_column(name, justify="left" if i < 2 else "right", no_wrap=i > 0, overflow="fold")
+    for i in shown:
+        t.add_column(header[i], justify="left" if i < 2 else "right", no_wrap=i > 0, overflow="fold",
+                     min_width=width if i == 0 else None)
     for row in rows:
         if row[0] and row is not rows[0]:
             t.add_section()
-        t.add_row(name_cell(row[0]), *row[1:])
+        t.add_row(_fold(row[0], width), *(row[i] for i in shown[1:]))
     console.print(t)
+    if hidden := [h for i, h in enumerate(header) if i not in shown]:
+        console.print(f"[dim]not shown at this width: {', '.join(hidden)}[/dim]")
+
+
+def _tenant_layout(header: list[str], rows: list[list[str]], width: int) -> tuple[list[int], int]:
+    """The columns shown and the names' width: every column and the longest name when they fit, else the names
+    folded into what the other columns leave, else columns of TENANT_DROPPED left out until that is at least
+    TENANT_NAME_WIDTH (at least that, however narrow the console)."""
+    longest = max(len(row[0]) for row in [header, *rows])
+    shown = list(range(len(header)))
+    for drop in (None, *TENANT_DROPPED):
+        if drop is not None:
+            shown.remove(header.index(drop))
+        rest = [[row[i] for i in shown[1:]] for row in rows]
+        room = width - _table_width([header[i] for i in shown[1:]], rest) - 3
+        if room >= min(longest, TENANT_NAME_WIDTH):
+            return shown, min(room, longest)
+    return shown, TENANT_NAME_WIDTH
+
+
+def _fold(name: str, width: int) -> str:
+    """`name` on lines of at most `width`, broken after a '/' or '-' where it can be, inside a word only when
+    one is longer than the line."""
+    lines = [""]
+    for part in re.findall(r"[^/-]+[/-]?|[/-]", name):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(line[i:i + width] for line in lines for i in range(0, len(line), width))
 
 
 def _tenant_rows(line: TenantLine) -> list[list[str]]:

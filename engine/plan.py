@@ -27,6 +27,9 @@ class NodeUsage:
     requested: dict[str, int]  # after the plan: bound + placed
     allocatable: dict[str, int]
     placed: int
+    # rows counted beside the allocatable (devices, volumes): free on the node before the plan, None for no limit
+    # (devices or volumes several nodes reach); `requested` has what the plan's pods take of them
+    counted: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,9 +265,11 @@ def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:
         for r, d in zip(resources, demand):
             row[r] = row.get(r, 0) + d * k
         placed[n] = placed.get(n, 0) + k
+    rows = [(r, resources.index(r), unlimited) for r, unlimited in compiled.problem.counted.items()]
     for i, node in enumerate(compiled.cluster.nodes):
         used = dict(compiled.bound.used[i])
         for r, v in extra.get(i, {}).items():
             used[r] = used.get(r, 0) + v
-        out.append(NodeUsage(node.name, used.get("pods", 0), used, node.allocatable, placed.get(i, 0)))
+        counted = {r: None if unlimited[i] else compiled.problem.free[i][k] for r, k, unlimited in rows}
+        out.append(NodeUsage(node.name, used.get("pods", 0), used, node.allocatable, placed.get(i, 0), counted))
     return out

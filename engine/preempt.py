@@ -925,4 +925,5 @@ def _usage(plan: Plan, replan: Plan) -> list[NodeUsage]:
     if not replan.usage:
         return plan.usage
     placed = {u.node: u.placed for u in plan.usage}
-    return [NodeUsage(u.node, u.pods, u.requested, u.allocatable, u.placed + placed.get(u.node, 0)) for u in replan.usage]
+    return [NodeUsage(u.node, u.pods, u.requested, u.allocatable, u.placed + placed.get(u.node, 0), u.counted)
+            for u in replan.usage]

@@ -296,7 +296,12 @@ def shown(resource: str, amount: int) -> str:
 def figures(quota: Quota, resource: str, used: int) -> str:
     """How far a quota is in one resource, in the words every refusal and report uses:
     `ElasticQuota team-a/quota: cpu used 6 / min 4 / max 6` (an unnamed min or max says so)."""
+    return f"{quota.source}: {amounts(quota, resource, used)}"
+
+
+def amounts(quota: Quota, resource: str, used: int) -> str:
+    """`figures` without the quota's name: `cpu used 6 / min 4 / max 6`."""
     low, high = dict(quota.min).get(resource), dict(quota.max).get(resource)
-    return (f"{quota.source}: {resource} used {shown(resource, used)} / "
+    return (f"{resource} used {shown(resource, used)} / "
             f"{'no min' if low is None else f'min {shown(resource, low)}'} / "
             f"{'no max' if high is None else f'max {shown(resource, high)}'}")

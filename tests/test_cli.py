@@ -230,3 +230,23 @@ def test_check_lint_reports_gangs_that_cannot_start(tmp_path):
     path = snapshot(tmp_path, node("a"), *[pod(f"j{i}", labels={"job": "t"}) for i in range(3)])
     out = cli("check", str(policy), "--cluster", path)
     assert f"{policy}:3:3: warning: gang default/job=t has 3 pod(s) in the snapshot but needs 4" in out.stderr
+
+
+def test_kubeconfig_help_lists_every_kind_the_live_dry_run_reads():
+    """The help is made from engine.loop.live's list, the one read_cluster walks: none left out, none added."""
+    import re
+
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    from engine.load import KINDS
+    from engine.loop.api import KINDS as API_KINDS
+    from engine.loop.live import LIVE_KINDS
+
+    help_text = " ".join(CliRunner().invoke(main, ["dry-run", "--help"]).output.split())
+    listed = re.search(r"--kubeconfig FILE .*?lists (.*?); a kind", help_text).group(1)
+    named = [kind.partition(".")[0] for kind in LIVE_KINDS]
+    assert len(listed.split(", ")) == len(LIVE_KINDS)
+    assert all(re.search(rf"\b{kind}e?s\b", listed) for kind in named), listed
+    assert "PodGroups (scheduling.k8s.io)" in listed and "DeviceClasses" in listed and "ElasticQuotas" in listed
+    assert set(LIVE_KINDS) <= set(API_KINDS) and set(named) <= set(KINDS)  # read through the API, into the model

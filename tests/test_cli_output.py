@@ -118,3 +118,44 @@ def test_demo_at_80_columns_cuts_no_value():
     assert out.returncode == 0, out.stderr
     assert "…" not in out.stdout, out.stdout
     assert all(len(line) <= 80 for line in out.stdout.splitlines())
+
+
+# --- devices in the table -----------------------------------------------------------------------------------
+
+def device_plan(shared: bool = False):
+    """n1 with two h100s; a claim for two h100s (a selector in CEL) and a claim for any gpu; a node without devices."""
+    from testkit.manifests import claims, device_class, device_request, gpu, resource_claim, resource_slice
+
+    h100 = 'device.attributes["gpu.example.com"].model == "h100"'
+    devices = resource_slice(None if shared else "n1", [gpu(f"g{i}", model="h100", memory="80Gi") for i in range(2)])
+    return run([node("n1"), node("plain", cpu="1", labels={"kind": "plain"}), device_class(), devices,
+                resource_claim("train", device_request(count=2, selectors=(h100,))), pod("train", resourceClaims=claims("train")),
+                resource_claim("infer", device_request()), pod("infer", resourceClaims=claims("infer")),
+                pod("a", cpu="500m", nodeSelector={"kind": "plain"})])
+
+
+def rendered(plan, width: int = 250) -> str:
+    buffer = io.StringIO()
+    print_table(plan, Console(width=width, file=buffer, highlight=False, color_system=None))
+    return buffer.getvalue()
+
+
+def test_device_rows_are_named_by_class_and_request_and_count_what_was_free():
+    plan = device_plan()
+    assert plan.assignments["default/train"] == "n1" and "default/infer" in plan.unschedulable
+    text = rendered(plan)
+    assert "device.attributes" not in text and "==" not in text  # no CEL anywhere
+    said = " ".join(plan.unschedulable["default/infer"])
+    assert "Insufficient devices: gpu for claim default/train request gpu or gpu" in said, said
+    header = next(line for line in text.splitlines() if "devices: gpu" in line and "node" in line)
+    assert "devices: gpu for claim default/train request gpu" in header
+    n1 = next(line for line in text.splitlines() if line.startswith("│ n1 "))
+    plain = next(line for line in text.splitlines() if line.startswith("│ plain "))
+    assert "2 (of 2 free)" in n1 and "0 (of 2 free)" in n1 and "/0" not in n1
+    assert plain.count("—") == 3 and "/0" not in plain  # no devices there: none, not 0/0
+
+
+def test_devices_several_nodes_reach_have_no_node_limit():
+    text = rendered(device_plan(shared=True))
+    n1 = next(line for line in text.splitlines() if line.startswith("│ n1 "))
+    assert "(no node limit)" in n1 and "/0" not in text

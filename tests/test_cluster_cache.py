@@ -265,3 +265,20 @@ def test_victims_are_terminating_from_the_plan_on_until_an_eviction_fails() -> N
     snap = world.cache.snapshot([], SCHEDULER, None, QUOTAS)
     assert {p.key: p.terminating for p in snap.cluster.bound}["team/v1"] is False
     assert snap.usage is not None and snap.usage.held["policy/team"]["cpu"] == 2000
+
+
+def test_objects_at_an_api_version_their_kind_is_not_served_at_are_refused_by_the_loop_too() -> None:
+    world = World()
+    world.put("Node", node("n1", cpu="4"))
+    world.put("Node", {**node("n2", cpu="4"), "apiVersion": "v2"})
+    world.put("Pod", {**pod("bound", cpu="1", ns="team", node_name="n1"), "apiVersion": "v2"})
+    world.put("Pod", {**pod("waiting", cpu="1", ns="team"), "apiVersion": "v2"})
+    world.put("PriorityClass", {**priority_class("high", 100), "apiVersion": "scheduling.k8s.io/v1beta1"})
+    snap = world.cache.snapshot(world.batch(), SCHEDULER, None)
+    refused = {(r.ref.kind, r.ref.namespace, r.ref.name): r.message for r in snap.cluster.refused if r.ref}
+    assert set(refused) == {("Node", "", "n2"), ("Pod", "team", "bound"), ("Pod", "team", "waiting"),
+                            ("PriorityClass", "", "high")}
+    assert "Node is not served at 'v2' (want v1)" in refused[("Node", "", "n2")]
+    assert "PriorityClass is not served at 'scheduling.k8s.io/v1beta1'" in refused[("PriorityClass", "", "high")]
+    assert [n.name for n in snap.cluster.nodes] == ["n1"] and not snap.cluster.bound and not snap.cluster.pending
+    same_cluster(world)

@@ -79,3 +79,38 @@ def test_explain_says_why_this_node(tmp_path):
     [term] = [t for t in out["score"] if "nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]" in t["term"]]
     assert term["points"] == 40
     assert out["score"][-1]["points"] == 40  # the best any candidate scores: this one
+
+
+def gang_behind_higher_priority_pods() -> list[dict]:
+    """4 nodes of 4 cpu; two 4-cpu pods of priority 100 take two of them; a gang of four 3-cpu members (minMember
+    4) fits alone but only two of its members fit beside them."""
+    from testkit.manifests import POD_GROUP_LABEL, podgroup
+
+    docs = [node(f"n{i}", cpu="4") for i in range(4)] + [pod(f"h{i}", cpu="4", priority=100) for i in range(2)]
+    return docs + [podgroup("g", 4)] + [pod(f"g{i}", cpu="3", labels={POD_GROUP_LABEL: "g"}) for i in range(4)]
+
+
+def test_a_gang_left_out_of_a_proven_plan_is_told_why_not_the_time_limit():
+    plan = run(gang_behind_higher_priority_pods())
+    assert plan.stats["status"] == "OPTIMAL" and set(plan.assignments) == {"default/h0", "default/h1"}
+    said = " ".join(plan.unschedulable["default/g0"])
+    assert "time limit" not in said
+    assert "2 node(s) had no room left in this batch's plan (Insufficient cpu)" in said
+    assert "2 node(s) passed the filters and had room for a member, but not the whole gang" in said
+    assert ("gang default/g could not be completed: needs 4 (minMember 4); only 2 of its 4 pending member(s) fit "
+            "beside the rest of the plan (4 fit alone), and the plan is proven optimal") in said
+    assert "the room on those nodes went to 2 higher-priority pod(s) of this batch" in said
+
+
+def test_a_gang_left_out_of_a_plan_not_proven_keeps_the_time_limit_wording(monkeypatch):
+    import dataclasses
+
+    from engine import plan as plan_module
+    from engine.solve.problem import Status
+
+    real = plan_module.solve
+    monkeypatch.setattr(plan_module, "solve", lambda *a, **kw: dataclasses.replace(real(*a, **kw), status=Status.FEASIBLE))
+    plan = run(gang_behind_higher_priority_pods())
+    said = " ".join(plan.unschedulable["default/g0"])
+    assert "2 node(s) passed the filters and had room, but the solver did not place it within the time limit" in said
+    assert "4 fit alone, but the rest of the batch took the room" in said and "proven" not in said

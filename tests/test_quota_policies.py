@@ -77,7 +77,16 @@ policy gpus {
     ('quota min "cpu" 4, "cpu" 2', "q.policy:3:22: quota min of 'cpu' is given twice"),
     ('quota max "memory" "lots"', "q.policy:3:13: quota max of 'memory' is 'lots', which is not a quantity"),
     ('quota min "cpu" -1', "q.policy:3:13: quota min of 'cpu' must not be negative"),
-    ('quota min "Not A Resource" 1', "q.policy:3:13: invalid resource name 'Not A Resource'"),
+    ('quota min "Not A Resource" 1', "q.policy:3:13: invalid resource name 'Not A Resource': a resource is cpu, "
+                                     "memory, ephemeral-storage, pods, storage, hugepages-<size> or an extended resource"),
+    ('quota max "cpus" 4', "q.policy:3:13: invalid resource name 'cpus' (did you mean 'cpu'?)"),
+    ('quota min "cpu" 4, "memroy" "1Gi"', "q.policy:3:22: invalid resource name 'memroy' (did you mean 'memory'?)"),
+    ('quota min "requests.cpu" 4', "q.policy:3:13: invalid resource name 'requests.cpu' (did you mean 'cpu'?)"),
+    ('quota max "gpu" 1', "q.policy:3:13: invalid resource name 'gpu': a resource is cpu, memory"),
+    ('quota max "NVIDIA.com/gpu" 1', "q.policy:3:13: invalid resource name 'NVIDIA.com/gpu' (did you mean 'nvidia.com/gpu'?)"),
+    ('quota max "hugepages-huge" 1', "q.policy:3:13: invalid resource name 'hugepages-huge': the size of "
+                                     "hugepages-<size> is a quantity above 0, as in 'hugepages-2Mi'"),
+    ('quota max "hugepage-2Mi" 1', "q.policy:3:13: invalid resource name 'hugepage-2Mi' (did you mean 'hugepages-2Mi'?)"),
     ('quota weight 0', "q.policy:3:3: quota weight must be above 0 and at most 1000, got 0"),
     ('quota min "cpu" 8\n  quota max "cpu" 4', "q.policy:3:13: quota min of 'cpu' (8000) is above its max (4000, line 4)"),
     ('quota weight 1\n  quota weight 2', "q.policy:4:3: policy 'p' has a second 'quota weight' line"),
@@ -85,6 +94,41 @@ policy gpus {
 def test_quota_errors_have_file_line_and_column(body: str, expected: str) -> None:
     found = problems(f'policy p {{\n  applies to all pods\n  {body}\n}}\n')
     assert any(f.startswith(expected) for f in found), found
+
+
+@pytest.mark.parametrize("line", [
+    'quota min "cpu" 1, "memory" "1Gi", "ephemeral-storage" "1Gi", "pods" 10, "storage" "1Gi", "hugepages-2Mi" "1Gi"',
+    'quota max "nvidia.com/gpu" 2, "example.com/foo" 1, "deviceclass.resource.kubernetes.io/gpu.example.com" 1',
+    'require node allocatable "hugepages-1Gi" exists and node allocatable "nvidia.com/gpu" >= 1',
+    'minimize node allocatable "ephemeral-storage" weight 2',
+    'minimize cost "cpu" at node label "price/cpu", "example.com/fpga" at node label "price/fpga" weight 1',
+])
+def test_kubernetes_resource_names_are_accepted_everywhere_the_language_names_a_resource(line: str) -> None:
+    assert problems(f'policy p {{\n  applies to all pods\n  {line}\n}}\n') == []
+
+
+@pytest.mark.parametrize("line, expected", [
+    ('require node allocatable "cpus" > 2', "q.policy:3:11: invalid resource name 'cpus' (did you mean 'cpu'?)"),
+    ('prefer node allocatable "memroy" exists weight 2', "q.policy:3:10: invalid resource name 'memroy'"),
+    ('minimize node allocatable "ephemeral-storge" weight 2',
+     "q.policy:3:3: invalid resource name 'ephemeral-storge' (did you mean 'ephemeral-storage'?)"),
+    ('minimize cost "cpus" at node label "price/cpu" weight 1', "q.policy:3:17: invalid resource name 'cpus'"),
+])
+def test_a_misspelt_resource_is_an_error_wherever_the_language_names_one(line: str, expected: str) -> None:
+    found = problems(f'policy p {{\n  applies to all pods\n  {line}\n}}\n')
+    assert any(f.startswith(expected) for f in found), found
+
+
+def test_a_misspelt_quota_resource_stops_the_dry_run(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    policy = tmp_path / "team.policy"
+    policy.write_text('policy team-a {\n  applies to pods where namespace == "team-a"\n  quota max "cpus" 4\n}\n')
+    out = CliRunner().invoke(main, ["dry-run", "--policy", str(policy), "-o", "json"])
+    assert out.exit_code == 2 and out.stdout == ""
+    assert f"{policy}:3:13: invalid resource name 'cpus' (did you mean 'cpu'?)" in out.stderr
 
 
 def test_a_misspelt_quota_line_is_a_positioned_syntax_error() -> None:

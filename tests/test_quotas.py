@@ -75,6 +75,47 @@ def test_a_quota_the_model_cannot_read_is_refused_by_name() -> None:
     assert cluster.quotas == [] and "spec.min.cpu (4000) is above spec.max.cpu (2000)" in cluster.refused[0].message
 
 
+def named(doc: dict, name: str) -> dict:
+    return {**doc, "metadata": {**doc["metadata"], "name": name}}
+
+
+def test_a_second_elastic_quota_in_a_namespace_is_refused_naming_the_one_kept_whatever_the_order() -> None:
+    """CapacityScheduling keys quotas by namespace and leaves a second one undefined: the first by name is kept, the
+    other refused with both named, in whichever order they come."""
+    loose, tight = named(elastic_quota("team-a", "1", "8"), "b-loose"), named(elastic_quota("team-a", "1", "2"), "a-tight")
+    docs = [node("n1", cpu="8"), elastic_quota("team-b", "1", "8")] + [pod(f"a{i}", cpu="1", ns="team-a") for i in range(4)]
+    for order in ([loose, tight], [tight, loose]):
+        cluster = build_cluster([("snap.yaml", d) for d in [*docs, *order]], strict=False)
+        assert [q.name for q in cluster.quotas] == ["team-b/quota", "team-a/a-tight"]
+        assert [r.message for r in cluster.refused] == [
+            "snap.yaml: ElasticQuota team-a/b-loose: a second ElasticQuota in namespace team-a: ElasticQuota "
+            "team-a/a-tight is its quota (the first by name; CapacityScheduling reads one per namespace)"]
+        result = plan_batch(cluster, options=Options(time_limit=5, workers=1))
+        assert len(result.assignments) == 2  # a-tight's max holds, not b-loose's
+
+
+def test_a_second_elastic_quota_stops_the_dry_run_and_is_refused_by_the_loop(tmp_path) -> None:
+    import yaml
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    from test_cluster_cache import SCHEDULER, World
+
+    docs = [node("n1", cpu="8"), named(elastic_quota("team-a", "1", "8"), "second"), elastic_quota("team-a", "1", "2")]
+    path = tmp_path / "snap.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    out = CliRunner().invoke(main, ["dry-run", "--cluster", str(path), "-o", "json"])
+    assert out.exit_code == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "ElasticQuota team-a/second: a second ElasticQuota in namespace team-a: ElasticQuota team-a/quota" in out.stderr
+    world = World()
+    for doc in docs:
+        world.put(doc["kind"], doc)
+    cluster = world.cache.snapshot([], SCHEDULER, None).cluster
+    assert [q.name for q in cluster.quotas] == ["team-a/quota"]
+    assert [(r.ref.kind, r.ref.namespace, r.ref.name) for r in cluster.refused if r.ref] == [
+        ("ElasticQuota", "team-a", "second")]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(1, 6), min_size=1, max_size=4),
        st.lists(st.tuples(st.sampled_from(["t0", "t1", "t2", "free"]), st.integers(1, 3), st.booleans()),

@@ -49,3 +49,53 @@ def test_the_cli_names_the_first_bad_object_and_how_many_more(tmp_path) -> None:
     lines = out.stderr.strip().splitlines()
     assert lines[0].startswith(f"policy-scheduler: error: {snapshot}") and "Node broken" in lines[0]
     assert lines[1] == "policy-scheduler: error: … and 6 more object(s) that cannot be read"
+
+
+# --- apiVersions: one table of what each kind is read at ------------------------------------------------------
+
+def test_every_kind_read_has_its_accepted_api_versions() -> None:
+    from engine.load import API_VERSIONS, KINDS
+
+    assert set(KINDS) == set(API_VERSIONS) and all(API_VERSIONS[kind] for kind in KINDS)
+    assert API_VERSIONS["Pod"] == ("v1",) and API_VERSIONS["PodDisruptionBudget"] == ("policy/v1",)
+
+
+@pytest.mark.parametrize("api_version", ["v2", "example.com/v1", None])
+@pytest.mark.parametrize("kind", ["Node", "Pod", "Namespace", "PodGroup", "PriorityClass", "PodDisruptionBudget",
+                                  "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "Service",
+                                  "ReplicaSet", "StatefulSet", "ReplicationController", "ResourceSlice", "DeviceClass",
+                                  "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "ElasticQuota"])
+def test_an_object_at_an_api_version_its_kind_is_not_served_at_is_refused(kind, api_version) -> None:
+    from engine.load import API_VERSIONS
+
+    obj = {"kind": kind, "metadata": {"name": "x", "namespace": "ns"}}
+    if api_version is not None:
+        obj["apiVersion"] = api_version
+    cluster = build_cluster([("snap.yaml", node("n1")), ("snap.yaml", obj)], strict=False)
+    assert [r.ref for r in cluster.refused] == [ObjectRef(kind, "ns", "x")]
+    message = cluster.refused[0].message
+    assert message.startswith(f"snap.yaml: {kind} ns/x: apiVersion: "), message
+    assert message.endswith(f"(want {', '.join(API_VERSIONS[kind])})".replace("want ", "want one of ")
+                            if len(API_VERSIONS[kind]) > 1 else f"(want {API_VERSIONS[kind][0]})"), message
+    assert ("missing" if api_version is None else f"{kind} is not served at '{api_version}'") in message
+
+
+def test_every_accepted_api_version_is_read() -> None:
+    from engine.load import API_VERSIONS
+
+    docs = [("snap.yaml", {"apiVersion": version, "kind": kind, "metadata": {"name": f"x{i}", "namespace": "ns"}})
+            for kind, versions in API_VERSIONS.items() for i, version in enumerate(versions)]
+    cluster = build_cluster(docs, strict=False)
+    assert not [r.message for r in cluster.refused if "apiVersion" in r.message]
+
+
+def test_a_pod_at_v2_stops_the_dry_run_with_one_line_naming_it(tmp_path) -> None:
+    import yaml
+
+    snapshot = tmp_path / "snap.yaml"
+    snapshot.write_text(yaml.safe_dump_all([node("n1"), {**pod("p", ns="team"), "apiVersion": "v2"}]))
+    out = CliRunner().invoke(main, ["dry-run", "--cluster", str(snapshot), "-o", "json"])
+    assert out.exit_code == 2 and out.stdout == ""
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"policy-scheduler: error: {snapshot}:")
+    assert line.endswith(": Pod team/p: apiVersion: Pod is not served at 'v2' (want v1)"), line

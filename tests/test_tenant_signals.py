@@ -122,6 +122,36 @@ def test_borrowing_refused_names_the_pods_tenant() -> None:
                in reasons(result, k) for k in left)
 
 
+HELD = ("the room on those nodes is held by pods the tenants' mins serve, which come before any pod that borrows: "
+        "4 by the min of ElasticQuota team-b/quota (cpu used 4 / min 4 / max 8 with the plan)")
+BORROWS = ("this pod would borrow beyond the min of its tenant ElasticQuota team-a/quota (cpu used 4 / min 4 / max 6 "
+           "with the plan)")
+
+
+def test_a_pod_held_back_by_another_tenants_min_names_both_quotas() -> None:
+    """team-a (min 4 / max 6 cpu) runs 4 cpu; team-b's min (4) serves its 4 pending pods first; 8 cpu in all: team-a's
+    pending pods would borrow, and the room is team-b's min's — not "pods of equal priority"."""
+    docs = [node("n1", cpu="4"), node("n2", cpu="4"), elastic_quota("team-a", "4", "6"), elastic_quota("team-b", "4", "8")]
+    docs += [pod(f"ra{i}", cpu="1", ns="team-a", node_name="n1") for i in range(4)]
+    docs += [pod(f"a{i}", cpu="1", ns="team-a") for i in range(2)] + [pod(f"b{i}", cpu="1", ns="team-b") for i in range(4)]
+    _, result = planned(docs)
+    assert sorted(result.assignments) == [f"team-b/b{i}" for i in range(4)]
+    for key in ("team-a/a0", "team-a/a1"):
+        said = reasons(result, key)
+        assert f"{HELD}; {BORROWS}" in said and "equal priority" not in said, said
+
+
+def test_the_dry_run_json_says_whose_min_holds_the_room(tmp_path) -> None:
+    """The issue's case through the CLI: team-a's pods beyond its min are told team-b's min (and its own) holds the
+    room, with used / min / max."""
+    out = json.loads(cli("dry-run", "--cluster", snapshot(tmp_path, *issue_case()), "-o", "json", "-q").stdout)
+    left = [k for k in out["unschedulable"] if k.startswith("team-a/")]
+    assert len(left) == 4
+    for key in left:
+        said = " ".join(out["unschedulable"][key])
+        assert f"{HELD}; 4 by its own tenant's min; {BORROWS}" in said and "equal priority" not in said, said
+
+
 # --- dry-run: the table and the `tenants` key ------------------------------------------------------------------
 
 def test_dry_run_json_and_yaml_carry_the_tenants(tmp_path) -> None:
@@ -138,7 +168,8 @@ def test_dry_run_json_and_yaml_carry_the_tenants(tmp_path) -> None:
 def test_dry_run_prints_the_tenant_table(tmp_path) -> None:
     table = cli("dry-run", "--cluster", snapshot(tmp_path, *issue_case()), "-q", columns=100).stdout
     assert "Tenants after the plan (2 quotas)" in table
-    rows = [line for line in table.splitlines() if "/quota" in line]
+    tenants = table[table.index("Tenants after the plan"):]  # (the unschedulable pods' reasons name quotas too)
+    rows = [line for line in tenants.splitlines() if "/quota" in line]
     cells = [[c.strip() for c in row.split("│")[1:-1]] for row in rows]
     assert cells == [["team-a/quota", "cpu", "0 → 4", "4", "6", "0", "50.0%", "4", "4"],
                      ["team-b/quota", "cpu", "0 → 4", "4", "8", "0", "50.0%", "4", "4"]]
@@ -149,6 +180,34 @@ def test_the_table_fits_80_columns() -> None:
     console = Console(width=80, record=True, highlight=False)
     print_tenants(of_plan(result, cluster), console)
     assert max(len(line) for line in console.export_text().splitlines()) <= 80
+
+
+def test_quota_names_stay_readable_at_80_columns() -> None:
+    """Long names and an extended resource: at 80 columns the names' column is at least 12 wide, a name folds after
+    its '/' and '-' (never a number cut); the last columns go (named under the table) before a name goes below 12."""
+    gpus = {**elastic_quota("gpu-team", "4", "6"), "spec": {"min": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "2"},
+                                                          "max": {"cpu": "6", "memory": "16Gi", "nvidia.com/gpu": "4"}}}
+    docs = [*issue_case(), elastic_quota("machine-learning-research", "1", "2"), gpus]
+    cluster, result = planned(docs)
+    console = Console(width=80, record=True, highlight=False)
+    print_tenants(of_plan(result, cluster), console)
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80 and "…" not in text
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert min(len(line.split("│")[1]) - 2 for line in lines if line.startswith("│")) >= 12  # the names' column
+    names: list[str] = []
+    for row in cells:  # a quota's first row starts its name, lines with no resource continue it
+        if row[0] and row[1]:
+            names.append(row[0])
+        elif row[0]:
+            names[-1] += row[0]
+    assert names == ["team-a/quota", "team-b/quota", "machine-learning-research/quota", "gpu-team/quota"]
+    assert [row[0] for row in cells if "research" in row[0]
+                                                      or "machine" in row[0]] == ["machine-learning-", "research/quota"]
+    assert next(row[1:7] for row in cells if row[0] == "team-a/quota") == ["cpu", "0 → 4", "4", "6", "0", "50.0%"]
+    assert next(row[1:7] for row in cells if row[1] == "nvidia.com/gpu") == ["nvidia.com/gpu", "0 → 0", "2", "4", "0", ""]
+    assert "not shown at this width: placed, left" in text
 
 
 def test_without_quotas_neither_the_table_nor_the_key_appears(tmp_path) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
 from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker
+from ..solve.greedy import Blocker, GreedyState
 from ..solve.problem import Check
 
 if TYPE_CHECKING:
@@ -147,9 +147,10 @@ class Kind:
         """Why one more pod cannot go on a node in the batch's plan, for a check of `checks`."""
         raise NotImplementedError(f"{self.name} raises no {blocker.check}")
 
-    def class_reason(self, compiled: Compiled, solution: Solution, c: int) -> tuple[str, bool] | None:
+    def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         """A reason for the whole class rather than node by node (a gang that did not start), and whether
-        the rest of the batch is to blame; None when the kind has nothing to say."""
+        the rest of the batch is to blame; None when the kind has nothing to say. `state` is the plan replayed
+        (to try pods beside it; leave it as found)."""
         return None
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:

@@ -4,7 +4,7 @@ term matches (filters and scores), and the problem under construction (emitters)
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -153,10 +153,13 @@ class ProblemBuilder:
     def matcher(self) -> ClassMatcher:
         return self.batch.matcher
 
-    def add_resource(self, name: str, free: list[int], capacity: list[int], demand: list[int]) -> None:
+    def add_resource(self, name: str, free: list[int], capacity: list[int], demand: list[int],
+                     unlimited: Sequence[bool]) -> None:
         """One more capacity row: each node's free and allocatable amount, each class's demand per pod (volumes
-        a node can still take are counted like cpu)."""
+        a node can still take are counted like cpu); `unlimited`: the nodes whose amount only stands for "more than
+        the batch can use" (a provisioner, devices several nodes reach, no attach limit)."""
         problem = self.problem
+        problem.counted = {**problem.counted, name: tuple(bool(u) for u in unlimited)}
         problem.resources = problem.resources + (name,)
         problem.free = [row + (f,) for row, f in zip(problem.free, free)]
         problem.capacity = [row + (c,) for row, c in zip(problem.capacity, capacity)]

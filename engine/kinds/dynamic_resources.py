@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dra import Allocator, ClaimAllocation, allocation_results, taken_devices
 from ..ir import NodeTerms
-from ..model import Device, Devices, Node, Pod, ResourceClaim, SubRequest
+from ..model import DEVICE_ROW, Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
 from .base import Action, ClusterEvent, Kind, Resource
@@ -75,13 +75,16 @@ class DynamicResources(Kind):
         of that kind that only it reaches, and each class's devices of that kind per pod; pods following a
         shared claim's allocation stay with the pod that allocates it."""
         asks: dict[SubRequest, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        askers: dict[SubRequest, dict[str, None]] = defaultdict(dict)  # the requests asking for each kind, in order
         claims = build.batch.cluster.devices.claims
         for a, info in build.checked():
             for claim in claims_of(info.sample, claims):
                 for request in claim.requests:
                     if len(request.alternatives) == 1 and not request.alternatives[0].all:
                         sub = request.alternatives[0]
-                        asks[SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations)][a] += sub.count
+                        shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations)
+                        asks[shape][a] += sub.count
+                        askers[shape][f"claim {claim.key} request {request.name}"] = None
         _emit_followers(build)
         if not asks:
             return
@@ -94,9 +97,9 @@ class DynamicResources(Kind):
             devices = list({d.key: d for shape in group for d in free[shape]}.values())
             per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
             unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
-            room = _room(devices, nodes, where, unbounded)
-            name = "devices: " + " or ".join(f"{s.device_class}{_selectors(s)}" for s in group)
-            build.add_resource(name, room, room, per_class)
+            room, shared = _room(devices, nodes, where, unbounded)
+            name = DEVICE_ROW + " or ".join(_kind_name(shape, list(askers[shape])) for shape in group)
+            build.add_resource(name, room, room, per_class, shared)
             _cluster_limit(build, name, room, per_class, unbounded)
 
     def reserving(self, compiled: Compiled) -> bool:
@@ -222,10 +225,11 @@ def _overlapping(shapes: list[SubRequest], keys: dict[SubRequest, set[str]]) -> 
     return [sorted(g[0], key=shapes.index) for g in groups if len(g[0]) > 1]
 
 
-def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int) -> list[int]:
+def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int) -> tuple[list[int], list[bool]]:
     """Per node: how many of `devices` only it reaches; unbounded where a device several nodes reach could serve
-    (Reserve settles those)."""
+    (Reserve settles those), and which nodes those are."""
     room = [0] * len(nodes)
+    shared = [False] * len(nodes)
     for device in devices:
         if device.node is not None:
             if device.node in where:
@@ -233,12 +237,17 @@ def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbou
             continue
         for i, node in enumerate(nodes):
             if device.reachable(node):
-                room[i] = unbounded
-    return room
+                shared[i] = True
+    return [unbounded if s else r for r, s in zip(room, shared)], shared
 
 
-def _selectors(shape: SubRequest) -> str:
-    return f" where {' && '.join(shape.selectors)}" if shape.selectors else ""
+def _kind_name(shape: SubRequest, askers: list[str]) -> str:
+    """A kind of device in words: its DeviceClass by name, and where the requests add selectors or tolerations,
+    the first request asking for it by claim and request name (never its CEL)."""
+    if not (shape.selectors or shape.tolerations):
+        return shape.device_class
+    more = f" and {len(askers) - 1} more" if len(askers) > 1 else ""
+    return f"{shape.device_class} for {askers[0]}{more}"
 
 
 KIND = DynamicResources()

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..index import BoundState
 from ..model import SCHEDULING_GROUP, Cluster, Pod
-from ..solve.greedy import GreedyState, greedy
-from ..solve.problem import NO_DOMAIN, Gang, Problem, Solution
+from ..solve.greedy import GreedyState, greedy, members_that_fit
+from ..solve.problem import Gang, Problem, Solution, Status
 from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
 
 if TYPE_CHECKING:
@@ -64,9 +64,9 @@ class Coscheduling(Kind):
             for a in gi.classes:
                 build.problem.classes[a].gang = g
 
-    def class_reason(self, compiled: Compiled, solution: Solution, c: int) -> tuple[str, bool] | None:
+    def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         g = compiled.problem.classes[c].gang
-        return None if g is None else _reason(compiled, solution, g)
+        return None if g is None else _reason(compiled, solution, g, state)
 
 
 def gang_infos(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) -> list[GangInfo]:
@@ -119,19 +119,12 @@ def fit_alone(problem: Problem, g: int) -> int:
     alone = replace(problem, classes=classes, gangs=[])
     if gang.partition is None:
         return sum(greedy(alone).values())
-    part = problem.partitions[gang.partition]
-    domains = {part[n] for c in members for n in problem.classes[c].candidates} - {NO_DOMAIN}
-    if gang.domains is not None:
-        domains &= gang.domains
-    best = 0
-    for d in domains:
-        state = GreedyState(alone)
-        best = max(best, sum(state.fill(c, alone.classes[c].count, (gang.partition, d)) for c in members))
-    return best
+    return members_that_fit(GreedyState(alone), alone, gang)
 
 
-def _reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, bool] | None:
-    """Why gang g did not start, and whether the rest of the batch is to blame (None if it started)."""
+def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
+    """Why gang g did not start, and whether the rest of the batch is to blame (None if it started); `state` is
+    the plan replayed, to count the members that fit beside it."""
     gi = compiled.gangs[g]
     need = gi.min_member - gi.bound
     placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
@@ -148,6 +141,11 @@ def _reason(compiled: Compiled, solution: Solution, g: int) -> tuple[str, bool] 
     where = f" in one {gi.within} domain" if gi.within else ""
     if fit < need:
         return f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
+    beside = members_that_fit(state, compiled.problem, compiled.problem.gangs[g])
+    if solution.status is Status.OPTIMAL and beside < need:
+        return (f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {beside} of its {gi.pending} pending "
+                f"member(s) fit beside the rest of the plan ({fit} fit alone), and the plan is proven optimal: making "
+                "room for the whole gang would leave out pods that count more (higher priority, or more of them)"), True
     return (f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took "
             "the room"), True
 

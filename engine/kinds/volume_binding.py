@@ -150,7 +150,7 @@ class VolumeBinding(Kind):
                     shared |= s.nodes
         room = np.where(shared, unbounded, local).tolist()
         name = f"volumes: {use.storage_class or '<no class>'} PVs >= {use.request} bytes"
-        build.add_resource(name, room, room, demand)
+        build.add_resource(name, room, room, demand, shared.tolist())
 
 
 def _met_on(uses: tuple[ClaimUse, ...], usable: list[Served], node: Node, i: int) -> bool:

@@ -64,9 +64,10 @@ class NodeVolumeLimits(Kind):
             demand = [_new_volumes(info.sample.volumes, driver, held) if a not in build.unchecked else 0
                       for a, info in enumerate(build.classes)]
             unbounded = sum(c.count * k for c, k in zip(build.problem.classes, demand)) + 1
+            unlimited = [driver not in limits.get(n.name, {}) for n in build.index.nodes]
             capacity = [limits.get(n.name, {}).get(driver, unbounded) for n in build.index.nodes]
             free = [max(0, c - len(attached.get(i, {}).get(driver, ()))) for i, c in enumerate(capacity)]
-            build.add_resource(f"attachable volumes: {driver}", free, capacity, demand)
+            build.add_resource(f"attachable volumes: {driver}", free, capacity, demand, unlimited)
 
 
 def _drivers(volumes: PodVolumes) -> set[str]:

@@ -6,10 +6,10 @@ so `dry-run --kubeconfig F` can plan exactly what `run` would see, with the same
 
 from __future__ import annotations
 
-from .api import KubeAPI, load_client
 from .ports import NATIVE_POD_GROUP, NotFound, Obj, Resource
 from .store import meta, source_name
 
+# every kind read, in order (the CLI's --kubeconfig help lists them from here, without loading the client)
 LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", NATIVE_POD_GROUP, "ElasticQuota", "PodDisruptionBudget",
               "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController",
               "ReplicaSet", "StatefulSet", "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Pod")
@@ -19,6 +19,8 @@ def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:
     """Every object planning reads; a missing PodGroup CRD (or scheduling.k8s.io PodGroups not served) counts as
     no PodGroups. Raises api.ConfigError
     for an unusable kubeconfig and ports.ApiUnavailable / ApiError when the apiserver says no."""
+    from .api import KubeAPI, load_client
+
     api = KubeAPI(load_client(kubeconfig))
     out: list[tuple[str, Obj]] = []
     for kind in LIVE_KINDS:

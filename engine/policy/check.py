@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..quantity import QuantityError
+from ..quantity import QuantityError, parse_quantity
 from . import ast as A
 from .parse import Diagnostic
 
@@ -16,7 +17,11 @@ EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
 LABEL_VALUE = re.compile(rf"^({_NAME})?$")
-RESOURCE = re.compile(rf"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?{_NAME}$")
+EXTENDED_RESOURCE = re.compile(rf"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/{_NAME}$")
+# the resources without a domain that pods request, nodes advertise or claims hold (besides hugepages-<size>)
+STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pods", "storage")
+_RESOURCE_HELP = ("a resource is cpu, memory, ephemeral-storage, pods, storage, hugepages-<size> or an extended "
+                  "resource named with its domain, such as 'example.com/gpu'")
 
 
 def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]:
@@ -73,8 +78,8 @@ def _quota(policy: A.Policy) -> Iterator[tuple[A.Pos, str]]:
 
 def _amounts(s: A.QuotaAmounts, seen: dict[str, tuple[int, A.Pos]]) -> Iterator[tuple[A.Pos, str]]:
     for a in s.amounts:
-        if not RESOURCE.match(a.resource):
-            yield a.pos, f"invalid resource name {a.resource!r}"
+        if problems := list(_resource(a.resource, a.pos)):
+            yield from problems
             continue
         if a.resource in seen:
             yield a.pos, f"quota {s.bound} of {a.resource!r} is given twice"
@@ -88,6 +93,44 @@ def _amounts(s: A.QuotaAmounts, seen: dict[str, tuple[int, A.Pos]]) -> Iterator[
             yield a.pos, f"quota {s.bound} of {a.resource!r} must not be negative"
             continue
         seen[a.resource] = (amount, a.pos)
+
+
+def _resource(name: str, pos: A.Pos) -> Iterator[tuple[A.Pos, str]]:
+    """A resource name as Kubernetes validates it where pods request and nodes advertise: a standard name,
+    hugepages-<size>, or an extended resource (a qualified name with a domain, valid with `requests.` before it)."""
+    if "/" in name:
+        if EXTENDED_RESOURCE.match(name) and len(name.split("/")[0]) <= 253 - len("requests."):
+            return
+    elif name in STANDARD_RESOURCES or _hugepages(name):
+        return
+    close = _near(name)
+    why = "the size of hugepages-<size> is a quantity above 0, as in 'hugepages-2Mi'" if name.startswith(
+        "hugepages-") else _RESOURCE_HELP
+    yield pos, f"invalid resource name {name!r}" + (f" (did you mean {close!r}?)" if close else f": {why}")
+
+
+def _near(name: str) -> str | None:
+    """The valid resource name `name` was probably meant to be: without a ResourceQuota prefix (`requests.cpu`),
+    with its domain in lower case, or a standard name a letter or two away."""
+    bare = name.split(".", 1)[1] if name.startswith(("requests.", "limits.")) else name
+    if bare in STANDARD_RESOURCES:
+        return bare
+    domain, _, rest = name.partition("/")
+    if rest and EXTENDED_RESOURCE.match(lowered := f"{domain.lower()}/{rest}"):
+        return lowered
+    close = difflib.get_close_matches(name.lower(), [*STANDARD_RESOURCES, "hugepages-2Mi", "hugepages-1Gi"], n=1,
+                                      cutoff=0.75)
+    return close[0] if close else None
+
+
+def _hugepages(name: str) -> bool:
+    """hugepages-<size>, the size a positive quantity (upstream's HugePageSizeFromResourceName)."""
+    if not name.startswith("hugepages-"):
+        return False
+    try:
+        return parse_quantity(name.removeprefix("hugepages-")) > 0
+    except QuantityError:
+        return False
 
 
 def _weight(weight: float | None, pos: A.Pos) -> Iterator[tuple[A.Pos, str]]:
@@ -133,14 +176,15 @@ def _minimize(s: A.Minimize) -> Iterator[tuple[A.Pos, str]]:
         yield s.pos, f"cannot minimise a node {s.attr}: use a label, an annotation or an allocatable resource"
     elif s.attr == "label":
         yield from _label_key(s.key, s.pos)
+    elif s.attr == "allocatable":
+        yield from _resource(s.key, s.pos)
 
 
 def _minimize_cost(s: A.MinimizeCost) -> Iterator[tuple[A.Pos, str]]:
     yield from _weight(s.weight, s.pos)
     seen: set[str] = set()
     for price in s.prices:
-        if not RESOURCE.match(price.resource):
-            yield price.pos, f"invalid resource name {price.resource!r}"
+        yield from _resource(price.resource, price.pos)
         if price.resource in seen:
             yield price.pos, f"resource {price.resource!r} is priced twice"
         seen.add(price.resource)
@@ -230,8 +274,7 @@ def _node_expr(e: A.NodeExpr) -> Iterator[tuple[A.Pos, str]]:
         yield from _node_expr(e.inner)
     elif isinstance(e, (A.NodeCompare, A.NodeMember, A.NodeExists)):
         if e.attr == "allocatable":
-            if not RESOURCE.match(e.key):
-                yield e.pos, f"invalid resource name {e.key!r}"
+            yield from _resource(e.key, e.pos)
             if isinstance(e, A.NodeMember):
                 yield e.pos, "compare allocatable resources with <, <=, >, >=, == or !=, not 'in'"
             if isinstance(e, A.NodeCompare):

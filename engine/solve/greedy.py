@@ -416,16 +416,41 @@ class GreedyState:
         return 0 if d is None else self.spread_counts[i][d]
 
 
+def gang_domains(problem: Problem, gang) -> list[tuple[int, int] | None]:
+    """Where a gang may go: anywhere ([None]), or one domain of its `within` partition, each its members can
+    reach (among those of its bound members, when it has some)."""
+    if gang.partition is None:
+        return [None]
+    part = problem.partitions[gang.partition]
+    found = {part[n] for c in gang.classes for n in problem.classes[c].candidates} - {NO_DOMAIN}
+    if gang.domains is not None:
+        found &= gang.domains
+    return [(gang.partition, d) for d in sorted(found)]
+
+
+def members_that_fit(state: GreedyState, problem: Problem, gang) -> int:
+    """How many pending members of `gang` one at a time would place in `state` (in its best domain, for a gang
+    that must stay in one), gang or not; `state` is left as it was."""
+    best = 0
+    for within in gang_domains(problem, gang):
+        mark = len(state.log)
+        best = max(best, sum(state.fill(m, problem.classes[m].count, within) for m in gang.classes))
+        state.undo_to(mark)
+    return best
+
+
+def replay(problem: Problem, placed: dict[tuple[int, int], int]) -> GreedyState:
+    """A plan's placements (class, node) -> pods as a placement state, to ask what stops one more pod."""
+    state = GreedyState(problem)
+    for (c, n), k in sorted(placed.items()):
+        for _ in range(k):
+            state.place(c, n)
+    return state
+
+
 def place_gang(state: GreedyState, problem: Problem, gang) -> None:
     """All of the gang or none; with a `within` partition, the first domain that takes it whole."""
-    domains: list[tuple[int, int] | None] = [None]
-    if gang.partition is not None:
-        part = problem.partitions[gang.partition]
-        found = {part[n] for c in gang.classes for n in problem.classes[c].candidates} - {NO_DOMAIN}
-        if gang.domains is not None:
-            found &= gang.domains
-        domains = [(gang.partition, d) for d in sorted(found)]
-    for within in domains:
+    for within in gang_domains(problem, gang):
         mark = len(state.log)
         placed = sum(state.fill(m, problem.classes[m].count, within) for m in gang.classes)
         if placed >= gang.need:

@@ -191,6 +191,8 @@ class Problem:
     empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
     unchecked: tuple[int, ...] = ()  # classes the compiler had no time to check: no candidates, not proven unplaceable
+    # rows counted beside the nodes' allocatable (devices, volumes): per node, whether it has no limit there
+    counted: dict[str, tuple[bool, ...]] = field(default_factory=dict)
 
     def has_soft_terms(self) -> bool:
         return (
