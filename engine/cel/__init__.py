@@ -33,15 +33,16 @@ MAX_LENGTH = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
 class Program:
     """One compiled selector: its checked expression and estimated worst-case cost."""
 
-    def __init__(self, expression: str, compiled: Any, cost: int) -> None:
+    def __init__(self, expression: str, compiled: Any, cost: int, domains: dict[str, frozenset[str] | None]) -> None:
         self.expression = expression
         self.compiled = compiled
         self.cost = cost
+        self.domains = {name: found for name, found in domains.items() if found}  # vet.Vetted.domains
 
     def matches(self, activation: Any) -> bool:
         """The verdict for one device (`activation` from `device`): True or False, else EvaluationError."""
         try:
-            result = self.compiled.eval(data=activation)
+            result = self.compiled.eval(data=self._defaulted(activation))
         except RuntimeError as exc:  # cel-cpp raises for values Python cannot take (none reach our functions)
             raise EvaluationError(errors.runtime_text(str(exc))) from None
         kind = result.type()
@@ -50,6 +51,18 @@ class Program:
         if kind == cel.Type.ERROR:
             raise EvaluationError(errors.runtime_text(str(result.value())))
         raise EvaluationError(f"CEL result of type {errors.type_name(kind)} could not be converted to bool")
+
+    def _defaulted(self, activation: Any) -> Any:
+        """An unknown domain of `device.attributes` or `.capacity` reads as an empty map, as upstream's
+        newStringInterfaceMapWithDefault: the domains this selector names are added, empty, where missing."""
+        dev = activation["device"]
+        missing = {name: [d for d in found if d not in dev[name]] for name, found in self.domains.items()}
+        if not any(missing.values()):
+            return activation
+        dev = dict(dev)
+        for name, domains in missing.items():
+            dev[name] = {**dev[name], **{d: {} for d in domains}}
+        return {"device": dev}
 
 
 def compile(expression: str) -> Program:  # noqa: A001 - the API's word, as re.compile's
@@ -61,12 +74,12 @@ def compile(expression: str) -> Program:  # noqa: A001 - the API's word, as re.c
         compiled = environment.compile(expression)
     except RuntimeError as exc:
         raise CompileError(vet.unsupported(environment, expression) or errors.compile_text(str(exc))) from None
-    checked = vet.check(compiled)
-    cost = estimate(checked)
+    vetted = vet.check(compiled)
+    cost = estimate(vetted)
     if cost > MAX_COST:
         raise CompileError(f"cost limit exceeded: estimated worst-case cost {cost} exceeds the limit of {MAX_COST} "
                            "(resourceapi.CELSelectorExpressionMaxCost)")
-    return Program(expression, compiled, cost)
+    return Program(expression, compiled, cost, vetted.domains)
 
 
 def _value(value: object) -> Any:

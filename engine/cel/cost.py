@@ -313,11 +313,13 @@ class Coster:
         return total.add(fn)
 
     def overloads(self, e: Expr) -> tuple[str, ...]:
-        """The checker's overload ids; indexing what upstream types as a map (anything read from `device`) is
-        index_map only, where cel-cpp, seeing dyn, lists every index overload."""
+        """The checker's overload ids; indexing (or `in`) what upstream types as a map (anything read from
+        `device`) is index_map (in_map) only, where cel-cpp, seeing dyn, lists every overload."""
         ids = self.checked.overloads.get(e.id, ())
         if e.name == "_[_]" and e.args and kind(self.type(e.args[0])) == "map" and "index_map" in ids:
             return ("index_map",)
+        if e.name == "@in" and len(e.args) == 2 and kind(self.type(e.args[1])) == "map" and "in_map" in ids:
+            return ("in_map",)
         return ids
 
     def cost_list(self, e: Expr) -> Est:

@@ -9,17 +9,29 @@ from typing import Any
 
 
 class CelError(Exception):
-    """A selector's error; `index` is the selector's position in the list it came from, when known."""
+    """A selector's error. Placed (`at`), it knows the selector's position in its list, its text and, for a
+    DeviceClass's selector, the class; `words` says it as upstream's allocator does."""
 
-    def __init__(self, message: str, index: int | None = None, expression: str = "") -> None:
+    kind = "CEL error"
+
+    def __init__(self, message: str, index: int | None = None, expression: str = "",
+                 device_class: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.index = index
         self.expression = expression
+        self.device_class = device_class
 
-    def at(self, index: int, expression: str) -> CelError:
-        """The same error, placed: the selector's position and text."""
-        return type(self)(self.message, index, expression)
+    def at(self, index: int, expression: str, device_class: str | None = None) -> CelError:
+        """The same error, placed: the selector's position, its text, the DeviceClass it belongs to (None: the
+        claim's request)."""
+        return type(self)(self.message, index, expression, device_class)
+
+    def words(self, claim: str) -> str:
+        """`class gpu: selector #0: CEL runtime error: no such key: model` or `claim ns/name: selector #1: CEL
+        compile error: ...`, as upstream's selectorsMatch (claim is `namespace/name`)."""
+        owner = f"class {self.device_class}" if self.device_class is not None else f"claim {claim}"
+        return f"{owner}: selector #{self.index if self.index is not None else 0}: {self.kind}: {self.message}"
 
     def __str__(self) -> str:
         return self.message
@@ -28,9 +40,13 @@ class CelError(Exception):
 class CompileError(CelError):
     """Parse and type errors, unsupported functions, the length and cost limits: upstream's "CEL compile error"."""
 
+    kind = "CEL compile error"
+
 
 class EvaluationError(CelError):
     """An error judging one device: upstream's "CEL runtime error"."""
+
+    kind = "CEL runtime error"
 
 
 _STATUS = re.compile(r"^(?:[A-Z_]+: )+")
@@ -58,7 +74,8 @@ def runtime_text(raw: str) -> str:
 
 def compile_text(raw: str) -> str:
     """The checker's message (`ERROR: <input>:l:c: ...` with the caret lines), as upstream prefixes it."""
-    return "compilation failed: " + _TRAILER.sub("", _STATUS.sub("", raw.strip()))
+    text = _TRAILER.sub("", _STATUS.sub("", raw.strip()))
+    return "compilation failed: " + (text if text.startswith("ERROR: ") else "ERROR: " + text)
 
 
 _TYPE_NAMES = {"INT": "int", "UINT": "uint", "DOUBLE": "double", "STRING": "string", "BYTES": "bytes",

@@ -71,7 +71,12 @@ def quantity(text: str) -> Any:
     try:
         return quantity_message(parse_quantity(text))
     except QuantityError as exc:
-        raise KubeError(str(exc)) from None
+        raise KubeError(_QUANTITY_ERRORS.get(exc.kind, str(exc))) from None
+
+
+_QUANTITY_ERRORS = {  # resource.ErrFormatWrong, ErrSuffix, ErrNumeric
+    "format": "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+    "suffix": "unable to parse quantity's suffix", "numeric": "unable to parse numeric part of quantity"}
 
 
 def is_quantity(text: str) -> bool:
