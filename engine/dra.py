@@ -59,7 +59,7 @@ class Selectors:
             except cel.CompileError as exc:
                 self.programs[expression] = exc
         found = self.programs[expression]
-        if isinstance(found, Exception):
+        if isinstance(found, BaseException):
             raise found
         return found
 
@@ -69,7 +69,7 @@ class Selectors:
         DeviceClass it belongs to (None for a claim's own selectors)."""
         for index, expression in enumerate(expressions):
             verdict = self._one(device, expression)
-            if isinstance(verdict, Exception):
+            if not isinstance(verdict, bool):
                 raise verdict.at(index, expression, device_class)
             if not verdict:
                 return False

@@ -65,7 +65,7 @@ class Program:
         return {"device": dev}
 
 
-def compile(expression: str) -> Program:  # noqa: A001 - the API's word, as re.compile's
+def compile(expression: str) -> Program:
     """Raises CompileError in upstream's words; the caller caches per expression."""
     if len(expression) > MAX_LENGTH:
         raise CompileError(f"must be no more than {MAX_LENGTH} bytes, was {len(expression)}")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
-_WIRE = tuple[int, int, object]  # field number, wire type, value (int or bytes)
+_WIRE = tuple[int, int, Any]  # field number, wire type, value (int or bytes)
 
 
 def _varint(buf: bytes, at: int) -> tuple[int, int]:
@@ -28,7 +29,7 @@ def _fields(buf: bytes) -> list[_WIRE]:
     while at < len(buf):
         key, at = _varint(buf, at)
         number, wire = key >> 3, key & 7
-        value: object
+        value: Any
         if wire == 0:
             value, at = _varint(buf, at)
         elif wire == 1:
@@ -77,28 +78,28 @@ def _type(buf: bytes) -> Type:
         if number == 2:
             return Type("null")
         if number in (3, 4):
-            return Type(_PRIMITIVES[value], wrapper=number == 4)  # type: ignore[index]
+            return Type(_PRIMITIVES[value], wrapper=number == 4)
         if number == 5:
-            return Type(_WELL_KNOWN[value])  # type: ignore[index]
+            return Type(_WELL_KNOWN[value])
         if number == 6:
-            return Type("list", params=tuple(_type(v) for n, _, v in _fields(value) if n == 1))  # type: ignore[arg-type]
+            return Type("list", params=tuple(_type(v) for n, _, v in _fields(value) if n == 1))
         if number == 7:
-            sub = {n: _type(v) for n, _, v in _fields(value)}  # type: ignore[arg-type]
+            sub = {n: _type(v) for n, _, v in _fields(value)}
             return Type("map", params=(sub.get(1, DYN), sub.get(2, DYN)))
         if number == 8:
             return Type("function")
         if number == 9:
-            return Type("message", name=value.decode())  # type: ignore[union-attr]
+            return Type("message", name=value.decode())
         if number == 10:
-            return Type("type_param", name=value.decode())  # type: ignore[union-attr]
+            return Type("type_param", name=value.decode())
         if number == 11:
-            return Type("type", params=(_type(value),))  # type: ignore[arg-type]
+            return Type("type", params=(_type(value),))
         if number == 12:
             return Type("error")
         if number == 14:
-            parts = _fields(value)  # type: ignore[arg-type]
-            name = next((v.decode() for n, _, v in parts if n == 1), "")  # type: ignore[union-attr]
-            return Type("abstract", name=name, params=tuple(_type(v) for n, _, v in parts if n == 2))  # type: ignore[arg-type]
+            parts = _fields(value)
+            name = next((v.decode() for n, _, v in parts if n == 1), "")
+            return Type("abstract", name=name, params=tuple(_type(v) for n, _, v in parts if n == 2))
     return DYN
 
 
@@ -140,38 +141,38 @@ def _constant(node: Expr, buf: bytes) -> None:
         elif number == 2:
             node.value = bool(value)
         elif number == 3:
-            node.value = _signed(value)  # type: ignore[arg-type]
+            node.value = _signed(value)
         elif number == 4:
             node.value, node.uint = value, True
         elif number == 5:
-            node.value = struct.unpack("<d", value)[0]  # type: ignore[arg-type]
+            node.value = struct.unpack("<d", value)[0]
         elif number == 6:
-            node.value = value.decode()  # type: ignore[union-attr]
+            node.value = value.decode()
         elif number == 7:
-            node.value = bytes(value)  # type: ignore[arg-type]
+            node.value = bytes(value)
 
 
 def _expr(buf: bytes) -> Expr:
     parts = _fields(buf)
-    node = Expr(id=next((v for n, _, v in parts if n == 2), 0), kind="const")  # type: ignore[arg-type]
+    node = Expr(id=next((v for n, _, v in parts if n == 2), 0), kind="const")
     for number, _, value in parts:
         if number in _KINDS:
-            _KINDS[number](node, value)  # type: ignore[arg-type]
+            _KINDS[number](node, value)
     return node
 
 
 def _ident(node: Expr, buf: bytes) -> None:
     node.kind = "ident"
-    node.name = next((v.decode() for n, _, v in _fields(buf) if n == 1), "")  # type: ignore[union-attr]
+    node.name = next((v.decode() for n, _, v in _fields(buf) if n == 1), "")
 
 
 def _select(node: Expr, buf: bytes) -> None:
     node.kind = "select"
     for number, _, value in _fields(buf):
         if number == 1:
-            node.operand = _expr(value)  # type: ignore[arg-type]
+            node.operand = _expr(value)
         elif number == 2:
-            node.name = value.decode()  # type: ignore[union-attr]
+            node.name = value.decode()
         elif number == 3:
             node.test_only = bool(value)
 
@@ -180,11 +181,11 @@ def _call(node: Expr, buf: bytes) -> None:
     node.kind = "call"
     for number, _, value in _fields(buf):
         if number == 1:
-            node.target = _expr(value)  # type: ignore[arg-type]
+            node.target = _expr(value)
         elif number == 2:
-            node.name = value.decode()  # type: ignore[union-attr]
+            node.name = value.decode()
         elif number == 3:
-            node.args.append(_expr(value))  # type: ignore[arg-type]
+            node.args.append(_expr(value))
 
 
 def _list(node: Expr, buf: bytes) -> None:
@@ -192,14 +193,14 @@ def _list(node: Expr, buf: bytes) -> None:
     optional: list[int] = []
     for number, wire, value in _fields(buf):
         if number == 1:
-            node.args.append(_expr(value))  # type: ignore[arg-type]
+            node.args.append(_expr(value))
         elif number == 2 and wire == 2:  # packed
             at = 0
-            while at < len(value):  # type: ignore[arg-type]
-                index, at = _varint(value, at)  # type: ignore[arg-type]
+            while at < len(value):
+                index, at = _varint(value, at)
                 optional.append(index)
         elif number == 2:
-            optional.append(value)  # type: ignore[arg-type]
+            optional.append(value)
     node.optional = tuple(optional)
 
 
@@ -207,20 +208,20 @@ def _struct(node: Expr, buf: bytes) -> None:
     node.kind = "map"
     for number, _, value in _fields(buf):
         if number == 1:
-            node.kind, node.name = "struct", value.decode()  # type: ignore[union-attr]
+            node.kind, node.name = "struct", value.decode()
         elif number == 2:
-            entry = {n: v for n, _, v in _fields(value)}  # type: ignore[arg-type]
-            key = _expr(entry[3]) if 3 in entry else Expr(id=0, kind="const", value=entry.get(2, b"").decode())  # type: ignore[arg-type, union-attr]
-            node.entries.append((key, _expr(entry.get(4, b"")), bool(entry.get(5, 0))))  # type: ignore[arg-type]
+            entry = {n: v for n, _, v in _fields(value)}
+            key = _expr(entry[3]) if 3 in entry else Expr(id=0, kind="const", value=entry.get(2, b"").decode())
+            node.entries.append((key, _expr(entry.get(4, b"")), bool(entry.get(5, 0))))
 
 
 def _comprehension(node: Expr, buf: bytes) -> None:
     node.kind = "comprehension"
     found = {n: v for n, _, v in _fields(buf)}
-    node.iter_var = found.get(1, b"").decode()  # type: ignore[union-attr]
-    node.iter_var2 = found.get(8, b"").decode()  # type: ignore[union-attr]
-    node.accu_var = found.get(3, b"").decode()  # type: ignore[union-attr]
-    node.parts = tuple(_expr(found.get(n, b"")) for n in (2, 4, 5, 6, 7))  # type: ignore[arg-type]
+    node.iter_var = found.get(1, b"").decode()
+    node.iter_var2 = found.get(8, b"").decode()
+    node.accu_var = found.get(3, b"").decode()
+    node.parts = tuple(_expr(found.get(n, b"")) for n in (2, 4, 5, 6, 7))
 
 
 _KINDS = {3: _constant, 4: _ident, 5: _select, 6: _call, 7: _list, 8: _struct, 9: _comprehension}
@@ -241,16 +242,16 @@ class Checked:
 def decode(serialized: bytes) -> Checked:
     """A CheckedExpr or ParsedExpr, from the Any that `Expression.serialize()` returns."""
     wrapper = {n: v for n, _, v in _fields(serialized)}
-    body, checked = wrapper[2], wrapper[1].endswith(b"CheckedExpr")  # type: ignore[union-attr]
+    body, checked = wrapper[2], wrapper[1].endswith(b"CheckedExpr")
     out = Checked(expr=Expr(id=0, kind="const"))
-    for number, _, value in _fields(body):  # type: ignore[arg-type]
+    for number, _, value in _fields(body):
         if number == (4 if checked else 2):
-            out.expr = _expr(value)  # type: ignore[arg-type]
+            out.expr = _expr(value)
         elif checked and number in (2, 3):  # map entries: key 1, value 2
-            entry = {n: v for n, _, v in _fields(value)}  # type: ignore[arg-type]
-            key = _signed(entry.get(1, 0))  # type: ignore[arg-type]
+            entry = {n: v for n, _, v in _fields(value)}
+            key = _signed(entry.get(1, 0))
             if number == 3:
-                out.types[key] = _type(entry.get(2, b""))  # type: ignore[arg-type]
+                out.types[key] = _type(entry.get(2, b""))
             else:
-                out.overloads[key] = tuple(v.decode() for n, _, v in _fields(entry.get(2, b"")) if n == 3)  # type: ignore[arg-type, union-attr]
+                out.overloads[key] = tuple(v.decode() for n, _, v in _fields(entry.get(2, b"")) if n == 3)
     return out

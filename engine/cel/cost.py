@@ -658,16 +658,15 @@ def _k_equals(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple
 
 
 _KUBERNETES: dict[str, KubeEstimator] = {
-    **{name: _k_lists for name in ("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf")},
-    **{name: _k_traverse_target for name in ("lowerAscii", "upperAscii", "substring", "trim")},
+    **dict.fromkeys(("isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"), _k_lists),
+    **dict.fromkeys(("lowerAscii", "upperAscii", "substring", "trim"), _k_traverse_target),
     "replace": _k_replace, "split": _k_split, "join": _k_join, "find": _k_find, "findAll": _k_find,
     **{name: _k_traverse_arg(TRAVERSAL) for name in ("cidr", "isIP", "isCIDR", "quantity", "isQuantity", "semver",
                                                     "isSemver")},
     "ip": _k_ip, "ip.isCanonical": _k_traverse_arg(2 * TRAVERSAL),
     "containsIP": _k_contains, "containsCIDR": _k_contains,
-    **{name: _k_one for name in ("masked", "prefixLength", "family", "isUnspecified", "isLoopback",
-                                 "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast", "sign", "asInteger",
-                                 "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add",
-                                 "sub", "major", "minor", "patch")},
+    **dict.fromkeys(("masked", "prefixLength", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast",
+                     "isLinkLocalUnicast", "isGlobalUnicast", "sign", "asInteger", "isInteger", "asApproximateFloat",
+                     "isGreaterThan", "isLessThan", "compareTo", "add", "sub", "major", "minor", "patch"), _k_one),
     "_==_": _k_equals,
 }

@@ -17,17 +17,17 @@ from . import kube
 # cel-cpp's checker declares no int/uint/double mixes for < <= > >=; the runtime has them. The standard declarations
 # of the four are left out and declared again with all of upstream's overloads (CrossTypeNumericComparisons).
 _ORDERING = {"_<_": "less", "_<=_": "less_equals", "_>_": "greater", "_>=_": "greater_equals"}
-_CONFIG = """
+_EXCLUDED = "\n".join(f"    - name: {name}" for name in (*_ORDERING, "string"))
+_CONFIG = f"""
 name: dra
 stdlib:
   exclude_functions:
-%s
-    - name: string
+{_EXCLUDED}
 extensions:
   - name: lists
   - name: sets
   - name: two-var-comprehensions
-""" % "\n".join(f"    - name: {name}" for name in _ORDERING)
+"""
 
 _NUMBERS = (("int", "int64"), ("uint", "uint64"), ("double", "double"))
 _ORDERED = (("string", "string"), ("bool", "bool"), ("bytes", "bytes"), ("timestamp", "timestamp"),

@@ -61,6 +61,8 @@ _RUNTIME = (  # cel-cpp's words -> cel-go's
     (re.compile(r"^[Ii]ndex out of bounds.*$|^index out of range.*$"), "index out of range"),
     (re.compile(r"^no_such_field : (.*)$"), r"no such key: \1"),
     (re.compile(r"^String to Timestamp conversion failed$"), "timestamp conversion failed"),
+    (re.compile(r"^<string>\.(?:charAt|substring)\(.*(?:greater than|less than 0).*$"), "index out of range"),
+    (re.compile(r"^<string>\.substring\(<start>, <end>\): <end> is less than <start>$"), "invalid substring range"),
 )
 
 

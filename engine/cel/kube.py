@@ -15,7 +15,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # type: ignore[import-untyped]
 
 from ..quantity import QuantityError, parse_quantity
 
@@ -393,7 +393,8 @@ def find(text: str, regex: str) -> str:
 
 def find_all(text: str, regex: str, limit: int = -1) -> list[str]:
     """Go's FindAllString: successive non-overlapping matches, an empty match right after a match skipped."""
-    compiled, out, at, previous_end = pattern(regex), [], 0, -1
+    compiled, at, previous_end = pattern(regex), 0, -1
+    out: list[str] = []
     while at <= len(text) and (limit < 0 or len(out) < limit):
         found = compiled.search(text, at)
         if found is None:
@@ -490,4 +491,4 @@ SUMMABLE = ("int", "uint", "double", "duration")
 OVERLOADS = _overloads()
 UNSUPPORTED_OVERLOADS = {  # Python never sees these values: cel-cpp hands no duration, timestamp or uint result back
     ov.id: f"{ov.function}() of a {ov.params[0]}" for ov in OVERLOADS
-    if ov.params and any(t in ov.params[0] for t in ("duration", "timestamp")) or ov.result == "uint"}
+    if (ov.params and any(t in ov.params[0] for t in ("duration", "timestamp"))) or ov.result == "uint"}

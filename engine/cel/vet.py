@@ -14,6 +14,7 @@ the checks run on each checked selector before its cost is estimated.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,14 +24,13 @@ from .errors import CompileError
 
 DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
 _OURS = ("kubernetes.", "net.")
+_URL = ("url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery")
+_FORMATS = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
+            "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime")
 UNSUPPORTED = {
-    **{name: "the URL library" for name in ("url", "isURL", "getScheme", "getHost", "getHostname", "getPort",
-                                             "getEscapedPath", "getQuery")},
-    **{name: "the format library" for name in ("validate", "format.named")},
-    **{f"format.{name}": "the format library" for name in (
-        "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
-        "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "datetime")},
-    "optional.unwrap": "optional lists", "unwrapOpt": "optional lists",
+    **dict.fromkeys(_URL, "the URL library"),
+    **dict.fromkeys(("validate", "format.named", *(f"format.{name}" for name in _FORMATS)), "the format library"),
+    **dict.fromkeys(("optional.unwrap", "unwrapOpt"), "optional lists"),
 }
 _PYTHON = {o.id for o in kube.OVERLOADS}
 
@@ -53,13 +53,13 @@ def unsupported(environment: Any, expression: str) -> str | None:
     return None
 
 
-def _walk(node: Expr, parent: Expr | None = None):  # type: ignore[no-untyped-def]
+def _walk(node: Expr) -> Iterator[Expr]:
     yield node
     for child in node.children():
-        yield from _walk(child, node)
+        yield from _walk(child)
 
 
-def _pairs(node: Expr, parent: Expr | None = None):  # type: ignore[no-untyped-def]
+def _pairs(node: Expr, parent: Expr | None = None) -> Iterator[tuple[Expr, Expr | None]]:
     yield node, parent
     for child in node.children():
         yield from _pairs(child, node)
