@@ -97,8 +97,9 @@ DEVICE = Decl(Type("message", "kubernetes.DRADevice"), 0, fields={
     "allowMultipleAllocations": Decl(Type("bool"), 1)})
 
 
-def device_decl(path: list[str] | None) -> Decl | None:
-    """DRA's sizeEstimator walk: the declaration a path from `device` reaches (an attribute of any name)."""
+def device_decl(path: list[str] | None, typing: bool = False) -> Decl | None:
+    """DRA's sizeEstimator walk: the declaration a path from `device` reaches (an attribute of any name). With
+    `typing`, the type the checker gives it: a name selected from any map is that map's element."""
     if not path or path[0] != "device":
         return None
     node: Decl | None = DEVICE
@@ -110,8 +111,8 @@ def device_decl(path: list[str] | None) -> Decl | None:
             node = node.key
         elif name in node.fields:
             node = node.fields[name]
-        elif node.elem is _ATTRIBUTE:
-            node = _ATTRIBUTE
+        elif node.elem is _ATTRIBUTE or (typing and node.elem is not None):
+            node = node.elem
         else:
             return None
         if node is None:
@@ -179,7 +180,7 @@ class Coster:
     # -- types, paths, sizes ----------------------------------------------------------------------------------------
 
     def type(self, e: Expr) -> Type:
-        decl = device_decl(self.path(e))
+        decl = device_decl(self.path(e), typing=True)
         return decl.type if decl is not None else upstream_type(self.checked, e)
 
     def path(self, e: Expr) -> list[str]:

@@ -58,7 +58,7 @@ _RUNTIME = (  # cel-cpp's words -> cel-go's
     (re.compile(r"^(?:integer|int64|uint64|unsigned integer)? ?(?:overflow|.*out of range.*overflow.*)$", re.I),
      "integer overflow"),
     (re.compile(r"^No matching overloads found : (.*)$", re.S), r"no such overload: \1"),
-    (re.compile(r"^[Ii]ndex out of bounds.*$|^index out of range.*$"), "index out of range"),
+    (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"), r"index '\1' out of range in list size '\2'"),
     (re.compile(r"^no_such_field : (.*)$"), r"no such key: \1"),
     (re.compile(r"^String to Timestamp conversion failed$"), "timestamp conversion failed"),
     (re.compile(r"^<string>\.(?:charAt|substring)\(.*(?:greater than|less than 0).*$"), "index out of range"),

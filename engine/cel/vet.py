@@ -31,6 +31,7 @@ UNSUPPORTED = {
     **dict.fromkeys(_URL, "the URL library"),
     **dict.fromkeys(("validate", "format.named", *(f"format.{name}" for name in _FORMATS)), "the format library"),
     **dict.fromkeys(("optional.unwrap", "unwrapOpt"), "optional lists"),
+    "cel.@mapInsert": "transformMap and transformMapEntry",  # cel-cpp's runtime lacks what their expansion calls
 }
 _PYTHON = {o.id for o in kube.OVERLOADS}
 
@@ -47,10 +48,22 @@ def unsupported(environment: Any, expression: str) -> str | None:
         parsed = decode(environment.compile(expression, disable_check=True).serialize())
     except RuntimeError:
         return None
-    for node in _walk(parsed.expr):
-        if node.kind == "call" and node.name in UNSUPPORTED:
-            return f"policy-scheduler does not support {node.name} ({UNSUPPORTED[node.name]})"
-    return None
+    names = sorted({name for node in _walk(parsed.expr) if node.kind == "call"
+                    for name in (node.name, _qualified(node)) if name in UNSUPPORTED})
+    if not names:
+        return None
+    return f"policy-scheduler does not support {', '.join(names)} ({', '.join(sorted({UNSUPPORTED[n] for n in names}))})"
+
+
+def _qualified(call: Expr) -> str:
+    """`format.named` for a call parsed as member `named` of the identifier `format` (before checking)."""
+    parts, target = [call.name], call.target
+    while target is not None and target.kind == "select" and target.operand is not None:
+        parts.append(target.name)
+        target = target.operand
+    if target is None or target.kind != "ident":
+        return ""
+    return ".".join([target.name, *reversed(parts)])
 
 
 def _walk(node: Expr) -> Iterator[Expr]:
