@@ -471,9 +471,11 @@ def _overloads() -> list[Overload]:
         o("find", "string_find_string", ("string", "string"), "string", True, find),
         o("findAll", "string_find_all_string", ("string", "string"), "list(string)", True, find_all),
         o("findAll", "string_find_all_string_int", ("string", "string", "int"), "list(string)", True, find_all),
-        o("indexOf", "list_a_index_of_int", ("list(dyn)", "dyn"), "int", True, list_index_of),
-        o("lastIndexOf", "list_a_last_index_of_int", ("list(dyn)", "dyn"), "int", True, list_last_index_of),
     ]
+    for t in ELEMENTS:  # upstream's list_a_index_of_int, one overload per element type: no `dyn` parameter, so
+        # cel-cpp never hands Python a value it cannot take (an optional crashes it)
+        out.append(o("indexOf", f"list_{t}_index_of_int", (f"list({t})", t), "int", True, list_index_of))
+        out.append(o("lastIndexOf", f"list_{t}_last_index_of_int", (f"list({t})", t), "int", True, list_last_index_of))
     for t in COMPARABLE:
         out.append(o("isSorted", f"list_{t}_is_sorted_bool", (f"list({t})",), "bool", True, list_is_sorted))
         out.append(o("max", f"list_{t}_max_{t}", (f"list({t})",), t, True, list_max))
@@ -487,6 +489,7 @@ def _int64(value: int) -> int:
 
 
 COMPARABLE = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
+ELEMENTS = ("int", "uint", "double", "bool", "string", "bytes")
 SUMMABLE = ("int", "uint", "double", "duration")
 OVERLOADS = _overloads()
 UNSUPPORTED_OVERLOADS = {  # Python never sees these values: cel-cpp hands no duration, timestamp or uint result back

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import kube
-from .checked import DYN, Checked, Expr, Type, decode
+from .checked import Checked, Expr, Type, decode
 from .errors import CompileError
 
 DEVICE_FIELDS = ("driver", "attributes", "capacity", "allowMultipleAllocations")
@@ -133,8 +133,6 @@ def _call(checked: Checked, node: Expr) -> None:
         args = node.args if node.target is not None else node.args[1:]
         if args and args[0].kind == "const" and isinstance(args[0].value, str):
             _regex(node.name, args[0].value)
-    if node.name in ("indexOf", "lastIndexOf") and node.target is not None and ids and set(ids) <= _PYTHON:
-        _same_element(checked, node)
 
 
 def _literal(function: str, text: str) -> None:
@@ -166,14 +164,6 @@ def _regex(function: str, pattern: str) -> None:
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") + '"'
-
-
-def _same_element(checked: Checked, node: Expr) -> None:
-    target, item = checked.type(node.target), checked.type(node.args[0]) if node.args else DYN  # type: ignore[arg-type]
-    element = target.params[0] if target.kind == "list" and target.params else DYN
-    if DYN not in (element, item) and element != item and not {element.kind, item.kind} & {"dyn", "any"}:
-        raise CompileError(f"compilation failed: ERROR: found no matching overload for '{node.name}' applied to "
-                           f"'(list({element}), {item})'")
 
 
 def _homogeneous(checked: Checked, node: Expr) -> None:
@@ -210,7 +200,9 @@ def _optional(checked: Checked, node: Expr, parent: Expr) -> None:
     would crash handing it over."""
     if parent.kind != "call":
         return
-    if parent.name == "dyn" or set(checked.overloads.get(parent.id, ())) & _PYTHON:
+    if parent.name == "dyn":
+        raise CompileError("policy-scheduler does not support an optional value as dyn")
+    if set(checked.overloads.get(parent.id, ())) & _PYTHON:
         raise CompileError(f"compilation failed: ERROR: found no matching overload for '{parent.name}' applied to "
                            f"an argument of type '{checked.type(node)}'")
     if parent.name == "_?_:_" and node is not parent.args[0] and checked.type(parent).name != "optional_type":
