@@ -25,7 +25,8 @@ from . import env, errors, kube, vet
 from .cost import MAX_COST, estimate
 from .errors import CelError, CompileError, EvaluationError
 
-__all__ = ["MAX_COST", "MAX_LENGTH", "CelError", "CompileError", "EvaluationError", "Program", "compile", "device"]
+__all__ = ["MAX_COST", "MAX_LENGTH", "CelError", "CompileError", "DeviceValue", "EvaluationError", "Program", "compile",
+           "device"]
 
 MAX_LENGTH = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength
 
@@ -37,12 +38,13 @@ class Program:
         self.expression = expression
         self.compiled = compiled
         self.cost = cost
-        self.domains = {name: found for name, found in domains.items() if found}  # vet.Vetted.domains
+        self.domains: dict[str, frozenset[str]] = {name: found for name, found in domains.items() if found}
 
-    def matches(self, activation: Any) -> bool:
-        """The verdict for one device (`activation` from `device`): True or False, else EvaluationError."""
+    def matches(self, found: Any) -> bool:
+        """The verdict for one device (`found` from `device`): True or False, else EvaluationError."""
+        value = found if isinstance(found, DeviceValue) else DeviceValue(found)
         try:
-            result = self.compiled.eval(data=self._defaulted(activation))
+            result = self.compiled.eval(value.activation(self.domains))
         except RuntimeError as exc:  # cel-cpp raises for values Python cannot take (none reach our functions)
             raise EvaluationError(errors.runtime_text(str(exc))) from None
         kind = result.type()
@@ -52,17 +54,28 @@ class Program:
             raise EvaluationError(errors.runtime_text(str(result.value())))
         raise EvaluationError(f"CEL result of type {errors.type_name(kind)} could not be converted to bool")
 
-    def _defaulted(self, activation: Any) -> Any:
-        """An unknown domain of `device.attributes` or `.capacity` reads as an empty map, as upstream's
-        newStringInterfaceMapWithDefault: the domains this selector names are added, empty, where missing."""
-        dev = activation["device"]
-        missing = {name: [d for d in found if d not in dev[name]] for name, found in self.domains.items()}
-        if not any(missing.values()):
-            return activation
-        dev = dict(dev)
-        for name, domains in missing.items():
-            dev[name] = {**dev[name], **{d: {} for d in domains}}
-        return {"device": dev}
+
+class DeviceValue:
+    """The `device` variable for one device, converted for cel-cpp once (about 1.5 µs) and reused by every
+    selector. An unknown domain of `device.attributes` or `.capacity` reads as an empty map, as upstream's
+    newStringInterfaceMapWithDefault: a selector naming domains the device lacks gets them, empty."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.activations: dict[tuple[tuple[str, str], ...], Any] = {}
+
+    def activation(self, domains: dict[str, frozenset[str]]) -> Any:
+        dev = self.data["device"]
+        missing = tuple(sorted((name, d) for name, found in domains.items() for d in found if d not in dev[name]))
+        if missing not in self.activations:
+            data = self.data
+            if missing:
+                dev = dict(dev)
+                for name, domain in missing:
+                    dev[name] = {**dev[name], domain: {}}
+                data = {"device": dev}
+            self.activations[missing] = env.environment().Activation(data=data)
+        return self.activations[missing]
 
 
 def compile(expression: str) -> Program:
@@ -88,14 +101,14 @@ def _value(value: object) -> Any:
     return value
 
 
-def device(found: Device) -> Any:
-    """The activation for one device: `device` with driver, attributes and capacity by domain (an unknown domain
-    reads as an empty map, as upstream's newStringInterfaceMapWithDefault), allowMultipleAllocations."""
+def device(found: Device) -> DeviceValue:
+    """The activation for one device: `device` with driver, attributes and capacity by domain,
+    allowMultipleAllocations (built once per device and snapshot by engine.dra.Selectors)."""
     attributes: dict[str, dict[str, Any]] = {}
     for domain, name, value in found.attributes:
         attributes.setdefault(domain, {})[name] = _value(value)
     capacity: dict[str, dict[str, Any]] = {}
     for domain, name, milli in found.capacity:
         capacity.setdefault(domain, {})[name] = kube.quantity_message(kube.Fraction(milli, 1000))
-    return {"device": {"driver": found.driver, "attributes": attributes, "capacity": capacity,
-                       "allowMultipleAllocations": False}}
+    return DeviceValue({"device": {"driver": found.driver, "attributes": attributes, "capacity": capacity,
+                                   "allowMultipleAllocations": False}})
