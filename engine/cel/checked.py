@@ -6,6 +6,7 @@ fields the checks and the cost estimate read are kept (cel/expr/syntax.proto and
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,26 +167,22 @@ def _ident(node: Expr, buf: bytes) -> None:
     node.name = next((v.decode() for n, _, v in _fields(buf) if n == 1), "")
 
 
-def _select(node: Expr, buf: bytes) -> None:
-    node.kind = "select"
-    for number, _, value in _fields(buf):
-        if number == 1:
-            node.operand = _expr(value)
-        elif number == 2:
-            node.name = value.decode()
-        elif number == 3:
-            node.test_only = bool(value)
+def _decoder(kind: str, fields: dict[int, tuple[str, str]]) -> Callable[[Expr, bytes], None]:
+    """A node kind whose fields are each a sub-expression (`expr`), a list of them (`exprs`), text or a flag."""
+    def decode(node: Expr, buf: bytes) -> None:
+        node.kind = kind
+        for number, _, value in _fields(buf):
+            if number in fields:
+                name, how = fields[number]
+                if how == "exprs":
+                    getattr(node, name).append(_expr(value))
+                else:
+                    setattr(node, name, _expr(value) if how == "expr" else value.decode() if how == "text" else bool(value))
+    return decode
 
 
-def _call(node: Expr, buf: bytes) -> None:
-    node.kind = "call"
-    for number, _, value in _fields(buf):
-        if number == 1:
-            node.target = _expr(value)
-        elif number == 2:
-            node.name = value.decode()
-        elif number == 3:
-            node.args.append(_expr(value))
+_select = _decoder("select", {1: ("operand", "expr"), 2: ("name", "text"), 3: ("test_only", "flag")})
+_call = _decoder("call", {1: ("target", "expr"), 2: ("name", "text"), 3: ("args", "exprs")})
 
 
 def _list(node: Expr, buf: bytes) -> None:

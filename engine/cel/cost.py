@@ -578,21 +578,19 @@ def _k_replace(c: Coster, o: str, target: Node | None, args: list[Node]) -> tupl
     if target is None or len(args) < 2:
         return None
     sz, old, new = c.sized(target), c.sized(args[0]), c.sized(args[1])
-    count_hi = retained_hi = count_lo = retained_lo = 0
-    if old.lo == 0:
-        count_hi, retained_hi = (sz.hi + 1 if sz.hi < U64 else sz.hi), sz.hi
-    elif new.hi <= old.lo:
-        retained_hi = sz.hi
-    else:
-        count_hi = math.ceil(sz.hi / old.lo)
-    if old.hi == 0:
-        count_lo, retained_lo = (sz.lo + 1 if sz.lo < U64 else sz.lo), sz.lo
-    elif old.hi <= new.lo:
-        retained_lo = sz.lo
-    else:
-        count_lo = math.ceil(sz.lo / old.hi)
+    count_hi, retained_hi = _replacements(sz.hi, old.lo, old.lo == 0, new.hi <= old.lo)
+    count_lo, retained_lo = _replacements(sz.lo, old.hi, old.hi == 0, old.hi <= new.lo)
     size = Est(count_lo, count_hi).mul(new).add(Est(retained_lo, retained_hi))
     return sz.factor(2 * TRAVERSAL), size
+
+
+def _replacements(size: int, old: int, empty: bool, kept: bool) -> tuple[int, int]:
+    """One bound of library/cost.go's replace estimate: how many replacements, how much of the string is kept."""
+    if empty:
+        return (size + 1 if size < U64 else size), size
+    if kept:
+        return 0, size
+    return math.ceil(size / old), 0
 
 
 def _k_split(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:

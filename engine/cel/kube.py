@@ -79,12 +79,17 @@ _QUANTITY_ERRORS = {  # resource.ErrFormatWrong, ErrSuffix, ErrNumeric
     "suffix": "unable to parse quantity's suffix", "numeric": "unable to parse numeric part of quantity"}
 
 
-def is_quantity(text: str) -> bool:
+def _parses(parse: Callable[..., Any], *args: Any) -> bool:
+    """isQuantity, isSemver, isIP, isCIDR: whether the parse succeeds."""
     try:
-        parse_quantity(text)
-    except QuantityError:
+        parse(*args)
+    except (KubeError, QuantityError):
         return False
     return True
+
+
+def is_quantity(text: str) -> bool:
+    return _parses(parse_quantity, text)
 
 
 def _as_int(q: Any) -> int | None:
@@ -177,11 +182,7 @@ def semver(text: str, normalize: bool = False) -> Any:
 
 
 def is_semver(text: str, normalize: bool = False) -> bool:
-    try:
-        semver(text, normalize)
-    except KubeError:
-        return False
-    return True
+    return _parses(semver, text, normalize)
 
 
 def _pre_key(pre: str) -> tuple:
@@ -223,11 +224,7 @@ def ip(text: str) -> Any:
 
 
 def is_ip(text: str) -> bool:
-    try:
-        _address(text)
-    except KubeError:
-        return False
-    return True
+    return _parses(_address, text)
 
 
 def ip_is_canonical(text: str) -> bool:
@@ -280,11 +277,7 @@ def cidr(text: str) -> Any:
 
 
 def is_cidr(text: str) -> bool:
-    try:
-        _prefix(text)
-    except KubeError:
-        return False
-    return True
+    return _parses(_prefix, text)
 
 
 def _network(msg: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
