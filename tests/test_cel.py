@@ -523,6 +523,12 @@ def test_string_index_offsets_past_the_end_are_an_error_here() -> None:
     check("'tacocat'.indexOf('a', 30) == -1", Runtime("index out of range"))
 
 
+def test_nesting_deeper_than_cel_cpps_parser_allows_does_not_compile() -> None:
+    """cel-cpp's parser stops at 32 levels, cel-go's at 250; long && chains are balanced and unaffected."""
+    check(" + ".join(["1"] * 32) + " > 0", Compile("max recursion depth of 32"))
+    check(" && ".join(["device.driver != ''"] * 100), True)
+
+
 def test_selectors_raise_placed_errors_in_upstreams_words() -> None:
     selectors = Selectors()
     gpu = make_device(GPU)
