@@ -4,9 +4,10 @@ Upstream's DynamicResources plugin allocates a pod's unallocated claims on each 
 structured allocator: a request takes `count` devices (or all of them) that satisfy its DeviceClass's and its
 own CEL selectors, among devices reachable from the node and allocated to no other claim; `firstAvailable`
 tries alternatives in order; `matchAttribute` makes the devices of the named requests agree on an attribute.
-Here `Selectors` compiles each CEL expression once (cel-python) and judges each device once per snapshot with
-the functions DRA documents (`quantity`, `semver`, `compareTo`, ...); `allocate` is the allocator for one pod's
-claims on one node; `resolve_claims` sets each pending pod's `dra`, once per snapshot.
+Here `Selectors` compiles each CEL expression once and judges each device once per snapshot, in Kubernetes'
+environment for DRA selectors (engine.cel, on Google's CEL runtime); a selector's error is raised, not taken
+for "no"; `allocate` is the allocator for one pod's claims on one node; `resolve_claims` sets each pending pod's
+`dra`, once per snapshot.
 """
 
 from __future__ import annotations
@@ -38,33 +39,53 @@ Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request na
 
 @dataclass
 class Selectors:
-    """CEL selectors compiled once, judged once per (device, expression): a device matches when every
-    expression is true; an expression that fails on a device (a missing attribute) does not select it. The CEL
-    machinery (engine.cel, cel-python) is imported on the first expression: snapshots without DRA never pay it."""
+    """CEL selectors compiled once per expression and judged once per (device, expression), as Kubernetes
+    evaluates them (engine.cel). A device matches when every expression is true, judged in order up to the first
+    false; an expression that does not compile, or fails on a device (a missing attribute, a non-bool result), is
+    not a "no": `matches` raises it (engine.cel.CompileError / EvaluationError, placed at its index), as upstream's
+    allocator fails the claim rather than skip the device, and the caller words it (`CelError.words`). engine.cel is
+    imported on the first expression: snapshots without DRA never pay it."""
 
-    env: Any = None  # celpy.Environment, built on the first expression (its parser takes a quarter second)
-    programs: dict[str, Any] = field(default_factory=dict)
-    verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
-    activations: dict[str, Any] = field(default_factory=dict)
+    programs: dict[str, Any] = field(default_factory=dict)  # expression -> engine.cel.Program, or its CompileError
+    verdicts: dict[tuple[str, str], Any] = field(default_factory=dict)  # (device, expression) -> bool or the error
+    activations: dict[str, Any] = field(default_factory=dict)  # device key -> engine.cel.device(device)
 
-    def compile(self, expression: str) -> None:
-        """Raises ValueError with the parser's words for an expression CEL rejects."""
+    def compile(self, expression: str) -> Any:
+        """The compiled selector (engine.cel.Program); raises engine.cel.CompileError, remembered per expression."""
         if expression not in self.programs:
             from . import cel
-            self.env = self.env or cel.environment()
-            self.programs[expression] = cel.program(self.env, expression)
+            try:
+                self.programs[expression] = cel.compile(expression)
+            except cel.CompileError as exc:
+                self.programs[expression] = exc
+        found = self.programs[expression]
+        if isinstance(found, BaseException):
+            raise found
+        return found
 
-    def matches(self, device: Device, expressions: Iterable[str]) -> bool:
-        return all(self._one(device, e) for e in expressions)
+    def matches(self, device: Device, expressions: Iterable[str], device_class: str | None = None) -> bool:
+        """Whether every expression selects `device` (upstream's selectorsMatch). Raises engine.cel.CelError for
+        the first expression that errs before one is false, placed: its index in `expressions`, its text and the
+        DeviceClass it belongs to (None for a claim's own selectors)."""
+        for index, expression in enumerate(expressions):
+            verdict = self._one(device, expression)
+            if not isinstance(verdict, bool):
+                raise verdict.at(index, expression, device_class)
+            if not verdict:
+                return False
+        return True
 
-    def _one(self, device: Device, expression: str) -> bool:
+    def _one(self, device: Device, expression: str) -> Any:
         key = (device.key, expression)
         if key not in self.verdicts:
             from . import cel
-            self.compile(expression)
-            if device.key not in self.activations:
-                self.activations[device.key] = {"device": cel.device(device)}
-            self.verdicts[key] = cel.holds(self.programs[expression], self.activations[device.key])
+            try:
+                program = self.compile(expression)
+                if device.key not in self.activations:
+                    self.activations[device.key] = cel.device(device)
+                self.verdicts[key] = program.matches(self.activations[device.key])
+            except cel.CelError as exc:
+                self.verdicts[key] = exc
         return self.verdicts[key]
 
 
@@ -102,7 +123,8 @@ class Allocator:
         tolerate (NoSchedule, NoExecute)."""
         cls = self.devices.classes.get(sub.device_class)
         return (cls is not None and not device.untolerated(sub.tolerations)
-                and self.selectors.matches(device, cls.selectors + sub.selectors))
+                and self.selectors.matches(device, cls.selectors, cls.name)
+                and self.selectors.matches(device, sub.selectors))
 
     def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
         """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);

@@ -1,5 +1,6 @@
 """The plan checker's device rules, written from kube-scheduler's DynamicResources and the DRA API (imports
-nothing of the engine; CEL through cel-python directly).
+nothing of the engine; CEL through cel-expr-python directly, with just `quantity` and `compareTo`: capacities are
+integers in milli-units here).
 
 ``device_violations(docs, pods, nodes, placed)``: every placed pod's claims must be met on its node by devices
 reachable from it that satisfy the class's and the request's selectors, no device given to two claims (nor to a
@@ -8,8 +9,10 @@ pods share is allocated once, its devices reachable from each of their nodes.
 """
 from __future__ import annotations
 
-import celpy
-from celpy import celtypes
+from functools import cache
+from typing import Any
+
+from cel_expr_python import cel
 
 from .quantity import exact
 
@@ -28,19 +31,31 @@ def _cel_device(driver: str, dev: dict) -> dict:
     for key, value in (dev.get("capacity") or {}).items():
         domain, _, name = key.rpartition("/")
         caps.setdefault(domain or driver, {})[name] = int(exact(value["value"]) * 1000)
-    return {"device": celpy.json_to_cel({"driver": driver, "attributes": attrs, "capacity": caps})}
+    return {"device": {"driver": driver, "attributes": attrs, "capacity": caps}}
 
 
-_FUNCTIONS = {"quantity": lambda s: celtypes.IntType(int(exact(str(s)) * 1000)),
-              "compareTo": lambda a, b: celtypes.IntType((int(a) > int(b)) - (int(a) < int(b)))}
+@cache
+def _env() -> Any:
+    t = cel.Type
+    return cel.NewEnv(variables={"device": t.Map(t.STRING, t.DYN)}, functions=[
+        cel.FunctionDecl("quantity", [cel.Overload("string_to_quantity", t.INT, [t.STRING],
+                                                   impl=lambda s: int(exact(s) * 1000))]),
+        cel.FunctionDecl("compareTo", [cel.Overload("quantity_compare_to", t.INT, [t.INT, t.INT], is_member=True,
+                                                    impl=lambda a, b: (a > b) - (a < b))])])
 
 
-def _selects(env: celpy.Environment, device: dict, exprs: list[str]) -> bool:
+@cache
+def _program(expression: str) -> Any:
+    return _env().compile(expression)
+
+
+def _selects(device: dict, exprs: list[str]) -> bool:
     for e in exprs:
         try:
-            if not env.program(env.compile(e), functions=_FUNCTIONS).evaluate(device):
-                return False
-        except Exception:  # an expression failing on a device does not select it
+            result = _program(e).eval(data=device)
+        except RuntimeError:  # an expression failing on a device does not select it
+            return False
+        if result.type() != cel.Type.BOOL or not result.value():
             return False
     return True
 
@@ -109,7 +124,7 @@ def _devices(docs: list[dict]) -> list[tuple[str, frozenset[str] | None, dict, l
     return out
 
 
-def _options(claim: dict, classes: dict, devices, nodes: set[str], env) -> list[list[list[list[str]]]] | None:
+def _options(claim: dict, classes: dict, devices, nodes: set[str]) -> list[list[list[list[str]]]] | None:
     """Per request, its alternatives that have candidates enough reachable from every node in `nodes` (the
     nodes of the pods using the claim), each as the devices it needs (one list of possible devices per device;
     `All`: every matching device, each only itself). None: some request has no alternative that could be met."""
@@ -119,7 +134,7 @@ def _options(claim: dict, classes: dict, devices, nodes: set[str], env) -> list[
         for alt in [request["exactly"]] if request.get("exactly") else request.get("firstAvailable") or []:
             exprs = classes.get(alt["deviceClassName"], []) + [s["cel"]["expression"] for s in alt.get("selectors") or []]
             fit = [k for k, reach, act, taints in devices if (reach is None or nodes <= reach)
-                   and not _blocked(taints, alt.get("tolerations") or []) and _selects(env, act, exprs)]
+                   and not _blocked(taints, alt.get("tolerations") or []) and _selects(act, exprs)]
             if alt.get("allocationMode") == "All":
                 if fit:
                     options.append([[k] for k in fit])
@@ -185,7 +200,6 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
     """A claim shared by several placed pods is allocated once: its devices reachable from all their nodes."""
     if not any(d.get("kind") == "ResourceSlice" for d in docs):
         return []
-    env = celpy.Environment()
     classes = {_meta(d)["name"]: [s["cel"]["expression"] for s in (d.get("spec") or {}).get("selectors") or []]
                for d in docs if d.get("kind") == "DeviceClass"}
     claims = {f"{_meta(d).get('namespace') or 'default'}/{_meta(d)['name']}": d for d in docs
@@ -207,7 +221,7 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
     out: list[str] = []
     requests: list[list[list[list[str]]]] = []
     for name, nodes in sorted(users.items()):
-        options = _options(claims[name], classes, devices, nodes, env)
+        options = _options(claims[name], classes, devices, nodes)
         if options is None:
             out.append(f"claim {name} cannot be met on {', '.join(sorted(nodes))}")
         else:
