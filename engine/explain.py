@@ -66,7 +66,11 @@ class Explanation:
 
     def lines(self) -> list[str]:
         """Upstream style: '0/N nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint
-        {a: b}.', then the class-level reasons and who took the room."""
+        {a: b}.', then the class-level reasons and who took the room. An error (a claim's selector that fails) is
+        said alone, as upstream's message for a Filter's Error status is the error itself."""
+        errors = [reason for rejection in self.rejected if rejection.error for reason in rejection.reasons]
+        if errors:
+            return errors
         counts: Counter[str] = Counter()
         for rejection, n in self.rejected.items():
             for reason in rejection.reasons:

@@ -216,6 +216,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     assignments: dict[str, str] = {}
     unschedulable: dict[str, list[str]] = {key: [why] for key, why in dropped.items()}
     explanations: dict[str, Explanation] = {}
+    errors: set[str] = set()
     placed_on = _targets(solution)
     state = None  # the plan replayed, built once if some pod needs explaining
     for c, info in enumerate(compiled.classes):
@@ -227,9 +228,12 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
             state = state or replay(compiled, solution)
             explanation = explain_unplaced(compiled, solution, c, state)
             reasons = explanation.lines()
+            erred = any(r.error for r in info.rejected.keys)  # an object it needs is in error (a claim's CEL)
             for pod in pods[len(targets):]:
                 unschedulable[pod.key] = reasons
                 explanations[pod.key] = explanation
+                if erred:
+                    errors.add(pod.key)
     stats = {
         "pods": len(compiled.cluster.pending),
         "nodes": len(nodes),
@@ -251,7 +255,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     gangs = {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
     return Plan(assignments, unschedulable, stats, lambda: _usage(compiled, solution),
                 compiled.cluster.notes + compiled.notes + solution.notes, dict(compiled.cluster.skipped), gangs=gangs,
-                explanations=explanations, compiled=compiled)
+                explanations=explanations, compiled=compiled, errors=errors)
 
 
 def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:

@@ -22,13 +22,15 @@ TIME_LIMIT = "TimeLimit"  # not an upstream plugin: the class was never filtered
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """One filter's no for a node: plugin, reasons, resolvable by a cluster change or not, and the policy rule
-    behind it (None for the pod's own spec and for the cluster's state)."""
+    """One filter's no for a node: plugin, reasons, resolvable by a cluster change or not, the policy rule
+    behind it (None for the pod's own spec and for the cluster's state), and whether it is an error (a claim's
+    CEL that fails: the pod is told SchedulerError, as upstream's Filter returning an Error status)."""
 
     plugin: str
     reasons: tuple[str, ...]
     resolvable: bool = True
     source: Source | None = None
+    error: bool = False  # an error about an object the pod needs (upstream's Error status), not a lack of room
 
 
 Nodes = np.ndarray | Iterable[int]  # a boolean mask over every node, or node indices

@@ -10,7 +10,18 @@ from engine.load import build_cluster
 from engine.loop.cycle import CycleResult
 from engine.planner import Options, plan_batch
 from loopfake import FakeAPI, synced_loop
-from testkit.manifests import node, pod, podgroup
+from testkit.manifests import (
+    GPU_DRIVER,
+    claims,
+    device_class,
+    device_request,
+    gpu,
+    node,
+    pod,
+    podgroup,
+    resource_claim,
+    resource_slice,
+)
 
 GANG = {"scheduling.x-k8s.io/pod-group": "job"}
 
@@ -148,3 +159,78 @@ def test_the_dry_run_and_explain_print_the_plan_without_the_culprit_and_no_trace
     explained = CliRunner().invoke(main, ["explain", "--cluster", str(path), "default/bad", "-o", "json"])
     assert explained.exit_code == 0, explained.output
     assert "poisoned" in json.loads(explained.stdout)["unschedulable"][0]
+
+
+def test_the_loop_tells_an_object_it_cannot_read_once_with_an_event_on_it() -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1"))
+    api.put("PriorityClass", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                              "metadata": {"name": "high"}, "value": "very"})
+    api.put("Pod", pod("a"))
+    api.put("Pod", pod("b"))
+    s, loop = synced_loop(api)
+    loop.cycle(["default/a"]).result()
+    loop.cycle(["default/b"]).result()
+    s.events.close()
+    told = [e for e in api.events if e[2] == "SchedulerCannotRead"]
+    assert len(told) == 1 and told[0][0] == "PriorityClass/None/high", told
+    assert sorted(k for k, _ in api.binds) == ["default/a", "default/b"]  # nobody else waits for it
+
+
+# --- errors the engine foresees: a claim's CEL refuses only the claim's pods ------------------------------------
+
+D = 'device.attributes["gpu.example.com"]'
+ADMITTED = [  # CEL forms the apiserver admits, each true for an a100 of 40Gi (upstream's answer)
+    f"{D}.?model.orValue('') == 'a100'", f"{D}.model.lowerAscii() == 'a100'", f"{D}.model.split('1')[0] == 'a'",
+    f"{D}.model.upperAscii() == 'A100'", f"{D}.model.replace('a', 'b') == 'b100'", f"{D}.model.indexOf('1') == 1",
+    f"{D}.?model.hasValue()", f"{D}.model.matches('^a[0-9]+$')", f"{D}.model.charAt(0) == 'a'",
+    'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) == 0',
+    'device.capacity["gpu.example.com"].memory.isGreaterThan(quantity("10Gi"))',
+    f"{D}.model.substring(1) == '100' && {D}.model.trim() == 'a100'",
+]
+
+
+def _claiming(name: str, expression: str) -> list[dict]:
+    return [resource_claim(f"c-{name}", device_request(selectors=(expression,)), ns="cel"),
+            pod(name, ns="cel", resourceClaims=claims(f"c-{name}"))]
+
+
+def _gpu_cluster(gpus: int = 16) -> list[dict]:
+    return [node("n0", cpu="32"), node("n1", cpu="32"), device_class("gpu"),
+            resource_slice("n0", [gpu(f"g{i}") for i in range(gpus)])]
+
+
+def test_a_claim_whose_selector_fails_at_run_time_refuses_only_its_pod_in_upstreams_words() -> None:
+    docs = _gpu_cluster() + [d for i, e in enumerate(ADMITTED) for d in _claiming(f"ok-{i}", e)]
+    docs += _claiming("runtime-error", f"{D}.nosuchattr == 'x'") + [pod(f"cpu-{i}") for i in range(10)]
+    plan = _plan(docs)
+    assert len(plan.assignments) == 22 and list(plan.unschedulable) == ["cel/runtime-error"], plan.unschedulable
+    assert plan.unschedulable["cel/runtime-error"] == [
+        "claim cel/c-runtime-error: selector #0: CEL runtime error: no such key: nosuchattr"]
+    assert plan.errors == {"cel/runtime-error"} and not plan.failures
+
+
+def test_a_device_class_whose_selector_does_not_compile_refuses_the_pods_of_its_claims() -> None:
+    docs = _gpu_cluster() + [device_class("broken", GPU_DRIVER, "device.driver ==")]
+    docs += [resource_claim("c-broken", device_request("gpu", "broken"), ns="cel"),
+             pod("uses-broken", ns="cel", resourceClaims=claims("c-broken"))]
+    docs += _claiming("fine", ADMITTED[0])
+    plan = _plan(docs)
+    assert plan.assignments.get("cel/fine") == "n0"
+    assert plan.unschedulable["cel/uses-broken"][0].startswith(
+        "class broken: selector #1: CEL compile error: compilation failed: ERROR: <input>:1:17: Syntax error")
+
+
+def test_the_loop_binds_everyone_else_and_tells_the_claims_pod_scheduler_error() -> None:
+    api = FakeAPI()
+    for obj in _gpu_cluster() + _claiming("ok", ADMITTED[0]) + _claiming("bad", f"{D}.nosuchattr == 'x'"):
+        api.put(obj["kind"], obj)
+    for i in range(3):
+        api.put("Pod", pod(f"cpu-{i}"))
+    s, loop = synced_loop(api)
+    loop.cycle_isolated(["cel/ok", "cel/bad", *(f"default/cpu-{i}" for i in range(3))])
+    loop.flush_binds()
+    s.events.close()
+    assert sorted(k for k, _ in api.binds) == ["cel/ok", "default/cpu-0", "default/cpu-1", "default/cpu-2"]
+    assert api.condition_reasons["cel/bad"] == "SchedulerError"
+    assert api.conditions["cel/bad"] == "claim cel/c-bad: selector #0: CEL runtime error: no such key: nosuchattr"

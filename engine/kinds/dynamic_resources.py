@@ -24,6 +24,10 @@ from ..solve.problem import Colocation, Limit
 from .base import Action, ClusterEvent, Kind, Resource
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ..cel import CelError
+    from ..classes import ClassInfo
     from ..compile import Compiled
     from .context import Batch, ClassSpec, ProblemBuilder
 
@@ -45,8 +49,32 @@ class DynamicResources(Kind):
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
+        """A claim missing, not created yet or being deleted; or a selector of its claims (or their classes)
+        that does not compile or fails on some device: the pod is refused with upstream's words, an error, and
+        the filters below never meet that selector (every device was judged here)."""
         blocked = spec.sample.dra.blocked
-        return Rejection(self.name, (blocked,), resolvable=False) if blocked else None
+        if blocked:
+            return Rejection(self.name, (blocked,), resolvable=False)
+        error = self._selector_error(spec.sample, batch)
+        return Rejection(self.name, (error,), resolvable=False, error=True) if error else None
+
+    def _selector_error(self, pod: Pod, batch: Batch) -> str:
+        """The first selector error of the claims the pod allocates or follows, in upstream's words ("" if none):
+        each request's alternatives judged on every device, as the allocator may meet them on some node."""
+        dra = pod.dra
+        if not dra.to_allocate and not dra.follows:
+            return ""
+        known = batch.cluster.devices.claims
+        allocator, _ = self._allocator(batch)
+        judged = batch.memo.setdefault(self.name, {}).setdefault("judged", {})
+        for claim in claims_of(pod, known) + [known[key] for key, _ in dra.follows]:
+            for sub in (s for request in claim.requests for s in request.alternatives):
+                shape = (sub.device_class, sub.selectors, sub.tolerations)
+                if shape not in judged:
+                    judged[shape] = _first_error(allocator, sub)
+                if judged[shape] is not None:
+                    return judged[shape].words(claim.key)
+        return ""
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         """Allocated claims' node selectors; the claims it allocates, and those it shares with the pod that
@@ -77,7 +105,7 @@ class DynamicResources(Kind):
         asks: dict[SubRequest, dict[int, int]] = defaultdict(lambda: defaultdict(int))
         askers: dict[SubRequest, dict[str, None]] = defaultdict(dict)  # the requests asking for each kind, in order
         claims = build.batch.cluster.devices.claims
-        for a, info in build.checked():
+        for a, info in _judged(build):
             for claim in claims_of(info.sample, claims):
                 for request in claim.requests:
                     if len(request.alternatives) == 1 and not request.alternatives[0].all:
@@ -173,6 +201,23 @@ def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], dev
     return ""
 
 
+def _judged(build: ProblemBuilder) -> Iterator[tuple[int, ClassInfo]]:
+    """The checked classes whose claims' selectors judged every device without an error (the others are refused
+    at PreFilter, and their selectors are not met again)."""
+    return ((a, info) for a, info in build.checked() if not any(r.error for r in info.rejected.keys))
+
+
+def _first_error(allocator: Allocator, sub: SubRequest) -> CelError | None:
+    """The first CEL error meeting `sub`'s selectors (its class's, then its own) on the devices, in order."""
+    from ..cel import CelError
+    try:
+        for device in allocator.devices.devices:
+            allocator.serves(device, sub)
+    except CelError as exc:
+        return exc
+    return None
+
+
 def _emit_followers(build: ProblemBuilder) -> None:
     """A class following a shared claim goes only where a pod of the class allocating it goes (one node a
     domain), unless every device that could serve the claim is reachable from every node."""
@@ -180,7 +225,7 @@ def _emit_followers(build: ProblemBuilder) -> None:
         return
     leaders = {pod.key: a for a, info in enumerate(build.classes) if info.sample.dra.shared for pod in info.pods}
     allocator = Allocator(build.batch.cluster.devices)
-    for a, info in build.checked():
+    for a, info in _judged(build):
         for claim, leader in info.sample.dra.follows:
             if leader not in leaders or _anywhere(allocator, build.batch.cluster.devices.claims[claim]):
                 continue

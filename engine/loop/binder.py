@@ -31,6 +31,7 @@ POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup cond
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
+CANNOT_READ = "SchedulerCannotRead"  # the event reason on an object the model refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,7 @@ class EventSink:
         self.outbox = Outbox(workers, capacity, on_drop)
         self._recorder = EventRecorder(clock, min_interval=min_interval)
         self._writing: set[str] = set()  # pods whose FailedScheduling write is under way
+        self._refused: set[tuple[str, str]] = set()  # (object, message) told already
         self._lock = threading.Lock()
 
     def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
@@ -143,6 +145,19 @@ class EventSink:
         finally:
             with self._lock:
                 self._writing.discard(uid)
+
+    def refused(self, obj: Obj, message: str) -> None:
+        """An object the scheduler cannot read (not a pod: the pods that depend on it are told on their own): a
+        Warning event on it and a log line, once per object and message."""
+        m = meta(obj)
+        key = (str(m.get("uid") or f"{obj.get('kind')}/{m.get('namespace')}/{m.get('name')}"), message)
+        with self._lock:
+            if key in self._refused:
+                return
+            self._refused.add(key)
+        log.warning("object left out of scheduling kind=%s name=%s/%s: %s", obj.get("kind"), m.get("namespace") or "",
+                    m.get("name"), message)
+        self.event(obj, "Warning", CANNOT_READ, f"left out of scheduling by the policy-scheduler: {message}")
 
     def forget(self, pod: Obj) -> None:
         """The pod was placed or is gone: its series is over."""

@@ -25,7 +25,7 @@ from ..plan import Eviction, Preemption
 from ..planner import Options
 from .binder import SCHEDULER_ERROR, UNSCHEDULABLE, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
-from .cycle import run_cycle
+from .cycle import CycleResult, run_cycle
 from .devices import allocation_status
 from .groups import GroupStatus
 from .metrics import Metrics, State
@@ -290,6 +290,7 @@ class ProfileLoop:
         for change in assumed:
             if change is not None:
                 self.announce(change)
+        self._report_refused(result)
         for failure in result.plan.failures:
             log.error("planning failed profile=%s pods=%s: %s\n%s", self.name, list(failure.pods), failure.error,
                       failure.trace)
@@ -414,6 +415,13 @@ class ProfileLoop:
             self.store.forget(p.key)
             self.queue.requeue(p.key)
             self.events.unschedulable(p.pod, f"preemption on {p.node} given up: {why}", SCHEDULER_ERROR)
+
+    def _report_refused(self, result: CycleResult) -> None:
+        """Objects other than pods the model could not read: an event on each (the sink tells each once)."""
+        for refusal in result.refused:
+            ref = refusal.ref
+            if ref is not None and ref.kind != "Pod" and (obj := self.store.get(ref.kind, ref.namespace, ref.name)):
+                self.events.refused(obj, refusal.message)
 
     def _report_unplaced(self, unplaced: dict[str, list[str]], pods: dict[str, Obj], errors: set[str]) -> None:
         for key, reasons in unplaced.items():
