@@ -20,23 +20,45 @@ def _kind(docs: list[dict], kind: str) -> list[dict]:
     return [d for d in docs if d["kind"] == kind]
 
 
-@pytest.mark.parametrize("values", [[], ["--set", "preemption.enabled=true", "--set", "crd.install=true"],
+@pytest.mark.parametrize("values", [[], ["--set", "preemption.enabled=false", "--set", "crd.install=true"],
                                     ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"]])
 def test_helm_lint_is_clean(values: list[str]) -> None:
     out = run_tool("helm", "lint", "--strict", str(CHART), *values)
     assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout, out.stdout + out.stderr
 
 
+def _rules(docs: list[dict]) -> dict[str, list[dict]]:
+    """Each ClusterRole's rules, by its name (policy-scheduler and policy-scheduler-preemption in both installs)."""
+    return {d["metadata"]["name"]: d["rules"] for d in _kind(docs, "ClusterRole")}
+
+
+def _deletes_pods(docs: list[dict]) -> bool:
+    return any("pods" in r["resources"] and "delete" in r["verbs"] for rules in _rules(docs).values() for r in rules)
+
+
+def _run_settings(args: list[str]) -> dict:
+    """What `policy-scheduler run` makes of a Deployment's arguments (click's own parser: the last flag wins)."""
+    from engine.cli import main
+    from engine.loop.command import _profiles
+
+    assert args[0] == "run"
+    params = main.commands["run"].make_context("run", args[1:]).params
+    profiles = _profiles(params.pop("scheduler_name"), params.pop("policy_configmap"), params.pop("profiles"))
+    return {**params, "profiles": profiles}
+
+
 def test_the_chart_defaults_are_the_kustomize_defaults() -> None:
-    docs = helm_template()
+    docs, base = helm_template(), kustomize()
     kinds = {d["kind"] for d in docs}
     assert "ConfigMap" not in kinds and "CustomResourceDefinition" not in kinds
-    assert not any("delete" in r["verbs"] and "pods" in r["resources"] for d in _kind(docs, "ClusterRole") for r in d["rules"])
+    assert _deletes_pods(docs)
     args = container_args(docs)
-    assert "--no-preemption" in args and "--profile=policy-scheduler=" in args  # pod specs only
+    assert "--preemption" in args and "--profile=policy-scheduler=" in args  # preempting; pod specs only
     assert "--lease-namespace=policy-scheduler" in args and "--lease-name=policy-scheduler" in args
-    # one list of rules for both installs (files/clusterrole.yaml links to deploy/clusterrole.yaml)
-    assert _kind(docs, "ClusterRole")[0]["rules"] == _kind(kustomize(), "ClusterRole")[0]["rules"]
+    # the same run, whichever way it is written (tests/test_deploy_defaults.py: the same as the CLI's defaults)
+    assert _run_settings(args) == _run_settings(container_args(base))
+    # one list of rules for both installs (files/clusterrole.yaml is deploy/clusterrole.yaml)
+    assert _rules(docs) == _rules(base)
     assert _kind(docs, "PodDisruptionBudget") and _kind(docs, "Deployment")[0]["spec"]["replicas"] == 2
     spec = _kind(docs, "Deployment")[0]["spec"]["template"]["spec"]
     assert spec["affinity"]["podAntiAffinity"] and spec["topologySpreadConstraints"]
@@ -47,7 +69,7 @@ def test_the_values_reach_the_objects(tmp_path) -> None:
     values.write_text(yaml.safe_dump({
         "profiles": [{"name": "web", "policies": {"cheap.policy": POLICY}}, {"name": "batch", "existingConfigMap": "mine"},
                      {"name": "plain"}],
-        "preemption": {"enabled": True}, "crd": {"install": True}, "replicas": 3,
+        "preemption": {"enabled": False}, "crd": {"install": True}, "replicas": 3,
         "image": {"repository": "registry.example/ps", "tag": "1.2.3"},
         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}}))
     docs = helm_template("ps", "ops", "-f", str(values))
@@ -57,11 +79,12 @@ def test_the_values_reach_the_objects(tmp_path) -> None:
     args = container_args(docs)
     assert [a for a in args if a.startswith("--profile")] == [
         "--profile=web=ops/ps-web-policies", "--profile=batch=ops/mine", "--profile=plain="]
-    assert "--preemption" in args and "--lease-namespace=ops" in args and "--lease-name=ps" in args
+    assert args.count("--no-preemption") == 1 and "--preemption" not in args
+    assert "--lease-namespace=ops" in args and "--lease-name=ps" in args
     role = next(d for d in _kind(docs, "Role") if d["metadata"]["name"] == "ps")
     assert {"resources": ["configmaps"], "resourceNames": ["ps-web-policies", "mine"], "verbs": ["list", "watch"],
             "apiGroups": [""]} in role["rules"]
-    assert any(r["verbs"] == ["delete"] for d in _kind(docs, "ClusterRole") for r in d["rules"])
+    assert list(_rules(docs)) == ["ps"] and not _deletes_pods(docs)
     assert [d["metadata"]["name"] for d in _kind(docs, "CustomResourceDefinition")] == ["podgroups.scheduling.x-k8s.io"]
     deployment = _kind(docs, "Deployment")[0]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -84,8 +107,7 @@ def test_the_rendered_chart_runs_the_scheduler_under_its_service_account(control
                                                                          schedulers, tmp_path) -> None:
     release = namespace = "ps-helm"
     values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump({"profiles": [{"name": "helm-web", "policies": {"cheap.policy": POLICY}}],
-                                      "preemption": {"enabled": True}}))
+    values.write_text(yaml.safe_dump({"profiles": [{"name": "helm-web", "policies": {"cheap.policy": POLICY}}]}))
     docs = helm_template(release, namespace, "-f", str(values))
     control_plane.ensure_namespace(namespace)  # helm install --create-namespace
     for doc in docs:  # the Deployment too: the apiserver validates it (no kubelet runs it)
