@@ -98,6 +98,8 @@ def test_the_values_reach_the_objects(tmp_path) -> None:
     (["--set", "profiles[0].name=Web"], "at '/profiles/0/name': 'Web' does not match pattern"),
     (["--set", "replicas=0"], "at '/replicas'"),
     (["--set", "profiles=null"], "profiles"),
+    (["--set-json", 'profiles=[{"name": "web", "existingConfigMap": "mine", "policies": {"a.policy": "x"}}]'],
+     'profile "web" sets both existingConfigMap and policies; the scheduler would read ConfigMap "mine" only'),
 ])
 def test_bad_values_are_refused(values: list[str], message: str) -> None:
     out = run_tool("helm", "template", "ps", str(CHART), *values, check=False)
