@@ -3,12 +3,15 @@ PYTHON ?= python
 SCHEDULER = $(PYTHON) -m engine
 POLICIES = policies
 POLICIES_CONFIGMAP = deploy/components/example-policies/policies-configmap.yaml
+# deploy/'s files the Helm chart renders from: copies, because helm warns on every command about a symlink
+CHART_FILES = deploy/clusterrole.yaml deploy/components/podgroup-crd/podgroup-crd.yaml
 
-.PHONY: help check-policies policies-configmap test bench bench-quick bench-medium
+.PHONY: help check-policies policies-configmap chart-files test bench bench-quick bench-medium
 
 help:
 	@echo "make check-policies      check and test the policy library ($(POLICIES)/)"
 	@echo "make policies-configmap  regenerate $(POLICIES_CONFIGMAP) from $(POLICIES)/"
+	@echo "make chart-files         copy $(CHART_FILES) into the Helm chart's files/"
 	@echo "make test                run the whole test suite"
 	@echo "make bench-quick         side by side with kube-scheduler and Coscheduling, 100 nodes (minutes)"
 	@echo "make bench-medium        the same at 500 and 1,000 nodes"
@@ -22,6 +25,9 @@ check-policies:
 policies-configmap:
 	$(SCHEDULER) configmap $(POLICIES)/ > $(POLICIES_CONFIGMAP).tmp
 	mv $(POLICIES_CONFIGMAP).tmp $(POLICIES_CONFIGMAP)
+
+chart-files:
+	cp $(CHART_FILES) deploy/helm/policy-scheduler/files/
 
 test:
 	$(PYTHON) -m pytest -q

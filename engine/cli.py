@@ -76,11 +76,14 @@ scheduler_option = click.option(
     "--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
     help="Pending pods are those with this spec.schedulerName and no spec.nodeName.",
 )
-time_option = click.option("--time-limit", type=Seconds(0.1), default=10.0, show_default=True,
+# The defaults are `policy-scheduler run`'s, so that a dry run plans as the deployed scheduler does
+# (docs/operations.md, "Defaults"; tests/test_deploy_defaults.py fails if they drift).
+time_option = click.option("--time-limit", type=Seconds(0.1), default=5.0, show_default=True,
                            metavar="SECONDS", help="Time limit for compiling and solving (loading not included); the best "
                            "plan found so far is returned.")
-workers_option = click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True,
-                              help="CP-SAT worker threads (1 with --seed gives reproducible plans).")
+workers_option = click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+                              help="CP-SAT worker threads (1, the scheduler's, gives reproducible plans with --seed; "
+                              "more may find better plans sooner).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",

@@ -54,6 +54,25 @@ def helm_template(release: str = "policy-scheduler", namespace: str = "policy-sc
     return documents(run_tool("helm", "template", release, str(CHART), "--namespace", namespace, *args).stdout)
 
 
+def helm_template_values(release: str, namespace: str, values: dict | None = None) -> list[dict]:
+    """`helm template` of the chart with `values` (a values file's content; None: the chart's defaults)."""
+    if not values:
+        return helm_template(release, namespace)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "values.yaml"
+        path.write_text(yaml.safe_dump(values))
+        return helm_template(release, namespace, "-f", str(path))
+
+
+RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+
+
+def chart_rbac(release: str, namespace: str, values: dict | None = None) -> list[dict]:
+    """The chart's ServiceAccount and every RBAC object it renders with `values`: who the scheduler is in the
+    cluster and what it may do, nothing else of the release."""
+    return [d for d in helm_template_values(release, namespace, values) if d["kind"] in RBAC_KINDS]
+
+
 def container_args(docs: list[dict]) -> list[str]:
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     return deployment["spec"]["template"]["spec"]["containers"][0]["args"]

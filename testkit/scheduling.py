@@ -7,6 +7,7 @@ process (`python -m engine run --kubeconfig ...`), stopped at the end of each te
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import time
@@ -96,6 +97,31 @@ def deploy_manifests(*components: str) -> list[dict]:
     return kustomize(*components)
 
 
+def install_chart_identity(cp: ControlPlane, release: str, namespace: str, values: dict | None = None) -> Path:
+    """The Helm chart's ServiceAccount with exactly the chart's RBAC (`helm template` with `values`, its
+    ServiceAccount, ClusterRoles, Roles and bindings applied as the admin), and a token kubeconfig for it: the
+    scheduler running with it may do what an install of the chart may, nothing more."""
+    from .deploytools import chart_rbac
+
+    cp.ensure_namespace(namespace)  # helm install --create-namespace
+    kube = Kube(cp.kubeconfig)
+    for doc in chart_rbac(release, namespace, values):
+        status, body = apply(kube, doc)
+        assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
+    return cp.service_account_kubeconfig(namespace, release)  # the chart names its ServiceAccount after the release
+
+
+# how the scheduler logs a call the apiserver refused for want of rights: error='403: ...' or status=403 (timings
+# like solve_s=0.403 are not), or RBAC's words where the refusal comes as another status (a claim's status write
+# that the resourceclaims/binding check refuses answers 422); an admission policy's "forbidden" is not RBAC's
+REFUSED = re.compile(r"'403: |status=403\b|cannot \w+ resource \"|requires resource=")
+
+
+def refusals(log: str) -> list[str]:
+    """The lines of a scheduler's log that say the apiserver refused it something (RBAC)."""
+    return [line for line in log.splitlines() if REFUSED.search(line)]
+
+
 def play_kubelet(kube: Kube, ns: str) -> list[str]:
     """Finish what a kubelet would: pods of `ns` being deleted go away now. Returns their names, sorted."""
     gone = []
@@ -170,11 +196,13 @@ class Schedulers:
 
     cp: ControlPlane
     workdir: Path
+    kubeconfig: Path | None = None  # whom they run as by default (None: the admin)
     started: list[Scheduler] = field(default_factory=list)
 
     def start(self, *args: str, kubeconfig: Path | None = None, name: str = "scheduler", ready: bool = True) -> Scheduler:
         port = free_port()
-        argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig or self.cp.kubeconfig),
+        kubeconfig = kubeconfig or self.kubeconfig or self.cp.kubeconfig
+        argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig),
                 "--metrics-port", str(port), "--batch-window", "0.3", "--time-limit", "2", *args]
         process = Process(name, argv, self.workdir / f"{name}-{len(self.started)}.log")
         process.start()
@@ -187,6 +215,10 @@ class Schedulers:
     def stop_all(self) -> None:
         for scheduler in self.started:
             scheduler.process.stop()
+
+    def refusals(self) -> list[str]:
+        """What the apiserver refused any of them for want of rights, from their logs."""
+        return [line for scheduler in self.started for line in refusals(scheduler.log())]
 
 
 def _answers(scheduler: Scheduler, path: str) -> bool:

@@ -194,7 +194,13 @@ class EventSink:
                "lastTransitionTime": _now() if changed else old.get("lastTransitionTime")}  # type: ignore[union-attr]
         body = {"metadata": {"resourceVersion": m.get("resourceVersion")},
                 "status": {"conditions": [c for c in conditions if c.get("type") != kind] + [new]}}
-        self.outbox.submit(self.api.patch, NATIVE_POD_GROUP, m.get("namespace") or "default", m["name"], body, "status")
+        self.outbox.submit(self._patch_group, m.get("namespace") or "default", m["name"], body)
+
+    def _patch_group(self, namespace: str, name: str, body: Obj) -> None:
+        result = self.api.patch(NATIVE_POD_GROUP, namespace, name, body, "status")
+        if not result.ok:
+            log.warning("podgroup condition write failed podgroup=%s/%s status=%s message=%r", namespace, name,
+                        result.status, result.message)
 
     def nominate(self, pod: Obj, node: str, victims: int) -> None:
         """status.nominatedNodeName (as kube-scheduler sets it) and a Nominated event: the pod waits for room."""
@@ -310,7 +316,7 @@ class Binder:
         if result.prebind:
             report.failed[p.key] = f"preparing volumes or devices on {p.node} failed: {result.message}"
             self.events.unschedulable(p.pod, report.failed[p.key], SCHEDULER_ERROR)
-            log.warning("volume step failed pod=%s node=%s message=%r", p.key, p.node, result.message)
+            log.warning("prebind failed (volumes or devices) pod=%s node=%s message=%r", p.key, p.node, result.message)
             return
         if result.status == CONFLICT:
             report.gone.append(p.key)

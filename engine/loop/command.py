@@ -101,8 +101,9 @@ def _configure_logging(level: str) -> None:
               help="Port of /metrics, /healthz, /readyz (0: none).")
 @click.option("--bind-workers", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option("--preemption/--no-preemption", default=True, show_default=True,
-              help="Evict lower-priority pods to place higher-priority ones (needs pods delete: deploy/ grants it "
-              "only with components/preemption). Without it they wait for room. The last of the two flags wins.")
+              help="Evict lower-priority pods to place higher-priority ones, as kube-scheduler does (needs delete on "
+              "pods: deploy/ and the Helm chart grant it unless preemption is turned off). Without it they wait for "
+              "room. The last of the two flags wins.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, time_limit,
         time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, preemption,

@@ -9,14 +9,17 @@ alone does not have; so the scheduler keeps them for the groups its pods belong 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import POD_GROUP_LABEL
-from .ports import Obj
+from .ports import BindResult, Obj
 from .store import Change, Store, meta, node_of
+
+log = logging.getLogger("policy_scheduler.groups")
 
 PENDING, SCHEDULING, SCHEDULED, RUNNING, FINISHED, FAILED = (
     "Pending", "Scheduling", "Scheduled", "Running", "Finished", "Failed")
@@ -97,7 +100,11 @@ class GroupStatus:
             current = group.get("status") or {}
             if all(current.get(k, 0 if k != "phase" else "") == v for k, v in status.items()):
                 continue
-            self.patch("PodGroup", ns, name, {"status": status}, "status")
+            result = self.patch("PodGroup", ns, name, {"status": status}, "status")
+            if isinstance(result, BindResult) and not result.ok:
+                log.warning("podgroup status write failed podgroup=%s/%s status=%s message=%r", ns, name,
+                            result.status, result.message)
+                continue
             written += 1
         return written
 

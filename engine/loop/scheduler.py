@@ -385,13 +385,15 @@ class ProfileLoop:
                 self.events.group_disrupted(group, f"{self.name}: preempting to accommodate a higher priority pod")
         results = self.binder.evict_all([(self.store.get("Pod", *k.split("/", 1)), _why_evicted(key, preemptions[key], v))
                                          for k, (v, key) in victims.items()])
-        failed = [k for k, r in zip(victims, results) if not r.ok]
+        refused = {k: r for k, r in zip(victims, results) if not r.ok}
+        failed = list(refused)
         m = self.metrics
         m.preemptors.labels(self.name).inc(len(nominated))
         m.victims.labels(self.name).inc(len(victims) - len(failed))
         m.budget_violations.labels(self.name).inc(sum(1 for v, _ in victims.values() if v.over_budget))
         if failed:
-            log.warning("preemption abandoned profile=%s victims_not_evicted=%s", self.name, failed)
+            log.warning("preemption abandoned profile=%s victims_not_evicted=%s", self.name,
+                        [f"{k} status={r.status} {r.message}" for k, r in refused.items()])
             self.cache.kept(failed)
             self._abandon(nominated, f"could not evict {', '.join(failed)}")
             return

@@ -7,15 +7,16 @@ them out for a quick local loop).
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from testkit.controlplane import LOOPBACK_NO_PROXY, ControlPlane, start_control_plane
-from testkit.scheduling import Kube, Schedulers
+from testkit.scheduling import Kube, Schedulers, install_chart_identity
 
 E2E_DIR = Path(__file__).parent
 
@@ -66,3 +67,36 @@ def schedulers(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Schedule
         yield started
     finally:
         started.stop_all()
+
+
+CHART_RELEASE = "e2e-chart"  # the chart's default install, as release e2e-chart in namespace e2e-chart
+
+
+@pytest.fixture(scope="session")
+def chart_identity(control_plane: ControlPlane) -> Callable[..., Path]:
+    """`chart_identity(release, namespace, values)`: a kubeconfig for the Helm chart's ServiceAccount with exactly the
+    RBAC the chart renders with `values` (applied once per release in the session; one set of values per release)."""
+    made: dict[tuple[str, str], tuple[str, Path]] = {}
+
+    def identity(release: str = CHART_RELEASE, namespace: str = CHART_RELEASE, values: dict | None = None) -> Path:
+        key, rendered = (release, namespace), json.dumps(values, sort_keys=True)
+        if key not in made:
+            made[key] = rendered, install_chart_identity(control_plane, release, namespace, values)
+        assert made[key][0] == rendered, f"release {release} was installed with other values: {made[key][0]}"
+        return made[key][1]
+    return identity
+
+
+@pytest.fixture
+def chart_schedulers(control_plane: ControlPlane, chart_identity: Callable[..., Path],
+                     tmp_path: Path) -> Iterator[Schedulers]:
+    """Scheduler processes running as the chart's ServiceAccount with the chart's default RBAC (preemption
+    included), all stopped when the test ends; a test whose scheduler was refused anything for want of rights
+    fails, even if what it checks went through."""
+    started = Schedulers(control_plane, tmp_path, kubeconfig=chart_identity())
+    try:
+        yield started
+    finally:
+        started.stop_all()
+    refused = started.refusals()
+    assert not refused, "the chart's RBAC refused the scheduler:\n" + "\n".join(refused[:20])

@@ -3,7 +3,8 @@ ResourceSlices as a driver would; the scheduler places pods claiming GPUs where 
 each claim carries the delete-protection finalizer, its allocation and its pods in reservedFor, as upstream's
 DynamicResources PreBind leaves it. A claim from a template is made by kube-controller-manager's resource-claim
 controller; a bind the apiserver refuses (a ValidatingAdmissionPolicy on pods/binding) leaves the claim as it
-was; a claim several pods share is allocated once, for all of them."""
+was; a claim several pods share is allocated once, for all of them. The scheduler runs as the Helm chart's
+ServiceAccount with exactly the chart's RBAC (`chart_schedulers`): a right it lacks fails the test."""
 from __future__ import annotations
 
 import time
@@ -30,7 +31,7 @@ def _claim(kube: Kube, ns: str, name: str) -> dict:
 
 
 def test_a_gpu_claim_is_allocated_and_reserved_before_the_bind(control_plane: ControlPlane, kube: Kube,
-                                                              schedulers) -> None:
+                                                              chart_schedulers) -> None:
     ns, sel = "sched-dra", {"e2e": "dra"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("dra-cpu", labels=sel)
@@ -40,7 +41,7 @@ def test_a_gpu_claim_is_allocated_and_reserved_before_the_bind(control_plane: Co
     big = {"name": "gpu", "exactly": {"deviceClassName": "e2e-gpu", "count": 1, "selectors": [
         {"cel": {"expression": 'device.attributes["gpu.example.com"].model == "h100"'}}]}}
     kube.create(created(resource_claim("train", big, ns=ns)))
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     kube.create(api_pod("trainer", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("train")))
     wait_for("bound", lambda: node_of(kube.pods(ns)["trainer"]) == "dra-gpu")
     claim = _claim(kube, ns, "train")
@@ -51,7 +52,7 @@ def test_a_gpu_claim_is_allocated_and_reserved_before_the_bind(control_plane: Co
 
 
 def test_a_claim_from_a_template_is_made_by_the_controller_then_allocated(control_plane: ControlPlane, kube: Kube,
-                                                                         schedulers, tmp_path) -> None:
+                                                                         chart_schedulers, tmp_path) -> None:
     ns, sel = "sched-dra-tmpl", {"e2e": "dra-tmpl"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("dra-tmpl-cpu", labels=sel)
@@ -60,7 +61,7 @@ def test_a_claim_from_a_template_is_made_by_the_controller_then_allocated(contro
     kube.create(created(resource_slice("dra-tmpl-gpu", [gpu("g0")])))
     kube.create(claim_template("one-gpu", {"name": "gpu", "exactly": {"deviceClassName": "e2e-tmpl-gpu"}}, ns=ns))
     with controllers(control_plane, ("resourceclaim-controller",), tmp_path / "kcm"):
-        schedulers.start("--scheduler-name", SCHEDULER)
+        chart_schedulers.start("--scheduler-name", SCHEDULER)
         kube.create(api_pod("worker", ns, scheduler=SCHEDULER, nodeSelector=sel,
                             resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
         wait_for("bound", lambda: node_of(kube.pods(ns)["worker"]) == "dra-tmpl-gpu", timeout=60)
@@ -98,7 +99,7 @@ def _deny_binds_to(kube: Kube, node: str, ns: str) -> str:
     return name
 
 
-def test_a_refused_bind_leaves_the_claim_as_it_was(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+def test_a_refused_bind_leaves_the_claim_as_it_was(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-dra-deny", {"e2e": "dra-deny"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("dra-deny-gpu", labels=sel)
@@ -106,7 +107,7 @@ def test_a_refused_bind_leaves_the_claim_as_it_was(control_plane: ControlPlane, 
     kube.create(created(resource_slice("dra-deny-gpu", [gpu("g0")])))
     kube.create(created(resource_claim("c", {"name": "gpu", "exactly": {"deviceClassName": "e2e-deny-gpu"}}, ns=ns)))
     policy = _deny_binds_to(kube, "dra-deny-gpu", ns)
-    scheduler = schedulers.start("--scheduler-name", SCHEDULER)
+    scheduler = chart_schedulers.start("--scheduler-name", SCHEDULER)
     kube.create(api_pod("p", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("c")))
     wait_for("the bind refused", lambda: any("binding to dra-deny-gpu failed" in (e.get("message") or "")
                                              for e in kube.events(ns)), timeout=60)
@@ -118,13 +119,13 @@ def test_a_refused_bind_leaves_the_claim_as_it_was(control_plane: ControlPlane, 
     assert not node_of(kube.pods(ns)["p"])
     kube.ok("DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{policy}")
     time.sleep(1.0)
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     wait_for("bound once binds are allowed", lambda: node_of(kube.pods(ns)["p"]) == "dra-deny-gpu", timeout=60)
     assert _claim(kube, ns, "c")["status"]["allocation"]
 
 
 def test_a_claim_shared_by_three_pods_is_allocated_once_for_all(control_plane: ControlPlane, kube: Kube,
-                                                               schedulers) -> None:
+                                                               chart_schedulers) -> None:
     ns, sel = "sched-dra-shared", {"e2e": "dra-shared"}
     control_plane.ensure_namespace(ns)
     for name in ("dra-shared-a", "dra-shared-b"):
@@ -133,7 +134,7 @@ def test_a_claim_shared_by_three_pods_is_allocated_once_for_all(control_plane: C
     kube.create(created(device_class("e2e-shared-gpu")))
     kube.create(created(resource_claim("shared", {"name": "gpu", "exactly": {"deviceClassName": "e2e-shared-gpu"}},
                                        ns=ns)))
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     for i in range(3):
         kube.create(api_pod(f"p{i}", ns, scheduler=SCHEDULER, cpu="500m", nodeSelector=sel,
                             resourceClaims=claims("shared")))
@@ -147,7 +148,8 @@ def test_a_claim_shared_by_three_pods_is_allocated_once_for_all(control_plane: C
     assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["p0", "p1", "p2"]
 
 
-def test_an_extended_resource_is_served_by_a_device_class(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+def test_an_extended_resource_is_served_by_a_device_class(control_plane: ControlPlane, kube: Kube,
+                                                          chart_schedulers) -> None:
     """DRAExtendedResource (beta, on in 1.36): no node advertises example.com/gpu; a DeviceClass serves it. The
     scheduler makes the pod's claim as upstream does and names it in pod.status.extendedResourceClaimStatus."""
     ns, sel = "sched-dra-ext", {"e2e": "dra-ext"}
@@ -158,7 +160,7 @@ def test_an_extended_resource_is_served_by_a_device_class(control_plane: Control
     cls["spec"]["extendedResourceName"] = "example.com/e2e-gpu"
     kube.create(cls)
     kube.create(created(resource_slice("dra-ext-gpu", [gpu("g0")])))
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     gpus = {"example.com/e2e-gpu": "1"}
     kube.create(api_pod("ext", ns, scheduler=SCHEDULER, nodeSelector=sel, requests=gpus, limits=gpus))
     wait_for("bound", lambda: node_of(kube.pods(ns)["ext"]) == "dra-ext-gpu", timeout=60)

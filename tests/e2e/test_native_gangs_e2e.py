@@ -16,14 +16,14 @@ def _condition(kube: Kube, ns: str, name: str, kind: str = "PodGroupScheduled") 
     return next((c for c in (group.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
 
 
-def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-native", {"e2e": "native"}
     control_plane.ensure_namespace(ns)
     for i in range(2):
         control_plane.create_ready_node(f"native-{i}", cpu="2", labels=sel)
     for group in ("a", "b"):
         kube.create(native_group(group, 3, ns=ns))
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     for group in ("a", "b"):
         for i in range(3):
             kube.create(api_pod(f"{group}-{i}", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel,
@@ -39,11 +39,11 @@ def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: 
     assert (lost["status"], lost["reason"]) == ("False", "Unschedulable") and "minCount 3" in lost["message"]
 
 
-def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-native-late", {"e2e": "native-late"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("native-late-0", cpu="4", labels=sel)
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     for i in range(2):
         kube.create(api_pod(f"late-{i}", ns, scheduler=SCHEDULER, nodeSelector=sel, schedulingGroup=in_group("late")))
     wait_for("told it waits for its group", lambda: any(
@@ -53,7 +53,8 @@ def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: 
     wait_for("bound once the group exists", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=20)
 
 
-def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: ControlPlane, kube: Kube,
+                                                           chart_schedulers) -> None:
     ns, sel = "sched-native-disrupt", {"e2e": "native-disrupt"}
     control_plane.ensure_namespace(ns)
     for name, value in (("e2e-group-low", 0), ("e2e-group-high", 1000)):
@@ -67,7 +68,7 @@ def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: Contro
     for i in range(2):  # running already, one on each node
         kube.create(api_pod(f"train-{i}", ns, scheduler=SCHEDULER, cpu="2", nodeName=f"disrupt-{i}",
                             schedulingGroup=in_group("train")))
-    schedulers.start("--scheduler-name", SCHEDULER)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
     kube.create(api_pod("urgent", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel,
                         priorityClassName="e2e-group-high"))
     wait_for("the whole group evicted", lambda: all(kube.pods(ns)[f"train-{i}"]["metadata"].get("deletionTimestamp")

@@ -16,7 +16,8 @@ def _quota(kube: Kube, ns: str, low: str, high: str) -> None:
     kube.ok("POST", f"{QUOTAS}/namespaces/{ns}/elasticquotas", body)
 
 
-def test_a_tenant_below_its_min_reclaims_from_a_borrower(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+def test_a_tenant_below_its_min_reclaims_from_a_borrower(control_plane: ControlPlane, kube: Kube,
+                                                         chart_schedulers) -> None:
     """team-a (min 2, max 4) runs 4 one-cpu pods of priorities 10..13 on the only 4-cpu node, borrowing team-b's idle
     min; team-b (min 2) asks for 2 one-cpu pods of priority 0. The two lowest-priority team-a pods go, team-b's bind."""
     sel, team_a, team_b = {"e2e": "reclaim"}, "reclaim-team-a", "reclaim-team-b"
@@ -31,7 +32,7 @@ def test_a_tenant_below_its_min_reclaims_from_a_borrower(control_plane: ControlP
     control_plane.create_ready_node("reclaim-0", cpu="4", labels=sel)
     for i in range(4):
         kube.create(api_pod(f"a{i}", team_a, cpu="1", nodeName="reclaim-0", priorityClassName=f"e2e-reclaim-{10 + i}"))
-    schedulers.start("--scheduler-name", "reclaim-scheduler")
+    chart_schedulers.start("--scheduler-name", "reclaim-scheduler")
     for i in range(2):
         kube.create(api_pod(f"b{i}", team_b, scheduler="reclaim-scheduler", cpu="1", nodeSelector=sel,
                             priorityClassName="e2e-reclaim-0"))

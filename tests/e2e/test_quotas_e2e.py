@@ -40,7 +40,7 @@ def _quota_event(kube: Kube, ns: str, words: str) -> list[dict]:
 
 
 def test_quotas_from_elastic_quotas_and_a_policy_configmap_hot_reloaded(control_plane: ControlPlane, kube: Kube,
-                                                                         schedulers) -> None:
+                                                                         chart_schedulers, chart_identity) -> None:
     install_elasticquota_crd(kube)
     for ns in ("quota-a", "quota-b", "quota-c"):
         control_plane.ensure_namespace(ns)
@@ -49,7 +49,10 @@ def test_quotas_from_elastic_quotas_and_a_policy_configmap_hot_reloaded(control_
     kube.create(_quota("quota-a", "4", "5"))
     kube.create(_quota("quota-b", "4", "8"))  # asks for nothing: its min is idle, team-a may borrow it
     kube.create(_policies("1"))
-    s = schedulers.start("--scheduler-name", SCHEDULER, "--policy-configmap", "quota-c/policies")
+    # the chart installed in quota-c with a profile reading ConfigMap policies there: its Role may read that one
+    profile = {"name": SCHEDULER, "existingConfigMap": "policies"}
+    identity = chart_identity("quota-chart", "quota-c", {"profiles": [profile]})
+    s = chart_schedulers.start("--scheduler-name", SCHEDULER, "--policy-configmap", "quota-c/policies", kubeconfig=identity)
 
     _pods(kube, "quota-a", 7)
     wait_for("team-a at its max of 5 (4 of its min, 1 borrowed)", lambda: _bound(kube, "quota-a") == 5)

@@ -19,7 +19,7 @@ def _priority_classes(kube: Kube) -> None:
 
 
 def test_preemption_evicts_the_cheapest_victims_and_binds_after_they_leave(
-        control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+        control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-preempt", {"e2e": "preempt"}
     _priority_classes(kube)
     control_plane.ensure_namespace(ns)
@@ -30,7 +30,7 @@ def test_preemption_evicts_the_cheapest_victims_and_binds_after_they_leave(
     kube.create(api_pod("mid-1", ns, cpu="1", nodeName="preempt-a", priorityClassName="e2e-mid"))
     kube.create(api_pod("low-0", ns, cpu="2", nodeName="preempt-b", priorityClassName="e2e-low"))
     kube.create(budget("db", {"app": "db"}, min_available=1, ns=ns))
-    schedulers.start("--scheduler-name", "preempt-scheduler")
+    chart_schedulers.start("--scheduler-name", "preempt-scheduler")
     kube.create(api_pod("urgent", ns, scheduler="preempt-scheduler", cpu="2", nodeSelector=sel,
                         priorityClassName="e2e-high"))
     kube.create(api_pod("polite", ns, scheduler="preempt-scheduler", cpu="2", nodeSelector=sel,

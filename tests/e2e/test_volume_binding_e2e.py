@@ -28,7 +28,8 @@ def _statefulset(name: str, ns: str, replicas: int, storage: str, sel: dict) -> 
                          "resources": {"requests": {"storage": "1Gi"}}}}]}}
 
 
-def test_a_local_pv_statefulset_is_bound_end_to_end(control_plane: ControlPlane, kube: Kube, schedulers, tmp_path) -> None:
+def test_a_local_pv_statefulset_is_bound_end_to_end(control_plane: ControlPlane, kube: Kube, chart_schedulers,
+                                                    tmp_path) -> None:
     ns, sel = "vol-local", {"e2e": "vol-local"}
     control_plane.ensure_namespace(ns)
     for name in ("local-a", "local-b", "local-c"):
@@ -37,7 +38,7 @@ def test_a_local_pv_statefulset_is_bound_end_to_end(control_plane: ControlPlane,
     for i, where in enumerate(["local-b", "local-b", "local-c"]):
         kube.create(created(volume(f"e2e-local-{i}", storage_class="e2e-local", node=where)))
     with controllers(control_plane, ("persistentvolume-binder-controller", "statefulset-controller"), tmp_path / "kcm"):
-        schedulers.start()
+        chart_schedulers.start()
         kube.create(_statefulset("db", ns, 3, "e2e-local", sel))
         wait_for("3 replicas bound", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 3, timeout=90)
         where = sorted(node_of(p) for p in kube.pods(ns).values())
@@ -56,7 +57,7 @@ def test_a_local_pv_statefulset_is_bound_end_to_end(control_plane: ControlPlane,
 
 
 def test_a_wait_for_first_consumer_claim_is_provisioned_where_the_pod_goes(control_plane: ControlPlane, kube: Kube,
-                                                                          schedulers, tmp_path) -> None:
+                                                                          chart_schedulers, tmp_path) -> None:
     ns, sel = "vol-wffc", {"e2e": "vol-wffc"}
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("wffc-a", labels={**sel, ZONE_KEY: "a"})
@@ -64,7 +65,7 @@ def test_a_wait_for_first_consumer_claim_is_provisioned_where_the_pod_goes(contr
     kube.create(created(storage_class("e2e-zonal", provisioner="e2e.example.com", zones=["b"])))
     kube.create(created(claim("scratch", storage_class="e2e-zonal", ns=ns)))
     with controllers(control_plane, ("persistentvolume-binder-controller",), tmp_path / "kcm"):
-        schedulers.start()
+        chart_schedulers.start()
         kube.create(api_pod("job", ns, nodeSelector=sel, volumes=[{"name": "v", "persistentVolumeClaim": {"claimName": "scratch"}}]))
         wait_for("pod bound", lambda: node_of(kube.pods(ns)["job"]), timeout=60)
         assert node_of(kube.pods(ns)["job"]) == "wffc-b"  # the class provisions in zone b only

@@ -15,8 +15,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 
-{{/* The ConfigMap a profile reads, or nothing (pod specs only). */}}
+{{/* The ConfigMap a profile reads, or nothing (pod specs only). Both a ConfigMap of your own and policies here
+would leave the policies unread: refused. */}}
 {{- define "policy-scheduler.configmap" -}}
+{{- if and .profile.existingConfigMap .profile.policies -}}
+{{- fail (printf "profiles: profile %q sets both existingConfigMap and policies; the scheduler would read ConfigMap %q only and ignore the policies written here: keep one of the two (put the policies in your ConfigMap, or drop existingConfigMap)" .profile.name .profile.existingConfigMap) -}}
+{{- end -}}
 {{- if .profile.existingConfigMap -}}
 {{ .profile.existingConfigMap }}
 {{- else if .profile.policies -}}
