@@ -201,11 +201,12 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
     if clusters:
         _fail("--cluster and --kubeconfig cannot be used together (a snapshot or a live cluster)")
     try:
-        return build_cluster(read_cluster(kubeconfig), scheduler_name, gangs)
+        cluster = build_cluster(read_cluster(kubeconfig), scheduler_name, gangs, strict=False)
     except (ConfigError, ApiUnavailable, ApiError) as exc:
         _fail(f"{kubeconfig}: {exc}")
-    except InputError as exc:
-        _fail_input(exc)
+    # the apiserver admitted every object: as the scheduler loop, leave out what the model cannot read and say so
+    cluster.notes.extend(f"left out, the scheduler cannot read it: {r.message}" for r in cluster.refused)
+    return cluster
 
 
 @main.command()

@@ -601,7 +601,9 @@ def _str_map(value: Any, what: str) -> dict[str, str]:
     return {_text(k, f"{what} key"): _scalar_text(v, f"{what}.{k}") for k, v in _mapping(value, what).items()}
 
 
-def _resources(value: Any, what: str) -> dict[str, int]:
+def _resources(value: Any, what: str, clamp: bool = False) -> dict[str, int]:
+    """Quantities by resource name, in the model's units. Above 2^53 a quantity is refused, or with `clamp` (a
+    limit, where "more than any cluster has" means no limit) taken as 2^53."""
     out: dict[str, int] = {}
     for name, qty in _mapping(value, what).items():
         name = _text(name, f"{what} key")
@@ -611,7 +613,9 @@ def _resources(value: Any, what: str) -> dict[str, int]:
             raise ValueError(f"{what}.{name}: {exc}") from None
         if amount < 0:
             raise ValueError(f"{what}.{name}: quantity {qty!r} must not be negative")
-        if amount > MAX_QUANTITY:
+        if amount > MAX_QUANTITY and clamp:
+            amount = MAX_QUANTITY
+        elif amount > MAX_QUANTITY:
             unit = "millicores" if name == "cpu" else "units"
             raise ValueError(f"{what}.{name}: quantity {show_value(qty)} is too large (more than 2^53 {unit})")
         out[name] = amount
@@ -981,8 +985,8 @@ def _elastic_quota(obj: dict[str, Any]) -> Quota:
     meta, spec = obj["metadata"], _mapping(obj.get("spec"), "spec")
     namespace = _text(meta.get("namespace") or "default", "metadata.namespace")
     name = _text(meta["name"], "metadata.name")
-    low = _resources(spec.get("min"), "spec.min") if spec.get("min") is not None else {}
-    high = _resources(spec.get("max"), "spec.max") if spec.get("max") is not None else {}
+    low = _resources(spec.get("min"), "spec.min", clamp=True) if spec.get("min") is not None else {}
+    high = _resources(spec.get("max"), "spec.max", clamp=True) if spec.get("max") is not None else {}
     for r, v in low.items():
         if r in high and v > high[r]:
             raise ValueError(f"spec.min.{r} ({v}) is above spec.max.{r} ({high[r]})")

@@ -10,6 +10,19 @@ from testkit.manifests import ZONE_KEY, api_pod, created, replica_set, service
 from testkit.scheduling import Kube, node_of, wait_for
 
 
+def _replicas(kube: Kube, rs: dict, count: int, scheduler: str, sel: dict, every: float = 0.0) -> None:
+    """Create the ReplicaSet's pods web-0.. as its controller would (owned by it, its template's labels), `every`
+    seconds apart."""
+    meta = rs["metadata"]
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"], "controller": True}]
+    labels = rs["spec"]["template"]["metadata"]["labels"]
+    for i in range(count):
+        pod = api_pod(f"web-{i}", meta["namespace"], scheduler=scheduler, labels=labels, nodeSelector=sel)
+        pod["metadata"]["ownerReferences"] = owner
+        kube.create(pod)
+        time.sleep(every)
+
+
 def test_a_replica_sets_pods_spread_and_bare_pods_pack(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
     ns, sel = "sched-spread", {"e2e": "spread"}
     control_plane.ensure_namespace(ns)
@@ -17,13 +30,8 @@ def test_a_replica_sets_pods_spread_and_bare_pods_pack(control_plane: ControlPla
         control_plane.create_ready_node(f"spread-{i}", cpu="8", labels=sel)
     labels = {"app": "web", "pod-template-hash": "abc"}
     rs = kube.create(created(replica_set("web-abc", labels, 8, ns=ns)))
-    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc", "uid": rs["metadata"]["uid"],
-              "controller": True}]
     schedulers.start("--scheduler-name", "spread-scheduler")
-    for i in range(8):
-        pod = api_pod(f"web-{i}", ns, scheduler="spread-scheduler", labels=labels, nodeSelector=sel)
-        pod["metadata"]["ownerReferences"] = owner
-        kube.create(pod)
+    _replicas(kube, rs, 8, "spread-scheduler", sel)
     wait_for("replicas bound", lambda: all(node_of(p) for p in kube.pods(ns).values()) and len(kube.pods(ns)) == 8)
     assert sorted(Counter(node_of(p) for p in kube.pods(ns).values()).values()) == [2, 2, 2, 2]
 
@@ -45,14 +53,8 @@ def test_replicas_arriving_at_two_per_second_go_one_per_node_as_the_dry_run_plan
     labels = {"app": "web", "pod-template-hash": "def"}
     rs = kube.create(created(replica_set("web-def", labels, 6, ns=ns)))
     kube.create(created(service("web", {"app": "web"}, ns=ns)))
-    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-def", "uid": rs["metadata"]["uid"],
-              "controller": True}]
     schedulers.start("--scheduler-name", "arrivals-scheduler")
-    for i in range(6):
-        pod = api_pod(f"web-{i}", ns, scheduler="arrivals-scheduler", labels=labels, nodeSelector=sel)
-        pod["metadata"]["ownerReferences"] = owner
-        kube.create(pod)
-        time.sleep(0.5)
+    _replicas(kube, rs, 6, "arrivals-scheduler", sel, every=0.5)
     wait_for("replicas bound", lambda: len(kube.pods(ns)) == 6 and all(node_of(p) for p in kube.pods(ns).values()))
     nodes = [node_of(p) for p in kube.pods(ns).values()]
     assert sorted(Counter(nodes).values()) == [1] * 6, nodes

@@ -148,3 +148,6 @@ def test_plain_pods_keep_binding_while_hostile_objects_come_and_go(control_plane
     assert waiting(), "some hostile pods must still be waiting (they cannot be placed)"
     log = s.log()
     assert "cycle failed" not in log and "planning failed" not in log, log[-3000:]
+    for objects in made:  # the control plane is the session's: leave no cluster-wide oddity to other tests
+        for path, name in objects:
+            kube.request("DELETE", f"{path}/{name}")

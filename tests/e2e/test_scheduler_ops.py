@@ -149,12 +149,14 @@ def test_dry_run_against_a_live_cluster(control_plane: ControlPlane, kube: Kube)
     control_plane.create_ready_node("dry-live-1", labels=sel)
     kube.create(api_pod("fits", ns, scheduler="dry-runner", nodeSelector=sel))
     kube.create(api_pod("too-big", ns, scheduler="dry-runner", cpu="64", nodeSelector=sel))
+    kube.create(api_pod("unreadable", ns, scheduler="dry-runner", cpu="9Ei", nodeSelector=sel))  # admitted, > 2^53
     done = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--kubeconfig", str(control_plane.kubeconfig),
-                           "--scheduler-name", "dry-runner", "-o", "json", "-q"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+                           "--scheduler-name", "dry-runner", "-o", "json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # as the scheduler loop: what the model cannot read is left out, said
     plan = json.loads(done.stdout)
     assert plan["assignments"] == {f"{ns}/fits": "dry-live-1"}
     assert "Insufficient cpu" in plan["unschedulable"][f"{ns}/too-big"][0]
+    assert f"note: left out, the scheduler cannot read it: Pod {ns}/unreadable" in done.stderr, done.stderr
     assert not any(node_of(p) for p in kube.pods(ns).values())
     bad = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--kubeconfig", "/nonexistent/kubeconfig"],
                          capture_output=True, text=True)
