@@ -25,10 +25,11 @@ import click
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(checkout: Path, snapshot: str, time_limit: str) -> tuple[float, int]:
+def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> tuple[float, int]:
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", snapshot, "-o", "json", "-q",
-                          "--time-limit", time_limit], cwd=checkout, capture_output=True, text=True, check=True)
+                          "--time-limit", time_limit, "--workers", workers], cwd=checkout, capture_output=True,
+                         text=True, check=True)
     return time.perf_counter() - started, json.loads(out.stdout)["stats"]["placed"]
 
 
@@ -38,7 +39,9 @@ def run(checkout: Path, snapshot: str, time_limit: str) -> tuple[float, int]:
 @click.option("--rev", "new_rev", default="HEAD", show_default=True)
 @click.option("-n", "--repeat", type=int, default=5, show_default=True)
 @click.option("--time-limit", default="10", show_default=True)
-def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, time_limit: str) -> None:
+@click.option("--workers", default="2", show_default=True,
+              help="CP-SAT workers, given to both sides (dry-run's default moved from 2 to 1 in issue 25).")
+def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, time_limit: str, workers: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         sides = {}
         for rev in (old_rev, new_rev):
@@ -47,7 +50,7 @@ def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, ti
                            capture_output=True)
             sides[rev] = path
         try:
-            rows = [_compare(s, sides, repeat, time_limit) for s in snapshots]
+            rows = [_compare(s, sides, repeat, time_limit, workers) for s in snapshots]
         finally:
             for path in sides.values():
                 subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
@@ -57,14 +60,14 @@ def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, ti
         click.echo("| " + " | ".join(str(c) for c in row) + " |")
 
 
-def _compare(snapshot: str, sides: dict[str, Path], repeat: int, time_limit: str) -> list:
+def _compare(snapshot: str, sides: dict[str, Path], repeat: int, time_limit: str, workers: str) -> list:
     new, _, old = snapshot.partition("=")
     inputs = dict(zip(sides, (old or new, new)))
     walls: dict[str, list[float]] = {rev: [] for rev in sides}
     placed = 0
     for _ in range(repeat):
         for rev, path in sides.items():
-            wall, placed = run(path, inputs[rev], time_limit)
+            wall, placed = run(path, inputs[rev], time_limit, workers)
             walls[rev].append(wall)
     (_old, a), (_new, b) = ((rev, statistics.median(w)) for rev, w in walls.items())
     name = Path(new).stem + (f" (old: {Path(old).stem})" if old else "")
