@@ -35,7 +35,7 @@ def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time
             if not cluster.pending:
                 raise  # nothing to narrow down: a bug outside any pod's planning
             found = culprits(units(cluster.pending), _probe(cluster, plan, time_limit), exc) or [(list(cluster.pending), exc)]
-            failures += [Failure(tuple(p.key for p in unit), _one_line(err), _trace(err)) for unit, err in found]
+            failures += [failure([p.key for p in unit], err) for unit, err in found]
             refused = {p.key for unit, _ in found for p in unit}
             cluster = replace(cluster, pending=[p for p in cluster.pending if p.key not in refused])
     everyone = tuple(p.key for p in cluster.pending)
@@ -94,10 +94,11 @@ def _with_failures(plan: Plan, failures: list[Failure]) -> Plan:
     return plan
 
 
+def failure(pods: list[str], exc: BaseException) -> Failure:
+    """The failure of `pods`: the error in one line, and its traceback."""
+    return Failure(tuple(pods), _one_line(exc), "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
-
-
-def _trace(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

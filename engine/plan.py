@@ -84,8 +84,8 @@ class Failure:
 
     @property
     def reason(self) -> str:
-        return (f"the scheduler failed while planning this pod ({self.error}); this is a bug in policy-scheduler, "
-                "the pod is retried after a backoff")
+        return (f"the scheduler failed on this pod ({self.error}); this is a bug in policy-scheduler, the pod is "
+                "retried after a backoff")
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from typing import Any
 from ..compile import collector_paused
 from ..gangs import gang_key
 from ..ir import GangRules
-from ..isolation import culprits
+from ..isolation import culprits, failure
 from ..kinds.base import ModelChange
 from ..load import pod_identity
 from ..plan import Eviction, Preemption
@@ -223,12 +223,11 @@ class ProfileLoop:
 
     def _refuse(self, unit: list[str], error: Exception) -> None:
         """Pods whose cycle fails even alone: told why, and back in line after a backoff."""
-        log.error("cycle failed for pods=%s alone: %r", unit, error)
+        failed = failure(unit, error)
+        log.error("cycle failed for pods=%s alone: %s\n%s", unit, failed.error, failed.trace)
         for key in unit:
             if (obj := self.store.get("Pod", *key.split("/", 1))) is not None:
-                self.events.unschedulable(obj, f"the scheduler failed while scheduling this pod ({type(error).__name__}: "
-                                          f"{error}); this is a bug in policy-scheduler, the pod is retried after a "
-                                          "backoff", SCHEDULER_ERROR)
+                self.events.unschedulable(obj, failed.reason, SCHEDULER_ERROR)
             self.queue.requeue(key)
 
     def refresh_policies(self) -> bool:
@@ -291,9 +290,9 @@ class ProfileLoop:
             if change is not None:
                 self.announce(change)
         self._report_refused(result)
-        for failure in result.plan.failures:
-            log.error("planning failed profile=%s pods=%s: %s\n%s", self.name, list(failure.pods), failure.error,
-                      failure.trace)
+        for failed in result.plan.failures:
+            log.error("planning failed profile=%s pods=%s: %s\n%s", self.name, list(failed.pods), failed.error,
+                      failed.trace)
         unplaced = result.unplaced()
         errors = set(result.plan.errors)
         for key, reason in result.refused_pods().items():
