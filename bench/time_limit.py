@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Does `--time-limit` hold when preemption has a lot to do? (issue 26, point 3)
+
+A crowded cluster (`crowded`): m5.4xlarge-like nodes about 94% full of running Deployments of three priorities
+(0, 100, 1000), and pending pods mostly of higher priorities (1,000 / 10,000 / 100,000 Deployments, gangs of 16
+at 10,000, StatefulSets with required hostname anti-affinity), so that about half of them need evictions; a
+few priority-0 Jobs cannot evict anyone and wait. Written by `bench/realistic.py`'s writer (same manifests).
+
+Then the same dry-run from two revisions, alternating run by run (as `bench/side_by_side.py`), once per time
+limit: wall seconds (process start to exit), the engine's load seconds (`stats.phases.load`), pods placed and
+victims, medians over the runs.
+
+    python bench/time_limit.py snapshot -o /tmp/crowded.yaml                       # 2,000 nodes, 30,000 running
+    python bench/time_limit.py compare /tmp/crowded.yaml --against main -t 0.5 -t 1 -t 2 -t 5 -t 10 -n 3
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+sys.path[:0] = [str(ROOT), str(BENCH_DIR)]
+
+import realistic as RL  # noqa: E402
+
+RUNNING_PRIORITIES = (0, 0, 0, 100, 100, 1000)
+PENDING_PRIORITIES = (1000, 10_000, 100_000)
+RUNNING_CPU_M = (500, 1000, 1000, 1500)  # 15 a node: ~94% of an m5.4xlarge's 15,890m
+RUNNING_MEMORY_MI = (1024, 2048, 4096)
+
+
+def crowded(nodes: int = 2000, running: int = 30_000, pending: int = 3000, seed: int = 7) -> RL.Cluster:
+    """The crowded cluster (see the module's doc): `running` pods bound, `pending` waiting."""
+    ow = RL.Owners(seed, RUNNING_CPU_M, RUNNING_MEMORY_MI)
+    deployments = max(1, running // 50)
+    for d, n in enumerate(RL.split(running, deployments, ow.rng)):
+        if n:
+            base = f"{RL.SERVICES[d % len(RL.SERVICES)]}-{RL.ROLES[d // len(RL.SERVICES) % len(RL.ROLES)]}"
+            ow.add("Deployment", base, RL.NAMESPACES[d % len(RL.NAMESPACES)], n, n,
+                   priority=RUNNING_PRIORITIES[d % len(RUNNING_PRIORITIES)])
+    for g in range(pending * 6 // 100 // 16):
+        ow.add("Job", f"train-{RL.TEAMS[g % len(RL.TEAMS)]}-{g}", RL.NAMESPACES[g % 10 + 10], 16, 0, gang=True,
+               priority=10_000, cpu_m=2000, memory_mi=8192)
+    for s in range(max(1, pending // 300)):
+        ow.add("StatefulSet", f"{RL.SERVICES[s % len(RL.SERVICES)]}-db-{s}", RL.NAMESPACES[s % len(RL.NAMESPACES)],
+               20, 0, priority=100_000, anti_host="required", cpu_m=4000, memory_mi=16384)
+    RL.soft_anti_jobs(ow, pending * 3 // 100, priority=0)
+    rest = pending - sum(o.pending for o in ow.items)
+    for d, n in enumerate(RL.split_even(rest, max(1, rest // 25))):
+        ow.add("Deployment", f"{RL.SERVICES[d % len(RL.SERVICES)]}-new-{d}", RL.NAMESPACES[d % len(RL.NAMESPACES)],
+               n, 0, priority=PENDING_PRIORITIES[d % 3], cpu_m=(500, 1000, 2000)[d // 3 % 3],
+               memory_mi=(1024, 2048, 4096)[d % 3], prefer_zone=RL.ZONES[d % 3] if d % 2 else None)
+    c = RL.Cluster("crowded", (RL.m5_4xlarge(nodes),), ow.items)
+    RL.place_running(c, seed)
+    return c
+
+
+@click.group()
+def cli() -> None:
+    """Snapshots and timings for the time limit as a wall (issue 26, point 3)."""
+
+
+@cli.command()
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+@click.option("--nodes", default=2000, show_default=True)
+@click.option("--running", default=30_000, show_default=True)
+@click.option("--pending", default=3000, show_default=True)
+@click.option("--detail", type=click.Choice(RL.DETAILS), default="lean", show_default=True)
+def snapshot(output: str, nodes: int, running: int, pending: int, detail: str) -> None:
+    """Write the crowded cluster as one `kind: List` YAML document."""
+    c = crowded(nodes, running, pending)
+    RL.write_snapshot(c, output, detail)
+    budgets = add_budgets(c, output)
+    click.echo(f"{RL.describe(c)}; {budgets} PodDisruptionBudgets", err=True)
+
+
+def add_budgets(c: RL.Cluster, path: str) -> int:
+    """PodDisruptionBudgets on every third running Deployment below priority 1000, appended to the List's items
+    (how many): every other one allows no disruption (minAvailable 100%), the rest 10% of the pods; with the
+    status the disruption controller writes, as `kubectl get -o yaml` prints it."""
+    docs = []
+    for k, o in enumerate(c.owners):
+        if o.running and o.priority is not None and o.priority < 1000 and k % 3 == 0:
+            strict = k % 2 == 0
+            docs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                         "metadata": {"name": f"{o.name}-pdb", "namespace": o.namespace},
+                         "spec": {("minAvailable" if strict else "maxUnavailable"): "100%" if strict else "10%",
+                                  "selector": {"matchLabels": o.selector}},
+                         "status": {"disruptionsAllowed": 0 if strict else -(-o.running // 10),
+                                    "currentHealthy": o.running, "expectedPods": o.running}})
+    text = Path(path).read_text(encoding="utf-8")
+    head, tail = text.rsplit("kind: List\n", 1)
+    items = yaml.dump(docs, default_flow_style=False, sort_keys=True) if docs else ""
+    Path(path).write_text(head + items + "kind: List\n" + tail, encoding="utf-8")
+    return len(docs)
+
+
+def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> dict[str, Any]:
+    """One dry-run from `checkout`: wall seconds, load seconds, placed, victims."""
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", snapshot, "-o", "json", "-q",
+                          "--time-limit", time_limit, "--workers", workers], cwd=checkout, capture_output=True,
+                         text=True, check=True)
+    wall = time.perf_counter() - started
+    doc = json.loads(out.stdout)
+    return {"wall": wall, "load": doc["stats"].get("phases", {}).get("load", 0.0), "placed": doc["stats"]["placed"],
+            "victims": sum(len(p["victims"]) for p in doc.get("preemptions", {}).values())}
+
+
+@cli.command()
+@click.argument("snapshot_file")
+@click.option("--against", "old_rev", required=True, help="The revision to compare with (e.g. main).")
+@click.option("--rev", "new_rev", default="HEAD", show_default=True)
+@click.option("-t", "--time-limit", "limits", multiple=True, default=("0.5", "1", "2", "5", "10"), show_default=True)
+@click.option("-n", "--repeat", type=int, default=3, show_default=True)
+@click.option("--workers", default="1", show_default=True)
+def compare(snapshot_file: str, old_rev: str, new_rev: str, limits: tuple[str, ...], repeat: int,
+            workers: str) -> None:
+    """Both revisions alternating, per time limit; a Markdown table of medians."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = {}
+        for rev in (old_rev, new_rev):
+            path = Path(tmp) / rev.replace("/", "_")
+            subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True,
+                           capture_output=True)
+            sides[rev] = path
+        try:
+            for limit in limits:
+                runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in sides}
+                for _ in range(repeat):
+                    for rev, path in sides.items():
+                        runs[rev].append(run(path, snapshot_file, limit, workers))
+                        click.echo(f"{limit} {rev}: {runs[rev][-1]}", err=True)
+                rows.append((limit, {rev: _medians(r) for rev, r in runs.items()}))
+        finally:
+            for path in sides.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+    head = " | ".join(f"{rev}: {k}" for k in ("wall s", "load s", "placed", "victims") for rev in (old_rev, new_rev))
+    click.echo(f"| --time-limit | {head} | wall − load − limit, {new_rev} |")
+    click.echo("|---:|" + "---:|" * 9)
+    for limit, m in rows:
+        cells = [m[rev][k] for k in ("wall", "load", "placed", "victims") for rev in (old_rev, new_rev)]
+        over = m[new_rev]["wall"] - m[new_rev]["load"] - float(limit)
+        click.echo(f"| {limit} | " + " | ".join(_cell(c) for c in cells) + f" | {over:+.2f} |")
+
+
+def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def _cell(v: float) -> str:
+    return f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else f"{v:g}"
+
+
+if __name__ == "__main__":
+    cli()
