@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from .compile import Deadline
 from .index import BoundState
 from .ir import Rules
 from .isolation import plan_isolated
@@ -68,5 +69,5 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
         say_never(cluster, plan, lowest)
     if not hopeful:
         return plan
-    settings = Settings(rules.placement, started + options.time_limit, options.workers, options.seed)
+    settings = Settings(rules.placement, Deadline(started + options.time_limit), options.workers, options.seed)
     return preempt(cluster, plan, rules.victims, settings, started, progress)

@@ -18,6 +18,15 @@ plan left out are taken together, highest priority first, against one ledger of 
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
 
+The time limit is a wall for the whole stage (`Settings.deadline`, on its clock): finding the candidates stops
+there, the feasible nodes are compiled per group of preemptors only when that group's turn comes and not after it,
+victim selection (each pod's look over its nodes, the fewer-violations search) takes 70% of what is left, and
+every re-plan is given only the time left, not started when the last one shows it could not end in time. What the
+deadline cuts short is dropped, never kept half done: the preemptors not reached, and all of them when the victims
+could not be settled by a complete re-plan (each victim needed by a placed preemptor, no tenant left below its min),
+are told they are tried again next cycle, and the plan is the first plan with what preemption completed: never fewer
+pods placed than the first plan, never a victim evicted for nothing.
+
 Under tenant quotas (engine.reclaim; docs/quotas.md "Reclaim by preemption") quotas decide who may evict whom,
 as CapacityScheduling does: a pod its tenant's min serves *reclaims* what other tenants use beyond their min,
 whatever its priority, and takes back only that borrowed room; other pods evict only lower-priority pods on
@@ -37,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from .compile import PolicyRules, compile_cluster
+from .compile import Deadline, PolicyRules, compile_cluster
 from .gangs import disruption_unit
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
@@ -53,6 +62,7 @@ MAX_ROUNDS = 4  # re-plans after giving back unneeded victims; in practice 1-2 s
 MAX_TRIALS = 40  # victims tried one by one for give-back (each a re-plan of the preemptors alone)
 SEARCH_STEPS = 2_000  # nodes of the fewer-violations search tree, at most
 SEARCH_WIDTH = 8  # nodes tried per pod in that search, best first
+SEARCH_CHECK = 1024  # running pods looked at between two looks at the clock while finding the candidates
 PREEMPTION_SHARE = 0.4  # of the time limit, kept for preemption when some pending pod may preempt
 # upstream DefaultPreemption's dry run: it stops looking once it has this many candidate nodes (at least 100, or 10%)
 MIN_CANDIDATE_NODES, MIN_CANDIDATE_SHARE = 100, 0.1
@@ -124,7 +134,7 @@ class Search:
     units: dict[str, Unit] = field(default_factory=dict)  # PodGroup key -> its running members (candidates)
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
-    deadline: float = float("inf")  # when victim selection stops serving preemptors (the rest wait for a cycle)
+    deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
@@ -147,32 +157,84 @@ class Hints:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How the stage runs: the policies' placement rules, the solver's, and when it must be done."""
+    """How the stage runs: the policies' placement rules, the solver's, and when it must be done (its clock is the
+    stage's: tests give one that ticks)."""
 
     policy: PolicyRules | None
-    deadline: float
+    deadline: Deadline
     workers: int
     seed: int
 
 
+@dataclass(slots=True)
+class Wall:
+    """The stage's deadline as re-plans meet it: each gets half the time left (a give-back trial must leave room for
+    the next), and none starts when less is left than the last one needed besides its solver's search (compile,
+    starting plans, explanations: what a shorter limit does not shorten)."""
+
+    settings: Settings
+    needs: float = 0.0  # seconds the last re-plan took besides CP-SAT's search
+
+    def left(self) -> float:
+        return _left(self.settings.deadline)
+
+    def affords(self) -> bool:
+        return self.left() > self.needs
+
+
+def _left(deadline: Deadline) -> float:
+    """Seconds before `deadline` on its clock (0 once passed, inf without one)."""
+    return float("inf") if deadline.at is None else max(0.0, deadline.at - deadline.clock())
+
+
+def _within(deadline: Deadline, share: float) -> Deadline:
+    """The deadline `share` of the way from now to `deadline`, on the same clock."""
+    return deadline if deadline.at is None else Deadline(deadline.clock() + share * _left(deadline), deadline.clock)
+
+
 def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: Settings, started: float,
             progress: Callable[[str], None] | None = None) -> Plan:
-    """Steps 2-4 for the pods `plan` left out that may preempt; the plan unchanged when there are none."""
+    """Steps 2-4 for the pods `plan` left out that may preempt; the plan unchanged when there are none. Within
+    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc)."""
     preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT]
     if not preemptors or plan.compiled is None:
         return plan
+    hints = Hints()
+    search = _stage(cluster, plan, rules, preemptors, settings.deadline)
+    if search is None:  # the deadline came before the candidates were known
+        _not_reached(hints, [preemptors])
+        return _merge(plan, _nothing(preemptors), {}, hints, started)
+    ledger = choose_victims(search, hints, preemptors, Feasible.of(search, settings.policy, preemptors))
+    replan, ledger = _replan(search, preemptors, ledger, Wall(settings), hints)
+    if progress:
+        progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted")
+    return _merge(plan, replan, _attribute(replan, ledger, search, {p.key: p for p in preemptors}), hints, started)
+
+
+def _stage(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptors: list[Pod],
+           deadline: Deadline) -> Search | None:
+    """What the stage reads (`Search`: the cluster with the first plan's placements bound, the candidates), with
+    victim selection's deadline (VICTIMS_SHARE of the time left; the rest is the re-plans'); None when the stage's
+    deadline passes first."""
+    if deadline.passed() or plan.compiled is None:
+        return None
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
-                     Reclaim.of(fixed, preemptors, _start(plan, placed)))
-    now = time.perf_counter()
-    search = replace(search, deadline=now + VICTIMS_SHARE * max(0.0, settings.deadline - now))  # the rest: re-plans
-    hints = Hints()
-    ledger = choose_victims(search, hints, preemptors, settings.policy)
-    replan, ledger = _replan(search, preemptors, ledger, settings)
-    if progress:
-        progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted")
-    return _merge(plan, replan, ledger, search, hints, preemptors, started)
+                     Reclaim.of(fixed, preemptors, _start(plan, placed)), deadline)
+    return None if search is None else replace(search, deadline=_within(deadline, VICTIMS_SHARE))
+
+
+def _nothing(preemptors: list[Pod]) -> Plan:
+    """The plan of a re-plan with no victims: no preemptor placed."""
+    return Plan({}, {p.key: [] for p in preemptors}, {}, [])
+
+
+def _not_reached(hints: Hints, units: list[list[Pod]]) -> None:
+    """The stage's deadline came before these pods were served (or before what was chosen for them was settled):
+    they are told they are tried again next cycle."""
+    for pod in (p for unit in units for p in unit):
+        hints.why[pod.key] = [OUT_OF_TIME]
 
 
 def _start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
@@ -209,15 +271,17 @@ def lowest_running(cluster: Cluster) -> int | None:
 
 
 def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, preemptors: list[Pod],
-            placed: set[str], reclaim: Reclaim | None) -> Search:
+            placed: set[str], reclaim: Reclaim | None, deadline: Deadline) -> Search | None:
     """Running pods some preemptor may evict (below the highest preemptor priority, without quotas), by node,
     minus those a policy protects (pods the first plan just placed are not running yet and are never victims). A
-    PodGroup-mode group is one unit: a protected member protects all of them."""
+    PodGroup-mode group is one unit: a protected member protects all of them. None when `deadline` passes first."""
     evictable = _evictable_by(preemptors, reclaim)
     found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
     guarding = [kind for kind in KINDS if type(kind).guard is not Kind.guard]  # kinds with a word on victims
-    for pod in fixed.bound:
+    for k, pod in enumerate(fixed.bound):
+        if k % SEARCH_CHECK == 0 and deadline.passed():
+            return None
         if pod.terminating or pod.key in placed or pod.node_name is None or not evictable(pod):
             continue
         guards = [kind.guard(pod, rules) for kind in guarding]
@@ -254,7 +318,15 @@ def _evictable_by(preemptors: list[Pod], reclaim: Reclaim | None) -> Callable[[P
         kind = (s.tenant, s.reclaiming)
         if kind not in stances or stances[kind].priority < s.priority:
             stances[kind] = s
-    return lambda pod: any(reclaim.may_evict(s, pod) for s in stances.values())
+    known: dict[tuple[str | None, int], bool] = {}  # the rule reads only the victim's tenant and priority
+
+    def evictable(pod: Pod) -> bool:
+        key = (reclaim.tenant(pod), pod.priority)
+        if key not in known:
+            known[key] = any(reclaim.may_evict(s, pod) for s in stances.values())
+        return known[key]
+
+    return evictable
 
 
 def _quota_order(search: Search, reclaim: Reclaim) -> tuple[Unit, ...]:
@@ -294,42 +366,43 @@ def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
                                                   min(p.created for p in u), u[0].key))
 
 
-def choose_victims(search: Search, hints: Hints, preemptors: list[Pod], policy: PolicyRules | None) -> Ledger:
+def choose_victims(search: Search, hints: Hints, preemptors: list[Pod], feasible: Feasible) -> Ledger:
     """Step 2: victims for each unit in turn, against one ledger; a gang that cannot fit whole evicts nothing.
 
     Within a priority the largest pods go first (room freed for a big pod is often enough for a small one too,
     and the reverse seldom): fewer victims when everyone can be served. When someone cannot, the order decides
     who, so it is upstream's then: the oldest first. Each pod's best node alone can break a budget that other
     nodes would have kept for the batch: then a bounded search looks for choices that serve the same pods
-    with fewer violations."""
-    feasible = _feasible_nodes(search, preemptors, policy)
+    with fewer violations. All of it stops at the search's deadline."""
     units = _units(preemptors, largest_first=True)
     ledger, served = _serve(search, hints, units, feasible)
-    if len(served) < len(units) and time.perf_counter() < search.deadline:
+    if len(served) < len(units) and not search.deadline.passed():
         other = Hints()
         second, also = _serve(search, other, _units(preemptors, largest_first=False), feasible)
         if len(also) > len(served):  # the smallest first serve more (the time may have ended either pass)
             ledger, served, hints.why, hints.capped = second, also, other.why, other.capped
-    if ledger.violations:
+    if ledger.violations and not search.deadline.passed():
         ledger = _fewer_violations(search, [p for unit in served for p in unit], feasible, ledger)
     return ledger
 
 
-def _serve(search: Search, hints: Hints, units: list[list[Pod]],
-           feasible: dict[str, tuple[str, ...]]) -> tuple[Ledger, list[list[Pod]]]:
-    """Victims for each unit in order; (the ledger, the units that found room)."""
+def _serve(search: Search, hints: Hints, units: list[list[Pod]], feasible: Feasible) -> tuple[Ledger, list[list[Pod]]]:
+    """Victims for each unit in order, until the search's deadline: a unit it cuts short evicts nothing and waits
+    with the rest; (the ledger, the units that found room)."""
     ledger = _fresh_ledger(search)
     served: list[list[Pod]] = []
     for k, unit in enumerate(units):
-        if time.perf_counter() >= search.deadline:
-            for pod in (p for rest in units[k:] for p in rest):
-                hints.why[pod.key].append(OUT_OF_TIME)
+        if search.deadline.passed():
+            _not_reached(hints, units[k:])
             break
         trial = ledger.copy()
-        if all(_place_one(search, hints, trial, pod, feasible.get(pod.key, ())) for pod in unit):
+        if all(_place_one(search, hints, trial, pod, feasible) for pod in unit):
             ledger = trial
             served.append(unit)
             continue
+        if search.deadline.passed():  # cut short, not refused
+            _not_reached(hints, units[k:])
+            break
         if len(unit) > 1:
             for pod in unit:
                 hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
@@ -342,23 +415,27 @@ def _fresh_ledger(search: Search) -> Ledger:
                   account=account)
 
 
-def _fewer_violations(search: Search, pods: list[Pod], feasible: dict[str, tuple[str, ...]], best: Ledger) -> Ledger:
+def _fewer_violations(search: Search, pods: list[Pod], feasible: Feasible, best: Ledger) -> Ledger:
     """Depth-first over each served pod's nodes (fewest violations, then upstream's rank, first), keeping the
     ledger that serves the same pods with the fewest budget violations. Exhaustive on small batches; on large
-    ones it stops after SEARCH_STEPS nodes of the search tree with the best found."""
+    ones it stops after SEARCH_STEPS nodes of the search tree, or at the search's deadline, with the best found."""
     steps = 0
 
     def descend(i: int, ledger: Ledger) -> None:
         nonlocal best, steps
-        if ledger.violations >= best.violations or steps >= SEARCH_STEPS:
+        if ledger.violations >= best.violations or steps >= SEARCH_STEPS or search.deadline.passed():
             return
         if i == len(pods):
             best = ledger
             return
         steps += 1
         pod = pods[i]
-        choices = [c for c in (_victims_on(search, Hints(), ledger, pod, n) for n in feasible.get(pod.key, ()))
-                   if c is not None]
+        choices = []
+        for node in feasible.nodes_of(pod) or ():
+            if search.deadline.passed():
+                return
+            if (choice := _victims_on(search, Hints(), ledger, pod, node)) is not None:
+                choices.append(choice)
         choices.sort(key=lambda c: (c.violations, c.rank(search.node_order[c.node])))
         for choice in choices[:SEARCH_WIDTH]:
             trial = ledger.copy()
@@ -369,21 +446,58 @@ def _fewer_violations(search: Search, pods: list[Pod], feasible: dict[str, tuple
     return best
 
 
-def _feasible_nodes(search: Search, preemptors: list[Pod], policy: PolicyRules | None) -> dict[str, tuple[str, ...]]:
-    """Nodes each preemptor passes every filter on once all pods it may evict are gone (upstream's first step),
-    by compiling that cluster (on a view of the stage's index) once per priority level (and, under quotas, per
-    stance: the quota rows' PreFilter passes once the borrowers' pods are gone)."""
-    out: dict[str, tuple[str, ...]] = {}
-    candidates = [c.pod for cs in search.by_node.values() for c in cs]
-    for pods in _alike(search, preemptors):
-        gone = frozenset(c.key for c in candidates if search.may_evict(pods[0], c))
+@dataclass(slots=True)
+class Feasible:
+    """Upstream's first step: the nodes each preemptor passes every filter on once all pods it may evict are gone.
+    Compiled (on a view of the stage's index) once per group of preemptors that may evict the same pods (`_alike`:
+    a priority level, and under quotas a stance, as the quota rows' PreFilter passes once the borrowers' pods are
+    gone), when the first of them is served, and only before the search's deadline: a pod whose group, or whose
+    class in it, that deadline left unchecked has no answer (None) and waits for the next cycle."""
+
+    search: Search
+    policy: PolicyRules | None
+    groups: dict[str, list[Pod]]  # preemptor key -> its group
+    buckets: list[list[Pod]]  # the candidates by tenant and priority: what the eviction rule tells apart
+    nodes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, search: Search, policy: PolicyRules | None, preemptors: list[Pod]) -> Feasible:
+        buckets: dict[tuple[str | None, int], list[Pod]] = defaultdict(list)
+        for c in (c for cs in search.by_node.values() for c in cs):
+            tenant = search.reclaim.tenant(c.pod) if search.reclaim is not None else None
+            buckets[(tenant, c.pod.priority)].append(c.pod)
+        groups = {p.key: pods for pods in _alike(search, preemptors) for p in pods}
+        return cls(search, policy, groups, list(buckets.values()))
+
+    def nodes_of(self, pod: Pod) -> tuple[str, ...] | None:
+        if pod.key not in self.nodes:
+            self._compile(self.groups[pod.key])
+        return self.nodes[pod.key]
+
+    def _compile(self, pods: list[Pod]) -> None:
+        self.nodes.update(dict.fromkeys((p.key for p in pods), None))
+        search = self.search
+        if search.deadline.passed():
+            return
+        going = [c for bucket in self.buckets if search.may_evict(pods[0], bucket[0]) for c in bucket]
+        gone = frozenset(c.key for c in going)
         cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods)
-        compiled = compile_cluster(cluster, policy, index=search.index.changed(removed=gone))
-        for info in compiled.classes:
-            nodes = tuple(compiled.cluster.nodes[i].name for i in info.rejected.passing())
-            for pod in info.pods:
-                out[pod.key] = nodes
-    return out
+        compiled = compile_cluster(cluster, self.policy, search.deadline, search.index.changed(removed=gone),
+                                   self._usage(going))
+        unchecked = set(compiled.problem.unchecked)
+        for a, info in enumerate(compiled.classes):
+            if a not in unchecked:
+                nodes = tuple(compiled.cluster.nodes[i].name for i in info.rejected.passing())
+                self.nodes.update(dict.fromkeys((p.key for p in info.pods), nodes))
+
+    def _usage(self, going: list[Pod]) -> Usage | None:
+        """What the running pods use of the quotas once `going` are gone: the stage's start without them (None: no
+        quotas), rather than a count over every running pod again."""
+        if self.search.reclaim is None:
+            return None
+        usage = self.search.reclaim.start.copy()
+        usage.add_all(going, -1)
+        return usage
 
 
 def _alike(search: Search, preemptors: list[Pod]) -> list[list[Pod]]:
@@ -395,13 +509,20 @@ def _alike(search: Search, preemptors: list[Pod]) -> list[list[Pod]]:
     return list(groups.values())
 
 
-def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tuple[str, ...]) -> bool:
-    """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room."""
+def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, feasible: Feasible) -> bool:
+    """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room. At the search's
+    deadline it takes the best node seen so far; False, without a reason, when the deadline came before its
+    feasible nodes were known or before any node was a candidate."""
+    nodes = feasible.nodes_of(pod)
+    if nodes is None:
+        return False
     best: Choice | None = None
     if not _quota_reachable(search, ledger, pod):
         nodes = ()  # no eviction it may make gets it within its quota rows: no node is worth a look
     enough, found = max(MIN_CANDIDATE_NODES, int(MIN_CANDIDATE_SHARE * len(nodes))), 0
     for node in nodes:
+        if search.deadline.passed():
+            break
         choice = _victims_on(search, hints, ledger, pod, node)
         if choice is None:
             continue
@@ -411,7 +532,7 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, nodes: tu
         if found >= enough:  # as upstream's dry run: enough candidates seen, the best of them is taken
             break
     if best is None:
-        if not hints.why.get(pod.key):
+        if not hints.why.get(pod.key) and not search.deadline.passed():
             hints.why[pod.key].append(_no_node_reason(search, hints, pod, nodes))
         return False
     _claim(search, ledger, pod, best)
@@ -676,22 +797,29 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
         ledger.cap_used[key] = ledger.cap_used.get(key, 0) + 1
 
 
-def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Settings) -> tuple[Plan, Ledger]:
+def _replan(search: Search, preemptors: list[Pod], ledger: Ledger, wall: Wall, hints: Hints) -> tuple[Plan, Ledger]:
     """Steps 3-4: plan the preemptors without the victims; give back victims no placed preemptor needs. Under quotas
     the re-plan may give the room of one tenant's victims to another preemptor than the one that chose them: victims
-    that leave their tenant below its min are given back (and the preemptors planned again) until none does."""
+    that leave their tenant below its min are given back (and the preemptors planned again) until none does. When
+    the wall stops the re-plans before that is settled, nothing is evicted and nobody placed by preemption: the
+    preemptors served are told they are tried next cycle."""
     by_key = {p.key: p for p in preemptors}
-    plan = _solve_without(search, preemptors, ledger, settings)
+    plan = _solve_without(search, preemptors, ledger, wall)
     for _ in range(MAX_ROUNDS):
+        if plan is None:
+            break
         needed = _needed(search, plan, ledger, by_key) - _overreach(search, plan, ledger, by_key)
         if len(needed) == len(ledger.evicted):
             break
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in needed})
-        plan = _solve_without(search, preemptors, ledger, settings)
-    while back := _overreach(search, plan, ledger, by_key):  # each round gives back at least one victim
+        plan = _solve_without(search, preemptors, ledger, wall)
+    while plan is not None and (back := _overreach(search, plan, ledger, by_key)):  # each round gives one back
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k not in back})
-        plan = _solve_without(search, preemptors, ledger, settings)
-    return _give_back(search, preemptors, ledger, plan, settings)
+        plan = _solve_without(search, preemptors, ledger, wall)
+    if plan is None:
+        _not_reached(hints, [[p for p in preemptors if not hints.why.get(p.key)]])
+        return _nothing(preemptors), replace(ledger, evicted={})
+    return _give_back(search, preemptors, ledger, plan, wall)
 
 
 def _overreach(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
@@ -715,10 +843,9 @@ def _overreach(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str,
     return back
 
 
-def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan,
-               settings: Settings) -> tuple[Plan, Ledger]:
-    """Try each victim back (a PodGroup-mode group whole), most important first: kept back if the preemptors
-    place as well without it.
+def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan, wall: Wall) -> tuple[Plan, Ledger]:
+    """Try each victim back (a PodGroup-mode group whole), most important first, while the wall affords a re-plan:
+    kept back if the preemptors place as well without it.
 
     Only victims the cluster's spare room could absorb are tried (restored, a victim's requests must fit
     somewhere, whoever moves): on a full cluster no re-plan is spent on a victim that cannot come back."""
@@ -726,15 +853,15 @@ def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan
     spare = _spare(plan)
     units = _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)))
     for unit in units[:MAX_TRIALS]:
-        if time.perf_counter() >= settings.deadline:
+        if not wall.affords():
             break
         wanted = _summed(unit)
         if not _fits(wanted, spare):
             continue
         back = {c.key for c in unit}
         trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k not in back})
-        attempt = _solve_without(search, preemptors, trial, settings)
-        if _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
+        attempt = _solve_without(search, preemptors, trial, wall)
+        if attempt is not None and _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
             ledger, plan = trial, attempt
             spare = {r: v - wanted.get(r, 0) for r, v in spare.items()}
     return plan, ledger
@@ -766,16 +893,23 @@ def _placed_by_priority(plan: Plan, priorities: dict[str, int]) -> list[tuple[in
     return [(level, levels.get(level, 0)) for level in every]
 
 
-def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, settings: Settings) -> Plan:
-    """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index)."""
+def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: Wall) -> Plan | None:
+    """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index), in half the
+    time the wall leaves; None when it stops the re-plan: not started for want of time, or its compile cut short."""
     if not ledger.evicted:
-        return Plan({}, {p.key: [] for p in preemptors}, {}, [])
+        return _nothing(preemptors)
+    if not wall.affords():
+        return None
+    settings, clock = wall.settings, wall.settings.deadline.clock
+    began = clock()
     gone = frozenset(ledger.evicted)
     cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone],
                       pending=list(preemptors))
-    limit = max(0.2, (settings.deadline - time.perf_counter()) / 2)
-    return make_plan(cluster, settings.policy, time_limit=limit, workers=settings.workers, seed=settings.seed,
-                     index=search.index.changed(removed=gone))
+    index = search.index.changed(removed=gone)
+    plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
+                     seed=settings.seed, index=index)
+    wall.needs = clock() - began - plan.stats["phases"]["solve"]
+    return None if plan.compiled is None or plan.compiled.problem.unchecked else plan
 
 
 def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
@@ -836,9 +970,9 @@ def _final_account(search: Search, ledger: Ledger, placed: list[Pod]) -> Account
     return account
 
 
-def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hints, preemptors: list[Pod],
-           started: float) -> Plan:
-    """The first plan plus what preemption placed, with each victim listed under the preemptor it makes room for."""
+def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: Hints, started: float) -> Plan:
+    """The first plan plus what preemption placed (`preemptions`: each victim listed under the preemptor it makes
+    room for)."""
     assignments = {**plan.assignments, **replan.assignments}
     unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in replan.assignments}
     for key in unschedulable:
@@ -846,7 +980,6 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
                                                                          + "; ".join(replan.unschedulable[key])])
         if said:
             unschedulable[key] = unschedulable[key] + list(said)
-    preemptions = _attribute(replan, ledger, search, {p.key: p for p in preemptors})
     victims = [v for p in preemptions.values() for v in p.victims]
     stats = dict(plan.stats)
     stats.update(placed=len(assignments), unschedulable=len(unschedulable),
@@ -854,8 +987,7 @@ def _merge(plan: Plan, replan: Plan, ledger: Ledger, search: Search, hints: Hint
                              "budget_violations": sum(1 for v in victims if v.over_budget),
                              "seconds": round(time.perf_counter() - started - plan.stats.get("seconds", 0.0), 3)})
     stats["seconds"] = round(time.perf_counter() - started, 3)
-    usage = _usage(plan, replan)
-    return Plan(assignments, unschedulable, stats, usage, plan.notes, plan.skipped, preemptions,
+    return Plan(assignments, unschedulable, stats, lambda: _usage(plan, replan), plan.notes, plan.skipped, preemptions,
                 gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled,
                 errors=plan.errors - set(assignments))
 
@@ -922,6 +1054,7 @@ def _reclaimed(search: Search, preemptor: Pod, c: Candidate, preemption: Preempt
 
 
 def _usage(plan: Plan, replan: Plan) -> list[NodeUsage]:
+    """Per node after both plans: made when first read, as the plans' own (the loop's cycle never reads it)."""
     if not replan.usage:
         return plan.usage
     placed = {u.node: u.placed for u in plan.usage}

@@ -7,6 +7,8 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine import preempt as preempt_module
+from engine.compile import Deadline
 from engine.ir import Rules
 from engine.load import build_cluster
 from engine.plan import make_plan
@@ -470,8 +472,105 @@ def test_victim_selection_stops_at_its_deadline_and_says_so() -> None:
     first = make_plan(cluster, time_limit=5, workers=1)
     assert len(first.unschedulable) == 2
     now = time.perf_counter()
-    late = preempt(cluster, first, None, Settings(None, now, 1, 0), now)
+    late = preempt(cluster, first, None, Settings(None, Deadline(now), 1, 0), now)
     assert late.evictions == () or not late.evictions
     assert all(OUT_OF_TIME in " ".join(r) for r in late.unschedulable.values())
-    on_time = preempt(cluster, first, None, Settings(None, now + 5, 1, 0), now)
+    on_time = preempt(cluster, first, None, Settings(None, Deadline(now + 5), 1, 0), now)
     assert len(on_time.assignments) == 2 and len(on_time.evictions) == 2
+
+
+# --- the time limit as a wall for the whole stage (issue 26, point 3) ------------------------------------------
+
+def budget_bound(nodes: int, free: int, waiting: int) -> list[dict]:
+    """Nodes each full with one running pod a budget allowing no disruption covers (every eviction breaks it, so
+    the fewer-violations search looks at every node for every preemptor), `free` empty nodes, and `waiting`
+    high-priority pods: the first `free` fit without preemption, the rest must evict."""
+    docs = [node(f"n{i}", cpu="2") for i in range(nodes + free)]
+    docs += [pod(f"db{i}", cpu="2", node_name=f"n{i}", labels={"app": "db"}) for i in range(nodes)]
+    docs += [budget("db", {"app": "db"}, allowed=0)]
+    return docs + [pod(f"high{k}", cpu="2", priority=100) for k in range(waiting)]
+
+
+class SlowClock:
+    """Real time plus `skew`: a test adds to it what a step would have cost on a large cluster, so how far the stage
+    goes before its deadline does not depend on how fast the machine is."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def __call__(self) -> float:
+        return time.perf_counter() + self.skew
+
+
+def valid(docs: list[dict], plan) -> list[str]:
+    gone = {v.pod for v in plan.evictions}
+    remaining = [d for d in docs if f"{d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}" not in gone]
+    return check_plan(remaining, plan.assignments) + check_evictions(docs, gone)
+
+
+def test_every_phase_of_the_stage_stops_at_its_deadline(monkeypatch) -> None:
+    """Each look at a node for victims costs a tenth of a second on the stage's clock: choosing victims stops at its
+    share of the time (main's looked at every node for every preemptor, and again in the fewer-violations search:
+    over a thousand seconds), the re-plans get only the time left, and what was completed is kept."""
+    docs = budget_bound(nodes=60, free=5, waiting=25)
+    cluster = build_cluster([("t", d) for d in docs])
+    first = make_plan(cluster, time_limit=5, workers=1)
+    assert len(first.assignments) == 5
+    clock = SlowClock()
+    look, replan = preempt_module._victims_on, preempt_module.make_plan
+    limits: list[tuple[float, float]] = []
+
+    def slow_look(*args, **kwargs):
+        clock.skew += 0.1
+        return look(*args, **kwargs)
+
+    def timed_replan(*args, **kwargs):
+        limits.append((kwargs["time_limit"], deadline.at - clock()))
+        return replan(*args, **kwargs)
+
+    monkeypatch.setattr(preempt_module, "_victims_on", slow_look)
+    monkeypatch.setattr(preempt_module, "make_plan", timed_replan)
+    deadline = Deadline(clock() + 10.0, clock)
+    plan = preempt(cluster, first, None, Settings(None, deadline, 1, 0), clock())
+    assert clock() <= deadline.at + 0.5  # what is left over is real time only: a re-plan of a tiny cluster
+    assert limits and all(limit <= left for limit, left in limits)  # each re-plan within the time left
+    assert first.assignments.items() <= plan.assignments.items()
+    assert 5 < len(plan.assignments) < 25 and valid(docs, plan) == []
+    assert len(plan.evictions) == len(plan.assignments) - 5  # one victim per preemptor placed, none for nothing
+    assert all(reasons[-1] == OUT_OF_TIME for reasons in plan.unschedulable.values())
+
+
+def test_victims_not_settled_by_a_re_plan_in_time_are_not_evicted(monkeypatch) -> None:
+    """The deadline passes once victims are chosen, before any re-plan: nothing is evicted, the first plan stands,
+    and the preemptors are told they are tried next cycle."""
+    docs = budget_bound(nodes=10, free=2, waiting=6)
+    cluster = build_cluster([("t", d) for d in docs])
+    first = make_plan(cluster, time_limit=5, workers=1)
+    clock = SlowClock()
+    choose = preempt_module.choose_victims
+
+    def slow_choice(*args, **kwargs):
+        ledger = choose(*args, **kwargs)
+        assert ledger.evicted  # victims were chosen for the preemptors
+        clock.skew += 100.0
+        return ledger
+
+    monkeypatch.setattr(preempt_module, "choose_victims", slow_choice)
+    plan = preempt(cluster, first, None, Settings(None, Deadline(clock() + 10.0, clock), 1, 0), clock())
+    assert plan.assignments == first.assignments and not plan.evictions
+    assert set(plan.unschedulable) == set(first.unschedulable)
+    assert all(reasons[-1] == OUT_OF_TIME for reasons in plan.unschedulable.values())
+
+
+def test_a_tiny_time_limit_holds_where_preemption_has_much_to_do() -> None:
+    """Before the wall this took 20 s on a 0.3 s limit (the fewer-violations search ran 2,000 steps over 300 nodes);
+    the bound here is wide for a noisy machine. A short limit never places fewer pods than the plan without
+    preemption."""
+    docs = budget_bound(nodes=300, free=20, waiting=80)
+    cluster = build_cluster([("t", d) for d in docs])
+    started = time.perf_counter()
+    plan = plan_batch(cluster, options=Options(time_limit=0.3, workers=1))
+    assert time.perf_counter() - started < 0.3 + 2.5
+    alone = plan_batch(cluster, options=Options(time_limit=0.3, workers=1, preemption=False))
+    assert len(plan.assignments) >= len(alone.assignments) == 20
+    assert valid(docs, plan) == []
