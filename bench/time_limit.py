@@ -4,14 +4,17 @@
 A crowded cluster (`crowded`): m5.4xlarge-like nodes about 94% full of running Deployments of three priorities
 (0, 100, 1000), and pending pods mostly of higher priorities (1,000 / 10,000 / 100,000 Deployments, gangs of 16
 at 10,000, StatefulSets with required hostname anti-affinity), so that about half of them need evictions; a
-few priority-0 Jobs cannot evict anyone and wait. Written by `bench/realistic.py`'s writer (same manifests).
+few priority-0 Jobs cannot evict anyone and wait. PodDisruptionBudgets on a third of the running Deployments
+(half of them allowing none), and by default 40 tenants (`bench/with_tenants.py`'s ElasticQuotas on the
+pods' namespaces), which make the preemption stage's work per priority and tenant. Manifests from
+`bench/realistic.py`'s builders.
 
 Then the same dry-run from two revisions, alternating run by run (as `bench/side_by_side.py`), once per time
 limit: wall seconds (process start to exit), the engine's load seconds (`stats.phases.load`), pods placed and
 victims, medians over the runs.
 
-    python bench/time_limit.py snapshot -o /tmp/crowded.yaml                       # 2,000 nodes, 30,000 running
-    python bench/time_limit.py compare /tmp/crowded.yaml --against main -t 0.5 -t 1 -t 2 -t 5 -t 10 -n 3
+    python bench/time_limit.py snapshot -o /tmp/crowded.json            # 2,000 nodes, 30,000 running, 40 tenants
+    python bench/time_limit.py compare /tmp/crowded.json --against main -t 0.5 -t 1 -t 2 -t 5 -t 10 -n 3
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ ROOT = BENCH_DIR.parent
 sys.path[:0] = [str(ROOT), str(BENCH_DIR)]
 
 import realistic as RL  # noqa: E402
+import with_tenants as WT  # noqa: E402
 
 RUNNING_PRIORITIES = (0, 0, 0, 100, 100, 1000)
 PENDING_PRIORITIES = (1000, 10_000, 100_000)
@@ -71,38 +75,44 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="FILE.json (loads ~5x faster than YAML, so the table shows the engine) or FILE.yaml.")
 @click.option("--nodes", default=2000, show_default=True)
 @click.option("--running", default=30_000, show_default=True)
 @click.option("--pending", default=3000, show_default=True)
+@click.option("--tenants", default=40, show_default=True,
+              help="ElasticQuotas on the pods' namespaces (bench/with_tenants.py's); 0: none.")
 @click.option("--detail", type=click.Choice(RL.DETAILS), default="lean", show_default=True)
-def snapshot(output: str, nodes: int, running: int, pending: int, detail: str) -> None:
-    """Write the crowded cluster as one `kind: List` YAML document."""
+def snapshot(output: str, nodes: int, running: int, pending: int, tenants: int, detail: str) -> None:
+    """Write the crowded cluster as one `kind: List` document, with its budgets and the tenants' quotas."""
     c = crowded(nodes, running, pending)
-    RL.write_snapshot(c, output, detail)
-    budgets = add_budgets(c, output)
-    click.echo(f"{RL.describe(c)}; {budgets} PodDisruptionBudgets", err=True)
+    items = list(RL.iter_manifests(c, detail))
+    items += budgets(c)
+    items += WT.quotas(items, tenants) if tenants else []
+    doc = {"apiVersion": "v1", "kind": "List", "items": items}
+    with open(output, "w", encoding="utf-8") as f:
+        if output.endswith(".json"):
+            json.dump(doc, f)
+        else:
+            yaml.dump(doc, f, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+    click.echo(f"{RL.describe(c)}; {len(budgets(c))} PodDisruptionBudgets, {tenants} tenants", err=True)
 
 
-def add_budgets(c: RL.Cluster, path: str) -> int:
-    """PodDisruptionBudgets on every third running Deployment below priority 1000, appended to the List's items
-    (how many): every other one allows no disruption (minAvailable 100%), the rest 10% of the pods; with the
-    status the disruption controller writes, as `kubectl get -o yaml` prints it."""
-    docs = []
+def budgets(c: RL.Cluster) -> list[dict[str, Any]]:
+    """PodDisruptionBudgets on every third running Deployment below priority 1000: every other one allows no
+    disruption (minAvailable 100%), the rest 10% of the pods; with the status the disruption controller writes, as
+    `kubectl get -o yaml` prints it."""
+    out = []
     for k, o in enumerate(c.owners):
         if o.running and o.priority is not None and o.priority < 1000 and k % 3 == 0:
             strict = k % 2 == 0
-            docs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                         "metadata": {"name": f"{o.name}-pdb", "namespace": o.namespace},
-                         "spec": {("minAvailable" if strict else "maxUnavailable"): "100%" if strict else "10%",
-                                  "selector": {"matchLabels": o.selector}},
-                         "status": {"disruptionsAllowed": 0 if strict else -(-o.running // 10),
-                                    "currentHealthy": o.running, "expectedPods": o.running}})
-    text = Path(path).read_text(encoding="utf-8")
-    head, tail = text.rsplit("kind: List\n", 1)
-    items = yaml.dump(docs, default_flow_style=False, sort_keys=True) if docs else ""
-    Path(path).write_text(head + items + "kind: List\n" + tail, encoding="utf-8")
-    return len(docs)
+            out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                        "metadata": {"name": f"{o.name}-pdb", "namespace": o.namespace},
+                        "spec": {("minAvailable" if strict else "maxUnavailable"): "100%" if strict else "10%",
+                                 "selector": {"matchLabels": o.selector}},
+                        "status": {"disruptionsAllowed": 0 if strict else -(-o.running // 10),
+                                   "currentHealthy": o.running, "expectedPods": o.running}})
+    return out
 
 
 def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> dict[str, Any]:
