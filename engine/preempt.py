@@ -46,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from .compile import Deadline, PolicyRules, compile_cluster
+from .compile import Deadline, PolicyRules, collector_paused, compile_cluster
 from .gangs import disruption_unit
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
@@ -135,9 +135,18 @@ class Search:
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
+    covering: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod key -> its budgets' keys, once asked
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
+
+    def budgets_of(self, pod: Pod) -> tuple[str, ...]:
+        """The keys of the disruption budgets covering a running pod, looked up once for the stage: a node's
+        candidates are weighed again for every preemptor that looks at it."""
+        key = pod.key
+        if key not in self.covering:
+            self.covering[key] = tuple(b.key for b in self.cluster.budgets if b.covers(pod))
+        return self.covering[key]
 
     def may_evict(self, pod: Pod, victim: Pod) -> bool:
         """Priority alone without quotas; with them, engine.reclaim's rule for the preemptor's stance."""
@@ -195,10 +204,18 @@ def _within(deadline: Deadline, share: float) -> Deadline:
 def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: Settings, started: float,
             progress: Callable[[str], None] | None = None) -> Plan:
     """Steps 2-4 for the pods `plan` left out that may preempt; the plan unchanged when there are none. Within
-    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc)."""
+    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc). The cyclic garbage
+    collector stays paused, as in make_plan: the stage makes many small objects too (candidates, a ledger copy
+    per unit), and each full pass over a large snapshot costs a good part of a second."""
     preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT]
     if not preemptors or plan.compiled is None:
         return plan
+    with collector_paused():
+        return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
+
+
+def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: Settings, started: float,
+             preemptors: list[Pod], progress: Callable[[str], None] | None) -> Plan:
     hints = Hints()
     search = _stage(cluster, plan, rules, preemptors, settings.deadline)
     if search is None:  # the deadline came before the candidates were known
@@ -756,7 +773,7 @@ def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int],
     for unit in sorted(units, key=order):
         breaks = 0
         for c in unit:
-            covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
+            covering = search.budgets_of(c.pod)
             for key in covering:
                 budgets[key] = budgets.get(key, 0) - 1
             breaks += any(budgets[key] < 0 for key in covering)
@@ -786,9 +803,8 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
     ledger.evicted[c.key] = c
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, c.pod, -1)
-    for b in search.cluster.budgets:
-        if b.covers(c.pod):
-            ledger.budget_left[b.key] = ledger.budget_left.get(b.key, 0) - 1
+    for budget in search.budgets_of(c.pod):
+        ledger.budget_left[budget] = ledger.budget_left.get(budget, 0) - 1
     room = ledger.free[c.node]
     for r, v in c.pod.requests.items():
         room[r] = room.get(r, 0) + v
@@ -1014,7 +1030,7 @@ def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[st
         owner = owner or _owner(search, c, placed) or _owner(search, c, on_node.get(c.node, []), anyone=True)
         if owner is None:
             continue
-        covering = [b.key for b in search.cluster.budgets if b.covers(c.pod)]
+        covering = search.budgets_of(c.pod)
         for key in covering:
             budget_left[key] -= 1
         over = tuple(k for k in covering if budget_left[k] < 0)

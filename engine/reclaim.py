@@ -86,7 +86,7 @@ class Reclaim:
     def covering(self, pod: Pod) -> tuple[str, ...]:
         if pod.key not in self._covering:
             quotas = self.membership.covering(pod)
-            tenant = T.tenant_of(quotas, pod)
+            tenant = self.membership.tenant(pod)  # looked up once per namespace when quotas cover namespaces
             self._covering[pod.key] = tuple(q.name for q in quotas)
             self._tenant[pod.key] = tenant.name if tenant is not None else None
         return self._covering[pod.key]
