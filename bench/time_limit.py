@@ -116,15 +116,17 @@ def budgets(c: RL.Cluster) -> list[dict[str, Any]]:
 
 
 def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> dict[str, Any]:
-    """One dry-run from `checkout`: wall seconds, load seconds, placed, victims."""
+    """One dry-run from `checkout`: wall seconds, load seconds, the engine's (`stats.seconds`: planning, preemption
+included), placed, victims."""
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", snapshot, "-o", "json", "-q",
                           "--time-limit", time_limit, "--workers", workers], cwd=checkout, capture_output=True,
                          text=True, check=True)
     wall = time.perf_counter() - started
     doc = json.loads(out.stdout)
-    return {"wall": wall, "load": doc["stats"].get("phases", {}).get("load", 0.0), "placed": doc["stats"]["placed"],
-            "victims": sum(len(p["victims"]) for p in doc.get("preemptions", {}).values())}
+    stats = doc["stats"]
+    return {"wall": wall, "load": stats.get("phases", {}).get("load", 0.0), "engine": stats["seconds"],
+            "placed": stats["placed"], "victims": sum(len(p["victims"]) for p in doc.get("preemptions", {}).values())}
 
 
 @cli.command()
@@ -156,13 +158,14 @@ def compare(snapshot_file: str, old_rev: str, new_rev: str, limits: tuple[str, .
         finally:
             for path in sides.values():
                 subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
-    head = " | ".join(f"{rev}: {k}" for k in ("wall s", "load s", "placed", "victims") for rev in (old_rev, new_rev))
-    click.echo(f"| --time-limit | {head} | wall − load − limit, {new_rev} |")
-    click.echo("|---:|" + "---:|" * 9)
+    sides = (old_rev, new_rev)
+    head = " | ".join(f"{rev}: {k}" for k in ("wall s", "load s", "engine s", "placed", "victims") for rev in sides)
+    click.echo(f"| --time-limit | {head} | " + " | ".join(f"{rev}: wall − load − limit" for rev in sides) + " |")
+    click.echo("|---:|" + "---:|" * 12)
     for limit, m in rows:
-        cells = [m[rev][k] for k in ("wall", "load", "placed", "victims") for rev in (old_rev, new_rev)]
-        over = m[new_rev]["wall"] - m[new_rev]["load"] - float(limit)
-        click.echo(f"| {limit} | " + " | ".join(_cell(c) for c in cells) + f" | {over:+.2f} |")
+        cells = [_cell(m[rev][k]) for k in ("wall", "load", "engine", "placed", "victims") for rev in sides]
+        cells += [f"{m[rev]['wall'] - m[rev]['load'] - float(limit):+.2f}" for rev in sides]
+        click.echo(f"| {limit} | " + " | ".join(cells) + " |")
 
 
 def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -170,7 +173,7 @@ def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _cell(v: float) -> str:
-    return f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else f"{v:g}"
+    return f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else f"{v:g}"  # medians of counts: x.5 shown
 
 
 if __name__ == "__main__":
