@@ -173,7 +173,7 @@ def _medians(runs: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _cell(v: float) -> str:
-    return f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else f"{v:g}"  # medians of counts: x.5 shown
+    return f"{v:.2f}" if isinstance(v, float) and not v.is_integer() else f"{v:g}"
 
 
 if __name__ == "__main__":
