@@ -18,19 +18,45 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> tuple[float, int]:
+def dry_run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> tuple[float, dict[str, Any]]:
+    """`python -m engine dry-run` from `checkout`: (seconds from process start to exit, its JSON answer)."""
     started = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", snapshot, "-o", "json", "-q",
                           "--time-limit", time_limit, "--workers", workers], cwd=checkout, capture_output=True,
                          text=True, check=True)
-    return time.perf_counter() - started, json.loads(out.stdout)["stats"]["placed"]
+    return time.perf_counter() - started, json.loads(out.stdout)
+
+
+def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> tuple[float, int]:
+    wall, answer = dry_run(checkout, snapshot, time_limit, workers)
+    return wall, answer["stats"]["placed"]
+
+
+@contextmanager
+def checkouts(revs: Iterable[str]) -> Iterator[dict[str, Path]]:
+    """Each revision checked out once into a temporary worktree of this repository (removed afterwards)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sides: dict[str, Path] = {}
+        try:
+            for rev in revs:
+                path = Path(tmp) / rev.replace("/", "_")
+                subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True,
+                               capture_output=True)
+                sides[rev] = path
+            yield sides
+        finally:
+            for path in sides.values():
+                subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
 
 
 @click.command()
@@ -42,18 +68,8 @@ def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> tuple[f
 @click.option("--workers", default="2", show_default=True,
               help="CP-SAT workers, given to both sides (dry-run's default moved from 2 to 1 in issue 25).")
 def main(snapshots: tuple[str, ...], old_rev: str, new_rev: str, repeat: int, time_limit: str, workers: str) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        sides = {}
-        for rev in (old_rev, new_rev):
-            path = Path(tmp) / rev.replace("/", "_")
-            subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True,
-                           capture_output=True)
-            sides[rev] = path
-        try:
-            rows = [_compare(s, sides, repeat, time_limit, workers) for s in snapshots]
-        finally:
-            for path in sides.values():
-                subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+    with checkouts((old_rev, new_rev)) as sides:
+        rows = [_compare(s, sides, repeat, time_limit, workers) for s in snapshots]
     click.echo(f"| snapshot | pods | {old_rev}: wall s | {new_rev}: wall s | {old_rev}: pods/s | {new_rev}: pods/s | runs |")
     click.echo("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:

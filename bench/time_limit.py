@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +32,7 @@ ROOT = BENCH_DIR.parent
 sys.path[:0] = [str(ROOT), str(BENCH_DIR)]
 
 import realistic as RL  # noqa: E402
+import side_by_side as SBS  # noqa: E402
 import with_tenants as WT  # noqa: E402
 
 RUNNING_PRIORITIES = (0, 0, 0, 100, 100, 1000)
@@ -116,17 +114,12 @@ def budgets(c: RL.Cluster) -> list[dict[str, Any]]:
 
 
 def run(checkout: Path, snapshot: str, time_limit: str, workers: str) -> dict[str, Any]:
-    """One dry-run from `checkout`: wall seconds, load seconds, the engine's (`stats.seconds`: planning, preemption
-included), placed, victims."""
-    started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", snapshot, "-o", "json", "-q",
-                          "--time-limit", time_limit, "--workers", workers], cwd=checkout, capture_output=True,
-                         text=True, check=True)
-    wall = time.perf_counter() - started
-    doc = json.loads(out.stdout)
-    stats = doc["stats"]
+    """One dry-run from `checkout`: wall seconds, load seconds, the engine's (`stats.seconds`: planning,
+    preemption included), placed, victims."""
+    wall, answer = SBS.dry_run(checkout, snapshot, time_limit, workers)
+    stats = answer["stats"]
     return {"wall": wall, "load": stats.get("phases", {}).get("load", 0.0), "engine": stats["seconds"],
-            "placed": stats["placed"], "victims": sum(len(p["victims"]) for p in doc.get("preemptions", {}).values())}
+            "placed": stats["placed"], "victims": sum(len(p["victims"]) for p in answer.get("preemptions", {}).values())}
 
 
 @cli.command()
@@ -140,24 +133,14 @@ def compare(snapshot_file: str, old_rev: str, new_rev: str, limits: tuple[str, .
             workers: str) -> None:
     """Both revisions alternating, per time limit; a Markdown table of medians."""
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        sides = {}
-        for rev in (old_rev, new_rev):
-            path = Path(tmp) / rev.replace("/", "_")
-            subprocess.run(["git", "worktree", "add", "--detach", str(path), rev], cwd=ROOT, check=True,
-                           capture_output=True)
-            sides[rev] = path
-        try:
-            for limit in limits:
-                runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in sides}
-                for _ in range(repeat):
-                    for rev, path in sides.items():
-                        runs[rev].append(run(path, snapshot_file, limit, workers))
-                        click.echo(f"{limit} {rev}: {runs[rev][-1]}", err=True)
-                rows.append((limit, {rev: _medians(r) for rev, r in runs.items()}))
-        finally:
-            for path in sides.values():
-                subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=ROOT, capture_output=True)
+    with SBS.checkouts((old_rev, new_rev)) as trees:
+        for limit in limits:
+            runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in trees}
+            for _ in range(repeat):
+                for rev, path in trees.items():
+                    runs[rev].append(run(path, snapshot_file, limit, workers))
+                    click.echo(f"{limit} {rev}: {runs[rev][-1]}", err=True)
+            rows.append((limit, {rev: _medians(r) for rev, r in runs.items()}))
     sides = (old_rev, new_rev)
     head = " | ".join(f"{rev}: {k}" for k in ("wall s", "load s", "engine s", "placed", "victims") for rev in sides)
     click.echo(f"| --time-limit | {head} | " + " | ".join(f"{rev}: wall − load − limit" for rev in sides) + " |")
