@@ -166,8 +166,8 @@ class Hints:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """How the stage runs: the policies' placement rules, the solver's, and when it must be done (its clock is the
-    stage's: tests give one that ticks)."""
+    """How the stage runs: the policies' placement rules, the solver's, and when it must be done (the deadline's
+    clock is the stage's: a test may give its own)."""
 
     policy: PolicyRules | None
     deadline: Deadline
