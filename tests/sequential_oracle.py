@@ -1,7 +1,8 @@
 """A one-pod-at-a-time scheduler written from kube-scheduler's behaviour, independent of ``engine``.
 
-Queue by priority, then creation time (then name); for each pod, Filter = the checker finds no violation
-with the pod added to the plan so far; Score = LeastAllocated (mean free share of cpu and memory after
+Queue by priority, then creation time (then name); for each pod, Filter = its required pod affinity holds
+where it would go as upstream judges an incoming pod (support there, or nothing matching anywhere yet), and
+the checker finds no violation with the pod added to the plan so far; Score = LeastAllocated (mean free share of cpu and memory after
 placing); the best node wins (ties: first by name). Gangs go as Coscheduling does them: members are placed
 one by one and rolled back unless minMember is reached. A pod (or gang) that fits nowhere is tried again,
 in queue order, after pods it did not see have landed, until a pass places none: kube-scheduler moves an
@@ -48,6 +49,9 @@ def _least_allocated(c: Cluster, used: dict[str, int], key: str, node: str) -> f
 def _fits(c: Cluster, plan: dict[str, str], key: str, node: str) -> bool:
     if c.pods[key].node_reasons(c.nodes[node]):
         return False  # what the full check below would say first, at a fraction of its cost
+    present = {**{k: n for k, n in c.bound.items() if n in c.nodes}, **plan}
+    if c.affinity_status(key, node, present) == "no":
+        return False  # the checker would find an order that puts the pod earlier: a scheduler cannot
     trial = {**plan, key: node}
     return not [v for v in c.violations(trial) if not v.startswith("podgroup ")]
 

@@ -99,7 +99,7 @@ def mixed_apps(draw, max_nodes: int = 12, max_pods: int = 40) -> list[dict]:
         docs.append(node(f"n{i:02d}", cpu=cpu, memory=f"{4 * int(cpu)}Gi", labels={ZONE: "abc"[i % 3]},
                          taints=[GPU_TAINT] if draw(st.integers(0, 5)) == 0 else None,
                          unschedulable=draw(st.integers(0, 9)) == 0))
-    apps = draw(st.integers(1, 6))
+    apps = draw(st.integers(1, 3))
     for i in range(draw(st.integers(1, max_pods))):
         app = {"app": f"app-{draw(st.integers(0, apps - 1))}"}
         kw: dict = {}
