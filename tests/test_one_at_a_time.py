@@ -22,7 +22,7 @@ from engine.load import build_cluster
 from engine.manifests import parse_documents
 from engine.plan import plan_from_solution
 from engine.solve import starting_plan
-from engine.solve.greedy import greedy
+from engine.solve.greedy import GreedyState, greedy, requeue
 from engine.solve.problem import Solution, Status
 from engine.solve.sequential import sequential
 from oracle import placed_vector
@@ -79,11 +79,36 @@ def test_a_pod_blocked_only_for_now_is_tried_again_once_pods_land(docs, start) -
                                                                      for d in docs if d["kind"] == "Pod")
 
 
-def test_a_pod_blocked_for_good_is_not_tried_again() -> None:
-    """Room taken does not come back as pods land: the second pod is refused once, not once per pass."""
-    docs = _queued([node("n", cpu="1"), pod("big", cpu="1", priority=100), pod("late", cpu="1", priority=0),
-                    pod("small", cpu="100m", labels=X, priority=0, affinity=affinity(term(X, ZONE_KEY)))])
+def test_requeue_tries_a_waiting_unit_again_only_once_pods_have_landed() -> None:
+    """A unit blocked for good is tried once; a waiting one again after each pass that landed pods since it
+    failed, until a pass lands none (here: `waiter` fits once `helper` is in, `stuck` never does)."""
+    tried: list[str] = []
+    landed: set[str] = set()
+
+    def attempt(unit: str) -> tuple[int, bool]:
+        tried.append(unit)
+        if unit == "helper" or (unit == "waiter" and "helper" in landed):
+            landed.add(unit)
+            return 1, False
+        return 0, unit != "full"  # `full`: no room, ever; `waiter` and `stuck`: blocked only for now
+
+    requeue(["waiter", "full", "stuck", "helper"], attempt, lambda: False)
+    assert tried == ["waiter", "full", "stuck", "helper", "waiter", "stuck"]
+    assert landed == {"helper", "waiter"}
+
+
+def test_a_pod_blocked_for_good_does_not_wait() -> None:
+    """Room taken does not come back as pods land: a pod that lacks room does not wait, one that lacks support
+    does (and stays out when its support never fits)."""
+    docs = _queued([node("n", cpu="2", labels={ZONE_KEY: "a"}), pod("big", cpu="1", priority=100),
+                    pod("follower", priority=100, affinity=affinity(term(X, ZONE_KEY))),
+                    pod("late", cpu="1500m", priority=0), pod("leader", cpu="1500m", labels=X, priority=0)])
     compiled = _compiled(docs)
+    big, follower, late = (next(c for c, info in enumerate(compiled.classes) if info.pods[0].name == name)
+                           for name in ("big", "follower", "late"))
+    state = GreedyState(compiled.problem)
+    state.place(big, 0)
+    assert state.waits(follower) and not state.waits(late)
     for start in (greedy, sequential):
         assert sorted(_assignments(compiled, start(compiled.problem))) == ["default/big"]
 
