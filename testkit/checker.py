@@ -405,6 +405,25 @@ class Cluster:
                         out.append(f"{p}: violates anti-affinity ({t.topology_key}) of {q}")
         return out
 
+    def _matches_all(self, p: str, q: str) -> bool:
+        """Pod q matches all of pod p's required affinity terms."""
+        return all(t.matches(self.pods[q]) for t in self.pods[p].aff_terms)
+
+    def affinity_status(self, p: str, node: str, present: dict[str, str]) -> str:
+        """Pod p's required pod affinity on `node` beside the pods `present` (pod -> node), as upstream's filter
+        judges an incoming pod: 'sat' (a pod matching all its terms in each term's domain), 'exc' (no such pod
+        anywhere and p matches its own terms: the first pod of a series) or 'no'."""
+        terms, labels = self.pods[p].aff_terms, self.nodes[node].labels
+        if not terms:
+            return "sat"
+        if any(t.topology_key not in labels for t in terms):
+            return "no"
+        matching = [q for q in present if q != p and self._matches_all(p, q)]
+        if all(any(self._same_domain(node, present[q], t.topology_key) for q in matching) for t in terms):
+            return "sat"
+        counted = [q for q in matching if any(t.topology_key in self.nodes[present[q]].labels for t in terms)]
+        return "exc" if not counted and self._matches_all(p, p) else "no"
+
     def _affinity(self, placed, where) -> list[str]:
         """Required pod affinity: some sequential order of placed pods must exist."""
         base = {k: n for k, n in where.items() if k not in placed}
@@ -412,24 +431,10 @@ class Cluster:
         if not any(self.pods[k].aff_terms for k in todo):
             return []
 
-        def all_match(p, q):  # q matches all of p's affinity terms
-            return all(t.matches(self.pods[q]) for t in self.pods[p].aff_terms)
+        all_match = self._matches_all
 
         def status(p, present):  # 'sat' | 'exc' | 'no'
-            terms, node = self.pods[p].aff_terms, self.nodes[placed[p]]
-            if not terms:
-                return "sat"
-            if any(t.topology_key not in node.labels for t in terms):
-                return "no"
-            matching = [q for q in present if q != p and all_match(p, q)]
-            if all(any(self._same_domain(placed[p], present[q], t.topology_key) for q in matching)
-                   for t in terms):
-                return "sat"
-            counted = [q for q in matching if any(t.topology_key in self.nodes[present[q]].labels
-                                                  for t in terms)]
-            if not counted and all_match(p, p):
-                return "exc"
-            return "no"
+            return self.affinity_status(p, placed[p], present)
 
         def kills(p, q):  # adding p removes q's "first of a series" exception
             return p != q and all_match(q, p) and any(

@@ -81,3 +81,41 @@ def clusters(draw, max_nodes: int = 5, max_pods: int = 8) -> list[dict]:
     for i in range(draw(st.integers(1, max_pods))):
         docs.append(draw(pending_pod(f"p{i}", gangs)))
     return docs
+
+
+PRIORITIES = (0, 100, 1000)
+GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+
+
+@st.composite
+def mixed_apps(draw, max_nodes: int = 12, max_pods: int = 40) -> list[dict]:
+    """Snapshots shaped like a user's 300-node one (issue 26 point 4), small: nodes of three sizes in three
+    zones (a few GPU-tainted, a few cordoned) and apps of a few pods each, every pod plain or carrying one
+    rule about its own app — a hard zone spread, required zone affinity, hostname anti-affinity — or an init
+    container larger than its container (tolerating the GPU taint); three priorities, one creation time each."""
+    docs = []
+    for i in range(draw(st.integers(3, max_nodes))):
+        cpu = draw(st.sampled_from(["4", "8", "16"]))
+        docs.append(node(f"n{i:02d}", cpu=cpu, memory=f"{4 * int(cpu)}Gi", labels={ZONE: "abc"[i % 3]},
+                         taints=[GPU_TAINT] if draw(st.integers(0, 5)) == 0 else None,
+                         unschedulable=draw(st.integers(0, 9)) == 0))
+    apps = draw(st.integers(1, 3))
+    for i in range(draw(st.integers(1, max_pods))):
+        app = {"app": f"app-{draw(st.integers(0, apps - 1))}"}
+        kw: dict = {}
+        rule = draw(st.sampled_from(["plain", "plain", "spread", "affinity", "anti", "init"]))
+        if rule == "spread":
+            kw["topologySpreadConstraints"] = [spread(app)]
+        elif rule == "affinity":
+            kw["affinity"] = affinity(term(app, ZONE))
+        elif rule == "anti":
+            kw["affinity"] = anti(term(app))
+        elif rule == "init":
+            kw["initContainers"] = [{"name": "init", "image": "busybox", "resources": {"requests": {"cpu": "3"}}}]
+            kw["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+        doc = pod(f"p{i:02d}", cpu=draw(st.sampled_from(["100m", "250m", "500m", "1", "2"])),
+                  memory=draw(st.sampled_from(["128Mi", "512Mi", "1Gi", "2Gi"])), labels=app,
+                  priority=draw(st.sampled_from(PRIORITIES)), **kw)
+        doc["metadata"]["creationTimestamp"] = f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
+        docs.append(doc)
+    return docs

@@ -2,19 +2,22 @@
 
 Classes go in rank order (priority first); each pod takes the first candidate node, in the class's
 preference order, on which every hard constraint still holds in the final state. Gangs are placed
-tentatively and rolled back whole when they cannot reach their minimum.
+tentatively and rolled back whole when they cannot reach their minimum. Pods that no node takes only for
+now wait and are tried again once others have landed (`requeue`, as kube-scheduler's queue does).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .problem import NO_DOMAIN, Check, Problem
 
 Stop = Callable[[], bool]  # a starting plan's deadline: True once its time is up
+Unit = TypeVar("Unit")
 
 
 def _never() -> bool:
@@ -142,6 +145,13 @@ class GreedyState:
 
     def currently_blocked(self, c: int, n: int) -> bool:
         return self.current_blocker(c, n) is not None
+
+    def waits(self, c: int) -> bool:
+        """Some candidate node blocks one more pod of c only for now (its required affinity's support is not
+        there yet, or a spread's counts would tip): pods landing later may open it, as they may not a node
+        blocked for good (room, ports, separations, limits, budgets only get worse)."""
+        return any(self.permanent_blocker(c, n) is None and self.current_blocker(c, n) is not None
+                   for n in self.p.classes[c].candidates)
 
     def permanent_blocker(self, c: int, n: int) -> Blocker | None:
         """Checks that can only get worse as pods are added (capacity, ports, separation, count limits)."""
@@ -464,29 +474,65 @@ def _sizes(problem: Problem) -> list[float]:
     return [sum(d / b for d, b in zip(cls.demand, biggest) if b > 0) for cls in problem.classes]
 
 
+def requeue(units: Iterable[Unit], attempt: Callable[[Unit], tuple[int, bool]], stop: Stop) -> None:
+    """Each unit in order (a pod, a class, a gang: `attempt` places what it can of it and says how many pods
+    landed and whether the unit still waits — some node blocked it only for now); then the waiting ones
+    again, in order, each once pods have landed since it last failed, until a pass lands none. So
+    kube-scheduler's queue moves an unschedulable pod back when a pod is added: a pod whose support comes
+    later in the queue, or which would tip another pod's spread until the counts even out, is placed once
+    they have, never left out of a plan it fits as it stands. Ends when `stop()` says the time is up."""
+    landed = 0
+    waiting: list[tuple[Unit, int]] = [(unit, -1) for unit in units]  # (unit, pods landed when it last failed)
+    while any(seen < landed for _, seen in waiting) and not stop():
+        retry, waiting = waiting, []
+        for unit, seen in retry:
+            if seen == landed or stop():
+                waiting.append((unit, seen))
+                continue
+            placed, waits = attempt(unit)
+            landed += placed
+            if waits:
+                waiting.append((unit, landed))
+
+
+def attempt_gang(state: GreedyState, problem: Problem, gang) -> tuple[int, bool]:
+    """`place_gang` as a `requeue` attempt: pods placed, and whether a gang that did not start waits."""
+    mark = len(state.log)
+    place_gang(state, problem, gang)
+    placed = len(state.log) - mark
+    return placed, not placed and any(state.waits(m) for m in gang.classes)
+
+
 def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = None) -> dict[tuple[int, int], int]:
     """A feasible placement (every hard constraint holds), good but not optimal.
 
     Within a rank, largest pods first packs tightly (first-fit decreasing); smallest first places more
-    pods when the batch does not fit. The solver tries both. Once `stop()` says the time is up it returns
+    pods when the batch does not fit. The solver tries both. A class (or gang) that some node blocked only
+    for now is tried again once pods have landed (`requeue`). Once `stop()` says the time is up it returns
     what it has placed so far (a gang it was filling is taken back whole), which is still feasible.
     """
     state = GreedyState(problem, stop)
-    done_gangs: set[int] = set()
     sign = -1 if largest_first else 1
     size = _sizes(problem)
     order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
-    for c in order:
-        if state.stop():
-            break
+    units: list[int] = []
+    gangs: set[int] = set()
+    for c in order:  # a gang once, at its first class
+        gang = problem.classes[c].gang
+        if gang is None or gang not in gangs:
+            units.append(c)
+        if gang is not None:
+            gangs.add(gang)
+
+    def attempt(c: int) -> tuple[int, bool]:
         cls = problem.classes[c]
-        if cls.gang is None:
-            state.fill(c, cls.count)
-            continue
-        if cls.gang in done_gangs:
-            continue
-        done_gangs.add(cls.gang)
-        place_gang(state, problem, problem.gangs[cls.gang])
+        if cls.gang is not None:
+            return attempt_gang(state, problem, problem.gangs[cls.gang])
+        left = cls.count - state.placed_count[c]
+        placed = state.fill(c, left)
+        return placed, placed < left and state.waits(c)
+
+    requeue(units, attempt, state.stop)
     out: dict[tuple[int, int], int] = defaultdict(int)
     for c, n in state.log:
         out[(c, n)] += 1

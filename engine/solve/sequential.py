@@ -3,8 +3,11 @@
 Queue by priority, then creation time; Filter (every hard constraint on the state so far), then score
 (LeastAllocated plus the class's own node score); place, update, next. Gangs go as Coscheduling does them:
 when a gang's first pod comes up its members are placed one by one, and rolled back unless the quorum is
-reached. The engine starts from this plan too, so it never places fewer pods than a one-at-a-time
-scheduler working on the same filters.
+reached. A pod (or gang) that some node blocks only for now — its affinity's support comes later in the
+queue, or it would tip another pod's spread until the counts even out — waits and is tried again once pods
+have landed, as kube-scheduler moves it back to its queue when a pod is added (`greedy.requeue`). The engine
+starts from this plan too, so it never places fewer pods than a one-at-a-time scheduler working on the same
+filters.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from .greedy import GreedyState, Stop, place_gang
+from .greedy import GreedyState, Stop, attempt_gang, requeue
 from .problem import Problem
 
 LEAST_ALLOCATED_MAX = 100
@@ -75,57 +78,78 @@ class _Queue:
             heapq.heappush(heap, entry)
         return chosen
 
+    def waits(self, c: int) -> bool:
+        """After `best(c)` found nothing: some node blocked c only for now (those are the nodes left in its heap;
+        the ones blocked for good were dropped)."""
+        return bool(self.heaps.get(c))
+
     def place(self, c: int, n: int) -> None:
         self.state.place(c, n)
         self.version[n] += 1
 
+    def moved(self, mark: int) -> None:
+        """The nodes of the placements after `mark` in the state's log changed (before they are undone)."""
+        for _, n in self.state.log[mark:]:
+            self.version[n] += 1
 
-def _pod_queue(problem: Problem) -> list[int]:
-    """Classes in pod order: one entry per pod, by its queue position."""
+
+def _units(problem: Problem) -> list[tuple[int, int | None]]:
+    """The queue as units: (class, None) for each pod, in its place; (class, gang) once per gang, at its first
+    pod's place."""
     entries: list[tuple[int, int]] = []
     for c, cls in enumerate(problem.classes):
         positions = cls.queue or tuple(range(cls.count))
         entries.extend((q, c) for q in positions[: cls.count])
-    return [c for _, c in sorted(entries)]
+    units: list[tuple[int, int | None]] = []
+    gangs: set[int] = set()
+    for _, c in sorted(entries):
+        gang = problem.classes[c].gang
+        if gang is None or gang not in gangs:
+            units.append((c, gang))
+        if gang is not None:
+            gangs.add(gang)
+    return units
+
+
+def _gang(problem: Problem, queue: _Queue, g: int) -> tuple[int, bool]:
+    """A gang as Coscheduling places it: its members one by one, rolled back unless the quorum is reached (one
+    domain for the whole gang: the greedy's search); pods placed, and whether a gang that did not start waits."""
+    state, gang = queue.state, problem.gangs[g]
+    mark = len(state.log)
+    if gang.partition is not None:
+        placed, waits = attempt_gang(state, problem, gang)
+        queue.moved(mark)
+        return placed, waits
+    for m in gang.classes:
+        for _ in range(problem.classes[m].count):
+            if state.stop():  # stopped mid-gang: too few placed, taken back below
+                break
+            n = queue.best(m)
+            if n is not None:
+                queue.place(m, n)
+    if len(state.log) - mark >= gang.need:
+        return len(state.log) - mark, False
+    queue.moved(mark)
+    state.undo_to(mark)
+    return 0, any(state.waits(m) for m in gang.classes)
 
 
 def sequential(problem: Problem, stop: Stop | None = None) -> dict[tuple[int, int], int]:
     """The one-at-a-time plan (complete gangs only); once `stop()` says the time is up, the pods placed so far."""
     state = GreedyState(problem, stop)
     queue = _Queue(problem, state)
-    left = [cls.count for cls in problem.classes]
-    for c in _pod_queue(problem):
-        if state.stop():
-            break
-        gang = problem.classes[c].gang
-        if left[c] == 0:
-            continue
-        if gang is None:
-            left[c] -= 1
-            n = queue.best(c)
-            if n is not None:
-                queue.place(c, n)
-            continue
-        members = problem.gangs[gang].classes
-        mark, placed = len(state.log), 0
-        if problem.gangs[gang].partition is not None:  # one domain for the whole gang: the greedy's search
-            place_gang(state, problem, problem.gangs[gang])
-            for m in members:
-                left[m] = 0
-            for _, n in state.log[mark:]:
-                queue.version[n] += 1
-            continue
-        for m in members:
-            while left[m] and not state.stop():  # stopped mid-gang: too few placed, taken back below
-                left[m] -= 1
-                n = queue.best(m)
-                if n is not None:
-                    queue.place(m, n)
-                    placed += 1
-        if placed < problem.gangs[gang].need:
-            for _, n in state.log[mark:]:
-                queue.version[n] += 1
-            state.undo_to(mark)
+
+    def attempt(unit: tuple[int, int | None]) -> tuple[int, bool]:
+        c, gang = unit
+        if gang is not None:
+            return _gang(problem, queue, gang)
+        n = queue.best(c)
+        if n is None:
+            return 0, queue.waits(c)
+        queue.place(c, n)
+        return 1, False
+
+    requeue(_units(problem), attempt, state.stop)
     out: dict[tuple[int, int], int] = defaultdict(int)
     for c, n in state.log:
         out[(c, n)] += 1
