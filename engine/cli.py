@@ -236,9 +236,11 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
     classes = compiled.classes if compiled is not None else []
     c = next((i for i, info in enumerate(classes) if any(p.key == target.key for p in info.pods)), None)
     node = plan.assignments.get(target.key)
-    # no class: planning it failed (engine.isolation), and its reason is all there is to say
-    rows = node_table(compiled, c, node) if compiled is not None and c is not None else []
-    score = score_breakdown(compiled, c, node) if compiled is not None and c is not None and node else []
+    rows: list[tuple[str, str, str]] = []
+    score: list[tuple[str, int]] = []
+    if compiled is not None and c is not None:  # else planning it failed (engine.isolation): its reason is all
+        rows = node_table(compiled, c, node)
+        score = score_breakdown(compiled, c, node) if node else []
     preemption = plan.preemptions.get(target.key)
     if output == "json":
         click.echo(json.dumps({

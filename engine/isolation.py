@@ -75,12 +75,12 @@ def _probe(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time_limit:
 
 def units(pods: list[Pod]) -> list[list[Pod]]:
     """Pods that are planned together: a gang's members, and pods following one shared claim's first pod."""
-    units: dict[str, list[Pod]] = {}
+    together: dict[str, list[Pod]] = {}
     for pod in pods:
         follows = pod.dra.follows if pod.resource_claims else ()
         key = f"gang:{pod.gang}" if pod.gang else (follows[0][1] if follows else pod.key)
-        units.setdefault(key, []).append(pod)
-    return list(units.values())
+        together.setdefault(key, []).append(pod)
+    return list(together.values())
 
 
 def _with_failures(plan: Plan, failures: list[Failure]) -> Plan:

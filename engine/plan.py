@@ -228,11 +228,10 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
             state = state or replay(compiled, solution)
             explanation = explain_unplaced(compiled, solution, c, state)
             reasons = explanation.lines()
-            erred = any(r.error for r in info.rejected.keys)  # an object it needs is in error (a claim's CEL)
             for pod in pods[len(targets):]:
                 unschedulable[pod.key] = reasons
                 explanations[pod.key] = explanation
-                if erred:
+                if info.rejected.erred:
                     errors.add(pod.key)
     stats = {
         "pods": len(compiled.cluster.pending),

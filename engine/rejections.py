@@ -73,6 +73,11 @@ class Rejections:
         return self.code >= 0
 
     @property
+    def erred(self) -> bool:
+        """Some rejection is an error (a claim's CEL that fails), not a lack of room: the pods are told so."""
+        return any(r.error for r in self.keys)
+
+    @property
     def groups(self) -> dict[Rejection, np.ndarray]:
         """Rejection -> the nodes it rejected first."""
         return {key: np.flatnonzero(self.code == k) for k, key in enumerate(self.keys)}

@@ -204,7 +204,7 @@ def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], dev
 def _judged(build: ProblemBuilder) -> Iterator[tuple[int, ClassInfo]]:
     """The checked classes whose claims' selectors judged every device without an error (the others are refused
     at PreFilter, and their selectors are not met again)."""
-    return ((a, info) for a, info in build.checked() if not any(r.error for r in info.rejected.keys))
+    return ((a, info) for a, info in build.checked() if not info.rejected.erred)
 
 
 def _first_error(allocator: Allocator, sub: SubRequest) -> CelError | None:

@@ -216,6 +216,12 @@ class ProfileLoop:
             units.setdefault(unit_of(obj, self.policies.rules.gangs) if obj is not None else key, []).append(key)
         return list(units.values())
 
+    def _recover(self, keys: list[str]) -> None:
+        """Pods whose claims are given up: forgotten in the store, back in line after a backoff."""
+        self._forget(keys)
+        for key in keys:
+            self.queue.requeue(key)
+
     def _forget(self, batch: list[str]) -> None:
         """Drop a failed cycle's assumptions (a pod already bound is removed again when the watch shows it)."""
         for key in batch:
@@ -350,9 +356,7 @@ class ProfileLoop:
             report = self.binder.bind_all(placements)
         except Exception:
             log.exception("binding failed profile=%s pods=%d", self.name, len(placements))
-            for p in placements:
-                self.store.forget(p.key)
-                self.queue.requeue(p.key)
+            self._recover([p.key for p in placements])
             raise
         for key in report.failed:
             self.queue.requeue(key)  # an apiserver error: the pod is still pending and ours, retry after a backoff
@@ -412,9 +416,8 @@ class ProfileLoop:
 
     def _abandon(self, placements: list[Placement], why: str) -> None:
         """Give up preemptors' claims: forgotten in the store, back in the queue, told why."""
+        self._recover([p.key for p in placements])
         for p in placements:
-            self.store.forget(p.key)
-            self.queue.requeue(p.key)
             self.events.unschedulable(p.pod, f"preemption on {p.node} given up: {why}", SCHEDULER_ERROR)
 
     def _report_refused(self, result: CycleResult) -> None:
