@@ -122,14 +122,15 @@ def _print_preemptions(plan: Plan, console: Console, max_rows: int) -> None:
               title_justify="left", show_lines=True)
     t.add_column("pod (priority)", overflow="fold")
     t.add_column("node", overflow="fold")
-    t.add_column("evicts (priority; budget)", overflow="fold")
+    t.add_column("evicts (priority; budget; why)", overflow="fold")
     for i, (pod, p) in enumerate(sorted(plan.preemptions.items())):
         if i == max_rows:
             t.add_row(f"… {len(plan.preemptions) - max_rows} more (use -o json)", "", "")
             break
         victims = "\n".join(f"{v.pod} ({v.priority}; {v.to_dict()['budget']}"
                              f"{f'; with PodGroup {v.group}' if v.group else ''}"
-                             f"{f'; beyond the min of {v.quota}' if v.quota else ''})" for v in p.victims)
+                             f"{f'; beyond the min of {v.quota}' if v.quota else ''}"
+                             f"{f'; {v.why}' if v.why else ''})" for v in p.victims)
         reclaim = f"\nreclaims the min of {p.reclaim}" if p.reclaim else ""
         t.add_row(f"{pod} ({p.priority}){reclaim}", p.node, victims or "nothing: room freed by the evictions beside it")
     console.print(t)

@@ -43,6 +43,7 @@ class Eviction:
     within_budget: tuple[str, ...] = ()  # budgets covering the pod that still allowed it
     group: str | None = None  # the PodGroup (disruptionMode: PodGroup) evicted whole with it
     quota: str | None = None  # reclaim: the quota whose borrowed room (use beyond its min) the pod ran on
+    why: str | None = None  # what its staying would leave the preemptor: the rejecting kind and its reason
 
     def to_dict(self) -> dict[str, Any]:
         if self.over_budget:
@@ -56,6 +57,8 @@ class Eviction:
             out["podGroup"] = self.group
         if self.quota is not None:
             out["reclaimedFrom"] = self.quota
+        if self.why is not None:
+            out["why"] = self.why
         return out
 
 

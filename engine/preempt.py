@@ -42,19 +42,22 @@ Pure, like the rest of the core: the scheduler loop evicts what the plan says.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import ChainMap, Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from . import kinds
 from .compile import Deadline, PolicyRules, collector_paused, compile_cluster
 from .gangs import disruption_unit
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
-from .kinds import KINDS, Kind
+from .kinds import KINDS, Kind, Moves
+from .kinds.context import Batch, ClassMatcher, ClassSpec
 from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
 from .reclaim import Account, Reclaim, Stance
+from .rejections import Rejection
 from .tenants import Usage
 
 LOWEST = -(2**63)
@@ -89,18 +92,30 @@ Unit = tuple[Candidate, ...]  # what is evicted together: one pod, or every runn
 
 @dataclass(slots=True)
 class Ledger:
-    """The batch's running account: free room per node, victims chosen, budgets and caps left."""
+    """The batch's running account: victims chosen (and why), the pods leaving and arriving per node index (what
+    the kinds are asked about: `moves`), budgets and caps left."""
 
-    free: dict[str, dict[str, int]]
     evicted: dict[str, Candidate] = field(default_factory=dict)
+    gone: dict[int, list[Pod]] = field(default_factory=dict)  # node index -> victims leaving it
+    come: dict[int, list[Pod]] = field(default_factory=dict)  # node index -> preemptors served onto it
     budget_left: dict[str, int] = field(default_factory=dict)
     cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
     violations: int = 0  # evictions so far that broke some budget
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
+    why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
 
     def copy(self) -> Ledger:
-        return Ledger({n: dict(r) for n, r in self.free.items()}, dict(self.evicted), dict(self.budget_left),
-                      dict(self.cap_used), self.violations, self.account.copy() if self.account is not None else None)
+        return Ledger(dict(self.evicted), {i: list(p) for i, p in self.gone.items()},
+                      {i: list(p) for i, p in self.come.items()}, dict(self.budget_left), dict(self.cap_used),
+                      self.violations, self.account.copy() if self.account is not None else None, dict(self.why))
+
+    def moves(self, trial: dict[int, list[Pod]] | None = None) -> Moves:
+        """The ledger's moves, with `trial`'s pods (per node index) leaving too, laid over without a copy."""
+        if not trial:
+            return Moves(self.gone, self.come)
+        over: dict[int, list[Pod]] = {i: [*self.gone.get(i, ()), *pods] for i, pods in trial.items()}
+        chain: ChainMap[int, list[Pod]] = ChainMap(over, self.gone)
+        return Moves(chain, self.come)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +129,7 @@ class Choice:
     violations: int
     leftover: tuple[int, int] = (0, 0)  # cpu, memory free after the evictions and this pod
     own: int = 0  # victims of a reclaiming preemptor's own tenant
+    why: tuple[str, ...] = ()  # per victim: what its staying would leave the preemptor (a kind's reason)
 
     def rank(self, order: int) -> tuple[int, int, int, int, int, int, int, int]:
         priorities = [v.pod.priority for v in self.victims]
@@ -136,6 +152,13 @@ class Search:
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
     covering: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod key -> its budgets' keys, once asked
+    batch: Batch | None = None  # what the kinds read when asked about moves (the stage's index), set by _search
+    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
+
+    def after(self, pod: Pod, node: str, moves: Moves) -> Rejection | None:
+        """Every kind's verdict on `pod` on `node` once `moves` happened (engine.kinds.after)."""
+        assert self.batch is not None
+        return kinds.after(self.specs[pod.key], self.batch, self.node_order[node], moves)
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
@@ -162,6 +185,8 @@ class Hints:
 
     why: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # preemptor -> why not
     capped: dict[str, Source] = field(default_factory=dict)  # preemptor -> a cap that ruled out some node
+    # preemptor -> node -> the kind rejecting it there even with every pod it may evict on that node gone
+    blocked: dict[str, dict[str, Rejection]] = field(default_factory=lambda: defaultdict(dict))
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,8 +342,9 @@ def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, pr
         by_node[c.node].append(c)
         if c.unit is not None:
             units[c.unit].append(c)
-    order = {n.name: i for i, n in enumerate(fixed.nodes)}
-    search = Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim)
+    order = {n.name: i for i, n in enumerate(index.nodes)}
+    search = Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
+                    batch=Batch(fixed, index, [], ClassMatcher([])))
     if reclaim is not None:
         search = replace(search, quota_order=_quota_order(search, reclaim))
     return search
@@ -353,16 +379,6 @@ def _quota_order(search: Search, reclaim: Reclaim) -> tuple[Unit, ...]:
     found.sort(key=lambda c: c.pod.created, reverse=True)
     found.sort(key=lambda c: c.pod.priority)
     return tuple(_units_of(search, found))
-
-
-def _free_room(cluster: Cluster) -> dict[str, dict[str, int]]:
-    free = {n.name: dict(n.allocatable) for n in cluster.nodes}
-    for pod in cluster.bound:
-        room = free.get(pod.node_name or "")
-        if room is not None:
-            for r, v in pod.requests.items():
-                room[r] = room.get(r, 0) - v
-    return free
 
 
 def _fits(requests: dict[str, int], free: dict[str, int]) -> bool:
@@ -428,8 +444,7 @@ def _serve(search: Search, hints: Hints, units: list[list[Pod]], feasible: Feasi
 
 def _fresh_ledger(search: Search) -> Ledger:
     account = search.reclaim.start.copy() if search.reclaim is not None else None
-    return Ledger(_free_room(search.cluster), budget_left={b.key: b.allowed for b in search.cluster.budgets},
-                  account=account)
+    return Ledger(budget_left={b.key: b.allowed for b in search.cluster.budgets}, account=account)
 
 
 def _fewer_violations(search: Search, pods: list[Pod], feasible: Feasible, best: Ledger) -> Ledger:
@@ -476,6 +491,7 @@ class Feasible:
     groups: dict[str, list[Pod]]  # preemptor key -> its group
     buckets: list[list[Pod]]  # the candidates by tenant and priority: what the eviction rule tells apart
     nodes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    left: dict[str, list[tuple[Rejection, int]]] = field(default_factory=dict)  # why the other nodes fail, and on how many
 
     @classmethod
     def of(cls, search: Search, policy: PolicyRules | None, preemptors: list[Pod]) -> Feasible:
@@ -506,6 +522,10 @@ class Feasible:
             if a not in unchecked:
                 nodes = tuple(compiled.cluster.nodes[i].name for i in info.rejected.passing())
                 self.nodes.update(dict.fromkeys((p.key for p in info.pods), nodes))
+                spec = ClassSpec(len(search.specs), info.sample, info.constraints)
+                search.specs.update(dict.fromkeys((p.key for p in info.pods), spec))
+                left = [(r, len(members)) for r, members in info.rejected.groups.items() if len(members)]
+                self.left.update(dict.fromkeys((p.key for p in info.pods), left))
 
     def _usage(self, going: list[Pod]) -> Usage | None:
         """What the running pods use of the quotas once `going` are gone: the stage's start without them (None: no
@@ -550,7 +570,7 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, feasible:
             break
     if best is None:
         if not hints.why.get(pod.key) and not search.deadline.passed():
-            hints.why[pod.key].append(_no_node_reason(search, hints, pod, nodes))
+            hints.why[pod.key].append(_no_node_reason(search, hints, pod, feasible.left.get(pod.key, [])))
         return False
     _claim(search, ledger, pod, best)
     return True
@@ -559,19 +579,20 @@ def _place_one(search: Search, hints: Hints, ledger: Ledger, pod: Pod, feasible:
 def _claim(search: Search, ledger: Ledger, pod: Pod, choice: Choice) -> None:
     """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
     its quotas)."""
-    for victim in choice.victims:
+    for victim, why in zip(choice.victims, choice.why):
         _evict(search, ledger, victim)
+        ledger.why[victim.key] = why
     ledger.violations += choice.violations
-    room = ledger.free[choice.node]
-    for r, amount in pod.requests.items():
-        room[r] = room.get(r, 0) - amount
+    ledger.come.setdefault(search.node_order[choice.node], []).append(pod)
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, pod, 1)
 
 
-def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ...]) -> str:
+def _no_node_reason(search: Search, hints: Hints, pod: Pod, left: list[tuple[Rejection, int]]) -> str:
     """Why preemption found no node: an eviction cap that ruled out a node the pod could otherwise have had,
-    protected pods in the way, or nothing evictable would make room."""
+    protected pods in the way, or in upstream's words what still rejects it with the pods it may evict gone (`left`:
+    the nodes its filters reject with every such pod in the cluster gone; `Hints.blocked`: those rejecting it with
+    every such pod on the node gone)."""
     if pod.key in hints.capped:
         return cap_reason(hints.capped[pod.key])
     shielded = sorted(k for k, (p, _) in search.protected.items() if search.may_evict(pod, p))
@@ -579,10 +600,23 @@ def _no_node_reason(search: Search, hints: Hints, pod: Pod, nodes: tuple[str, ..
         return protected_reason(shielded, str(search.protected[shielded[0]][1]))
     stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
     if stance is not None and stance.tenant is not None:
-        return _quota_reason(search, stance, bool(nodes))
-    if not nodes:
-        return "preemption would not help: no node fits this pod even with every lower-priority pod gone"
-    return "preemption cannot make room: the lower-priority pods it may evict are not enough"
+        return _quota_reason(search, stance, len(left) < len(search.index.nodes))
+    return _no_victims(len(search.index.nodes), [*left, *((r, 1) for r in hints.blocked.get(pod.key, {}).values())])
+
+
+def _no_victims(nodes: int, still: list[tuple[Rejection, int]]) -> str:
+    """Upstream's PostFilter message: per node "No preemption victims found for incoming pod" (evicting every pod it
+    may evict leaves a rejection that evictions could clear) or "Preemption is not helpful for scheduling" (one they
+    never clear); then what still rejects it, by kind and reason, most nodes first."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for r, k in still:
+        counts[(r.plugin, "; ".join(r.reasons))] += k
+    helpless = sum(k for r, k in still if not r.resolvable)
+    parts = [f"{nodes - helpless} No preemption victims found for incoming pod" if nodes > helpless else "",
+             f"{helpless} Preemption is not helpful for scheduling" if helpless else ""]
+    said = ", ".join(f"{k} {reason} ({plugin})" for (plugin, reason), k in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+    return (f"preemption: 0/{nodes} nodes are available: {', '.join(p for p in parts if p)}"
+            + (f"; with every pod it may evict gone, {said}" if said else ""))
 
 
 def _quota_reason(search: Search, stance: Stance, nodes: bool) -> str:
@@ -605,47 +639,47 @@ def _quota_reachable(search: Search, ledger: Ledger, pod: Pod) -> bool:
 
 
 def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
-    """Upstream's SelectVictimsOnNode against the ledger: every pod it may evict here out, then give back what is
-    not needed (units whose eviction breaks a budget first, then the rest, highest priority first). A PodGroup-mode
-    group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod must also pass
-    its quota rows, pods elsewhere join the victims when the rows need more than this node's, and reclaim takes
-    at most each tenant's borrowed room: if what is left after the give-back takes more, the choice is made
-    again from the lowest-priority units that room holds."""
-    free = dict(ledger.free[node])
-    if _fits(pod.requests, free) and not _short(search, ledger.account, pod):
-        return Choice(node, (), 0, _leftover(free, pod))
-    found = _select(search, ledger, pod, node, limited=False)
+    """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Search.after`): no victim when the pod
+    passes them all as things stand; else every pod it may evict here out (None if the kinds still reject it), then
+    give back what is not needed (units whose eviction breaks a budget first, then the rest, highest priority first).
+    A PodGroup-mode group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod
+    must also pass its quota rows, pods elsewhere join the victims when the rows need more than this node's, and
+    reclaim takes at most each tenant's borrowed room: if what is left after the give-back takes more, the choice is
+    made again from the lowest-priority units that room holds."""
+    if search.after(pod, node, ledger.moves()) is None and not _short(search, ledger.account, pod):
+        return Choice(node, (), 0, _leftover(search, ledger.moves(), pod, node))
+    found = _select(search, hints, ledger, pod, node, limited=False)
     if found is not None and search.reclaim is not None and ledger.account is not None:
         room, stance = search.reclaim.borrowed(ledger.account), search.reclaim.stances[pod.key]
         if not all(search.reclaim.take(room, stance, [c.pod for c in unit]) for unit in _units_of(search, found[0])):
-            found = _select(search, ledger, pod, node, limited=True)
+            found = _select(search, hints, ledger, pod, node, limited=True)
     if found is None:
         return None
-    victims, violations, free = found
+    victims, violations, why = found
     cap = _cap_reached(ledger, victims)
     if cap is not None:
         hints.capped.setdefault(pod.key, cap.source)
         return None
-    return Choice(node, tuple(victims), violations, _leftover(free, pod), _own(search, pod, victims))
+    leftover = _leftover(search, ledger.moves(_leaving(search, [tuple(victims)])), pod, node)
+    return Choice(node, tuple(victims), violations, leftover, _own(search, pod, victims), tuple(why))
 
 
-def _select(search: Search, ledger: Ledger, pod: Pod, node: str,
-            limited: bool) -> tuple[list[Candidate], int, dict[str, int]] | None:
-    """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and the room left; `limited`:
-    other tenants' units only as far as their borrowed room goes. None: the pod does not fit."""
-    free = dict(ledger.free[node])
+def _select(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str,
+            limited: bool) -> tuple[list[Candidate], int, list[str]] | None:
+    """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and why each goes; `limited`:
+    other tenants' units only as far as their borrowed room goes. None: the kinds reject the pod there even with every
+    pod it may evict gone (the first kind's reason is kept for the pod's explanation), or its quota rows cannot pass."""
     room = search.reclaim.borrowed(ledger.account) if search.reclaim and ledger.account else {}
     units = _evictable_on(search, ledger, pod, node, room if limited else None)
-    for c in (c for unit in units for c in unit if c.node == node):
-        for r, v in c.pod.requests.items():
-            free[r] = free.get(r, 0) + v
-    if not _fits(pod.requests, free):
+    rejection = search.after(pod, node, ledger.moves(_leaving(search, units)))
+    if rejection is not None:
+        hints.blocked[pod.key][node] = rejection
         return None
     account = _without(search, ledger.account, units)
     extra = _for_quota(search, ledger, pod, units, room, account)
     if extra is None:
         return None
-    return _reprieve(search, ledger, pod, node, units + extra, free, account)
+    return _reprieve(search, ledger, pod, node, units + extra, account)
 
 
 def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
@@ -656,28 +690,48 @@ def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
     return sum(1 for c in victims if search.reclaim is not None and not search.reclaim.reclaims(stance, c.pod))
 
 
-def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit], free: dict[str, int],
-              account: Account | None) -> tuple[list[Candidate], int, dict[str, int]]:
-    """Give back each unit the pod does without (room on `node`, quota rows on `account`), in upstream's order:
-    (victims, how many break a budget, the node's free room after)."""
+def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit],
+              account: Account | None) -> tuple[list[Candidate], int, list[str]]:
+    """Give back each unit the pod does without, in upstream's order: back if every kind still passes the pod on
+    `node` with it there and the quota rows on `account` still pass. (victims, how many break a budget, why each
+    goes: the reason the kind that needs it gone gives, or its quota row.)"""
     victims: list[Candidate] = []
+    why: list[str] = []
     violations = 0
+    leaving = _leaving(search, units)
     for unit, breaks in _split_by_budget(search, units, dict(ledger.budget_left), pod):
-        here = [c for c in unit if c.node == node]
-        if not any(_port_clash(pod, c.pod) for c in here):
-            after = dict(free)
-            for c in here:
-                for r, v in c.pod.requests.items():
-                    after[r] = after.get(r, 0) - v
-            if _fits(pod.requests, after) and not _short(search, account, pod, unit):
-                free = after  # given back: the pod (or the whole group) stays
-                if search.reclaim is not None and account is not None:
-                    for c in unit:
-                        search.reclaim.add(account, c.pod, 1)
-                continue
+        staying = _without_unit(leaving, unit)
+        rejection = search.after(pod, node, ledger.moves(staying))
+        if rejection is None and not _short(search, account, pod, unit):
+            leaving = staying  # given back: the pod (or the whole group) stays
+            if search.reclaim is not None and account is not None:
+                for c in unit:
+                    search.reclaim.add(account, c.pod, 1)
+            continue
         victims.extend(unit)
         violations += breaks
-    return victims, violations, free
+        why.extend([_blocking(rejection)] * len(unit))
+    return victims, violations, why
+
+
+def _blocking(rejection: Rejection | None) -> str:
+    """Why a victim goes, in the words of the kind that would reject the preemptor with it there."""
+    if rejection is None:
+        return "the preemptor's quota needs its room"
+    return f"{rejection.plugin}: " + "; ".join(rejection.reasons)
+
+
+def _leaving(search: Search, units: list[Unit] | list[tuple[Candidate, ...]]) -> dict[int, list[Pod]]:
+    """The units' pods by node index: what a trial takes out."""
+    out: dict[int, list[Pod]] = defaultdict(list)
+    for c in (c for unit in units for c in unit):
+        out[search.node_order[c.node]].append(c.pod)
+    return dict(out)
+
+
+def _without_unit(leaving: dict[int, list[Pod]], unit: Unit) -> dict[int, list[Pod]]:
+    keys = {c.key for c in unit}
+    return {i: kept for i, pods in leaving.items() if (kept := [p for p in pods if p.key not in keys])}
 
 
 def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str,
@@ -749,8 +803,15 @@ def _units_of(search: Search, candidates: list[Candidate]) -> list[Unit]:
     return out
 
 
-def _leftover(free: dict[str, int], pod: Pod) -> tuple[int, int]:
-    return (free.get("cpu", 0) - pod.requests.get("cpu", 0), free.get("memory", 0) - pod.requests.get("memory", 0))
+def _leftover(search: Search, moves: Moves, pod: Pod, node: str) -> tuple[int, int]:
+    """Free cpu and memory on `node` after `moves` and the pod: among equal choices the node left roomier (for the
+    batch's next preemptors)."""
+    i, index = search.node_order[node], search.index
+
+    def left(r: str) -> int:
+        return index.free(i, r) - moves.net(i, lambda p: p.requests.get(r, 0)) - pod.requests.get(r, 0)
+
+    return left("cpu"), left("memory")
 
 
 def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int], pod: Pod) -> list[tuple[Unit, int]]:
@@ -781,10 +842,6 @@ def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int],
     return violating + keeping
 
 
-def _port_clash(pod: Pod, other: Pod) -> bool:
-    return any(a.conflicts(b) for a in pod.host_ports for b in other.host_ports)
-
-
 def _cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None:
     """The first eviction cap these victims would go over, if any."""
     used = dict(ledger.cap_used)
@@ -801,13 +858,11 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
     """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
     (later choices see both)."""
     ledger.evicted[c.key] = c
+    ledger.gone.setdefault(search.node_order[c.node], []).append(c.pod)
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, c.pod, -1)
     for budget in search.budgets_of(c.pod):
         ledger.budget_left[budget] = ledger.budget_left.get(budget, 0) - 1
-    room = ledger.free[c.node]
-    for r, v in c.pod.requests.items():
-        room[r] = room.get(r, 0) + v
     for cap in c.caps:
         key = cap_key(cap, c.pod)
         ledger.cap_used[key] = ledger.cap_used.get(key, 0) + 1
@@ -929,40 +984,42 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: 
 
 
 def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
-    """Victims a placed preemptor may evict and needs: on its node, those that do not fit back beside it; under
-    quotas, anywhere, those whose return would take a quota row over. A PodGroup-mode group is needed whole if
-    one of its members is, else given back whole."""
+    """Victims a placed preemptor may evict and needs: on its node, those whose return some kind would reject it for
+    (`_blocks`); under quotas, anywhere, those whose return would take a quota row over. A PodGroup-mode group is
+    needed whole if one of its members is, else given back whole."""
     placed = [preemptors[key] for key in plan.assignments]
-    on_node: dict[str, list[Pod]] = defaultdict(list)
+    come: dict[int, list[Pod]] = defaultdict(list)
     for key, node in plan.assignments.items():
-        on_node[node].append(preemptors[key])
-    free = {u.node: {r: u.allocatable.get(r, 0) - u.requested.get(r, 0) for r in set(u.allocatable) | set(u.requested)}
-            for u in plan.usage}
+        come[search.node_order[node]].append(preemptors[key])
+    gone = _leaving(search, [(c,) for c in ledger.evicted.values()])
     account = _final_account(search, ledger, placed)
     needed: set[str] = set()
     for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
-        trial = {c.node: dict(free.get(c.node, {})) for c in unit}
-        if _room_needed(search, unit, trial, on_node) or _quota_needed(search, account, unit, placed):
+        back = _without_unit(gone, unit)
+        if _blocks(search, unit, back, dict(come)) or _quota_needed(search, account, unit, placed):
             needed.update(m.key for m in unit)
             continue
-        free.update(trial)  # fits back beside the placed pods: given back
+        gone = back  # given back: every preemptor beside it still passes
         if search.reclaim is not None and account is not None:
             for c in unit:
                 search.reclaim.add(account, c.pod, 1)
     return needed
 
 
-def _room_needed(search: Search, unit: Unit, trial: dict[str, dict[str, int]], on_node: dict[str, list[Pod]]) -> bool:
-    """Some member is on a node where a placed preemptor may evict it, and does not fit back there (`trial`: the
-    room left on the members' nodes, drawn on as they fit back)."""
+def _blocks(search: Search, unit: Unit, gone: dict[int, list[Pod]], come: dict[int, list[Pod]]) -> bool:
+    """Some member is on a node where a placed preemptor that may evict it is rejected by some kind with the unit
+    back (`gone`: the victims still leaving; `come`: the placed preemptors, each asked about without itself). A
+    preemptor whose rules were never compiled (its group cut short) counts as needing it."""
     for c in unit:
-        if not any(search.may_evict(p, c.pod) for p in on_node.get(c.node, ())):
-            continue
-        room = trial[c.node]
-        if c.pod.host_ports or not _fits(c.pod.requests, room):
-            return True
-        for r, v in c.pod.requests.items():
-            room[r] = room.get(r, 0) - v
+        i = search.node_order[c.node]
+        for p in come.get(i, ()):
+            if not search.may_evict(p, c.pod):
+                continue
+            if p.key not in search.specs:
+                return True
+            others = ChainMap({i: [q for q in come[i] if q is not p]}, come)
+            if search.after(p, c.node, Moves(gone, others)) is not None:
+                return True
     return False
 
 
@@ -1036,7 +1093,8 @@ def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[st
         over = tuple(k for k in covering if budget_left[k] < 0)
         within = tuple(k for k in covering if budget_left[k] >= 0)
         quota = _reclaimed(search, preemptors[owner], c, out[owner])
-        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within, c.unit, quota))
+        why = ledger.why.get(c.key) or ("evicted with its PodGroup" if c.unit is not None else None)
+        out[owner].victims.append(Eviction(c.key, c.node, c.pod.priority, over, within, c.unit, quota, why))
     _name_reclaim(search, out)
     return out
 

@@ -279,7 +279,8 @@ def test_json_has_a_preemptions_map() -> None:
                     pod("high", cpu="1", priority=100))
     out = json.loads(json.dumps(plan.to_dict()))
     assert out["preemptions"] == {"default/high": {"node": "n1", "priority": 100, "victims": [
-        {"pod": "default/low", "priority": 3, "budget": "no PodDisruptionBudget covers it"}]}}
+        {"pod": "default/low", "priority": 3, "budget": "no PodDisruptionBudget covers it",
+         "why": "NodeResourcesFit: Insufficient cpu"}]}}
 
 
 # --- property: every planned preemption is valid -------------------------------------------------------

@@ -81,7 +81,7 @@ def test_reclaim_ignores_priority_and_names_both_quotas() -> None:
     out = plan.to_dict()["preemptions"]["team-b/b0"]
     assert out["reclaims"] == QUOTA_B
     assert out["victims"] == [{"pod": "team-a/a0", "priority": 10, "budget": "no PodDisruptionBudget covers it",
-                               "reclaimedFrom": QUOTA_A}]
+                               "reclaimedFrom": QUOTA_A, "why": "NodeResourcesFit: Insufficient cpu"}]
 
 
 def test_reclaim_makes_room_in_the_quota_rows_when_nodes_have_room() -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..index import BoundState
 from ..ir import Constraint
+from ..rejections import Rejection
 from ..solve.problem import Check
 from . import (
     count_limit,
@@ -34,11 +35,11 @@ from . import (
     volume_restrictions,
     volume_zone,
 )
-from .base import Action, ClusterEvent, Guard, Kind, ModelChange, Resource, ScorePart, Spot, Waiting
+from .base import NO_MOVES, Action, ClusterEvent, Guard, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from .context import Batch
+    from .context import Batch, ClassSpec
 
 KINDS: tuple[Kind, ...] = (
     unschedulable.KIND,
@@ -61,6 +62,7 @@ KINDS: tuple[Kind, ...] = (
 )
 
 BY_NAME: dict[str, Kind] = {kind.name: kind for kind in KINDS}
+MOVED: tuple[Kind, ...] = tuple(k for k in KINDS if type(k).after is not Kind.after)  # kinds running pods can sway
 BY_CHECK: dict[Check, Kind] = {check: kind for kind in KINDS for check in kind.checks}
 
 
@@ -83,6 +85,15 @@ def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[S
     return [part for part in out if part.points.any()]
 
 
+def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+    """Every kind's Filter on node i once `moves` happened (upstream's preemption re-running the filters with the
+    victims removed): the first rejection in filter order, None when the pod passes them all."""
+    for kind in MOVED:
+        if (rejection := kind.after(spec, batch, i, moves)) is not None:
+            return rejection
+    return None
+
+
 def helped_by(plugins: frozenset[str], waiting: Waiting, change: ModelChange) -> bool:
     """Could this cluster change make a pod that these kinds rejected schedulable? Each kind's events, then its
     hint (upstream's EventsToRegister and QueueingHints). An unknown plugin always may."""
@@ -95,15 +106,19 @@ __all__ = [
     "BY_CHECK",
     "BY_NAME",
     "KINDS",
+    "MOVED",
+    "NO_MOVES",
     "Action",
     "ClusterEvent",
     "Guard",
     "Kind",
     "ModelChange",
+    "Moves",
     "Resource",
     "ScorePart",
     "Spot",
     "Waiting",
+    "after",
     "helped_by",
     "score_parts",
     "visible_label_keys",

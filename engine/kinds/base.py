@@ -9,7 +9,7 @@ upstream's filter order; compile, explain, preemption and the loop iterate that 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 from typing import TYPE_CHECKING, ClassVar
@@ -99,6 +99,51 @@ class Waiting:
 
 
 @dataclass(frozen=True, slots=True)
+class Moves:
+    """Pods leaving and arriving as preemption tries victims (upstream's RemovePod and AddPod on a cycle's state):
+    running pods evicted (`gone`, by node index) and pods nominated onto nodes (`come`: preemptors already served),
+    plus one trial's victims on one node (`node`, `trial`) laid over them without copying the rest. A kind's `after`
+    reads the index's bound pods minus `gone` plus `come`."""
+
+    gone: Mapping[int, Sequence[Pod]]
+    come: Mapping[int, Sequence[Pod]]
+    node: int = -1
+    trial: Sequence[Pod] = ()
+
+    def gone_from(self, i: int) -> Sequence[Pod]:
+        base = self.gone.get(i, ())
+        return [*base, *self.trial] if i == self.node and self.trial else base
+
+    def come_to(self, i: int) -> Sequence[Pod]:
+        return self.come.get(i, ())
+
+    def gone_pods(self) -> Iterator[tuple[int, Pod]]:
+        """Every evicted pod with its node index (the trial's included)."""
+        for i, pods in self.gone.items():
+            for pod in pods:
+                yield i, pod
+        for pod in self.trial:
+            yield self.node, pod
+
+    def come_pods(self) -> Iterator[tuple[int, Pod]]:
+        for i, pods in self.come.items():
+            for pod in pods:
+                yield i, pod
+
+    def net(self, i: int, counts: Callable[[Pod], int]) -> int:
+        """On node i: what `counts` gives the arriving pods minus what it gives the leaving ones."""
+        return sum(counts(p) for p in self.come_to(i)) - sum(counts(p) for p in self.gone_from(i))
+
+    def touched(self) -> Iterator[int]:
+        """The nodes some pod leaves or reaches (each once)."""
+        seen = set(self.gone) | set(self.come) | ({self.node} if self.trial else set())
+        return iter(seen)
+
+
+NO_MOVES = Moves({}, {})
+
+
+@dataclass(frozen=True, slots=True)
 class ScorePart:
     """One soft term in words, with its points for one pod of a class on each candidate node."""
 
@@ -151,6 +196,13 @@ class Kind:
         """A reason for the whole class rather than node by node (a gang that did not start), and whether
         the rest of the batch is to blame; None when the kind has nothing to say. `state` is the plan replayed
         (to try pods beside it; leave it as found)."""
+        return None
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """Upstream's Filter on one node after RemovePod/AddPod: would this kind reject one pod of the class on node `i`
+        once `moves` happened (victims gone, nominated pods there)? What preemption asks every kind while it chooses
+        and gives back victims. Kinds no running pod can sway keep the base's None: their static filter, run with
+        every pod the preemptor may evict gone, already chose the nodes preemption looks at."""
         return None
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:

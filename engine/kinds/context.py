@@ -4,7 +4,7 @@ term matches (filters and scores), and the problem under construction (emitters)
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from ..solve.problem import NO_DOMAIN, Problem
 from ..tenants import Asking, Usage
 
 if TYPE_CHECKING:
+    from .base import Moves
     from .gangs import GangInfo
 
 
@@ -75,6 +76,22 @@ class Batch:
     memo: dict[str, Any] = field(default_factory=dict)
     usage: Usage | None = None  # what the tenants' bound pods use (None: no quotas)
     asking: Asking | None = None  # what the batch's pods ask of their tenants
+
+
+def label_of(index: BoundState, i: int, key: str) -> str | None:
+    """Node i's value of label `key` (None: it lacks it)."""
+    return index.nodes[i].labels.get(key)
+
+
+def domain_net(index: BoundState, moves: Moves, key: str, value: str, counts: Callable[[Pod], int]) -> int:
+    """Across the nodes whose label `key` is `value`: what `counts` gives the pods arriving there minus the pods
+    leaving (Moves.net summed over a topology domain), for kinds that count pods per domain."""
+    return sum(moves.net(j, counts) for j in moves.touched() if label_of(index, j, key) == value)
+
+
+def matched_by(term: PodTerm) -> Callable[[Pod], int]:
+    """1 for a pod `term` matches, else 0: what domain_net counts for a term."""
+    return lambda pod: int(term.matches(pod))
 
 
 WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key

@@ -12,7 +12,8 @@ from ..ir import CountLimit as Limit_
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Limit
-from .base import Action, ClusterEvent, Kind, Resource, Spot
+from .base import Action, ClusterEvent, Kind, Moves, Resource, Spot
+from .context import domain_net, label_of, matched_by
 
 if TYPE_CHECKING:
     from ..index import BoundState
@@ -48,6 +49,17 @@ class CountLimit(Kind):
         for (key, most, source), values in blocked.items():
             out.add(Rejection(self.name, (full(key, most, str(source)),), source=source),
                     batch.index.nodes_with(key, values))
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """Node i's domain against each limit once `moves` happened (a victim gone frees one of the N places)."""
+        index = batch.index
+        for c in spec.constraints:
+            if isinstance(c, Limit_) and (value := label_of(index, i, c.term.topology_key)) is not None:
+                held = index.domain_counts(c.term).get(value, 0) + domain_net(
+                    index, moves, c.term.topology_key, value, matched_by(c.term))
+                if held + c.term.matches(spec.sample) > c.most:
+                    return Rejection(self.name, (full(c.term.topology_key, c.most, str(c.source)),), source=c.source)
+        return None
 
     def emit(self, build: ProblemBuilder) -> None:
         for a, info in build.checked():

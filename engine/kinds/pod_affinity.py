@@ -10,7 +10,7 @@ matches yet, by the pod matching its own term (upstream's first pod of a self-af
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,8 @@ from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Colocation, Separation
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
+from .context import domain_net, label_of, matched_by
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -123,6 +124,13 @@ class InterPodAffinity(Kind):
             out.add(Rejection(self.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
                               source=_policy(c.source)), nodes)
 
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """Upstream's Filter after RemovePod/AddPod: the three checks of `filter` on node i, with the pods' counts per
+        domain moved by `moves` (a victim gone may clear anti-affinity, or take away the support affinity needs)."""
+        counts = AfterCounts.of(batch)
+        return (_existing_after(counts, spec, i, moves) or _anti_after(counts, spec, i, moves)
+                or _affinity_after(counts, spec, i, moves))
+
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod appearing, leaving or relabelled helps only if one of the pod's required terms counts it (support
         arriving, a blocker leaving) or its own anti-affinity barred the pod; nodes and namespaces may always."""
@@ -169,6 +177,108 @@ class InterPodAffinity(Kind):
         if rule.a == spot.c:  # type: ignore[attr-defined]
             return f"node(s) are in a domain holding pods of this batch that its {rule.why} excludes"  # type: ignore[attr-defined]
         return f"node(s) are in a domain holding pods of this batch whose {rule.why} excludes it"  # type: ignore[attr-defined]
+
+
+@dataclass(slots=True)
+class AfterCounts:
+    """What `after` counts of the bound pods, per batch and built as asked: holders of each anti-affinity term per
+    domain, pods matching a term set per domain, and per class the bound pods' anti terms that match its pods."""
+
+    index: BoundState
+    holders: dict[tuple[PodTerm, str], int]
+    matching: dict[tuple[Terms, str], dict[str, int]] = field(default_factory=dict)
+    repelling: dict[int, list[PodTerm]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, batch: Batch) -> AfterCounts:
+        key = InterPodAffinity.name + ":after"
+        if key not in batch.memo:
+            holders: dict[tuple[PodTerm, str], int] = defaultdict(int)
+            for term, i in batch.index.anti_terms:
+                value = label_of(batch.index, i, term.topology_key)
+                if value is not None:
+                    holders[(term, value)] += 1
+            batch.memo[key] = cls(batch.index, dict(holders))
+        return batch.memo[key]
+
+    def repelling_terms(self, spec: ClassSpec) -> list[PodTerm]:
+        if spec.a not in self.repelling:
+            self.repelling[spec.a] = [t for t, _ in self.index.anti_domains() if t.matches(spec.sample)]
+        return self.repelling[spec.a]
+
+    def per_domain(self, terms: Terms, key: str) -> dict[str, int]:
+        """Bound pods matching every one of `terms`, per value of `key`."""
+        if (terms, key) not in self.matching:
+            out: dict[str, int] = defaultdict(int)
+            for i, p in self.index.matching(terms[0]):
+                value = label_of(self.index, i, key)
+                if value is not None and all(t.matches(p) for t in terms[1:]):
+                    out[value] += 1
+            self.matching[(terms, key)] = dict(out)
+        return self.matching[(terms, key)]
+
+
+def _existing_after(counts: AfterCounts, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
+    """Some pod in node i's domain, bound and staying or arriving, has a required anti-affinity term the pod matches."""
+    pod, index = spec.sample, counts.index
+    terms = set(counts.repelling_terms(spec))
+    terms.update(t for _, p in moves.come_pods() for t in p.anti_affinity_required if t.matches(pod))
+    for term in terms:
+        value = label_of(index, i, term.topology_key)
+        if value is None:
+            continue
+        held = counts.holders.get((term, value), 0) + domain_net(
+            index, moves, term.topology_key, value, _holding(term))
+        if held > 0:
+            return Rejection(InterPodAffinity.name, (ERR_REASON_EXISTING,))
+    return None
+
+
+def _holding(term: PodTerm) -> Callable[[Pod], int]:
+    return lambda pod: pod.anti_affinity_required.count(term)
+
+
+def _anti_after(counts: AfterCounts, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
+    """The pod's own required anti-affinity: no pod it repels in node i's domain, once the moves happened."""
+    index = counts.index
+    for c in required(spec.constraints, anti=True):
+        key = c.term.topology_key
+        value = label_of(index, i, key)
+        if value is None:
+            continue
+        there = counts.per_domain((c.term,), key).get(value, 0) + domain_net(
+            index, moves, key, value, matched_by(c.term))
+        if there > 0:
+            source = _policy(c.source)
+            return Rejection(InterPodAffinity.name, (ERR_REASON_ANTI + (source.cite if source else ""),), source=source)
+    return None
+
+
+def _affinity_after(counts: AfterCounts, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
+    """The pod's required affinity: support in node i's domain of each term once the moves happened, or (upstream's
+    first pod of a series) nothing matching anywhere and the pod matching its own terms."""
+    rules = required(spec.constraints, anti=False)
+    if not rules:
+        return None
+    index, terms = counts.index, tuple(c.term for c in rules)
+
+    def matches(p: Pod) -> int:
+        return int(all(t.matches(p) for t in terms))
+
+    for c in rules:
+        key = c.term.topology_key
+        value = label_of(index, i, key)
+        there = 0 if value is None else counts.per_domain(terms, key).get(value, 0) + domain_net(
+            index, moves, key, value, matches)
+        if there > 0:
+            continue
+        keyed = [(j, p, -1) for j, p in moves.gone_pods()] + [(j, p, 1) for j, p in moves.come_pods()]
+        anywhere = sum(counts.per_domain(terms, key).values()) + sum(
+            sign * matches(p) for j, p, sign in keyed if label_of(index, j, key) is not None)
+        if value is None or anywhere > 0 or not matches(spec.sample):
+            return Rejection(InterPodAffinity.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
+                             source=_policy(c.source))
+    return None
 
 
 def _self_anti_per_node(build: ProblemBuilder, a: int, c: PodProximity) -> bool:

@@ -11,7 +11,7 @@ from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -32,6 +32,16 @@ class NodePorts(Kind):
         clash = [i for i in batch.index.with_ports if any(p.conflicts(q) for p in wanted for q in taken[i])]
         if clash:
             out.add(Rejection(self.name, (ERR_REASON,)), clash)
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """The ports the node's pods hold once the leaving ones are gone and the arriving ones there."""
+        wanted = spec.sample.host_ports
+        if not wanted:
+            return None
+        gone = {p.key for p in moves.gone_from(i)}
+        staying = (p for p in batch.index.pods_on[i] if p.host_ports and p.key not in gone)
+        held = [q for p in (*staying, *moves.come_to(i)) for q in p.host_ports]
+        return Rejection(self.name, (ERR_REASON,)) if any(p.conflicts(q) for p in wanted for q in held) else None
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod leaving helps only if it held a port the pod wants, on a node the pod could use."""

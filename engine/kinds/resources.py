@@ -12,9 +12,10 @@ from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
+    from ..index import BoundState
     from .context import Batch, ClassSpec, ProblemBuilder
 
 
@@ -25,6 +26,12 @@ def shortage(resource: str) -> str:
 def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]:
     """Upstream's reasons for the requests that exceed `free(resource)`."""
     return [shortage(r) for r, want in requests.items() if want > free(r)]
+
+
+def room_after(index: BoundState, i: int, moves: Moves, resource: str) -> int:
+    """Node i's free `resource` once `moves` happened: the bound pods' use, less the leaving pods', plus the arriving
+    pods' (upstream's NodeInfo after RemovePod/AddPod)."""
+    return index.free(i, resource) - moves.net(i, lambda p: p.requests.get(resource, 0))
 
 
 class NodeResourcesFit(Kind):
@@ -46,6 +53,11 @@ class NodeResourcesFit(Kind):
                 out.add(Rejection(self.name, reasons, resolvable=False), members[hopeless])
             if not hopeless.all():
                 out.add(Rejection(self.name, reasons), members[~hopeless])
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        requests = spec.sample.requests
+        short = [r for r, want in requests.items() if want > 0 and want > room_after(batch.index, i, moves, r)]
+        return Rejection(self.name, tuple(shortage(r) for r in short)) if short else None
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """Upstream's: a node helps only if its allocatable fits the requests (and, when it changed, grew in one

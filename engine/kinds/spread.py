@@ -16,7 +16,7 @@ from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, tolerated
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import NO_DOMAIN, Check, Spread
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 from .node_affinity import hard_rules
 from .taints import tolerations
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..index import BoundState
     from .context import Batch, ClassSpec, ProblemBuilder
 
+ERR_REASON_SKEW = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
 SOFT_SPREAD_WEIGHT = 10  # per unit of skew, for ScheduleAnyway constraints
 
@@ -59,6 +60,18 @@ class PodTopologySpread(Kind):
             if isinstance(c, SpreadRule) and c.spread.hard:
                 out.add(Rejection(self.name, (ERR_REASON_LABEL,), resolvable=False),
                         batch.index.nodes_with(c.spread.topology_key, [None]))
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """Upstream's Filter after RemovePod/AddPod: every hard spread's skew on node i, with the leaving and arriving
+        pods the spread counts moved out of and into their domains."""
+        for c in spec.constraints:
+            if isinstance(c, SpreadRule) and c.spread.hard:
+                s = c.spread
+                skew = Counted.of(batch, spec, c).skew(i, moves, int(s.selector.matches(spec.sample.labels)),
+                                                        s.min_domains)
+                if skew is not None and skew > s.max_skew:
+                    return Rejection(self.name, (ERR_REASON_SKEW,))
+        return None
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod appearing, leaving or changing helps only if a hard spread of the pod counts it; node changes may
@@ -96,16 +109,63 @@ def _emit(build: ProblemBuilder, a: int, info: ClassInfo, c: SpreadRule) -> None
 
 
 def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule) -> SpreadDomains:
+    return _domains(build.memo, build.index, info.constraints, c)
+
+
+def _domains(memo: dict, index: BoundState, constraints: tuple[Constraint, ...], c: SpreadRule) -> SpreadDomains:
     """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints; the same
     for every class with the same node rules and tolerations, so computed once for them."""
     s = c.spread
-    rules, have = hard_rules(info.constraints), tolerations(info.constraints)
+    rules, have = hard_rules(constraints), tolerations(constraints)
     key = (s.topology_key, s.honor_affinity and rules, s.honor_taints and have)
-    shared = build.memo.setdefault(PodTopologySpread.name, {})
+    shared = memo.setdefault(PodTopologySpread.name, {})
     if key not in shared:
-        shared[key] = _eligible_by_domain(build.index, s.topology_key, rules if s.honor_affinity else (),
+        shared[key] = _eligible_by_domain(index, s.topology_key, rules if s.honor_affinity else (),
                                           have if s.honor_taints else None)
     return shared[key]
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """One hard spread's bound matching pods per eligible domain (`counts[position[d]]`), for `after`."""
+
+    domains: SpreadDomains
+    term: PodAffinityTerm
+    position: dict[int, int]
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, batch: Batch, spec: ClassSpec, c: SpreadRule) -> Counted:
+        s, memo = c.spread, batch.memo.setdefault(PodTopologySpread.name + ":after", {})
+        domains = _domains(batch.memo, batch.index, spec.constraints, c)
+        term = PodAffinityTerm(s.selector, frozenset({spec.sample.namespace}), s.topology_key)
+        key = (id(domains), term)
+        if key not in memo:
+            position = {d: k for k, d in enumerate(domains.nodes)}
+            counts = np.zeros(len(position), dtype=np.int64)
+            for i, k in batch.index.node_counts(term).items():
+                d = int(domains.domain_of[i])
+                if d != NO_DOMAIN:
+                    counts[position[d]] += k
+            memo[key] = cls(domains, term, position, counts)
+        return memo[key]
+
+    def skew(self, i: int, moves: Moves, me: int, min_domains: int | None) -> int | None:
+        """Upstream's skew on node i once `moves` happened: its domain's matching pods plus the pod itself, less
+        the fewest in an eligible domain (0 when there are fewer eligible domains than `min_domains`); None when
+        node i is in no eligible domain."""
+        d = int(self.domains.domain_of[i])
+        if d == NO_DOMAIN:
+            return None
+        counts = self.counts
+        moved = [(self.position[dj], moves.net(j, lambda p: int(self.term.matches(p))))
+                 for j in moves.touched() if (dj := int(self.domains.domain_of[j])) != NO_DOMAIN]
+        if any(delta for _, delta in moved):
+            counts = counts.copy()
+            for k, delta in moved:
+                counts[k] += delta
+        fewest = 0 if not len(counts) or (min_domains is not None and len(counts) < min_domains) else int(counts.min())
+        return int(counts[self.position[d]]) + me - fewest
 
 
 def _eligible_by_domain(index: BoundState, topology_key: str, rules, have) -> SpreadDomains:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..model import PodVolumes
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, Resource
+from .base import Action, ClusterEvent, Kind, Moves, Resource
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -39,6 +39,23 @@ class NodeVolumeLimits(Kind):
                 over.append(i)
         if over:
             out.add(Rejection(self.name, (ERR_REASON,)), over)
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """Node i's attached volumes once `moves` happened: a volume is detached only when no staying pod uses it."""
+        volumes = spec.sample.volumes
+        limit = batch.cluster.storage.limits.get(batch.index.nodes[i].name)
+        if not limit or not (volumes.attach or volumes.provisioned):
+            return None
+        gone = {p.key for p in moves.gone_from(i)}
+        held: dict[str, set[str]] = defaultdict(set)
+        for p in (*(p for p in batch.index.pods_on[i] if p.key not in gone), *moves.come_to(i)):
+            for driver, volume in p.volumes.attach:
+                held[driver].add(volume)
+        new = Counter(volumes.provisioned)
+        new.update(driver for driver, volume in volumes.attach if volume not in held[driver])
+        if any(driver in limit and len(held[driver]) + k > limit[driver] for driver, k in new.items()):
+            return Rejection(self.name, (ERR_REASON,))
+        return None
 
     def _attached(self, batch: Batch) -> dict[int, dict[str, set[str]]]:
         """Per node index, each driver's unique volumes its bound pods use (built once per batch)."""

@@ -3,14 +3,14 @@ rejects every node; within the batch, the pods sharing such a claim place one po
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Limit
-from .base import Action, ClusterEvent, Kind, Resource
+from .base import Action, ClusterEvent, Kind, Moves, Resource
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -28,6 +28,26 @@ class VolumeRestrictions(Kind):
         claims = spec.sample.volumes.read_write_once_pod
         if claims and any(c in self._in_use(batch) for c in claims):
             out.add(Rejection(self.name, (ERR_REASON,)), np.ones(len(batch.index.nodes), dtype=bool))
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """A ReadWriteOncePod claim is free once every bound pod using it is gone (upstream's RemovePod), and taken
+        again by an arriving pod that uses it."""
+        claims = spec.sample.volumes.read_write_once_pod
+        if not claims:
+            return None
+        users = self._users(batch)
+        for claim in claims:
+            held = users.get(claim, 0) + sum(claim in p.volumes.read_write_once_pod for _, p in moves.come_pods()) - sum(
+                claim in p.volumes.read_write_once_pod for _, p in moves.gone_pods())
+            if held > 0:
+                return Rejection(self.name, (ERR_REASON,))
+        return None
+
+    def _users(self, batch: Batch) -> Counter[str]:
+        memo = batch.memo.setdefault(self.name, {})
+        if "users" not in memo:
+            memo["users"] = Counter(c for pod in batch.index.pods for c in pod.volumes.read_write_once_pod)
+        return memo["users"]
 
     def _in_use(self, batch: Batch) -> frozenset[str]:
         memo = batch.memo.setdefault(self.name, {})

@@ -1,0 +1,159 @@
+"""Every constraint kind takes part in eviction (issue 26, point 1): per kind, a case where only evicting a
+lower-priority pod clears that kind's rejection (it fails when the kind's `after` hook is dropped: see
+`test_each_case_needs_its_kinds_hook`), and one where eviction cannot help, told in upstream's words."""
+from __future__ import annotations
+
+import pytest
+
+from engine import kinds
+from engine.ir import Rules
+from engine.load import build_cluster
+from engine.planner import Options, plan_batch
+from engine.policy.lower import lower
+from engine.policy.sources import check_sources
+from testkit.checker import check_evictions, check_plan
+from testkit.manifests import claim, mounts, node, pod, volume
+
+HOST = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def plan_for(*docs, policy: str = ""):
+    rules = lower(check_sources({"test.policy": policy})) if policy else Rules()
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], gangs=rules.gangs)
+    plan = plan_batch(cluster, rules, Options(time_limit=2, workers=1, preemption=True))
+    gone = {v.pod for v in plan.evictions}
+    remaining = [d for d in docs if f"{d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}" not in gone]
+    assert check_plan(remaining, plan.assignments) == [] and check_evictions(list(docs), gone) == []
+    return plan
+
+
+def victims(plan) -> set[str]:
+    return {v.pod.split("/", 1)[1] for v in plan.evictions}
+
+
+def anti(selector: dict, key: str = HOST) -> dict:
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": selector}, "topologyKey": key}]}}
+
+
+def spread(selector: dict, key: str = ZONE, skew: int = 1) -> list[dict]:
+    return [{"maxSkew": skew, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": selector}}]
+
+
+def zones(*names: str) -> list[dict]:
+    return [node(n, cpu="8", labels={ZONE: n.rstrip("0123456789")}) for n in names]
+
+
+# --- each case: the running pods, the preemptor, the victim expected, the kind whose hook clears it ------------
+
+CASES = {
+    "resources": ("NodeResourcesFit", "low", lambda: [
+        node("n1", cpu="2"), pod("low", cpu="2", node_name="n1", priority=0), pod("high", cpu="1", priority=100)]),
+    "ports": ("NodePorts", "low", lambda: [
+        node("n1", cpu="8"), pod("low", node_name="n1", priority=0, ports=[{"containerPort": 80, "hostPort": 8080}]),
+        pod("high", priority=100, ports=[{"containerPort": 80, "hostPort": 8080}])]),
+    "existing anti-affinity": ("InterPodAffinity", "low", lambda: [
+        node("n1", cpu="8"), pod("low", node_name="n1", priority=0, affinity=anti({"app": "web"})),
+        pod("high", priority=100, labels={"app": "web"})]),
+    "own anti-affinity": ("InterPodAffinity", "low", lambda: [
+        node("n1", cpu="8"), pod("low", node_name="n1", priority=0, labels={"app": "batch"}),
+        pod("high", priority=100, affinity=anti({"app": "batch"}))]),
+    "zone spread": ("PodTopologySpread", "a-low", lambda: [
+        # zone a: 2 replicas (one of them low priority), zone b: 1 on a full node; maxSkew 1 keeps the pod out of a
+        node("a1", cpu="8", labels={ZONE: "a"}), node("b1", cpu="1", labels={ZONE: "b"}),
+        pod("a-low", node_name="a1", priority=0, labels={"app": "s"}),
+        pod("a-top", node_name="a1", priority=2000, labels={"app": "s"}),
+        pod("b-top", cpu="1", node_name="b1", priority=2000, labels={"app": "s"}),
+        pod("high", priority=1000, labels={"app": "s"}, topologySpreadConstraints=spread({"app": "s"}))]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_only_evicting_the_lower_priority_pod_places_it(case: str) -> None:
+    _, victim, docs = CASES[case]
+    plan = plan_for(*docs())
+    assert "default/high" in plan.assignments, plan.unschedulable
+    assert victims(plan) == {victim}
+    (eviction,) = plan.preemptions["default/high"].victims
+    assert eviction.why and CASES[case][0] in eviction.why
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_case_needs_its_kinds_hook(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the kind's `after` the pod is placed without an eviction the kind needs (the plan then breaks the
+    kind: the checker says so) or not at all: the hook, not something else, makes the room."""
+    name, _, docs = CASES[case]
+    kind = kinds.BY_NAME[name]
+    monkeypatch.setattr(kinds, "MOVED", tuple(k for k in kinds.MOVED if k is not kind))
+    rules = Rules()
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs())], gangs=rules.gangs)
+    plan = plan_batch(cluster, rules, Options(time_limit=2, workers=1, preemption=True))
+    assert "default/high" not in plan.assignments or not plan.evictions
+
+
+def test_a_policy_limit_is_a_kind_like_any_other() -> None:
+    policy = 'policy one-db {\n  applies to pods where label "app" == "db"\n  at most 1 per node of pods with same label "app"\n}\n'
+    docs = [node("n1", cpu="8"), pod("low", node_name="n1", priority=0, labels={"app": "db"}),
+            pod("high", priority=100, labels={"app": "db"})]
+    plan = plan_for(*docs, policy=policy)
+    assert plan.assignments == {"default/high": "n1"} and victims(plan) == {"low"}
+
+
+def test_a_read_write_once_pod_claim_is_freed_by_evicting_its_user() -> None:
+    docs = [node("n1", cpu="8"), volume("pv", claim_ref=("default", "solo"), modes=("ReadWriteOncePod",)),
+            claim("solo", modes=("ReadWriteOncePod",), volume="pv"),
+            pod("low", node_name="n1", priority=0, volumes=mounts("solo")),
+            pod("high", priority=100, volumes=mounts("solo"))]
+    plan = plan_for(*docs)
+    assert plan.assignments == {"default/high": "n1"} and victims(plan) == {"low"}
+
+
+# --- eviction cannot help ---------------------------------------------------------------------------------------
+
+def test_an_equal_priority_blocker_is_no_victim_and_the_pod_is_told_which_kind() -> None:
+    docs = [node("n1", cpu="8"), pod("peer", node_name="n1", priority=100, affinity=anti({"app": "web"})),
+            pod("low", node_name="n1", priority=0),
+            pod("high", priority=100, labels={"app": "web"})]
+    plan = plan_for(*docs)
+    assert plan.assignments == {} and not plan.evictions
+    said = " ".join(plan.unschedulable["default/high"])
+    assert "No preemption victims found for incoming pod" in said
+    assert "didn't satisfy existing pods anti-affinity rules (InterPodAffinity)" in said
+
+
+def test_evicting_the_only_support_of_required_affinity_cannot_help() -> None:
+    # the pod needs a pod of app=db beside it: the one there is its only support, evicting it helps nothing
+    docs = [node("n1", cpu="2"), pod("db", cpu="2", node_name="n1", priority=0, labels={"app": "db"}),
+            pod("high", cpu="1", priority=100, affinity={"podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": HOST}]}})]
+    plan = plan_for(*docs)
+    assert plan.assignments == {} and not plan.evictions
+    said = " ".join(plan.unschedulable["default/high"])
+    assert "1 Preemption is not helpful for scheduling" in said  # upstream: affinity unmet is unresolvable
+    assert "didn't match pod affinity rules (InterPodAffinity)" in said
+
+
+def test_spread_skew_made_by_a_higher_priority_replica_cannot_be_cleared() -> None:
+    docs = [node("a1", cpu="8", labels={ZONE: "a"}), node("b1", cpu="2", labels={ZONE: "b"}),
+            pod("a-mid", node_name="a1", priority=500, labels={"app": "s"}),
+            pod("a-mid2", node_name="a1", priority=500, labels={"app": "s"}),
+            pod("b-big", cpu="1900m", node_name="b1", priority=2000),
+            pod("b-low", node_name="b1", priority=0, labels={"app": "s"}),
+            pod("high", cpu="1", priority=100, labels={"app": "s"}, topologySpreadConstraints=spread({"app": "s"}))]
+    plan = plan_for(*docs)
+    assert plan.assignments == {} and not plan.evictions  # b-low frees too little on b1, and is not on a1
+    said = " ".join(plan.unschedulable["default/high"])
+    assert "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod" in said
+    assert "1 node(s) didn't match pod topology spread constraints (PodTopologySpread)" in said
+    assert "1 Insufficient cpu (NodeResourcesFit)" in said
+
+
+def test_a_victim_that_would_break_a_placed_preemptors_spread_is_kept_out() -> None:
+    """Given back only if every kind still passes the preemptors beside it: the anti-affinity victim stays evicted."""
+    docs = [node("n1", cpu="8"), pod("low", node_name="n1", priority=0, affinity=anti({"app": "web"})),
+            pod("high", priority=100, labels={"app": "web"}), pod("high2", priority=100, labels={"app": "web"})]
+    plan = plan_for(*docs)
+    assert set(plan.assignments) == {"default/high", "default/high2"} and victims(plan) == {"low"}
