@@ -449,7 +449,9 @@ def _fresh_ledger(search: Search) -> Ledger:
 
 def _fewer_violations(search: Search, pods: list[Pod], feasible: Feasible, best: Ledger) -> Ledger:
     """Depth-first over each served pod's nodes (fewest violations, then upstream's rank, first), keeping the
-    ledger that serves the same pods with the fewest budget violations. Exhaustive on small batches; on large
+    ledger that serves the same pods with the fewest budget violations. On each node two victim sets are tried:
+    upstream's, and one that gives back every budget's pods first (what one pod spends of a budget without
+    breaking it, the next may need). Exhaustive on small batches; on large
     ones it stops after SEARCH_STEPS nodes of the search tree, or at the search's deadline, with the best found."""
     steps = 0
 
@@ -466,8 +468,10 @@ def _fewer_violations(search: Search, pods: list[Pod], feasible: Feasible, best:
         for node in feasible.nodes_of(pod) or ():
             if search.deadline.passed():
                 return
-            if (choice := _victims_on(search, Hints(), ledger, pod, node)) is not None:
-                choices.append(choice)
+            for sparing in (False, True):  # upstream's victims, and the victims sparing every budget's pods first
+                choice = _victims_on(search, Hints(), ledger, pod, node, sparing)
+                if choice is not None and choice not in choices:
+                    choices.append(choice)
         choices.sort(key=lambda c: (c.violations, c.rank(search.node_order[c.node])))
         for choice in choices[:SEARCH_WIDTH]:
             trial = ledger.copy()
@@ -638,21 +642,22 @@ def _quota_reachable(search: Search, ledger: Ledger, pod: Pod) -> bool:
     return _for_quota(search, ledger, pod, [], search.reclaim.borrowed(account), account) is not None
 
 
-def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str) -> Choice | None:
+def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
     """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Search.after`): no victim when the pod
     passes them all as things stand; else every pod it may evict here out (None if the kinds still reject it), then
     give back what is not needed (units whose eviction breaks a budget first, then the rest, highest priority first).
     A PodGroup-mode group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod
     must also pass its quota rows, pods elsewhere join the victims when the rows need more than this node's, and
     reclaim takes at most each tenant's borrowed room: if what is left after the give-back takes more, the choice is
-    made again from the lowest-priority units that room holds."""
+    made again from the lowest-priority units that room holds. `sparing`: every budget's pods given back first, as
+    if each budget were spent already."""
     if search.after(pod, node, ledger.moves()) is None and not _short(search, ledger.account, pod):
         return Choice(node, (), 0, _leftover(search, ledger.moves(), pod, node))
-    found = _select(search, hints, ledger, pod, node, limited=False)
+    found = _select(search, hints, ledger, pod, node, limited=False, sparing=sparing)
     if found is not None and search.reclaim is not None and ledger.account is not None:
         room, stance = search.reclaim.borrowed(ledger.account), search.reclaim.stances[pod.key]
         if not all(search.reclaim.take(room, stance, [c.pod for c in unit]) for unit in _units_of(search, found[0])):
-            found = _select(search, hints, ledger, pod, node, limited=True)
+            found = _select(search, hints, ledger, pod, node, limited=True, sparing=sparing)
     if found is None:
         return None
     victims, violations, why = found
@@ -664,8 +669,8 @@ def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: st
     return Choice(node, tuple(victims), violations, leftover, _own(search, pod, victims), tuple(why))
 
 
-def _select(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str,
-            limited: bool) -> tuple[list[Candidate], int, list[str]] | None:
+def _select(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, limited: bool,
+            sparing: bool = False) -> tuple[list[Candidate], int, list[str]] | None:
     """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and why each goes; `limited`:
     other tenants' units only as far as their borrowed room goes. None: the kinds reject the pod there even with every
     pod it may evict gone (the first kind's reason is kept for the pod's explanation), or its quota rows cannot pass."""
@@ -679,7 +684,7 @@ def _select(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str,
     extra = _for_quota(search, ledger, pod, units, room, account)
     if extra is None:
         return None
-    return _reprieve(search, ledger, pod, node, units + extra, account)
+    return _reprieve(search, ledger, pod, node, units + extra, account, sparing)
 
 
 def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
@@ -690,8 +695,8 @@ def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
     return sum(1 for c in victims if search.reclaim is not None and not search.reclaim.reclaims(stance, c.pod))
 
 
-def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit],
-              account: Account | None) -> tuple[list[Candidate], int, list[str]]:
+def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit], account: Account | None,
+              sparing: bool = False) -> tuple[list[Candidate], int, list[str]]:
     """Give back each unit the pod does without, in upstream's order: back if every kind still passes the pod on
     `node` with it there and the quota rows on `account` still pass. (victims, how many break a budget, why each
     goes: the reason the kind that needs it gone gives, or its quota row.)"""
@@ -699,7 +704,7 @@ def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[U
     why: list[str] = []
     violations = 0
     leaving = _leaving(search, units)
-    for unit, breaks in _split_by_budget(search, units, dict(ledger.budget_left), pod):
+    for unit, breaks in _split_by_budget(search, units, {} if sparing else dict(ledger.budget_left), pod):
         staying = _without_unit(leaving, unit)
         rejection = search.after(pod, node, ledger.moves(staying))
         if rejection is None and not _short(search, account, pod, unit):
@@ -711,7 +716,19 @@ def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[U
         victims.extend(unit)
         violations += breaks
         why.extend([_blocking(rejection)] * len(unit))
-    return victims, violations, why
+    return victims, _violations(search, victims, ledger.budget_left) if sparing else violations, why
+
+
+def _violations(search: Search, victims: list[Candidate], budget_left: dict[str, int]) -> int:
+    """How many of `victims` (drawn in order) take some covering budget below zero."""
+    left = dict(budget_left)
+    out = 0
+    for c in victims:
+        covering = search.budgets_of(c.pod)
+        for key in covering:
+            left[key] = left.get(key, 0) - 1
+        out += any(left[key] < 0 for key in covering)
+    return out
 
 
 def _blocking(rejection: Rejection | None) -> str:

@@ -134,6 +134,22 @@ def test_two_preemptors_keep_a_budget_one_alone_would_keep() -> None:
     assert victims(both) == {"db-a", "web-a", "db-b", "web-b"}
 
 
+def test_two_preemptors_spend_a_budget_so_that_neither_breaks_it() -> None:
+    # The case: each node 1,675m holding two 600m pods of a budget allowing 2 disruptions in all and one
+    # 400m pod no budget covers; each preemptor needs 1 cpu. Alone, a preemptor evicts its node's two covered pods
+    # (within the budget); for the batch that spends the whole budget on one node. One covered pod and the
+    # uncovered one on each node serve both with no violation.
+    db = {"app": "db"}
+    docs = [node("a", cpu="1675m"), node("b", cpu="1675m"), budget("db", db, allowed=2),
+            *(pod(f"db-{n}{i}", cpu="600m", node_name=n, priority=0, labels=db) for n in "ab" for i in (1, 2)),
+            *(pod(f"x-{n}", cpu="400m", node_name=n, priority=0) for n in "ab")]
+    one = plan_for(*docs, pod("h1", cpu="1", priority=100))
+    assert victims(one) in ({"db-a1", "db-a2"}, {"db-b1", "db-b2"})
+    both = plan_for(*docs, pod("h1", cpu="1", priority=100), pod("h2", cpu="1", priority=100))
+    assert len(both.assignments) == 2 and both.stats["preemption"]["budget_violations"] == 0
+    assert {v for v in victims(both) if v.startswith("x-")} == {"x-a", "x-b"} and len(victims(both)) == 4
+
+
 def test_one_eviction_makes_room_for_two_preemptors() -> None:
     plan = plan_for(node("n1", cpu="2"), node("n2", cpu="2"),
                     pod("big-low", cpu="2", node_name="n1", priority=0), pod("low2", cpu="2", node_name="n2", priority=0),
