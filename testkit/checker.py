@@ -601,3 +601,22 @@ def check_plan(docs: list[dict], assignments: dict[str, str],
                scheduler_name: str = "policy-scheduler") -> list[str]:
     """Return human-readable violations of ``assignments`` (empty list = valid plan)."""
     return Cluster(docs, scheduler_name).violations(assignments)
+
+
+def check_in_order(docs: list[dict], assignments: dict[str, str], preempted: set[str], evicted: set[str],
+                   scheduler_name: str = "policy-scheduler") -> list[str]:
+    """Violations of a plan with evictions, in the order things happen (kube-scheduler's, one pod at a time): the
+    pods placed without preemption against the cluster as it is, then the victims gone, then the pods placed by
+    preemption (`preempted`) against the cluster with the others bound. A pod's own spread and affinity are not
+    checked again once it is bound (IgnoredDuringExecution); existing pods' anti-affinity is."""
+    first = {k: n for k, n in assignments.items() if k not in preempted}
+    out = check_plan(docs, first, scheduler_name) + check_evictions(docs, evicted)
+    after: list[dict] = []
+    for d in docs:
+        key = f"{_ns(d)}/{_meta(d).get('name')}" if d.get("kind") == "Pod" else None
+        if key in evicted:
+            continue
+        if key in first:
+            d = {**d, "spec": {**d["spec"], "nodeName": first[key]}, "status": {"phase": "Running"}}
+        after.append(d)
+    return out + check_plan(after, {k: n for k, n in assignments.items() if k in preempted}, scheduler_name)

@@ -4,6 +4,8 @@ lower-priority pod clears that kind's rejection (it fails when the kind's `after
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine import kinds
 from engine.ir import Rules
@@ -11,8 +13,8 @@ from engine.load import build_cluster
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from testkit.checker import check_evictions, check_plan
-from testkit.manifests import claim, mounts, node, pod, volume
+from testkit.checker import check_in_order
+from testkit.manifests import budget, claim, mounts, node, pod, volume
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -22,9 +24,7 @@ def plan_for(*docs, policy: str = ""):
     rules = lower(check_sources({"test.policy": policy})) if policy else Rules()
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], gangs=rules.gangs)
     plan = plan_batch(cluster, rules, Options(time_limit=2, workers=1, preemption=True))
-    gone = {v.pod for v in plan.evictions}
-    remaining = [d for d in docs if f"{d['metadata'].get('namespace', 'default')}/{d['metadata']['name']}" not in gone]
-    assert check_plan(remaining, plan.assignments) == [] and check_evictions(list(docs), gone) == []
+    assert check_in_order(list(docs), plan.assignments, set(plan.preemptions), {v.pod for v in plan.evictions}) == []
     return plan
 
 
@@ -157,3 +157,48 @@ def test_a_victim_that_would_break_a_placed_preemptors_spread_is_kept_out() -> N
             pod("high", priority=100, labels={"app": "web"}), pod("high2", priority=100, labels={"app": "web"})]
     plan = plan_for(*docs)
     assert set(plan.assignments) == {"default/high", "default/high2"} and victims(plan) == {"low"}
+
+
+# --- property: with every kind in play, each plan with evictions holds once the victims are gone ------------------
+
+@st.composite
+def crowded_clusters(draw) -> list[dict]:
+    """Zoned nodes with running pods carrying anti-affinity, host ports and spread, and preemptors with the same."""
+    docs: list[dict] = []
+    nodes = draw(st.integers(1, 4))
+    apps = ["web", "db", "batch"]
+
+    def rules(prefix: str) -> dict:
+        extra: dict = {}
+        if draw(st.integers(0, 2)) == 0:
+            extra["affinity"] = anti({"app": draw(st.sampled_from(apps))}, draw(st.sampled_from([HOST, ZONE])))
+        if draw(st.integers(0, 3)) == 0:
+            extra["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        if prefix == "p" and draw(st.integers(0, 2)) == 0:
+            extra["topologySpreadConstraints"] = spread({"app": draw(st.sampled_from(apps))},
+                                                        draw(st.sampled_from([HOST, ZONE])))
+        return extra
+
+    for i in range(nodes):
+        docs.append(node(f"n{i}", cpu=str(draw(st.integers(2, 4))), pods=10, labels={ZONE: f"z{i % 2}"}))
+        for j in range(draw(st.integers(0, 3))):
+            docs.append(pod(f"r{i}-{j}", cpu=str(draw(st.integers(1, 2))), node_name=f"n{i}",
+                            priority=draw(st.sampled_from([0, 10, 500])),
+                            labels={"app": draw(st.sampled_from(apps))}, **rules("r")))
+    for k in range(draw(st.integers(1, 4))):
+        docs.append(pod(f"p{k}", cpu=str(draw(st.integers(1, 2))), priority=draw(st.sampled_from([20, 100])),
+                        labels={"app": draw(st.sampled_from(apps))}, **rules("p")))
+    if draw(st.booleans()):
+        docs.append(budget("web", {"app": "web"}, allowed=draw(st.integers(0, 1))))
+    return docs
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded_clusters())
+def test_every_plan_with_evictions_holds_for_every_kind(docs) -> None:
+    plan = plan_for(*docs)  # plan_for checks the plan in the order things happen (testkit.checker.check_in_order)
+    pods = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs if d["kind"] == "Pod"}
+    for preemptor, p in plan.preemptions.items():
+        for v in p.victims:
+            assert pods[v.pod]["spec"]["nodeName"] == p.node and v.why
+            assert pods[v.pod]["spec"].get("priority", 0) < pods[preemptor]["spec"]["priority"]
