@@ -54,7 +54,7 @@ from .ir import EvictionCap, PreemptionRules, Source
 from .kinds import KINDS, Kind, Moves
 from .kinds.context import Batch, ClassMatcher, ClassSpec
 from .kinds.protection import cap_key, cap_reason, protected_reason
-from .model import NEVER_PREEMPT, Cluster, Pod
+from .model import NEVER_PREEMPT, Cluster, Pod, PodAffinityTerm
 from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
 from .reclaim import Account, Reclaim, Stance
 from .rejections import Rejection
@@ -103,19 +103,29 @@ class Ledger:
     violations: int = 0  # evictions so far that broke some budget
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
+    nodes: set[int] = field(default_factory=set)  # every node in `gone` or `come`
+    terms: set[PodAffinityTerm] = field(default_factory=set)  # served preemptors' required anti-affinity terms
 
     def copy(self) -> Ledger:
         return Ledger(dict(self.evicted), {i: list(p) for i, p in self.gone.items()},
                       {i: list(p) for i, p in self.come.items()}, dict(self.budget_left), dict(self.cap_used),
-                      self.violations, self.account.copy() if self.account is not None else None, dict(self.why))
+                      self.violations, self.account.copy() if self.account is not None else None, dict(self.why),
+                      set(self.nodes), set(self.terms))
 
     def moves(self, trial: dict[int, list[Pod]] | None = None) -> Moves:
-        """The ledger's moves, with `trial`'s pods (per node index) leaving too, laid over without a copy."""
+        """The ledger's moves, with `trial`'s pods (per node index) leaving too."""
         if not trial:
-            return Moves(self.gone, self.come)
-        over: dict[int, list[Pod]] = {i: [*self.gone.get(i, ()), *pods] for i, pods in trial.items()}
-        chain: ChainMap[int, list[Pod]] = ChainMap(over, self.gone)
-        return Moves(chain, self.come)
+            return Moves(self.gone, self.come, self.nodes, self.terms)
+        return self.over(self.overlay(trial))
+
+    def overlay(self, trial: dict[int, list[Pod]]) -> dict[int, list[Pod]]:
+        """Per node of `trial`: the ledger's victims there and the trial's."""
+        return {i: [*self.gone.get(i, ()), *pods] for i, pods in trial.items()}
+
+    def over(self, overlay: dict[int, list[Pod]]) -> Moves:
+        """The ledger's moves with `overlay` laid over its victims without a copy (a trial may edit it in place)."""
+        chain: ChainMap[int, list[Pod]] = ChainMap(overlay, self.gone)
+        return Moves(chain, self.come, self.nodes, self.terms, tuple(overlay))
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +164,22 @@ class Search:
     covering: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod key -> its budgets' keys, once asked
     batch: Batch | None = None  # what the kinds read when asked about moves (the stage's index), set by _search
     specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
+    sway: dict[tuple[int, int], tuple[Kind, ...]] = field(default_factory=dict)  # (class, unit) -> kinds it sways
 
-    def after(self, pod: Pod, node: str, moves: Moves) -> Rejection | None:
-        """Every kind's verdict on `pod` on `node` once `moves` happened (engine.kinds.after)."""
+    def after(self, pod: Pod, node: str, moves: Moves, only: tuple[Kind, ...] = kinds.MOVED) -> Rejection | None:
+        """Every kind's verdict (or `only` these kinds') on `pod` on `node` once `moves` happened (engine.kinds.after)."""
         assert self.batch is not None
-        return kinds.after(self.specs[pod.key], self.batch, self.node_order[node], moves)
+        return kinds.after(self.specs[pod.key], self.batch, self.node_order[node], moves, only)
+
+    def swaying(self, pod: Pod, unit: Unit) -> tuple[Kind, ...]:
+        """The kinds whose verdict for `pod` the unit's pods leaving or coming back can change (engine.kinds.swayed),
+        asked once per class and unit."""
+        assert self.batch is not None
+        spec = self.specs[pod.key]
+        key = (spec.a, id(unit[0].pod))  # a unit is known by its first pod (the same object through the stage)
+        if key not in self.sway:
+            self.sway[key] = kinds.swayed(spec, self.batch, (c.pod for c in unit))
+        return self.sway[key]
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
@@ -587,7 +608,10 @@ def _claim(search: Search, ledger: Ledger, pod: Pod, choice: Choice) -> None:
         _evict(search, ledger, victim)
         ledger.why[victim.key] = why
     ledger.violations += choice.violations
-    ledger.come.setdefault(search.node_order[choice.node], []).append(pod)
+    i = search.node_order[choice.node]
+    ledger.come.setdefault(i, []).append(pod)
+    ledger.nodes.add(i)
+    ledger.terms.update(pod.anti_affinity_required)
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, pod, 1)
 
@@ -698,21 +722,24 @@ def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
 def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit], account: Account | None,
               sparing: bool = False) -> tuple[list[Candidate], int, list[str]]:
     """Give back each unit the pod does without, in upstream's order: back if every kind still passes the pod on
-    `node` with it there and the quota rows on `account` still pass. (victims, how many break a budget, why each
+    `node` with it there (those the unit sways are asked: the others passed with it gone and still do) and the quota
+    rows on `account` still pass. (victims, how many break a budget, why each
     goes: the reason the kind that needs it gone gives, or its quota row.)"""
     victims: list[Candidate] = []
     why: list[str] = []
     violations = 0
-    leaving = _leaving(search, units)
+    overlay = ledger.overlay(_leaving(search, units))
+    moves = ledger.over(overlay)  # every unit's pods leaving; a unit tried back is taken out of `overlay`
     for unit, breaks in _split_by_budget(search, units, {} if sparing else dict(ledger.budget_left), pod):
-        staying = _without_unit(leaving, unit)
-        rejection = search.after(pod, node, ledger.moves(staying))
+        only = search.swaying(pod, unit)  # the pod passes every kind with `leaving` gone: only these can change that
+        before = _put_back(overlay, unit, search.node_order)
+        rejection = search.after(pod, node, moves, only) if only else None
         if rejection is None and not _short(search, account, pod, unit):
-            leaving = staying  # given back: the pod (or the whole group) stays
-            if search.reclaim is not None and account is not None:
+            if search.reclaim is not None and account is not None:  # given back: the pod (or the whole group) stays
                 for c in unit:
                     search.reclaim.add(account, c.pod, 1)
             continue
+        overlay.update(before)
         victims.extend(unit)
         violations += breaks
         why.extend([_blocking(rejection)] * len(unit))
@@ -746,9 +773,19 @@ def _leaving(search: Search, units: list[Unit] | list[tuple[Candidate, ...]]) ->
     return dict(out)
 
 
+def _put_back(overlay: dict[int, list[Pod]], unit: Unit, order: dict[str, int]) -> dict[int, list[Pod]]:
+    """Take the unit's pods out of a trial's leaving pods (`Ledger.overlay`), in place; what the overlay held on their
+    nodes before, to restore it if they must go after all."""
+    back = {id(c.pod) for c in unit}
+    before = {i: overlay[i] for i in {order[c.node] for c in unit}}
+    for i, pods in before.items():
+        overlay[i] = [p for p in pods if id(p) not in back]
+    return before
+
+
 def _without_unit(leaving: dict[int, list[Pod]], unit: Unit) -> dict[int, list[Pod]]:
-    keys = {c.key for c in unit}
-    return {i: kept for i, pods in leaving.items() if (kept := [p for p in pods if p.key not in keys])}
+    back = {id(c.pod) for c in unit}
+    return {i: kept for i, pods in leaving.items() if (kept := [p for p in pods if id(p) not in back])}
 
 
 def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str,
@@ -875,7 +912,9 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
     """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
     (later choices see both)."""
     ledger.evicted[c.key] = c
-    ledger.gone.setdefault(search.node_order[c.node], []).append(c.pod)
+    i = search.node_order[c.node]
+    ledger.gone.setdefault(i, []).append(c.pod)
+    ledger.nodes.add(i)
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, c.pod, -1)
     for budget in search.budgets_of(c.pod):
@@ -933,11 +972,13 @@ def _overreach(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str,
 
 def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan, wall: Wall) -> tuple[Plan, Ledger]:
     """Try each victim back (a PodGroup-mode group whole), most important first, while the wall affords a re-plan:
-    kept back if the preemptors place as well without it.
+    kept back if the preemptors place as well without it and every other victim is still needed where it is (the
+    re-plan may move a preemptor to a node whose room an eviction elsewhere made: upstream evicts only on the node).
 
     Only victims the cluster's spare room could absorb are tried (restored, a victim's requests must fit
     somewhere, whoever moves): on a full cluster no re-plan is spent on a victim that cannot come back."""
     priorities = {p.key: p.priority for p in preemptors}
+    by_key = {p.key: p for p in preemptors}
     spare = _spare(plan)
     units = _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key)))
     for unit in units[:MAX_TRIALS]:
@@ -949,7 +990,8 @@ def _give_back(search: Search, preemptors: list[Pod], ledger: Ledger, plan: Plan
         back = {c.key for c in unit}
         trial = replace(ledger, evicted={k: v for k, v in ledger.evicted.items() if k not in back})
         attempt = _solve_without(search, preemptors, trial, wall)
-        if attempt is not None and _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities):
+        if (attempt is not None and _placed_by_priority(attempt, priorities) >= _placed_by_priority(plan, priorities)
+                and len(_needed(search, attempt, trial, by_key)) == len(trial.evicted)):  # each victim still needed there
             ledger, plan = trial, attempt
             spare = {r: v - wanted.get(r, 0) for r, v in spare.items()}
     return plan, ledger

@@ -8,12 +8,14 @@ and a line here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..index import BoundState
 from ..ir import Constraint
+from ..model import Pod
 from ..rejections import Rejection
 from ..solve.problem import Check
 from . import (
@@ -85,13 +87,20 @@ def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[S
     return [part for part in out if part.points.any()]
 
 
-def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves, only: tuple[Kind, ...] = MOVED) -> Rejection | None:
     """Every kind's Filter on node i once `moves` happened (upstream's preemption re-running the filters with the
-    victims removed): the first rejection in filter order, None when the pod passes them all."""
-    for kind in MOVED:
+    victims removed): the first rejection in filter order, None when the pod passes them all. `only`: the kinds to
+    ask (`swayed`), when the others passed before and what changed since cannot sway them."""
+    for kind in only:
         if (rejection := kind.after(spec, batch, i, moves)) is not None:
             return rejection
     return None
+
+
+def swayed(spec: ClassSpec, batch: Batch, pods: Iterable[Pod]) -> tuple[Kind, ...]:
+    """The kinds whose verdict for the class one of `pods` leaving or arriving can change, in filter order."""
+    pods = list(pods)
+    return tuple(kind for kind in MOVED if any(kind.sways(spec, batch, pod) for pod in pods))
 
 
 def helped_by(plugins: frozenset[str], waiting: Waiting, change: ModelChange) -> bool:
@@ -121,5 +130,6 @@ __all__ = [
     "after",
     "helped_by",
     "score_parts",
+    "swayed",
     "visible_label_keys",
 ]

@@ -10,14 +10,16 @@ upstream's filter order; compile, explain, preemption and the loop iterate that 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
+from itertools import chain
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
-from ..model import Node, Pod
+from ..model import Node, Pod, PodAffinityTerm
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker, GreedyState
 from ..solve.problem import Check
@@ -101,43 +103,55 @@ class Waiting:
 @dataclass(frozen=True, slots=True)
 class Moves:
     """Pods leaving and arriving as preemption tries victims (upstream's RemovePod and AddPod on a cycle's state):
-    running pods evicted (`gone`, by node index) and pods nominated onto nodes (`come`: preemptors already served),
-    plus one trial's victims on one node (`node`, `trial`) laid over them without copying the rest. A kind's `after`
-    reads the index's bound pods minus `gone` plus `come`."""
+    running pods evicted (`gone`, by node index) and pods nominated onto nodes (`come`: preemptors already served).
+    A kind's `after` reads the index's bound pods minus `gone` plus `come`. Who builds one over a long-lived account
+    may pass what it keeps up to date anyway (`nodes`: every node in `gone` or `come`; `terms`: the arriving pods'
+    required anti-affinity terms), so that a check does not walk every move of the batch."""
 
     gone: Mapping[int, Sequence[Pod]]
     come: Mapping[int, Sequence[Pod]]
-    node: int = -1
-    trial: Sequence[Pod] = ()
+    nodes: AbstractSet[int] | None = None
+    terms: AbstractSet[PodAffinityTerm] | None = None
+    more_nodes: tuple[int, ...] = ()  # with `nodes`: nodes a trial adds to `gone`
 
     def gone_from(self, i: int) -> Sequence[Pod]:
-        base = self.gone.get(i, ())
-        return [*base, *self.trial] if i == self.node and self.trial else base
+        return self.gone.get(i, ())
 
     def come_to(self, i: int) -> Sequence[Pod]:
         return self.come.get(i, ())
 
     def gone_pods(self) -> Iterator[tuple[int, Pod]]:
-        """Every evicted pod with its node index (the trial's included)."""
+        """Every evicted pod with its node index."""
         for i, pods in self.gone.items():
             for pod in pods:
                 yield i, pod
-        for pod in self.trial:
-            yield self.node, pod
 
     def come_pods(self) -> Iterator[tuple[int, Pod]]:
         for i, pods in self.come.items():
             for pod in pods:
                 yield i, pod
 
+    def come_terms(self) -> AbstractSet[PodAffinityTerm]:
+        """The arriving pods' required anti-affinity terms, each once (they may repel the pod asked about)."""
+        if self.terms is not None:
+            return self.terms
+        return {t for _, p in self.come_pods() for t in p.anti_affinity_required}
+
     def net(self, i: int, counts: Callable[[Pod], int]) -> int:
         """On node i: what `counts` gives the arriving pods minus what it gives the leaving ones."""
-        return sum(counts(p) for p in self.come_to(i)) - sum(counts(p) for p in self.gone_from(i))
+        total = 0
+        for p in self.come.get(i, ()):
+            total += counts(p)
+        for p in self.gone.get(i, ()):
+            total -= counts(p)
+        return total
 
-    def touched(self) -> Iterator[int]:
-        """The nodes some pod leaves or reaches (each once)."""
-        seen = set(self.gone) | set(self.come) | ({self.node} if self.trial else set())
-        return iter(seen)
+    def touched(self) -> Iterable[int]:
+        """The nodes some pod leaves or reaches."""
+        if self.nodes is not None:
+            nodes = self.nodes
+            return chain(nodes, (j for j in self.more_nodes if j not in nodes)) if self.more_nodes else nodes
+        return set(self.gone) | set(self.come)
 
 
 NO_MOVES = Moves({}, {})
@@ -204,6 +218,12 @@ class Kind:
         and gives back victims. Kinds no running pod can sway keep the base's None: their static filter, run with
         every pod the preemptor may evict gone, already chose the nodes preemption looks at."""
         return None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        """Could `pod` leaving or arriving change `after`'s verdict for the class (upstream's plugins skip a
+        RemovePod/AddPod of a pod they do not count)? A kind with an `after` says so, and only then is it asked again
+        when a unit of such pods is given back. The base's: no."""
+        return False
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """Upstream's QueueingHint, for a change one of `events` covers: could it make `waiting` schedulable as far

@@ -83,10 +83,23 @@ def label_of(index: BoundState, i: int, key: str) -> str | None:
     return index.nodes[i].labels.get(key)
 
 
-def domain_net(index: BoundState, moves: Moves, key: str, value: str, counts: Callable[[Pod], int]) -> int:
-    """Across the nodes whose label `key` is `value`: what `counts` gives the pods arriving there minus the pods
-    leaving (Moves.net summed over a topology domain), for kinds that count pods per domain."""
+def domain_net(index: BoundState, moves: Moves, key: str, i: int, counts: Callable[[Pod], int]) -> int:
+    """Across node i's domain of label `key`: what `counts` gives the pods arriving there minus the pods leaving
+    (Moves.net summed over a topology domain), for kinds that count pods per domain. A key every node carries with
+    its own value (the hostname) has node i alone in the domain."""
+    if _one_node_domains(index, key):
+        return moves.net(i, counts)
+    value = label_of(index, i, key)
     return sum(moves.net(j, counts) for j in moves.touched() if label_of(index, j, key) == value)
+
+
+def _one_node_domains(index: BoundState, key: str) -> bool:
+    """Every node carries `key`, each with its own value (cached with the node facts: the same for every view)."""
+    cache = index.facts.cache
+    if ("one-node domains", key) not in cache:
+        column = index.label(key)
+        cache[("one-node domains", key)] = len(column.values) == len(index.nodes) and bool((column.codes >= 0).all())
+    return bool(cache[("one-node domains", key)])
 
 
 def matched_by(term: PodTerm) -> Callable[[Pod], int]:

@@ -17,6 +17,7 @@ from .context import domain_net, label_of, matched_by
 
 if TYPE_CHECKING:
     from ..index import BoundState
+    from ..model import Pod
     from .context import Batch, ClassSpec, ProblemBuilder
 
 
@@ -56,10 +57,13 @@ class CountLimit(Kind):
         for c in spec.constraints:
             if isinstance(c, Limit_) and (value := label_of(index, i, c.term.topology_key)) is not None:
                 held = index.domain_counts(c.term).get(value, 0) + domain_net(
-                    index, moves, c.term.topology_key, value, matched_by(c.term))
+                    index, moves, c.term.topology_key, i, matched_by(c.term))
                 if held + c.term.matches(spec.sample) > c.most:
                     return Rejection(self.name, (full(c.term.topology_key, c.most, str(c.source)),), source=c.source)
         return None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        return any(isinstance(c, Limit_) and c.term.matches(pod) for c in spec.constraints)
 
     def emit(self, build: ProblemBuilder) -> None:
         for a, info in build.checked():

@@ -128,8 +128,15 @@ class InterPodAffinity(Kind):
         """Upstream's Filter after RemovePod/AddPod: the three checks of `filter` on node i, with the pods' counts per
         domain moved by `moves` (a victim gone may clear anti-affinity, or take away the support affinity needs)."""
         counts = AfterCounts.of(batch)
-        return (_existing_after(counts, spec, i, moves) or _anti_after(counts, spec, i, moves)
-                or _affinity_after(counts, spec, i, moves))
+        rules = counts.rules_of(spec)
+        return (_existing_after(counts, rules, spec, i, moves) or _anti_after(counts, rules, i, moves)
+                or _affinity_after(counts, rules, spec, i, moves))
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        """Its anti-affinity may repel the class's pods, or one of the class's required terms counts it."""
+        rules = AfterCounts.of(batch).rules_of(spec)
+        return (any(t.matches(spec.sample) for t in pod.anti_affinity_required)
+                or any(c.term.matches(pod) for c in (*rules.anti, *rules.affinity)))
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod appearing, leaving or relabelled helps only if one of the pod's required terms counts it (support
@@ -187,7 +194,8 @@ class AfterCounts:
     index: BoundState
     holders: dict[tuple[PodTerm, str], int]
     matching: dict[tuple[Terms, str], dict[str, int]] = field(default_factory=dict)
-    repelling: dict[int, list[PodTerm]] = field(default_factory=dict)
+    rules: dict[int, ClassRules] = field(default_factory=dict)
+    repelling: dict[tuple[int, PodTerm], bool] = field(default_factory=dict)
 
     @classmethod
     def of(cls, batch: Batch) -> AfterCounts:
@@ -201,10 +209,17 @@ class AfterCounts:
             batch.memo[key] = cls(batch.index, dict(holders))
         return batch.memo[key]
 
-    def repelling_terms(self, spec: ClassSpec) -> list[PodTerm]:
-        if spec.a not in self.repelling:
-            self.repelling[spec.a] = [t for t, _ in self.index.anti_domains() if t.matches(spec.sample)]
-        return self.repelling[spec.a]
+    def repels(self, term: PodTerm, spec: ClassSpec) -> bool:
+        """Whether `term` (an arriving pod's anti-affinity) matches the class's pods, asked once."""
+        if (spec.a, term) not in self.repelling:
+            self.repelling[(spec.a, term)] = term.matches(spec.sample)
+        return self.repelling[(spec.a, term)]
+
+    def rules_of(self, spec: ClassSpec) -> ClassRules:
+        if spec.a not in self.rules:
+            self.rules[spec.a] = ClassRules([t for t, _ in self.index.anti_domains() if t.matches(spec.sample)],
+                                            required(spec.constraints, anti=True), required(spec.constraints, anti=False))
+        return self.rules[spec.a]
 
     def per_domain(self, terms: Terms, key: str) -> dict[str, int]:
         """Bound pods matching every one of `terms`, per value of `key`."""
@@ -218,17 +233,25 @@ class AfterCounts:
         return self.matching[(terms, key)]
 
 
-def _existing_after(counts: AfterCounts, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
+@dataclass(frozen=True, slots=True)
+class ClassRules:
+    """One class's part in `after`: the bound pods' anti-affinity terms that match its pods, its own required
+    anti-affinity and affinity."""
+
+    repelled_by: list[PodTerm]
+    anti: list[PodProximity]
+    affinity: list[PodProximity]
+
+
+def _existing_after(counts: AfterCounts, rules: ClassRules, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
     """Some pod in node i's domain, bound and staying or arriving, has a required anti-affinity term the pod matches."""
-    pod, index = spec.sample, counts.index
-    terms = set(counts.repelling_terms(spec))
-    terms.update(t for _, p in moves.come_pods() for t in p.anti_affinity_required if t.matches(pod))
-    for term in terms:
+    index = counts.index
+    arriving = [t for t in moves.come_terms() if t not in rules.repelled_by and counts.repels(t, spec)]
+    for term in [*rules.repelled_by, *arriving]:
         value = label_of(index, i, term.topology_key)
         if value is None:
             continue
-        held = counts.holders.get((term, value), 0) + domain_net(
-            index, moves, term.topology_key, value, _holding(term))
+        held = counts.holders.get((term, value), 0) + domain_net(index, moves, term.topology_key, i, _holding(term))
         if held > 0:
             return Rejection(InterPodAffinity.name, (ERR_REASON_EXISTING,))
     return None
@@ -238,38 +261,36 @@ def _holding(term: PodTerm) -> Callable[[Pod], int]:
     return lambda pod: pod.anti_affinity_required.count(term)
 
 
-def _anti_after(counts: AfterCounts, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
+def _anti_after(counts: AfterCounts, rules: ClassRules, i: int, moves: Moves) -> Rejection | None:
     """The pod's own required anti-affinity: no pod it repels in node i's domain, once the moves happened."""
     index = counts.index
-    for c in required(spec.constraints, anti=True):
+    for c in rules.anti:
         key = c.term.topology_key
         value = label_of(index, i, key)
         if value is None:
             continue
-        there = counts.per_domain((c.term,), key).get(value, 0) + domain_net(
-            index, moves, key, value, matched_by(c.term))
+        there = counts.per_domain((c.term,), key).get(value, 0) + domain_net(index, moves, key, i, matched_by(c.term))
         if there > 0:
             source = _policy(c.source)
             return Rejection(InterPodAffinity.name, (ERR_REASON_ANTI + (source.cite if source else ""),), source=source)
     return None
 
 
-def _affinity_after(counts: AfterCounts, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
+def _affinity_after(counts: AfterCounts, rules: ClassRules, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
     """The pod's required affinity: support in node i's domain of each term once the moves happened, or (upstream's
     first pod of a series) nothing matching anywhere and the pod matching its own terms."""
-    rules = required(spec.constraints, anti=False)
-    if not rules:
+    if not rules.affinity:
         return None
-    index, terms = counts.index, tuple(c.term for c in rules)
+    index, terms = counts.index, tuple(c.term for c in rules.affinity)
 
     def matches(p: Pod) -> int:
         return int(all(t.matches(p) for t in terms))
 
-    for c in rules:
+    for c in rules.affinity:
         key = c.term.topology_key
         value = label_of(index, i, key)
         there = 0 if value is None else counts.per_domain(terms, key).get(value, 0) + domain_net(
-            index, moves, key, value, matches)
+            index, moves, key, i, matches)
         if there > 0:
             continue
         keyed = [(j, p, -1) for j, p in moves.gone_pods()] + [(j, p, 1) for j, p in moves.come_pods()]

@@ -38,10 +38,13 @@ class NodePorts(Kind):
         wanted = spec.sample.host_ports
         if not wanted:
             return None
-        gone = {p.key for p in moves.gone_from(i)}
+        gone = {p.key for p in moves.gone_from(i) if p.host_ports}
         staying = (p for p in batch.index.pods_on[i] if p.host_ports and p.key not in gone)
         held = [q for p in (*staying, *moves.come_to(i)) for q in p.host_ports]
         return Rejection(self.name, (ERR_REASON,)) if any(p.conflicts(q) for p in wanted for q in held) else None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        return bool(spec.sample.host_ports and pod.host_ports)
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod leaving helps only if it held a port the pod wants, on a node the pod could use."""

@@ -15,7 +15,6 @@ from ..solve.problem import Check
 from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
-    from ..index import BoundState
     from .context import Batch, ClassSpec, ProblemBuilder
 
 
@@ -26,12 +25,6 @@ def shortage(resource: str) -> str:
 def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]:
     """Upstream's reasons for the requests that exceed `free(resource)`."""
     return [shortage(r) for r, want in requests.items() if want > free(r)]
-
-
-def room_after(index: BoundState, i: int, moves: Moves, resource: str) -> int:
-    """Node i's free `resource` once `moves` happened: the bound pods' use, less the leaving pods', plus the arriving
-    pods' (upstream's NodeInfo after RemovePod/AddPod)."""
-    return index.free(i, resource) - moves.net(i, lambda p: p.requests.get(resource, 0))
 
 
 class NodeResourcesFit(Kind):
@@ -55,9 +48,24 @@ class NodeResourcesFit(Kind):
                 out.add(Rejection(self.name, reasons), members[~hopeless])
 
     def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        requests = spec.sample.requests
-        short = [r for r, want in requests.items() if want > 0 and want > room_after(batch.index, i, moves, r)]
+        """Node i's free room once the leaving pods' requests are back and the arriving pods' taken (upstream's
+        NodeInfo after RemovePod/AddPod)."""
+        index, gone, come = batch.index, moves.gone_from(i), moves.come_to(i)
+        allocatable, used = index.nodes[i].allocatable, index.used[i]
+        short = []
+        for r, want in spec.sample.requests.items():
+            if want > 0:
+                free = allocatable.get(r, 0) - used.get(r, 0)
+                for p in gone:
+                    free += p.requests.get(r, 0)
+                for p in come:
+                    free -= p.requests.get(r, 0)
+                if want > free:
+                    short.append(r)
         return Rejection(self.name, tuple(shortage(r) for r in short)) if short else None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        return any(want > 0 and pod.requests.get(r, 0) for r, want in spec.sample.requests.items())
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """Upstream's: a node helps only if its allocatable fits the requests (and, when it changed, grew in one

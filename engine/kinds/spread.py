@@ -73,6 +73,10 @@ class PodTopologySpread(Kind):
                     return Rejection(self.name, (ERR_REASON_SKEW,))
         return None
 
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        return pod.namespace == spec.sample.namespace and any(
+            isinstance(c, SpreadRule) and c.spread.hard and c.spread.selector.matches(pod.labels) for c in spec.constraints)
+
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod appearing, leaving or changing helps only if a hard spread of the pod counts it; node changes may
         always (domains come and go)."""
@@ -137,6 +141,8 @@ class Counted:
     @classmethod
     def of(cls, batch: Batch, spec: ClassSpec, c: SpreadRule) -> Counted:
         s, memo = c.spread, batch.memo.setdefault(PodTopologySpread.name + ":after", {})
+        if (spec.a, c) in memo:
+            return memo[(spec.a, c)]
         domains = _domains(batch.memo, batch.index, spec.constraints, c)
         term = PodAffinityTerm(s.selector, frozenset({spec.sample.namespace}), s.topology_key)
         key = (id(domains), term)
@@ -148,6 +154,7 @@ class Counted:
                 if d != NO_DOMAIN:
                     counts[position[d]] += k
             memo[key] = cls(domains, term, position, counts)
+        memo[(spec.a, c)] = memo[key]
         return memo[key]
 
     def skew(self, i: int, moves: Moves, me: int, min_domains: int | None) -> int | None:

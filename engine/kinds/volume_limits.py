@@ -11,6 +11,7 @@ from ..rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Kind, Moves, Resource
 
 if TYPE_CHECKING:
+    from ..model import Pod
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON = "node(s) exceed max volume count"
@@ -56,6 +57,10 @@ class NodeVolumeLimits(Kind):
         if any(driver in limit and len(held[driver]) + k > limit[driver] for driver, k in new.items()):
             return Rejection(self.name, (ERR_REASON,))
         return None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        volumes = spec.sample.volumes
+        return bool((volumes.attach or volumes.provisioned) and pod.volumes.attach)
 
     def _attached(self, batch: Batch) -> dict[int, dict[str, set[str]]]:
         """Per node index, each driver's unique volumes its bound pods use (built once per batch)."""

@@ -13,6 +13,7 @@ from ..solve.problem import Limit
 from .base import Action, ClusterEvent, Kind, Moves, Resource
 
 if TYPE_CHECKING:
+    from ..model import Pod
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
@@ -42,6 +43,9 @@ class VolumeRestrictions(Kind):
             if held > 0:
                 return Rejection(self.name, (ERR_REASON,))
         return None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        return not set(spec.sample.volumes.read_write_once_pod).isdisjoint(pod.volumes.read_write_once_pod)
 
     def _users(self, batch: Batch) -> Counter[str]:
         memo = batch.memo.setdefault(self.name, {})
