@@ -749,13 +749,15 @@ def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[U
 def _violations(search: Search, victims: list[Candidate], budget_left: dict[str, int]) -> int:
     """How many of `victims` (drawn in order) take some covering budget below zero."""
     left = dict(budget_left)
-    out = 0
-    for c in victims:
-        covering = search.budgets_of(c.pod)
-        for key in covering:
-            left[key] = left.get(key, 0) - 1
-        out += any(left[key] < 0 for key in covering)
-    return out
+    return sum(_draw(search, left, c.pod) for c in victims)
+
+
+def _draw(search: Search, budgets: dict[str, int], pod: Pod) -> bool:
+    """Evicting `pod` draws one from each budget covering it (in `budgets`, in place): whether one goes below zero."""
+    covering = search.budgets_of(pod)
+    for key in covering:
+        budgets[key] = budgets.get(key, 0) - 1
+    return any(budgets[key] < 0 for key in covering)
 
 
 def _blocking(rejection: Rejection | None) -> str:
@@ -886,12 +888,7 @@ def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int],
     violating: list[tuple[Unit, int]] = []
     keeping: list[tuple[Unit, int]] = []
     for unit in sorted(units, key=order):
-        breaks = 0
-        for c in unit:
-            covering = search.budgets_of(c.pod)
-            for key in covering:
-                budgets[key] = budgets.get(key, 0) - 1
-            breaks += any(budgets[key] < 0 for key in covering)
+        breaks = sum(_draw(search, budgets, c.pod) for c in unit)
         (violating if breaks else keeping).append((unit, breaks))
     return violating + keeping
 
