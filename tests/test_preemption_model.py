@@ -165,6 +165,6 @@ def test_the_batch_is_valid_and_never_worse_than_one_pod_at_a_time(docs) -> None
     priorities = {f"default/{d['metadata']['name']}": d["spec"].get("priority", 0)
                   for d in docs if d["kind"] == "Pod" and not d["spec"].get("nodeName")}
     assert standing(batch, priorities) <= standing(alone, priorities)
-    for preemptor, p in batch.preemptions.items():
+    for p in batch.preemptions.values():
         for v in p.victims:
             assert v.priority < p.priority and (v.node == p.node or v.group is not None)
