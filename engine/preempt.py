@@ -1009,32 +1009,43 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: 
 def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall, replan: Plan,
            ledger: Ledger) -> tuple[Plan, Ledger, str]:
     """Step 2 again, for the whole batch in one model (engine.preempt_model) when it fits the time left; its victims,
-    settled by the same re-plans (step 3-4), replace the search's (`replan`, `ledger`) when they are better in
-    upstream's order (`_standing`). Also what became of the model, for the stats."""
+    settled by the same re-plans (steps 3-4), replace the search's (`replan`, `ledger`) when they are better in
+    upstream's order (`_standing`). The model has no budget rows: when the best so far breaks a budget, it is tried
+    once more with every pod a budget could not spare held in place. Also what became of the model, for the stats."""
     if not wall.settings.batch_model:
         return replan, ledger, "off"
-    batch, said = _batch_ledger(search, preemptors, feasible, wall)
-    if batch is None:
-        return replan, ledger, said
-    other, batch = _replan(search, preemptors, batch, wall, Hints())  # its own hints: cut short, the search's stand
     priorities = {p.key: p.priority for p in preemptors}
-    mine, theirs = _standing(search, other, batch, priorities), _standing(search, replan, ledger, priorities)
-    if mine >= theirs:
-        return replan, ledger, f"the search's victims kept: the model's ({said}) were no better"
-    _say_why(search, other, batch, {p.key: p for p in preemptors})
-    return other, batch, f"its victims chosen ({said}): better than the search's in upstream's order"
+    best, standing, chosen = (replan, ledger), _standing(search, replan, ledger, priorities), ""
+    said: list[str] = []
+    for sparing in (False, True):
+        if sparing and (standing[1] == 0 or said[-1].startswith("skipped")):
+            break
+        found, note = _batch_ledger(search, preemptors, feasible, wall, sparing)
+        said.append(note)
+        if found is None:
+            continue
+        other, found = _replan(search, preemptors, found, wall, Hints())  # own hints: cut short, the search's stand
+        mine = _standing(search, other, found, priorities)
+        if mine < standing:
+            best, standing, chosen = (other, found), mine, note
+    if not chosen:
+        ran = [note for note in said if not note.startswith("skipped")]
+        return replan, ledger, f"the search's victims kept ({'; '.join(said)})" if ran else said[0]
+    _say_why(search, best[0], best[1], {p.key: p for p in preemptors})
+    return best[0], best[1], f"its victims chosen ({chosen}): better than the search's in upstream's order"
 
 
-def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> tuple[Ledger | None, str]:
-    """The victims of the batch model as a ledger, or why there are none: quotas (the model has no reclaim), a
-    preemptor's nodes not known in time, nothing to evict, a model too large for the time left (the search alone
-    decides), or its victims over an eviction cap."""
+def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall,
+                  sparing: bool) -> tuple[Ledger | None, str]:
+    """The victims of the batch model as a ledger (`sparing`: the pods a budget could not spare held in place), or
+    why there are none: quotas (the model has no reclaim), a preemptor's nodes not known in time, nothing to evict, a
+    model too large for the time left (the search alone decides), or its victims over an eviction cap."""
     if search.reclaim is not None or search.cluster.quotas:
         return None, "skipped: tenant quotas, the search alone decides"
     nodes = [feasible.nodes.get(p.key) for p in preemptors]
     if any(n is None for n in nodes):
         return None, "skipped: not every preemptor's nodes were known in time"
-    running = _optional(search, preemptors, feasible)
+    running = _optional(search, preemptors, feasible, sparing)
     size = sum(len(n or ()) for n in nodes)
     if not running:
         return None, "skipped: no running pod it may evict on the preemptors' nodes"
@@ -1054,12 +1065,16 @@ def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wal
     for c in victims:
         _evict(search, ledger, c)
     ledger.violations = _violations(search, victims, dict(ledger.budget_left))
-    return ledger, f"{len(running)} running pods weighed, {len(victims)} left out, {outcome.status}"
+    spared = ", budgets spared" if sparing else ""
+    return ledger, f"{len(running)} running pods weighed{spared}, {len(victims)} left out, {outcome.status}"
 
 
-def _optional(search: Search, preemptors: list[Pod], feasible: Feasible) -> list[preempt_model.Running]:
+def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, sparing: bool) -> list[preempt_model.Running]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
-    group whole with them); a group holding a pod with device claims stays (the model does not reallocate them)."""
+    group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them) or
+    runs on a node its pods overcommit (pinned there, they could not all be placed: the model would count the pods
+    it cannot keep as free victims); with `sparing`, one that a budget covers when the budget could not spare every
+    such pod (no choice of the model's then breaks a budget)."""
     chosen: dict[str, Candidate] = {}
     seen: set[tuple[int, str]] = set()
     for p in preemptors:
@@ -1070,7 +1085,12 @@ def _optional(search: Search, preemptors: list[Pod], feasible: Feasible) -> list
             for c in search.by_node.get(node, ()):
                 if c.key not in chosen and search.may_evict(p, c.pod):
                     chosen.update((m.key, m) for m in search.unit_of(c))
-    held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended}
+    full = {n.name for i, n in enumerate(search.index.nodes) if any(search.index.free(i, r) < 0 for r in n.allocatable)}
+    held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended or c.node in full}
+    if sparing:
+        covered = Counter(b for c in chosen.values() for b in search.budgets_of(c.pod))
+        short = {b.key for b in search.cluster.budgets if covered[b.key] > b.allowed}
+        held |= {c.unit or c.key for c in chosen.values() if short.intersection(search.budgets_of(c.pod))}
     return [preempt_model.Running(c.pod, c.node, c.unit) for c in chosen.values() if (c.unit or c.key) not in held]
 
 

@@ -139,11 +139,16 @@ def contested(draw) -> list[dict]:
     if grouped:
         docs.append(native_group("g", 1, disruption="PodGroup"))
     for i in range(nodes):
-        docs.append(node(f"n{i}", cpu=str(draw(st.integers(2, 4))), pods=10))
+        room = draw(st.integers(2, 4))
+        docs.append(node(f"n{i}", cpu=str(room), pods=10))
         for j in range(draw(st.integers(1, 3))):
+            cpu = draw(st.integers(1, 2))
+            if cpu > room and draw(st.integers(0, 4)):  # mostly, running pods fit their node
+                break
+            room -= cpu
             member = grouped and draw(st.integers(0, 3)) == 0
             extra = {"schedulingGroup": in_group("g")} if member else {}
-            docs.append(pod(f"r{i}-{j}", cpu=str(draw(st.integers(1, 2))), node_name=f"n{i}",
+            docs.append(pod(f"r{i}-{j}", cpu=str(cpu), node_name=f"n{i}",
                             priority=group if member else draw(levels),
                             labels={"app": draw(st.sampled_from(["web", "db"]))}, **extra))
     for k in range(draw(st.integers(1, 4))):
