@@ -1020,11 +1020,13 @@ def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall
     for sparing in (False, True):
         if sparing and (standing[1] == 0 or said[-1].startswith("skipped")):
             break
-        found, note = _batch_ledger(search, preemptors, feasible, wall, sparing)
+        found, note, other = _batch_ledger(search, preemptors, feasible, wall, sparing)
         said.append(note)
-        if found is None:
+        if found is None or other is None:
             continue
-        other, found = _replan(search, preemptors, found, wall, Hints())  # own hints: cut short, the search's stand
+        needed = _needed(search, other, found, {p.key: p for p in preemptors})
+        if len(needed) < len(found.evicted):  # some victim no placed preemptor may evict needs: settled as the search's
+            other, found = _replan(search, preemptors, found, wall, Hints())  # own hints: the search's stand
         mine = _standing(search, other, found, priorities)
         if mine < standing:
             best, standing, chosen = (other, found), mine, note
@@ -1036,37 +1038,37 @@ def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall
 
 
 def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall,
-                  sparing: bool) -> tuple[Ledger | None, str]:
+                  sparing: bool) -> tuple[Ledger | None, str, Plan | None]:
     """The victims of the batch model as a ledger (`sparing`: the pods a budget could not spare held in place), or
     why there are none: quotas (the model has no reclaim), a preemptor's nodes not known in time, nothing to evict, a
     model too large for the time left (the search alone decides), or its victims over an eviction cap."""
     if search.reclaim is not None or search.cluster.quotas:
-        return None, "skipped: tenant quotas, the search alone decides"
+        return None, "skipped: tenant quotas, the search alone decides", None
     nodes = [feasible.nodes.get(p.key) for p in preemptors]
     if any(n is None for n in nodes):
-        return None, "skipped: not every preemptor's nodes were known in time"
+        return None, "skipped: not every preemptor's nodes were known in time", None
     running = _optional(search, preemptors, feasible, sparing)
     size = sum(len(n or ()) for n in nodes)
     if not running:
-        return None, "skipped: no running pod it may evict on the preemptors' nodes"
+        return None, "skipped: no running pod it may evict on the preemptors' nodes", None
     if not wall.affords() or not preempt_model.fits(len(running), size, wall.left()):
-        return None, f"skipped: {len(running)} running pods on {size} preemptor nodes do not fit the time left"
+        return None, f"skipped: {len(running)} running pods on {size} preemptor nodes do not fit the time left", None
     settings = wall.settings
     outcome = preempt_model.plan_together(search.cluster, search.index, preemptors, running, settings.policy,
                                           wall.left() / 2, settings.workers, settings.seed)
     if outcome is None:
-        return None, "cut short: its compile reached the time limit"
+        return None, "cut short: its compile reached the time limit", None
     ledger = _fresh_ledger(search)
     candidates = {c.key: c for cs in search.by_node.values() for c in cs}
     victims = sorted((candidates[k] for k in outcome.victims), key=lambda c: (-c.pod.priority, c.key))
     cap = _cap_reached(ledger, victims)
     if cap is not None:
-        return None, f"its {len(victims)} victims go over the eviction cap of {cap.source}"
+        return None, f"its {len(victims)} victims go over the eviction cap of {cap.source}", None
     for c in victims:
         _evict(search, ledger, c)
     ledger.violations = _violations(search, victims, dict(ledger.budget_left))
     spared = ", budgets spared" if sparing else ""
-    return ledger, f"{len(running)} running pods weighed{spared}, {len(victims)} left out, {outcome.status}"
+    return ledger, f"{len(running)} running pods weighed{spared}, {len(victims)} left out, {outcome.status}", outcome.plan
 
 
 def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, sparing: bool) -> list[preempt_model.Running]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from .compile import PolicyRules
 from .index import BoundState
 from .model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
-from .plan import make_plan
+from .plan import Plan, make_plan
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -50,9 +50,10 @@ class Running:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The batch's plan: where the preemptors go (key -> node), which running pods it leaves out, how it was solved."""
+    """The batch's plan: its preemptors' part (a plan of the preemptors alone, as a re-plan's), which running pods it
+    leaves out, how it was solved."""
 
-    placed: dict[str, str]
+    plan: Plan
     victims: frozenset[str]
     status: str
 
@@ -83,8 +84,16 @@ def plan_together(cluster: Cluster, index: BoundState, preemptors: list[Pod], ru
                      index=index.changed(removed=keys))
     if plan.compiled is None or plan.compiled.problem.unchecked:
         return None
-    placed = {k: n for k, n in plan.assignments.items() if k in mine}
-    return Outcome(placed, keys - set(plan.assignments), str(plan.stats.get("status", "")))
+    return Outcome(_theirs(plan, mine), keys - set(plan.assignments), str(plan.stats.get("status", "")))
+
+
+def _theirs(plan: Plan, mine: set[str]) -> Plan:
+    """The preemptors' part of the batch's plan: what a re-plan of the preemptors alone on the cluster without the
+    victims would say, if it chose the same nodes."""
+    return Plan({k: n for k, n in plan.assignments.items() if k in mine},
+                {k: why for k, why in plan.unschedulable.items() if k in mine}, dict(plan.stats), lambda: plan.usage,
+                gangs={k: g for k, g in plan.gangs.items() if k in mine},
+                reserved={k: r for k, r in plan.reserved.items() if k in mine}, compiled=plan.compiled)
 
 
 def pinned(r: Running) -> Pod:

@@ -104,6 +104,22 @@ def test_a_podgroup_mode_group_is_kept_or_evicted_whole_by_the_model() -> None:
     assert victims(plan) == {"g-0", "g-1"} and len(plan.preemptions) == 2
 
 
+def test_the_model_tried_again_sparing_budgets_breaks_none() -> None:
+    """`p0` must not share a node with app=db pods. The search serves it on n0, evicting the db pod a budget allowing
+    no disruption covers (the re-plan gave n1's room to `p2`, which may not evict n1's pods, so it kept none of
+    them); the model, tried again with the budget's pods held, evicts n1's two web pods instead: no violation."""
+    docs = [node("n0", cpu="3"), pod("r0-0", cpu="2", node_name="n0", priority=0, labels={"app": "db"}),
+            node("n1", cpu="2"), pod("r1-0", cpu="1", node_name="n1", priority=60, labels={"app": "web"}),
+            pod("r1-1", cpu="1", node_name="n1", priority=20, labels={"app": "web"}),
+            node("n2", cpu="2"), pod("r2-0", cpu="2", node_name="n2", priority=60, labels={"app": "db"}),
+            pod("p0", cpu="2", priority=100, affinity=anti(term({"app": "db"}))), pod("p1", cpu="3", priority=50),
+            pod("p2", cpu="2", priority=50), budget("db", {"app": "db"}, allowed=0)]
+    alone, batch = preempted(docs, model=False), preempted(docs)
+    assert victims(alone) == {"r0-0"} and alone.stats["preemption"]["budget_violations"] == 1
+    assert victims(batch) == {"r1-0", "r1-1"} and batch.stats["preemption"]["budget_violations"] == 0
+    assert "budgets spared" in batch.stats["preemption"]["model"] and valid(docs, batch) == []
+
+
 def test_the_model_is_skipped_when_it_would_not_fit_the_time_left(monkeypatch) -> None:
     monkeypatch.setattr(preempt_model, "MAX_VARS", 1)
     docs = two_preemptors()
