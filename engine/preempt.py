@@ -17,6 +17,10 @@ plan left out are taken together, highest priority first, against one ledger of 
 4. Victims that no placed preemptor of higher priority on their node needs are given back, and 3 repeats;
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
+5. When the time left allows, the whole batch again in one model (engine.preempt_model: the running pods the
+   preemptors may evict, pinned to their nodes, planned beside them): its victims replace the search's when they
+   are better in upstream's order (`_batch`); when the best so far breaks a budget, once more with the pods the
+   budgets cannot spare held in place.
 
 The time limit is a wall for the whole stage (`Settings.deadline`, on its clock): finding the candidates stops
 there, the feasible nodes are compiled per group of preemptors only when that group's turn comes and not after it,
