@@ -17,6 +17,10 @@ plan left out are taken together, highest priority first, against one ledger of 
 4. Victims that no placed preemptor of higher priority on their node needs are given back, and 3 repeats;
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
+5. When the time left allows, the whole batch again in one model (engine.preempt_model: the running pods the
+   preemptors may evict, pinned to their nodes, planned beside them): its victims replace the search's when they
+   are better in upstream's order (`_batch`); when the best so far breaks a budget, once more with the pods the
+   budgets cannot spare held in place.
 
 The time limit is a wall for the whole stage (`Settings.deadline`, on its clock): finding the candidates stops
 there, the feasible nodes are compiled per group of preemptors only when that group's turn comes and not after it,
@@ -46,7 +50,7 @@ from collections import ChainMap, Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from . import kinds
+from . import kinds, preempt_model
 from .compile import Deadline, PolicyRules, collector_paused, compile_cluster
 from .gangs import disruption_unit
 from .index import BoundState
@@ -219,6 +223,7 @@ class Settings:
     deadline: Deadline
     workers: int
     seed: int
+    batch_model: bool = True  # also choose the victims for the whole batch in one model (engine.preempt_model)
 
 
 @dataclass(slots=True)
@@ -267,11 +272,16 @@ def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settin
     if search is None:  # the deadline came before the candidates were known
         _not_reached(hints, [preemptors])
         return _merge(plan, _nothing(preemptors), {}, hints, started)
-    ledger = choose_victims(search, hints, preemptors, Feasible.of(search, settings.policy, preemptors))
-    replan, ledger = _replan(search, preemptors, ledger, Wall(settings), hints)
+    feasible = Feasible.of(search, settings.policy, preemptors)
+    ledger = choose_victims(search, hints, preemptors, feasible)
+    wall = Wall(settings)
+    replan, ledger = _replan(search, preemptors, ledger, wall, hints)
+    replan, ledger, said = _batch(search, preemptors, feasible, wall, replan, ledger)
     if progress:
-        progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted")
-    return _merge(plan, replan, _attribute(replan, ledger, search, {p.key: p for p in preemptors}), hints, started)
+        progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted"
+                 f" (batch model: {said})")
+    preemptions = _attribute(replan, ledger, search, {p.key: p for p in preemptors})
+    return _merge(plan, replan, preemptions, hints, started, said)
 
 
 def _stage(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptors: list[Pod],
@@ -1039,6 +1049,127 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: 
     return None if plan.compiled is None or plan.compiled.problem.unchecked else plan
 
 
+def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall, replan: Plan,
+           ledger: Ledger) -> tuple[Plan, Ledger, str]:
+    """Step 2 again, for the whole batch in one model (engine.preempt_model) when it fits the time left; its victims,
+    settled by the same re-plans (steps 3-4), replace the search's (`replan`, `ledger`) when they are better in
+    upstream's order (`_standing`). The model has no budget rows: when the best so far breaks a budget, it is tried
+    once more with every pod a budget could not spare held in place. Also what became of the model, for the stats."""
+    if not wall.settings.batch_model:
+        return replan, ledger, "off"
+    priorities = {p.key: p.priority for p in preemptors}
+    best, standing, chosen = (replan, ledger), _standing(search, replan, ledger, priorities), ""
+    said: list[str] = []
+    for sparing in (False, True):
+        if sparing and (standing[1] == 0 or said[-1].startswith("skipped")):
+            break
+        found, note, other = _batch_ledger(search, preemptors, feasible, wall, sparing)
+        said.append(note)
+        if found is None or other is None:
+            continue
+        needed = _needed(search, other, found, {p.key: p for p in preemptors})
+        if len(needed) < len(found.evicted):  # some victim no placed preemptor may evict needs: settled as the search's
+            other, found = _replan(search, preemptors, found, wall, Hints())  # own hints: the search's stand
+        mine = _standing(search, other, found, priorities)
+        if mine < standing:
+            best, standing, chosen = (other, found), mine, note
+    if not chosen:
+        ran = [note for note in said if not note.startswith("skipped")]
+        return replan, ledger, f"the search's victims kept ({'; '.join(said)})" if ran else said[0]
+    _say_why(search, best[0], best[1], {p.key: p for p in preemptors})
+    return best[0], best[1], f"its victims chosen ({chosen}): better than the search's in upstream's order"
+
+
+def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall,
+                  sparing: bool) -> tuple[Ledger | None, str, Plan | None]:
+    """The victims of the batch model as a ledger (`sparing`: the pods a budget could not spare held in place), or
+    why there are none: quotas (the model has no reclaim), a preemptor's nodes not known in time, nothing to evict, a
+    model too large for the time left (the search alone decides), or its victims over an eviction cap."""
+    if search.reclaim is not None or search.cluster.quotas:
+        return None, "skipped: tenant quotas, the search alone decides", None
+    nodes = [feasible.nodes.get(p.key) for p in preemptors]
+    if any(n is None for n in nodes):
+        return None, "skipped: not every preemptor's nodes were known in time", None
+    running = _optional(search, preemptors, feasible, sparing)
+    size = sum(len(n or ()) for n in nodes)
+    if not running:
+        return None, "skipped: no running pod it may evict on the preemptors' nodes", None
+    if not wall.affords() or not preempt_model.fits(len(running), size, wall.left()):
+        return None, f"skipped: {len(running)} running pods on {size} preemptor nodes do not fit the time left", None
+    settings = wall.settings
+    outcome = preempt_model.plan_together(search.cluster, search.index, preemptors, running, settings.policy,
+                                          wall.left() / 2, settings.workers, settings.seed)
+    if outcome is None:
+        return None, "cut short: its compile reached the time limit", None
+    ledger = _fresh_ledger(search)
+    candidates = {c.key: c for cs in search.by_node.values() for c in cs}
+    victims = sorted((candidates[k] for k in outcome.victims), key=lambda c: (-c.pod.priority, c.key))
+    cap = _cap_reached(ledger, victims)
+    if cap is not None:
+        return None, f"its {len(victims)} victims go over the eviction cap of {cap.source}", None
+    for c in victims:
+        _evict(search, ledger, c)
+    ledger.violations = _violations(search, victims, dict(ledger.budget_left))
+    spared = ", budgets spared" if sparing else ""
+    return ledger, f"{len(running)} running pods weighed{spared}, {len(victims)} left out, {outcome.status}", outcome.plan
+
+
+def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, sparing: bool) -> list[preempt_model.Running]:
+    """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
+    group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them) or
+    runs on a node its pods overcommit (pinned there, they could not all be placed: the model would count the pods
+    it cannot keep as free victims); with `sparing`, one that a budget covers when the budget could not spare every
+    such pod (no choice of the model's then breaks a budget)."""
+    chosen: dict[str, Candidate] = {}
+    seen: set[tuple[int, str]] = set()
+    for p in preemptors:
+        for node in feasible.nodes.get(p.key) or ():
+            if (p.priority, node) in seen:
+                continue
+            seen.add((p.priority, node))
+            for c in search.by_node.get(node, ()):
+                if c.key not in chosen and search.may_evict(p, c.pod):
+                    chosen.update((m.key, m) for m in search.unit_of(c))
+    full = {n.name for i, n in enumerate(search.index.nodes) if any(search.index.free(i, r) < 0 for r in n.allocatable)}
+    held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended or c.node in full}
+    if sparing:
+        covered = Counter(b for c in chosen.values() for b in search.budgets_of(c.pod))
+        short = {b.key for b in search.cluster.budgets if covered[b.key] > b.allowed}
+        held |= {c.unit or c.key for c in chosen.values() if short.intersection(search.budgets_of(c.pod))}
+    return [preempt_model.Running(c.pod, c.node, c.unit) for c in chosen.values() if (c.unit or c.key) not in held]
+
+
+def _standing(search: Search, plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> tuple:
+    """Upstream's order of candidates, for the whole batch (lower is better): the preemptors placed by priority,
+    then the fewest budget violations, the lowest highest victim priority, the smallest priority sum, the fewest
+    victims."""
+    victims = sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))
+    levels = [c.pod.priority for c in victims]
+    budgets = {b.key: b.allowed for b in search.cluster.budgets}
+    placed = [-count for _, count in _placed_by_priority(plan, priorities)]
+    return placed, _violations(search, victims, budgets), max(levels, default=LOWEST), sum(levels), len(levels)
+
+
+def _say_why(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> None:
+    """Why each of the model's victims goes: what some kind would reject a placed preemptor on its node for with it
+    (its unit) back."""
+    come: dict[int, list[Pod]] = defaultdict(list)
+    for key, node in plan.assignments.items():
+        come[search.node_order[node]].append(preemptors[key])
+    gone = _leaving(search, [(c,) for c in ledger.evicted.values()])
+    for c in ledger.evicted.values():
+        i = search.node_order[c.node]
+        back = _without_unit(gone, search.unit_of(c))
+        for p in come.get(i, ()):
+            if p.key not in search.specs or not search.may_evict(p, c.pod):
+                continue
+            others: ChainMap[int, list[Pod]] = ChainMap({i: [q for q in come[i] if q is not p]}, come)
+            rejection = search.after(p, c.node, Moves(back, others))
+            if rejection is not None:
+                ledger.why[c.key] = _blocking(rejection)
+                break
+
+
 def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
     """Victims a placed preemptor may evict and needs: on its node, those whose return some kind would reject it for
     (`_blocks`); under quotas, anywhere, those whose return would take a quota row over. A PodGroup-mode group is
@@ -1099,9 +1230,10 @@ def _final_account(search: Search, ledger: Ledger, placed: list[Pod]) -> Account
     return account
 
 
-def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: Hints, started: float) -> Plan:
+def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: Hints, started: float,
+           model: str | None = None) -> Plan:
     """The first plan plus what preemption placed (`preemptions`: each victim listed under the preemptor it makes
-    room for)."""
+    room for); `model`: what became of the batch model (`_batch`), for the stats."""
     assignments = {**plan.assignments, **replan.assignments}
     unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in replan.assignments}
     for key in unschedulable:
@@ -1115,6 +1247,8 @@ def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: 
                  preemption={"preemptors": len(replan.assignments), "victims": len(victims),
                              "budget_violations": sum(1 for v in victims if v.over_budget),
                              "seconds": round(time.perf_counter() - started - plan.stats.get("seconds", 0.0), 3)})
+    if model is not None:
+        stats["preemption"]["model"] = model
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return Plan(assignments, unschedulable, stats, lambda: _usage(plan, replan), plan.notes, plan.skipped, preemptions,
                 gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled,
