@@ -3,16 +3,21 @@ lower-priority pod clears that kind's rejection (it fails when the kind's `after
 `test_each_case_needs_its_kinds_hook`), and one where eviction cannot help, told in upstream's words."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import kinds
+from engine.compile import Deadline
 from engine.ir import Rules
 from engine.load import build_cluster
+from engine.plan import make_plan
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from engine.preempt import Settings, preempt
 from testkit.checker import check_in_order
 from testkit.manifests import budget, claim, mounts, node, pod, volume
 
@@ -80,16 +85,23 @@ def test_only_evicting_the_lower_priority_pod_places_it(case: str) -> None:
     assert eviction.why and CASES[case][0] in eviction.why
 
 
+def searched(docs: list[dict]):
+    """The plan after preemption by the per-pod search alone (the batch model off: it compiles every kind's rows, so it
+    would make the room without any kind's `after`)."""
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    first = make_plan(cluster, time_limit=2, workers=1)
+    now = time.perf_counter()
+    return preempt(cluster, first, None, Settings(None, Deadline(now + 10), 1, 0, batch_model=False), now)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_case_needs_its_kinds_hook(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the kind's `after` the pod is placed without an eviction the kind needs (the plan then breaks the
-    kind: the checker says so) or not at all: the hook, not something else, makes the room."""
-    name, _, docs = CASES[case]
+    """The search makes the room with the kind's `after` and not without it: the hook, not something else, makes it."""
+    name, victim, docs = CASES[case]
+    assert victims(searched(docs())) == {victim}
     kind = kinds.BY_NAME[name]
     monkeypatch.setattr(kinds, "MOVED", tuple(k for k in kinds.MOVED if k is not kind))
-    rules = Rules()
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs())], gangs=rules.gangs)
-    plan = plan_batch(cluster, rules, Options(time_limit=2, workers=1, preemption=True))
+    plan = searched(docs())
     assert "default/high" not in plan.assignments or not plan.evictions
 
 
