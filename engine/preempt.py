@@ -107,6 +107,7 @@ class Ledger:
     violations: int = 0  # evictions so far that broke some budget
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
+    needed_by: dict[str, str] = field(default_factory=dict)  # victim key -> the placed preemptor that needs it gone
     nodes: set[int] = field(default_factory=set)  # every node in `gone` or `come`
     terms: set[PodAffinityTerm] = field(default_factory=set)  # served preemptors' required anti-affinity terms
 
@@ -114,7 +115,7 @@ class Ledger:
         return Ledger(dict(self.evicted), {i: list(p) for i, p in self.gone.items()},
                       {i: list(p) for i, p in self.come.items()}, dict(self.budget_left), dict(self.cap_used),
                       self.violations, self.account.copy() if self.account is not None else None, dict(self.why),
-                      set(self.nodes), set(self.terms))
+                      dict(self.needed_by), set(self.nodes), set(self.terms))
 
     def moves(self, trial: dict[int, list[Pod]] | None = None) -> Moves:
         """The ledger's moves, with `trial`'s pods (per node index) leaving too."""
@@ -1171,9 +1172,9 @@ def _say_why(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, P
 
 
 def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
-    """Victims a placed preemptor may evict and needs: on its node, those whose return some kind would reject it for
-    (`_blocks`); under quotas, anywhere, those whose return would take a quota row over. A PodGroup-mode group is
-    needed whole if one of its members is, else given back whole."""
+    """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_blocks`;
+    the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
+    over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     placed = [preemptors[key] for key in plan.assignments]
     come: dict[int, list[Pod]] = defaultdict(list)
     for key, node in plan.assignments.items():
@@ -1183,7 +1184,11 @@ def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Po
     needed: set[str] = set()
     for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = _without_unit(gone, unit)
-        if _blocks(search, unit, back, dict(come)) or _quota_needed(search, account, unit, placed):
+        blocked = _blocks(search, unit, back, dict(come))
+        if blocked is not None:
+            for m in unit:
+                ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], _blocking(blocked[1])
+        if blocked is not None or _quota_needed(search, account, unit, placed):
             needed.update(m.key for m in unit)
             continue
         gone = back  # given back: every preemptor beside it still passes
@@ -1193,21 +1198,28 @@ def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Po
     return needed
 
 
-def _blocks(search: Search, unit: Unit, gone: dict[int, list[Pod]], come: dict[int, list[Pod]]) -> bool:
-    """Some member is on a node where a placed preemptor that may evict it is rejected by some kind with the unit
-    back (`gone`: the victims still leaving; `come`: the placed preemptors, each asked about without itself). A
-    preemptor whose rules were never compiled (its group cut short) counts as needing it."""
-    for c in unit:
-        i = search.node_order[c.node]
-        for p in come.get(i, ()):
-            if not search.may_evict(p, c.pod):
-                continue
-            if p.key not in search.specs:
-                return True
-            others = ChainMap({i: [q for q in come[i] if q is not p]}, come)
-            if search.after(p, c.node, Moves(gone, others)) is not None:
-                return True
-    return False
+def _blocks(search: Search, unit: Unit, gone: dict[int, list[Pod]],
+            come: dict[int, list[Pod]]) -> tuple[str, Rejection | None] | None:
+    """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
+    still leaving; `come`: the placed preemptors, each asked about without itself): one on a member's node, or one
+    anywhere whose domain-wide kinds (spread, pod affinity, limits: not `node_local`) the unit sways, since the re-plan
+    may have put it on another node of the domain its victim emptied: (that preemptor, the kind's rejection), or None.
+    A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection to tell)."""
+    here = {search.node_order[c.node] for c in unit}
+    for i, p in ((i, p) for i, pods in come.items() for p in pods):
+        if not all(search.may_evict(p, c.pod) for c in unit):
+            continue
+        if p.key not in search.specs:
+            if i in here:
+                return p.key, None
+            continue
+        if i not in here and all(k.node_local for k in search.swaying(p, unit)):
+            continue
+        others = ChainMap({i: [q for q in come[i] if q is not p]}, come)
+        rejection = search.after(p, search.index.nodes[i].name, Moves(gone, others), search.swaying(p, unit))
+        if rejection is not None:
+            return p.key, rejection
+    return None
 
 
 def _quota_needed(search: Search, account: Account | None, unit: Unit, placed: list[Pod]) -> bool:
@@ -1256,7 +1268,8 @@ def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: 
 
 
 def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[str, Pod]) -> dict[str, Preemption]:
-    """Each victim goes under the highest-priority preemptor placed on its node that may evict it; the members of a
+    """Each victim goes under the placed preemptor that needs it gone (`Ledger.needed_by`), else the highest-priority
+    preemptor placed on its node that may evict it; the members of a
     PodGroup-mode group on nodes without one go under the preemptor of its first member that has one; a victim
     evicted for quota room alone (reclaim) under the highest-priority placed preemptor that may evict it."""
     out = {k: Preemption(n, preemptors[k].priority) for k, n in replan.assignments.items()}
@@ -1271,7 +1284,8 @@ def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[st
         if c.unit is not None and (owner := _owner(search, c, on_node.get(c.node, []))) is not None:
             owners.setdefault(c.unit, owner)
     for c in evicted:
-        owner = _owner(search, c, on_node.get(c.node, []))
+        owner = ledger.needed_by.get(c.key) if ledger.needed_by.get(c.key) in replan.assignments else None
+        owner = owner or _owner(search, c, on_node.get(c.node, []))
         if owner is None and c.unit is not None:
             owner = owners.get(c.unit)
         owner = owner or _owner(search, c, placed) or _owner(search, c, on_node.get(c.node, []), anyone=True)

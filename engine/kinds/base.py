@@ -176,11 +176,13 @@ class Guard:
 
 class Kind:
     """A constraint kind. `name` is the upstream plugin it follows (or ours), used in rejections;
-    `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise."""
+    `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise; `node_local` whether a
+    pod leaving one node can sway its verdict only there."""
 
     name: ClassVar[str] = ""
     events: ClassVar[tuple[ClusterEvent, ...]] = ()
     checks: ClassVar[tuple[Check, ...]] = ()
+    node_local: ClassVar[bool] = False  # `after` reads only the pods on the node asked about (room, ports, volumes)
 
     def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
         """Pod labels this kind's selectors read (None: cannot say): pods differing only in other labels share
