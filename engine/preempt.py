@@ -166,21 +166,24 @@ class Search:
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
-    covering: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pod key -> its budgets' keys, once asked
+    covering: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pod -> its budgets' keys, once asked
+    ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
     batch: Batch | None = None  # what the kinds read when asked about moves (the stage's index), set by _search
     specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
     sway: dict[tuple[int, int], tuple[Kind, ...]] = field(default_factory=dict)  # (class, unit) -> kinds it sways
 
-    def after(self, pod: Pod, node: str, moves: Moves, only: tuple[Kind, ...] = kinds.MOVED) -> Rejection | None:
-        """Every kind's verdict (or `only` these kinds') on `pod` on `node` once `moves` happened (engine.kinds.after)."""
+    def after(self, pod: Pod | ClassSpec, node: str, moves: Moves, only: tuple[Kind, ...] = kinds.MOVED) -> Rejection | None:
+        """Every kind's verdict (or `only` these kinds') on `pod` (or one of its class) on `node` once `moves` happened
+        (engine.kinds.after)."""
         assert self.batch is not None
-        return kinds.after(self.specs[pod.key], self.batch, self.node_order[node], moves, only)
+        spec = pod if isinstance(pod, ClassSpec) else self.specs[pod.key]
+        return kinds.after(spec, self.batch, self.node_order[node], moves, only)
 
-    def swaying(self, pod: Pod, unit: Unit) -> tuple[Kind, ...]:
-        """The kinds whose verdict for `pod` the unit's pods leaving or coming back can change (engine.kinds.swayed),
-        asked once per class and unit."""
+    def swaying(self, pod: Pod | ClassSpec, unit: Unit) -> tuple[Kind, ...]:
+        """The kinds whose verdict for `pod` (or its class) the unit's pods leaving or coming back can change
+        (engine.kinds.swayed), asked once per class and unit."""
         assert self.batch is not None
-        spec = self.specs[pod.key]
+        spec = pod if isinstance(pod, ClassSpec) else self.specs[pod.key]
         key = (spec.a, id(unit[0].pod))  # a unit is known by its first pod (the same object through the stage)
         if key not in self.sway:
             self.sway[key] = kinds.swayed(spec, self.batch, (c.pod for c in unit))
@@ -190,12 +193,22 @@ class Search:
         return self.units[c.unit] if c.unit is not None else (c,)
 
     def budgets_of(self, pod: Pod) -> tuple[str, ...]:
-        """The keys of the disruption budgets covering a running pod, looked up once for the stage: a node's
-        candidates are weighed again for every preemptor that looks at it."""
-        key = pod.key
+        """The keys of the disruption budgets covering a running pod, looked up once for the stage (by the pod
+        object: the same through the stage): a node's candidates are weighed again for every preemptor that looks."""
+        key = id(pod)
         if key not in self.covering:
             self.covering[key] = tuple(b.key for b in self.cluster.budgets if b.covers(pod))
         return self.covering[key]
+
+    def unit_order(self, unit: Unit) -> tuple:
+        """What upstream's order reads of a unit whoever preempts (see `_split_by_budget`), once for the stage."""
+        key = id(unit[0].pod)
+        if key not in self.ordered:
+            first = unit[0]
+            self.ordered[key] = (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
+                                 sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit),
+                                 first.key)
+        return self.ordered[key]
 
     def may_evict(self, pod: Pod, victim: Pod) -> bool:
         """Priority alone without quotas; with them, engine.reclaim's rule for the preemptor's stance."""
@@ -741,10 +754,11 @@ def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[U
     violations = 0
     overlay = ledger.overlay(_leaving(search, units))
     moves = ledger.over(overlay)  # every unit's pods leaving; a unit tried back is taken out of `overlay`
+    spec = search.specs[pod.key]
     for unit, breaks in _split_by_budget(search, units, {} if sparing else dict(ledger.budget_left), pod):
-        only = search.swaying(pod, unit)  # the pod passes every kind with `leaving` gone: only these can change that
+        only = search.swaying(spec, unit)  # the pod passes every kind with `leaving` gone: only these can change that
         before = _put_back(overlay, unit, search.node_order)
-        rejection = search.after(pod, node, moves, only) if only else None
+        rejection = search.after(spec, node, moves, only) if only else None
         if rejection is None and not _short(search, account, pod, unit):
             if search.reclaim is not None and account is not None:  # given back: the pod (or the whole group) stays
                 for c in unit:
@@ -891,10 +905,8 @@ def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int],
     stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
 
     def order(unit: Unit) -> tuple:
-        first = unit[0]
-        reclaimed = stance is not None and search.reclaim is not None and search.reclaim.reclaims(stance, first.pod)
-        return (reclaimed, -first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
-                sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit), first.key)
+        reclaimed = stance is not None and search.reclaim is not None and search.reclaim.reclaims(stance, unit[0].pod)
+        return (reclaimed, *search.unit_order(unit))
 
     violating: list[tuple[Unit, int]] = []
     keeping: list[tuple[Unit, int]] = []
