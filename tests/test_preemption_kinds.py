@@ -19,7 +19,21 @@ from engine.policy.lower import lower
 from engine.policy.sources import check_sources
 from engine.preempt import Settings, preempt
 from testkit.checker import check_in_order
-from testkit.manifests import budget, claim, mounts, node, pod, volume
+from testkit.manifests import (
+    budget,
+    claim,
+    csinode,
+    device_class,
+    gpu,
+    mounts,
+    node,
+    pod,
+    resource_claim,
+    resource_slice,
+    storage_class,
+    volume,
+)
+from testkit.manifests import claims as dra_claims
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -122,6 +136,18 @@ def test_a_read_write_once_pod_claim_is_freed_by_evicting_its_user() -> None:
     assert plan.assignments == {"default/high": "n1"} and victims(plan) == {"low"}
 
 
+def test_an_attach_limit_is_freed_by_evicting_the_pod_using_the_volume() -> None:
+    ebs = "ebs.csi.aws.com"
+    docs = [node("n1", cpu="8"), csinode("n1", {ebs: 1}), storage_class("ebs", provisioner=ebs),
+            volume("held", storage_class="ebs", claim_ref=("default", "held"), csi=(ebs, "vol-1")),
+            claim("held", storage_class="ebs", volume="held"), pod("low", node_name="n1", priority=0, volumes=mounts("held")),
+            volume("mine", storage_class="ebs", claim_ref=("default", "mine"), csi=(ebs, "vol-2")),
+            claim("mine", storage_class="ebs", volume="mine"), pod("high", priority=100, volumes=mounts("mine"))]
+    plan = plan_for(*docs)
+    assert plan.assignments == {"default/high": "n1"} and victims(plan) == {"low"}
+    assert "NodeVolumeLimits" in (plan.preemptions["default/high"].victims[0].why or "")
+
+
 # --- eviction cannot help ---------------------------------------------------------------------------------------
 
 def test_an_equal_priority_blocker_is_no_victim_and_the_pod_is_told_which_kind() -> None:
@@ -161,6 +187,19 @@ def test_spread_skew_made_by_a_higher_priority_replica_cannot_be_cleared() -> No
     assert "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod" in said
     assert "1 node(s) didn't match pod topology spread constraints (PodTopologySpread)" in said
     assert "1 Insufficient cpu (NodeResourcesFit)" in said
+
+
+def test_a_device_a_lower_priority_pod_holds_is_not_freed_in_the_same_cycle() -> None:
+    """As upstream's DynamicResources (no PreFilterExtensions): a victim's claim stays allocated until the resourceclaim
+    controller deallocates it after the pod is gone, so evicting it frees no device now: nothing is evicted."""
+    held = resource_claim("held", allocated=[("gpu-1", "g0")], node="gpu-1")
+    docs = [node("gpu-1", cpu="8"), resource_slice("gpu-1", [gpu("g0")]), device_class(), held,
+            pod("low", node_name="gpu-1", priority=0, resourceClaims=dra_claims("held")),
+            resource_claim("want"), pod("high", priority=100, resourceClaims=dra_claims("want"))]
+    plan = plan_for(*docs)
+    assert plan.assignments == {} and not plan.evictions
+    said = " ".join(plan.unschedulable["default/high"])
+    assert "No preemption victims found" in said and "cannot allocate all claims (DynamicResources)" in said
 
 
 def test_a_victim_that_would_break_a_placed_preemptors_spread_is_kept_out() -> None:
