@@ -108,6 +108,7 @@ class Ledger:
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
     needed_by: dict[str, str] = field(default_factory=dict)  # victim key -> the placed preemptor that needs it gone
+    version: dict[int, int] = field(default_factory=dict)  # node index -> the stage's count at its last move
     nodes: set[int] = field(default_factory=set)  # every node in `gone` or `come`
     terms: set[PodAffinityTerm] = field(default_factory=set)  # served preemptors' required anti-affinity terms
 
@@ -115,7 +116,7 @@ class Ledger:
         return Ledger(dict(self.evicted), {i: list(p) for i, p in self.gone.items()},
                       {i: list(p) for i, p in self.come.items()}, dict(self.budget_left), dict(self.cap_used),
                       self.violations, self.account.copy() if self.account is not None else None, dict(self.why),
-                      dict(self.needed_by), set(self.nodes), set(self.terms))
+                      dict(self.needed_by), dict(self.version), set(self.nodes), set(self.terms))
 
     def moves(self, trial: dict[int, list[Pod]] | None = None) -> Moves:
         """The ledger's moves, with `trial`'s pods (per node index) leaving too."""
@@ -168,7 +169,15 @@ class Search:
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
     covering: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pod -> its budgets' keys, once asked
     ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
+    covering_node: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> budgets covering its candidates
+    answers: dict[tuple, Answer] = field(default_factory=dict)  # a node's answer for a class while it stands (_reused)
+    moves_made: list[int] = field(default_factory=lambda: [0])  # moves any ledger made: a node's version is one
+
+    def tick(self) -> int:
+        self.moves_made[0] += 1
+        return self.moves_made[0]
     batch: Batch | None = None  # what the kinds read when asked about moves (the stage's index), set by _search
+    entangled: frozenset[str] = frozenset()  # nodes whose answers depend on more than the node (caps, PodGroup units)
     specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
     sway: dict[tuple[int, int], tuple[Kind, ...]] = field(default_factory=dict)  # (class, unit) -> kinds it sways
 
@@ -200,6 +209,12 @@ class Search:
             self.covering[key] = tuple(b.key for b in self.cluster.budgets if b.covers(pod))
         return self.covering[key]
 
+    def node_budgets(self, node: str) -> tuple[str, ...]:
+        """The budgets covering some candidate on `node`, once asked."""
+        if node not in self.covering_node:
+            self.covering_node[node] = tuple(sorted({b for c in self.by_node.get(node, ()) for b in self.budgets_of(c.pod)}))
+        return self.covering_node[node]
+
     def unit_order(self, unit: Unit) -> tuple:
         """What upstream's order reads of a unit whoever preempts (see `_split_by_budget`), once for the stage."""
         key = id(unit[0].pod)
@@ -215,6 +230,15 @@ class Search:
         if self.reclaim is None:
             return victim.priority < pod.priority
         return self.reclaim.may_evict(self.reclaim.stances[pod.key], victim)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What `_victims_on` found for a class on a node, and what it told the hints: kept while it stands."""
+
+    choice: Choice | None
+    blocked: Rejection | None = None
+    capped: Source | None = None
 
 
 @dataclass(slots=True)
@@ -388,8 +412,9 @@ def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, pr
         if c.unit is not None:
             units[c.unit].append(c)
     order = {n.name: i for i, n in enumerate(index.nodes)}
+    entangled = frozenset(n for n, cs in by_node.items() if any(c.caps or c.unit is not None for c in cs))
     search = Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
-                    batch=Batch(fixed, index, [], ClassMatcher([])))
+                    batch=Batch(fixed, index, [], ClassMatcher([])), entangled=entangled)
     if reclaim is not None:
         search = replace(search, quota_order=_quota_order(search, reclaim))
     return search
@@ -635,6 +660,7 @@ def _claim(search: Search, ledger: Ledger, pod: Pod, choice: Choice) -> None:
     i = search.node_order[choice.node]
     ledger.come.setdefault(i, []).append(pod)
     ledger.nodes.add(i)
+    ledger.version[i] = search.tick()
     ledger.terms.update(pod.anti_affinity_required)
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, pod, 1)
@@ -691,6 +717,40 @@ def _quota_reachable(search: Search, ledger: Ledger, pod: Pod) -> bool:
 
 
 def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
+    """`_select_on`'s answer, reused while it stands (`_standing_key`): the pods of a Deployment ask the same
+    nodes the same question, and a preemptor served changes one node's answer, not the others'."""
+    key = _standing_key(search, ledger, pod, node, sparing)
+    answer = search.answers.get(key) if key is not None else None
+    if answer is None:
+        mine = Hints()
+        answer = Answer(_select_on(search, mine, ledger, pod, node, sparing), mine.blocked.get(pod.key, {}).get(node),
+                        mine.capped.get(pod.key))
+        if key is not None:
+            search.answers[key] = answer
+    if answer.blocked is not None:
+        hints.blocked[pod.key][node] = answer.blocked
+    if answer.capped is not None:
+        hints.capped.setdefault(pod.key, answer.capped)
+    return answer.choice
+
+
+def _standing_key(search: Search, ledger: Ledger, pod: Pod, node: str, sparing: bool) -> tuple | None:
+    """What a node's answer for the pod's class depends on, when nothing else can change it: the class, its
+    priority, the node's last move, what is left of the budgets covering the pods there. None (asked afresh) under
+    quotas (the account is cluster-wide), on a node with eviction caps or PodGroup-mode members (their state lies
+    elsewhere), or when some kind's verdict for the class reads other nodes (kinds.wide)."""
+    if search.reclaim is not None or node in search.entangled:
+        return None
+    spec = search.specs[pod.key]
+    assert search.batch is not None
+    if kinds.wide(spec, search.batch, ledger.moves()):
+        return None
+    i = search.node_order[node]
+    budgets = tuple(ledger.budget_left.get(b) for b in search.node_budgets(node))
+    return spec.a, pod.priority, node, sparing, ledger.version.get(i, 0), budgets
+
+
+def _select_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
     """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Search.after`): no victim when the pod
     passes them all as things stand; else every pod it may evict here out (None if the kinds still reject it), then
     give back what is not needed (units whose eviction breaks a budget first, then the rest, highest priority first).
@@ -935,6 +995,7 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
     i = search.node_order[c.node]
     ledger.gone.setdefault(i, []).append(c.pod)
     ledger.nodes.add(i)
+    ledger.version[i] = search.tick()
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, c.pod, -1)
     for budget in search.budgets_of(c.pod):

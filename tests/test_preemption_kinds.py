@@ -254,3 +254,18 @@ def test_every_plan_with_evictions_holds_for_every_kind(docs) -> None:
         for v in p.victims:  # on its preemptor's node, unless a domain-wide kind (spread, affinity) needs it gone
             assert v.why and (pods[v.pod]["spec"]["nodeName"] == p.node or not v.why.startswith(local))
             assert pods[v.pod]["spec"].get("priority", 0) < pods[preemptor]["spec"]["priority"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(docs=crowded_clusters())
+def test_a_nodes_answer_reused_while_it_stands_changes_nothing(docs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search reuses a node's answer for a class until that node, the budgets over its pods or (for kinds that
+    read a domain) anything else changes: the same plan as asking every node afresh."""
+    from engine import preempt as stage
+
+    reused = searched(docs)
+    with monkeypatch.context() as m:
+        m.setattr(stage, "_standing_key", lambda *args: None)
+        afresh = searched(docs)
+    assert reused.assignments == afresh.assignments
+    assert [(v.pod, v.why) for v in reused.evictions] == [(v.pod, v.why) for v in afresh.evictions]

@@ -103,6 +103,11 @@ def swayed(spec: ClassSpec, batch: Batch, pods: Iterable[Pod]) -> tuple[Kind, ..
     return tuple(kind for kind in MOVED if any(kind.sways(spec, batch, pod) for pod in pods))
 
 
+def wide(spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
+    """Some kind's verdict for the class on a node can change with moves on other nodes (Kind.wide)."""
+    return any(kind.wide(spec, batch, moves) for kind in MOVED)
+
+
 def helped_by(plugins: frozenset[str], waiting: Waiting, change: ModelChange) -> bool:
     """Could this cluster change make a pod that these kinds rejected schedulable? Each kind's events, then its
     hint (upstream's EventsToRegister and QueueingHints). An unknown plugin always may."""
@@ -132,4 +137,5 @@ __all__ = [
     "score_parts",
     "swayed",
     "visible_label_keys",
+    "wide",
 ]

@@ -227,6 +227,12 @@ class Kind:
         when a unit of such pods is given back. The base's: no."""
         return False
 
+    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
+        """Could pods leaving or arriving on other nodes than the one asked about change `after`'s verdict for the
+        class (a domain's counts, a cluster-wide claim)? When no kind says so, preemption reuses a node's answer
+        while only other nodes change. The base's: no (`node_local` kinds, and kinds without an `after`)."""
+        return False
+
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """Upstream's QueueingHint, for a change one of `events` covers: could it make `waiting` schedulable as far
         as this kind is concerned? True unless the kind can tell it cannot (a node too small, taints not

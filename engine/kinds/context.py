@@ -87,13 +87,13 @@ def domain_net(index: BoundState, moves: Moves, key: str, i: int, counts: Callab
     """Across node i's domain of label `key`: what `counts` gives the pods arriving there minus the pods leaving
     (Moves.net summed over a topology domain), for kinds that count pods per domain. A key every node carries with
     its own value (the hostname) has node i alone in the domain."""
-    if _one_node_domains(index, key):
+    if one_node_domains(index, key):
         return moves.net(i, counts)
     value = label_of(index, i, key)
     return sum(moves.net(j, counts) for j in moves.touched() if label_of(index, j, key) == value)
 
 
-def _one_node_domains(index: BoundState, key: str) -> bool:
+def one_node_domains(index: BoundState, key: str) -> bool:
     """Every node carries `key`, each with its own value (cached with the node facts: the same for every view)."""
     cache = index.facts.cache
     if ("one-node domains", key) not in cache:

@@ -13,7 +13,7 @@ from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Limit
 from .base import Action, ClusterEvent, Kind, Moves, Resource, Spot
-from .context import domain_net, label_of, matched_by
+from .context import domain_net, label_of, matched_by, one_node_domains
 
 if TYPE_CHECKING:
     from ..index import BoundState
@@ -61,6 +61,10 @@ class CountLimit(Kind):
                 if held + c.term.matches(spec.sample) > c.most:
                     return Rejection(self.name, (full(c.term.topology_key, c.most, str(c.source)),), source=c.source)
         return None
+
+    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
+        return any(isinstance(c, Limit_) and not one_node_domains(batch.index, c.term.topology_key)
+                   for c in spec.constraints)
 
     def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
         return any(isinstance(c, Limit_) and c.term.matches(pod) for c in spec.constraints)

@@ -22,7 +22,7 @@ from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Colocation, Separation
 from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
-from .context import domain_net, label_of, matched_by
+from .context import domain_net, label_of, matched_by, one_node_domains
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -131,6 +131,17 @@ class InterPodAffinity(Kind):
         rules = counts.rules_of(spec)
         return (_existing_after(counts, rules, spec, i, moves) or _anti_after(counts, rules, i, moves)
                 or _affinity_after(counts, rules, spec, i, moves))
+
+    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
+        """The class has required affinity (support anywhere counts: upstream's first pod of a series), or an
+        anti-affinity term of its own, of a bound pod or of an arriving one that repels it is over a domain wider than
+        one node."""
+        counts = AfterCounts.of(batch)
+        rules = counts.rules_of(spec)
+        if rules.affinity:
+            return True
+        terms = [*(c.term for c in rules.anti), *rules.repelled_by, *(t for t in moves.come_terms() if counts.repels(t, spec))]
+        return any(not one_node_domains(batch.index, t.topology_key) for t in terms)
 
     def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
         """Its anti-affinity may repel the class's pods, or one of the class's required terms counts it."""

@@ -73,6 +73,9 @@ class PodTopologySpread(Kind):
                     return Rejection(self.name, (ERR_REASON_SKEW,))
         return None
 
+    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
+        return any(isinstance(c, SpreadRule) and c.spread.hard for c in spec.constraints)
+
     def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
         return pod.namespace == spec.sample.namespace and any(
             isinstance(c, SpreadRule) and c.spread.hard and c.spread.selector.matches(pod.labels) for c in spec.constraints)

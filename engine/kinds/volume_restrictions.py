@@ -44,6 +44,9 @@ class VolumeRestrictions(Kind):
                 return Rejection(self.name, (ERR_REASON,))
         return None
 
+    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
+        return bool(spec.sample.volumes.read_write_once_pod)
+
     def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
         return not set(spec.sample.volumes.read_write_once_pod).isdisjoint(pod.volumes.read_write_once_pod)
 
