@@ -1150,7 +1150,6 @@ def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall
     if not chosen:
         ran = [note for note in said if not note.startswith("skipped")]
         return replan, ledger, f"the search's victims kept ({'; '.join(said)})" if ran else said[0]
-    _say_why(search, best[0], best[1], {p.key: p for p in preemptors})
     return best[0], best[1], f"its victims chosen ({chosen}): better than the search's in upstream's order"
 
 
@@ -1222,26 +1221,6 @@ def _standing(search: Search, plan: Plan, ledger: Ledger, priorities: dict[str, 
     budgets = {b.key: b.allowed for b in search.cluster.budgets}
     placed = [-count for _, count in _placed_by_priority(plan, priorities)]
     return placed, _violations(search, victims, budgets), max(levels, default=LOWEST), sum(levels), len(levels)
-
-
-def _say_why(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> None:
-    """Why each of the model's victims goes: what some kind would reject a placed preemptor on its node for with it
-    (its unit) back."""
-    come: dict[int, list[Pod]] = defaultdict(list)
-    for key, node in plan.assignments.items():
-        come[search.node_order[node]].append(preemptors[key])
-    gone = _leaving(search, [(c,) for c in ledger.evicted.values()])
-    for c in ledger.evicted.values():
-        i = search.node_order[c.node]
-        back = _without_unit(gone, search.unit_of(c))
-        for p in come.get(i, ()):
-            if p.key not in search.specs or not search.may_evict(p, c.pod):
-                continue
-            others: ChainMap[int, list[Pod]] = ChainMap({i: [q for q in come[i] if q is not p]}, come)
-            rejection = search.after(p, c.node, Moves(back, others))
-            if rejection is not None:
-                ledger.why[c.key] = _blocking(rejection)
-                break
 
 
 def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
