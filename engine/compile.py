@@ -84,7 +84,7 @@ class NodeTuples:
 
 
 @dataclass(slots=True)
-class Checked:
+class ClassesChecked:
     """The classes after the static filters: each class's facts, rejections and candidates, and which
     classes compile left unchecked because the time limit came first."""
 
@@ -155,7 +155,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
 # -- steps ----------------------------------------------------------------------------------------
 
 def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadline: Deadline,
-                   lending: frozenset[str]) -> Checked:
+                   lending: frozenset[str]) -> ClassesChecked:
     """Rejected nodes, candidates and soft scores per class, highest priority first, while the deadline
     allows; classes after it are left unchecked (every node rejected as not checked)."""
     size, nodes = len(grouped), len(batch.index.nodes)
@@ -176,7 +176,7 @@ def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadlin
         passing = rejected.passing_array()
         scores = node_scores(info, passing, batch)
         candidates[a] = Candidates(shared.of(passing), scores if any(scores) else ())
-    return Checked([info for info in infos if info is not None], candidates, sorted(unchecked))
+    return ClassesChecked([info for info in infos if info is not None], candidates, sorted(unchecked))
 
 
 def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:

@@ -18,7 +18,7 @@ from .ir import Rules
 from .isolation import plan_isolated
 from .model import Cluster, Quota
 from .plan import Plan, make_plan
-from .preempt import PREEMPTION_SHARE, Settings, lowest_running, may_preempt_any, preempt, say_never
+from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
 from .tenants import Usage
 
@@ -69,5 +69,5 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
         say_never(cluster, plan, lowest)
     if not hopeful:
         return plan
-    settings = Settings(rules.placement, Deadline(started + options.time_limit), options.workers, options.seed)
+    settings = PreemptionSettings(rules.placement, Deadline(started + options.time_limit), options.workers, options.seed)
     return preempt(cluster, plan, rules.victims, settings, started, progress)

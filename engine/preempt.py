@@ -22,7 +22,7 @@ plan left out are taken together, highest priority first, against one ledger of 
    are better in upstream's order (`_batch`); when the best so far breaks a budget, once more with the pods the
    budgets cannot spare held in place.
 
-The time limit is a wall for the whole stage (`Settings.deadline`, on its clock): finding the candidates stops
+The time limit is a wall for the whole stage (`PreemptionSettings.deadline`, on its clock): finding the candidates stops
 there, the feasible nodes are compiled per group of preemptors only when that group's turn comes and not after it,
 victim selection (each pod's look over its nodes, the fewer-violations search) takes 70% of what is left, and
 every re-plan is given only the time left, not started when the last one shows it could not end in time. What the
@@ -253,7 +253,7 @@ class Hints:
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class PreemptionSettings:
     """How the stage runs: the policies' placement rules, the solver's, and when it must be done (the deadline's
     clock is the stage's: a test may give its own)."""
 
@@ -270,7 +270,7 @@ class Wall:
     the next), and none starts when less is left than the last one needed besides its solver's search (compile,
     starting plans, explanations: what a shorter limit does not shorten)."""
 
-    settings: Settings
+    settings: PreemptionSettings
     needs: float = 0.0  # seconds the last re-plan took besides CP-SAT's search
 
     def left(self) -> float:
@@ -290,7 +290,7 @@ def _within(deadline: Deadline, share: float) -> Deadline:
     return deadline if deadline.at is None else Deadline(deadline.clock() + share * _left(deadline), deadline.clock)
 
 
-def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: Settings, started: float,
+def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,
             progress: Callable[[str], None] | None = None) -> Plan:
     """Steps 2-4 for the pods `plan` left out that may preempt; the plan unchanged when there are none. Within
     `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc). The cyclic garbage
@@ -303,7 +303,7 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
         return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
 
 
-def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: Settings, started: float,
+def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,
              preemptors: list[Pod], progress: Callable[[str], None] | None) -> Plan:
     hints = Hints()
     search = _stage(cluster, plan, rules, preemptors, settings.deadline)

@@ -60,7 +60,7 @@ def test_example_parses_into_a_typed_ast():
     kinds = [type(s).__name__ for s in policy.statements]
     assert kinds == ["Scope", "NodeRequirement", "Tolerate", "NodeRequirement", "Minimize", "Proximity", "GangBy"]
     tol = policy.statements[2]
-    assert tol.taints[0] == A.TaintToleration("nvidia.com/gpu", "present", "NoSchedule", tol.taints[0].pos)
+    assert tol.taints[0] == A.TaintPattern("nvidia.com/gpu", "present", "NoSchedule", tol.taints[0].pos)
     assert policy.statements[1].pos.line == 4 and policy.statements[1].pos.column == 3
     assert check([policy], {"ml.policy": EXAMPLE}) == []
 

@@ -15,7 +15,7 @@ from engine.plan import make_plan
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from engine.preempt import OUT_OF_TIME, Settings, preempt
+from engine.preempt import OUT_OF_TIME, PreemptionSettings, preempt
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import budget, in_group, native_group, node, pod, podgroup, priority_class
 
@@ -489,10 +489,10 @@ def test_victim_selection_stops_at_its_deadline_and_says_so() -> None:
     first = make_plan(cluster, time_limit=5, workers=1)
     assert len(first.unschedulable) == 2
     now = time.perf_counter()
-    late = preempt(cluster, first, None, Settings(None, Deadline(now), 1, 0), now)
+    late = preempt(cluster, first, None, PreemptionSettings(None, Deadline(now), 1, 0), now)
     assert late.evictions == () or not late.evictions
     assert all(OUT_OF_TIME in " ".join(r) for r in late.unschedulable.values())
-    on_time = preempt(cluster, first, None, Settings(None, Deadline(now + 5), 1, 0), now)
+    on_time = preempt(cluster, first, None, PreemptionSettings(None, Deadline(now + 5), 1, 0), now)
     assert len(on_time.assignments) == 2 and len(on_time.evictions) == 2
 
 
@@ -549,7 +549,7 @@ def test_every_phase_of_the_stage_stops_at_its_deadline(monkeypatch) -> None:
     monkeypatch.setattr(preempt_module, "make_plan", timed_replan)
     deadline = Deadline(clock() + 10.0, clock)
     # the search's phases alone: the batch model (tests/test_preemption_model.py) would serve the rest in the time left
-    plan = preempt(cluster, first, None, Settings(None, deadline, 1, 0, batch_model=False), clock())
+    plan = preempt(cluster, first, None, PreemptionSettings(None, deadline, 1, 0, batch_model=False), clock())
     assert clock() <= deadline.at + 0.5  # what is left over is real time only: a re-plan of a tiny cluster
     assert limits and all(limit <= left for limit, left in limits)  # each re-plan within the time left
     assert first.assignments.items() <= plan.assignments.items()
@@ -574,7 +574,7 @@ def test_victims_not_settled_by_a_re_plan_in_time_are_not_evicted(monkeypatch) -
         return ledger
 
     monkeypatch.setattr(preempt_module, "choose_victims", slow_choice)
-    plan = preempt(cluster, first, None, Settings(None, Deadline(clock() + 10.0, clock), 1, 0), clock())
+    plan = preempt(cluster, first, None, PreemptionSettings(None, Deadline(clock() + 10.0, clock), 1, 0), clock())
     assert plan.assignments == first.assignments and not plan.evictions
     assert set(plan.unschedulable) == set(first.unschedulable)
     assert all(reasons[-1] == OUT_OF_TIME for reasons in plan.unschedulable.values())

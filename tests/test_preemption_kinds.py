@@ -17,7 +17,7 @@ from engine.plan import make_plan
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from engine.preempt import Settings, preempt
+from engine.preempt import PreemptionSettings, preempt
 from testkit.checker import check_in_order
 from testkit.manifests import (
     budget,
@@ -105,7 +105,7 @@ def searched(docs: list[dict]):
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
     first = make_plan(cluster, time_limit=2, workers=1)
     now = time.perf_counter()
-    return preempt(cluster, first, None, Settings(None, Deadline(now + 10), 1, 0, batch_model=False), now)
+    return preempt(cluster, first, None, PreemptionSettings(None, Deadline(now + 10), 1, 0, batch_model=False), now)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -15,7 +15,7 @@ from engine import preempt_model
 from engine.compile import Deadline
 from engine.load import build_cluster
 from engine.plan import make_plan
-from engine.preempt import Settings, preempt
+from engine.preempt import PreemptionSettings, preempt
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import anti, budget, in_group, native_group, node, pod, term
 
@@ -25,7 +25,7 @@ def preempted(docs: list[dict], model: bool = True, seconds: float = 10.0):
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
     first = make_plan(cluster, time_limit=5, workers=1)
     now = time.perf_counter()
-    return preempt(cluster, first, None, Settings(None, Deadline(now + seconds), 1, 0, batch_model=model), now)
+    return preempt(cluster, first, None, PreemptionSettings(None, Deadline(now + seconds), 1, 0, batch_model=model), now)
 
 
 def victims(plan) -> set[str]:

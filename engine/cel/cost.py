@@ -136,7 +136,7 @@ def is_scalar(t: Type) -> bool:
 
 
 @dataclass
-class Node:
+class SizedNode:
     """cel-go's AstNode: what an estimator sees of an argument."""
 
     expr: Expr | None
@@ -188,13 +188,13 @@ class Coster:
             return list(self.scopes[e.name][-1].path)
         return list(self.paths.get(e.id, []))
 
-    def node(self, e: Expr) -> Node:
+    def node(self, e: Expr) -> SizedNode:
         path: list[str] | None = self.path(e)
         if path and path[0] in ACCUMULATORS:
             path = None
-        return Node(e, path, self.type(e), self.compute_size(e))
+        return SizedNode(e, path, self.type(e), self.compute_size(e))
 
-    def estimate_size(self, node: Node) -> Est | None:
+    def estimate_size(self, node: SizedNode) -> Est | None:
         decl = device_decl(node.path)
         return Est(0, decl.size) if decl is not None else None
 
@@ -204,7 +204,7 @@ class Coster:
         literal = _literal_size(e)
         if literal is not None:
             return literal
-        size = self.estimate_size(Node(e, self.path(e), self.type(e), None))
+        size = self.estimate_size(SizedNode(e, self.path(e), self.type(e), None))
         if size is not None:
             self.sizes[e.id] = size
             return size
@@ -214,11 +214,11 @@ class Coster:
             return self.scopes[e.name][-1].size
         return None
 
-    def size_or_unknown(self, e: Expr | Node) -> Est:
-        size = e.size if isinstance(e, Node) else self.compute_size(e)
+    def size_or_unknown(self, e: Expr | SizedNode) -> Est:
+        size = e.size if isinstance(e, SizedNode) else self.compute_size(e)
         return size if size is not None else UNKNOWN
 
-    def sized(self, node: Node) -> Est:
+    def sized(self, node: SizedNode) -> Est:
         """library/cost.go sizeEstimate: the node's computed size, else the size estimator's, else unknown."""
         if node.size is not None:
             return node.size
@@ -384,7 +384,7 @@ class Coster:
 
     # -- calls ------------------------------------------------------------------------------------------------------
 
-    def function_cost(self, e: Expr, overload: str, target: Node | None, args: list[Node],
+    def function_cost(self, e: Expr, overload: str, target: SizedNode | None, args: list[SizedNode],
                       arg_costs: list[Est]) -> tuple[Est, Est | None]:
         arg_sum = ZERO
         for a in arg_costs:
@@ -396,7 +396,7 @@ class Coster:
                     return found[0].add(arg_sum), found[1]
         return self.builtin(e, overload, target, args, arg_costs, arg_sum)
 
-    def builtin(self, e: Expr, overload: str, target: Node | None, args: list[Node], arg_costs: list[Est],
+    def builtin(self, e: Expr, overload: str, target: SizedNode | None, args: list[SizedNode], arg_costs: list[Est],
                 arg_sum: Est) -> tuple[Est, Est | None]:
         """The overloads cel-go's coster knows itself (functionCost's switch)."""
         if overload == "string_format" and target is not None:
@@ -427,13 +427,13 @@ class Coster:
             return Est(1 if smallest > 0 else 0, smallest).factor(TRAVERSAL).add(arg_sum), None
         return ONE.add(arg_sum), None
 
-    def conditional(self, e: Expr, args: list[Node], arg_costs: list[Est]) -> tuple[Est, Est | None]:
+    def conditional(self, e: Expr, args: list[SizedNode], arg_costs: list[Est]) -> tuple[Est, Est | None]:
         size = self.size_or_unknown(args[1]).union(self.size_or_unknown(args[2]))
         left = self.entry_size(args[1].expr) if args[1].expr else None
         self.set_entry(e, left.union(self.entry_size(args[2].expr)) if left and args[2].expr else None)
         return arg_costs[0].add(arg_costs[1].union(arg_costs[2])), size
 
-    def concatenation(self, e: Expr, overload: str, args: list[Node], arg_sum: Est) -> tuple[Est, Est | None]:
+    def concatenation(self, e: Expr, overload: str, args: list[SizedNode], arg_sum: Est) -> tuple[Est, Est | None]:
         size = self.size_or_unknown(args[0]).add(self.size_or_unknown(args[1]))
         left = self.entry_size(args[0].expr) if args[0].expr else None
         if left is not None and args[1].expr is not None:
@@ -442,17 +442,17 @@ class Coster:
             return ONE.add(arg_sum), size
         return size.factor(TRAVERSAL).add(arg_sum), size
 
-    def kubernetes(self, _: Coster, e: Expr, overload: str, target: Node | None,
-                   args: list[Node]) -> tuple[Est, Est | None] | None:
+    def kubernetes(self, _: Coster, e: Expr, overload: str, target: SizedNode | None,
+                   args: list[SizedNode]) -> tuple[Est, Est | None] | None:
         """library/cost.go CostEstimator.EstimateCallCost, by function name."""
         found = _KUBERNETES.get(e.name)
         return found(self, overload, target, args) if found is not None else None
 
-    def element(self, node: Node) -> Node | None:
+    def element(self, node: SizedNode) -> SizedNode | None:
         """library/cost.go listElementNode."""
         if not node.type.params:
             return None
-        return Node(None, node.path + ["@items"] if node.path is not None else None, node.type.params[0], None)
+        return SizedNode(None, node.path + ["@items"] if node.path is not None else None, node.type.params[0], None)
 
 
 def _literal_size(e: Expr) -> Est | None:
@@ -472,8 +472,8 @@ def _literal_size(e: Expr) -> Est | None:
 _COMPARISONS = {f"{op}_{t}" for op in ("less", "greater", "less_equals", "greater_equals") for t in ("string", "bytes")}
 _COMPARISONS |= {"equals", "not_equals"}
 
-Estimator = Callable[[Coster, Expr, str, "Node | None", list[Node]], "tuple[Est, Est | None] | None"]
-KubeEstimator = Callable[[Coster, str, "Node | None", list[Node]], "tuple[Est, Est | None] | None"]
+Estimator = Callable[[Coster, Expr, str, "SizedNode | None", list[SizedNode]], "tuple[Est, Est | None] | None"]
+KubeEstimator = Callable[[Coster, str, "SizedNode | None", list[SizedNode]], "tuple[Est, Est | None] | None"]
 
 
 def _list_call(factor: float, size: Est) -> tuple[Est, Est]:
@@ -481,14 +481,14 @@ def _list_call(factor: float, size: Est) -> tuple[Est, Est]:
     return size.factor(factor).add(ONE).add(fixed(LIST_CREATE)), size
 
 
-def _int_literal(node: Node, default: int) -> int:
+def _int_literal(node: SizedNode, default: int) -> int:
     e = node.expr
     if e is None or e.kind != "const" or not isinstance(e.value, int) or isinstance(e.value, bool) or e.uint:
         return default
     return max(e.value, 0)
 
 
-def _slice(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est] | None:
+def _slice(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est] | None:
     if target is None or len(args) != 2:
         return None
     sz = c.sized(target)
@@ -496,28 +496,28 @@ def _slice(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) ->
     return _list_call(1, fixed(end - start if end >= start else U64))
 
 
-def _range(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est] | None:
+def _range(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est] | None:
     return None if target is not None or len(args) != 1 else _list_call(1, fixed(_int_literal(args[0], U64)))
 
 
-def _reverse(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est] | None:
+def _reverse(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est] | None:
     return None if target is None or args else _list_call(1, c.sized(target))
 
 
-def _flatten(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est] | None:
+def _flatten(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est] | None:
     if target is None or len(args) > 1:
         return None
     return _list_call(float(_int_literal(args[0], U64) if args else 1), c.sized(target))
 
 
-def _distinct(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est] | None:
+def _distinct(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est] | None:
     if target is None or args:
         return None
     sz = c.sized(target)
     return _list_call(2.0, sz.mul(sz))
 
 
-def _sort(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est] | None:
+def _sort(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est] | None:
     by = "sortByAssociatedKeys" in o
     if target is None or len(args) != (1 if by else 0):
         return None
@@ -527,7 +527,7 @@ def _sort(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> 
 
 
 def _sets(factor: float) -> Estimator:
-    def estimate(c: Coster, e: Expr, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+    def estimate(c: Coster, e: Expr, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
         if len(args) != 2:
             return None
         return c.sized(args[0]).mul(c.sized(args[1])).factor(factor).add(ONE), None
@@ -549,7 +549,7 @@ _OVERLOAD_ESTIMATORS: dict[str, Estimator] = {
 KubeResult = "tuple[Est, Est | None] | None"
 
 
-def _k_lists(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_lists(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if target is None:
         return None
     element = c.element(target)
@@ -561,7 +561,7 @@ def _k_lists(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[
     return c.sized(target).mul(cost), None
 
 
-def _k_traverse_target(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_traverse_target(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if target is None:
         return None
     sz = c.sized(target)
@@ -569,12 +569,12 @@ def _k_traverse_target(c: Coster, o: str, target: Node | None, args: list[Node])
 
 
 def _k_traverse_arg(factor: float) -> KubeEstimator:
-    def estimate(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+    def estimate(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
         return (c.sized(args[0]).factor(factor), None) if args else None
     return estimate
 
 
-def _k_replace(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_replace(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if target is None or len(args) < 2:
         return None
     sz, old, new = c.sized(target), c.sized(args[0]), c.sized(args[1])
@@ -593,7 +593,7 @@ def _replacements(size: int, old: int, empty: bool, kept: bool) -> tuple[int, in
     return math.ceil(size / old), 0
 
 
-def _k_split(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_split(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if target is None:
         return None
     sz = c.sized(target)
@@ -604,7 +604,7 @@ def _k_split(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[
     return sz.factor(2 * TRAVERSAL), Est(0, most)
 
 
-def _k_join(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_join(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if target is None:
         return None
     size, count = ZERO, c.sized(target)
@@ -617,20 +617,20 @@ def _k_join(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[E
     return size.factor(TRAVERSAL), size
 
 
-def _k_find(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_find(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if target is None or not args:
         return None
     sz = c.sized(target)
     return sz.add(ONE).factor(TRAVERSAL).mul(c.sized(args[0]).factor(REGEX)), Est(0, sz.hi)
 
 
-def _k_ip(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_ip(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if o == "cidr_ip":
         return ONE, None
     return (c.sized(args[0]).factor(TRAVERSAL), None) if args else None
 
 
-def _k_contains(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_contains(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if not args:
         return None
     address = Est(4, 16)
@@ -642,11 +642,11 @@ def _k_contains(c: Coster, o: str, target: Node | None, args: list[Node]) -> tup
     return cost, None
 
 
-def _k_one(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_one(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     return ONE, None
 
 
-def _k_equals(c: Coster, o: str, target: Node | None, args: list[Node]) -> tuple[Est, Est | None] | None:
+def _k_equals(c: Coster, o: str, target: SizedNode | None, args: list[SizedNode]) -> tuple[Est, Est | None] | None:
     if len(args) != 2 or args[0].type != args[1].type:
         return None
     t = args[0].type

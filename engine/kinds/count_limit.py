@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..ir import Constraint, Source
-from ..ir import CountLimit as Limit_
+from ..ir import CountLimit as Limit_  # the rule; this module's kind is CountLimitKind
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import Blocker
 from ..solve.problem import Check, Limit
@@ -29,7 +29,7 @@ def full(key: str, most: int, source: str) -> str:
     return f"node(s) are in a {key} domain that already holds the limit of {most} pod(s) ({source})"
 
 
-class CountLimit(Kind):
+class CountLimitKind(Kind):
     name = "CountLimit"
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_LABEL),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
@@ -83,4 +83,4 @@ class CountLimit(Kind):
         return f"node(s) are in a domain already at the limit in this batch's plan: {blocker.rule.why}"  # type: ignore[attr-defined]
 
 
-KIND = CountLimit()
+KIND = CountLimitKind()

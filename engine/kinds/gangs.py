@@ -14,7 +14,7 @@ import numpy as np
 from ..index import BoundState
 from ..model import SCHEDULING_GROUP, Cluster, Pod
 from ..solve.greedy import GreedyState, greedy, members_that_fit
-from ..solve.problem import Gang, Problem, Solution, Status
+from ..solve.problem import GangRow, Problem, Solution, Status
 from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class Coscheduling(Kind):
             need = max(0, gi.min_member - gi.bound)
             if gi.short_of:
                 need = gi.pending + 1  # cannot start: the cluster lacks the room its minResources asks for
-            build.problem.gangs.append(Gang(tuple(gi.classes), need, partition, domains))
+            build.problem.gangs.append(GangRow(tuple(gi.classes), need, partition, domains))
             for a in gi.classes:
                 build.problem.classes[a].gang = g
 

@@ -295,7 +295,7 @@ class NodeRequirement:
 
 
 @dataclass(frozen=True, slots=True)
-class TaintToleration:
+class TaintPattern:
     key: str  # "" with exists=True: every taint
     value: str | None  # None: any value (operator Exists)
     effect: str  # "" = every effect
@@ -304,7 +304,7 @@ class TaintToleration:
 
 @dataclass(frozen=True, slots=True)
 class Tolerate:
-    taints: tuple[TaintToleration, ...]
+    taints: tuple[TaintPattern, ...]
     pos: Pos
 
 
@@ -377,7 +377,7 @@ class GangBy:
 
 
 @dataclass(frozen=True, slots=True)
-class Limit:
+class AtMost:
     """at most K per domain of pods …: no domain hosting the pod holds more than K of them."""
 
     most: int
@@ -387,7 +387,7 @@ class Limit:
 
 
 @dataclass(frozen=True, slots=True)
-class NodeUsage:
+class PackOrSpread:
     """pack nodes (each node the batch starts using costs `weight`) / spread nodes (earns it)."""
 
     pack: bool
@@ -403,7 +403,7 @@ class Protect:
 
 
 @dataclass(frozen=True, slots=True)
-class EvictionCap:
+class EvictionsPerCycle:
     """at most N evictions [per namespace] per cycle: victims in scope, counted in total or per namespace."""
 
     most: int
@@ -421,7 +421,7 @@ class DefaultSpread:
 
 
 @dataclass(frozen=True, slots=True)
-class DefaultSpreading:
+class DefaultSpreadingRule:
     """default spreading off / default spreading per zone max skew 2, …: replaces upstream's system-default
     spreading (per node max skew 3, per zone max skew 5) for the pods in scope that it applies to."""
 
@@ -459,8 +459,8 @@ class QuotaWeight:
     pos: Pos
 
 
-Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | Limit | NodeUsage
-             | Protect | EvictionCap | DefaultSpreading | QuotaAmounts | QuotaWeight)
+Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | AtMost | PackOrSpread
+             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight)
 
 
 @dataclass(frozen=True, slots=True)

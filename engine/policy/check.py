@@ -207,18 +207,18 @@ def _proximity(s: A.Proximity) -> Iterator[tuple[A.Pos, str]]:
     yield from _pods(s.pods)
 
 
-def _node_usage(s: A.NodeUsage) -> Iterator[tuple[A.Pos, str]]:
+def _node_usage(s: A.PackOrSpread) -> Iterator[tuple[A.Pos, str]]:
     yield from _weight(s.weight, s.pos)
 
 
-def _limit(s: A.Limit) -> Iterator[tuple[A.Pos, str]]:
+def _limit(s: A.AtMost) -> Iterator[tuple[A.Pos, str]]:
     yield from _label_key(s.domain.key, s.domain.pos, "topology key")
     if s.most < 1:
         yield s.pos, f"'at most {s.most}' leaves no room at all; use 'separate from' to keep pods apart"
     yield from _pods(s.pods)
 
 
-def _default_spreading(s: A.DefaultSpreading) -> Iterator[tuple[A.Pos, str]]:
+def _default_spreading(s: A.DefaultSpreadingRule) -> Iterator[tuple[A.Pos, str]]:
     seen: set[str] = set()
     for spread in s.spreads:
         yield from _label_key(spread.domain.key, spread.domain.pos, "topology key")
@@ -229,7 +229,7 @@ def _default_spreading(s: A.DefaultSpreading) -> Iterator[tuple[A.Pos, str]]:
         seen.add(spread.domain.key)
 
 
-def _eviction_cap(s: A.EvictionCap) -> Iterator[tuple[A.Pos, str]]:
+def _eviction_cap(s: A.EvictionsPerCycle) -> Iterator[tuple[A.Pos, str]]:
     if s.most > MAX_PODS_PER_CLUSTER:
         yield s.pos, f"'at most {s.most} evictions' is more than a cluster can hold ({MAX_PODS_PER_CLUSTER:,} pods)"
 
@@ -249,8 +249,8 @@ def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
 
 _CHECKS: dict[type, Callable[[Any], Iterator[tuple[A.Pos, str]]]] = {
     A.Scope: _scope, A.NodeRequirement: _node_requirement, A.Tolerate: _tolerate, A.Minimize: _minimize,
-    A.MinimizeCost: _minimize_cost, A.Proximity: _proximity, A.NodeUsage: _node_usage, A.Limit: _limit,
-    A.EvictionCap: _eviction_cap, A.GangBy: _gang, A.DefaultSpreading: _default_spreading,
+    A.MinimizeCost: _minimize_cost, A.Proximity: _proximity, A.PackOrSpread: _node_usage, A.AtMost: _limit,
+    A.EvictionsPerCycle: _eviction_cap, A.GangBy: _gang, A.DefaultSpreadingRule: _default_spreading,
 }
 
 

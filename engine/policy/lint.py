@@ -50,7 +50,7 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
                     if size < s.min_member:
                         report(s.pos, f"gang {ns}/{s.label}={value} has {size} pod(s) in the snapshot but needs "
                                       f"{s.min_member}: it cannot start")
-            elif (isinstance(s, (A.Proximity, A.Limit)) and isinstance(s.pods, A.PodsWhere)
+            elif (isinstance(s, (A.Proximity, A.AtMost)) and isinstance(s.pods, A.PodsWhere)
                   and not any(s.pods.expr.matches(p) for p in pods)):
                     report(s.pods.pos, f"'pods where {s.pods.expr}' matches no pod in the snapshot")
 

@@ -73,7 +73,7 @@ def _source(policy: A.Policy, pos: A.Pos) -> Source:
     return Source(f"{pos.file}:{pos.line} (policy {policy.name})", True, pos.file, pos.line)
 
 
-def _toleration(t: A.TaintToleration) -> Toleration:
+def _toleration(t: A.TaintPattern) -> Toleration:
     if t.value is None:
         return Toleration(t.key, "Exists", "", t.effect)
     return Toleration(t.key, "Equal", t.value, t.effect)
@@ -97,12 +97,12 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Proximity):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [PodProximity(term, s.anti, None if s.weight is None else int(s.weight), src)]
-    if isinstance(s, A.NodeUsage):
+    if isinstance(s, A.PackOrSpread):
         return [NodeOpening(int(s.weight) if s.pack else -int(s.weight), src)]
-    if isinstance(s, A.Limit):
+    if isinstance(s, A.AtMost):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [CountLimit(term, s.most, src)]
-    if isinstance(s, A.DefaultSpreading):
+    if isinstance(s, A.DefaultSpreadingRule):
         return [DefaultSpreading(tuple((d.domain.key, d.max_skew) for d in s.spreads), src)]
     return []  # gangs (engine.gangs, through `gang_rules`) and preemption rules (`preemption_rules`)
 
@@ -175,7 +175,7 @@ def preemption_rules(policies: list[A.Policy]) -> PreemptionRules:
         for policy, s in in_scope(policies, pod):
             if isinstance(s, A.Protect):
                 out.append(Protected(_source(policy, s.pos)))
-            elif isinstance(s, A.EvictionCap):
+            elif isinstance(s, A.EvictionsPerCycle):
                 out.append(EvictionCap(s.most, s.per_namespace, _source(policy, s.pos)))
         return tuple(out)
 

@@ -233,13 +233,13 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def tolerate_all(self, meta, _):
-        return A.Tolerate((A.TaintToleration("", None, "", _pos(self.file, meta)),), _pos(self.file, meta))
+        return A.Tolerate((A.TaintPattern("", None, "", _pos(self.file, meta)),), _pos(self.file, meta))
 
-    def _taint(self, token: Token) -> A.TaintToleration:
+    def _taint(self, token: Token) -> A.TaintPattern:
         text = str(token)
         key_value, _, effect = text.partition(":")
         key, eq, value = key_value.partition("=")
-        return A.TaintToleration(key, value if eq else None, effect, _pos(self.file, token))
+        return A.TaintPattern(key, value if eq else None, effect, _pos(self.file, token))
 
     @v_args(meta=True)
     def minimize(self, meta, items):
@@ -271,23 +271,23 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def pack(self, meta, items):
-        return A.NodeUsage(True, items[0], _pos(self.file, meta))
+        return A.PackOrSpread(True, items[0], _pos(self.file, meta))
 
     @v_args(meta=True)
     def spread(self, meta, items):
-        return A.NodeUsage(False, items[0], _pos(self.file, meta))
+        return A.PackOrSpread(False, items[0], _pos(self.file, meta))
 
     @v_args(meta=True)
     def limit(self, meta, items):
-        return A.Limit(int(items[0]), items[1], items[2], _pos(self.file, meta))
+        return A.AtMost(int(items[0]), items[1], items[2], _pos(self.file, meta))
 
     @v_args(meta=True)
     def default_spreading_off(self, meta, _):
-        return A.DefaultSpreading((), _pos(self.file, meta))
+        return A.DefaultSpreadingRule((), _pos(self.file, meta))
 
     @v_args(meta=True)
     def default_spreading(self, meta, items):
-        return A.DefaultSpreading(tuple(items), _pos(self.file, meta))
+        return A.DefaultSpreadingRule(tuple(items), _pos(self.file, meta))
 
     @v_args(meta=True)
     def default_spread(self, meta, items):
@@ -299,11 +299,11 @@ class _ToAst(Transformer):
 
     @v_args(meta=True)
     def evictions_total(self, meta, items):
-        return A.EvictionCap(int(items[0]), False, _pos(self.file, meta))
+        return A.EvictionsPerCycle(int(items[0]), False, _pos(self.file, meta))
 
     @v_args(meta=True)
     def evictions_per_namespace(self, meta, items):
-        return A.EvictionCap(int(items[0]), True, _pos(self.file, meta))
+        return A.EvictionsPerCycle(int(items[0]), True, _pos(self.file, meta))
 
     @v_args(meta=True)
     def amount(self, meta, items):

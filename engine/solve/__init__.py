@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from .cpsat import ClassModel, TierResult
 from .greedy import greedy
 from .neighbourhood import model_size, per_pair, restrict, room_order
-from .problem import Colocation, Gang, Phases, PodClass, Problem, Separation, Solution, Spread, Status
+from .problem import Colocation, GangRow, Phases, PodClass, Problem, Separation, Solution, Spread, Status
 from .sequential import sequential
 
-__all__ = ["Colocation", "Gang", "PodClass", "Problem", "Separation", "Solution", "Spread", "Status", "solve"]
+__all__ = ["Colocation", "GangRow", "PodClass", "Problem", "Separation", "Solution", "Spread", "Status", "solve"]
 
 Progress = Callable[[str], None]
 

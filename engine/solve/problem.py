@@ -50,7 +50,7 @@ class PodClass:
 
 
 @dataclass(slots=True)
-class Gang:
+class GangRow:
     classes: tuple[int, ...]
     need: int  # pending members that must be placed for the gang to start (minMember minus bound members)
     partition: int | None = None  # all members in one domain of this partition…
@@ -180,7 +180,7 @@ class Problem:
     capacity: list[tuple[int, ...]] = field(default_factory=list)  # per node: allocatable
     partitions: list[list[int]] = field(default_factory=list)  # per partition: domain of each node
     classes: list[PodClass] = field(default_factory=list)
-    gangs: list[Gang] = field(default_factory=list)
+    gangs: list[GangRow] = field(default_factory=list)
     separations: list[Separation] = field(default_factory=list)
     colocations: list[Colocation] = field(default_factory=list)
     spreads: list[Spread] = field(default_factory=list)
