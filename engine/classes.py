@@ -13,7 +13,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .dra import claim_shapes
 from .ir import Constraint, PlacementRules
 from .model import Cluster, Pod
 from .podspec import pod_constraints, with_default_spreading
@@ -23,6 +22,7 @@ MAX_WEIGHT = 1 << 60
 
 PolicyRules = PlacementRules  # a pending pod's policy constraints (the compile stage's hook)
 LabelKeys = Callable[[list[tuple[Constraint, ...]]], frozenset[str] | None]  # pod labels the problem reads
+PodFields = Callable[[Pod], tuple]  # what the kinds read of a pod beyond its rules and labels
 
 
 @dataclass(slots=True)
@@ -53,34 +53,26 @@ class ClassInfo:
 
 
 def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[str] | None,
-              borrowing: frozenset[str] = frozenset()) -> tuple:
+              borrowing: frozenset[str], fields: PodFields) -> tuple:
+    """What tells a pod's class: its namespace, the labels some selector reads, its priority (the objective's
+    tier), its owner kind (policies may select by it), its rules, whether it borrows, and what the kinds read of it
+    (`fields`: `kinds.class_fields`, each kind declaring the pod fields its verdicts read)."""
     labels = pod.labels.items() if visible is None else ((k, v) for k, v in pod.labels.items() if k in visible)
-    return (
-        pod.namespace,
-        tuple(sorted(labels)),
-        tuple(sorted(pod.requests.items())),
-        pod.priority,
-        pod.host_ports,
-        pod.owner[0] if pod.owner else None,  # policies may select by owner kind
-        pod.gang,
-        pod.volumes,
-        claim_shapes(pod),
-        constraints,
-        pod.key in borrowing,
-    )
+    return (pod.namespace, tuple(sorted(labels)), pod.priority, pod.owner[0] if pod.owner else None, constraints,
+            pod.key in borrowing, fields(pod))
 
 
-def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys,
+def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys, fields: PodFields,
                borrowing: frozenset[str] = frozenset()) -> list[tuple[list[Pod], tuple]]:
     """(pods, constraints) per class, pods of a class in queue order (creation time, then name).
-    `label_keys` says which pod labels some selector of the problem reads (None: any may be); pods that would
-    borrow beyond their tenant's min (`borrowing`) are classes of their own."""
+    `label_keys` says which pod labels some selector of the problem reads (None: any may be); `fields` what else
+    of a pod the kinds read; pods that would borrow beyond their tenant's min (`borrowing`) are classes of their own."""
     rules = [with_default_spreading(pod, pod_constraints(pod) + (policy(pod) if policy else ()))
              for pod in cluster.pending]
     visible = label_keys(list(set(rules)))
     groups: dict[tuple, tuple[list[Pod], tuple[Constraint, ...]]] = {}
     for pod, constraints in zip(cluster.pending, rules):
-        key = class_key(pod, constraints, visible, borrowing)
+        key = class_key(pod, constraints, visible, borrowing, fields)
         groups.setdefault(key, ([], constraints))[0].append(pod)
     out = list(groups.values())
     for pods, _ in out:

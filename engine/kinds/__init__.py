@@ -87,6 +87,11 @@ def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[S
     return [part for part in out if part.points.any()]
 
 
+def class_fields(pod: Pod) -> tuple:
+    """What every kind reads of a pod beyond its rules and labels (Kind.class_fields): part of its class's key."""
+    return tuple(kind.class_fields(pod) for kind in KINDS)
+
+
 def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves, only: tuple[Kind, ...] = MOVED) -> Rejection | None:
     """Every kind's Filter on node i once `moves` happened (upstream's preemption re-running the filters with the
     victims removed): the first rejection in filter order, None when the pod passes them all. `only`: the kinds to
@@ -133,6 +138,7 @@ __all__ = [
     "Spot",
     "Waiting",
     "after",
+    "class_fields",
     "helped_by",
     "score_parts",
     "swayed",

@@ -189,6 +189,11 @@ class Kind:
         a class."""
         return ()
 
+    def class_fields(self, pod: Pod) -> tuple:
+        """What of a pod, beyond its rules, namespace, priority and the labels selectors read, this kind's verdicts
+        read: pods that differ there never share a class (a kind reading a new field says so here, not in classes)."""
+        return ()
+
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         """A verdict for every node at once, before any filter runs (upstream's PreFilter failing): the pod
         cannot be placed anywhere now, whatever the node."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..dra import Allocator, ClaimAllocation, allocation_results, taken_devices
+from ..dra import Allocator, ClaimAllocation, allocation_results, claim_shapes, taken_devices
 from ..ir import NodeTerms
 from ..model import DEVICE_ROW, Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
@@ -47,6 +47,9 @@ class DynamicResources(Kind):
               ClusterEvent(Resource.DEVICE_CLASS, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
+
+    def class_fields(self, pod: Pod) -> tuple:
+        return claim_shapes(pod)
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         """A claim missing, not created yet or being deleted; or a selector of its claims (or their classes)

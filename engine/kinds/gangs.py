@@ -43,6 +43,9 @@ class Coscheduling(Kind):
     name = "Coscheduling"
     events = (ClusterEvent(Resource.POD, Action.ADD), ClusterEvent(Resource.POD_GROUP, Action.ADD | Action.UPDATE))
 
+    def class_fields(self, pod: Pod) -> tuple:
+        return (pod.gang,)  # its gang (members are placed all or nothing)
+
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A gang waits for members: a new pending member wakes it in the queue itself (its unit is the gang), so a
         pod taking a node helps no gang; a PodGroup added or changed may."""

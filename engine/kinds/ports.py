@@ -34,6 +34,9 @@ class NodePorts(Kind):
         if clash:
             out.add(Rejection(self.name, (ERR_REASON,)), clash)
 
+    def class_fields(self, pod: Pod) -> tuple:
+        return pod.host_ports
+
     def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
         """The ports the node's pods hold once the leaving ones are gone and the arriving ones there."""
         wanted = spec.sample.host_ports

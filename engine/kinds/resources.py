@@ -48,6 +48,9 @@ class NodeResourcesFit(Kind):
             if not hopeless.all():
                 out.add(Rejection(self.name, reasons), members[~hopeless])
 
+    def class_fields(self, pod: Pod) -> tuple:
+        return tuple(sorted(pod.requests.items()))
+
     def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
         """Node i's free room once the leaving pods' requests are back and the arriving pods' taken (upstream's
         NodeInfo after RemovePod/AddPod)."""

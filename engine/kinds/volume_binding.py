@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import NodeTerms
-from ..model import ClaimUse, Node, Volume
+from ..model import ClaimUse, Node, Pod, Volume
 from ..rejections import Rejection, Rejections
 from ..storage import fits, match_claims, provisionable
 from .base import Action, ClusterEvent, Kind, Resource, ScorePart
@@ -62,6 +62,9 @@ class VolumeBinding(Kind):
               ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.STORAGE_CLASS, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
+
+    def class_fields(self, pod: Pod) -> tuple:
+        return (pod.volumes,)  # what its claims mean (every volume kind reads PodVolumes)
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         blocked = spec.sample.volumes.blocked
