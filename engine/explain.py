@@ -17,9 +17,9 @@ from .kinds import BY_CHECK, BY_NAME, KINDS, Spot, score_parts
 from .kinds.context import Batch, ClassMatcher
 from .model import Quota
 from .rejections import Rejection
-from .solve.greedy import Blocker, GreedyState
+from .solve.greedy import GreedyState
 from .solve.greedy import replay as greedy_replay
-from .solve.problem import Check, Solution, Status
+from .solve.problem import Blocker, Check, Solution, Status
 
 
 @dataclass(frozen=True, slots=True)

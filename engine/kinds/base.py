@@ -21,8 +21,8 @@ import numpy as np
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
 from ..model import Node, Pod, PodAffinityTerm
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker, GreedyState
-from ..solve.problem import Check
+from ..solve.greedy import GreedyState
+from ..solve.problem import Blocker, Check
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 from ..ir import Constraint, Source
 from ..ir import CountLimit as Limit_  # the rule; this module's kind is CountLimitKind
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker
-from ..solve.problem import Check, Limit
+from ..solve.problem import Blocker, Check, Limit
 from .base import Action, ClusterEvent, Kind, Moves, Resource, Spot
 from .context import domain_net, label_of, matched_by, one_node_domains
 

@@ -19,8 +19,7 @@ import numpy as np
 from ..ir import Constraint, PodProximity, PodTerm, Source
 from ..model import Pod
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker
-from ..solve.problem import Check, Colocation, Separation
+from ..solve.problem import Blocker, Check, Colocation, Separation
 from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
 from .context import domain_net, label_of, matched_by, one_node_domains
 

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Pod
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker
-from ..solve.problem import Check
+from ..solve.problem import Blocker, Check
 from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 
 if TYPE_CHECKING:

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 from .. import tenants as T
 from ..model import Quota
 from ..rejections import Rejection
-from ..solve.greedy import Blocker
-from ..solve.problem import Budget, Check, Share
+from ..solve.problem import Blocker, Budget, Check, Share
 from .base import Action, ClusterEvent, Kind, Resource, Spot
 
 if TYPE_CHECKING:

@@ -10,8 +10,7 @@ import numpy as np
 
 from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker
-from ..solve.problem import Check
+from ..solve.problem import Blocker, Check
 from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 
 if TYPE_CHECKING:

@@ -14,8 +14,7 @@ from ..classes import ClassInfo
 from ..ir import Constraint, SpreadRule
 from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, tolerated
 from ..rejections import Rejection, Rejections
-from ..solve.greedy import Blocker
-from ..solve.problem import NO_DOMAIN, Check, Spread
+from ..solve.problem import NO_DOMAIN, Blocker, Check, Spread
 from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
 from .node_affinity import hard_rules
 from .taints import tolerations

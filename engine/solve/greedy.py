@@ -11,10 +11,9 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import TypeVar
 
-from .problem import NO_DOMAIN, Check, Problem
+from .problem import NO_DOMAIN, Blocker, Check, Problem
 
 Stop = Callable[[], bool]  # a starting plan's deadline: True once its time is up
 Unit = TypeVar("Unit")
@@ -22,14 +21,6 @@ Unit = TypeVar("Unit")
 
 def _never() -> bool:
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class Blocker:
-    """Why a node cannot take one more pod of a class now: the check that failed, and its row (if any)."""
-
-    check: Check
-    rule: object = None
 
 
 RESOURCES, PORTS = Blocker(Check.RESOURCES), Blocker(Check.PORTS)

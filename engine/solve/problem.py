@@ -35,6 +35,14 @@ class Status(StrEnum):
     GREEDY = "GREEDY"  # valid; CP-SAT did not improve or prove it within the time limit
 
 
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """Why a node cannot take one more pod of a class now: the check that failed, and its row (if any)."""
+
+    check: Check
+    rule: object = None
+
+
 @dataclass(slots=True)
 class PodClass:
     count: int
