@@ -1341,6 +1341,8 @@ def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[st
         if owner is None and c.unit is not None:
             owner = owners.get(c.unit)
         owner = owner or _owner(search, c, placed) or _owner(search, c, on_node.get(c.node, []), anyone=True)
+        if owner is None and c.unit is not None:  # a member no placed preemptor outranks: its group goes whole anyway
+            owner = _owner(search, c, placed, anyone=True)
         if owner is None:
             continue
         covering = search.budgets_of(c.pod)
