@@ -318,7 +318,11 @@ def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settin
     if progress:
         progress(f"preemption: {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods evicted"
                  f" (batch model: {said})")
-    preemptions = _attribute(replan, ledger, search, {p.key: p for p in preemptors})
+    by_key = {p.key: p for p in preemptors}
+    if ledger.evicted:  # who needs each victim, and why, in the plan kept (trials on the way wrote the same notes)
+        ledger = replace(ledger, needed_by={}, why=dict(ledger.why))
+        _needed(search, replan, ledger, by_key)
+    preemptions = _attribute(replan, ledger, search, by_key)
     return _merge(plan, replan, preemptions, hints, started, said)
 
 
