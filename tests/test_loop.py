@@ -133,13 +133,20 @@ def test_a_failed_cycle_forgets_its_assumptions_and_requeues_the_batch(monkeypat
     _sync(s)
     loop = s.loops[0]
 
+    stop = threading.Event()
+    tries = []
+
     def broken(placements):
+        tries.append(placements)
+        stop.set()  # run() stops once this cycle is over: what it does after a failure, not how long it has
         raise RuntimeError("boom")
 
     monkeypatch.setattr(s.binder, "bind_all", broken)
-    stop = threading.Event()
-    threading.Timer(1.0, stop.set).start()
+    guard = threading.Timer(60, stop.set)  # a loop that never binds fails below instead of hanging
+    guard.start()
     loop.run(stop)  # the cycle fails; run() goes on until stopped
+    guard.cancel()
+    assert tries  # the cycle ran and failed
     assert not s.store.is_assumed("default/a")
     assert loop.queue.waiting() == 1
 
