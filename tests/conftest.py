@@ -19,3 +19,14 @@ if os.environ.get("CI") and not os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile("ci")
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests marked `perf` assert how fast, which depends on the machine: they run only when `-m` names them
+    (`python -m pytest -m perf`); every other run, the README's and CI's among them, deselects them."""
+    if "perf" in (config.getoption("markexpr") or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker("perf") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("perf") is not None])
+        items[:] = kept

@@ -3,7 +3,6 @@ pyproject.toml), and no function in engine/ over 60 lines."""
 from __future__ import annotations
 
 import ast
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,26 +11,27 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 60
 
 
-def _tool(name: str) -> str:
-    return shutil.which(name) or str(Path(sys.executable).parent / name)
+# The tools are the running interpreter's own (those `pip install '.[test]'` pinned), never whichever is first on PATH:
+# another mypy there once failed this with 15 errors. import-linter has no `python -m` entry point: its command, run.
+LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
 def test_import_contracts_hold() -> None:
-    result = _run(_tool("lint-imports"), "--config", str(ROOT / ".importlinter"), "--no-cache")
+    result = _run("-c", LINT_IMPORTS, "--config", str(ROOT / ".importlinter"), "--no-cache")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
 def test_ruff_finds_nothing() -> None:
-    result = _run(_tool("ruff"), "check", "--no-cache", "engine", "tests", "bench", "testkit")
+    result = _run("-m", "ruff", "check", "--no-cache", "engine", "tests", "bench", "testkit")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 
 def test_mypy_finds_nothing() -> None:
-    result = _run(_tool("mypy"), "--no-incremental", "--cache-dir", "/dev/null")  # files and settings: pyproject
+    result = _run("-m", "mypy", "--no-incremental", "--cache-dir", "/dev/null")  # files and settings: pyproject
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 

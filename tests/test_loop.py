@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
+from clocks import TickingClock
 from engine.loop.cycle import Rejected
 from engine.loop.leader import LeaderElector
 from engine.loop.policies import PolicyHolder
@@ -133,13 +133,20 @@ def test_a_failed_cycle_forgets_its_assumptions_and_requeues_the_batch(monkeypat
     _sync(s)
     loop = s.loops[0]
 
+    stop = threading.Event()
+    tries = []
+
     def broken(placements):
+        tries.append(placements)
+        stop.set()  # run() stops once this cycle is over: what it does after a failure, not how long it has
         raise RuntimeError("boom")
 
     monkeypatch.setattr(s.binder, "bind_all", broken)
-    stop = threading.Event()
-    threading.Timer(1.0, stop.set).start()
+    guard = threading.Timer(60, stop.set)  # a loop that never binds fails below instead of hanging
+    guard.start()
     loop.run(stop)  # the cycle fails; run() goes on until stopped
+    guard.cancel()
+    assert tries  # the cycle ran and failed
     assert not s.store.is_assumed("default/a")
     assert loop.queue.waiting() == 1
 
@@ -325,23 +332,27 @@ def test_backoff_grows_and_a_cluster_change_wakes_at_once() -> None:
 
 
 def test_batch_window_collects_pods_arriving_during_it() -> None:
-    q = PodQueue(QueueConfig(batch_window=0.3))
+    # the clock reads 0.05 s later each time: a is ready at 1000.15, the window runs from 1000.2 to 1000.4, and b
+    # arrives within it, at 1000.35 (without the window, a would have gone alone at 1000.3)
+    clock = TickingClock(0.05, at={1000.32: lambda: q.add("ns/b", "ns/b")})
+    q = PodQueue(QueueConfig(batch_window=0.2), clock)
     stop = threading.Event()
     q.add("ns/a", "ns/a")
-    threading.Timer(0.1, lambda: q.add("ns/b", "ns/b")).start()
     assert q.next_batch(stop, idle=1) == ["ns/a", "ns/b"]
+    assert q.arrival("ns/a") < q.arrival("ns/b") < clock.now  # b came after the first pod was ready
     q.add("ns/a", "ns/a")  # a known member (placed, not yet seen bound): not queued again
     assert q.next_batch(stop, idle=0) == []
 
 
 def test_a_burst_closes_the_window_early_when_nothing_more_arrives() -> None:
-    q = PodQueue(QueueConfig(batch_window=30, batch_idle=0.1))
     stop = threading.Event()
+    clock = TickingClock(0.05, at={1001.0: stop.set})  # stops a window that would not close early well before 30 s
+    q = PodQueue(QueueConfig(batch_window=30, batch_idle=0.1), clock)
     for i in range(3):
         q.add(f"ns/p{i}", f"ns/p{i}")
-    started = time.monotonic()
     assert q.next_batch(stop, idle=1) == ["ns/p0", "ns/p1", "ns/p2"]
-    assert time.monotonic() - started < 10  # not the 30 s window
+    assert not stop.is_set() and clock.now < 1001.0  # not the 30 s window
+    assert clock.now - q.arrival("ns/p2") >= 0.1  # but once nothing more arrived for batch_idle
 
 
 def test_max_batch_and_gangs_stay_whole() -> None:

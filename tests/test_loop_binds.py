@@ -7,8 +7,7 @@ one pass, without running it again, and a refused pod of the batch is told why.
 """
 from __future__ import annotations
 
-import time
-
+from clocks import StoppedClock
 from loopfake import FakeAPI, node, pod, synced_loop
 from testkit.manifests import priority_class
 
@@ -18,14 +17,16 @@ def test_a_bind_the_apiserver_failed_is_retried_after_a_backoff() -> None:
     api.put("Node", node("n1", cpu="1"))
     api.put("Pod", pod("a"))
     s, loop = synced_loop(api)
-    started = time.monotonic()
+    clock = loop.queue.clock = StoppedClock()  # the queue's time passes only when the test moves it
     loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
     unit = loop.queue._units["default/a"]
-    assert "default/a" in unit.waiting and unit.attempts == 1 and unit.not_before > started  # backed off
+    assert "default/a" in unit.waiting and unit.attempts == 1 and unit.not_before > clock.now  # backed off
     assert not loop.queue.parked("default/a") and not s.store.is_assumed("default/a")
     api.fail_binds.clear()
-    batch = loop.queue.next_batch(_never(), idle=2.0)  # ready again once the backoff is over
-    assert batch == ["default/a"] and time.monotonic() >= unit.not_before
+    assert loop.queue.next_batch(_never(), idle=0) == []  # not before the backoff is over
+    clock.now = unit.not_before
+    batch = loop.queue.next_batch(_never(), idle=0)  # ready again once it is
+    assert batch == ["default/a"]
     loop.cycle(batch).result()
     assert api.binds == [("default/a", "n1")]
     s.events.close()

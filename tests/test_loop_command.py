@@ -6,6 +6,7 @@ import threading
 import pytest
 from click.testing import CliRunner
 
+from clocks import TickingClock
 from engine.cli import main
 from engine.loop.leader import LeaderElector
 from loopfake import FakeAPI
@@ -72,13 +73,14 @@ def test_run_is_listed_in_the_cli() -> None:
 
 def test_leadership_is_lost_when_renewal_fails_past_the_deadline() -> None:
     api = FakeAPI()
-    elector = LeaderElector(api, "ns", "lease", "me", lease_seconds=1, renew_deadline=0.3, retry_seconds=0.05)
     stop = threading.Event()
+    clock = TickingClock(0.1, at={1010.0: stop.set})  # a holder that never gives up is stopped there (and fails)
+    elector = LeaderElector(api, "ns", "lease", "me", lease_seconds=1, renew_deadline=0.3, retry_seconds=0.001,
+                            clock=clock)
     assert elector.acquire(stop)
     api.down = True
     lost = threading.Event()
-    thread = threading.Thread(target=elector.hold, args=(stop, lost.set), daemon=True)
-    thread.start()
-    assert lost.wait(5)
-    stop.set()
-    thread.join(5)
+    failing_since = clock.now
+    elector.hold(stop, lost.set)  # renews every retry period; returns once leadership is lost
+    assert lost.is_set() and not stop.is_set()
+    assert clock.now - failing_since > 0.3  # and only past the renew deadline

@@ -11,6 +11,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from clocks import StoppedClock
 from engine import preempt_model
 from engine.compile import Deadline
 from engine.load import build_cluster
@@ -24,8 +25,9 @@ def preempted(docs: list[dict], model: bool = True, seconds: float = 10.0):
     """The plan after preemption, the batch model on or off (the search alone), on the same first plan."""
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
     first = make_plan(cluster, time_limit=5, workers=1)
-    now = time.perf_counter()
-    return preempt(cluster, first, None, PreemptionSettings(None, Deadline(now + seconds), 1, 0, batch_model=model), now)
+    clock = StoppedClock()  # the deadline never passes: what the stage does, not how fast this machine does it
+    deadline = Deadline(clock.now + seconds, clock)
+    return preempt(cluster, first, None, PreemptionSettings(None, deadline, 1, 0, batch_model=model), time.perf_counter())
 
 
 def victims(plan) -> set[str]:

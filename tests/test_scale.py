@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from engine.compile import compile_cluster
@@ -77,11 +78,17 @@ def heterogeneous(nodes: int, classes: int) -> list[dict]:
 
 def test_time_limit_covers_model_building_with_neighbourhoods():
     cluster = build_cluster([("test", d) for d in heterogeneous(400, 150)])
-    start = time.perf_counter()
     plan = make_plan(cluster, time_limit=1.0)
-    wall = time.perf_counter() - start
     assert "neighbourhood" in plan.stats["strategy"]  # the full model (~120k variables) would not fit 1 s
     assert plan.stats["placed"] == 450
+
+
+@pytest.mark.perf
+def test_time_limit_covers_model_building_in_time():
+    cluster = build_cluster([("test", d) for d in heterogeneous(400, 150)])
+    start = time.perf_counter()
+    make_plan(cluster, time_limit=1.0)
+    wall = time.perf_counter() - start
     assert wall < 1.0 + 2.0  # generous on a shared machine; the full model alone took over 10 s here
 
 
@@ -152,6 +159,6 @@ def test_gangs_short_of_members_are_proven_unplaceable_without_cp_sat():
 def test_once_every_pod_is_placed_preferences_get_only_their_share():
     problem = compiled(heterogeneous(100, 40)).problem
     capped = solve(problem, time_limit=5.0, preference_limit=0.0)
-    assert sum(capped.placed.values()) == 120 and capped.phases.model == 0.0 and capped.seconds < 5.0
+    assert sum(capped.placed.values()) == 120 and capped.phases.model == capped.phases.solve == 0.0  # no CP-SAT
     full = solve(problem, time_limit=1.0)
     assert sum(full.placed.values()) == 120 and full.phases.model > 0  # uncapped, CP-SAT works on preferences
