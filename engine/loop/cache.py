@@ -43,7 +43,7 @@ from ..load import (
 from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, Node, Pod, Quota
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
-from .store import meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
+from .store import assumption_over, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
 TERMINAL = ("Succeeded", "Failed")
 # kinds of which planning reads only the spec and labels (system-default spreading's selectors)
@@ -250,8 +250,8 @@ class ClusterCache:
             del self._bound_raw[key]
             self._drop_bound(key)
             self._refused.pop(_pod_ref(key), None)
-        if new is None or node_of(new) or meta(new).get("uid") != meta(old or {}).get("uid"):
-            self._assumed.pop(key, None)  # the watch shows it bound, deleted or replaced: the assumption is done
+        if assumption_over(new, meta(old or {}).get("uid")):
+            self._assumed.pop(key, None)
             self._drop_allocations(key)
         elif key in self._assumed:  # still pending, changed (labels, say): assumed as it is now
             self._reassume(key)

@@ -50,6 +50,13 @@ def node_of(obj: Obj) -> str | None:
     return (obj.get("spec") or {}).get("nodeName") or None
 
 
+def assumption_over(new: Obj | None, uid: object) -> bool:
+    """The one rule that ends an assumption, the store's and the cache's: the watch shows the pod bound, deleted,
+    or replaced by another pod of its name (`new` has another UID than `uid`: the one the store assumed, or the
+    one the cache last saw)."""
+    return new is None or bool(node_of(new)) or meta(new).get("uid") != uid
+
+
 def version(obj: Obj) -> int:
     """resourceVersion as a number (etcd's revision; opaque by contract, but ordered in practice)."""
     text = str(meta(obj).get("resourceVersion") or "0")
@@ -127,7 +134,7 @@ class Store:
             return
         key = pod_key(obj)
         assumed = self._assumed.get(key)
-        if assumed and (new is None or node_of(new) or meta(new).get("uid") != assumed.uid):
+        if assumed and assumption_over(new, assumed.uid):
             del self._assumed[key]
 
     def _notify(self, changes: list[Change]) -> None:

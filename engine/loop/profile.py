@@ -1,0 +1,56 @@
+"""What a profile is and how it is run: its name and policy ConfigMap, the loop's settings, and the queue's unit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..gangs import gang_key
+from ..ir import GangRules
+from ..load import pod_identity
+from .ports import Obj
+from .queue import QueueConfig
+from .store import pod_key
+
+CYCLE_BASE_SECONDS = 0.2
+PREFERENCE_SHARE = 0.2  # of a cycle's time limit, for preferences once every pod is placed
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A scheduler name served by this process, and where its policies live (namespace, name)."""
+
+    name: str
+    policy_configmap: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    profiles: tuple[Profile, ...]
+    queue: QueueConfig = QueueConfig()
+    time_limit: float = 5.0  # a cycle's plan at most…
+    time_per_pod: float = 0.0  # …and, when set, 0.2 s plus this per pod of the batch (a lone pod is placed at once)
+    solver_workers: int = 1
+    bind_workers: int = 16
+    preemption: bool = True
+    victims_timeout: float = 120.0  # seconds a preemptor waits for its victims to leave before giving up
+
+    def limit_for(self, pods: int) -> float:
+        """A cycle's time limit, sized to its batch: what a starting plan and a short CP-SAT run need for a few
+        pods, more for more, never beyond `time_limit`."""
+        if not self.time_per_pod:
+            return self.time_limit
+        return min(self.time_limit, CYCLE_BASE_SECONDS + self.time_per_pod * pods)
+
+    def preferences_for(self, pods: int) -> float | None:
+        """Once a starting plan has placed every pod of the batch, what is left is preferences: a fifth of the
+        batch's time for them (the pods wait for their binds meanwhile); None: no cap (`time_per_pod` 0)."""
+        if not self.time_per_pod:
+            return None
+        return min(self.time_limit, PREFERENCE_SHARE * (CYCLE_BASE_SECONDS + self.time_per_pod * pods))
+
+
+def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:
+    """The queue's unit (batched and backed off together): a pod's gang (engine.gangs: its PodGroup, or a
+    policy's `gang by label`), else the pod itself."""
+    key = gang_key(pod_identity(obj), gangs)
+    return f"gang:{key}" if key else pod_key(obj)
