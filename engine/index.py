@@ -69,7 +69,7 @@ def _number(raw: object) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class NodeRequests:
     """What the bound pods request, per node and resource, as matrices (rows: nodes; columns: `names`)."""
 
     names: dict[str, int]  # resource -> column
@@ -78,7 +78,7 @@ class Usage:
     requested: np.ndarray  # per node and resource: bound pods that name it (even with 0)
 
     @classmethod
-    def of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int]) -> Usage:
+    def of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int]) -> NodeRequests:
         """Summed per resource in numpy: one pass over the pods' request dicts per resource, instead of a
         Python dict update per pod and resource."""
         requests = [p.requests for p in pods]
@@ -97,7 +97,7 @@ class Usage:
             np.add.at(requested[:, k], rows[np.array([r in q for q in requests], dtype=bool)], 1)
         return cls(names, allocatable, used, requested)
 
-    def moved(self, gone: list[tuple[Pod, int]], added: list[tuple[Pod, int]]) -> Usage | None:
+    def moved(self, gone: list[tuple[Pod, int]], added: list[tuple[Pod, int]]) -> NodeRequests | None:
         """This usage without `gone` and with `added` ((pod, node index) pairs); None when an added pod names
         a resource no column has (the caller then counts afresh)."""
         used, requested = self.used.copy(), self.requested.copy()
@@ -108,7 +108,7 @@ class Usage:
                     return None
                 used[i, k] += sign * v
                 requested[i, k] += sign
-        return Usage(self.names, self.allocatable, used, requested)
+        return NodeRequests(self.names, self.allocatable, used, requested)
 
     def on(self, i: int) -> dict[str, int]:
         """What the bound pods on node i request, as a dict (resources they name)."""
@@ -141,7 +141,7 @@ class BoundState:
     """What the bound pods hold: capacity used, ports taken, and who sits in which topology domain."""
 
     nodes: list[Node]
-    usage: Usage
+    usage: NodeRequests
     pods: list[Pod]  # the bound pods on known nodes…
     node_of: list[int]  # …and each one's node index
     ports: list[list[HostPort]]
@@ -165,10 +165,10 @@ class BoundState:
         where = [index.get(p.node_name or "") for p in bound]
         pods = [p for p, i in zip(bound, where) if i is not None]
         node_of = [i for i in where if i is not None]
-        return cls._of(nodes, pods, node_of, Usage.of(nodes, pods, node_of), facts or NodeFacts.of(nodes))
+        return cls._of(nodes, pods, node_of, NodeRequests.of(nodes, pods, node_of), facts or NodeFacts.of(nodes))
 
     @classmethod
-    def of_parts(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: Usage, facts: NodeFacts,
+    def of_parts(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: NodeRequests, facts: NodeFacts,
                  special: list[int]) -> BoundState:
         """The index from parts a caller keeps up to date itself (the scheduler loop's cache): `usage` must be
         what `pods` (each on node `node_of[k]`) request of `nodes`, `facts` must describe `nodes`, and `special`
@@ -176,7 +176,7 @@ class BoundState:
         return cls._of(nodes, pods, node_of, usage, facts, special)
 
     @classmethod
-    def _of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: Usage, facts: NodeFacts,
+    def _of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: NodeRequests, facts: NodeFacts,
             special: list[int] | None = None) -> BoundState:
         if special is None:
             special = [k for k, p in enumerate(pods) if p.host_ports or p.anti_affinity_required]
@@ -202,8 +202,9 @@ class BoundState:
         pods = pods + [p for p, _ in new]
         node_of = node_of + [i for _, i in new]
         usage = self.usage.moved(gone, new) if gone or new else self.usage
-        return BoundState._of(self.nodes, pods, node_of, usage if usage is not None else Usage.of(self.nodes, pods, node_of),
-                              self.facts)
+        if usage is None:
+            usage = NodeRequests.of(self.nodes, pods, node_of)
+        return BoundState._of(self.nodes, pods, node_of, usage, self.facts)
 
     @property
     def cordoned(self) -> list[int]:

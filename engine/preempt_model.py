@@ -49,7 +49,7 @@ class Running:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class BatchOutcome:
     """The batch's plan: its preemptors' part (a plan of the preemptors alone, as a re-plan's), which running pods it
     leaves out, how it was solved."""
 
@@ -66,7 +66,7 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
 
 
 def plan_together(cluster: Cluster, index: BoundState, preemptors: list[Pod], running: list[Running],
-                  policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> Outcome | None:
+                  policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> BatchOutcome | None:
     """Plan the preemptors and the running pods pinned to their nodes at once, on `cluster` (its index `index`)
     without those running pods; None when compile could not check every class in `time_limit`."""
     keys = frozenset(r.pod.key for r in running)
@@ -84,7 +84,7 @@ def plan_together(cluster: Cluster, index: BoundState, preemptors: list[Pod], ru
                      index=index.changed(removed=keys))
     if plan.compiled is None or plan.compiled.problem.unchecked:
         return None
-    return Outcome(_theirs(plan, mine), keys - set(plan.assignments), str(plan.stats.get("status", "")))
+    return BatchOutcome(_theirs(plan, mine), keys - set(plan.assignments), str(plan.stats.get("status", "")))
 
 
 def _theirs(plan: Plan, mine: set[str]) -> Plan:

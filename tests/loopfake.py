@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from engine.loop.ports import ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, Resource, WatchEvent
+from engine.loop.ports import ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, WatchEvent, WatchTarget
 from testkit import manifests
 
 Key = tuple[str, str, str]
@@ -84,13 +84,13 @@ class FakeAPI:
         if kind in self.absent_kinds:
             raise NotFound(f"no {kind}")
 
-    def list(self, resource: Resource) -> tuple[list[Obj], str]:
+    def list(self, resource: WatchTarget) -> tuple[list[Obj], str]:
         self._check(resource.kind)
         with self.cond:
             items = [copy.deepcopy(o) for k, o in self.objects.items() if _match(k, resource)]
             return items, str(self.rv)
 
-    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+    def watch(self, resource: WatchTarget, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
         self._check(resource.kind)
         since = int(resource_version or 0)
         if since < self.compacted - 1:
@@ -241,7 +241,7 @@ def _merge(target: Any, patch: Any) -> Any:
     return out
 
 
-def _match(key: Key, resource: Resource) -> bool:
+def _match(key: Key, resource: WatchTarget) -> bool:
     kind, namespace, name = key
     return (kind == resource.kind and (resource.namespace is None or namespace == resource.namespace)
             and (resource.name is None or name == resource.name))

@@ -72,3 +72,25 @@ def test_test_modules_have_unique_basenames() -> None:
     tests/e2e/) stop the whole run at collection — CI once failed that way."""
     names = sorted(path.name for path in (ROOT / "tests").rglob("test_*.py"))
     assert len(names) == len(set(names)), [name for name in names if names.count(name) > 1]
+
+
+def class_names(root: Path) -> dict[str, list[str]]:
+    """Every class defined at module level under `root`, with the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, []).append(str(path.relative_to(root)))
+    return found
+
+
+def test_one_name_per_concept_in_engine() -> None:
+    """No class name is defined twice in engine/ (issue 27): a reader, a grep or an import never has to ask which."""
+    twice = {name: where for name, where in class_names(ROOT / "engine").items() if len(where) > 1}
+    assert twice == {}
+
+
+def test_the_name_check_sees_a_name_defined_twice(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("class Usage:\n    pass\n")
+    (tmp_path / "b.py").write_text("class Usage:\n    pass\n")
+    assert class_names(tmp_path) == {"Usage": ["a.py", "b.py"]}

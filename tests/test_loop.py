@@ -9,7 +9,7 @@ from clocks import TickingClock
 from engine.loop.cycle import Rejected
 from engine.loop.leader import LeaderElector
 from engine.loop.policies import PolicyHolder
-from engine.loop.ports import Resource
+from engine.loop.ports import WatchTarget
 from engine.loop.queue import PodQueue, QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
 from engine.loop.store import Store
@@ -383,7 +383,7 @@ def test_relist_after_410_gone_loses_no_pending_pod() -> None:
     api = FakeAPI()
     api.put("Pod", pod("a"))
     store, stop = Store(), threading.Event()
-    reflector = Reflector(api, Resource("Pod"), store, stop, watch_seconds=1, backoff=Backoff(0.01, 0.05))
+    reflector = Reflector(api, WatchTarget("Pod"), store, stop, watch_seconds=1, backoff=Backoff(0.01, 0.05))
     thread = threading.Thread(target=reflector.run, daemon=True)
     thread.start()
     try:
@@ -402,11 +402,11 @@ def test_relist_after_410_gone_loses_no_pending_pod() -> None:
 def test_a_missing_crd_counts_as_synced_and_empty() -> None:
     api = FakeAPI(absent_kinds={"PodGroup"})
     store, stop = Store(), threading.Event()
-    reflector = Reflector(api, Resource("PodGroup"), store, stop, absent_retry=0.05)
+    reflector = Reflector(api, WatchTarget("PodGroup"), store, stop, absent_retry=0.05)
     thread = threading.Thread(target=reflector.run, daemon=True)
     thread.start()
     try:
-        _eventually(lambda: store.synced([Resource("PodGroup")]))
+        _eventually(lambda: store.synced([WatchTarget("PodGroup")]))
         api.absent_kinds.clear()
         api.put("PodGroup", {"metadata": {"name": "g", "namespace": "default"}, "spec": {"minMember": 1}})
         _eventually(lambda: store.get("PodGroup", "default", "g"))

@@ -162,11 +162,11 @@ def test_preferences_get_a_fifth_of_a_cycle_once_every_pod_is_placed() -> None:
 def test_a_list_counts_as_synced_only_once_every_listener_heard_it() -> None:
     """The loops start once the store is synced: a backlog of pods waiting at start is then one batch, not what
     the queue happened to hear of it so far."""
-    from engine.loop.ports import Resource
+    from engine.loop.ports import WatchTarget
     from engine.loop.store import Store
 
     store = Store()
     heard = []
-    store.subscribe(lambda change: heard.append(store.synced([Resource("Pod")])))
-    store.replace(Resource("Pod"), [pod(f"p{i}") for i in range(3)])
-    assert heard == [False, False, False] and store.synced([Resource("Pod")])
+    store.subscribe(lambda change: heard.append(store.synced([WatchTarget("Pod")])))
+    store.replace(WatchTarget("Pod"), [pod(f"p{i}") for i in range(3)])
+    assert heard == [False, False, False] and store.synced([WatchTarget("Pod")])

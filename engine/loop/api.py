@@ -28,8 +28,8 @@ from .ports import (
     Gone,
     NotFound,
     Obj,
-    Resource,
     WatchEvent,
+    WatchTarget,
 )
 from .recorder import event_name
 
@@ -98,7 +98,7 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> kubernetes.clien
     return kubernetes.client.ApiClient(config)
 
 
-def _path(resource: Resource, api_version: str | None = None) -> str:
+def _path(resource: WatchTarget, api_version: str | None = None) -> str:
     kind = KINDS[resource.kind]
     api_version = api_version or kind.api_version
     root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
@@ -107,7 +107,7 @@ def _path(resource: Resource, api_version: str | None = None) -> str:
     return f"{root}/{kind.plural}"
 
 
-def _query(resource: Resource) -> list[tuple[str, str]]:
+def _query(resource: WatchTarget) -> list[tuple[str, str]]:
     selectors = [PENDING_OR_RUNNING] if resource.kind == "Pod" else []
     if resource.name:
         selectors.append(f"metadata.name={resource.name}")
@@ -170,7 +170,7 @@ class KubeAPI:
                 raise NotFound(f"{kind.plural}.{group} is not served (versions {', '.join(kind.versions)})")
         return self._served[kind_name]
 
-    def _resource_path(self, resource: Resource) -> str:
+    def _resource_path(self, resource: WatchTarget) -> str:
         return _path(resource, self._api_version(resource.kind))
 
     def _request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
@@ -195,7 +195,7 @@ class KubeAPI:
         raise_for(status, data)
         return json.loads(data)
 
-    def list(self, resource: Resource) -> tuple[list[Obj], str]:
+    def list(self, resource: WatchTarget) -> tuple[list[Obj], str]:
         try:
             body = self._json("GET", self._resource_path(resource), query=_query(resource))
         except NotFound:
@@ -206,7 +206,7 @@ class KubeAPI:
                  for item in body.get("items") or []]
         return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
 
-    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+    def watch(self, resource: WatchTarget, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
         query = _query(resource) + [("watch", "true"), ("resourceVersion", resource_version),
                                     ("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "true")]
         answer = self._request("GET", self._resource_path(resource), query=query, stream=True,
@@ -242,16 +242,16 @@ class KubeAPI:
     def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
         """A JSON merge patch of one object (metadata.resourceVersion in `body` makes it conditional: 409 when
         the object changed since)."""
-        path = f"{self._resource_path(Resource(kind, namespace or None))}/{quote(name)}"
+        path = f"{self._resource_path(WatchTarget(kind, namespace or None))}/{quote(name)}"
         if subresource:
             path += f"/{subresource}"
         return self._write("PATCH", path, body, "application/merge-patch+json")
 
     def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
-        return self._write("POST", self._resource_path(Resource(kind, namespace or None)), body)
+        return self._write("POST", self._resource_path(WatchTarget(kind, namespace or None)), body)
 
     def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
-        return self._write("DELETE", f"{self._resource_path(Resource(kind, namespace or None))}/{quote(name)}", gone_ok=True)
+        return self._write("DELETE", f"{self._resource_path(WatchTarget(kind, namespace or None))}/{quote(name)}", gone_ok=True)
 
     def _write(self, method: str, path: str, body: Obj | None = None, content_type: str = "application/json",
                gone_ok: bool = False) -> BindResult:

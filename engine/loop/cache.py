@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import tenants
-from ..index import BoundState, NodeFacts, Usage
+from ..index import BoundState, NodeFacts, NodeRequests
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
 from ..load import (
@@ -105,7 +105,7 @@ class _Rows:
         at = {n.name: i for i, n in enumerate(nodes)}
         pods = [p for p in placed if p.node_name in at]
         node_of = [at[p.node_name or ""] for p in pods]
-        usage = Usage.of(nodes, pods, node_of)
+        usage = NodeRequests.of(nodes, pods, node_of)
         rows = cls(nodes, at, NodeFacts.of(nodes), usage.names, usage.allocatable, usage.used, usage.requested, pods,
                    node_of, {p.key: k for k, p in enumerate(pods)})
         rows.special = {p.key for p in pods if p.host_ports or p.anti_affinity_required}
@@ -147,7 +147,7 @@ class _Rows:
 
     def index(self) -> BoundState:
         """This cycle's index: the lists and capacity copied (the next changes do not reach it)."""
-        usage = Usage(self.names, self.allocatable, self.used.copy(), self.requested.copy())
+        usage = NodeRequests(self.names, self.allocatable, self.used.copy(), self.requested.copy())
         special = sorted(self.slot[key] for key in self.special)
         return BoundState.of_parts(self.nodes, list(self.pods), list(self.node_of), usage, self.facts, special)
 

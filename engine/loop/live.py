@@ -6,7 +6,7 @@ so `dry-run --kubeconfig F` can plan exactly what `run` would see, with the same
 
 from __future__ import annotations
 
-from .ports import NATIVE_POD_GROUP, NotFound, Obj, Resource
+from .ports import NATIVE_POD_GROUP, NotFound, Obj, WatchTarget
 from .store import meta, source_name
 
 # every kind read, in order (the CLI's --kubeconfig help lists them from here, without loading the client)
@@ -25,7 +25,7 @@ def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:
     out: list[tuple[str, Obj]] = []
     for kind in LIVE_KINDS:
         try:
-            items, _ = api.list(Resource(kind))
+            items, _ = api.list(WatchTarget(kind))
         except NotFound:
             continue
         out.extend((source_name(kind, meta(o).get("namespace") or "", meta(o).get("name") or ""), o) for o in items)

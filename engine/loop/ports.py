@@ -17,7 +17,7 @@ NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"  # the store's kind for KEP-4671
 
 
 @dataclass(frozen=True, slots=True)
-class Resource:
+class WatchTarget:
     """What a reflector lists and watches: a kind, optionally one namespace and one object name."""
 
     kind: str  # Node, Pod, PodGroup, PriorityClass, PodDisruptionBudget, ConfigMap
@@ -67,11 +67,11 @@ class BindResult:
 class ClusterAPI(Protocol):
     """What the loop needs from Kubernetes, and nothing more."""
 
-    def list(self, resource: Resource) -> tuple[list[Obj], str]:
+    def list(self, resource: WatchTarget) -> tuple[list[Obj], str]:
         """All objects (each with kind and apiVersion) and the list's resourceVersion."""
         ...
 
-    def watch(self, resource: Resource, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
+    def watch(self, resource: WatchTarget, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
         """Changes after `resource_version` until the server ends the watch; raises Gone, ApiUnavailable."""
         ...
 

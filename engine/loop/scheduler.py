@@ -26,7 +26,7 @@ from .groups import GroupStatus
 from .metrics import Metrics, State
 from .plan_stage import PlanStage
 from .policies import PolicyHolder
-from .ports import NATIVE_POD_GROUP, ClusterAPI, Obj, Resource
+from .ports import NATIVE_POD_GROUP, ClusterAPI, Obj, WatchTarget
 from .profile import Profile, Settings, unit_of
 from .queue import PodQueue
 from .reports import Outcome, Reporter
@@ -175,19 +175,19 @@ class ProfileLoop:
         self.bind_stage.give_up_late_nominations()
 
 
-def resources(profiles: tuple[Profile, ...]) -> list[Resource]:
+def resources(profiles: tuple[Profile, ...]) -> list[WatchTarget]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
-    out = [Resource("Node"), Resource("Pod"), Resource("PodGroup"), Resource(NATIVE_POD_GROUP), Resource("ElasticQuota"),
-           Resource("PriorityClass"),
-           Resource("Namespace"),
-           Resource("PodDisruptionBudget"), Resource("PersistentVolumeClaim"), Resource("PersistentVolume"),
-           Resource("StorageClass"), Resource("CSINode"), Resource("Service"), Resource("ReplicationController"),
-           Resource("ReplicaSet"), Resource("StatefulSet"),  # these four: system-default spreading's selectors
-           Resource("ResourceSlice"), Resource("DeviceClass"), Resource("ResourceClaim"),
-           Resource("ResourceClaimTemplate")]
+    out = [WatchTarget("Node"), WatchTarget("Pod"), WatchTarget("PodGroup"), WatchTarget(NATIVE_POD_GROUP),
+           WatchTarget("ElasticQuota"), WatchTarget("PriorityClass"),
+           WatchTarget("Namespace"),
+           WatchTarget("PodDisruptionBudget"), WatchTarget("PersistentVolumeClaim"), WatchTarget("PersistentVolume"),
+           WatchTarget("StorageClass"), WatchTarget("CSINode"), WatchTarget("Service"), WatchTarget("ReplicationController"),
+           WatchTarget("ReplicaSet"), WatchTarget("StatefulSet"),  # these four: system-default spreading's selectors
+           WatchTarget("ResourceSlice"), WatchTarget("DeviceClass"), WatchTarget("ResourceClaim"),
+           WatchTarget("ResourceClaimTemplate")]
     for p in profiles:
-        if p.policy_configmap and Resource("ConfigMap", *p.policy_configmap) not in out:
-            out.append(Resource("ConfigMap", *p.policy_configmap))
+        if p.policy_configmap and WatchTarget("ConfigMap", *p.policy_configmap) not in out:
+            out.append(WatchTarget("ConfigMap", *p.policy_configmap))
     return out
 
 
@@ -205,7 +205,7 @@ class Scheduler:
     binder: Binder = field(init=False)
     loops: list[ProfileLoop] = field(init=False)
     groups: GroupStatus = field(init=False)
-    resources: list[Resource] = field(init=False)
+    resources: list[WatchTarget] = field(init=False)
     leading: threading.Event = field(init=False, default_factory=threading.Event)  # set while the loops run
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .ports import Obj, Resource
+from .ports import Obj, WatchTarget
 
 ObjKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 
@@ -63,7 +63,7 @@ def version(obj: Obj) -> int:
     return int(text) if text.isdigit() else 0
 
 
-def _in_scope(key: ObjKey, resource: Resource) -> bool:
+def _in_scope(key: ObjKey, resource: WatchTarget) -> bool:
     kind, namespace, name = key
     return (kind == resource.kind and (resource.namespace is None or namespace == resource.namespace)
             and (resource.name is None or name == resource.name))
@@ -78,7 +78,7 @@ class Store:
         self._assumed: dict[str, Assumed] = {}
         self._listeners: list[Callable[[Change], None]] = []
         self._forgetters: list[Callable[[str], None]] = []
-        self._synced: set[Resource] = set()
+        self._synced: set[WatchTarget] = set()
 
     def subscribe(self, listener: Callable[[Change], None]) -> None:
         self._listeners.append(listener)
@@ -108,7 +108,7 @@ class Store:
         if old is None or version(old) < version(obj):
             self.apply(kind, "MODIFIED", obj)
 
-    def replace(self, resource: Resource, objs: Iterable[Obj]) -> None:
+    def replace(self, resource: WatchTarget, objs: Iterable[Obj]) -> None:
         """A (re)list: the objects in `resource`'s scope are exactly `objs`; changes are announced."""
         fresh = {obj_key(resource.kind, o): o for o in objs}
         changes = []
@@ -142,11 +142,11 @@ class Store:
             for listener in self._listeners:
                 listener(change)
 
-    def mark_synced(self, resource: Resource) -> None:
+    def mark_synced(self, resource: WatchTarget) -> None:
         with self._lock:
             self._synced.add(resource)
 
-    def synced(self, resources: Iterable[Resource]) -> bool:
+    def synced(self, resources: Iterable[WatchTarget]) -> bool:
         with self._lock:
             return all(r in self._synced for r in resources)
 

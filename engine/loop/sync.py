@@ -10,7 +10,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from .ports import ApiError, ApiUnavailable, ClusterAPI, Gone, NotFound, Resource
+from .ports import ApiError, ApiUnavailable, ClusterAPI, Gone, NotFound, WatchTarget
 from .store import Store, meta
 
 log = logging.getLogger("policy_scheduler.sync")
@@ -35,7 +35,7 @@ class Backoff:
 @dataclass
 class Reflector:
     api: ClusterAPI
-    resource: Resource
+    resource: WatchTarget
     store: Store
     stop: threading.Event
     watch_seconds: int = 300

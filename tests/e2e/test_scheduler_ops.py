@@ -166,11 +166,11 @@ def test_dry_run_against_a_live_cluster(control_plane: ControlPlane, kube: Kube)
 def test_a_proxy_in_the_environment_does_not_break_loopback(control_plane: ControlPlane, monkeypatch) -> None:
     """The scheduler's client ignores HTTPS_PROXY for a loopback apiserver (nothing listens on port 9)."""
     from engine.loop.api import KubeAPI, load_client
-    from engine.loop.ports import Resource
+    from engine.loop.ports import WatchTarget
 
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
-    items, version = KubeAPI(load_client(str(control_plane.kubeconfig))).list(Resource("Node"))
+    items, version = KubeAPI(load_client(str(control_plane.kubeconfig))).list(WatchTarget("Node"))
     assert version and all(item["kind"] == "Node" for item in items)
