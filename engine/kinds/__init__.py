@@ -37,7 +37,7 @@ from . import (
     volume_restrictions,
     volume_zone,
 )
-from .base import NO_MOVES, Action, ClusterEvent, Guard, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
+from .base import Action, ClusterEvent, Guard, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -126,7 +126,6 @@ __all__ = [
     "BY_NAME",
     "KINDS",
     "MOVED",
-    "NO_MOVES",
     "Action",
     "ClusterEvent",
     "Guard",

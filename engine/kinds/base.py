@@ -154,8 +154,6 @@ class Moves:
         return set(self.gone) | set(self.come)
 
 
-NO_MOVES = Moves({}, {})
-
 
 @dataclass(frozen=True, slots=True)
 class ScorePart:
