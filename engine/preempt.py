@@ -5,8 +5,10 @@ plan left out are taken together, highest priority first, against one ledger of 
 1. The planner (`engine.planner.plan_batch`) makes the plan without preemption (`make_plan`), then calls
    `preempt` here.
 2. Pods it left out that may preempt (`preemptionPolicy` not `Never`) choose victims node by node as
-   upstream does (remove every lower-priority pod, then give back all that are not needed, those whose
-   eviction would break a PodDisruptionBudget first, highest priority first), and take the node with
+   upstream does, asking every constraint kind (`kinds.after`: upstream's filters after RemovePod/AddPod)
+   whether the pod passes with the ledger's moves (remove every lower-priority pod, then give back all that
+   are not needed, those whose eviction would break a PodDisruptionBudget first, highest priority first; a
+   node's answer for a class is reused while nothing it depends on moved: `_standing_key`), and take the node with
    the fewest budget violations, then the lowest highest victim priority, the smallest priority sum, the
    fewest victims. Victims chosen for one pod free room for the next and draw on the same budgets; a gang
    gets room for all its members or evicts nothing. When those choices break a budget, a bounded search over
@@ -14,7 +16,8 @@ plan left out are taken together, highest priority first, against one ledger of 
    can spend a budget another pod's node would have kept).
 3. The same compile → solve path re-plans the preemptors on the cluster without the victims, with the
    first plan's placements fixed (freed room goes to preemptors only).
-4. Victims that no placed preemptor of higher priority on their node needs are given back, and 3 repeats;
+4. Victims that no placed preemptor needs are given back (one on their node, or one whose domain-wide kinds they
+   sway: `_blocks`), and 3 repeats;
    then each remaining victim, most important first, is given back if the preemptors still place as well
    without its eviction (while time is left): no pod is evicted that another placement makes unnecessary.
 5. When the time left allows, the whole batch again in one model (engine.preempt_model: the running pods the
