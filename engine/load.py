@@ -22,6 +22,7 @@ from .model import (
     EXTENDED_CLAIM_ANNOTATION,
     NEVER_PREEMPT,
     PREEMPT_LOWER,
+    TERMINAL_PHASES,
     Claim,
     Cluster,
     Device,
@@ -56,7 +57,6 @@ from .quantity import QuantityError, to_int, to_milli
 from .storage import resolve_volumes
 from .workloads import missing_controllers, resolve_spreading
 
-TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 # KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
 NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")

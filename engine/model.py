@@ -16,6 +16,7 @@ SCHEDULING_GROUP = "spec.schedulingGroup.podGroupName"  # where a native PodGrou
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 PREEMPT_LOWER = "PreemptLowerPriority"
 NEVER_PREEMPT = "Never"
+TERMINAL_PHASES = ("Succeeded", "Failed")  # a pod in one holds no capacity and is never scheduled again
 
 
 @dataclass(frozen=True, slots=True)

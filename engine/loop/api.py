@@ -19,6 +19,7 @@ import kubernetes
 import urllib3
 from kubernetes.watch.watch import iter_resp_lines
 
+from ..model import TERMINAL_PHASES
 from .ports import (
     NATIVE_POD_GROUP,
     ApiError,
@@ -36,7 +37,7 @@ from .recorder import event_name
 COMPONENT = "policy-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-PENDING_OR_RUNNING = "status.phase!=Succeeded,status.phase!=Failed"  # finished pods hold no capacity
+PENDING_OR_RUNNING = ",".join(f"status.phase!={p}" for p in TERMINAL_PHASES)  # finished pods hold no capacity
 
 
 class ConfigError(Exception):

@@ -40,12 +40,11 @@ from ..load import (
     resolve_cluster,
     sort_objects,
 )
-from ..model import NO_CLAIMS, NO_VOLUMES, Cluster, Node, Pod, Quota
+from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, Quota
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
 from .store import assumption_over, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
-TERMINAL = ("Succeeded", "Failed")
 # kinds of which planning reads only the spec and labels (system-default spreading's selectors)
 SPEC_ONLY = frozenset({"Service", "ReplicaSet", "StatefulSet", "ReplicationController"})
 # the other kinds whose changes may help a waiting pod (Services, workloads, budgets never make one schedulable)
@@ -60,7 +59,7 @@ REST_RESOURCES = {"PodGroup": Resource.POD_GROUP, NATIVE_POD_GROUP: Resource.POD
 
 def holds_node(obj: Obj) -> bool:
     """A pod that holds its node's capacity: bound and not finished (a terminating pod still holds it)."""
-    return bool(node_of(obj)) and (obj.get("status") or {}).get("phase") not in TERMINAL
+    return bool(node_of(obj)) and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
 
 @dataclass(slots=True)
@@ -297,7 +296,7 @@ class ClusterCache:
         """Move capacity from what held it for `key` to what holds it now (the bound pod, else the assumed), and
         say what changed."""
         assumed = self._assumed.get(key)
-        if assumed is not None and assumed.phase in TERMINAL:
+        if assumed is not None and assumed.phase in TERMINAL_PHASES:
             assumed = None  # finished before its bind was seen: it holds nothing
         before, after = self._placed.get(key), self._bound.get(key) or assumed
         if before is after:

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from ..kinds.base import ModelChange
+from ..model import TERMINAL_PHASES
 from .bind_stage import BindStage
 from .binder import EventSink
 from .metrics import Metrics
@@ -67,7 +68,7 @@ class QueueFeed:
         return [o for o in self.store.objects("Pod") if (o.get("spec") or {}).get("schedulerName") == self.name
                 and not node_of(o) and not meta(o).get("deletionTimestamp")
                 and not (o.get("spec") or {}).get("schedulingGates")
-                and (o.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                and (o.get("status") or {}).get("phase") not in TERMINAL_PHASES
                 and not self.store.is_assumed(pod_key(o))]
 
     def units(self, batch: list[str]) -> list[list[str]]:
