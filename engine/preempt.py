@@ -1261,10 +1261,11 @@ def _blocks(search: Search, unit: Unit, gone: dict[int, list[Pod]],
             come: dict[int, list[Pod]]) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
     still leaving; `come`: the placed preemptors, each asked about without itself): one on a member's node, or one
-    anywhere whose domain-wide kinds (spread, pod affinity, limits: not `node_local`) the unit sways, since the re-plan
+    anywhere whose domain-wide kinds (`Kind.wide`: spread, pod affinity, limits) the unit sways, since the re-plan
     may have put it on another node of the domain its victim emptied: (that preemptor, the kind's rejection), or None.
     A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection to tell)."""
-    here = {search.node_order[c.node] for c in unit}
+    here, batch = {search.node_order[c.node] for c in unit}, search.batch
+    assert batch is not None
     for i, p in ((i, p) for i, pods in come.items() for p in pods):
         if not all(search.may_evict(p, c.pod) for c in unit):
             continue
@@ -1272,10 +1273,11 @@ def _blocks(search: Search, unit: Unit, gone: dict[int, list[Pod]],
             if i in here:
                 return p.key, None
             continue
-        if i not in here and all(k.node_local for k in search.swaying(p, unit)):
-            continue
         others = ChainMap({i: [q for q in come[i] if q is not p]}, come)
-        rejection = search.after(p, search.index.nodes[i].name, Moves(gone, others), search.swaying(p, unit))
+        moves, swaying = Moves(gone, others), search.swaying(p, unit)
+        if i not in here and not any(k.wide(search.specs[p.key], batch, moves) for k in swaying):
+            continue
+        rejection = search.after(p, search.index.nodes[i].name, moves, swaying)
         if rejection is not None:
             return p.key, rejection
     return None

@@ -251,7 +251,7 @@ def crowded_clusters(draw) -> list[dict]:
 def test_every_plan_with_evictions_holds_for_every_kind(docs) -> None:
     plan = plan_for(*docs)  # plan_for checks the plan in the order things happen (testkit.checker.check_in_order)
     pods = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs if d["kind"] == "Pod"}
-    local = tuple(k.name for k in kinds.MOVED if k.node_local)
+    local = tuple(k.name for k in kinds.MOVED if type(k).wide is kinds.Kind.wide)  # kinds reading their node alone
     for preemptor, p in plan.preemptions.items():
         for v in p.victims:  # on its preemptor's node, unless a domain-wide kind (spread, affinity) needs it gone
             assert v.why and (pods[v.pod]["spec"]["nodeName"] == p.node or not v.why.startswith(local))

@@ -154,7 +154,6 @@ class Moves:
         return set(self.gone) | set(self.come)
 
 
-
 @dataclass(frozen=True, slots=True)
 class ScorePart:
     """One soft term in words, with its points for one pod of a class on each candidate node."""
@@ -174,13 +173,11 @@ class Guard:
 
 class Kind:
     """A constraint kind. `name` is the upstream plugin it follows (or ours), used in rejections;
-    `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise; `node_local` whether a
-    pod leaving one node can sway its verdict only there."""
+    `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise."""
 
     name: ClassVar[str] = ""
     events: ClassVar[tuple[ClusterEvent, ...]] = ()
     checks: ClassVar[tuple[Check, ...]] = ()
-    node_local: ClassVar[bool] = False  # `after` reads only the pods on the node asked about (room, ports, volumes)
 
     def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
         """Pod labels this kind's selectors read (None: cannot say): pods differing only in other labels share
@@ -233,7 +230,8 @@ class Kind:
     def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
         """Could pods leaving or arriving on other nodes than the one asked about change `after`'s verdict for the
         class (a domain's counts, a cluster-wide claim)? When no kind says so, preemption reuses a node's answer
-        while only other nodes change. The base's: no (`node_local` kinds, and kinds without an `after`)."""
+        while only other nodes change. The base's: no (kinds whose `after` reads only the node asked about: room,
+        ports, attach limits; and kinds without an `after`)."""
         return False
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:

@@ -20,7 +20,6 @@ ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 class NodePorts(Kind):
     name = "NodePorts"
-    node_local = True
     events = (ClusterEvent(Resource.POD, Action.DELETE), ClusterEvent(Resource.NODE, Action.ADD))
     checks = (Check.PORTS,)
 

@@ -28,7 +28,6 @@ def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]
 
 class NodeResourcesFit(Kind):
     name = "NodeResourcesFit"
-    node_local = True
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE))
     checks = (Check.RESOURCES,)

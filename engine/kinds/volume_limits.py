@@ -19,7 +19,6 @@ ERR_REASON = "node(s) exceed max volume count"
 
 class NodeVolumeLimits(Kind):
     name = "NodeVolumeLimits"
-    node_local = True
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD))
