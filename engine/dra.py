@@ -6,8 +6,8 @@ own CEL selectors, among devices reachable from the node and allocated to no oth
 tries alternatives in order; `matchAttribute` makes the devices of the named requests agree on an attribute.
 Here `Selectors` compiles each CEL expression once and judges each device once per snapshot, in Kubernetes'
 environment for DRA selectors (engine.cel, on Google's CEL runtime); a selector's error is raised, not taken
-for "no"; `allocate` is the allocator for one pod's claims on one node; `resolve_claims` sets each pending pod's
-`dra`, once per snapshot.
+for "no"; `allocate` is the allocator for one pod's claims on one node; `pod_claims` says what each pending pod's
+claims mean, once per snapshot (engine.resolve puts it on the snapshot's copy of the pod).
 """
 
 from __future__ import annotations
@@ -267,16 +267,13 @@ def _attribute(device: Device, domain: str, name: str) -> object | None:
     return next((v for d, n, v in device.attributes if n == name and (d == domain or not domain)), None)
 
 
-def resolve_claims(cluster: Cluster) -> None:
-    """Set `dra` on every pending pod with ResourceClaims: blocked (why), the claims it allocates, the nodes its
-    allocated claims are usable on, and the unallocated claims it shares with other pending pods. Such a claim
-    is allocated once, by the first of its pods in queue order that is not blocked otherwise; the others
-    follow that allocation in the same batch (on nodes that reach its devices). Extended resources served by
-    DeviceClasses are claims too (`resolve_extended`)."""
-    apply_taint_rules(cluster.devices)
-    resolve_extended(cluster)
-    claims = cluster.devices.claims
-    queue = sorted((p for p in cluster.pending if p.resource_claims), key=lambda p: (p.created, p.name))
+def pod_claims(pending: list[Pod], claims: dict[str, ResourceClaim]) -> dict[str, PodClaims]:
+    """What each pending pod's ResourceClaims mean (pod key -> facts; pods without claims left out): blocked
+    (why), the claims it allocates, the nodes its allocated claims are usable on, and the unallocated claims it
+    shares with other pending pods. Such a claim is allocated once, by the first of its pods in queue order that
+    is not blocked otherwise; the others follow that allocation in the same batch (on nodes that reach its
+    devices). Run after `extended_claims`: extended resources served by DeviceClasses are claims too."""
+    queue = sorted((p for p in pending if p.resource_claims), key=lambda p: (p.created, p.name))
     found = {pod.key: _pod_claims(pod, claims) for pod in queue}
     users: dict[str, list[str]] = {}
     for pod in queue:
@@ -290,19 +287,21 @@ def resolve_claims(cluster: Cluster) -> None:
         if mine:
             follows = tuple((k, shared[k][0]) for k in mine if shared[k][0] != pod.key)
             led = {k for k, _ in follows}
-            dra = replace(dra, to_allocate=tuple(k for k in dra.to_allocate if k not in led), follows=follows,
-                          shared=mine, shapes=tuple(_shape(claims[k]) for k in dra.to_allocate if k not in led))
-        pod.dra = dra
+            found[pod.key] = replace(dra, to_allocate=tuple(k for k in dra.to_allocate if k not in led),
+                                     follows=follows, shared=mine,
+                                     shapes=tuple(_shape(claims[k]) for k in dra.to_allocate if k not in led))
+    return found
 
 
-def apply_taint_rules(devices: Devices) -> None:
-    """DeviceTaintRules add their taint to every device they select (driver, pool, device; unset: any)."""
+def tainted(devices: Devices) -> list[Device]:
+    """The devices with what DeviceTaintRules add to them (driver, pool, device; unset: any): a new list, the
+    snapshot's own devices untouched."""
     if not devices.taint_rules:
-        return
+        return devices.devices
     def taints(d: Device) -> tuple[Taint, ...]:
         return tuple(taint for (driver, pool, name), taint in devices.taint_rules
                      if driver in (None, d.driver) and pool in (None, d.pool) and name in (None, d.name))
-    devices.devices = [replace(d, taints=d.taints + extra) if (extra := taints(d)) else d for d in devices.devices]
+    return [replace(d, taints=d.taints + extra) if (extra := taints(d)) else d for d in devices.devices]
 
 
 def extended_classes(devices: Devices) -> dict[str, str]:
@@ -317,26 +316,33 @@ def extended_classes(devices: Devices) -> dict[str, str]:
     return out
 
 
-def resolve_extended(cluster: Cluster) -> None:
+def extended_claims(cluster: Cluster) -> tuple[list[Pod], dict[str, ResourceClaim]]:
     """DRAExtendedResource: a pending pod's extended resources that no node advertises in allocatable but a
     DeviceClass serves are asked of devices of that class, through one claim per pod (upstream's special claim:
     a request per container, `container-<i>-request-<j>`), its own from an earlier cycle if the cluster has it;
-    NodeResourcesFit no longer counts them. A resource some node advertises stays the device plugin's."""
+    NodeResourcesFit no longer counts them. A resource some node advertises stays the device plugin's. Returns
+    the pending pods (such a pod as a copy without those requests, naming its claim) and the claims with the
+    new ones (the cluster's own untouched)."""
     devices = cluster.devices
     wanted = [p for p in cluster.pending if p.extended]
     if not wanted or not devices.classes:
-        return
+        return cluster.pending, devices.claims
     serving = extended_classes(devices)
     advertised = {r for n in cluster.nodes for r, v in n.allocatable.items() if v > 0}
     existing = {(c.namespace, c.extended_owner): c for c in devices.claims.values() if c.extended_owner}
+    claims, changed = dict(devices.claims), {}
     for pod in wanted:
         served = [e for e in pod.extended if e.resource in serving and e.resource not in advertised]
         if not served:
             continue
         claim = existing.get((pod.namespace, pod.name)) or _extended_claim(pod, served, serving)
-        devices.claims[claim.key] = claim
-        pod.requests = {r: v for r, v in pod.requests.items() if r not in {e.resource for e in served}}
-        pod.resource_claims = (*pod.resource_claims, (EXTENDED_CLAIM, claim.name))
+        claims[claim.key] = claim
+        gone = {e.resource for e in served}
+        changed[pod.key] = replace(pod, requests={r: v for r, v in pod.requests.items() if r not in gone},
+                                   resource_claims=(*pod.resource_claims, (EXTENDED_CLAIM, claim.name)))
+    if not changed:
+        return cluster.pending, devices.claims
+    return [changed.get(p.key, p) for p in cluster.pending], claims
 
 
 def _extended_claim(pod: Pod, served: list[ExtendedRequest], serving: dict[str, str]) -> ResourceClaim:

@@ -3,11 +3,13 @@
 A pod's native PodGroup (spec.schedulingGroup naming a scheduling.k8s.io PodGroup whose policy is `gang`) comes
 first, then its own Coscheduling PodGroup (label scheduling.x-k8s.io/pod-group, minMember > 0), then the first
 policy `gang by label` in load order; a policy's `gang by podgroup within …` adds its
-domain to the pod's PodGroup gang. The cluster's builder calls `assign_gangs` once; compile, preemption, the
+domain to the pod's PodGroup gang. The snapshot's resolver (engine.resolve) calls `find_gangs` once; compile, preemption, the
 scheduler loop's queue (`gang_key`) and its binder read the result instead of working it out again.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .ir import GangRule, GangRules
 from .model import POD_GROUP_LABEL, SCHEDULING_GROUP, Cluster, Gang, Pod, PodGroup
@@ -23,24 +25,38 @@ def gang_key(pod: Pod, rules: GangRules | None = None) -> str | None:
     return None if label is None else label.group
 
 
-def assign_gangs(cluster: Cluster, rules: GangRules | None = None) -> None:
-    """Set `gang` on every pending pod that belongs to one and on the bound members of those gangs, and
-    fill `cluster.gangs`. The first pending member (in snapshot order) states the gang's domain."""
+@dataclass(frozen=True, slots=True)
+class GangMembers:
+    """The gangs of one snapshot: those with a pending member, by key, and which gang each pending and each bound
+    member belongs to (pod key -> gang key)."""
+
+    gangs: dict[str, Gang]
+    pending: dict[str, str]
+    bound: dict[str, str]
+
+
+def find_gangs(cluster: Cluster, rules: GangRules | None = None) -> GangMembers:
+    """Which gang every pending pod that belongs to one is in, and the bound members of those gangs. The first
+    pending member (in snapshot order) states the gang's domain."""
+    gangs: dict[str, Gang] = {}
+    pending: dict[str, str] = {}
     for pod in cluster.pending:
         gang = _gang_of(pod, cluster, rules(pod) if rules else ())
         if gang is not None:
-            pod.gang = cluster.gangs.setdefault(gang.key, gang).key
-    if not cluster.gangs:
-        return
-    wanted = {(g.namespace, g.label, g.value): g.key for g in cluster.gangs.values()}
-    labels = {g.label for g in cluster.gangs.values()}
+            pending[pod.key] = gangs.setdefault(gang.key, gang).key
+    if not gangs:
+        return GangMembers(gangs, pending, {})
+    wanted = {(g.namespace, g.label, g.value): g.key for g in gangs.values()}
+    labels = {g.label for g in gangs.values()}
+    bound: dict[str, str] = {}
     for pod in cluster.bound:  # bound members count towards minMember, found by the label's value
         for label in labels:
             value = pod.scheduling_group if label == SCHEDULING_GROUP else pod.labels.get(label)
             key = None if value is None else wanted.get((pod.namespace, label, value))
             if key is not None:
-                pod.gang = key
+                bound[pod.key] = key
                 break
+    return GangMembers(gangs, pending, bound)
 
 
 def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | None:

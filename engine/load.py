@@ -11,11 +11,9 @@ import datetime
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .dra import resolve_claims
-from .gangs import assign_gangs
 from .ir import GangRules
 from .model import (
     DEVICE_CLASS_PREFIX,
@@ -54,8 +52,7 @@ from .model import (
     Workloads,
 )
 from .quantity import QuantityError, to_int, to_milli
-from .storage import resolve_volumes
-from .workloads import missing_controllers, resolve_spreading
+from .resolve import resolve_cluster
 
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 # KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
@@ -179,21 +176,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
         cluster.notes.append(f"{selecting} pod(s) have pod (anti-)affinity with a namespaceSelector but the snapshot "
                              "has no Namespace objects, so it matches only by the kubernetes.io/metadata.name label "
                              "(include them: kubectl get namespaces -o yaml)")
-    resolve_cluster(cluster, gangs)
-    return cluster
-
-
-def resolve_cluster(cluster: Cluster, gangs: GangRules | None, bound: bool = True) -> None:
-    """What the pods mean together, once every pod is in its place: gangs, volumes, default spreading and
-    ResourceClaims (`bound`: the bound pods' volumes too; the scheduler loop's cache keeps those itself)."""
-    assign_gangs(cluster, gangs)
-    resolve_volumes(cluster, bound)
-    resolve_spreading(cluster)
-    resolve_claims(cluster)
-    if missing := missing_controllers(cluster):
-        cluster.notes.append(f"{missing} pending pod(s) are controlled by ReplicaSets, StatefulSets or "
-                             "ReplicationControllers the snapshot lacks, so their default spreading counts only "
-                             "Services (include them: kubectl get replicasets,statefulsets,services -A -o yaml)")
+    return resolve_cluster(cluster, gangs)
 
 
 def disruption_budgets(raw: list[tuple[str, dict[str, Any]]], bound: list[Pod]) -> tuple[list[DisruptionBudget],
@@ -245,8 +228,8 @@ class Context:
         check_api_version("Pod", obj)
         pod = _pod(obj, self.ns_labels, self.priorities)
         group = self.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
-        if group is not None and group.priority is not None:
-            pod.priority = group.priority  # the group's priority is what scheduling considers for its pods
+        if group is not None and group.priority is not None and group.priority != pod.priority:
+            return replace(pod, priority=group.priority)  # the group's priority is what scheduling considers
         return pod
 
 

@@ -256,7 +256,7 @@ class Storage:
     limits: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     labels: dict[str, str]
@@ -416,7 +416,7 @@ class PodClaims:
 NO_CLAIMS = PodClaims()
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
     name: str

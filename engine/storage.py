@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .model import NO_VOLUMES, Claim, ClaimUse, Cluster, Node, Pod, PodVolumes, Storage, Volume
+from .model import NO_VOLUMES, Claim, ClaimUse, Node, Pod, PodVolumes, Storage, Volume
 
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
@@ -22,18 +22,6 @@ ZONE_LABELS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region",
                "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region")
 GA_LABEL = {"failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
             "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region"}
-
-
-def resolve_volumes(cluster: Cluster, bound: bool = True) -> None:
-    """Set `volumes` on every pod that mounts a claim (pending pods for placement, and with `bound` the bound
-    ones for what they hold: attached CSI volumes, ReadWriteOncePod claims in use)."""
-    storage = cluster.storage
-    for pod in cluster.pending:
-        if pod.claims:
-            pod.volumes = pending_volumes(pod, storage)
-    for pod in cluster.bound if bound else ():
-        if pod.claims:
-            pod.volumes = held_volumes(pod, storage)
 
 
 def pending_volumes(pod: Pod, storage: Storage) -> PodVolumes:

@@ -16,17 +16,10 @@ CONTROLLERS = ("ReplicaSet", "StatefulSet", "ReplicationController")
 BATCH_OWNERS = ("Job",)
 
 
-def resolve_spreading(cluster: Cluster) -> None:
-    """Set `default_spread` on every pending pod that some Service or controller selects (after gangs are
-    known: gang members keep packing)."""
-    for pod in cluster.pending:
-        pod.default_spread = default_selector(pod, cluster.workloads)
-
-
-def default_selector(pod: Pod, workloads: Workloads) -> LabelSelector | None:
+def default_selector(pod: Pod, workloads: Workloads, gang: str | None) -> LabelSelector | None:
     """helper.DefaultSelector: the merged selectors of the Services in the pod's namespace that select it, ANDed
     with the selector of its controller; None when that is empty (nothing selects the pod), or for batch pods."""
-    if pod.gang is not None or (pod.owner is not None and pod.owner[0] in BATCH_OWNERS):
+    if gang is not None or (pod.owner is not None and pod.owner[0] in BATCH_OWNERS):
         return None
     merged: dict[str, str] = {}
     for selector in workloads.services.get(pod.namespace, ()):

@@ -282,3 +282,37 @@ def test_objects_at_an_api_version_their_kind_is_not_served_at_are_refused_by_th
     assert "PriorityClass is not served at 'scheduling.k8s.io/v1beta1'" in refused[("PriorityClass", "", "high")]
     assert [n.name for n in snap.cluster.nodes] == ["n1"] and not snap.cluster.bound and not snap.cluster.pending
     same_cluster(world)
+
+
+def test_a_gang_mark_of_one_cycle_does_not_outlive_its_pending_member() -> None:
+    """A PodGroup with one bound and one pending member: the snapshot counts the bound one as a member; once the
+    pending one is deleted there is no gang, and the bound pod the cache keeps must not still say it is in one
+    (it did when snapshots wrote gang marks onto the cache's own pods and un-marked them by hand)."""
+    world = World()
+    world.put("Node", node("n1", cpu="4"))
+    world.put("PodGroup", podgroup("g1", 2))
+    world.put("Pod", pod("member-0", cpu="1", labels={POD_GROUP_LABEL: "g1", "app": "a"}, node_name="n1"))
+    world.put("Pod", pod("member-1", cpu="1", labels={POD_GROUP_LABEL: "g1", "app": "a"}))
+    first = world.cache.snapshot(world.batch(), SCHEDULER, None)
+    assert {p.key: p.gang for p in first.cluster.bound} == {"default/member-0": "default/g1"}
+    same_cluster(world)
+    world.store.apply("Pod", "DELETED", world.store.get("Pod", "default", "member-1"))
+    second = world.cache.snapshot(world.batch(), SCHEDULER, None)
+    assert [p.gang for p in second.cluster.bound] == [None] and second.cluster.gangs == {}
+    assert first.cluster.bound[0].gang == "default/g1"  # the first snapshot is as it was made
+    same_cluster(world)
+
+
+def test_device_taint_rules_taint_each_snapshot_once() -> None:
+    """A DeviceTaintRule's taint is added to the snapshot's devices, not to the cache's: the tenth cycle sees one
+    taint, as the first did."""
+    from testkit.manifests import device_class, gpu, resource_slice
+
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "drain"},
+            "spec": {"deviceSelector": {"pool": "n1"}, "taint": {"key": "maintenance", "effect": "NoSchedule"}}}
+    world = World()
+    for doc in (node("n1", cpu="4"), device_class(), resource_slice("n1", [gpu("g0")]), rule):
+        world.put(doc["kind"], doc)
+    snaps = [world.cache.snapshot([], SCHEDULER, None) for _ in range(10)]
+    assert [len(s.cluster.devices.devices[0].taints) for s in snaps] == [1] * 10
+    same_cluster(world)

@@ -4,6 +4,7 @@ cluster again (BoundState.changed answers as a fresh index would)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -79,9 +80,8 @@ def test_a_changed_index_answers_as_a_fresh_one(docs, seed) -> None:
     cluster = build_cluster([("t", d) for d in docs])
     rng = random.Random(seed)
     gone = frozenset(p.key for p in cluster.bound if rng.random() < 0.5)
-    added = tuple(p for p in cluster.pending if rng.random() < 0.5)
-    for p in added:
-        p.node_name = rng.choice(cluster.nodes).name
+    added = tuple(replace(p, node_name=rng.choice(cluster.nodes).name) for p in cluster.pending
+                  if rng.random() < 0.5)
     terms = [t for p in cluster.pending for t in p.affinity_required + p.anti_affinity_required]
     base = BoundState.of(cluster.nodes, cluster.bound)
     _answers(base, terms)  # the base's caches are warm: a view must not answer from them

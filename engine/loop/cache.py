@@ -37,10 +37,10 @@ from ..load import (
     node_model,
     place_pod,
     refusal,
-    resolve_cluster,
     sort_objects,
 )
 from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, Quota
+from ..resolve import resolve_cluster
 from ..storage import held_volumes
 from .ports import NATIVE_POD_GROUP, Obj
 from .store import assumption_over, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
@@ -170,7 +170,6 @@ class ClusterCache:
         self._rest: _Rest | None = None
         self._rest_stale = True  # an object of the rest changed since `_rest` was made
         self._namespaces_seen: Counter[str] = Counter()  # namespaces of bound pods (namespaceSelector reads them)
-        self._marked: list[Pod] = []  # bound pods the last snapshot marked as gang members
         self._running: Counter[int] = Counter()  # priorities of the placed pods not terminating
         self._tenancy = tenants.Tracker()  # what the placed pods use of their quotas
 
@@ -288,9 +287,10 @@ class ClusterCache:
 
     def _holding_volumes(self, pod: Pod) -> Pod:
         """A placed pod with what its claims hold (attached volumes, ReadWriteOncePod claims in use)."""
-        if pod.claims:
-            pod.volumes = held_volumes(pod, self._last_rest().cluster.storage)
-        return pod
+        if not pod.claims:
+            return pod
+        volumes = held_volumes(pod, self._last_rest().cluster.storage)
+        return pod if volumes == pod.volumes else replace(pod, volumes=volumes)
 
     def _settle(self, key: str) -> ModelChange | None:
         """Move capacity from what held it for `key` to what holds it now (the bound pod, else the assumed), and
@@ -391,8 +391,11 @@ class ClusterCache:
                 self._reassume(key)
                 self._settle(key)
             return
-        for pod in [*self._bound.values(), *self._assumed.values()]:
-            self._holding_volumes(pod)  # (now is the rest they read)
+        for held in (self._bound, self._assumed):  # what their claims hold, read of the rest as it is now
+            for key, pod in list(held.items()):
+                if (fresh := self._holding_volumes(pod)) is not pod:
+                    held[key] = fresh
+                    self._settle(key)
 
     def _last_rest(self) -> _Rest:
         """The rest as last converted, even if an object of it changed since: what a watch delta's pod is converted
@@ -421,10 +424,7 @@ class ClusterCache:
             errors += self._add_batch(cluster, batch, scheduler_name)
             cluster.budgets, refused = disruption_budgets(rest.budgets_raw, cluster.bound)
             cluster.refused = [e.refusal() for e in [*errors, *refused]]
-            for pod in self._marked:
-                pod.gang = None
-            resolve_cluster(cluster, gangs, bound=False)
-            self._marked = [p for p in cluster.bound if p.gang is not None]
+            cluster = resolve_cluster(cluster, gangs, bound=False)
             every = [*cluster.quotas, *quotas]
             usage = self._tenancy.usage(every, cluster.bound) if every else None
             return Snapshot(cluster, rows.index(), min(self._running, default=None), usage)

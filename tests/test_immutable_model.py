@@ -1,0 +1,73 @@
+"""The model is values (issue 27): pods and nodes are frozen, and what a snapshot derives of its pods together
+(gangs, volumes, default spreading, claims) is put on copies, never on the pods it was given."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import pytest
+
+from engine.load import build_cluster
+from engine.model import Node, Pod
+from engine.resolve import resolve_cluster
+from testkit.manifests import (
+    POD_GROUP_LABEL,
+    claim,
+    claims,
+    device_class,
+    gpu,
+    mounts,
+    node,
+    owned,
+    pod,
+    podgroup,
+    replica_set,
+    resource_claim,
+    resource_slice,
+    service,
+    storage_class,
+)
+
+
+def test_pods_and_nodes_cannot_be_written() -> None:
+    p, n = Pod("default", "p"), Node("n1", {}, {})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.gang = "default/g"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        n.unschedulable = True  # type: ignore[misc]
+
+
+def _docs() -> list[tuple[str, dict]]:
+    rs = replica_set("web", {"app": "web"})
+    docs = [node("n1"), node("n2"), podgroup("g1", 2), storage_class("local"), claim("data"), device_class(),
+            resource_slice("n1", [gpu("g0")]), resource_claim("gpu-claim"), rs, service("web", {"app": "web"}),
+            pod("member-0", labels={POD_GROUP_LABEL: "g1"}, node_name="n1"),
+            pod("member-1", labels={POD_GROUP_LABEL: "g1"}),
+            pod("mounting", volumes=mounts("data")),
+            pod("gpu-user", resourceClaims=claims("gpu-claim")),
+            owned(pod("web-1", labels={"app": "web"}), "ReplicaSet", "web")]
+    return [("snapshot.yaml", d) for d in docs]
+
+
+def test_resolving_a_snapshot_writes_nothing_onto_the_pods_it_was_given() -> None:
+    built = build_cluster(_docs())
+    by_key = {p.key: p for p in built.pending}
+    assert by_key["default/member-1"].gang == "default/g1"
+    assert by_key["default/mounting"].volumes.waiting
+    assert by_key["default/gpu-user"].dra.to_allocate == ("default/gpu-claim",)
+    assert by_key["default/web-1"].default_spread is not None
+    assert [p.gang for p in built.bound] == ["default/g1"]
+    bare = dataclasses.replace(built, pending=[_bare(p) for p in built.pending], bound=[_bare(p) for p in built.bound],
+                               gangs={})
+    before = copy.deepcopy((bare.pending, bare.bound, bare.devices))
+    again = resolve_cluster(bare, None)
+    assert (bare.pending, bare.bound, bare.devices) == before  # the inputs are as they were
+    assert again.pending == built.pending and again.bound == built.bound and again.gangs == built.gangs
+
+
+def _bare(p: Pod) -> Pod:
+    """A pod as converted, before the snapshot's facts."""
+    from engine.model import NO_CLAIMS, NO_VOLUMES
+
+    return dataclasses.replace(p, gang=None, volumes=NO_VOLUMES, default_spread=None, dra=NO_CLAIMS)
