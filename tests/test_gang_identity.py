@@ -3,8 +3,9 @@ preemption, the loop's queue and its binder. A policy's `gang by label` gang is 
 compile."""
 from __future__ import annotations
 
+from engine.convert.pods import pod_identity
 from engine.gangs import gang_key
-from engine.load import build_cluster, pod_identity
+from engine.load import build_cluster
 from engine.loop.queue import QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings, unit_of
 from engine.planner import Options, plan_batch

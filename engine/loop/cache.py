@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import tenants
+from ..convert.fields import refusal
 from ..index import BoundState, NodeFacts, NodeRequests
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
@@ -36,7 +37,6 @@ from ..load import (
     namespace_labels,
     node_model,
     place_pod,
-    refusal,
     sort_objects,
 )
 from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, Quota

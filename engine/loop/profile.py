@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..convert.pods import pod_identity
 from ..gangs import gang_key
 from ..ir import GangRules
-from ..load import pod_identity
 from .ports import Obj
 from .queue import QueueConfig
 from .store import pod_key

@@ -1,0 +1,180 @@
+"""DRA objects (ResourceSlices, DeviceClasses, ResourceClaims, templates, DeviceTaintRules) into `model.Devices`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..model import (
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    Devices,
+    ResourceClaim,
+    SubRequest,
+    Taint,
+    Toleration,
+    Version,
+)
+from ..quantity import QuantityError, to_milli
+from .fields import as_bool, as_int, as_list, as_mapping, as_text, choice, optional_text, required, scalar_text, timestamp
+from .pods import extended_owner
+from .selectors import node_term
+
+DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
+
+DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
+
+def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
+    meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")
+    name = as_text(meta["name"], "metadata.name")
+    ns = as_text(meta.get("namespace") or "default", "metadata.namespace")
+    if kind == "ResourceSlice":
+        devices.devices.extend(_slice_devices(spec))
+    elif kind == "DeviceClass":
+        devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
+                                            spec.get("extendedResourceName"),
+                                            tuple(_device_config(c, f"spec.config[{i}]")[1]
+                                                  for i, c in enumerate(as_list(spec.get("config"), "spec.config"))),
+                                            timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
+    elif kind == "ResourceClaimTemplate":
+        devices.templates.add(f"{ns}/{name}")
+    elif kind == "DeviceTaintRule":
+        selector = as_mapping(spec.get("deviceSelector"), "spec.deviceSelector")
+        driver, pool, device = (optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
+        devices.taint_rules.append(((driver, pool, device), _device_taint(required(spec, "taint", "spec"), "spec.taint")))
+    else:
+        claim = _resource_claim(obj, ns, name)
+        devices.claims[claim.key] = claim
+
+def _slice_devices(spec: dict[str, Any]) -> list[Device]:
+    """A ResourceSlice's devices, each with where it is reachable (the slice's nodeName, nodeSelector or
+    allNodes, or per device with perDeviceNodeSelection)."""
+    driver = as_text(required(spec, "driver", "spec"), "spec.driver")
+    pool = as_text(required(as_mapping(spec.get("pool"), "spec.pool"), "name", "spec.pool"), "spec.pool.name")
+    out = []
+    for i, raw in enumerate(as_list(spec.get("devices"), "spec.devices")):
+        what = f"spec.devices[{i}]"
+        d = as_mapping(raw, what)
+        where = d if spec.get("perDeviceNodeSelection") else spec
+        node = as_text(where["nodeName"], f"{what}.nodeName") if where.get("nodeName") else None
+        selector = as_mapping(where.get("nodeSelector"), f"{what}.nodeSelector")
+        terms = tuple(node_term(t, f"{what}.nodeSelector.nodeSelectorTerms[{j}]")
+                      for j, t in enumerate(as_list(selector.get("nodeSelectorTerms"), f"{what}.nodeSelector"))) \
+            if where.get("nodeSelector") else None
+        out.append(Device(driver, pool, as_text(required(d, "name", what), f"{what}.name"),
+                          _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms,
+                          tuple(_device_taint(t, f"{what}.taints[{j}]")
+                                for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints")))))
+    return out
+
+def _device_taint(raw: Any, what: str) -> Taint:
+    """A DeviceTaint: key, value, effect (None, NoSchedule, NoExecute; an unknown effect is kept and ignored)."""
+    t = as_mapping(raw, what)
+    return Taint(as_text(required(t, "key", what), f"{what}.key"), scalar_text(t.get("value"), f"{what}.value"),
+                 scalar_text(t.get("effect"), f"{what}.effect"))
+
+def _device_tolerations(value: Any, what: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, item in enumerate(as_list(value, what)):
+        t = as_mapping(item, f"{what}[{i}]")
+        op = scalar_text(t.get("operator"), f"{what}[{i}].operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise ValueError(f"{what}[{i}]: unknown operator {op!r} (Equal or Exists)")
+        out.append(Toleration(scalar_text(t.get("key"), f"{what}[{i}].key"), op,
+                              scalar_text(t.get("value"), f"{what}[{i}].value"),
+                              scalar_text(t.get("effect"), f"{what}[{i}].effect")))
+    return tuple(out)
+
+def _qualified(key: str, driver: str) -> tuple[str, str]:
+    domain, _, name = key.rpartition("/")
+    return (domain or driver), name
+
+def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, object], ...]:
+    out: list[tuple[str, str, object]] = []
+    for key, raw in as_mapping(d.get("attributes"), f"{what}.attributes").items():
+        value = as_mapping(raw, f"{what}.attributes.{key}")
+        found: object
+        if "int" in value:
+            found = as_int(value["int"], f"{what}.attributes.{key}.int", -(2**63), 2**63 - 1)
+        elif "bool" in value:
+            found = as_bool(value["bool"], f"{what}.attributes.{key}.bool")
+        elif "version" in value:
+            found = Version(as_text(value["version"], f"{what}.attributes.{key}.version"))
+        else:
+            found = as_text(value.get("string", ""), f"{what}.attributes.{key}.string")
+        out.append((*_qualified(as_text(key, f"{what}.attributes key"), driver), found))
+    return tuple(sorted(out, key=lambda a: (a[0], a[1])))
+
+def _device_capacity(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, int], ...]:
+    out = []
+    for key, raw in as_mapping(d.get("capacity"), f"{what}.capacity").items():
+        value = required(as_mapping(raw, f"{what}.capacity.{key}"), "value", f"{what}.capacity.{key}")
+        try:
+            milli = to_milli(value)
+        except QuantityError as exc:
+            raise ValueError(f"{what}.capacity.{key}.value: {exc}") from None
+        out.append((*_qualified(as_text(key, f"{what}.capacity key"), driver), milli))
+    return tuple(sorted(out))
+
+def _cel_selectors(value: Any, what: str) -> tuple[str, ...]:
+    out = []
+    for i, item in enumerate(as_list(value, what)):
+        cel = as_mapping(required(as_mapping(item, f"{what}[{i}]"), "cel", f"{what}[{i}]"), f"{what}[{i}].cel")
+        out.append(as_text(required(cel, "expression", f"{what}[{i}].cel"), f"{what}[{i}].cel.expression"))
+    return tuple(out)
+
+def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
+    mode = choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
+    count = as_int(raw.get("count") or 1, f"{what}.count", 1)
+    return SubRequest(name, as_text(required(raw, "deviceClassName", what), f"{what}.deviceClassName"),
+                      _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
+                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"))
+
+def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
+    """A DeviceClassConfiguration or DeviceClaimConfiguration: (the requests it names, its DeviceConfiguration
+    (`opaque` driver parameters, passed through as they are) as JSON)."""
+    c = as_mapping(raw, what)
+    requests = tuple(as_text(r, f"{what}.requests") for r in as_list(c.get("requests"), f"{what}.requests"))
+    return requests, json.dumps({k: v for k, v in c.items() if k != "requests"}, sort_keys=True)
+
+def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
+    spec, status = as_mapping(obj.get("spec"), "spec"), as_mapping(obj.get("status"), "status")
+    devices = as_mapping(spec.get("devices"), "spec.devices")
+    requests = []
+    for i, raw in enumerate(as_list(devices.get("requests"), "spec.devices.requests")):
+        what = f"spec.devices.requests[{i}]"
+        r = as_mapping(raw, what)
+        rname = as_text(required(r, "name", what), f"{what}.name")
+        if r.get("exactly") is not None:
+            alternatives: tuple[SubRequest, ...] = (_sub_request(as_mapping(r["exactly"], f"{what}.exactly"), rname,
+                                                                 f"{what}.exactly"),)
+        else:
+            subs = as_list(r.get("firstAvailable"), f"{what}.firstAvailable")
+            if not subs:
+                raise ValueError(f"{what}: one of exactly and firstAvailable is required")
+            alternatives = tuple(_sub_request(as_mapping(s, f"{what}.firstAvailable[{j}]"),
+                                              f"{rname}/{as_text(as_mapping(s, what).get('name', j), what)}",
+                                              f"{what}.firstAvailable[{j}]") for j, s in enumerate(subs))
+        requests.append(DeviceRequest(rname, alternatives))
+    constraints = []
+    for i, raw in enumerate(as_list(devices.get("constraints"), "spec.devices.constraints")):
+        c = as_mapping(raw, f"spec.devices.constraints[{i}]")
+        if c.get("matchAttribute"):
+            names = tuple(as_text(n, "request") for n in as_list(c.get("requests"), f"spec.devices.constraints[{i}].requests"))
+            constraints.append((names, as_text(c["matchAttribute"], f"spec.devices.constraints[{i}].matchAttribute")))
+    allocation = as_mapping(status.get("allocation"), "status.allocation")
+    results = as_list(as_mapping(allocation.get("devices"), "status.allocation.devices").get("results"),
+                    "status.allocation.devices.results")
+    selector = as_mapping(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
+    return ResourceClaim(
+        ns, name, tuple(requests), tuple(constraints),
+        tuple(f"{r['driver']}/{r['pool']}/{r['device']}" for r in (as_mapping(x, "result") for x in results))
+        if status.get("allocation") is not None else None,
+        tuple(node_term(t, "status.allocation.nodeSelector.nodeSelectorTerms") for t in
+              as_list(selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector")) if selector else None,
+        tuple(str(as_mapping(r, "reservedFor").get("name")) for r in as_list(status.get("reservedFor"), "status.reservedFor")),
+        bool(obj["metadata"].get("deletionTimestamp")),
+        tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(as_list(devices.get("config"),
+                                                                                        "spec.devices.config"))),
+        extended_owner(obj["metadata"]))
