@@ -9,16 +9,13 @@ can print one line and exit 2.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .convert.devices import DRA_APIS, DRA_KINDS, add_dra_object
-from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, show_value, str_map
+from .convert.devices import add_dra_object
+from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, str_map
 from .convert.groups import (
-    NATIVE_GROUP_APIS,
-    POD_GROUP_APIS,
-    QUOTA_APIS,
     disruption_budgets,
     elastic_quota,
     native_group,
@@ -28,8 +25,8 @@ from .convert.groups import (
 )
 from .convert.nodes import has_capacity, node_of_manifest
 from .convert.pods import Priorities, namespace_labels, pod_of_manifest, scheduling_gates
-from .convert.storage import STORAGE_KINDS, add_storage_object
-from .convert.workloads import WORKLOAD_KINDS, add_workload_object
+from .convert.storage import add_storage_object
+from .convert.workloads import add_workload_object
 from .ir import GangRules
 from .model import (
     TERMINAL_PHASES,
@@ -40,6 +37,7 @@ from .model import (
     PodGroup,
     Quota,
 )
+from .objects import check_api_version, kind_of
 from .resolve import resolve_cluster
 
 DEFAULT_SCHEDULER = "policy-scheduler"
@@ -49,22 +47,7 @@ DEFAULT_NAMESPACE = "policy-scheduler"
 
 DEFAULT_POLICY_CONFIGMAP = "policy-scheduler-policies"
 
-# Every kind the model reads, with the group/versions it is read at: what the apiserver serves it at (Kubernetes
-# 1.35-1.37, scheduler-plugins' CRDs), less versions whose fields differ. An object at any other apiVersion (a
-# Pod at `v2`, a PodDisruptionBudget at the removed `policy/v1beta1`) is refused: the apiserver would not hold it.
-API_VERSIONS: dict[str, tuple[str, ...]] = {
-    "Node": ("v1",), "Pod": ("v1",), "Namespace": ("v1",),
-    "PodGroup": (*POD_GROUP_APIS, *NATIVE_GROUP_APIS),
-    "PriorityClass": ("scheduling.k8s.io/v1",), "PodDisruptionBudget": ("policy/v1",),
-    "PersistentVolumeClaim": ("v1",), "PersistentVolume": ("v1",),
-    "StorageClass": ("storage.k8s.io/v1",), "CSINode": ("storage.k8s.io/v1",),
-    "Service": ("v1",), "ReplicationController": ("v1",), "ReplicaSet": ("apps/v1",), "StatefulSet": ("apps/v1",),
-    "ResourceSlice": DRA_APIS, "DeviceClass": DRA_APIS, "ResourceClaim": DRA_APIS, "ResourceClaimTemplate": DRA_APIS,
-    "DeviceTaintRule": (*DRA_APIS, "resource.k8s.io/v1alpha3"),
-    "ElasticQuota": QUOTA_APIS,
-}
 
-KINDS = tuple(API_VERSIONS)
 
 @dataclass(slots=True)
 class _Sorted:
@@ -120,14 +103,6 @@ def node_model(obj: dict[str, Any]) -> Node:
     check_api_version("Node", obj)
     return node_of_manifest(obj)
 
-def check_api_version(kind: str, obj: dict[str, Any]) -> None:
-    """Raise ValueError when `obj` is not at an apiVersion `API_VERSIONS` accepts for `kind`."""
-    found, accepted = obj.get("apiVersion"), API_VERSIONS[kind]
-    if found not in accepted:
-        want = accepted[0] if len(accepted) == 1 else f"one of {', '.join(accepted)}"
-        problem = "missing" if found is None else f"{kind} is not served at {show_value(found)}"
-        raise ValueError(f"apiVersion: {problem} (want {want})")
-
 @dataclass(slots=True)
 class Context:
     """What converting one pod reads from the rest of the cluster: namespaces' labels (for namespaceSelector),
@@ -158,10 +133,12 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             what = kind if isinstance(kind, str) and kind else "object"
             found.errors.append(InputError(f"{src}: {what} without metadata.name", src))
             continue
-        if kind not in KINDS:
+        entry = kind_of(obj)
+        if entry is None or entry.family is None:
             shown = kind if isinstance(kind, str) else "<none>" if kind is None else "<not a string>"
             found.ignored[shown] = found.ignored.get(shown, 0) + 1
             continue
+        kind = entry.manifest_kind
         try:
             ident = (f"{kind} {obj.get('apiVersion')}" if kind == "PodGroup" else kind,
                      as_text(meta.get("namespace") or "", "metadata.namespace"), as_text(meta["name"], "metadata.name"))
@@ -174,7 +151,7 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
         seen.add(ident)
         try:
             check_api_version(kind, obj)
-            _sort_one(found, src, obj, kind, ident[2])
+            _FAMILIES[entry.family](found, src, obj, kind, ident[2])
         except PROBLEMS as exc:
             found.refuse(src, kind, meta, reason_of(exc))
     found.priorities = priorities_of(found.classes)
@@ -187,33 +164,51 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             found.refuse(src, "PodGroup", obj["metadata"], reason_of(exc))
     return found
 
-def _sort_one(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
-    cluster = found.cluster
-    if kind == "Node":
-        cluster.nodes.append(node_of_manifest(obj))
-        if not has_capacity(obj):
-            found.bare_nodes.append(cluster.nodes[-1].name)
-    elif kind == "Namespace":
-        cluster.namespaces[name] = str_map(obj["metadata"].get("labels"), "metadata.labels")
-    elif kind == "PodGroup" and obj.get("apiVersion") in NATIVE_GROUP_APIS:
-        found.native.append((src, obj))  # converted once PriorityClasses are known
-    elif kind == "PodGroup":
-        group = pod_group(obj)
-        cluster.pod_groups[group.key] = group
-    elif kind == "PriorityClass":
-        found.classes[name] = priority_class(obj)
-    elif kind == "PodDisruptionBudget":
-        found.budgets.append((src, obj))
-    elif kind in STORAGE_KINDS:
-        add_storage_object(cluster.storage, kind, obj)
-    elif kind in WORKLOAD_KINDS:
-        add_workload_object(cluster.workloads, kind, obj)
-    elif kind in DRA_KINDS:
-        add_dra_object(cluster.devices, kind, obj)
-    elif kind == "ElasticQuota":
-        found.elastic.append((src, obj["metadata"], elastic_quota(obj)))
-    else:
-        found.pods.append((src, obj))
+def _node(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.cluster.nodes.append(node_of_manifest(obj))
+    if not has_capacity(obj):
+        found.bare_nodes.append(name)
+
+
+def _namespace(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.cluster.namespaces[name] = str_map(obj["metadata"].get("labels"), "metadata.labels")
+
+
+def _native_group(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.native.append((src, obj))  # converted once PriorityClasses are known
+
+
+def _pod_group(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    group = pod_group(obj)
+    found.cluster.pod_groups[group.key] = group
+
+
+def _priority_class(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.classes[name] = priority_class(obj)
+
+
+def _budget(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.budgets.append((src, obj))  # converted once the pods are known
+
+
+def _quota(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.elastic.append((src, obj["metadata"], elastic_quota(obj)))
+
+
+def _pod(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.pods.append((src, obj))  # converted once PriorityClasses, Namespaces and PodGroups are known
+
+
+_Sort = Callable[[_Sorted, str, dict[str, Any], str, str], None]
+# each converter family (engine.objects' `family`) and how an object of it joins the cluster being assembled
+_FAMILIES: dict[str, _Sort] = {
+    "node": _node, "namespace": _namespace, "native_group": _native_group, "pod_group": _pod_group,
+    "priority_class": _priority_class, "budget": _budget, "quota": _quota, "pod": _pod,
+    "storage": lambda found, src, obj, kind, name: add_storage_object(found.cluster.storage, kind, obj),
+    "workload": lambda found, src, obj, kind, name: add_workload_object(found.cluster.workloads, kind, obj),
+    "device": lambda found, src, obj, kind, name: add_dra_object(found.cluster.devices, kind, obj),
+}
+
 
 def _add_pods(found: _Sorted, scheduler_name: str) -> int:
     """Bound, pending or skipped: every pod in its place (or refused). Returns how many pending pods are another

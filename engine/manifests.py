@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
+from .convert.fields import show_value
 from .ir import GangRules
-from .load import DEFAULT_SCHEDULER, InputError, build_cluster, show_value
+from .load import DEFAULT_SCHEDULER, InputError, build_cluster
 from .model import Cluster
 from .yaml_parallel import parse_list
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from .objects import BY_NAME
+
 MIN_BYTES = 4 << 20  # below this, starting processes costs more than it saves
 ITEM = re.compile(r"^- ", re.MULTILINE)
 TOP_KEY = re.compile(r"^[^\s#-]", re.MULTILINE)
@@ -47,34 +49,25 @@ def _items_region(text: str) -> tuple[int, int] | None:
     return m.end(), end.start() if end else len(text)
 
 
-# Bulky fields no scheduling decision reads (engine.load never looks at them): dropped in the worker, so the
-# objects sent back to the parent, which unpickles them on one core, are a fraction of the text.
-UNREAD_CONTAINER = ("env", "envFrom", "volumeMounts", "volumeDevices", "command", "args", "image", "imagePullPolicy",
-                    "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "securityContext",
-                    "terminationMessagePath", "terminationMessagePolicy", "workingDir")
-UNREAD_STATUS = {"Pod": ("conditions", "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses",
-                         "podIP", "podIPs", "hostIP", "hostIPs", "qosClass", "startTime"),
-                 "Node": ("conditions", "images", "nodeInfo", "addresses", "daemonEndpoints", "volumesInUse",
-                          "volumesAttached", "config")}
-
-
 def prune(item: Any) -> None:
-    """Drop the bulky fields of a Pod or Node that scheduling never reads (managed fields, probes, env,
-    volumes, status conditions and images)."""
-    if not isinstance(item, dict) or item.get("kind") not in UNREAD_STATUS:
+    """Drop the bulky fields of an object that no scheduling decision reads (engine.objects says which, per kind:
+    managed fields, probes, env, status conditions), so the objects sent back to the parent, which unpickles them
+    on one core, are a fraction of the text."""
+    entry = BY_NAME.get(str(item.get("kind"))) if isinstance(item, dict) else None
+    if entry is None or entry.pruned is None:
         return
-    for section, unread in (("metadata", ("managedFields",)), ("status", UNREAD_STATUS[item["kind"]])):
+    unread = entry.pruned
+    for section, keys in (("metadata", unread.metadata), ("status", unread.status)):
         part = item.get(section)
         if isinstance(part, dict):
-            for key in unread:
+            for key in keys:
                 part.pop(key, None)
     spec = item.get("spec")
-    if item["kind"] == "Pod" and isinstance(spec, dict):
-        spec.pop("volumes", None)
+    if unread.container and isinstance(spec, dict):
         for field in ("containers", "initContainers"):
             for container in spec.get(field) or () if isinstance(spec.get(field), list) else ():
                 if isinstance(container, dict):
-                    for key in UNREAD_CONTAINER:
+                    for key in unread.container:
                         container.pop(key, None)
 
 

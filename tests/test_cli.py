@@ -239,9 +239,8 @@ def test_kubeconfig_help_lists_every_kind_the_live_dry_run_reads():
     from click.testing import CliRunner
 
     from engine.cli import main
-    from engine.load import KINDS
-    from engine.loop.api import KINDS as API_KINDS
     from engine.loop.live import LIVE_KINDS
+    from engine.objects import BY_NAME, KINDS
 
     help_text = " ".join(CliRunner().invoke(main, ["dry-run", "--help"]).output.split())
     listed = re.search(r"--kubeconfig FILE .*?lists (.*?); a kind", help_text).group(1)
@@ -249,4 +248,4 @@ def test_kubeconfig_help_lists_every_kind_the_live_dry_run_reads():
     assert len(listed.split(", ")) == len(LIVE_KINDS)
     assert all(re.search(rf"\b{kind}e?s\b", listed) for kind in named), listed
     assert "PodGroups (scheduling.k8s.io)" in listed and "DeviceClasses" in listed and "ElasticQuotas" in listed
-    assert set(LIVE_KINDS) <= set(API_KINDS) and set(named) <= set(KINDS)  # read through the API, into the model
+    assert set(LIVE_KINDS) <= set(BY_NAME) and set(named) <= set(KINDS)  # read through the API, into the model

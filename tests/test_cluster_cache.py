@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from engine.index import BoundState
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
-from engine.loop.ports import NATIVE_POD_GROUP
 from engine.loop.store import Store, pod_key, source_name
 from engine.model import Pod, Quota
+from engine.objects import NATIVE_POD_GROUP
 from engine.preempt import lowest_running
 from engine.tenants import Usage
 from testkit.manifests import (

@@ -261,7 +261,7 @@ def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
 
 
 def test_a_podgroup_mode_group_preempted_whole_gets_disruption_target() -> None:
-    from engine.loop.ports import NATIVE_POD_GROUP
+    from engine.objects import NATIVE_POD_GROUP
     from testkit.manifests import in_group, native_group
     api = FakeAPI(hold_evictions=True)
     for i in range(2):

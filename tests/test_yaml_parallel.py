@@ -65,3 +65,25 @@ def test_texts_that_are_not_one_kubectl_list_are_left_to_the_serial_parse():
     multi = "---\n" + "\n---\n".join(yaml.safe_dump(d) for d in snapshot())
     assert parse_list(multi, {}, manifests._yaml_documents, workers=2, min_bytes=0) is None
     assert parse_list(yaml.safe_dump(snapshot()[0]), {}, manifests._yaml_documents, workers=2, min_bytes=0) is None
+
+
+def test_pruning_keeps_what_a_converter_reads_volumes_images_and_start_times():
+    """The pruner read a hand-kept list that dropped every pod's spec.volumes: on the parallel path (large YAML
+    snapshots) a pod mounting a PersistentVolumeClaim lost its claim. It now drops only what engine.objects lists."""
+    from testkit.manifests import claim, mounts, node, pod, storage_class
+
+    mounting = pod("mounting", volumes=mounts("data"))
+    mounting["spec"]["containers"][0]["image"] = "busybox"
+    mounting["status"] = {"phase": "Pending", "startTime": "2026-11-25T12:00:00Z", "conditions": [{"type": "x"}]}
+    worker = node("n1")
+    worker["status"]["images"] = [{"names": ["busybox"], "sizeBytes": 1}]
+    docs = [("t", d) for d in (worker, storage_class("local"), claim("data"), mounting)]
+    pruned = [("t", yaml.safe_load(yaml.safe_dump(d))) for _, d in docs]
+    for _, d in pruned:
+        prune(d)
+    kept = pruned[-1][1]
+    assert kept["spec"]["volumes"] == mounting["spec"]["volumes"] and kept["spec"]["containers"][0]["image"] == "busybox"
+    assert kept["status"] == {"phase": "Pending", "startTime": "2026-11-25T12:00:00Z"}
+    assert pruned[0][1]["status"]["images"] == worker["status"]["images"]
+    a, b = build_cluster(docs), build_cluster(pruned)
+    assert a.pending == b.pending and b.pending[0].claims == ("data",) and b.pending[0].volumes.waiting

@@ -21,9 +21,6 @@ from .fields import as_bool, as_int, as_list, as_mapping, as_text, choice, optio
 from .pods import extended_owner
 from .selectors import node_term
 
-DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
-
-DRA_KINDS = ("ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule")
 
 def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")

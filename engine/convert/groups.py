@@ -28,13 +28,6 @@ from .fields import (
 from .pods import PREEMPTION_POLICIES, Priorities
 from .selectors import label_selector
 
-POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
-
-# KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
-NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
-
-QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
-
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 
 def disruption_budgets(raw: list[tuple[str, dict[str, Any]]], bound: list[Pod]) -> tuple[list[DisruptionBudget],

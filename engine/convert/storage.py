@@ -13,8 +13,6 @@ from ..model import (
 from .fields import as_int, as_list, as_mapping, as_text, choice, required, resource_amounts, str_map
 from .selectors import label_selector, node_term, topology_term
 
-STORAGE_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode")
-
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")

@@ -12,7 +12,6 @@ from ..model import (
 from .fields import as_mapping, as_text, str_map
 from .selectors import label_selector
 
-WORKLOAD_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 def add_workload_object(workloads: Workloads, kind: str, obj: dict[str, Any]) -> None:
     """A Service's selector map, or a controller's selector (a ReplicationController's is a plain map)."""

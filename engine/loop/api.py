@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlparse
 
@@ -20,8 +19,8 @@ import urllib3
 from kubernetes.watch.watch import iter_resp_lines
 
 from ..model import TERMINAL_PHASES
+from ..objects import BY_NAME
 from .ports import (
-    NATIVE_POD_GROUP,
     ApiError,
     ApiUnavailable,
     BindResult,
@@ -42,41 +41,6 @@ PENDING_OR_RUNNING = ",".join(f"status.phase!={p}" for p in TERMINAL_PHASES)  # 
 
 class ConfigError(Exception):
     """No usable cluster configuration (bad kubeconfig, not in a cluster): a user mistake."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Kind:
-    api_version: str
-    plural: str
-    namespaced: bool
-    kind: str = ""  # the objects' kind where the store's name for them differs
-    versions: tuple[str, ...] = ()  # served versions to look for, newest first (api_version: the group/first)
-
-
-KINDS = {
-    "Node": _Kind("v1", "nodes", False),
-    "Pod": _Kind("v1", "pods", True),
-    "ConfigMap": _Kind("v1", "configmaps", True),
-    "Namespace": _Kind("v1", "namespaces", False),
-    "PodGroup": _Kind("scheduling.x-k8s.io/v1alpha1", "podgroups", True),
-    "ElasticQuota": _Kind("scheduling.x-k8s.io/v1alpha1", "elasticquotas", True),  # scheduler-plugins' CRD
-    "PriorityClass": _Kind("scheduling.k8s.io/v1", "priorityclasses", False),
-    "PodDisruptionBudget": _Kind("policy/v1", "poddisruptionbudgets", True),
-    "PersistentVolumeClaim": _Kind("v1", "persistentvolumeclaims", True),
-    "PersistentVolume": _Kind("v1", "persistentvolumes", False),
-    "StorageClass": _Kind("storage.k8s.io/v1", "storageclasses", False),
-    "CSINode": _Kind("storage.k8s.io/v1", "csinodes", False),
-    "Service": _Kind("v1", "services", True),
-    "ReplicationController": _Kind("v1", "replicationcontrollers", True),
-    "ReplicaSet": _Kind("apps/v1", "replicasets", True),
-    "StatefulSet": _Kind("apps/v1", "statefulsets", True),
-    "ResourceSlice": _Kind("resource.k8s.io/v1", "resourceslices", False),
-    "DeviceClass": _Kind("resource.k8s.io/v1", "deviceclasses", False),
-    "ResourceClaim": _Kind("resource.k8s.io/v1", "resourceclaims", True),
-    "ResourceClaimTemplate": _Kind("resource.k8s.io/v1", "resourceclaimtemplates", True),
-    # KEP-4671's PodGroup: alpha (v1alpha2) in 1.36, v1beta1 planned for 1.37; whichever the apiserver serves
-    NATIVE_POD_GROUP: _Kind("scheduling.k8s.io/v1alpha2", "podgroups", True, "PodGroup", ("v1", "v1beta1", "v1alpha2")),
-}
 
 
 def load_client(kubeconfig: str | None, pool_size: int = 32) -> kubernetes.client.ApiClient:
@@ -100,7 +64,7 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> kubernetes.clien
 
 
 def _path(resource: WatchTarget, api_version: str | None = None) -> str:
-    kind = KINDS[resource.kind]
+    kind = BY_NAME[resource.kind]
     api_version = api_version or kind.api_version
     root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
     if kind.namespaced and resource.namespace:
@@ -155,20 +119,21 @@ class KubeAPI:
         self._served: dict[str, str] = {}  # kind -> the group/version found serving it
 
     def _api_version(self, kind_name: str) -> str:
-        """The group/version serving `kind_name`: fixed for most kinds; for those with `versions`, the newest the
-        apiserver serves the resource at (asked once, again after it was not found). NotFound when none does."""
-        kind = KINDS[kind_name]
-        if not kind.versions:
+        """The group/version serving `kind_name`: fixed for most kinds; for those with `served` versions
+        (engine.objects), the newest the apiserver serves the resource at (asked once, again after it was not found).
+        NotFound when none does."""
+        kind = BY_NAME[kind_name]
+        if not kind.served:
             return kind.api_version
         if kind_name not in self._served:
             group = kind.api_version.split("/")[0]
-            for version in kind.versions:
+            for version in kind.served:
                 status, data = self._request("GET", f"/apis/{group}/{version}")
                 if status == 200 and any(r.get("name") == kind.plural for r in json.loads(data).get("resources") or []):
                     self._served[kind_name] = f"{group}/{version}"
                     break
             else:
-                raise NotFound(f"{kind.plural}.{group} is not served (versions {', '.join(kind.versions)})")
+                raise NotFound(f"{kind.plural}.{group} is not served (versions {', '.join(kind.served)})")
         return self._served[kind_name]
 
     def _resource_path(self, resource: WatchTarget) -> str:
@@ -202,8 +167,8 @@ class KubeAPI:
         except NotFound:
             self._served.pop(resource.kind, None)  # looked for again next time
             raise
-        kind = KINDS[resource.kind]
-        items = [{"kind": kind.kind or resource.kind, "apiVersion": self._api_version(resource.kind), **item}
+        kind = BY_NAME[resource.kind]
+        items = [{"kind": kind.manifest_kind, "apiVersion": self._api_version(resource.kind), **item}
                  for item in body.get("items") or []]
         return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
 

@@ -15,13 +15,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..objects import NATIVE_POD_GROUP
 from ..plan import Eviction, Preemption
 from .binder import SCHEDULER_ERROR, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .metrics import Metrics
 from .nominations import Nomination, Nominations
 from .policies import PolicyHolder
-from .ports import NATIVE_POD_GROUP
 from .profile import unit_of
 from .queue import PodQueue
 from .reports import Outcome, Reporter

@@ -18,9 +18,10 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..dra import ClaimAllocation
+from ..objects import NATIVE_POD_GROUP
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
-from .ports import NATIVE_POD_GROUP, BindResult, ClusterAPI, Obj
+from .ports import BindResult, ClusterAPI, Obj
 from .recorder import EventRecorder, Write, event_name
 from .store import Store, meta, node_of, pod_key
 from .volumes import VolumePreBind

@@ -40,26 +40,21 @@ from ..load import (
     sort_objects,
 )
 from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, Quota
+from ..objects import OBJECT_KINDS, is_terminal
 from ..resolve import resolve_cluster
 from ..storage import held_volumes
-from .ports import NATIVE_POD_GROUP, Obj
+from .ports import Obj
 from .store import assumption_over, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
 # kinds of which planning reads only the spec and labels (system-default spreading's selectors)
-SPEC_ONLY = frozenset({"Service", "ReplicaSet", "StatefulSet", "ReplicationController"})
+SPEC_ONLY = frozenset(k.name for k in OBJECT_KINDS if k.spec_only)
 # the other kinds whose changes may help a waiting pod (Services, workloads, budgets never make one schedulable)
-REST_RESOURCES = {"PodGroup": Resource.POD_GROUP, NATIVE_POD_GROUP: Resource.POD_GROUP,
-                  "PersistentVolumeClaim": Resource.PERSISTENT_VOLUME_CLAIM,
-                  "PersistentVolume": Resource.PERSISTENT_VOLUME, "StorageClass": Resource.STORAGE_CLASS,
-                  "CSINode": Resource.CSI_NODE, "ResourceClaim": Resource.RESOURCE_CLAIM,
-                  "ResourceSlice": Resource.RESOURCE_SLICE, "DeviceClass": Resource.DEVICE_CLASS,
-                  "ResourceClaimTemplate": Resource.RESOURCE_CLAIM_TEMPLATE, "Namespace": Resource.NAMESPACE,
-                  "PriorityClass": Resource.PRIORITY_CLASS, "ElasticQuota": Resource.ELASTIC_QUOTA}
+REST_RESOURCES = {k.name: Resource(k.event) for k in OBJECT_KINDS if k.event and k.name not in ("Node", "Pod")}
 
 
 def holds_node(obj: Obj) -> bool:
     """A pod that holds its node's capacity: bound and not finished (a terminating pod still holds it)."""
-    return bool(node_of(obj)) and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    return bool(node_of(obj)) and not is_terminal(obj)
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from ..kinds.base import ModelChange
-from ..model import TERMINAL_PHASES
+from ..objects import waits_for
 from .bind_stage import BindStage
 from .binder import EventSink
 from .metrics import Metrics
@@ -65,11 +65,7 @@ class QueueFeed:
 
     def waiting(self) -> list[Obj]:
         """This profile's pods without a node: not gated, not terminating, not assumed."""
-        return [o for o in self.store.objects("Pod") if (o.get("spec") or {}).get("schedulerName") == self.name
-                and not node_of(o) and not meta(o).get("deletionTimestamp")
-                and not (o.get("spec") or {}).get("schedulingGates")
-                and (o.get("status") or {}).get("phase") not in TERMINAL_PHASES
-                and not self.store.is_assumed(pod_key(o))]
+        return [o for o in self.store.objects("Pod") if waits_for(o, self.name) and not self.store.is_assumed(pod_key(o))]
 
     def units(self, batch: list[str]) -> list[list[str]]:
         """A batch by queue units (a gang's pods together), for narrowing a failed cycle."""

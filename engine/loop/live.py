@@ -6,13 +6,12 @@ so `dry-run --kubeconfig F` can plan exactly what `run` would see, with the same
 
 from __future__ import annotations
 
-from .ports import NATIVE_POD_GROUP, NotFound, Obj, WatchTarget
+from ..objects import WATCHED
+from .ports import NotFound, Obj, WatchTarget
 from .store import meta, source_name
 
 # every kind read, in order (the CLI's --kubeconfig help lists them from here, without loading the client)
-LIVE_KINDS = ("Namespace", "Node", "PriorityClass", "PodGroup", NATIVE_POD_GROUP, "ElasticQuota", "PodDisruptionBudget",
-              "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "Service", "ReplicationController",
-              "ReplicaSet", "StatefulSet", "ResourceSlice", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "Pod")
+LIVE_KINDS = tuple(k.name for k in WATCHED)
 
 
 def read_cluster(kubeconfig: str | None) -> list[tuple[str, Obj]]:

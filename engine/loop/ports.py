@@ -13,7 +13,6 @@ from typing import Any, Protocol
 Obj = dict[str, Any]
 
 
-NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"  # the store's kind for KEP-4671 PodGroups (beside Coscheduling's)
 
 
 @dataclass(frozen=True, slots=True)

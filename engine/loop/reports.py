@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..isolation import failure
+from ..objects import NATIVE_POD_GROUP
 from .binder import SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
 from .cycle import CycleResult
 from .metrics import Metrics
-from .ports import NATIVE_POD_GROUP, Obj
+from .ports import Obj
 from .store import Store
 
 log = logging.getLogger("policy_scheduler.loop")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..isolation import culprits
 from ..kinds.base import ModelChange
+from ..objects import WATCHED
 from .bind_stage import BIND_STAGES, BindStage
 from .binder import Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
@@ -26,7 +27,7 @@ from .groups import GroupStatus
 from .metrics import Metrics, State
 from .plan_stage import PlanStage
 from .policies import PolicyHolder
-from .ports import NATIVE_POD_GROUP, ClusterAPI, Obj, WatchTarget
+from .ports import ClusterAPI, Obj, WatchTarget
 from .profile import Profile, Settings, unit_of
 from .queue import PodQueue
 from .reports import Outcome, Reporter
@@ -177,14 +178,7 @@ class ProfileLoop:
 
 def resources(profiles: tuple[Profile, ...]) -> list[WatchTarget]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
-    out = [WatchTarget("Node"), WatchTarget("Pod"), WatchTarget("PodGroup"), WatchTarget(NATIVE_POD_GROUP),
-           WatchTarget("ElasticQuota"), WatchTarget("PriorityClass"),
-           WatchTarget("Namespace"),
-           WatchTarget("PodDisruptionBudget"), WatchTarget("PersistentVolumeClaim"), WatchTarget("PersistentVolume"),
-           WatchTarget("StorageClass"), WatchTarget("CSINode"), WatchTarget("Service"), WatchTarget("ReplicationController"),
-           WatchTarget("ReplicaSet"), WatchTarget("StatefulSet"),  # these four: system-default spreading's selectors
-           WatchTarget("ResourceSlice"), WatchTarget("DeviceClass"), WatchTarget("ResourceClaim"),
-           WatchTarget("ResourceClaimTemplate")]
+    out = [WatchTarget(k.name) for k in WATCHED]
     for p in profiles:
         if p.policy_configmap and WatchTarget("ConfigMap", *p.policy_configmap) not in out:
             out.append(WatchTarget("ConfigMap", *p.policy_configmap))

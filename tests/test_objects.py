@@ -1,0 +1,58 @@
+"""The one registry of object kinds (engine/objects.py, issue 27 point 2): every reader agrees with it."""
+
+from __future__ import annotations
+
+from engine.kinds.base import Resource
+from engine.load import build_cluster
+from engine.loop.cache import REST_RESOURCES, SPEC_ONLY
+from engine.loop.live import LIVE_KINDS
+from engine.loop.profile import Profile
+from engine.loop.scheduler import resources
+from engine.objects import (
+    API_VERSIONS,
+    BY_NAME,
+    MODEL_KINDS,
+    NATIVE_POD_GROUP,
+    OBJECT_KINDS,
+    WATCHED,
+    is_terminal,
+    kind_of,
+    waits_for,
+)
+from testkit.manifests import native_group, node, pod, podgroup
+
+
+def test_every_event_a_kind_raises_is_one_the_queueing_hints_know() -> None:
+    assert {k.event for k in OBJECT_KINDS if k.event} <= {r.value for r in Resource}
+    assert {r.value for r in Resource} <= {k.event for k in OBJECT_KINDS if k.event}  # and none is never raised
+
+
+def test_the_loop_watches_and_the_live_dry_run_lists_what_the_registry_says() -> None:
+    watched = [w.kind for w in resources((Profile("policy-scheduler", ("ns", "policies")),))]
+    assert watched[:-1] == [k.name for k in WATCHED] == list(LIVE_KINDS)
+    assert watched[-1] == "ConfigMap"  # the profile's policies, beside the model's kinds
+    assert LIVE_KINDS[-1] == "Pod"  # pods last: what they read is listed by then
+    assert {"Service", "ReplicationController", "ReplicaSet", "StatefulSet"} == SPEC_ONLY
+    assert REST_RESOURCES[NATIVE_POD_GROUP] is Resource.POD_GROUP and "Node" not in REST_RESOURCES
+
+
+def test_every_kind_the_model_reads_is_read_at_every_version_the_registry_lists() -> None:
+    for entry in MODEL_KINDS:
+        for version in entry.versions:
+            assert version in API_VERSIONS[entry.manifest_kind]
+    group = native_group("g", min_count=2)
+    assert kind_of(group) is BY_NAME[NATIVE_POD_GROUP] and kind_of(podgroup("g", 2)) is BY_NAME["PodGroup"]
+    assert kind_of({"kind": "ConfigMap", "apiVersion": "v1"}) is None  # the loop's own, not the model's
+    cluster = build_cluster([("t", node("n1")), ("t", group), ("t", podgroup("g", 2))])
+    assert set(cluster.native_groups) == {"default/g"} and set(cluster.pod_groups) == {"default/g"}
+
+
+def test_waiting_and_terminal_are_said_once_of_raw_pods() -> None:
+    waiting = pod("p", scheduler="policy-scheduler")
+    assert waits_for(waiting, "policy-scheduler") and not waits_for(waiting, "other")
+    for change in ({"spec": {**waiting["spec"], "nodeName": "n1"}},
+                   {"metadata": {**waiting["metadata"], "deletionTimestamp": "2026-11-27T00:00:00Z"}},
+                   {"spec": {**waiting["spec"], "schedulingGates": [{"name": "g"}]}},
+                   {"status": {"phase": "Succeeded"}}):
+        assert not waits_for({**waiting, **change}, "policy-scheduler"), change
+    assert is_terminal({"status": {"phase": "Failed"}}) and not is_terminal({"status": {"phase": "Running"}})
