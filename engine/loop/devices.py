@@ -18,7 +18,7 @@ from .store import Store, meta, version
 from .volumes import Done
 
 log = logging.getLogger("policy_scheduler.devices")
-KIND = "DynamicResources"  # the kind whose Reserve recorded the allocation (plan.reserved[pod][KIND])
+KIND = "DynamicResources"  # the kind whose Reserve recorded the allocation (plan.details.reserved[pod][KIND])
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLAIM = "ResourceClaim"
 CONFLICT = 409
