@@ -636,6 +636,7 @@ def engine_once(docs_path: Path, time_limit: float) -> dict[str, Any]:
     del compiled
     started = time.perf_counter()
     stats = make_plan(cluster, None, time_limit=time_limit).stats
+    stats = stats.to_dict() if hasattr(stats, "to_dict") else stats  # a checkout before Stats: already the dict
     return {"engine": str(Path(engine.__file__).parent), "compile": wall, "compile_cpu": cpu, "classes": classes,
             "plan": time.perf_counter() - started, "phases": stats.get("phases", {}), "placed": stats["placed"],
             "pods": stats["pods"], "status": stats["status"], "strategy": stats.get("strategy", "")}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from importlib import resources
 
 import click
@@ -21,6 +22,7 @@ from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER
 from .loop.live import LIVE_KINDS
 from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
+from .plan import Plan
 from .planner import Options, plan_batch
 
 DEMO = "demo-cluster.yaml"
@@ -157,7 +159,7 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
     options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
     plan = plan_batch(cluster, rules, options, progress)
-    plan.stats["phases"] = {"load": round(loaded, 3), **plan.stats.get("phases", {})}
+    plan = _with_load(plan, loaded)
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)
@@ -174,10 +176,18 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
         sys.exit(EXIT_UNSCHEDULABLE)
 
 
-def _report_failures(plan) -> None:
+def _with_load(plan: Plan, seconds: float) -> Plan:
+    """The plan with the snapshot's load time first in its phases (a plan without phases, planning failed, as is)."""
+    phases = plan.stats.phases
+    if phases is None:
+        return plan
+    return replace(plan, stats=replace(plan.stats, phases=replace(phases, load=round(seconds, 3))))
+
+
+def _report_failures(plan: Plan) -> None:
     """Planning raised for some pods (a bug, engine.isolation): they are in the plan as unschedulable with the
     error; stderr says so once each, without a traceback."""
-    for failure in plan.failures:
+    for failure in plan.details.failures:
         click.echo(f"policy-scheduler: internal error: planning {', '.join(failure.pods[:3])}"
                    f"{' …' if len(failure.pods) > 3 else ''} failed ({failure.error}); the plan leaves "
                    "it out (please report this bug)", err=True)
@@ -232,7 +242,7 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
         return
     plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption))
     _report_failures(plan)
-    compiled = plan.compiled  # the batch as first compiled: the node table shows the cluster as it is now
+    compiled = plan.details.compiled  # the batch as first compiled: the node table shows the cluster as it is now
     classes = compiled.classes if compiled is not None else []
     c = next((i for i, info in enumerate(classes) if any(p.key == target.key for p in info.pods)), None)
     node = plan.assignments.get(target.key)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from .model import Cluster, Pod
-from .plan import Failure, Plan
+from .plan import Failure, Plan, Stats
 
 T = TypeVar("T")
 MAX_ROUNDS = 3  # failures that only appear together: find culprits again on what is left, at most this often
@@ -40,7 +40,7 @@ def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time
             cluster = replace(cluster, pending=[p for p in cluster.pending if p.key not in refused])
     everyone = tuple(p.key for p in cluster.pending)
     failures.append(Failure(everyone, "planning kept failing after refusing the pods that failed alone", ""))
-    empty = Plan({}, {}, {"pods": len(everyone), "status": "ERROR"})
+    empty = Plan({}, {}, Stats(pods=len(everyone), status="ERROR"))
     return _with_failures(empty, failures)
 
 
@@ -84,14 +84,13 @@ def units(pods: list[Pod]) -> list[list[Pod]]:
 
 
 def _with_failures(plan: Plan, failures: list[Failure]) -> Plan:
-    if failures:
-        plan.stats["failed"] = sum(len(f.pods) for f in failures)
-    plan.failures = failures
-    for failure in failures:
-        for key in failure.pods:
-            plan.unschedulable[key] = [failure.reason]
-            plan.errors.add(key)
-    return plan
+    """`plan` with the pods of `failures` refused, for an error."""
+    if not failures:
+        return plan
+    refused = {key: [failure.reason] for failure in failures for key in failure.pods}
+    stats = replace(plan.stats, failed=sum(len(f.pods) for f in failures))
+    details = replace(plan.details, errors=plan.details.errors.union(refused), failures=tuple(failures))
+    return replace(plan, unschedulable={**plan.unschedulable, **refused}, stats=stats, details=details)
 
 
 def failure(pods: list[str], exc: BaseException) -> Failure:

@@ -105,13 +105,13 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
     _print_usage(plan, console, max_rows)
     if tenants:
         print_tenants(tenants, console)
-    skipped = f" · {s['skipped']} skipped" if s.get("skipped") else ""
+    skipped = f" · {s.skipped} skipped" if s.skipped else ""
     evicted = len(plan.evictions)
     skipped += f" · {evicted} eviction{'s' if evicted != 1 else ''}" if evicted else ""
     console.print(
-        f"[bold]{s['placed']}/{s['pods']} pods placed[/bold] on {s['nodes']} nodes{skipped} · status {s['status']} · "
-        f"gap {100 * s['gap']:.2f}% · {s['classes']} pod classes · solver {s['solver_seconds']:.2f}s · "
-        f"total {s['seconds']:.2f}s"
+        f"[bold]{s.placed}/{s.pods} pods placed[/bold] on {s.nodes} nodes{skipped} · status {s.status} · "
+        f"gap {100 * (s.gap or 0.0):.2f}% · {s.classes} pod classes · solver {s.solver_seconds or 0.0:.2f}s · "
+        f"total {s.seconds or 0.0:.2f}s"
     )
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
@@ -91,28 +92,110 @@ class Failure:
                 "retried after a backoff")
 
 
-@dataclass(slots=True)
-class Plan:
-    assignments: dict[str, str]
-    unschedulable: dict[str, list[str]]
-    stats: dict[str, Any]
-    # per node after the plan; made when first read (a cycle of the loop never reads it: 5,000 dicts for nothing)
-    node_usage: list[NodeUsage] | Callable[[], list[NodeUsage]] = field(default_factory=list, repr=False)
-    notes: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
-    preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
+def _json(record: Any) -> dict[str, Any]:
+    """A stats record as the dry-run prints it: its fields in order, those left None absent, records within too."""
+    out: dict[str, Any] = {}
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if value is not None:
+            out[f.name] = _json(value) if is_dataclass(value) else value
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timings:
+    """Seconds per phase of making the plan: reading the snapshot (the CLI's, when it is known), compiling, the
+    starting plans, building and solving the CP-SAT model."""
+
+    load: float | None = None
+    compile: float
+    start: float
+    model: float
+    solve: float
+
+    def to_dict(self) -> dict[str, float]:
+        return _json(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    """What the solve achieved: the weighted count of pods placed, and the preferences' points."""
+
+    placed: int
+    preferences: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionStats:
+    """What batch preemption did: preemptors placed, victims, budgets broken, its seconds, and what became of
+    the batch model (engine.preempt_model), when it was considered."""
+
+    preemptors: int
+    victims: int
+    budget_violations: int
+    seconds: float
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """How the plan went: the dry-run's `stats` (DESIGN.md §6). A field left None is absent from the JSON (a plan
+    of a batch whose planning failed has only `pods`, `status` and `failed`); `to_dict` keeps the fields' order."""
+
+    pods: int | None = None
+    nodes: int | None = None
+    placed: int | None = None
+    unschedulable: int | None = None
+    skipped: int | None = None
+    classes: int | None = None
+    status: str | None = None
+    strategy: str | None = None
+    gap: float | None = None
+    objective: Objective | None = None
+    solver_seconds: float | None = None
+    seconds: float | None = None
+    phases: Timings | None = None
+    sequential_placed: int | None = None  # pods the one-at-a-time baseline placed, when it ran
+    preemption: PreemptionStats | None = None
+    failed: int | None = None  # pods refused because planning them raised (engine.isolation)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _json(self)
+
+
+@dataclass(frozen=True)
+class PlanDetails:
+    """What the plan carries beside the dry-run's contract, for the binder, the loop's reports, preemption and
+    `explain`: each pending pod's gang, the facts behind each unschedulable pod, what Reserve recorded, the batch
+    as compiled, the pods refused for an error (upstream's SchedulerError) rather than for room, and the failures
+    behind them (engine.isolation)."""
+
     gangs: dict[str, str] = field(default_factory=dict)  # pending pod -> its gang's key (model.Gang), for the binder
     explanations: dict[str, Explanation] = field(default_factory=dict, repr=False)  # unschedulable: the facts
     reserved: dict[str, dict[str, object]] = field(default_factory=dict, repr=False)  # pod -> kind -> what it holds
     compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
-    errors: set[str] = field(default_factory=set)  # unschedulable for an error (upstream's SchedulerError), not room
-    failures: list[Failure] = field(default_factory=list)  # planning raised for these pods (engine.isolation)
+    errors: frozenset[str] = frozenset()  # unschedulable for an error, not for room
+    failures: tuple[Failure, ...] = ()  # planning raised for these pods (engine.isolation)
 
-    @property
+
+@dataclass(frozen=True)
+class Plan:
+    """A batch's plan. `to_dict` is the dry-run's JSON contract and reads only the fields before `notes`; the
+    notes go to stderr, the per-node usage (`usage`) to the table, the rest (`details`) to the loop."""
+
+    assignments: dict[str, str]
+    unschedulable: dict[str, list[str]]
+    stats: Stats
+    skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
+    preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
+    notes: list[str] = field(default_factory=list)
+    # per node after the plan, made when first read (`usage`: a cycle of the loop never reads it, 5,000 dicts)
+    usage_of: Callable[[], list[NodeUsage]] = field(default=list, repr=False, compare=False)
+    details: PlanDetails = field(default_factory=PlanDetails)
+
+    @cached_property
     def usage(self) -> list[NodeUsage]:
-        if callable(self.node_usage):
-            self.node_usage = self.node_usage()
-        return self.node_usage
+        return self.usage_of()
 
     @property
     def evictions(self) -> list[Eviction]:
@@ -125,7 +208,7 @@ class Plan:
             "unschedulable": dict(sorted(self.unschedulable.items())),
             "skipped": dict(sorted(self.skipped.items())),
             "preemptions": {k: v.to_dict() for k, v in sorted(self.preemptions.items())},
-            "stats": self.stats,
+            "stats": self.stats.to_dict(),
         }
 
 
@@ -164,8 +247,7 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
                      seed=seed, progress=progress, baseline=baseline)
     solution, dropped, reserved = reserve(compiled, solution)
     plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped)
-    plan.reserved = reserved
-    return plan
+    return replace(plan, details=replace(plan.details, reserved=reserved))
 
 
 def _targets(solution: Solution) -> dict[int, list[int]]:
@@ -236,28 +318,20 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
                 explanations[pod.key] = explanation
                 if info.rejected.erred:
                     errors.add(pod.key)
-    stats = {
-        "pods": len(compiled.cluster.pending),
-        "nodes": len(nodes),
-        "placed": len(assignments),
-        "unschedulable": len(unschedulable),
-        "skipped": len(compiled.cluster.skipped),
-        "classes": len(compiled.classes),
-        "status": solution.status.value,
-        "strategy": solution.strategy,
-        "gap": round(solution.gap, 6),
-        "objective": {"placed": solution.placed_value, "preferences": solution.soft_value},
-        "solver_seconds": round(solution.seconds, 3),
-        "seconds": round(seconds, 3),
-        "phases": {"compile": round(compile_seconds, 3), "start": round(solution.phases.start, 3),
-                   "model": round(solution.phases.model, 3), "solve": round(solution.phases.solve, 3)},
-    }
-    if solution.sequential_placed is not None:
-        stats["sequential_placed"] = solution.sequential_placed
+    stats = Stats(
+        pods=len(compiled.cluster.pending), nodes=len(nodes), placed=len(assignments), unschedulable=len(unschedulable),
+        skipped=len(compiled.cluster.skipped), classes=len(compiled.classes), status=solution.status.value,
+        strategy=solution.strategy, gap=round(solution.gap, 6),
+        objective=Objective(solution.placed_value, solution.soft_value), solver_seconds=round(solution.seconds, 3),
+        seconds=round(seconds, 3),
+        phases=Timings(compile=round(compile_seconds, 3), start=round(solution.phases.start, 3),
+                       model=round(solution.phases.model, 3), solve=round(solution.phases.solve, 3)),
+        sequential_placed=solution.sequential_placed)
     gangs = {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
-    return Plan(assignments, unschedulable, stats, lambda: _usage(compiled, solution),
-                compiled.cluster.notes + compiled.notes + solution.notes, dict(compiled.cluster.skipped), gangs=gangs,
-                explanations=explanations, compiled=compiled, errors=errors)
+    return Plan(assignments, unschedulable, stats, dict(compiled.cluster.skipped),
+                notes=compiled.cluster.notes + compiled.notes + solution.notes,
+                usage_of=lambda: _usage(compiled, solution),
+                details=PlanDetails(gangs, explanations, compiled=compiled, errors=frozenset(errors)))
 
 
 def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:

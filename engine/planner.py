@@ -48,7 +48,7 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
     the bound pods' index, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
     (the cluster's, then the rules') when the caller keeps them (the scheduler loop's cache; None: worked out
     here); they must describe the cluster. Should planning raise, only the pods it raises for are refused
-    (engine.isolation; `Plan.failures` holds the errors for the caller's log)."""
+    (engine.isolation; `Plan.details.failures` holds the errors for the caller's log)."""
     def plan(batch: Cluster, time_limit: float) -> Plan:
         return _plan_batch(batch, rules, replace(options, time_limit=time_limit), progress, index, lowest, usage)
     return plan_isolated(cluster, plan, options.time_limit)
@@ -66,7 +66,7 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
                      seed=options.seed, progress=progress, baseline=options.baseline, index=index,
                      preference_limit=options.preference_limit, usage=usage)
     if options.preemption:
-        say_never(cluster, plan, lowest)
+        plan = say_never(cluster, plan, lowest)
     if not hopeful:
         return plan
     settings = PreemptionSettings(rules.placement, Deadline(started + options.time_limit), options.workers, options.seed)

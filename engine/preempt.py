@@ -62,7 +62,7 @@ from .kinds import KINDS, Kind, Moves
 from .kinds.context import Batch, ClassMatcher, ClassSpec
 from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod, PodAffinityTerm
-from .plan import Eviction, NodeUsage, Plan, Preemption, make_plan
+from .plan import Eviction, NodeUsage, Plan, Preemption, PreemptionStats, Stats, make_plan
 from .reclaim import Account, Reclaim, Stance
 from .rejections import Rejection
 from .tenants import Usage
@@ -300,7 +300,7 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
     collector stays paused, as in make_plan: the stage makes many small objects too (candidates, a ledger copy
     per unit), and each full pass over a large snapshot costs a good part of a second."""
     preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT]
-    if not preemptors or plan.compiled is None:
+    if not preemptors or plan.details.compiled is None:
         return plan
     with collector_paused():
         return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
@@ -334,18 +334,19 @@ def _stage(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preempto
     """What the stage reads (`Search`: the cluster with the first plan's placements bound, the candidates), with
     victim selection's deadline (VICTIMS_SHARE of the time left; the rest is the re-plans'); None when the stage's
     deadline passes first."""
-    if deadline.passed() or plan.compiled is None:
+    compiled = plan.details.compiled
+    if deadline.passed() or compiled is None:
         return None
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
-    search = _search(fixed, plan.compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
+    search = _search(fixed, compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
                      Reclaim.of(fixed, preemptors, _start(plan, placed)), deadline)
     return None if search is None else replace(search, deadline=_within(deadline, VICTIMS_SHARE))
 
 
 def _nothing(preemptors: list[Pod]) -> Plan:
     """The plan of a re-plan with no victims: no preemptor placed."""
-    return Plan({}, {p.key: [] for p in preemptors}, {}, [])
+    return Plan({}, {p.key: [] for p in preemptors}, Stats())
 
 
 def _not_reached(hints: Hints, units: list[list[Pod]]) -> None:
@@ -358,7 +359,7 @@ def _not_reached(hints: Hints, units: list[list[Pod]]) -> None:
 def _start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
     """What the running pods use of the quotas with the first plan's placements: compile's usage (the loop's is
     kept across cycles) plus the placements, not a count over every running pod again (None: no quotas)."""
-    before = plan.compiled.usage if plan.compiled is not None else None
+    before = plan.details.compiled.usage if plan.details.compiled is not None else None
     if before is None:
         return None
     start = before.copy()
@@ -366,14 +367,17 @@ def _start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
     return start
 
 
-def say_never(cluster: Cluster, plan: Plan, lowest: int | None) -> None:
-    """Left-out pods that may not preempt say so: the reason they wait although they outrank running pods
-    (`lowest`: the lowest priority of a running pod, `lowest_running`)."""
-    for pod in cluster.pending:
-        if (pod.key in plan.unschedulable and pod.preemption_policy == NEVER_PREEMPT and lowest is not None
-                and pod.priority > lowest):
-            plan.unschedulable[pod.key] = plan.unschedulable[pod.key] + [
-                "it does not evict lower-priority pods (preemptionPolicy: Never)"]
+def say_never(cluster: Cluster, plan: Plan, lowest: int | None) -> Plan:
+    """`plan` with its left-out pods that may not preempt saying so: the reason they wait although they outrank
+    running pods (`lowest`: the lowest priority of a running pod, `lowest_running`)."""
+    never = [pod.key for pod in cluster.pending
+             if (pod.key in plan.unschedulable and pod.preemption_policy == NEVER_PREEMPT and lowest is not None
+                 and pod.priority > lowest)]
+    if not never:
+        return plan
+    said = {key: plan.unschedulable[key] + ["it does not evict lower-priority pods (preemptionPolicy: Never)"]
+            for key in never}
+    return replace(plan, unschedulable={**plan.unschedulable, **said})
 
 
 def may_preempt_any(cluster: Cluster, lowest: int | None) -> bool:
@@ -1126,8 +1130,8 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: 
     index = search.index.changed(removed=gone)
     plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
                      seed=settings.seed, index=index)
-    wall.needs = clock() - began - plan.stats["phases"]["solve"]
-    return None if plan.compiled is None or plan.compiled.problem.unchecked else plan
+    wall.needs = clock() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
+    return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 
 
 def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall, replan: Plan,
@@ -1315,17 +1319,14 @@ def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: 
         if said:
             unschedulable[key] = unschedulable[key] + list(said)
     victims = [v for p in preemptions.values() for v in p.victims]
-    stats = dict(plan.stats)
-    stats.update(placed=len(assignments), unschedulable=len(unschedulable),
-                 preemption={"preemptors": len(replan.assignments), "victims": len(victims),
-                             "budget_violations": sum(1 for v in victims if v.over_budget),
-                             "seconds": round(time.perf_counter() - started - plan.stats.get("seconds", 0.0), 3)})
-    if model is not None:
-        stats["preemption"]["model"] = model
-    stats["seconds"] = round(time.perf_counter() - started, 3)
-    return Plan(assignments, unschedulable, stats, lambda: _usage(plan, replan), plan.notes, plan.skipped, preemptions,
-                gangs={**plan.gangs, **replan.gangs}, explanations=plan.explanations, compiled=plan.compiled,
-                errors=plan.errors - set(assignments))
+    preemption = PreemptionStats(len(replan.assignments), len(victims), sum(1 for v in victims if v.over_budget),
+                                 round(time.perf_counter() - started - (plan.stats.seconds or 0.0), 3), model)
+    stats = replace(plan.stats, placed=len(assignments), unschedulable=len(unschedulable), preemption=preemption,
+                    seconds=round(time.perf_counter() - started, 3))
+    details = replace(plan.details, gangs={**plan.details.gangs, **replan.details.gangs},
+                      errors=plan.details.errors - set(assignments), reserved={})
+    return replace(plan, assignments=assignments, unschedulable=unschedulable, stats=stats, preemptions=preemptions,
+                   usage_of=lambda: _usage(plan, replan), details=details)
 
 
 def _attribute(replan: Plan, ledger: Ledger, search: Search, preemptors: dict[str, Pod]) -> dict[str, Preemption]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from .compile import PolicyRules
 from .index import BoundState
 from .model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
-from .plan import Plan, make_plan
+from .plan import Plan, PlanDetails, make_plan
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -82,18 +82,20 @@ def plan_together(cluster: Cluster, index: BoundState, preemptors: list[Pod], ru
                     notes=[], skipped={})
     plan = make_plan(batch, _unpinned(policy, keys), time_limit=time_limit, workers=workers, seed=seed,
                      index=index.changed(removed=keys))
-    if plan.compiled is None or plan.compiled.problem.unchecked:
+    if plan.details.compiled is None or plan.details.compiled.problem.unchecked:
         return None
-    return BatchOutcome(_theirs(plan, mine), keys - set(plan.assignments), str(plan.stats.get("status", "")))
+    return BatchOutcome(_theirs(plan, mine), keys - set(plan.assignments), plan.stats.status or "")
 
 
 def _theirs(plan: Plan, mine: set[str]) -> Plan:
     """The preemptors' part of the batch's plan: what a re-plan of the preemptors alone on the cluster without the
     victims would say, if it chose the same nodes."""
+    details = PlanDetails(gangs={k: g for k, g in plan.details.gangs.items() if k in mine},
+                          reserved={k: r for k, r in plan.details.reserved.items() if k in mine},
+                          compiled=plan.details.compiled)
     return Plan({k: n for k, n in plan.assignments.items() if k in mine},
-                {k: why for k, why in plan.unschedulable.items() if k in mine}, dict(plan.stats), lambda: plan.usage,
-                gangs={k: g for k, g in plan.gangs.items() if k in mine},
-                reserved={k: r for k, r in plan.reserved.items() if k in mine}, compiled=plan.compiled)
+                {k: why for k, why in plan.unschedulable.items() if k in mine}, plan.stats,
+                usage_of=lambda: plan.usage, details=details)
 
 
 def pinned(r: Running) -> Pod:

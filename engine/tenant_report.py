@@ -110,11 +110,11 @@ def _line(q: Quota, before: Usage, after: Usage, totals: dict[str, int], lending
 
 
 def of_plan(plan: Plan, cluster: Cluster) -> list[TenantLine]:
-    """The tenants around `plan`, read from the cluster the plan was made for (`plan.compiled.cluster`: the
+    """The tenants around `plan`, read from the cluster the plan was made for (`plan.details.compiled.cluster`: the
     planner's entry may have added policies' quotas to it), else from `cluster` (the caller's); [] without
     quotas. The usage before the plan is the one compile had (the loop's is kept pod by pod across cycles), so
     this costs the batch and the quotas, not the cluster."""
-    compiled = plan.compiled
+    compiled = plan.details.compiled
     planned = compiled.cluster if compiled is not None else cluster
     if not planned.quotas:
         return []

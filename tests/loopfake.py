@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from engine.loop.ports import ApiUnavailable, BindResult, Conflict, Gone, NotFound, Obj, WatchEvent, WatchTarget
+from engine.loop.ports import ApiResult, ApiUnavailable, Conflict, Gone, NotFound, Obj, WatchEvent, WatchTarget
 from testkit import manifests
 
 Key = tuple[str, str, str]
@@ -106,16 +106,16 @@ class FakeAPI:
         if not events:  # a quiet watch ends with a bookmark at the current version
             yield WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(max(since, self.rv))}})
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         key = f"{namespace}/{name}"
         if self.down:
-            return BindResult(False, 0, "down")
+            return ApiResult(False, 0, "down")
         if key in self.fail_binds:
-            return BindResult(False, self.fail_binds[key], "injected failure")
+            return ApiResult(False, self.fail_binds[key], "injected failure")
         with self.cond:
             pod = self.objects.get(("Pod", namespace, name))
             if pod is None or pod["metadata"]["uid"] != uid or pod["spec"].get("nodeName"):
-                return BindResult(False, 409, "conflict")
+                return ApiResult(False, 409, "conflict")
             self.binds.append((key, node))
             bound = copy.deepcopy(pod)
             bound["spec"]["nodeName"] = node
@@ -123,43 +123,43 @@ class FakeAPI:
                 self.put("Pod", bound)
             else:
                 self.objects[("Pod", namespace, name)] = bound
-        return BindResult(True, 201)
+        return ApiResult(True, 201)
 
-    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> ApiResult:
         """Merge patch (RFC 7386), conditional on metadata.resourceVersion when the body has one."""
         if self.down:
-            return BindResult(False, 0, "down")
+            return ApiResult(False, 0, "down")
         if f"{kind} {name}" in self.fail_patches:
-            return BindResult(False, self.fail_patches[f"{kind} {name}"], "injected failure")
+            return ApiResult(False, self.fail_patches[f"{kind} {name}"], "injected failure")
         with self.cond:
             current = self.objects.get((kind, namespace, name))
             if current is None:
-                return BindResult(False, 404, "not found")
+                return ApiResult(False, 404, "not found")
             want = (body.get("metadata") or {}).get("resourceVersion")
             if want is not None and want != current["metadata"]["resourceVersion"]:
-                return BindResult(False, 409, "the object has been modified")
+                return ApiResult(False, 409, "the object has been modified")
             self.patches.append((kind, name, copy.deepcopy(body)))
             now = self.put(kind, _merge(copy.deepcopy(current), body))
-        return BindResult(True, 200, obj=copy.deepcopy(now))
+        return ApiResult(True, 200, obj=copy.deepcopy(now))
 
-    def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
+    def evict(self, namespace: str, name: str, uid: str, message: str) -> ApiResult:
         """Like the apiserver with a kubelet behind it: the victim is gone at once (grace period 0)."""
         key = ("Pod", namespace, name)
         with self.cond:
             pod = self.objects.get(key)
             if pod is None:
-                return BindResult(True, 404)
+                return ApiResult(True, 404)
             if pod["metadata"]["uid"] != uid:
-                return BindResult(False, 409, "uid precondition failed")
+                return ApiResult(False, 409, "uid precondition failed")
             self.evictions.append((f"{namespace}/{name}", message))
             if self.hold_evictions:
-                return BindResult(True, 200)
+                return ApiResult(True, 200)
             self.delete("Pod", namespace, name)
-        return BindResult(True, 200)
+        return ApiResult(True, 200)
 
-    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+    def create_object(self, kind: str, namespace: str, body: Obj) -> ApiResult:
         if self.down:
-            return BindResult(False, 0, "down")
+            return ApiResult(False, 0, "down")
         obj = copy.deepcopy(body)
         meta = obj.setdefault("metadata", {})
         meta.setdefault("namespace", namespace)
@@ -167,16 +167,16 @@ class FakeAPI:
             meta["name"] = f"{meta.get('generateName', '')}{self.rv:05d}"
         with self.cond:
             if (kind, namespace, meta["name"]) in self.objects:
-                return BindResult(False, 409, "already exists")
+                return ApiResult(False, 409, "already exists")
             self.created.append((kind, namespace, meta["name"]))
-            return BindResult(True, 201, obj=copy.deepcopy(self.put(kind, obj)))
+            return ApiResult(True, 201, obj=copy.deepcopy(self.put(kind, obj)))
 
-    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+    def delete_object(self, kind: str, namespace: str, name: str) -> ApiResult:
         with self.cond:
             if (kind, namespace, name) not in self.objects:
-                return BindResult(True, 404)
+                return ApiResult(True, 404)
             self.delete(kind, namespace, name)
-        return BindResult(True, 200)
+        return ApiResult(True, 200)
 
     def nominate(self, namespace: str, name: str, node: str) -> None:
         self.nominated[f"{namespace}/{name}"] = node

@@ -52,8 +52,8 @@ def test_compile_stops_at_its_deadline_and_the_plan_is_valid_and_says_so():
     assert set(plan.assignments) == {"default/top-0", "default/top-1"}  # the highest priority went first
     for key in ("default/low-0", "default/mid-1"):
         assert UNCHECKED in plan.unschedulable[key][0]
-    assert plan.stats["status"] == Status.FEASIBLE.value  # the unchecked pods were not shown unplaceable
-    assert "2 pod class(es) left unchecked" in plan.stats["strategy"]
+    assert plan.stats.status == Status.FEASIBLE.value  # the unchecked pods were not shown unplaceable
+    assert "2 pod class(es) left unchecked" in plan.stats.strategy
     assert any("compile reached the time limit" in note for note in plan.notes)
 
 
@@ -78,8 +78,8 @@ def test_without_a_deadline_every_class_is_checked():
     docs = cluster_docs()
     compiled, plan = plan_with(docs, None)
     assert compiled.problem.unchecked == ()
-    assert len(plan.assignments) == 7 and plan.stats["status"] == Status.OPTIMAL.value
-    assert "unchecked" not in plan.stats["strategy"]
+    assert len(plan.assignments) == 7 and plan.stats.status == Status.OPTIMAL.value
+    assert "unchecked" not in plan.stats.strategy
 
 
 def test_past_the_time_limit_the_starting_plans_stop_where_they_are():

@@ -153,7 +153,7 @@ def test_at_scale_the_starting_plan_already_spreads() -> None:
         labels = {"app": f"app{d}"}
         docs += [replica_set(f"rs{d}", labels, 30)] + replicas(30, ("ReplicaSet", f"rs{d}"), labels, f"a{d}")
     plan = plan_for(docs, preference_limit=0.0)
-    assert len(plan.assignments) == 300 and plan.stats["phases"]["model"] == 0.0  # the starting plan, no CP-SAT
+    assert len(plan.assignments) == 300 and plan.stats.phases.model == 0.0  # the starting plan, no CP-SAT
     for d in range(10):
         nodes = [n for k, n in plan.assignments.items() if k.startswith(f"default/a{d}-")]
         zones = Counter(int(n[1:]) % 3 for n in nodes)
@@ -178,4 +178,4 @@ def test_an_even_split_is_proven_best_without_cp_sat() -> None:
         labels = {"app": f"app{d}"}
         docs += [replica_set(f"rs{d}", labels, 30)] + replicas(30, ("ReplicaSet", f"rs{d}"), labels, f"a{d}")
     plan = plan_for(docs)
-    assert plan.stats["status"] == "OPTIMAL" and plan.stats["phases"]["solve"] == 0
+    assert plan.stats.status == "OPTIMAL" and plan.stats.phases.solve == 0

@@ -53,7 +53,7 @@ def test_two_claims_never_get_one_device() -> None:
     assert len(plan.assignments) == 3  # three GPUs in all
     per_node = sorted(plan.assignments.values())
     assert per_node == ["gpu-1", "gpu-1", "gpu-2"]
-    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
+    allocated = [d for key in plan.assignments for a in plan.details.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated)) == 3
     (left,) = {f"default/p{i}" for i in range(4)} - set(plan.assignments)
     assert "cannot allocate all claims" in " ".join(plan.unschedulable[left])
@@ -63,7 +63,7 @@ def test_cel_selectors_pick_the_device() -> None:
     big = device_request(selectors=('device.capacity["gpu.example.com"].memory.compareTo(quantity("64Gi")) >= 0',))
     plan = plan_for(cluster(resource_claim("big", big), pod("p", resourceClaims=claims("big"))))
     assert plan.assignments == {"default/p": "gpu-1"}
-    (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
+    (allocation,) = plan.details.reserved["default/p"]["DynamicResources"].values()
     assert allocation.devices == (("gpu", "gpu.example.com/gpu-1/g1"),)
 
 
@@ -76,7 +76,7 @@ def test_allocation_mode_all_takes_every_matching_device() -> None:
     docs = [node("n1"), device_class(), resource_slice("n1", [gpu("a"), gpu("b")]),
             resource_claim("all", device_request(all_devices=True)), pod("p", resourceClaims=claims("all"))]
     plan = plan_for(docs)
-    (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
+    (allocation,) = plan.details.reserved["default/p"]["DynamicResources"].values()
     assert sorted(d for _, d in allocation.devices) == ["gpu.example.com/n1/a", "gpu.example.com/n1/b"]
     crowded = plan_for(docs + [resource_claim("one"), pod("q", resourceClaims=claims("one"))])
     assert len(crowded.assignments) == 1  # All leaves nothing for a second claim on the node
@@ -107,7 +107,7 @@ def test_first_available_falls_back_in_order() -> None:
                    pod("pa", resourceClaims=claims("a")), pod("pb", resourceClaims=claims("b")))
     plan = plan_for(docs)
     assert len(plan.assignments) == 2
-    subs = sorted(r for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for r, _ in a.devices)
+    subs = sorted(r for key in plan.assignments for a in plan.details.reserved[key]["DynamicResources"].values() for r, _ in a.devices)
     assert subs == ["gpu/any", "gpu/h100"]
 
 
@@ -117,7 +117,7 @@ def test_match_attribute_keeps_devices_alike() -> None:
             resource_claim("pair", device_request(count=2), match_attribute="gpu.example.com/model"),
             pod("p", resourceClaims=claims("pair"))]
     plan = plan_for(docs)
-    (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
+    (allocation,) = plan.details.reserved["default/p"]["DynamicResources"].values()
     assert sorted(d for _, d in allocation.devices) == ["gpu.example.com/n1/a", "gpu.example.com/n1/c"]
 
 
@@ -171,14 +171,14 @@ def test_gangs_of_devices_are_proven_best() -> None:
     """Summed per node the rows allow 6.5 gangs; the cluster-wide count of h100s lets CP-SAT prove six is the best
     (how soon: the `perf` test below)."""
     plan = plan_for(gangs_of_devices(), time_limit=10)
-    assert len(plan.assignments) == 24 and plan.stats["status"] == "OPTIMAL"
+    assert len(plan.assignments) == 24 and plan.stats.status == "OPTIMAL"
 
 
 @pytest.mark.perf
 def test_gangs_of_devices_are_proven_best_at_once() -> None:
     """At once, instead of at the time limit."""
     plan = plan_for(gangs_of_devices(), time_limit=10)
-    assert plan.stats["status"] == "OPTIMAL" and plan.stats["seconds"] < 5
+    assert plan.stats.status == "OPTIMAL" and plan.stats.seconds < 5
 
 
 # --- a claim shared by several pods of the batch: one allocation, every pod where its devices are ----------
@@ -189,7 +189,7 @@ def test_pods_sharing_a_claim_are_placed_together_on_one_allocation() -> None:
             resource_claim("shared"), *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
     plan = plan_for(docs)
     assert plan.assignments == {"default/p0": "gpu-2", "default/p1": "gpu-2"}  # gpu-1 has room for one only
-    allocations = [a for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values()]
+    allocations = [a for key in plan.assignments for a in plan.details.reserved[key]["DynamicResources"].values()]
     assert [a.devices for a in allocations] == [(("gpu", "gpu.example.com/gpu-2/g0"),)]  # allocated once
 
 
@@ -207,7 +207,7 @@ def test_a_shared_claim_on_a_device_every_node_reaches_lets_its_pods_spread() ->
             resource_claim("shared"), *(pod(f"p{i}", cpu="1", resourceClaims=claims("shared")) for i in range(2))]
     plan = plan_for(docs)
     assert sorted(plan.assignments.values()) == ["n1", "n2"]
-    (allocation,) = plan.reserved["default/p0"]["DynamicResources"].values()
+    (allocation,) = plan.details.reserved["default/p0"]["DynamicResources"].values()
     assert allocation.node_selector is None  # upstream: an allocation every node can use has no node selector
 
 
@@ -232,11 +232,11 @@ def test_the_allocation_node_selector_is_the_devices_own() -> None:
             resource_claim("c"), pod("p", resourceClaims=claims("c"))]
     plan = plan_for(docs)
     assert plan.assignments == {"default/p": "n1"}
-    (allocation,) = plan.reserved["default/p"]["DynamicResources"].values()
+    (allocation,) = plan.details.reserved["default/p"]["DynamicResources"].values()
     assert allocation.node_selector == {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "rack", "operator": "In", "values": ["a"]}]}]}
     local = plan_for(cluster(resource_claim("c"), pod("p", resourceClaims=claims("c"))))
-    (pinned,) = local.reserved["default/p"]["DynamicResources"].values()
+    (pinned,) = local.details.reserved["default/p"]["DynamicResources"].values()
     node_name = local.assignments["default/p"]
     assert pinned.node_selector == {"nodeSelectorTerms": [{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": [node_name]}]}]}
@@ -249,7 +249,7 @@ def test_class_and_claim_config_are_copied_into_the_allocation() -> None:
     claim = resource_claim("c", device_request("a"), device_request("b"))
     claim["spec"]["devices"]["config"] = [{"requests": ["b"], **opaque}, opaque]
     docs = [node("n1"), cls, resource_slice("n1", [gpu("g0"), gpu("g1")]), claim, pod("p", resourceClaims=claims("c"))]
-    (allocation,) = plan_for(docs).reserved["default/p"]["DynamicResources"].values()
+    (allocation,) = plan_for(docs).details.reserved["default/p"]["DynamicResources"].values()
     assert list(allocation.config) == [
         {"source": "FromClass", "requests": ["a", "b"], **cls["spec"]["config"][0]},
         {"source": "FromClaim", "requests": ["b"], **opaque},
@@ -270,7 +270,7 @@ def test_an_extended_resource_no_node_advertises_is_served_by_its_device_class()
             pod("two", requests={"example.com/gpu": "2"}), pod("one", requests={"example.com/gpu": "1"})]
     plan = plan_for(docs)
     assert plan.assignments == {"default/two": "gpu-1", "default/one": "gpu-2"}
-    (allocation,) = plan.reserved["default/two"]["DynamicResources"].values()
+    (allocation,) = plan.details.reserved["default/two"]["DynamicResources"].values()
     assert sorted(r for r, _ in allocation.devices) == ["container-0-request-1"] * 2  # upstream's request name
     assert allocation.create == {"devices": {"requests": [{"name": "container-0-request-1", "exactly": {
         "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}]}}
@@ -291,7 +291,7 @@ def test_an_extended_resource_a_node_advertises_stays_the_device_plugins() -> No
     docs = [node("gpu-1"), plugin, _extended_class(), resource_slice("gpu-1", [gpu("g0")]),
             pod("p", requests={"example.com/gpu": "1"})]
     plan = plan_for(docs)
-    assert plan.assignments == {"default/p": "plugin-1"} and not plan.reserved
+    assert plan.assignments == {"default/p": "plugin-1"} and not plan.details.reserved
 
 
 def test_the_checker_knows_extended_resources_served_by_devices() -> None:
@@ -369,9 +369,9 @@ def device_clusters(draw) -> list[dict]:
 @given(device_clusters())
 def test_every_plan_gives_each_device_once_and_meets_every_claim(docs: list[dict]) -> None:
     plan = plan_for(docs, time_limit=1)  # the checker: claims met, devices distinct
-    allocated = [d for key in plan.assignments for a in plan.reserved[key]["DynamicResources"].values() for _, d in a.devices]
+    allocated = [d for key in plan.assignments for a in plan.details.reserved[key]["DynamicResources"].values() for _, d in a.devices]
     assert len(allocated) == len(set(allocated))
-    assert set(plan.reserved) == set(plan.assignments)
+    assert set(plan.details.reserved) == set(plan.assignments)
     if not any(r.get("exactly", {}).get("allocationMode") == "All" for d in docs if d["kind"] == "ResourceClaim"
                for r in d["spec"]["devices"]["requests"]):  # the rows are exact: Reserve never has to take a pod out
         assert not any("went to other pods" in r for rs in plan.unschedulable.values() for r in rs)

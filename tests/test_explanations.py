@@ -19,7 +19,7 @@ def test_required_affinity_is_named_not_no_room():
             pod("worker", cpu="1", labels={"app": "worker"}, affinity=affinity(term({"app": "cache"}, ZONE)))]
     plan = run(docs)
     assert plan.assignments == {"default/cache": "a1"}
-    facts = plan.explanations["default/worker"]
+    facts = plan.details.explanations["default/worker"]
     assert facts.count(Check.AFFINITY) == 1  # b1: room, but no cache in zone b
     [rule] = facts.rules(Check.AFFINITY)
     assert "required affinity" in rule and "app In [cache]" in rule and "spec.affinity.podAffinity" in rule
@@ -33,7 +33,7 @@ def test_required_anti_affinity_is_named_with_its_side():
              pod("web", labels={"app": "web"})]
     plan = run(docs)
     assert plan.assignments == {"default/db": "a1"} or plan.assignments == {"default/db": "a2"}
-    facts = plan.explanations["default/web"]
+    facts = plan.details.explanations["default/web"]
     assert facts.count(Check.SEPARATION) == 2
     [rule] = facts.rules(Check.SEPARATION)
     assert "required anti-affinity" in rule and "app In [web]" in rule  # the db's rule, which selects web
@@ -45,7 +45,7 @@ def test_host_ports_are_named_not_no_room():
     docs = [node("n1", cpu="8"), pod("a", ports=port, labels={"app": "a"}, priority=10),
             pod("b", ports=port, labels={"app": "b"})]
     plan = run(docs)
-    facts = plan.explanations["default/b"]
+    facts = plan.details.explanations["default/b"]
     assert facts.count(Check.PORTS) == 1
     assert facts.count(Check.RESOURCES) == 0 and not facts.taken
 
@@ -53,7 +53,7 @@ def test_host_ports_are_named_not_no_room():
 def test_room_taken_says_by_whom():
     docs = [node("n1", cpu="1"), pod("hi", cpu="1", labels={"p": "hi"}, priority=100),
             pod("lo", cpu="1", labels={"p": "lo"})]
-    facts = run(docs).explanations["default/lo"]
+    facts = run(docs).details.explanations["default/lo"]
     assert facts.count(Check.RESOURCES) == 1
     assert facts.taken == {100: 1} and facts.priority == 0  # one pod of higher priority took it
 
@@ -92,7 +92,7 @@ def gang_behind_higher_priority_pods() -> list[dict]:
 
 def test_a_gang_left_out_of_a_proven_plan_is_told_why_not_the_time_limit():
     plan = run(gang_behind_higher_priority_pods())
-    assert plan.stats["status"] == "OPTIMAL" and set(plan.assignments) == {"default/h0", "default/h1"}
+    assert plan.stats.status == "OPTIMAL" and set(plan.assignments) == {"default/h0", "default/h1"}
     said = " ".join(plan.unschedulable["default/g0"])
     assert "time limit" not in said
     assert "2 node(s) had no room left in this batch's plan (Insufficient cpu)" in said

@@ -96,4 +96,4 @@ def test_the_plan_names_each_placed_member_s_gang_for_the_binder() -> None:
     policy = rules(GANG)
     plan = plan_batch(build_cluster([("t", d) for d in docs], gangs=policy.gangs), policy, Options(time_limit=2, workers=1))
     assert len(plan.assignments) == 3
-    assert plan.gangs == {"default/a": "default/job=x", "default/b": "default/job=x"}
+    assert plan.details.gangs == {"default/a": "default/job=x", "default/b": "default/job=x"}

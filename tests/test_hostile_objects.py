@@ -1,5 +1,5 @@
 """Nothing a user creates may stall scheduling (issue 25): plan_batch over a cluster with malformed-but-admitted
-objects of every kind we read. For each generated cluster: planning raises for no pod (no `Plan.failures`: every
+objects of every kind we read. For each generated cluster: planning raises for no pod (no `Plan.details.failures`: every
 error about an object is a refusal that was foreseen where the object is read), every pending pod is in exactly
 one of placed / unschedulable / skipped with at least one reason, every pod that depends on no bad object is
 placed (there is room for all of them), and every pod that depends on a bad object and is not placed is told
@@ -144,7 +144,7 @@ def test_hostile_objects_never_fail_planning_and_refuse_only_their_own_pods(draw
     docs, good, hostile = drawn
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], strict=False)
     plan = plan_batch(cluster, options=Options(time_limit=2, workers=1))
-    assert not plan.failures, [f.trace for f in plan.failures]
+    assert not plan.details.failures, [f.trace for f in plan.details.failures]
     pending = {p.key for p in cluster.pending}
     refused = {f"default/{r.ref.name}" for r in cluster.refused if r.ref is not None and r.ref.kind == "Pod"}
     placed, unschedulable, skipped = set(plan.assignments), set(plan.unschedulable), set(plan.skipped)

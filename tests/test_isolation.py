@@ -52,9 +52,9 @@ def test_one_pod_that_makes_planning_raise_is_refused_and_everyone_else_is_place
     assert list(plan.unschedulable) == ["default/bad"]
     assert "ZeroDivisionError: poisoned by ['bad']" in plan.unschedulable["default/bad"][0]
     assert "bug in policy-scheduler" in plan.unschedulable["default/bad"][0]
-    assert plan.errors == {"default/bad"}
-    assert [f.pods for f in plan.failures] == [("default/bad",)] and "Traceback" in plan.failures[0].trace
-    assert plan.stats["failed"] == 1
+    assert plan.details.errors == {"default/bad"}
+    assert [f.pods for f in plan.details.failures] == [("default/bad",)] and "Traceback" in plan.details.failures[0].trace
+    assert plan.stats.failed == 1
     assert len(sizes) <= 2 * 6 + 2, sizes  # bisection: about two probes per halving, then the plan without it
 
 
@@ -65,7 +65,7 @@ def test_a_gang_is_refused_whole_when_one_member_makes_planning_raise(monkeypatc
     plan = _plan(docs)
     assert set(plan.assignments) == {f"default/web-{i}" for i in range(5)}
     assert set(plan.unschedulable) == {f"default/job-{i}" for i in range(3)}
-    assert [sorted(f.pods) for f in plan.failures] == [[f"default/job-{i}" for i in range(3)]]
+    assert [sorted(f.pods) for f in plan.details.failures] == [[f"default/job-{i}" for i in range(3)]]
 
 
 def test_two_culprits_are_both_found(monkeypatch) -> None:
@@ -207,7 +207,7 @@ def test_a_claim_whose_selector_fails_at_run_time_refuses_only_its_pod_in_upstre
     assert len(plan.assignments) == 22 and list(plan.unschedulable) == ["cel/runtime-error"], plan.unschedulable
     assert plan.unschedulable["cel/runtime-error"] == [
         "claim cel/c-runtime-error: selector #0: CEL runtime error: no such key: nosuchattr"]
-    assert plan.errors == {"cel/runtime-error"} and not plan.failures
+    assert plan.details.errors == {"cel/runtime-error"} and not plan.details.failures
 
 
 def test_a_device_class_whose_selector_does_not_compile_refuses_the_pods_of_its_claims() -> None:

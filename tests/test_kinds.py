@@ -155,5 +155,5 @@ def test_every_batch_check_is_worded_by_its_kind() -> None:
                            pod("lo", labels={"app": "y"}, affinity=anti(term({"app": "x"})))],
     }
     for check, docs in cases.items():
-        facts = run(docs).explanations["default/lo"]
+        facts = run(docs).details.explanations["default/lo"]
         assert facts.count(check) == 1, (check, facts.lines())

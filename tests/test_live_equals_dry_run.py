@@ -33,8 +33,8 @@ def _preferences(docs: list[dict]) -> tuple[int, dict[str, str]]:
     """The full solve's placed count and preference objective, and its assignments."""
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
     plan = plan_batch(cluster, options=Options(time_limit=10, workers=1))
-    assert plan.stats["status"] == "OPTIMAL"
-    return plan.stats["objective"]["preferences"], plan.assignments
+    assert plan.stats.status == "OPTIMAL"
+    return plan.stats.objective.preferences, plan.assignments
 
 
 def _pinned(state: list[dict], node_name: str) -> list[dict]:

@@ -127,7 +127,7 @@ def _per_priority(compiled, placed: dict[tuple[int, int], int]) -> dict[int, int
 def test_the_users_rich_snapshot_places_every_pod_at_the_default_time_limit() -> None:
     docs = _rich()
     plan = run(docs, time_limit=5.0)
-    assert plan.stats["placed"] == 1500 and not plan.unschedulable, plan.unschedulable
+    assert plan.stats.placed == 1500 and not plan.unschedulable, plan.unschedulable
     compiled = _compiled(docs)
     levels = Counter(compiled.classes[c].priority for c, info in enumerate(compiled.classes) for _ in info.pods)
     assert _per_priority(compiled, sequential(compiled.problem)) == levels  # one at a time places them all too

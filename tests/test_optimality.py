@@ -28,7 +28,7 @@ def test_tight_packing_beats_first_fit_decreasing():
         pod(f"s{i}", cpu="1", labels={"size": "small"}) for i in range(3)]
     plan = assert_optimal(docs)
     assert len(plan.assignments) == 3
-    assert plan.stats["status"] == "OPTIMAL"
+    assert plan.stats.status == "OPTIMAL"
 
 
 def test_tight_packing_mixed_sizes():

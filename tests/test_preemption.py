@@ -106,7 +106,7 @@ def test_a_budget_is_respected_when_another_node_works() -> None:
             budget("db", {"app": "db"}, allowed=0)]
     plan = plan_for(*docs)
     assert victims(plan) == {"plain"}  # a higher victim priority, but no budget broken
-    assert plan.stats["preemption"]["budget_violations"] == 0
+    assert plan.stats.preemption.budget_violations == 0
 
 
 def test_a_budget_is_violated_only_when_nothing_else_works_and_the_plan_says_so() -> None:
@@ -116,7 +116,7 @@ def test_a_budget_is_violated_only_when_nothing_else_works_and_the_plan_says_so(
     (eviction,) = plan.evictions
     assert eviction.over_budget == ("default/db",)
     assert plan.to_dict()["preemptions"]["default/high"]["victims"][0]["budget"].startswith("violates")
-    assert plan.stats["preemption"]["budget_violations"] == 1
+    assert plan.stats.preemption.budget_violations == 1
 
 
 def test_two_preemptors_keep_a_budget_one_alone_would_keep() -> None:
@@ -130,10 +130,10 @@ def test_two_preemptors_keep_a_budget_one_alone_would_keep() -> None:
             *(pod(f"db-{n}{i}", cpu="1", node_name=n, priority=0, labels=db) for n in "cd" for i in (1, 2)),
             budget("db", db, allowed=2)]
     one = plan_for(*docs, pod("h1", cpu="2", priority=100))
-    assert victims(one) == {"db-c1", "db-c2"} and one.stats["preemption"]["budget_violations"] == 0
+    assert victims(one) == {"db-c1", "db-c2"} and one.stats.preemption.budget_violations == 0
     both = plan_for(*docs, pod("h1", cpu="2", priority=100), pod("h2", cpu="2", priority=100))
     assert len(both.assignments) == 2
-    assert both.stats["preemption"]["budget_violations"] == 0
+    assert both.stats.preemption.budget_violations == 0
     assert victims(both) == {"db-a", "web-a", "db-b", "web-b"}
 
 
@@ -149,7 +149,7 @@ def test_two_preemptors_spend_a_budget_so_that_neither_breaks_it() -> None:
     one = plan_for(*docs, pod("h1", cpu="1", priority=100))
     assert victims(one) in ({"db-a1", "db-a2"}, {"db-b1", "db-b2"})
     both = plan_for(*docs, pod("h1", cpu="1", priority=100), pod("h2", cpu="1", priority=100))
-    assert len(both.assignments) == 2 and both.stats["preemption"]["budget_violations"] == 0
+    assert len(both.assignments) == 2 and both.stats.preemption.budget_violations == 0
     assert {v for v in victims(both) if v.startswith("x-")} == {"x-a", "x-b"} and len(victims(both)) == 4
 
 
@@ -477,7 +477,7 @@ def fewest_covered_evictions(docs: list[dict], placed: dict[str, str], preemptor
 def test_no_budget_is_broken_that_another_choice_of_victims_keeps(case) -> None:
     docs, allowed = case
     plan = plan_for(*docs, time_limit=1)
-    violations = plan.stats.get("preemption", {}).get("budget_violations", 0)
+    violations = plan.stats.preemption.budget_violations if plan.stats.preemption else 0
     fewest = fewest_covered_evictions(docs, plan.assignments, set(plan.preemptions))
     assert violations <= max(0, fewest - allowed)
 

@@ -70,7 +70,7 @@ def test_the_batch_spares_a_victim_the_search_in_priority_order_evicts() -> None
     assert victims(batch) == {"x", "y"} and batch.assignments["default/high"] == "n2"
     assert batch.assignments["default/low"] == "n1"
     assert valid(docs, batch) == []
-    assert "its victims chosen" in batch.stats["preemption"]["model"]
+    assert "its victims chosen" in batch.stats.preemption.model
     assert all(v.why == "NodeResourcesFit: Insufficient cpu" for v in batch.evictions)
     priorities = {"default/high": 100, "default/low": 50}
     assert standing(batch, priorities) < standing(alone, priorities)
@@ -117,17 +117,17 @@ def test_the_model_tried_again_sparing_budgets_breaks_none() -> None:
             pod("p0", cpu="2", priority=100, affinity=anti(term({"app": "db"}))), pod("p1", cpu="3", priority=50),
             pod("p2", cpu="2", priority=50), budget("db", {"app": "db"}, allowed=0)]
     alone, batch = preempted(docs, model=False), preempted(docs)
-    assert victims(alone) == {"r0-0"} and alone.stats["preemption"]["budget_violations"] == 1
-    assert victims(batch) == {"r1-0", "r1-1"} and batch.stats["preemption"]["budget_violations"] == 0
-    assert "budgets spared" in batch.stats["preemption"]["model"] and valid(docs, batch) == []
+    assert victims(alone) == {"r0-0"} and alone.stats.preemption.budget_violations == 1
+    assert victims(batch) == {"r1-0", "r1-1"} and batch.stats.preemption.budget_violations == 0
+    assert "budgets spared" in batch.stats.preemption.model and valid(docs, batch) == []
 
 
 def test_the_model_is_skipped_when_it_would_not_fit_the_time_left(monkeypatch) -> None:
     monkeypatch.setattr(preempt_model, "MAX_VARS", 1)
     docs = two_preemptors()
     plan = preempted(docs)
-    assert plan.stats["preemption"]["model"].startswith("skipped:") and "do not fit the time left" in \
-        plan.stats["preemption"]["model"]
+    assert plan.stats.preemption.model.startswith("skipped:") and "do not fit the time left" in \
+        plan.stats.preemption.model
     assert victims(plan) == {"x", "w"}  # the search alone
 
 

@@ -190,7 +190,7 @@ policy light {
     docs = [node("n1", cpu="16"), *pods("heavy", 10), *pods("light", 10)]
     result = plan(text, docs)
     assert per_namespace(result.assignments) == {"heavy": 6, "light": 2}
-    assert result.stats["status"] == "OPTIMAL"
+    assert result.stats.status == "OPTIMAL"
 
 
 def test_an_elastic_quota_comes_before_a_policy_over_the_same_namespace() -> None:

@@ -176,7 +176,7 @@ def test_a_borrowers_pods_under_a_budget_are_not_evicted_while_others_serve() ->
     docs.append(budget("db", {"app": "db"}, allowed=0, ns="team-a"))
     plan = plan_for(*docs)
     assert len(plan.assignments) == 4 and victims(plan) == {f"team-a/a{i}" for i in range(4, 8)}
-    assert plan.stats["preemption"]["budget_violations"] == 0
+    assert plan.stats.preemption.budget_violations == 0
     assert valid(docs, plan) == []
 
 

@@ -186,7 +186,7 @@ def test_idle_minimums_are_split_between_borrowers_by_their_shares() -> None:
     result = plan(docs)
     assert check_plan(gone(docs, result), result.assignments) == []
     assert per_tenant(result.assignments) == {"a": 4, "b": 4}
-    assert result.stats["status"] == "OPTIMAL"
+    assert result.stats.status == "OPTIMAL"
 
 
 def test_shares_count_what_runs_already() -> None:
@@ -268,7 +268,7 @@ def test_the_plan_is_the_fairest_by_an_independent_count(room, quotas, asking) -
     quotas = {ns: (low, max(low, high)) for ns, (low, high) in quotas.items()}
     docs = _tenants_case([room], quotas, {}, asking)
     result = plan(docs)
-    assert result.stats["status"] == "OPTIMAL"
+    assert result.stats.status == "OPTIMAL"
     placed = per_tenant(result.assignments)
     total = {"cpu": 1000 * room}
     served = sum(min(placed[ns], quotas[ns][0]) for ns in quotas)

@@ -79,8 +79,8 @@ def heterogeneous(nodes: int, classes: int) -> list[dict]:
 def test_time_limit_covers_model_building_with_neighbourhoods():
     cluster = build_cluster([("test", d) for d in heterogeneous(400, 150)])
     plan = make_plan(cluster, time_limit=1.0)
-    assert "neighbourhood" in plan.stats["strategy"]  # the full model (~120k variables) would not fit 1 s
-    assert plan.stats["placed"] == 450
+    assert "neighbourhood" in plan.stats.strategy  # the full model (~120k variables) would not fit 1 s
+    assert plan.stats.placed == 450
 
 
 @pytest.mark.perf
@@ -106,7 +106,7 @@ def test_provably_best_starting_plan_skips_cp_sat():
             "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "podAffinityTerm": term({"job": "x"})}]}})
         for i in range(8)]
     plan = run(docs)
-    assert plan.stats["phases"]["model"] == 0.0 and plan.stats["status"] == "OPTIMAL"
+    assert plan.stats.phases.model == 0.0 and plan.stats.status == "OPTIMAL"
     assert len(set(plan.assignments.values())) == 8  # preferred anti-affinity honoured: one per node
 
 
@@ -153,7 +153,7 @@ def test_gangs_short_of_members_are_proven_unplaceable_without_cp_sat():
         docs += [pod(f"job{g}-{i}", cpu="1", labels={"scheduling.x-k8s.io/pod-group": f"job{g}"}) for i in range(6)]
     plan = make_plan(build_cluster([(f"d{i}", d) for i, d in enumerate(docs)]), time_limit=30)
     assert plan.assignments == {}
-    assert plan.stats["status"] == "OPTIMAL" and plan.stats["phases"]["model"] == 0.0
+    assert plan.stats.status == "OPTIMAL" and plan.stats.phases.model == 0.0
 
 
 def test_once_every_pod_is_placed_preferences_get_only_their_share():

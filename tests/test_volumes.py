@@ -91,7 +91,7 @@ def test_replicas_with_alike_claims_share_one_class() -> None:
     docs = [node("n1")] + [storage_class("local")] + [volume(f"pv-{i}", node="n1") for i in range(30)] + statefulset(30)
     plan = planned(docs)
     assert len(plan.assignments) == 30
-    assert len(plan.compiled.classes) == 1
+    assert len(plan.details.compiled.classes) == 1
 
 
 def test_a_claim_takes_only_a_volume_big_enough() -> None:

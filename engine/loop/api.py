@@ -22,8 +22,8 @@ from ..model import TERMINAL_PHASES
 from ..objects import BY_NAME
 from .ports import (
     ApiError,
+    ApiResult,
     ApiUnavailable,
-    BindResult,
     Conflict,
     Gone,
     NotFound,
@@ -193,7 +193,7 @@ class KubeAPI:
             answer.close()
             answer.release_conn()
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": name, "namespace": namespace, "uid": uid},
                 "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
@@ -201,11 +201,11 @@ class KubeAPI:
             status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding",
                                          body=body)
         except ApiUnavailable as exc:
-            return BindResult(False, 0, str(exc))
+            return ApiResult(False, 0, str(exc))
         ok = 200 <= status < 300
-        return BindResult(ok, status, "" if ok else _message(data))
+        return ApiResult(ok, status, "" if ok else _message(data))
 
-    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> ApiResult:
         """A JSON merge patch of one object (metadata.resourceVersion in `body` makes it conditional: 409 when
         the object changed since)."""
         path = f"{self._resource_path(WatchTarget(kind, namespace or None))}/{quote(name)}"
@@ -213,21 +213,21 @@ class KubeAPI:
             path += f"/{subresource}"
         return self._write("PATCH", path, body, "application/merge-patch+json")
 
-    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+    def create_object(self, kind: str, namespace: str, body: Obj) -> ApiResult:
         return self._write("POST", self._resource_path(WatchTarget(kind, namespace or None)), body)
 
-    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+    def delete_object(self, kind: str, namespace: str, name: str) -> ApiResult:
         return self._write("DELETE", f"{self._resource_path(WatchTarget(kind, namespace or None))}/{quote(name)}", gone_ok=True)
 
     def _write(self, method: str, path: str, body: Obj | None = None, content_type: str = "application/json",
-               gone_ok: bool = False) -> BindResult:
+               gone_ok: bool = False) -> ApiResult:
         """One write; the object as the apiserver answered it in `obj` (404 counts as done with `gone_ok`)."""
         try:
             status, data = self._request(method, path, body=body, content_type=content_type)
         except ApiUnavailable as exc:
-            return BindResult(False, 0, str(exc))
+            return ApiResult(False, 0, str(exc))
         ok = 200 <= status < 300 or (gone_ok and status == 404)
-        return BindResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok and status != 404 else None)
+        return ApiResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok and status != 404 else None)
 
     def set_unschedulable(self, namespace: str, name: str, message: str, reason: str = "Unschedulable") -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": reason,
@@ -236,7 +236,7 @@ class KubeAPI:
                    body={"status": {"conditions": [condition]}},
                    content_type="application/strategic-merge-patch+json")
 
-    def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
+    def evict(self, namespace: str, name: str, uid: str, message: str) -> ApiResult:
         """kube-scheduler's way with a victim: a DisruptionTarget condition, then delete (UID precondition).
         404 counts as done: the pod is gone already."""
         pod = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}"
@@ -246,13 +246,13 @@ class KubeAPI:
             status, data = self._request("PATCH", f"{pod}/status", body={"status": {"conditions": [condition]}},
                                          content_type="application/strategic-merge-patch+json")
             if status == 404:
-                return BindResult(True, 404)
+                return ApiResult(True, 404)
             status, data = self._request("DELETE", pod, body={"apiVersion": "v1", "kind": "DeleteOptions",
                                                               "preconditions": {"uid": uid}})
         except ApiUnavailable as exc:
-            return BindResult(False, 0, str(exc))
+            return ApiResult(False, 0, str(exc))
         ok = 200 <= status < 300 or status == 404
-        return BindResult(ok, status, "" if ok else _message(data))
+        return ApiResult(ok, status, "" if ok else _message(data))
 
     def nominate(self, namespace: str, name: str, node: str) -> None:
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",

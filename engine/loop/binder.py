@@ -21,7 +21,7 @@ from ..dra import ClaimAllocation
 from ..objects import NATIVE_POD_GROUP
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
-from .ports import BindResult, ClusterAPI, Obj
+from .ports import ApiResult, ClusterAPI, Obj
 from .recorder import EventRecorder, Write, event_name
 from .store import Store, meta, node_of, pod_key
 from .volumes import VolumePreBind
@@ -247,13 +247,13 @@ class Binder:
         self._report_partial_gangs(ready, report)
         return report
 
-    def evict_all(self, victims: list[tuple[Obj | None, str]]) -> list[BindResult]:
+    def evict_all(self, victims: list[tuple[Obj | None, str]]) -> list[ApiResult]:
         """Evict every (pod, why) in parallel; a Preempted event on each victim. A pod no longer in the
         snapshot (None) counts as gone."""
-        def one(item: tuple[Obj | None, str]) -> BindResult:
+        def one(item: tuple[Obj | None, str]) -> ApiResult:
             pod, why = item
             if pod is None:
-                return BindResult(True, 404)
+                return ApiResult(True, 404)
             m = meta(pod)
             result = self.api.evict(m.get("namespace") or "default", m["name"], str(m.get("uid") or ""), why)
             if result.ok and result.status != 404:
@@ -261,7 +261,7 @@ class Binder:
             return result
         return list(self.pool.map(one, victims))
 
-    def _bind_chain(self, chain: list[Placement]) -> list[tuple[Placement, BindResult]]:
+    def _bind_chain(self, chain: list[Placement]) -> list[tuple[Placement, ApiResult]]:
         """Pods sharing a claim one after the other, the one allocating it first; if its bind fails, the
         others are not tried (the claim they would follow is not allocated)."""
         out = [(chain[0], self._bind_one(chain[0]))]
@@ -269,14 +269,14 @@ class Binder:
             if out[0][1].ok:
                 out.append((p, self._bind_one(p)))
             else:
-                out.append((p, BindResult(False, 0, f"the pod allocating a claim it shares ({chain[0].key}) was not "
+                out.append((p, ApiResult(False, 0, f"the pod allocating a claim it shares ({chain[0].key}) was not "
                                                     "bound", prebind=True)))
         return out
 
-    def _bind_one(self, p: Placement) -> BindResult:
+    def _bind_one(self, p: Placement) -> ApiResult:
         """PreBind (the pod's volumes), then the Binding; a failure of either leaves no volume step behind."""
         if p.volumes is None:
-            return BindResult(False, 0, f"its claims can no longer be met on {p.node}", prebind=True)
+            return ApiResult(False, 0, f"its claims can no longer be met on {p.node}", prebind=True)
         done, failed = self.volumes.prepare(p.volumes, p.node)
         if failed is not None:
             return failed
@@ -308,7 +308,7 @@ class Binder:
         now = self.store.get("Pod", namespace, name)
         return now is not None and meta(now).get("uid") == p.uid and not node_of(now)
 
-    def _settle(self, p: Placement, result: BindResult, report: BindReport) -> None:
+    def _settle(self, p: Placement, result: ApiResult, report: BindReport) -> None:
         if result.ok:
             report.bound.append(p.key)
             self.events.event(p.pod, "Normal", "Scheduled", f"Successfully assigned {p.key} to {p.node}")

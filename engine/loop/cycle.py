@@ -54,16 +54,16 @@ class CycleResult:
     def rejected(self) -> dict[str, Rejected]:
         """Each unplaced batch pod, as the queue keeps it until a change may help: the kinds that kept it out and
         what their hints read (the pod, its rules, the nodes where it could go once a running pod leaves)."""
-        compiled = self.plan.compiled
+        compiled = self.plan.details.compiled
         if compiled is None:
             return {}
         names = [n.name for n in self.cluster.nodes]
         out: dict[str, Rejected] = {}
         for info in compiled.classes:
-            left = [p for p in info.pods if p.key in self.plan.explanations]
+            left = [p for p in info.pods if p.key in self.plan.details.explanations]
             if not left:
                 continue
-            plugins = self.plan.explanations[left[0].key].plugins()
+            plugins = self.plan.details.explanations[left[0].key].plugins()
             nodes = _reachable(info.rejected, names)
             for pod in left:
                 out[pod.key] = Rejected(plugins, Waiting(pod, info.constraints, nodes))
@@ -104,7 +104,7 @@ class CycleResult:
         for pod in self.cluster.pending:
             if pod.key in self.plan.assignments and pod.resource_claims:
                 keys = tuple(f"{pod.namespace}/{name}" for _, name in pod.resource_claims if name)
-                devices: Any = self.plan.reserved.get(pod.key, {}).get(DEVICES_KIND) or {}
+                devices: Any = self.plan.details.reserved.get(pod.key, {}).get(DEVICES_KIND) or {}
                 out[pod.key] = (keys, dict(devices))
         return out
 

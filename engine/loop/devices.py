@@ -13,12 +13,12 @@ import time
 
 from ..dra import ClaimAllocation
 from ..model import EXTENDED_CLAIM_ANNOTATION
-from .ports import BindResult, ClusterAPI, Obj
+from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta, version
 from .volumes import Done
 
 log = logging.getLogger("policy_scheduler.devices")
-KIND = "DynamicResources"  # the kind whose Reserve recorded the allocation (plan.reserved[pod][KIND])
+KIND = "DynamicResources"  # the kind whose Reserve recorded the allocation (plan.details.reserved[pod][KIND])
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLAIM = "ResourceClaim"
 CONFLICT = 409
@@ -34,10 +34,10 @@ class ClaimPreBind:
         self.written: dict[str, Obj] = {}  # claim key -> the claim as the apiserver answered our last write
         self.lock = threading.Lock()
 
-    def _patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+    def _patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> ApiResult:
         return self._answered(kind, self.api.patch(kind, namespace, name, body, subresource))
 
-    def _answered(self, kind: str, result: BindResult) -> BindResult:
+    def _answered(self, kind: str, result: ApiResult) -> ApiResult:
         """Keep a claim as the apiserver answered our write (here, and in the store for the next cycle)."""
         if kind == CLAIM and result.ok and result.obj is not None:
             m = meta(result.obj)
@@ -60,7 +60,7 @@ class ClaimPreBind:
         return stored
 
     def prepare(self, pod: Obj, node: str, allocation: dict[str, ClaimAllocation],
-                claims: tuple[str, ...]) -> tuple[list[Done], BindResult | None]:
+                claims: tuple[str, ...]) -> tuple[list[Done], ApiResult | None]:
         """Allocate `allocation`'s claims and reserve every claim in `claims` (keys) for `pod` (creating first the
         pod's extended-resource claim, then telling the pod its name); on the first failure undo the rest and
         return why."""
@@ -69,25 +69,25 @@ class ClaimPreBind:
             allocated = allocation.get(key)
             if allocated is not None and allocated.create is not None:
                 made = self._create(pod, allocated)
-                if isinstance(made, BindResult):
+                if isinstance(made, ApiResult):
                     self.undo(done)
                     return [], made
                 done.append(made)
                 key = f"{made.namespace}/{made.name}"
             steps = self._claim(pod, key, allocated)
-            if isinstance(steps, BindResult):
+            if isinstance(steps, ApiResult):
                 self.undo(done)
                 return [], steps
             done += steps
             if allocated is not None and allocated.create is not None:
                 told = self._tell_pod(pod, key.split("/", 1)[1], allocated)
-                if isinstance(told, BindResult):
+                if isinstance(told, ApiResult):
                     self.undo(done)
                     return [], told
                 done.append(told)
         return done, None
 
-    def _create(self, pod: Obj, allocated: ClaimAllocation) -> Done | BindResult:
+    def _create(self, pod: Obj, allocated: ClaimAllocation) -> Done | ApiResult:
         """Upstream's special claim for a pod's extended resources: generated name, the pod as its controlling
         owner, the annotation that marks it."""
         m = meta(pod)
@@ -99,11 +99,11 @@ class ClaimPreBind:
                                                   "uid": m.get("uid"), "controller": True}]}}
         result = self._answered(CLAIM, self.api.create_object(CLAIM, namespace, body))
         if not result.ok or result.obj is None:
-            return BindResult(False, result.status, f"creating the claim for its extended resources: {result.message}",
+            return ApiResult(False, result.status, f"creating the claim for its extended resources: {result.message}",
                               prebind=True)
         return Done(CLAIM, namespace, str(meta(result.obj)["name"]), None)
 
-    def _tell_pod(self, pod: Obj, claim: str, allocated: ClaimAllocation) -> Done | BindResult:
+    def _tell_pod(self, pod: Obj, claim: str, allocated: ClaimAllocation) -> Done | ApiResult:
         """pod.status.extendedResourceClaimStatus: the claim's name and which request serves which container."""
         m = meta(pod)
         namespace = str(m.get("namespace") or "default")
@@ -111,7 +111,7 @@ class ClaimPreBind:
         body = {"status": {"extendedResourceClaimStatus": {"requestMappings": mappings, "resourceClaimName": claim}}}
         result = self.api.patch("Pod", namespace, m["name"], body, "status")
         if not result.ok:
-            return BindResult(False, result.status, f"recording its extended-resource claim: {result.message}",
+            return ApiResult(False, result.status, f"recording its extended-resource claim: {result.message}",
                               prebind=True)
         return Done("Pod", namespace, m["name"], {"status": {"extendedResourceClaimStatus": None}})
 
@@ -129,19 +129,19 @@ class ClaimPreBind:
                 log.warning("undoing a claim step failed name=%s status=%s message=%r", d.name, result.status,
                             result.message)
 
-    def _claim(self, pod: Obj, key: str, devices: ClaimAllocation | None) -> list[Done] | BindResult:
+    def _claim(self, pod: Obj, key: str, devices: ClaimAllocation | None) -> list[Done] | ApiResult:
         namespace, name = key.split("/", 1)
         for attempt in range(2):
             claim = self._newest(key, self.store.get(CLAIM, namespace, name))
             if claim is None:
-                return BindResult(False, 404, f"resourceclaim {key} is gone", prebind=True)
+                return ApiResult(False, 404, f"resourceclaim {key} is gone", prebind=True)
             outcome = self._write(claim, pod, devices)
-            if not isinstance(outcome, BindResult) or outcome.status != CONFLICT or attempt:
+            if not isinstance(outcome, ApiResult) or outcome.status != CONFLICT or attempt:
                 return outcome
             time.sleep(0.05)  # the watch brings the newer claim; try once more from it
         raise AssertionError("unreachable")
 
-    def _write(self, claim: Obj, pod: Obj, devices: ClaimAllocation | None) -> list[Done] | BindResult:
+    def _write(self, claim: Obj, pod: Obj, devices: ClaimAllocation | None) -> list[Done] | ApiResult:
         m, status = meta(claim), claim.get("status") or {}
         namespace, name = str(m.get("namespace") or "default"), str(m["name"])
         done: list[Done] = []
@@ -150,7 +150,7 @@ class ClaimPreBind:
             body = {"metadata": {"resourceVersion": version, "finalizers": [*(m.get("finalizers") or []), FINALIZER]}}
             result = self._patch(CLAIM, namespace, name, body)
             if not result.ok:
-                return BindResult(False, result.status, f"protecting resourceclaim {name}: {result.message}", prebind=True)
+                return ApiResult(False, result.status, f"protecting resourceclaim {name}: {result.message}", prebind=True)
             done.append(Done(CLAIM, namespace, name, {"metadata": {"finalizers": m.get("finalizers") or None}}))
             version = None  # the finalizer write changed it; the status write below is then unconditional
         pm = meta(pod)
@@ -163,7 +163,7 @@ class ClaimPreBind:
         result = self._patch(CLAIM, namespace, name, body, "status")
         if not result.ok:
             self.undo(done)
-            return BindResult(False, result.status, f"allocating resourceclaim {name}: {result.message}", prebind=True)
+            return ApiResult(False, result.status, f"allocating resourceclaim {name}: {result.message}", prebind=True)
         undo = {"status": {"reservedFor": status.get("reservedFor") or None}}
         if devices is not None:
             undo["status"]["allocation"] = None

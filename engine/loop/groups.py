@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import POD_GROUP_LABEL
-from .ports import BindResult, Obj
+from .ports import ApiResult, Obj
 from .store import Change, Store, meta, node_of
 
 log = logging.getLogger("policy_scheduler.groups")
@@ -101,7 +101,7 @@ class GroupStatus:
             if all(current.get(k, 0 if k != "phase" else "") == v for k, v in status.items()):
                 continue
             result = self.patch("PodGroup", ns, name, {"status": status}, "status")
-            if isinstance(result, BindResult) and not result.ok:
+            if isinstance(result, ApiResult) and not result.ok:
                 log.warning("podgroup status write failed podgroup=%s/%s status=%s message=%r", ns, name,
                             result.status, result.message)
                 continue

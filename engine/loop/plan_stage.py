@@ -54,7 +54,7 @@ class PlanStage:
                               preference_limit=self.settings.preferences_for(len(pods)))
             result = run_cycle(snapshot, rules, options)
             steps, claims = result.volume_steps(), result.claim_steps()
-            placements = [Placement(k, node, pods[k], result.plan.gangs.get(k), steps.get(k, ()),
+            placements = [Placement(k, node, pods[k], result.plan.details.gangs.get(k), steps.get(k, ()),
                                     *claims.get(k, ((), {})))
                           for k, node in sorted(result.plan.assignments.items())]
             models = {p.key: p for p in snapshot.cluster.pending}

@@ -55,7 +55,9 @@ class ApiError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class BindResult:
+class ApiResult:
+    """What the apiserver answered to a write (bind, evict, patch, create, delete): done or refused, and why."""
+
     ok: bool
     status: int  # HTTP status; 0 when the apiserver was not reached
     message: str = ""
@@ -74,24 +76,24 @@ class ClusterAPI(Protocol):
         """Changes after `resource_version` until the server ends the watch; raises Gone, ApiUnavailable."""
         ...
 
-    def bind(self, namespace: str, name: str, uid: str, node: str) -> BindResult:
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         """POST a Binding (with the pod's UID as precondition)."""
         ...
 
-    def evict(self, namespace: str, name: str, uid: str, message: str) -> BindResult:
+    def evict(self, namespace: str, name: str, uid: str, message: str) -> ApiResult:
         """Preempt a victim: DisruptionTarget condition, then delete with its UID as precondition (404: gone)."""
         ...
 
-    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> BindResult:
+    def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> ApiResult:
         """Merge-patch one object (a volume's claimRef, a claim's selected node) or its `subresource` (a pod
         group's status); conditional on metadata.resourceVersion when `body` carries it."""
         ...
 
-    def create_object(self, kind: str, namespace: str, body: Obj) -> BindResult:
+    def create_object(self, kind: str, namespace: str, body: Obj) -> ApiResult:
         """POST one object (a pod's extended-resource claim); the answer, with its generated name, in `obj`."""
         ...
 
-    def delete_object(self, kind: str, namespace: str, name: str) -> BindResult:
+    def delete_object(self, kind: str, namespace: str, name: str) -> ApiResult:
         """DELETE one object (404 counts as done)."""
         ...
 

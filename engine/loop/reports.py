@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..isolation import failure
 from ..objects import NATIVE_POD_GROUP
+from ..plan import Stats
 from .binder import SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
 from .cycle import CycleResult
 from .metrics import Metrics
@@ -27,7 +28,7 @@ class Outcome:
     """What a cycle planned, kept for the record written once its binds are done."""
 
     batch: list[str]
-    stats: dict
+    stats: Stats
     solved: float  # seconds from snapshot to plan
     unplaced: int
     started: float  # perf_counter at the cycle's start
@@ -44,11 +45,11 @@ class Reporter:
         """Tell what a cycle's plan says: objects it could not read, planning failures (logged), the batch's
         pods left out (their reasons; returned) and the native PodGroups' conditions."""
         self._refused(result)
-        for failed in result.plan.failures:
+        for failed in result.plan.details.failures:
             log.error("planning failed profile=%s pods=%s: %s\n%s", self.name, list(failed.pods), failed.error,
                       failed.trace)
         unplaced = result.unplaced()
-        errors = set(result.plan.errors)
+        errors = set(result.plan.details.errors)
         for key, reason in result.refused_pods().items():
             if key in batch:
                 unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
@@ -99,10 +100,10 @@ class Reporter:
         m.pods_bound.labels(name).inc(len(report.bound))
         m.unschedulable.labels(name).inc(o.unplaced)
         m.bind_errors.labels(name).inc(len(report.failed) + len(report.gone))
-        for phase, seconds in (o.stats.get("phases") or {}).items():
+        for phase, seconds in (o.stats.phases.to_dict() if o.stats.phases else {}).items():
             m.phase_seconds.labels(name, phase).observe(seconds)
         m.phase_seconds.labels(name, "bind").observe(bind_seconds)
-        m.gap.labels(name).set(float(o.stats.get("gap") or 0.0))
+        m.gap.labels(name).set(o.stats.gap or 0.0)
         log.info("cycle profile=%s pods=%d bound=%d unschedulable=%d bind_errors=%d status=%s solve_s=%.3f total_s=%.3f",
                  name, len(o.batch), len(report.bound), o.unplaced, len(report.failed) + len(report.gone),
-                 o.stats.get("status"), o.solved, time.perf_counter() - o.started)
+                 o.stats.status, o.solved, time.perf_counter() - o.started)

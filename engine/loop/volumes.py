@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from ..storage import VolumeStep
-from .ports import BindResult, ClusterAPI, Obj
+from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta
 
 log = logging.getLogger("policy_scheduler.volumes")
@@ -34,12 +34,12 @@ class VolumePreBind:
         self.api = api
         self.store = store
 
-    def prepare(self, steps: tuple[VolumeStep, ...], node: str) -> tuple[list[Done], BindResult | None]:
+    def prepare(self, steps: tuple[VolumeStep, ...], node: str) -> tuple[list[Done], ApiResult | None]:
         """Run `steps` in order; on the first failure undo the rest and return why."""
         done: list[Done] = []
         for step in steps:
             outcome = self._bind_volume(step) if step.volume else self._select_node(step, node)
-            if isinstance(outcome, BindResult):
+            if isinstance(outcome, ApiResult):
                 self.undo(done)
                 return [], outcome
             done.append(outcome)
@@ -52,33 +52,33 @@ class VolumePreBind:
                 log.warning("undoing a volume step failed kind=%s name=%s status=%s message=%r", d.kind, d.name,
                             result.status, result.message)
 
-    def _bind_volume(self, step: VolumeStep) -> Done | BindResult:
+    def _bind_volume(self, step: VolumeStep) -> Done | ApiResult:
         namespace, name = step.claim.split("/", 1)
         pv = self.store.get("PersistentVolume", "", step.volume)
         pvc = self.store.get("PersistentVolumeClaim", namespace, name)
         if pv is None or pvc is None:
-            return BindResult(False, 404, f"persistentvolume {step.volume} or claim {step.claim} is gone", prebind=True)
+            return ApiResult(False, 404, f"persistentvolume {step.volume} or claim {step.claim} is gone", prebind=True)
         if (pv.get("spec") or {}).get("claimRef"):
-            return BindResult(False, 409, f"persistentvolume {step.volume} was taken meanwhile", prebind=True)
+            return ApiResult(False, 409, f"persistentvolume {step.volume} was taken meanwhile", prebind=True)
         ref = {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": namespace, "name": name,
                "uid": meta(pvc).get("uid"), "resourceVersion": meta(pvc).get("resourceVersion")}
         body = {"metadata": {"resourceVersion": meta(pv).get("resourceVersion"), "annotations": {BOUND_BY_CONTROLLER: "yes"}},
                 "spec": {"claimRef": ref}}
         result = self.api.patch("PersistentVolume", "", step.volume, body)
         if not result.ok:
-            return BindResult(False, result.status, f"binding persistentvolume {step.volume} to {step.claim}: {result.message}",
+            return ApiResult(False, result.status, f"binding persistentvolume {step.volume} to {step.claim}: {result.message}",
                               prebind=True)
         return Done("PersistentVolume", "", step.volume,
                     {"metadata": {"annotations": {BOUND_BY_CONTROLLER: None}}, "spec": {"claimRef": None}})
 
-    def _select_node(self, step: VolumeStep, node: str) -> Done | BindResult:
+    def _select_node(self, step: VolumeStep, node: str) -> Done | ApiResult:
         namespace, name = step.claim.split("/", 1)
         pvc = self.store.get("PersistentVolumeClaim", namespace, name)
         if pvc is None:
-            return BindResult(False, 404, f"persistentvolumeclaim {step.claim} is gone", prebind=True)
+            return ApiResult(False, 404, f"persistentvolumeclaim {step.claim} is gone", prebind=True)
         body = {"metadata": {"resourceVersion": meta(pvc).get("resourceVersion"), "annotations": {SELECTED_NODE: node}}}
         result = self.api.patch("PersistentVolumeClaim", namespace, name, body)
         if not result.ok:
-            return BindResult(False, result.status, f"selecting node {node} for claim {step.claim}: {result.message}",
+            return ApiResult(False, result.status, f"selecting node {node} for claim {step.claim}: {result.message}",
                               prebind=True)
         return Done("PersistentVolumeClaim", namespace, name, {"metadata": {"annotations": {SELECTED_NODE: None}}})
