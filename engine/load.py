@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .convert.devices import add_dra_object
-from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, str_map
+from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, refusal, str_map
 from .convert.groups import (
     disruption_budgets,
     elastic_quota,
@@ -81,14 +81,15 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     refusals are in `cluster.refused` (the scheduler loop schedules everyone else)."""
     found = sort_objects(docs)
     cluster = found.cluster
-    other_scheduler = _add_pods(found, scheduler_name)
-    cluster.budgets, refused = disruption_budgets(found.budgets, cluster.bound)
-    found.errors.extend(refused)
-    if found.errors and strict:
-        first = found.errors[0]
-        first.more = len(found.errors) - 1
+    seen = {str(o["metadata"].get("namespace") or "default") for _, o in found.pods}
+    context = Context(namespace_labels(cluster.namespaces, seen), found.priorities, cluster.native_groups)
+    pods, refused = convert_pods(context, found.pods)
+    errors, other_scheduler = assemble(cluster, pods, context.priorities, scheduler_name, found.budgets,
+                                       [*found.errors, *refused])
+    if errors and strict:
+        first = errors[0]
+        first.more = len(errors) - 1
         raise first
-    cluster.refused = [e.refusal() for e in found.errors]
     cluster.notes.extend(_notes(cluster, found.ignored, other_scheduler, scheduler_name, found.bare_nodes))
     affine = any(p.affinity_required or p.affinity_preferred or p.anti_affinity_required or p.anti_affinity_preferred
                  for p in (*cluster.pending, *cluster.bound))
@@ -210,21 +211,31 @@ _FAMILIES: dict[str, _Sort] = {
 }
 
 
-def _add_pods(found: _Sorted, scheduler_name: str) -> int:
-    """Bound, pending or skipped: every pod in its place (or refused). Returns how many pending pods are another
-    scheduler's."""
-    cluster, raw_pods = found.cluster, found.pods
-    seen = {str(o["metadata"].get("namespace") or "default") for _, o in raw_pods}
-    context = Context(namespace_labels(cluster.namespaces, seen), found.priorities, cluster.native_groups)
-    pods = []
-    for src, obj in raw_pods:
+def convert_pods(context: Context, docs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[dict[str, Any], Pod]],
+                                                                                     list[InputError]]:
+    """Pod manifests in the model, each beside its manifest, and the ones the model cannot read."""
+    pods, errors = [], []
+    for src, obj in docs:
         try:
             pods.append((obj, context.pod(obj)))
         except PROBLEMS as exc:
-            found.refuse(src, "Pod", obj["metadata"], reason_of(exc))
+            errors.append(refusal(src, "Pod", obj, exc))
+    return pods, errors
+
+
+def assemble(cluster: Cluster, pods: list[tuple[dict[str, Any], Pod]], priorities: Priorities, scheduler_name: str,
+             budgets: list[tuple[str, dict[str, Any]]], errors: list[InputError]) -> tuple[list[InputError], int]:
+    """What `build_cluster` and the loop's cache both do once the objects are converted: every pod in its place
+    (bound, pending, skipped with a reason), the budgets counted over the bound pods, and every object left out
+    recorded in `cluster.refused`. Returns those refusals and how many pending pods are another scheduler's.
+    `resolve.resolve_cluster` then derives what the pods mean together."""
     mixed = mixed_groups([pod for _, pod in pods])
-    places = [place_pod(cluster, obj, pod, found.priorities, scheduler_name, mixed) for obj, pod in pods]
-    return places.count(OTHER_SCHEDULER)
+    places = [place_pod(cluster, obj, pod, priorities, scheduler_name, mixed) for obj, pod in pods]
+    cluster.budgets, refused = disruption_budgets(budgets, cluster.bound)
+    errors = [*errors, *refused]
+    cluster.refused = [e.refusal() for e in errors]
+    return errors, places.count(OTHER_SCHEDULER)
+
 
 BOUND, PENDING, SKIPPED, OTHER_SCHEDULER, GONE = "bound", "pending", "skipped", "other scheduler", "gone"
 

@@ -7,9 +7,9 @@ workloads, devices, budgets) converted again only when one of those objects chan
 then costs what changed since the last one plus the batch, not the cluster: `build_cluster` over every object
 is what the dry-run does once, and what the loop did on every cycle.
 
-The conversions are `engine.load`'s own (`Context.pod`, `node_model`, `sort_objects`, `place_pod`,
-`resolve_cluster`), so a snapshot is the cluster `build_cluster` would make of the same objects; a property test
-holds the two equal. Pure (no I/O); thread-safe, since watches feed it while a cycle reads it.
+The conversions and the assembly are `engine.load`'s own (`Context.pod`, `node_model`, `sort_objects`,
+`convert_pods`, `assemble`) and `engine.resolve`'s, so a snapshot is the cluster `build_cluster` would make of
+the same objects; a property test holds the two equal. Pure (no I/O); thread-safe, since watches feed it while a cycle reads it.
 """
 
 from __future__ import annotations
@@ -27,18 +27,7 @@ from ..convert.fields import refusal
 from ..index import BoundState, NodeFacts, NodeRequests
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
-from ..load import (
-    BOUND,
-    PROBLEMS,
-    Context,
-    InputError,
-    disruption_budgets,
-    mixed_groups,
-    namespace_labels,
-    node_model,
-    place_pod,
-    sort_objects,
-)
+from ..load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
 from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, Quota
 from ..objects import OBJECT_KINDS, is_terminal
 from ..resolve import resolve_cluster
@@ -415,10 +404,11 @@ class ClusterCache:
             rows = self._rows()
             cluster = replace(rest.cluster, nodes=list(rows.nodes), bound=list(self._placed.values()), pending=[],
                               notes=[], skipped={}, gangs={}, refused=[])
-            errors = [*rest.errors, *self._refused.values()]
-            errors += self._add_batch(cluster, batch, scheduler_name)
-            cluster.budgets, refused = disruption_budgets(rest.budgets_raw, cluster.bound)
-            cluster.refused = [e.refusal() for e in [*errors, *refused]]
+            context = self._context({meta(o).get("namespace") or "default" for _, o in batch})
+            waiting = [(src, o) for src, o in batch if not holds_node(o) and pod_key(o) not in self._placed]
+            pods, errors = convert_pods(context, waiting)  # (bound meanwhile, or assumed: it holds its node already)
+            assemble(cluster, pods, context.priorities, scheduler_name, rest.budgets_raw,
+                     [*rest.errors, *self._refused.values(), *errors])
             cluster = resolve_cluster(cluster, gangs, bound=False)
             every = [*cluster.quotas, *quotas]
             usage = self._tenancy.usage(every, cluster.bound) if every else None
@@ -429,23 +419,6 @@ class ClusterCache:
             models = self._node_models  # in the order the store holds them (a node refused for a while keeps its place)
             self._nodes = _Rows.of([models[n] for n in self._node_raw if n in models], list(self._placed.values()))
         return self._nodes
-
-    def _add_batch(self, cluster: Cluster, batch: list[tuple[str, Obj]], scheduler_name: str) -> list[InputError]:
-        """The batch's pods converted and put in their place (pending, skipped); those the model cannot read."""
-        context = self._context({meta(o).get("namespace") or "default" for _, o in batch})
-        pods, errors = [], []
-        for src, obj in batch:
-            if holds_node(obj) or pod_key(obj) in self._placed:
-                continue  # bound meanwhile, or assumed: it holds its node already
-            try:
-                pods.append((obj, context.pod(obj)))
-            except PROBLEMS as exc:
-                errors.append(refusal(src, "Pod", obj, exc))
-        mixed = mixed_groups([pod for _, pod in pods])
-        for obj, pod in pods:
-            if place_pod(cluster, obj, pod, context.priorities, scheduler_name, mixed) == BOUND:
-                cluster.bound.pop()  # (cannot happen: bound pods were left out above)
-        return errors
 
 
 def _spec_and_labels(obj: Obj) -> tuple[Any, Any]:
