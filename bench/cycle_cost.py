@@ -49,7 +49,8 @@ PODS_PER_NODE = 10
 def fill(nodes: int, tenants: int = 0) -> tuple[Store, ClusterCache]:
     """A store with the cache listening, fed `nodes` nodes and 10 bound pods per node, as watches would (with
     `tenants`, the pods dealt over that many namespaces, each with an ElasticQuota)."""
-    store, cache = Store(), ClusterCache()
+    store = Store()
+    cache = ClusterCache(store.assumptions)
     store.subscribe(lambda change: cache.apply(change.kind, change.old, change.new))
     for i in range(nodes):
         store.apply("Node", "ADDED", m.node(f"n{i}", cpu="32", memory="128Gi",

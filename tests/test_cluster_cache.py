@@ -109,7 +109,7 @@ class World:
 
     def __init__(self) -> None:
         self.store = Store()
-        self.cache = ClusterCache()
+        self.cache = ClusterCache(self.store.assumptions)
         self.store.subscribe(lambda change: self.cache.apply(change.kind, change.old, change.new))
         self.kinds: dict[tuple[str, str, str], str] = {}
 
@@ -139,7 +139,7 @@ class World:
             obj = self.store.get("Pod", chosen.namespace, chosen.name)
             allocating = {f"{chosen.namespace}/claim-of-{chosen.name}": {"devices": {"results": []}}} if i % 2 else None
             self.store.assume(chosen.key, obj["metadata"]["uid"], where, allocating)
-            self.cache.assume(chosen, where, allocating)
+            self.cache.assume(chosen, where)
 
     def relabel(self, i: int, app: int) -> None:
         """The same pod (same UID) with another app label: assumed or not, it is what it is now."""
@@ -315,4 +315,24 @@ def test_device_taint_rules_taint_each_snapshot_once() -> None:
         world.put(doc["kind"], doc)
     snaps = [world.cache.snapshot([], SCHEDULER, None) for _ in range(10)]
     assert [len(s.cluster.devices.devices[0].taints) for s in snaps] == [1] * 10
+    same_cluster(world)
+
+
+def test_one_ledger_of_assumptions_ends_them_for_the_store_and_the_cache_alike() -> None:
+    """Assumptions live in one place (the store's `Assumptions`, which the cache reads): a pod replaced by another
+    of its name (a new UID) ends its assumption for both at once, and its node's room is free in the next snapshot."""
+    world = World()
+    world.put("Node", node("n1", cpu="1"))
+    first = pod("p", cpu="1")
+    first["metadata"]["uid"] = "uid-1"
+    world.put("Pod", first)
+    world.assume(0, 0)
+    assert world.store.is_assumed("default/p") and [p.key for p in world.cache.snapshot([], SCHEDULER, None).cluster.bound] == ["default/p"]
+    again = copy.deepcopy(first)
+    again["metadata"]["uid"] = "uid-2"
+    world.store.apply("Pod", "MODIFIED", again)
+    assert not world.store.is_assumed("default/p")
+    snap = world.cache.snapshot(world.batch(), SCHEDULER, None)
+    assert snap.cluster.bound == [] and [p.key for p in snap.cluster.pending] == ["default/p"]
+    assert snap.index.free(0, "cpu") == 1000
     same_cluster(world)

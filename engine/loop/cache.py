@@ -33,7 +33,7 @@ from ..objects import OBJECT_KINDS, is_terminal
 from ..resolve import resolve_cluster
 from ..storage import held_volumes
 from .ports import Obj
-from .store import assumption_over, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
+from .store import Assumptions, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
 # kinds of which planning reads only the spec and labels (system-default spreading's selectors)
 SPEC_ONLY = frozenset(k.name for k in OBJECT_KINDS if k.spec_only)
@@ -138,16 +138,19 @@ class _Rows:
 class ClusterCache:
     """Nodes, placed pods and the rest, converted as they change; `snapshot` assembles a cycle's cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, assumptions: Assumptions | None = None) -> None:
         self._lock = threading.Lock()
+        # the one record of assumed pods, the store's (it settles them before the cache hears a delta); the cache
+        # keeps only each assumed pod's model, as bound to its node
+        self._assumptions = assumptions if assumptions is not None else Assumptions()
         self._node_raw: dict[str, Obj] = {}
         self._node_models: dict[str, Node] = {}
         self._nodes: _Rows | None = None  # None: rebuilt at the next snapshot
         self._bound_raw: dict[str, Obj] = {}
         self._pending_raw: dict[str, Obj] = {}  # pods without a node: what an assumption was made of
         self._bound: dict[str, Pod] = {}
-        self._assumed: dict[str, Pod] = {}
-        self._allocating: dict[str, dict[str, Obj]] = {}  # assumed pod -> the claims it allocates, until bound
+        self._assumed: dict[str, Pod] = {}  # the model of each pod in `_assumptions`
+        self._allocated: dict[str, Obj] = {}  # the assumed pods' claim allocations the rest was last converted with
         self._placed: dict[str, Pod] = {}  # what holds capacity: the bound pod, else the assumed one
         self._refused: dict[tuple[str, str, str], InputError] = {}
         self._rest_raw: dict[tuple[str, str, str], Obj] = {}
@@ -232,9 +235,8 @@ class ClusterCache:
             del self._bound_raw[key]
             self._drop_bound(key)
             self._refused.pop(_pod_ref(key), None)
-        if assumption_over(new, meta(old or {}).get("uid")):
+        if key not in self._assumptions:  # (the store settled it: bound, deleted or replaced)
             self._assumed.pop(key, None)
-            self._drop_allocations(key)
         elif key in self._assumed:  # still pending, changed (labels, say): assumed as it is now
             self._reassume(key)
         return self._settle(key)
@@ -299,16 +301,13 @@ class ClusterCache:
             self._placed[key] = after
         return pod_change(before, after, self._node_models.get((before or after).node_name or ""))  # type: ignore[union-attr]
 
-    def assume(self, pod: Pod, node: str, claims: dict[str, Obj] | None = None) -> ModelChange | None:
-        """A pod of a batch placed on `node`: it holds the node until the watch shows it bound, or `forget`; the
-        claims it allocates (claim key -> status.allocation) hold their devices as long (upstream's in-flight
-        allocations). The change is a pod added (it may support a waiting pod's affinity); its bind seen later is
-        an update."""
+    def assume(self, pod: Pod, node: str) -> ModelChange | None:
+        """A pod of a batch placed on `node`, assumed in the ledger (with the claims it allocates, which hold their
+        devices as long: upstream's in-flight allocations): it holds the node until the watch shows it bound, or
+        `forget`. The change is a pod added (it may support a waiting pod's affinity); its bind seen later is an
+        update."""
         with self._lock:
             self._assumed[pod.key] = self._as_bound(pod, node)
-            if claims:
-                self._allocating[pod.key] = claims
-                self._rest_stale = True
             return self._settle(pod.key)
 
     def evicting(self, keys: Iterable[str]) -> None:
@@ -340,21 +339,15 @@ class ClusterCache:
         """The bind of an assumed pod failed: its node's capacity is free again (and that may help others)."""
         with self._lock:
             if self._assumed.pop(key, None) is not None:
-                self._drop_allocations(key)
                 return self._settle(key)
             return None
-
-    def _drop_allocations(self, key: str) -> None:
-        """The assumption is over: the claims it allocated are what the watch says of them."""
-        if self._allocating.pop(key, None) is not None:
-            self._rest_stale = True
 
     # -- the rest ----------------------------------------------------------------------------------
 
     def _rest_or_build(self) -> _Rest:
-        if self._rest is None or self._rest_stale:
-            self._rest_stale = False
-            allocating = {claim: a for claims in self._allocating.values() for claim, a in claims.items()}
+        allocating = self._assumptions.allocating()  # claims show allocated until the watch shows them written
+        if self._rest is None or self._rest_stale or allocating != self._allocated:
+            self._rest_stale, self._allocated = False, allocating
             docs = [(source_name(*k), o) for k, o in with_allocations(self._rest_raw.items(), allocating)]
             found = sort_objects(docs)
             cluster = found.cluster

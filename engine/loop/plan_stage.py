@@ -62,7 +62,7 @@ class PlanStage:
             for p in placements:
                 allocating = {key: allocation_status(a) for key, a in p.devices.items()}
                 self.store.assume(p.key, p.uid, p.node, allocating)
-                if (change := self.cache.assume(models[p.key], p.node, allocating)) is not None:
+                if (change := self.cache.assume(models[p.key], p.node)) is not None:
                     assumed.append(change)
             self.cache.evicting(v.pod for p in result.plan.preemptions.values() for v in p.victims)
         return Planned(pods, result, placements, assumed, started, time.perf_counter() - started)

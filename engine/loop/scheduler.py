@@ -193,7 +193,7 @@ class Scheduler:
     settings: Settings
     metrics: Metrics = field(default_factory=Metrics)
     store: Store = field(default_factory=Store)
-    cache: ClusterCache = field(default_factory=ClusterCache)
+    cache: ClusterCache = field(init=False)  # reads the store's assumptions
     watch_seconds: int = 300
     events: EventSink = field(init=False)
     binder: Binder = field(init=False)
@@ -204,6 +204,7 @@ class Scheduler:
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
+        self.cache = ClusterCache(self.store.assumptions)
         self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc)
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers)
         lock = threading.Lock()

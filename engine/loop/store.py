@@ -1,7 +1,9 @@
 """One store of raw objects, fed only by the watches, plus assumed pods (kube-scheduler's assume/forget).
 
 A placed pod is *assumed* on its node until the watch shows it bound (or gone), or it is forgotten when its
-binding fails: every snapshot in between shows it bound, so the next batch cannot double-book its node.
+binding fails: every snapshot in between shows it bound, so the next batch cannot double-book its node. The
+assumptions are held in one place, `Assumptions`: the store settles them on every watch delta before its
+listeners hear of it, and the cluster cache reads the same ledger (it keeps only each assumed pod's model).
 """
 
 from __future__ import annotations
@@ -69,13 +71,58 @@ def _in_scope(key: ObjKey, resource: WatchTarget) -> bool:
             and (resource.name is None or name == resource.name))
 
 
+class Assumptions:
+    """The one record of assumed pods (uid, node, the claims they allocate), thread-safe. An assumption ends by
+    the one rule (`assumption_over`, applied by the store as the watch shows each pod) or by `forget`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, Assumed] = {}
+
+    def add(self, key: str, assumed: Assumed) -> None:
+        with self._lock:
+            self._held[key] = assumed
+
+    def end(self, key: str) -> None:
+        with self._lock:
+            self._held.pop(key, None)
+
+    def settle(self, old: Obj | None, new: Obj | None) -> None:
+        """A pod changed: its assumption ends once the watch shows it bound, deleted or replaced (another UID)."""
+        obj = new or old
+        if obj is None:
+            return
+        key = pod_key(obj)
+        with self._lock:
+            assumed = self._held.get(key)
+            if assumed is not None and assumption_over(new, assumed.uid):
+                del self._held[key]
+
+    def get(self, key: str) -> Assumed | None:
+        with self._lock:
+            return self._held.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._held
+
+    def all(self) -> dict[str, Assumed]:
+        with self._lock:
+            return dict(self._held)
+
+    def allocating(self) -> dict[str, Obj]:
+        """Claim key -> the allocation an assumed pod writes to it (upstream's in-flight allocations)."""
+        with self._lock:
+            return {claim: allocation for a in self._held.values() for claim, allocation in a.claims}
+
+
 class Store:
     """Thread-safe; listeners hear every change after the store has applied it (outside its lock)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[ObjKey, Obj] = {}
-        self._assumed: dict[str, Assumed] = {}
+        self.assumptions = Assumptions()
         self._listeners: list[Callable[[Change], None]] = []
         self._forgetters: list[Callable[[str], None]] = []
         self._synced: set[WatchTarget] = set()
@@ -97,7 +144,8 @@ class Store:
             else:
                 self._objects[key] = obj
             new = None if event_type == "DELETED" else obj
-            self._settle_assumed(kind, old, new)
+            if kind == "Pod":
+                self.assumptions.settle(old, new)
         self._notify([Change(kind, old, new)])
 
     def apply_written(self, kind: str, obj: Obj) -> None:
@@ -121,21 +169,10 @@ class Store:
                     changes.append(Change(resource.kind, old, obj))
                 self._objects[key] = obj
             for change in changes:
-                self._settle_assumed(change.kind, change.old, change.new)
+                if change.kind == "Pod":
+                    self.assumptions.settle(change.old, change.new)
         self._notify(changes)
         self.mark_synced(resource)  # once everyone heard the list: a backlog waiting at start is one batch
-
-    def _settle_assumed(self, kind: str, old: Obj | None, new: Obj | None) -> None:
-        """Drop an assumption once the watch shows the pod bound, deleted or replaced (another UID)."""
-        if kind != "Pod":
-            return
-        obj = new or old
-        if obj is None:
-            return
-        key = pod_key(obj)
-        assumed = self._assumed.get(key)
-        if assumed and assumption_over(new, assumed.uid):
-            del self._assumed[key]
 
     def _notify(self, changes: list[Change]) -> None:
         for change in changes:
@@ -162,22 +199,18 @@ class Store:
         """`key` holds `node` until the watch shows it bound or it is forgotten; `claims` (claim key ->
         status.allocation) hold their devices the same way (upstream's in-flight allocations): the next cycle,
         planned while this one binds, must not give them away."""
-        with self._lock:
-            self._assumed[key] = Assumed(uid, node, tuple((claims or {}).items()))
+        self.assumptions.add(key, Assumed(uid, node, tuple((claims or {}).items())))
 
     def forget(self, key: str) -> None:
-        with self._lock:
-            self._assumed.pop(key, None)
+        self.assumptions.end(key)
         for listener in self._forgetters:
             listener(key)
 
     def is_assumed(self, key: str) -> bool:
-        with self._lock:
-            return key in self._assumed
+        return key in self.assumptions
 
     def assumed(self) -> dict[str, Assumed]:
-        with self._lock:
-            return dict(self._assumed)
+        return self.assumptions.all()
 
     def snapshot(self, batch: set[str]) -> list[tuple[str, Obj]]:
         """(source name, manifest) pairs for build_cluster: assumed pods shown bound (the claims they allocate
@@ -186,7 +219,7 @@ class Store:
         reference the cache is tested against (tests/test_cluster_cache.py) and the benchmark's old way."""
         with self._lock:
             items = list(self._objects.items())
-            assumed = dict(self._assumed)
+        assumed = self.assumptions.all()
         allocating = {key: allocation for a in assumed.values() for key, allocation in a.claims}
         out = []
         for (kind, namespace, name), obj in with_allocations(items, allocating):
