@@ -79,12 +79,13 @@ def visible_label_keys(rule_sets: list[tuple[Constraint, ...]], index: BoundStat
     return frozenset(keys)
 
 
-def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
+def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> tuple[ScorePart, ...]:
     """Every kind's soft terms for one pod of a class on each candidate, as integers; terms worth nothing on
-    every candidate left out. `explain` says from these why a node won."""
+    every candidate left out. Compile keeps them on the class (`ClassInfo.score_parts`): `explain` says from
+    these why a node won."""
     parts = (part for kind in KINDS for part in kind.score(info, candidates, batch))
     out = (ScorePart(part.label, np.asarray(part.points, dtype=np.int64)) for part in parts)
-    return [part for part in out if part.points.any()]
+    return tuple(part for part in out if part.points.any())
 
 
 def class_fields(pod: Pod) -> tuple:
