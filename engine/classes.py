@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .ir import Constraint, PlacementRules
 from .model import Cluster, Pod
 from .podspec import pod_constraints, with_default_spreading
 from .rejections import Rejections
+
+if TYPE_CHECKING:
+    from .kinds.base import ScorePart
 
 MAX_WEIGHT = 1 << 60
 
@@ -33,6 +37,7 @@ class ClassInfo:
     constraints: tuple[Constraint, ...]
     rejected: Rejections  # nodes no pod of the class can use, and why
     borrowing: bool = False  # its pods would go beyond their tenant's min (engine.tenants): served after the rest
+    score_parts: tuple[ScorePart, ...] = ()  # its soft terms' points on each candidate, as compile scored them
 
     @property
     def sample(self) -> Pod:

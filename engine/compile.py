@@ -18,7 +18,7 @@ import numpy as np
 
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
 from .index import BoundState
-from .kinds import KINDS, class_fields, score_parts, visible_label_keys
+from .kinds import KINDS, ScorePart, class_fields, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
 from .rejections import Rejections
@@ -174,8 +174,8 @@ def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadlin
         rejected = _filtered(spec, batch, nodes)
         info = infos[a] = ClassInfo(pods, rules, rejected, borrows)
         passing = rejected.passing_array()
-        scores = node_scores(info, passing, batch)
-        candidates[a] = Candidates(shared.of(passing), scores if any(scores) else ())
+        info.score_parts = score_parts(info, passing, batch)  # kept: explain says from them why a node won
+        candidates[a] = Candidates(shared.of(passing), node_scores(info.score_parts))
     return ClassesChecked([info for info in infos if info is not None], candidates, sorted(unchecked))
 
 
@@ -192,12 +192,12 @@ def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:
     return rejected
 
 
-def node_scores(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> tuple[int, ...]:
-    """Per-pod soft score of each candidate node index (the sum of every kind's parts); () when nothing scores."""
-    parts = score_parts(info, candidates, batch)
+def node_scores(parts: tuple[ScorePart, ...]) -> tuple[int, ...]:
+    """Per-pod soft score of each candidate node (the sum of every kind's parts); () when every candidate scores 0."""
     if not parts:
         return ()
-    return tuple(np.sum([part.points for part in parts], axis=0).tolist())
+    scores = tuple(np.sum([part.points for part in parts], axis=0).tolist())
+    return scores if any(scores) else ()
 
 
 def _pod_classes(cluster: Cluster, classes: list[ClassInfo], candidates: list[Candidates],

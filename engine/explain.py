@@ -9,12 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from . import tenants as T
 from .compile import Compiled
-from .kinds import BY_CHECK, BY_NAME, KINDS, Spot, score_parts
-from .kinds.context import Batch, ClassMatcher
+from .kinds import BY_CHECK, BY_NAME, KINDS, Spot
 from .model import Quota
 from .rejections import Rejection
 from .solve.greedy import GreedyState
@@ -125,7 +122,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     proven = solution.status is Status.OPTIMAL
     full: list[int] = []
     for n in candidates:
-        blocker = state.permanent_blocker(c, n) or state.current_blocker(c, n)
+        blocker = state.blocker(c, n)
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
         out.blocked[_blocked(compiled, state, c, n, blocker, crowded, proven)] += 1
@@ -240,12 +237,10 @@ def score_breakdown(compiled: Compiled, c: int, node: str) -> list[tuple[str, in
     if node not in names:
         return []
     k = names.index(node)
-    batch = Batch(compiled.cluster, compiled.bound, [info.constraints for info in compiled.classes],
-                  ClassMatcher([info.sample for info in compiled.classes]))
-    parts = score_parts(compiled.classes[c], np.asarray(cls.candidates, dtype=np.int64), batch)
+    parts = compiled.classes[c].score_parts  # as compile scored the candidates, in their order
     if not parts:
         return []  # nothing scores: every candidate was as good as any other
     out = [(part.label, int(part.points[k])) for part in parts if part.points[k]]
-    best = int(np.sum([part.points for part in parts], axis=0).max())
+    best = max(cls.scores, default=0)  # the sum of the parts on each candidate, as the solver weighs it
     return out + [("best score of any candidate node", best)]
 

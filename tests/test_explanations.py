@@ -81,6 +81,41 @@ def test_explain_says_why_this_node(tmp_path):
     assert out["score"][-1]["points"] == 40  # the best any candidate scores: this one
 
 
+
+def test_the_score_breakdown_is_what_the_solver_weighed():
+    # on every candidate node, not only the plan's: the terms explain names add up to that node's score in the
+    # solver's problem, and its last line is the best of those scores
+    from engine.explain import score_breakdown
+    from testkit.manifests import expr
+
+    def preferred(weight: int, labels: dict) -> dict:
+        return {"weight": weight, "podAffinityTerm": term(labels, ZONE)}
+    prefer = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                  {"weight": 40, "preference": {"matchExpressions": [expr("disk", "In", "ssd")]}}]},
+              "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred(30, {"app": "cache"})]},
+              "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred(50, {"app": "noisy"})]}}
+    soft = [{"key": "soft", "value": "x", "effect": "PreferNoSchedule"}]
+    docs = [node(f"n{i}", cpu="8", labels={ZONE: "abcd"[i % 4], "disk": "ssd" if i % 3 == 0 else "hdd"},
+                 taints=soft if i % 4 == 1 else None) for i in range(8)]
+    docs += [pod("cache", labels={"app": "cache"}, node_name="n2"), pod("noisy", labels={"app": "noisy"}, node_name="n4"),
+             pod("web", labels={"app": "web"}, affinity=prefer)]
+    compiled = run(docs).compiled
+    assert compiled is not None
+    [c] = [c for c, info in enumerate(compiled.classes) if info.sample.name == "web"]
+    cls = compiled.problem.classes[c]
+    said = {compiled.cluster.nodes[n].name: score_breakdown(compiled, c, compiled.cluster.nodes[n].name)
+            for n in cls.candidates}
+    assert len(set(cls.scores)) > 3  # the nodes score apart: a term read off the wrong node would not add up
+    for n, score in zip(cls.candidates, cls.scores):
+        *terms, (_, best) = said[compiled.cluster.nodes[n].name]
+        assert sum(points for _, points in terms) == score and best == max(cls.scores)
+    n6 = dict(said["n6"])  # ssd, in the cache's zone c
+    assert [p for t, p in n6.items() if "nodeAffinity.preferred" in t] == [40]
+    assert [p for t, p in n6.items() if "podAffinity.preferred" in t] == [30]
+    n0 = dict(said["n0"])  # ssd, in the noisy pod's zone a
+    assert [p for t, p in n0.items() if "podAntiAffinity.preferred" in t] == [-50]
+    assert any("PreferNoSchedule" in t and p < 0 for t, p in said["n1"])
+
 def gang_behind_higher_priority_pods() -> list[dict]:
     """4 nodes of 4 cpu; two 4-cpu pods of priority 100 take two of them; a gang of four 3-cpu members (minMember
     4) fits alone but only two of its members fit beside them."""

@@ -79,12 +79,20 @@ def visible_label_keys(rule_sets: list[tuple[Constraint, ...]], index: BoundStat
     return frozenset(keys)
 
 
-def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
+def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> tuple[ScorePart, ...]:
     """Every kind's soft terms for one pod of a class on each candidate, as integers; terms worth nothing on
-    every candidate left out. `explain` says from these why a node won."""
+    every candidate left out. Compile keeps them on the class (`ClassInfo.score_parts`): `explain` says from
+    these why a node won."""
     parts = (part for kind in KINDS for part in kind.score(info, candidates, batch))
-    out = (ScorePart(part.label, np.asarray(part.points, dtype=np.int64)) for part in parts)
-    return [part for part in out if part.points.any()]
+    out = ((part.label, np.asarray(part.points, dtype=np.int64)) for part in parts)
+    return tuple(ScorePart(label, _compact(points)) for label, points in out if points.any())
+
+
+def _compact(points: np.ndarray) -> np.ndarray:
+    """The points in the smallest integer type that holds them, read-only (compile keeps every class's parts)."""
+    out = points.astype(np.result_type(np.min_scalar_type(points.min()), np.min_scalar_type(points.max())))
+    out.flags.writeable = False
+    return out
 
 
 def class_fields(pod: Pod) -> tuple:

@@ -137,6 +137,11 @@ class GreedyState:
     def currently_blocked(self, c: int, n: int) -> bool:
         return self.current_blocker(c, n) is not None
 
+    def blocker(self, c: int, n: int) -> Blocker | None:
+        """The first check that stops one more pod of c on node n in this state: one that holds for good, else one
+        that holds for now (None: nothing does)."""
+        return self.permanent_blocker(c, n) or self.current_blocker(c, n)
+
     def waits(self, c: int) -> bool:
         """Some candidate node blocks one more pod of c only for now (its required affinity's support is not
         there yet, or a spread's counts would tip): pods landing later may open it, as they may not a node
