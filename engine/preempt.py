@@ -1134,21 +1134,26 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: 
     return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 
 
+PLAIN, SPARED, WEIGHED = "plain", "spared", "weighed"  # how the batch model treats the pods budgets cover
+
+
 def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall, replan: Plan,
            ledger: Ledger) -> tuple[Plan, Ledger, str]:
     """Step 2 again, for the whole batch in one model (engine.preempt_model) when it fits the time left; its victims,
     settled by the same re-plans (steps 3-4), replace the search's (`replan`, `ledger`) when they are better in
     upstream's order (`_standing`). The model has no budget rows: when the best so far breaks a budget, it is tried
-    once more with every pod a budget could not spare held in place. Also what became of the model, for the stats."""
+    again with every pod a budget could not spare held in place (SPARED), then with those pods weighed above every
+    pod no budget covers (WEIGHED: the fewest budgets broken for the same preemptors placed, as upstream orders
+    candidates). Also what became of the model, for the stats."""
     if not wall.settings.batch_model:
         return replan, ledger, "off"
     priorities = {p.key: p.priority for p in preemptors}
     best, standing, chosen = (replan, ledger), _standing(search, replan, ledger, priorities), ""
     said: list[str] = []
-    for sparing in (False, True):
-        if sparing and (standing[1] == 0 or said[-1].startswith("skipped")):
+    for budgets in (PLAIN, SPARED, WEIGHED):
+        if budgets != PLAIN and (standing[1] == 0 or said[-1].startswith("skipped")):
             break
-        found, note, other = _batch_ledger(search, preemptors, feasible, wall, sparing)
+        found, note, other = _batch_ledger(search, preemptors, feasible, wall, budgets)
         said.append(note)
         if found is None or other is None:
             continue
@@ -1165,8 +1170,8 @@ def _batch(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall
 
 
 def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wall: Wall,
-                  sparing: bool) -> tuple[Ledger | None, str, Plan | None]:
-    """The victims of the batch model as a ledger (`sparing`: the pods a budget could not spare held in place), or
+                  budgets: str) -> tuple[Ledger | None, str, Plan | None]:
+    """The victims of the batch model as a ledger (`budgets`: see `_batch`), or
     why there are none: quotas (the model has no reclaim), a preemptor's nodes not known in time, nothing to evict, a
     model too large for the time left (the search alone decides), or its victims over an eviction cap."""
     if search.reclaim is not None or search.cluster.quotas:
@@ -1174,7 +1179,7 @@ def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wal
     nodes = [feasible.nodes.get(p.key) for p in preemptors]
     if any(n is None for n in nodes):
         return None, "skipped: not every preemptor's nodes were known in time", None
-    running = _optional(search, preemptors, feasible, sparing)
+    running = _optional(search, preemptors, feasible, budgets)
     size = sum(len(n or ()) for n in nodes)
     if not running:
         return None, "skipped: no running pod it may evict on the preemptors' nodes", None
@@ -1194,16 +1199,17 @@ def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wal
     for c in victims:
         _evict(search, ledger, c)
     ledger.violations = _violations(search, victims, dict(ledger.budget_left))
-    spared = ", budgets spared" if sparing else ""
+    spared = {PLAIN: "", SPARED: ", budgets spared", WEIGHED: ", budgets weighed"}[budgets]
     return ledger, f"{len(running)} running pods weighed{spared}, {len(victims)} left out, {outcome.status}", outcome.plan
 
 
-def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, sparing: bool) -> list[preempt_model.Running]:
+def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, budgets: str) -> list[preempt_model.Running]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
     group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them) or
     runs on a node its pods overcommit (pinned there, they could not all be placed: the model would count the pods
-    it cannot keep as free victims); with `sparing`, one that a budget covers when the budget could not spare every
-    such pod (no choice of the model's then breaks a budget)."""
+    it cannot keep as free victims); with SPARED, one that a budget covers when the budget could not spare every
+    such pod (no choice of the model's then breaks a budget); with WEIGHED, those pods are weighed just below the
+    lowest preemptor that may evict them (`Running.weigh_as`), above every pod no budget covers."""
     chosen: dict[str, Candidate] = {}
     seen: set[tuple[int, str]] = set()
     for p in preemptors:
@@ -1216,11 +1222,19 @@ def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, sparing
                     chosen.update((m.key, m) for m in search.unit_of(c))
     full = {n.name for i, n in enumerate(search.index.nodes) if any(search.index.free(i, r) < 0 for r in n.allocatable)}
     held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended or c.node in full}
-    if sparing:
-        covered = Counter(b for c in chosen.values() for b in search.budgets_of(c.pod))
-        short = {b.key for b in search.cluster.budgets if covered[b.key] > b.allowed}
+    covered = Counter(b for c in chosen.values() for b in search.budgets_of(c.pod))
+    short = {b.key for b in search.cluster.budgets if covered[b.key] > b.allowed}
+    if budgets == SPARED:
         held |= {c.unit or c.key for c in chosen.values() if short.intersection(search.budgets_of(c.pod))}
-    return [preempt_model.Running(c.pod, c.node, c.unit) for c in chosen.values() if (c.unit or c.key) not in held]
+    weighed = {c.key for c in chosen.values() if short.intersection(search.budgets_of(c.pod))} if budgets == WEIGHED else set()
+    above = sorted({p.priority for p in preemptors})
+    return [preempt_model.Running(c.pod, c.node, c.unit, _lowest_above(above, c.pod.priority) if c.key in weighed else None)
+            for c in chosen.values() if (c.unit or c.key) not in held]
+
+
+def _lowest_above(priorities: list[int], priority: int) -> int | None:
+    """The lowest of the sorted `priorities` above `priority` (None: none is)."""
+    return next((p for p in priorities if p > priority), None)
 
 
 def _standing(search: Search, plan: Plan, ledger: Ledger, priorities: dict[str, int]) -> tuple:

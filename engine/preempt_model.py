@@ -20,7 +20,8 @@ running pod outweighs the pending pods of its own priority (a preemptor never ev
 every pod of a higher one (the pods that may evict it). So the plan places the preemptors by priority, then keeps the
 most important running pods: the lowest highest victim priority first, then the fewest victims at each priority from
 the top. Disruption budgets and eviction caps are no rows of the model: engine.preempt weighs the outcome against
-the search's in upstream's order and keeps the better.
+the search's in upstream's order and keeps the better, and when budgets break it asks again with the pods they cannot
+spare held in place, then weighed above every pod no budget covers (`Running.weigh_as`).
 """
 
 from __future__ import annotations
@@ -41,11 +42,14 @@ UNIT_GANG = "preemption unit "  # the gang key prefix of a PodGroup-mode group's
 
 @dataclass(frozen=True, slots=True)
 class Running:
-    """A running pod the batch may evict, on its node; `unit`: the PodGroup it goes or stays with."""
+    """A running pod the batch may evict, on its node; `unit`: the PodGroup it goes or stays with; `weigh_as`: weighed
+    just below the pending pods of this priority instead of just above its own (a pod a disruption budget cannot
+    spare: keeping it outweighs keeping any pod of a lower priority than that)."""
 
     pod: Pod
     node: str
     unit: str | None = None
+    weigh_as: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,8 @@ def pinned(r: Running) -> Pod:
     """`r`'s pod as a pending pod that may go only on its node (see the module's doc), a half step above the pending
     pods of its priority."""
     term = NodeSelectorTerm(fields=(Requirement("metadata.name", "In", (r.node,)),))
-    return replace(r.pod, node_name=None, phase="Pending", priority=2 * r.pod.priority + 1, node_selector=(),
+    priority = 2 * r.pod.priority + 1 if r.weigh_as is None else 2 * r.weigh_as - 1
+    return replace(r.pod, node_name=None, phase="Pending", priority=priority, node_selector=(),
                    required_node_terms=(term,), preferred_node_terms=(), tolerations=(EVERY_TAINT,),
                    affinity_required=(), affinity_preferred=(), anti_affinity_preferred=(), spread=(),
                    default_spread=None, gang=None if r.unit is None else UNIT_GANG + r.unit, scheduling_group=None)

@@ -482,6 +482,22 @@ def test_no_budget_is_broken_that_another_choice_of_victims_keeps(case) -> None:
     assert violations <= max(0, fewest - allowed)
 
 
+def test_the_batch_model_breaks_no_budget_a_choice_of_nodes_keeps() -> None:
+    """Hypothesis found it: two 2-cpu nodes, one running two web pods, the other two db pods no budget may spare;
+    pending h0 (1 cpu), h1 and h2 (2 cpu). Placing two of them costs one db pod at least (h1 where the web pods run,
+    h0 beside a db pod); the model placed h0 with the web pods and h1 over both db pods (two budget breaks), and
+    the search did no better. Asked again with the db pods weighed above every other victim, it breaks one."""
+    docs = [node("n0", cpu="2"), node("n1", cpu="2")]
+    docs += [pod(f"r0-{i}", cpu="1", node_name="n0", labels={"app": "web"}, priority=0) for i in range(2)]
+    docs += [pod(f"r1-{i}", cpu="1", node_name="n1", labels={"app": "db"}, priority=0) for i in range(2)]
+    docs += [pod("h0", cpu="1", priority=100), pod("h1", cpu="2", priority=100), pod("h2", cpu="2", priority=100)]
+    docs.append(budget("db", {"app": "db"}, allowed=0))
+    plan = plan_for(*docs, time_limit=2)
+    assert len(plan.assignments) == 2 and plan.assignments.get("default/h1") == "n0"
+    assert plan.stats.preemption is not None and plan.stats.preemption.budget_violations == 1
+    assert sum(1 for v in plan.evictions if v.pod.startswith("default/r1-")) == 1
+
+
 def test_victim_selection_stops_at_its_deadline_and_says_so() -> None:
     """When the stage's time for choosing victims is over, the pods not yet served evict nothing and are told they
     are tried again next cycle (the loop's cycle stays within its time limit)."""
