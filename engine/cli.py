@@ -13,6 +13,7 @@ from importlib import resources
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import tenant_report
@@ -288,30 +289,30 @@ def _print_skipped_pod(key: str, reason: str, output: str) -> None:
 
 def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> None:
     console = Console(highlight=False)
-    table = Table(title=f"{key}: node by node", title_justify="left")
+    table = Table(title=escape(f"{key}: node by node"), title_justify="left")
     table.add_column("node")
     table.add_column("verdict")
     table.add_column("reason")
     for name, verdict, reason in rows:
         style = "green" if verdict in ("fits", "placed here") else "yellow" if verdict == "fits alone" else "red"
-        table.add_row(name, f"[{style}]{verdict}[/{style}]", reason)
+        table.add_row(escape(name), f"[{style}]{verdict}[/{style}]", escape(reason))
     console.print(table)
     if key in plan.assignments:
-        console.print(f"[bold green]{key} is placed on {plan.assignments[key]}[/bold green]")
+        console.print(f"[bold green]{escape(key)} is placed on {escape(plan.assignments[key])}[/bold green]")
         if key in plan.preemptions:
             victims = plan.preemptions[key].victims
             console.print(f"once {len(victims)} lower-priority pod(s) there are evicted (the table shows the node as it"
                           " is now):" if victims else "in room that evictions beside it free:")
             for v in victims:
-                console.print(f"  - {v.pod} (priority {v.priority}; {v.to_dict()['budget']})")
+                console.print(escape(f"  - {v.pod} (priority {v.priority}; {v.to_dict()['budget']})"))
         if score:
             console.print("why this node (soft score of one pod, term by term):")
         for term, points in score:
-            console.print(f"  {points:+d}  {term}")
+            console.print(f"  {points:+d}  {escape(term)}")
     else:
-        console.print(f"[bold red]{key} is unschedulable:[/bold red]")
+        console.print(f"[bold red]{escape(key)} is unschedulable:[/bold red]")
         for reason in plan.unschedulable.get(key, []):
-            console.print(f"  - {reason}")
+            console.print(f"  - {escape(reason)}")
 
 
 @main.command("check")

@@ -7,6 +7,7 @@ import re
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .plan import NodeUsage, Plan
@@ -63,7 +64,7 @@ def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> 
         if i == max_rows:
             t.add_row(f"… {len(skipped) - max_rows} more (use -o json)", "")
             break
-        t.add_row(pod_cell(pod), reason)
+        t.add_row(escape(pod_cell(pod)), escape(reason))
     console.print(t)
 
 
@@ -85,7 +86,7 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
             if i == max_rows:
                 t.add_row(f"… {len(plan.assignments) - max_rows} more (use -o json)", "")
                 break
-            t.add_row(pod_cell(pod), node)
+            t.add_row(escape(pod_cell(pod)), escape(node))
         console.print(t)
     if plan.preemptions:
         _print_preemptions(plan, console, max_rows)
@@ -98,7 +99,7 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
             if i == max_rows:
                 t.add_row(f"… {len(plan.unschedulable) - max_rows} more (use -o json)", "")
                 break
-            t.add_row(pod_cell(pod), "\n".join(reasons))
+            t.add_row(escape(pod_cell(pod)), escape("\n".join(reasons)))
         console.print(t)
     if plan.skipped:
         _print_skipped(plan.skipped, console, max_rows)
@@ -132,7 +133,8 @@ def _print_preemptions(plan: Plan, console: Console, max_rows: int) -> None:
                              f"{f'; beyond the min of {v.quota}' if v.quota else ''}"
                              f"{f'; {v.why}' if v.why else ''})" for v in p.victims)
         reclaim = f"\nreclaims the min of {p.reclaim}" if p.reclaim else ""
-        t.add_row(f"{pod} ({p.priority}){reclaim}", p.node, victims or "nothing: room freed by the evictions beside it")
+        t.add_row(escape(f"{pod} ({p.priority}){reclaim}"), escape(p.node),
+                  escape(victims) or "nothing: room freed by the evictions beside it")
     console.print(t)
 
 

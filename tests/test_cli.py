@@ -249,3 +249,20 @@ def test_kubeconfig_help_lists_every_kind_the_live_dry_run_reads():
     assert all(re.search(rf"\b{kind}e?s\b", listed) for kind in named), listed
     assert "PodGroups (scheduling.k8s.io)" in listed and "DeviceClasses" in listed and "ElasticQuotas" in listed
     assert set(LIVE_KINDS) <= set(BY_NAME) and set(named) <= set(KINDS)  # read through the API, into the model
+
+
+def test_text_from_the_cluster_is_printed_as_written_not_read_as_markup(tmp_path):
+    """Tables print pod names, reasons and score terms through rich: a `[...]` in them (a label value list, a policy
+    file's citation, a user's odd name) was taken for a style tag and dropped, or crashed the explain table."""
+    from testkit.manifests import affinity, term
+
+    pref = affinity(term({"app": "cache"}))
+    pref["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = [
+        {"weight": 30, "podAffinityTerm": pref["podAffinity"].pop("requiredDuringSchedulingIgnoredDuringExecution")[0]}]
+    path = snapshot(tmp_path, node("n1"), node("n2"), pod("cache-0", node_name="n1", labels={"app": "cache"}),
+                    pod("web-0", affinity=pref), pod("odd", priorityClassName="[bold]gold"))
+    table = cli("dry-run", "--cluster", path, "-q")
+    assert table.returncode == 0 and "PriorityClass '[bold]gold' not found" in table.stdout, table.stdout
+    explained = cli("explain", "--cluster", path, "web-0")
+    assert explained.returncode == 0, explained.stderr
+    assert "app In [cache]" in " ".join(explained.stdout.split()), explained.stdout

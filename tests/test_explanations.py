@@ -99,7 +99,7 @@ def test_the_score_breakdown_is_what_the_solver_weighed():
                  taints=soft if i % 4 == 1 else None) for i in range(8)]
     docs += [pod("cache", labels={"app": "cache"}, node_name="n2"), pod("noisy", labels={"app": "noisy"}, node_name="n4"),
              pod("web", labels={"app": "web"}, affinity=prefer)]
-    compiled = run(docs).compiled
+    compiled = run(docs).details.compiled
     assert compiled is not None
     [c] = [c for c, info in enumerate(compiled.classes) if info.sample.name == "web"]
     cls = compiled.problem.classes[c]
