@@ -56,3 +56,17 @@ def test_waiting_and_terminal_are_said_once_of_raw_pods() -> None:
                    {"status": {"phase": "Succeeded"}}):
         assert not waits_for({**waiting, **change}, "policy-scheduler"), change
     assert is_terminal({"status": {"phase": "Failed"}}) and not is_terminal({"status": {"phase": "Running"}})
+
+
+def test_the_scheduler_s_role_lets_it_list_and_watch_every_kind_it_watches() -> None:
+    """deploy/clusterrole.yaml (the chart renders a copy) grants list and watch on each watched kind, in its group."""
+    from pathlib import Path
+
+    import yaml
+
+    role = yaml.safe_load((Path(__file__).parent.parent / "deploy" / "clusterrole.yaml").read_text())
+    granted = {(group, resource) for rule in role["rules"] if {"list", "watch"} <= set(rule["verbs"])
+               for group in rule["apiGroups"] for resource in rule["resources"]}
+    for entry in WATCHED:
+        group = entry.api_version.rpartition("/")[0]
+        assert (group, entry.plural) in granted, entry.name
