@@ -624,3 +624,21 @@ def test_a_tiny_time_limit_holds_where_preemption_has_much_to_do() -> None:
     plan = plan_batch(cluster, options=Options(time_limit=0.3, workers=1))
     assert time.perf_counter() - started < 0.3 + 2.5
     assert valid(docs, plan) == []
+
+
+def test_pods_preemption_did_not_reach_back_off_rather_than_wait_for_a_cluster_change() -> None:
+    """Told "tried again in the next cycle", a pod preemption ran out of time for must be: the loop's queue keeps it
+    for backoff only (no kind's rejection to wait on). It waited for a cluster change that never came (an e2e test
+    that evicts for a zone spread waited 20 s after a cold first cycle ran out of its preemption time)."""
+    from engine.loop.cycle import CycleResult
+
+    docs = [node("n1", cpu="4"), priority_class("high", 100)]
+    docs += [pod(f"low{i}", cpu="1", node_name="n1") for i in range(4)]
+    docs += [pod(f"high{i}", cpu="1", priorityClassName="high") for i in range(2)]
+    cluster = build_cluster([("t", d) for d in docs])
+    first = make_plan(cluster, time_limit=5, workers=1)
+    clock = StoppedClock()
+    late = preempt(cluster, first, None, PreemptionSettings(None, Deadline(clock.now, clock), 1, 0), time.perf_counter())
+    rejected = CycleResult(late, cluster).rejected()
+    assert set(rejected) == {"default/high0", "default/high1"} and all(r.plugins is None for r in rejected.values())
+    assert all(r.plugins for r in CycleResult(first, cluster).rejected().values())  # room: waits for a change

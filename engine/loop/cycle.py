@@ -19,6 +19,7 @@ from ..kinds import Waiting
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import Plan
 from ..planner import Options, plan_batch
+from ..preempt import OUT_OF_TIME
 from ..rejections import Rejections
 from ..storage import VolumeStep, volume_steps
 from ..tenant_report import TenantLine, of_plan
@@ -58,6 +59,8 @@ class CycleResult:
         if compiled is None:
             return {}
         names = [n.name for n in self.cluster.nodes]
+        # preemption did not reach them in this cycle's time: nothing has to change, they back off and try again
+        late = {key for key, reasons in self.plan.unschedulable.items() if OUT_OF_TIME in reasons}
         out: dict[str, Rejected] = {}
         for info in compiled.classes:
             left = [p for p in info.pods if p.key in self.plan.details.explanations]
@@ -66,7 +69,7 @@ class CycleResult:
             plugins = self.plan.details.explanations[left[0].key].plugins()
             nodes = _reachable(info.rejected, names)
             for pod in left:
-                out[pod.key] = Rejected(plugins, Waiting(pod, info.constraints, nodes))
+                out[pod.key] = Rejected(None if pod.key in late else plugins, Waiting(pod, info.constraints, nodes))
         return out
 
     def volume_steps(self) -> dict[str, tuple[VolumeStep, ...] | None]:
