@@ -2,6 +2,13 @@
 
     python bench/snapshot_load.py [--workload hetero-jobs] [--repeat 3]     # the table (in-process medians)
     python bench/snapshot_load.py --method NAME FILE                        # one method once (to time a process)
+    python bench/snapshot_load.py --phases FILE... [--before DIR] [--repeat 5]  # the load phase against json.load
+
+With --phases, each round runs, as fresh processes in turn: a bare `json.load` of each FILE (timed inside its
+process), `import engine.cli` alone, and `policy-scheduler dry-run --cluster FILE -o json -q` (its
+stats.phases, and the wall time around the process), for this tree and for a checkout DIR of an earlier one
+(--before). Medians; "rest" is the dry-run's wall time less the import, the load phase and the planning phases:
+interpreter start and exit, the tenant report, rendering and printing the JSON.
 
 Writes FILE.yaml with bench/realistic.py and the same objects as FILE.json (indented as `kubectl -o json`)
 when missing. Methods (rows): plain `json.load` (the garbage collector on, as any caller has it), `orjson.loads`
@@ -16,10 +23,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -98,6 +107,47 @@ def ensure(base: Path, workload: str) -> None:
             json.dump(doc, f, indent=4)
 
 
+def _seconds(argv: list[str], tree: Path) -> tuple[float, str]:
+    """Wall seconds of one process (run in `tree`, which it imports `engine` from) and what it printed."""
+    started = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+    return time.perf_counter() - started, out.stdout
+
+
+def _phase_round(files: list[str], trees: list[Path], runs: dict[tuple[str, str], dict[str, list[float]]]) -> None:
+    bare = "import json, sys, time; t = time.perf_counter(); json.load(open(sys.argv[1])); print(time.perf_counter() - t)"
+    for tree in trees:
+        runs[("", str(tree))].setdefault("import", []).append(_seconds([sys.executable, "-c", "import engine.cli"], tree)[0])
+    for file in files:
+        runs[(file, "")].setdefault("json.load", []).append(float(_seconds([sys.executable, "-c", bare, file], ROOT)[1]))
+        for tree in trees:
+            wall, out = _seconds([sys.executable, "-m", "engine", "dry-run", "--cluster", file, "-o", "json", "-q"], tree)
+            phases = json.loads(out)["stats"]["phases"]
+            row = runs[(file, str(tree))]
+            row.setdefault("wall", []).append(wall)
+            row.setdefault("load", []).append(phases["load"])
+            row.setdefault("plan", []).append(sum(v for k, v in phases.items() if k != "load"))
+
+
+def phases_table(files: list[str], trees: list[Path], repeat: int) -> Table:
+    """The load phase against a bare json.load, and where the rest of the dry-run goes, for each tree."""
+    runs: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
+    for _ in range(repeat):
+        _phase_round(files, trees, runs)
+    med = statistics.median
+    out = Table(title=f"dry-run -o json -q: medians of {repeat}, fresh processes in turn")
+    for col in ("snapshot", "tree", "json.load s", "load phase s", "× json.load", "plan s", "import s", "rest s", "dry-run s"):
+        out.add_column(col, justify="left" if col in ("snapshot", "tree") else "right")
+    for file in files:
+        plain = med(runs[(file, "")]["json.load"])
+        for tree in trees:
+            row, imported = runs[(file, str(tree))], med(runs[("", str(tree))]["import"])
+            load, plan, wall = med(row["load"]), med(row["plan"]), med(row["wall"])
+            out.add_row(Path(file).name, str(tree), f"{plain:.2f}", f"{load:.2f}", f"{load / plain:.2f}", f"{plan:.2f}",
+                        f"{imported:.2f}", f"{wall - imported - load - plan:.2f}", f"{wall:.2f}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", default="hetero-jobs")
@@ -105,7 +155,13 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/policy-scheduler-bench")
     ap.add_argument("--method", help="run this one method once and print its seconds")
     ap.add_argument("file", nargs="?", help="with --method: the snapshot (either suffix)")
+    ap.add_argument("--phases", nargs="+", metavar="FILE", help="the load phase of a dry-run against json.load")
+    ap.add_argument("--before", type=Path, help="with --phases: a checkout of an earlier tree, run side by side")
     args = ap.parse_args()
+    if args.phases:
+        trees = [ROOT] + ([args.before.resolve()] if args.before else [])
+        Console(width=160).print(phases_table(args.phases, trees, args.repeat))
+        return
     base = Path(args.file).with_suffix("") if args.file else Path(args.out) / f"load-{args.workload}"
     base.parent.mkdir(parents=True, exist_ok=True)
     ensure(base, args.workload)

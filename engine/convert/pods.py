@@ -89,7 +89,8 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
         raise ValueError("pod has no containers (spec.containers is empty)")
     total: dict[str, int] = {}
     for i, c in enumerate(containers):
-        total = _add(total, _container_requests(c, "spec.containers", i))
+        reqs = _container_requests(c, "spec.containers", i)  # a new dict: the first is the sum so far
+        total = _add(total, reqs) if total else reqs
     init_max: dict[str, int] = {}
     sidecars: dict[str, int] = {}
     for i, c in enumerate(as_list(spec.get("initContainers"), "spec.initContainers")):
@@ -173,7 +174,7 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
     scheduling_gates(spec)
 
     required_terms, preferred_terms = node_affinity(node_aff)
-    scope = TermScope(ns, ns_labels, labels)
+    scope = TermScope(ns, ns_labels, labels) if pod_aff or anti_aff else None
 
     priority = priorities.of(spec)  # None (an unknown class) makes the pod skipped; see _skip_reason
     requests = pod_requests(spec)
@@ -191,10 +192,10 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         required_node_terms=required_terms,
         preferred_node_terms=preferred_terms,
         tolerations=tolerations(spec),
-        affinity_required=scope.required(pod_aff, "podAffinity"),
-        affinity_preferred=scope.preferred(pod_aff, "podAffinity"),
-        anti_affinity_required=scope.required(anti_aff, "podAntiAffinity"),
-        anti_affinity_preferred=scope.preferred(anti_aff, "podAntiAffinity"),
+        affinity_required=scope.required(pod_aff, "podAffinity") if scope else (),
+        affinity_preferred=scope.preferred(pod_aff, "podAffinity") if scope else (),
+        anti_affinity_required=scope.required(anti_aff, "podAntiAffinity") if scope else (),
+        anti_affinity_preferred=scope.preferred(anti_aff, "podAntiAffinity") if scope else (),
         spread=_spread(spec, labels),
         host_ports=_host_ports(spec),
         owner=_owner(meta),
@@ -204,7 +205,7 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         claims=_claims(spec, as_text(meta["name"], "metadata.name")),
         scheduling_group=_scheduling_group(spec),
         resource_claims=_pod_resource_claims(spec, status),
-        extended=_extended_requests(spec) if any("/" in r for r in requests) else (),
+        extended=_extended_requests(spec) if "/" in "".join(requests) else (),  # a resource name with a "/"
     )
 
 def _scheduling_group(spec: dict[str, Any]) -> str | None:
