@@ -2,6 +2,15 @@
 
     python bench/snapshot_load.py [--workload hetero-jobs] [--repeat 3]     # the table (in-process medians)
     python bench/snapshot_load.py --method NAME FILE                        # one method once (to time a process)
+    python bench/snapshot_load.py --phases FILE... [--before DIR] [--repeat 5]  # the load phase against json.load
+    python bench/snapshot_load.py --stages FILE [--repeat 5]                    # the load phase, step by step
+
+With --phases, each round runs, as fresh processes in turn: a bare `json.load` of each FILE (timed inside its
+process), `import engine.cli` alone, and `policy-scheduler dry-run --cluster FILE -o json -q` (its
+stats.phases, and the wall time around the process), for this tree and for a checkout DIR of an earlier one
+(--before). Medians; "rest" is the dry-run's wall time less the import, the load phase and the planning phases:
+interpreter start and exit, the tenant report, rendering and printing the JSON. With --stages, each round is a
+fresh process that runs the steps of `load_cluster` one by one (the collector paused, as it pauses it).
 
 Writes FILE.yaml with bench/realistic.py and the same objects as FILE.json (indented as `kubectl -o json`)
 when missing. Methods (rows): plain `json.load` (the garbage collector on, as any caller has it), `orjson.loads`
@@ -16,12 +25,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -98,6 +110,91 @@ def ensure(base: Path, workload: str) -> None:
             json.dump(doc, f, indent=4)
 
 
+def _seconds(argv: list[str], tree: Path) -> tuple[float, str]:
+    """Wall seconds of one process (run in `tree`, which it imports `engine` from) and what it printed."""
+    started = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)})
+    return time.perf_counter() - started, out.stdout
+
+
+def _phase_round(files: list[str], trees: list[Path], runs: dict[tuple[str, str], dict[str, list[float]]]) -> None:
+    bare = "import json, sys, time; t = time.perf_counter(); json.load(open(sys.argv[1])); print(time.perf_counter() - t)"
+    for tree in trees:
+        runs[("", str(tree))].setdefault("import", []).append(_seconds([sys.executable, "-c", "import engine.cli"], tree)[0])
+    for file in files:
+        runs[(file, "")].setdefault("json.load", []).append(float(_seconds([sys.executable, "-c", bare, file], ROOT)[1]))
+        for tree in trees:
+            wall, out = _seconds([sys.executable, "-m", "engine", "dry-run", "--cluster", file, "-o", "json", "-q"], tree)
+            phases = json.loads(out)["stats"]["phases"]
+            row = runs[(file, str(tree))]
+            row.setdefault("wall", []).append(wall)
+            row.setdefault("load", []).append(phases["load"])
+            row.setdefault("plan", []).append(sum(v for k, v in phases.items() if k != "load"))
+
+
+def phases_table(files: list[str], trees: list[Path], repeat: int) -> Table:
+    """The load phase against a bare json.load, and where the rest of the dry-run goes, for each tree."""
+    runs: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(dict)
+    for _ in range(repeat):
+        _phase_round(files, trees, runs)
+    med = statistics.median
+    out = Table(title=f"dry-run -o json -q: medians of {repeat}, fresh processes in turn")
+    for col in ("snapshot", "tree", "json.load s", "load phase s", "× json.load", "plan s", "import s", "rest s", "dry-run s"):
+        out.add_column(col, justify="left" if col in ("snapshot", "tree") else "right")
+    for file in files:
+        plain = med(runs[(file, "")]["json.load"])
+        for tree in trees:
+            row, imported = runs[(file, str(tree))], med(runs[("", str(tree))]["import"])
+            load, plan, wall = med(row["load"]), med(row["plan"]), med(row["wall"])
+            out.add_row(Path(file).name, str(tree), f"{plain:.3f}", f"{load:.3f}", f"{load / plain:.2f}", f"{plan:.3f}",
+                        f"{imported:.3f}", f"{wall - imported - load - plan:.3f}", f"{wall:.3f}")
+    return out
+
+
+def stages(file: str) -> dict[str, float]:
+    """Seconds of each step of engine.manifests.load_cluster on one JSON snapshot, in this process."""
+    from engine import load, manifests
+    from engine.convert.nodes import node_of_manifest
+    from engine.resolve import resolve_cluster
+
+    out: dict[str, float] = {}
+
+    def step(name: str, call: Callable[[], Any]) -> Any:
+        started = time.perf_counter()
+        value = call()
+        out[name] = time.perf_counter() - started
+        return value
+
+    gc.disable()
+    text = step("read and decode", lambda: manifests._read_text(file, file))
+    value = step("json.loads", lambda: json.loads(text))
+    step("nesting check", lambda: manifests._nesting_at_most(text, manifests.MAX_DEPTH))
+    docs = step("List flattened", lambda: list(manifests._flatten([value], file, {})))
+    found = step("sort_objects (nodes converted)", lambda: load.sort_objects(docs))
+    step("_add_pods (pods converted, placed)", lambda: load._add_pods(found, load.DEFAULT_SCHEDULER))
+    step("resolve_cluster", lambda: resolve_cluster(found.cluster, None))
+    # the converters alone, again on the same objects: the rest of the two steps above is the assembly's
+    nodes = [obj for _, obj in docs if obj.get("kind") == "Node"]
+    context = load.Context(load.namespace_labels({}, {"default"}), found.priorities, {})
+    step("  again: node_of_manifest alone", lambda: [node_of_manifest(obj) for obj in nodes])
+    step("  again: Context.pod alone", lambda: [context.pod(obj) for _, obj in found.pods])
+    return out
+
+
+def stages_table(file: str, repeat: int) -> Table:
+    code = f"import json, sys; sys.path.insert(0, {str(ROOT)!r}); from bench.snapshot_load import stages; " \
+        f"print(json.dumps(stages({file!r})))"
+    runs = [json.loads(_seconds([sys.executable, "-c", code], ROOT)[1]) for _ in range(repeat)]
+    out = Table(title=f"load_cluster step by step, {Path(file).name}: medians of {repeat} fresh processes")
+    out.add_column("step")
+    out.add_column("median s", justify="right")
+    for name in runs[0]:
+        out.add_row(name, f"{statistics.median(r[name] for r in runs):.3f}")
+    total = statistics.median(sum(v for k, v in r.items() if "again" not in k) for r in runs)
+    out.add_row("load_cluster's steps", f"{total:.3f}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workload", default="hetero-jobs")
@@ -105,7 +202,17 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/policy-scheduler-bench")
     ap.add_argument("--method", help="run this one method once and print its seconds")
     ap.add_argument("file", nargs="?", help="with --method: the snapshot (either suffix)")
+    ap.add_argument("--phases", nargs="+", metavar="FILE", help="the load phase of a dry-run against json.load")
+    ap.add_argument("--before", type=Path, help="with --phases: a checkout of an earlier tree, run side by side")
+    ap.add_argument("--stages", metavar="FILE", help="the load phase of one JSON snapshot, step by step")
     args = ap.parse_args()
+    if args.stages:
+        Console(width=120).print(stages_table(args.stages, args.repeat))
+        return
+    if args.phases:
+        trees = [ROOT] + ([args.before.resolve()] if args.before else [])
+        Console(width=160).print(phases_table(args.phases, trees, args.repeat))
+        return
     base = Path(args.file).with_suffix("") if args.file else Path(args.out) / f"load-{args.workload}"
     base.parent.mkdir(parents=True, exist_ok=True)
     ensure(base, args.workload)

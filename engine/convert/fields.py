@@ -121,14 +121,28 @@ def scalar_text(value: Any, what: str) -> str:
     return as_text(value, what)
 
 def str_map(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if type(value) is dict and _all_text(value):
+        return value.copy()  # the common shape (labels, annotations): strings to strings, read as they are
     return {as_text(k, f"{what} key"): scalar_text(v, f"{what}.{k}") for k, v in as_mapping(value, what).items()}
+
+def _all_text(mapping: dict[Any, Any]) -> bool:
+    for k, v in mapping.items():  # noqa: SIM110 — a loop: all() of a generator takes twice as long on a few labels
+        if type(k) is not str or type(v) is not str:
+            return False
+    return True
 
 def resource_amounts(value: Any, what: str, clamp: bool = False) -> dict[str, int]:
     """Quantities by resource name, in the model's units. Above 2^53 a quantity is refused, or with `clamp` (a
     limit, where "more than any cluster has" means no limit) taken as 2^53."""
     out: dict[str, int] = {}
     for name, qty in as_mapping(value, what).items():
-        name = as_text(name, f"{what} key")
+        if type(qty) is str and (amount := _AMOUNTS.get((name, qty))) is not None:
+            out[name] = amount  # a quantity met before (only the few a cluster uses recur)
+            continue
+        if type(name) is not str:
+            name = as_text(name, f"{what} key")
         try:
             amount = to_milli(qty) if name == "cpu" else to_int(qty)
         except QuantityError as exc:
@@ -140,8 +154,17 @@ def resource_amounts(value: Any, what: str, clamp: bool = False) -> dict[str, in
         elif amount > MAX_QUANTITY:
             unit = "millicores" if name == "cpu" else "units"
             raise ValueError(f"{what}.{name}: quantity {show_value(qty)} is too large (more than 2^53 {unit})")
+        elif type(qty) is str and type(name) is str:
+            _remember(name, qty, amount)
         out[name] = amount
     return out
+
+_AMOUNTS: dict[tuple[str, str], int] = {}  # (resource, quantity text) -> amount, for amounts in 0..MAX_QUANTITY
+
+def _remember(name: str, qty: str, amount: int) -> None:
+    if len(_AMOUNTS) >= 1 << 14:  # bounded: a long-running scheduler meets ever new quantities
+        _AMOUNTS.clear()
+    _AMOUNTS[name, qty] = amount
 
 def as_bool(value: Any, what: str) -> bool:
     if value is None:
@@ -152,6 +175,8 @@ def as_bool(value: Any, what: str) -> bool:
 
 def timestamp(value: Any, what: str) -> str:
     """An RFC 3339 time as text; an unquoted one in hand-written YAML arrives as a datetime."""
+    if type(value) is str:
+        return value
     if isinstance(value, datetime.datetime):
         value = value.astimezone(datetime.UTC) if value.tzinfo else value
         return value.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -23,7 +23,8 @@ def node_of_manifest(obj: dict[str, Any]) -> Node:
         alloc, what = status.get("capacity"), "status.capacity"
     allocatable = resource_amounts(alloc, what)
     allocatable.setdefault("pods", 110)
-    taints = tuple(taint(t, f"spec.taints[{i}]") for i, t in enumerate(as_list(spec.get("taints"), "spec.taints")))
+    found = spec.get("taints")
+    taints = () if found is None else tuple(taint(t, f"spec.taints[{i}]") for i, t in enumerate(as_list(found, "spec.taints")))
     return Node(
         name=as_text(meta["name"], "metadata.name"),
         labels=str_map(meta.get("labels"), "metadata.labels"),

@@ -84,48 +84,60 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
     restartable (sidecar) init containers, which keep running and so add to everything after them.
     Pod-level requests then replace the sum where set, and the RuntimeClass overhead adds to it.
     """
-
-    def container_requests(c: dict[str, Any], where: str) -> dict[str, int]:
-        res = as_mapping(c.get("resources"), f"{where}.resources")
-        limits = resource_amounts(res.get("limits"), f"{where}.resources.limits")
-        requests = resource_amounts(res.get("requests"), f"{where}.resources.requests")
-        return {**limits, **requests}  # API defaulting: a limit without a request is also the request
-
-    def add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + v
-        return out
-
     containers = as_list(spec.get("containers"), "spec.containers")
     if not containers:
         raise ValueError("pod has no containers (spec.containers is empty)")
     total: dict[str, int] = {}
     for i, c in enumerate(containers):
-        total = add(total, container_requests(as_mapping(c, f"spec.containers[{i}]"), f"spec.containers[{i}]"))
+        reqs = _container_requests(c, "spec.containers", i)  # a new dict: the first is the sum so far
+        total = _add(total, reqs) if total else reqs
     init_max: dict[str, int] = {}
     sidecars: dict[str, int] = {}
     for i, c in enumerate(as_list(spec.get("initContainers"), "spec.initContainers")):
         c = as_mapping(c, f"spec.initContainers[{i}]")
-        reqs = container_requests(c, f"spec.initContainers[{i}]")
+        reqs = _container_requests(c, "spec.initContainers", i)
         if c.get("restartPolicy") == "Always":
-            total = add(total, reqs)
-            sidecars = add(sidecars, reqs)
+            total = _add(total, reqs)
+            sidecars = _add(sidecars, reqs)
             reqs = sidecars
         else:
-            reqs = add(reqs, sidecars)
+            reqs = _add(reqs, sidecars)
         for k, v in reqs.items():
             init_max[k] = max(init_max.get(k, 0), v)
     for k, v in init_max.items():
         total[k] = max(total.get(k, 0), v)
-    total.update(_pod_level_requests(spec, total))
-    total = add(total, resource_amounts(spec.get("overhead"), "spec.overhead"))
+    if spec.get("resources"):
+        total.update(_pod_level_requests(spec, total))
+    if spec.get("overhead") is not None:
+        total = _add(total, resource_amounts(spec["overhead"], "spec.overhead"))
     total = {k: v for k, v in total.items() if v > 0}
     for k, v in total.items():
         if v > MAX_QUANTITY:
             raise ValueError(f"the pod's total {k} request is too large (more than 2^53)")
     total["pods"] = 1
     return total
+
+def _container_requests(c: Any, field: str, i: int) -> dict[str, int]:
+    """`field[i]`'s requests; API defaulting makes a limit without a request also the request. The field names
+    of messages are only spelled out for a message."""
+    if type(c) is not dict:
+        c = as_mapping(c, f"{field}[{i}]")
+    res = c.get("resources")
+    if res is None:
+        return {}
+    if type(res) is not dict:
+        res = as_mapping(res, f"{field}[{i}].resources")
+    limits, requests = res.get("limits"), res.get("requests")
+    out = {} if limits is None else resource_amounts(limits, f"{field}[{i}].resources.limits")
+    if requests is not None:
+        out.update(resource_amounts(requests, f"{field}[{i}].resources.requests"))
+    return out
+
+def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
 
 def _pod_level(resource: str) -> bool:
     """Resources pod-level `spec.resources` may set (resourcehelper.IsSupportedPodLevelResource)."""
@@ -162,7 +174,7 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
     scheduling_gates(spec)
 
     required_terms, preferred_terms = node_affinity(node_aff)
-    scope = TermScope(ns, ns_labels, labels)
+    scope = TermScope(ns, ns_labels, labels) if pod_aff or anti_aff else None
 
     priority = priorities.of(spec)  # None (an unknown class) makes the pod skipped; see _skip_reason
     requests = pod_requests(spec)
@@ -180,10 +192,10 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         required_node_terms=required_terms,
         preferred_node_terms=preferred_terms,
         tolerations=tolerations(spec),
-        affinity_required=scope.required(pod_aff, "podAffinity"),
-        affinity_preferred=scope.preferred(pod_aff, "podAffinity"),
-        anti_affinity_required=scope.required(anti_aff, "podAntiAffinity"),
-        anti_affinity_preferred=scope.preferred(anti_aff, "podAntiAffinity"),
+        affinity_required=scope.required(pod_aff, "podAffinity") if scope else (),
+        affinity_preferred=scope.preferred(pod_aff, "podAffinity") if scope else (),
+        anti_affinity_required=scope.required(anti_aff, "podAntiAffinity") if scope else (),
+        anti_affinity_preferred=scope.preferred(anti_aff, "podAntiAffinity") if scope else (),
         spread=_spread(spec, labels),
         host_ports=_host_ports(spec),
         owner=_owner(meta),
@@ -193,7 +205,7 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         claims=_claims(spec, as_text(meta["name"], "metadata.name")),
         scheduling_group=_scheduling_group(spec),
         resource_claims=_pod_resource_claims(spec, status),
-        extended=_extended_requests(spec) if any("/" in r for r in requests) else (),
+        extended=_extended_requests(spec) if "/" in "".join(requests) else (),  # a resource name with a "/"
     )
 
 def _scheduling_group(spec: dict[str, Any]) -> str | None:
@@ -203,6 +215,8 @@ def _scheduling_group(spec: dict[str, Any]) -> str | None:
 
 def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
     """The PersistentVolumeClaims a pod mounts: named ones, and a generic ephemeral volume's `<pod>-<volume>`."""
+    if spec.get("volumes") is None:
+        return ()
     out = []
     for i, vol in enumerate(as_list(spec.get("volumes"), "spec.volumes")):
         vol = as_mapping(vol, f"spec.volumes[{i}]")
@@ -215,11 +229,15 @@ def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 def scheduling_gates(spec: dict[str, Any]) -> tuple[str, ...]:
+    if spec.get("schedulingGates") is None:
+        return ()
     what = "spec.schedulingGates"
     return tuple(as_text(required(as_mapping(g, f"{what}[{i}]"), "name", f"{what}[{i}]"), f"{what}[{i}].name")
                  for i, g in enumerate(as_list(spec.get("schedulingGates"), what)))
 
 def _spread(spec: dict[str, Any], labels: dict[str, str]) -> tuple[SpreadConstraint, ...]:
+    if spec.get("topologySpreadConstraints") is None:
+        return ()
     out = []
     for i, item in enumerate(as_list(spec.get("topologySpreadConstraints"), "spec.topologySpreadConstraints")):
         what = f"spec.topologySpreadConstraints[{i}]"
@@ -248,8 +266,13 @@ def _spread(spec: dict[str, Any], labels: dict[str, str]) -> tuple[SpreadConstra
 def _host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
     ports = []
     for i, c in enumerate(as_list(spec.get("containers"), "spec.containers")):
+        found = (c if type(c) is dict else as_mapping(c, f"spec.containers[{i}]")).get("ports")
+        if found is None:
+            continue
         where = f"spec.containers[{i}].ports"
-        for j, item in enumerate(as_list(as_mapping(c, f"spec.containers[{i}]").get("ports"), where)):
+        for j, item in enumerate(as_list(found, where)):
+            if type(item) is dict and not item.get("hostPort"):
+                continue  # a container port only (the common case): no host port to hold
             p = as_mapping(item, f"{where}[{j}]")
             port = as_int(p.get("hostPort") or 0, f"{where}[{j}].hostPort", 0, 65535)
             if port > 0:
@@ -259,10 +282,13 @@ def _host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
 
 def _owner(meta: dict[str, Any]) -> tuple[str, str] | None:
     for i, item in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
-        o = as_mapping(item, f"metadata.ownerReferences[{i}]")
+        o = item if type(item) is dict else as_mapping(item, f"metadata.ownerReferences[{i}]")
         if o.get("controller"):
-            return (scalar_text(o.get("kind"), f"metadata.ownerReferences[{i}].kind"),
-                    scalar_text(o.get("name"), f"metadata.ownerReferences[{i}].name"))
+            kind, name = o.get("kind"), o.get("name")
+            if type(kind) is str and type(name) is str:
+                return kind, name
+            return (scalar_text(kind, f"metadata.ownerReferences[{i}].kind"),
+                    scalar_text(name, f"metadata.ownerReferences[{i}].name"))
     return None
 
 def extended_owner(meta: dict[str, Any]) -> str | None:
@@ -301,6 +327,8 @@ def _extended(resource: str) -> bool:
 def _pod_resource_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
     """(spec.resourceClaims name, the claim's name): named directly, or generated from a template and recorded
     in status.resourceClaimStatuses (None: not created yet; "": intentionally not created)."""
+    if spec.get("resourceClaims") is None and status.get("resourceClaimStatuses") is None:
+        return ()
     generated = {str(s.get("name")): s.get("resourceClaimName") for s in
                  (as_mapping(x, "status.resourceClaimStatuses[]") for x in
                   as_list(status.get("resourceClaimStatuses"), "status.resourceClaimStatuses"))}

@@ -56,8 +56,11 @@ def label_selector(value: Any, what: str) -> LabelSelector:
     if value is None:
         return LabelSelector(nothing=True)
     sel = as_mapping(value, what)
-    reqs = tuple(Requirement(k, "In", (v,)) for k, v in str_map(sel.get("matchLabels"), f"{what}.matchLabels").items())
-    reqs += _requirements(sel.get("matchExpressions"), f"{what}.matchExpressions", ("In", "NotIn", "Exists", "DoesNotExist"))
+    labels, expressions = sel.get("matchLabels"), sel.get("matchExpressions")
+    reqs = () if labels is None else \
+        tuple(Requirement(k, "In", (v,)) for k, v in str_map(labels, f"{what}.matchLabels").items())
+    if expressions is not None:
+        reqs += _requirements(expressions, f"{what}.matchExpressions", ("In", "NotIn", "Exists", "DoesNotExist"))
     return LabelSelector(reqs)
 
 def node_term(term: Any, what: str) -> NodeSelectorTerm:
@@ -77,6 +80,8 @@ def with_label_keys(selector: LabelSelector, labels: dict[str, str], match: Any,
 
     Upstream ignores keys the pod does not carry, and a null selector stays null.
     """
+    if match is None and mismatch is None:
+        return selector
     extra = tuple(Requirement(k, "In", (labels[k],)) for k in _label_keys(match, f"{what}.matchLabelKeys") if k in labels)
     extra += tuple(Requirement(k, "NotIn", (labels[k],)) for k in _label_keys(mismatch, f"{what}.mismatchLabelKeys")
                    if k in labels)
@@ -90,8 +95,11 @@ def _pod_term(term: Any, pod_ns: str, ns_labels: dict[str, dict[str, str]], what
     key = term.get("topologyKey")
     if not key:
         raise ValueError(f"{what}: topologyKey is required")
-    key = as_text(key, f"{what}.topologyKey")
-    names = {as_text(n, f"{what}.namespaces[{i}]") for i, n in enumerate(as_list(term.get("namespaces"), f"{what}.namespaces"))}
+    if type(key) is not str:
+        key = as_text(key, f"{what}.topologyKey")
+    listed = term.get("namespaces")
+    names = set() if listed is None else \
+        {as_text(n, f"{what}.namespaces[{i}]") for i, n in enumerate(as_list(listed, f"{what}.namespaces"))}
     ns_sel = term.get("namespaceSelector")
     sel = label_selector(ns_sel, f"{what}.namespaceSelector") if ns_sel is not None else None
     namespaces: frozenset[str] | None
@@ -112,6 +120,8 @@ def _term_selector(term: dict[str, Any], labels: dict[str, str] | None, what: st
 def node_affinity(node_aff: dict[str, Any]) -> tuple[tuple[NodeSelectorTerm, ...] | None,
                                                       tuple[tuple[int, NodeSelectorTerm], ...]]:
     """Required node affinity (None: not set) and the weighted preferred terms."""
+    if not node_aff:
+        return None, ()
     required_terms = None
     req = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
     if req is not None:
@@ -135,6 +145,8 @@ class TermScope:
     labels: dict[str, str]
 
     def required(self, section: dict[str, Any], name: str) -> tuple[PodAffinityTerm, ...]:
+        if section.get("requiredDuringSchedulingIgnoredDuringExecution") is None:
+            return ()
         what = f"spec.affinity.{name}.requiredDuringSchedulingIgnoredDuringExecution"
         return tuple(
             _pod_term(t, self.namespace, self.ns_labels, f"{what}[{i}]", self.labels)
@@ -142,6 +154,8 @@ class TermScope:
         )
 
     def preferred(self, section: dict[str, Any], name: str) -> tuple[tuple[int, PodAffinityTerm], ...]:
+        if section.get("preferredDuringSchedulingIgnoredDuringExecution") is None:
+            return ()
         what = f"spec.affinity.{name}.preferredDuringSchedulingIgnoredDuringExecution"
         return tuple(
             (weight(p, f"{what}[{i}]"),
@@ -162,6 +176,8 @@ def topology_term(term: Any, what: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(tuple(reqs))
 
 def tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
+    if spec.get("tolerations") is None:
+        return ()
     out = []
     for i, item in enumerate(as_list(spec.get("tolerations"), "spec.tolerations")):
         what = f"spec.tolerations[{i}]"
