@@ -83,7 +83,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     cluster = found.cluster
     seen = {str(o["metadata"].get("namespace") or "default") for _, o in found.pods}
     context = Context(namespace_labels(cluster.namespaces, seen), found.priorities, cluster.native_groups)
-    pods, refused = convert_pods(context, found.pods)
+    pods, refused = convert_pods(context, found.pods, checked=True)
     errors, other_scheduler = assemble(cluster, pods, context.priorities, scheduler_name, found.budgets,
                                        [*found.errors, *refused])
     if errors and strict:
@@ -113,9 +113,11 @@ class Context:
     priorities: Priorities
     native_groups: dict[str, PodGroup]
 
-    def pod(self, obj: dict[str, Any]) -> Pod:
-        """One pod manifest in the model (raises what `PROBLEMS` lists for a pod the model cannot read)."""
-        check_api_version("Pod", obj)
+    def pod(self, obj: dict[str, Any], checked: bool = False) -> Pod:
+        """One pod manifest in the model (raises what `PROBLEMS` lists for a pod the model cannot read); `checked`:
+        its apiVersion was checked already (`sort_objects` did)."""
+        if not checked:
+            check_api_version("Pod", obj)
         pod = pod_of_manifest(obj, self.ns_labels, self.priorities)
         group = self.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
         if group is not None and group.priority is not None and group.priority != pod.priority:
@@ -211,13 +213,14 @@ _FAMILIES: dict[str, _Sort] = {
 }
 
 
-def convert_pods(context: Context, docs: Iterable[tuple[str, dict[str, Any]]]) -> tuple[list[tuple[dict[str, Any], Pod]],
-                                                                                     list[InputError]]:
-    """Pod manifests in the model, each beside its manifest, and the ones the model cannot read."""
+def convert_pods(context: Context, docs: Iterable[tuple[str, dict[str, Any]]],
+                 checked: bool = False) -> tuple[list[tuple[dict[str, Any], Pod]], list[InputError]]:
+    """Pod manifests in the model, each beside its manifest, and the ones the model cannot read (`checked`: their
+    apiVersions were checked already)."""
     pods, errors = [], []
     for src, obj in docs:
         try:
-            pods.append((obj, context.pod(obj)))
+            pods.append((obj, context.pod(obj, checked)))
         except PROBLEMS as exc:
             errors.append(refusal(src, "Pod", obj, exc))
     return pods, errors
@@ -290,16 +293,24 @@ def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, sche
 
 def _selects_namespaces(obj: dict[str, Any]) -> bool:
     """Whether a pod manifest has a pod (anti-)affinity term with a non-empty namespaceSelector (read leniently:
-    a malformed pod is refused elsewhere)."""
-    affinity = (obj.get("spec") or {}).get("affinity") or {}
-    for section in (affinity.get("podAffinity") or {}, affinity.get("podAntiAffinity") or {}):
-        terms = list(section.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
-        terms += [(t or {}).get("podAffinityTerm") for t in section.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+    a malformed pod is refused elsewhere, and must not make this raise)."""
+    def mapping(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
+
+    def items(value: Any) -> list[Any]:
+        return value if isinstance(value, list) else []
+
+    affinity = mapping(mapping(obj.get("spec")).get("affinity"))
+    for section in (mapping(affinity.get("podAffinity")), mapping(affinity.get("podAntiAffinity"))):
+        terms = items(section.get("requiredDuringSchedulingIgnoredDuringExecution"))
+        preferred = items(section.get("preferredDuringSchedulingIgnoredDuringExecution"))
+        terms += [mapping(t).get("podAffinityTerm") for t in preferred]
         if any(isinstance(t, dict) and isinstance(t.get("namespaceSelector"), dict) and
                (t["namespaceSelector"].get("matchLabels") or t["namespaceSelector"].get("matchExpressions"))
                for t in terms):
             return True
     return False
+
 
 def _skip_reason(obj: dict[str, Any], pod: Pod, cluster: Cluster, priorities: Priorities) -> str | None:
     """Why a pod of this scheduler without a node is not pending at all (None: it is pending).

@@ -155,3 +155,18 @@ def test_hostile_objects_never_fail_planning_and_refuse_only_their_own_pods(draw
         said = plan.unschedulable.get(key) or ([plan.skipped[key]] if key in plan.skipped else [])
         assert said or key in refused, f"{key} is neither placed nor told why"
         assert all(reason.strip() for reason in said)
+
+
+def test_a_malformed_pods_affinity_is_refused_not_raised_beside_pods_with_affinity() -> None:
+    """The loop builds with strict=False: a pod whose spec.affinity.podAntiAffinity is `true` (or whose spec is a
+    list) is refused, and the note about namespaceSelectors that reads every pod's terms must not raise on it."""
+    from testkit.manifests import anti, term
+
+    good = pod("good", affinity=anti(term({"app": "w"})))
+    odd = pod("odd")
+    odd["spec"]["affinity"] = {"podAntiAffinity": True}
+    listed = pod("listed")
+    listed["spec"] = [listed["spec"]]
+    cluster = build_cluster([("t", node("n1")), ("t", good), ("t", odd), ("t", listed)], strict=False)
+    assert [p.key for p in cluster.pending] == ["default/good"]
+    assert {r.ref.name for r in cluster.refused if r.ref} == {"odd", "listed"}
