@@ -171,11 +171,15 @@ def stages(file: str) -> dict[str, float]:
     step("nesting check", lambda: manifests._nesting_at_most(text, manifests.MAX_DEPTH))
     docs = step("List flattened", lambda: list(manifests._flatten([value], file, {})))
     found = step("sort_objects (nodes converted)", lambda: load.sort_objects(docs))
-    step("_add_pods (pods converted, placed)", lambda: load._add_pods(found, load.DEFAULT_SCHEDULER))
+    seen = {str(o["metadata"].get("namespace") or "default") for _, o in found.pods}
+    context = load.Context(load.namespace_labels(found.cluster.namespaces, seen), found.priorities,
+                           found.cluster.native_groups)
+    pods, errors = step("convert_pods", lambda: load.convert_pods(context, found.pods, checked=True))
+    step("assemble (pods placed, budgets)", lambda: load.assemble(found.cluster, pods, found.priorities,
+                                                                  load.DEFAULT_SCHEDULER, found.budgets, errors))
     step("resolve_cluster", lambda: resolve_cluster(found.cluster, None))
     # the converters alone, again on the same objects: the rest of the two steps above is the assembly's
     nodes = [obj for _, obj in docs if obj.get("kind") == "Node"]
-    context = load.Context(load.namespace_labels({}, {"default"}), found.priorities, {})
     step("  again: node_of_manifest alone", lambda: [node_of_manifest(obj) for obj in nodes])
     step("  again: Context.pod alone", lambda: [context.pod(obj) for _, obj in found.pods])
     return out
