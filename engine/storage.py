@@ -1,8 +1,8 @@
 """What each pod's PersistentVolumeClaims mean for placement, resolved once per snapshot.
 
 Upstream's VolumeBinding, VolumeZone, NodeVolumeLimits and VolumeRestrictions each look a pod's claims up
-again in listers; here the loader resolves them once into `model.PodVolumes` (blocked or not, bound volumes'
-node affinity and zones, unbound WaitForFirstConsumer claims, CSI volumes attached, ReadWriteOncePod claims),
+again in listers; here engine.resolve resolves them once per snapshot into `model.PodVolumes` (blocked or not,
+bound volumes' node affinity and zones, unbound WaitForFirstConsumer claims, CSI volumes attached, ReadWriteOncePod claims),
 so the constraint kinds read facts and pods whose claims ask alike stay one class. `volume_steps` is the other
 half: which PersistentVolume each claim of a placed pod gets, or which claims are left to a provisioner (the
 binder's PreBind).

@@ -3,9 +3,10 @@
 kube-scheduler's PodTopologySpread gives a pod without its own `topologySpreadConstraints` two soft defaults
 (hostname maxSkew 3, zone maxSkew 5), counting the pods that match the selectors of the Services selecting it
 and of the ReplicaSet, StatefulSet or ReplicationController controlling it (helper.DefaultSelector); a pod
-nothing selects gets none. The loader resolves that selector once into `Pod.default_spread`; podspec turns it
-into spread rules. One departure, on purpose: pods of a gang or a Job keep packing (a batch job wants its
-workers close, and a headless Service for their DNS names would otherwise spread them).
+nothing selects gets none. engine.resolve puts that selector on the snapshot's copy of the pod
+(`Pod.default_spread`); podspec turns it into spread rules. One departure, on purpose: pods of a gang or a Job
+keep packing (a batch job wants its workers close, and a headless Service for their DNS names would otherwise
+spread them).
 """
 
 from __future__ import annotations
