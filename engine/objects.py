@@ -34,6 +34,7 @@ class Pruned:
     metadata: tuple[str, ...] = ("managedFields",)
     status: tuple[str, ...] = ()
     container: tuple[str, ...] = ()
+    volume_kept: tuple[str, ...] | None = None  # of each spec.volumes entry, the keys kept (None: all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +74,8 @@ _POD_PRUNED = Pruned(
             "podIPs", "hostIP", "hostIPs", "qosClass"),
     container=("env", "envFrom", "volumeMounts", "volumeDevices", "command", "args", "imagePullPolicy",
                "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "securityContext",
-               "terminationMessagePath", "terminationMessagePolicy", "workingDir"))
+               "terminationMessagePath", "terminationMessagePolicy", "workingDir"),
+    volume_kept=("name", "persistentVolumeClaim", "ephemeral"))  # a volume's claim is all engine.convert reads
 _NODE_PRUNED = Pruned(status=("conditions", "nodeInfo", "addresses", "daemonEndpoints", "volumesInUse",
                               "volumesAttached", "config"))
 

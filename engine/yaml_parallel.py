@@ -63,6 +63,9 @@ def prune(item: Any) -> None:
             for key in keys:
                 part.pop(key, None)
     spec = item.get("spec")
+    if unread.volume_kept is not None and isinstance(spec, dict) and isinstance(spec.get("volumes"), list):
+        spec["volumes"] = [{k: v for k, v in vol.items() if k in unread.volume_kept} if isinstance(vol, dict) else vol
+                           for vol in spec["volumes"]]
     if unread.container and isinstance(spec, dict):
         for field in ("containers", "initContainers"):
             for container in spec.get(field) or () if isinstance(spec.get(field), list) else ():
