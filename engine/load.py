@@ -41,12 +41,9 @@ from .objects import check_api_version, kind_of
 from .resolve import resolve_cluster
 
 DEFAULT_SCHEDULER = "policy-scheduler"
-
 # where deploy/ and the Helm chart install the scheduler; its Lease and policy ConfigMap live there too
 DEFAULT_NAMESPACE = "policy-scheduler"
-
 DEFAULT_POLICY_CONFIGMAP = "policy-scheduler-policies"
-
 
 
 @dataclass(slots=True)
@@ -69,6 +66,7 @@ class _Sorted:
         """Leave an object out: its error names the object (`Kind ns/name: reason`)."""
         ref = ObjectRef(str(kind), str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         self.errors.append(InputError(f"{src}: {describe(kind, meta)}: {reason}", src, ref))
+
 
 def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: str = DEFAULT_SCHEDULER,
                   gangs: GangRules | None = None, strict: bool = True) -> Cluster:
@@ -99,10 +97,12 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
                              "(include them: kubectl get namespaces -o yaml)")
     return resolve_cluster(cluster, gangs)
 
+
 def node_model(obj: dict[str, Any]) -> Node:
     """One Node manifest in the model (raises what `PROBLEMS` lists for a node the model cannot read)."""
     check_api_version("Node", obj)
     return node_of_manifest(obj)
+
 
 @dataclass(slots=True)
 class Context:
@@ -123,6 +123,7 @@ class Context:
         if group is not None and group.priority is not None and group.priority != pod.priority:
             return replace(pod, priority=group.priority)  # the group's priority is what scheduling considers
         return pod
+
 
 def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
     """Check identity (named, no duplicates), convert nodes, namespaces, PodGroups and PriorityClasses (then the
@@ -167,6 +168,7 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             found.refuse(src, "PodGroup", obj["metadata"], reason_of(exc))
     return found
 
+
 def _node(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
     found.cluster.nodes.append(node_of_manifest(obj))
     if not has_capacity(obj):
@@ -203,6 +205,8 @@ def _pod(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) ->
 
 
 _Sort = Callable[[_Sorted, str, dict[str, Any], str, str], None]
+
+
 # each converter family (engine.objects' `family`) and how an object of it joins the cluster being assembled
 _FAMILIES: dict[str, _Sort] = {
     "node": _node, "namespace": _namespace, "native_group": _native_group, "pod_group": _pod_group,
@@ -242,6 +246,7 @@ def assemble(cluster: Cluster, pods: list[tuple[dict[str, Any], Pod]], prioritie
 
 BOUND, PENDING, SKIPPED, OTHER_SCHEDULER, GONE = "bound", "pending", "skipped", "other scheduler", "gone"
 
+
 def place_pod(cluster: Cluster, obj: dict[str, Any], pod: Pod, priorities: Priorities, scheduler_name: str,
               mixed: dict[str, str]) -> str:
     """Put one converted pod where it belongs in `cluster` (bound, pending, skipped with a reason) and say where
@@ -259,6 +264,7 @@ def place_pod(cluster: Cluster, obj: dict[str, Any], pod: Pod, priorities: Prior
     cluster.pending.append(pod)
     return PENDING
 
+
 def mixed_groups(pods: list[Pod]) -> dict[str, str]:
     """Native pod groups whose unbound pods name different schedulers, with upstream's reason: it schedules a
     group with one profile and rejects such a group."""
@@ -268,6 +274,7 @@ def mixed_groups(pods: list[Pod]) -> dict[str, str]:
             names.setdefault(f"{pod.namespace}/{pod.scheduling_group}", set()).add(pod.scheduler_name)
     return {key: ("all pods in a single pod group should have the same .spec.schedulerName set, got: "
                   + " and ".join(repr(n) for n in sorted(found))) for key, found in names.items() if len(found) > 1}
+
 
 def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, scheduler_name: str,
            bare_nodes: list[str]) -> list[str]:
@@ -290,6 +297,7 @@ def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, sche
         out.append(f"{len(bare_nodes)} Node(s) without status.allocatable or status.capacity have 0 allocatable "
                    f"(only pods requesting nothing fit): {', '.join(('Node ' + n) for n in bare_nodes[:5])}")
     return out
+
 
 def _selects_namespaces(obj: dict[str, Any]) -> bool:
     """Whether a pod manifest has a pod (anti-)affinity term with a non-empty namespaceSelector (read leniently:
@@ -334,6 +342,7 @@ def _skip_reason(obj: dict[str, Any], pod: Pod, cluster: Cluster, priorities: Pr
     if native is None and group is not None and f"{pod.namespace}/{group}" not in cluster.pod_groups:
         return f"PodGroup {pod.namespace}/{group} not found"
     return None
+
 
 def _one_quota_per_namespace(found: _Sorted) -> list[Quota]:
     """The ElasticQuotas kept, in the order met: one per namespace, the first by name; the others are refused naming

@@ -44,6 +44,7 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
         claim = _resource_claim(obj, ns, name)
         devices.claims[claim.key] = claim
 
+
 def _slice_devices(spec: dict[str, Any]) -> list[Device]:
     """A ResourceSlice's devices, each with where it is reachable (the slice's nodeName, nodeSelector or
     allNodes, or per device with perDeviceNodeSelection)."""
@@ -65,11 +66,13 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
                                 for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints")))))
     return out
 
+
 def _device_taint(raw: Any, what: str) -> Taint:
     """A DeviceTaint: key, value, effect (None, NoSchedule, NoExecute; an unknown effect is kept and ignored)."""
     t = as_mapping(raw, what)
     return Taint(as_text(required(t, "key", what), f"{what}.key"), scalar_text(t.get("value"), f"{what}.value"),
                  scalar_text(t.get("effect"), f"{what}.effect"))
+
 
 def _device_tolerations(value: Any, what: str) -> tuple[Toleration, ...]:
     out = []
@@ -83,9 +86,11 @@ def _device_tolerations(value: Any, what: str) -> tuple[Toleration, ...]:
                               scalar_text(t.get("effect"), f"{what}[{i}].effect")))
     return tuple(out)
 
+
 def _qualified(key: str, driver: str) -> tuple[str, str]:
     domain, _, name = key.rpartition("/")
     return (domain or driver), name
+
 
 def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, object], ...]:
     out: list[tuple[str, str, object]] = []
@@ -103,6 +108,7 @@ def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple
         out.append((*_qualified(as_text(key, f"{what}.attributes key"), driver), found))
     return tuple(sorted(out, key=lambda a: (a[0], a[1])))
 
+
 def _device_capacity(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, int], ...]:
     out = []
     for key, raw in as_mapping(d.get("capacity"), f"{what}.capacity").items():
@@ -114,12 +120,14 @@ def _device_capacity(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[s
         out.append((*_qualified(as_text(key, f"{what}.capacity key"), driver), milli))
     return tuple(sorted(out))
 
+
 def _cel_selectors(value: Any, what: str) -> tuple[str, ...]:
     out = []
     for i, item in enumerate(as_list(value, what)):
         cel = as_mapping(required(as_mapping(item, f"{what}[{i}]"), "cel", f"{what}[{i}]"), f"{what}[{i}].cel")
         out.append(as_text(required(cel, "expression", f"{what}[{i}].cel"), f"{what}[{i}].cel.expression"))
     return tuple(out)
+
 
 def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
     mode = choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
@@ -128,12 +136,14 @@ def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
                       _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
                       _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"))
 
+
 def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
     """A DeviceClassConfiguration or DeviceClaimConfiguration: (the requests it names, its DeviceConfiguration
     (`opaque` driver parameters, passed through as they are) as JSON)."""
     c = as_mapping(raw, what)
     requests = tuple(as_text(r, f"{what}.requests") for r in as_list(c.get("requests"), f"{what}.requests"))
     return requests, json.dumps({k: v for k, v in c.items() if k != "requests"}, sort_keys=True)
+
 
 def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
     spec, status = as_mapping(obj.get("spec"), "spec"), as_mapping(obj.get("status"), "status")

@@ -25,11 +25,13 @@ class InputError(Exception):
     def refusal(self) -> Refusal:
         return Refusal(self.source, str(self), self.ref)
 
+
 MAX_QUANTITY = 2**53  # per resource, in its unit (millicores, bytes); no real node has more
 
 INT32 = 2**31
 
 PROBLEMS = (QuantityError, ValueError, TypeError, KeyError, AttributeError)
+
 
 def refusal(src: str, kind: str, obj: dict[str, Any], exc: Exception) -> InputError:
     """The error for an object the model cannot read: `source: Kind ns/name: reason`."""
@@ -37,10 +39,12 @@ def refusal(src: str, kind: str, obj: dict[str, Any], exc: Exception) -> InputEr
     ref = ObjectRef(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
     return InputError(f"{src}: {describe(kind, meta)}: {reason_of(exc)}", src, ref)
 
+
 def choice(value: Any, what: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"{what} must be one of {', '.join(allowed)}, got {show_value(value)}")
     return value
+
 
 def int_or_percent(value: Any, total: int, what: str) -> int:
     if isinstance(value, str) and value.endswith("%"):
@@ -48,14 +52,17 @@ def int_or_percent(value: Any, total: int, what: str) -> int:
         return -(-percent * total // 100)
     return as_int(value, what, 0)
 
+
 def describe(kind: Any, meta: dict[str, Any]) -> str:
     ns = meta.get("namespace")
     return f"{kind} {ns}/{meta.get('name')}" if ns else f"{kind} {meta.get('name')}"
+
 
 def reason_of(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"missing field {exc.args[0]}"
     return str(exc) or type(exc).__name__
+
 
 def show_value(value: Any) -> str:
     """A value in a message: short, and never the repr of a whole (possibly huge) structure."""
@@ -68,6 +75,7 @@ def show_value(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
+
 def as_mapping(value: Any, what: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -75,12 +83,14 @@ def as_mapping(value: Any, what: str) -> dict[str, Any]:
         raise ValueError(f"{what} must be a mapping, got {show_value(value)}")
     return value
 
+
 def as_list(value: Any, what: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
         raise ValueError(f"{what} must be a list, got {show_value(value)}")
     return value
+
 
 def as_text(value: Any, what: str) -> str:
     """A string field; numbers are read as their text (as a hand-written YAML often has them), nothing else."""
@@ -90,10 +100,12 @@ def as_text(value: Any, what: str) -> str:
         raise ValueError(f"{what} must be a string, got {show_value(value)}")
     return str(value)
 
+
 def required(mapping: dict[str, Any], key: str, what: str) -> Any:
     if mapping.get(key) is None:
         raise ValueError(f"{what}.{key}: missing field {key!r}")
     return mapping[key]
+
 
 def as_int(value: Any, what: str, low: int = -INT32, high: int = INT32 - 1) -> int:
     """An int32 field (priority, maxSkew, hostPort, minMember, weight): whole numbers only, as the API has them."""
@@ -112,6 +124,7 @@ def as_int(value: Any, what: str, low: int = -INT32, high: int = INT32 - 1) -> i
         raise ValueError(f"{what} must be in {low}..{high}, got {number}")
     return number
 
+
 def scalar_text(value: Any, what: str) -> str:
     """A label-like value: strings, and scalars a hand-written YAML leaves unquoted (`true`, `3`)."""
     if value is None:
@@ -120,6 +133,7 @@ def scalar_text(value: Any, what: str) -> str:
         return "true" if value else "false"
     return as_text(value, what)
 
+
 def str_map(value: Any, what: str) -> dict[str, str]:
     if value is None:
         return {}
@@ -127,11 +141,13 @@ def str_map(value: Any, what: str) -> dict[str, str]:
         return value.copy()  # the common shape (labels, annotations): strings to strings, read as they are
     return {as_text(k, f"{what} key"): scalar_text(v, f"{what}.{k}") for k, v in as_mapping(value, what).items()}
 
+
 def _all_text(mapping: dict[Any, Any]) -> bool:
     for k, v in mapping.items():  # noqa: SIM110 — a loop: all() of a generator takes twice as long on a few labels
         if type(k) is not str or type(v) is not str:
             return False
     return True
+
 
 def resource_amounts(value: Any, what: str, clamp: bool = False) -> dict[str, int]:
     """Quantities by resource name, in the model's units. Above 2^53 a quantity is refused, or with `clamp` (a
@@ -159,12 +175,15 @@ def resource_amounts(value: Any, what: str, clamp: bool = False) -> dict[str, in
         out[name] = amount
     return out
 
+
 _AMOUNTS: dict[tuple[str, str], int] = {}  # (resource, quantity text) -> amount, for amounts in 0..MAX_QUANTITY
+
 
 def _remember(name: str, qty: str, amount: int) -> None:
     if len(_AMOUNTS) >= 1 << 14:  # bounded: a long-running scheduler meets ever new quantities
         _AMOUNTS.clear()
     _AMOUNTS[name, qty] = amount
+
 
 def as_bool(value: Any, what: str) -> bool:
     if value is None:
@@ -172,6 +191,7 @@ def as_bool(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{what} must be true or false, got {show_value(value)}")
     return value
+
 
 def timestamp(value: Any, what: str) -> str:
     """An RFC 3339 time as text; an unquoted one in hand-written YAML arrives as a datetime."""
@@ -184,8 +204,10 @@ def timestamp(value: Any, what: str) -> str:
         return value.strftime("%Y-%m-%dT00:00:00Z")
     return scalar_text(value, what)
 
+
 def weight(item: Any, what: str) -> int:
     return as_int(as_mapping(item, what).get("weight", 0), f"{what}.weight", 1, 100)
+
 
 def optional_text(value: Any, what: str) -> str | None:
     return None if value is None else as_text(value, what)

@@ -30,6 +30,7 @@ from .selectors import label_selector
 
 BUILTIN_PRIORITY_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 
+
 def disruption_budgets(raw: list[tuple[str, dict[str, Any]]], bound: list[Pod]) -> tuple[list[DisruptionBudget],
                                                                                          list[InputError]]:
     """PodDisruptionBudgets (a budget without status counts the healthy `bound` pods it covers), and the ones
@@ -42,6 +43,7 @@ def disruption_budgets(raw: list[tuple[str, dict[str, Any]]], bound: list[Pod]) 
             errors.append(refusal(src, "PodDisruptionBudget", obj, exc))
     return budgets, errors
 
+
 def priority_class(obj: dict[str, Any]) -> tuple[int, bool, str | None]:
     """(value, globalDefault, preemptionPolicy) of a scheduling.k8s.io PriorityClass."""
     if "value" not in obj:
@@ -53,11 +55,13 @@ def priority_class(obj: dict[str, Any]) -> tuple[int, bool, str | None]:
     policy = obj.get("preemptionPolicy")
     return value, bool(default), None if policy is None else choice(policy, "preemptionPolicy", PREEMPTION_POLICIES)
 
+
 def priorities_of(classes: dict[str, tuple[int, bool, str | None]]) -> Priorities:
     defaults = [value for value, default, _ in classes.values() if default]
     values = {**BUILTIN_PRIORITY_CLASSES, **{name: value for name, (value, _, _) in classes.items()}}
     preemption = {name: policy for name, (_, _, policy) in classes.items() if policy is not None}
     return Priorities(values, max(defaults) if defaults else 0, preemption)
+
 
 def _budget(obj: dict[str, Any], bound: list[Pod]) -> DisruptionBudget:
     """A PodDisruptionBudget; disruptionsAllowed from its status, else computed from the spec as the
@@ -76,6 +80,7 @@ def _budget(obj: dict[str, Any], bound: list[Pod]) -> DisruptionBudget:
         allowed = _allowed_by_spec(spec, healthy)
     return DisruptionBudget(namespace, as_text(meta["name"], "metadata.name"), selector, allowed)
 
+
 def _allowed_by_spec(spec: dict[str, Any], healthy: int) -> int:
     """minAvailable / maxUnavailable (a count or a percentage, rounded up) with `healthy` pods expected;
     a budget with neither allows no disruption."""
@@ -84,6 +89,7 @@ def _allowed_by_spec(spec: dict[str, Any], healthy: int) -> int:
     if spec.get("maxUnavailable") is not None:
         return max(0, int_or_percent(spec["maxUnavailable"], healthy, "spec.maxUnavailable"))
     return 0
+
 
 def pod_group(obj: dict[str, Any]) -> PodGroup:
     meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")
@@ -95,6 +101,7 @@ def pod_group(obj: dict[str, Any]) -> PodGroup:
     return PodGroup(as_text(meta.get("namespace") or "default", "metadata.namespace"), as_text(meta["name"], "metadata.name"),
                     min_member, as_int(timeout, "spec.scheduleTimeoutSeconds") if timeout is not None else None,
                     tuple(sorted(room.items())), timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
+
 
 def native_group(obj: dict[str, Any], priorities: Priorities) -> PodGroup:
     """A scheduling.k8s.io PodGroup: `gang.minCount` (all or nothing) or `basic` (plain pods), the first topology
@@ -120,6 +127,7 @@ def native_group(obj: dict[str, Any], priorities: Priorities) -> PodGroup:
                     native=True, topology_key=key, priority=priority,
                     disruption_mode=choice(spec.get("disruptionMode") or "Pod", "spec.disruptionMode",
                                             ("Pod", "PodGroup")))
+
 
 def elastic_quota(obj: dict[str, Any]) -> Quota:
     """scheduler-plugins' ElasticQuota (CapacityScheduling): `spec.min` and `spec.max` for the pods of its own

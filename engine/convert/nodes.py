@@ -15,6 +15,7 @@ def has_capacity(obj: dict[str, Any]) -> bool:
     status = obj.get("status") or {}
     return status.get("allocatable") is not None or status.get("capacity") is not None
 
+
 def node_of_manifest(obj: dict[str, Any]) -> Node:
     meta, spec, status = obj["metadata"], as_mapping(obj.get("spec"), "spec"), as_mapping(obj.get("status"), "status")
     alloc = status.get("allocatable")

@@ -35,6 +35,7 @@ from .selectors import TermScope, label_selector, node_affinity, tolerations, wi
 
 PREEMPTION_POLICIES = (PREEMPT_LOWER, NEVER_PREEMPT)
 
+
 @dataclass(frozen=True, slots=True)
 class Priorities:
     """PriorityClass values by name (built-ins included) and the globalDefault value, as admission resolves them."""
@@ -59,10 +60,12 @@ class Priorities:
             return self.default
         return self.values.get(as_text(name, "spec.priorityClassName"))
 
+
 def namespace_labels(namespaces: dict[str, dict[str, str]], seen: Iterable[str]) -> dict[str, dict[str, str]]:
     """Every namespace's labels as a namespaceSelector reads them: the Namespace objects', plus the
     kubernetes.io/metadata.name label the apiserver sets, also for namespaces only pods name (`seen`)."""
     return {ns: {"kubernetes.io/metadata.name": ns, **namespaces.get(ns, {})} for ns in set(namespaces) | set(seen)}
+
 
 def pod_identity(obj: dict[str, Any]) -> Pod:
     """One pod manifest as the model sees it, without the rest of the cluster (spec.priority as admission set
@@ -76,6 +79,7 @@ def pod_identity(obj: dict[str, Any]) -> Pod:
         found = meta.get("labels")
         labels = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
         return Pod(str(meta.get("namespace") or "default"), str(meta.get("name") or ""), labels)
+
 
 def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
     """Effective requests exactly as kube-scheduler computes them (resourcehelper.PodRequests).
@@ -117,6 +121,7 @@ def pod_requests(spec: dict[str, Any]) -> dict[str, int]:
     total["pods"] = 1
     return total
 
+
 def _container_requests(c: Any, field: str, i: int) -> dict[str, int]:
     """`field[i]`'s requests; API defaulting makes a limit without a request also the request. The field names
     of messages are only spelled out for a message."""
@@ -133,15 +138,18 @@ def _container_requests(c: Any, field: str, i: int) -> dict[str, int]:
         out.update(resource_amounts(requests, f"{field}[{i}].resources.requests"))
     return out
 
+
 def _add(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
     out = dict(a)
     for k, v in b.items():
         out[k] = out.get(k, 0) + v
     return out
 
+
 def _pod_level(resource: str) -> bool:
     """Resources pod-level `spec.resources` may set (resourcehelper.IsSupportedPodLevelResource)."""
     return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
 
 def _pod_level_requests(spec: dict[str, Any], containers: dict[str, int]) -> dict[str, int]:
     """Pod-level `spec.resources` (PodLevelResources, on by default since 1.34): its requests replace the
@@ -160,6 +168,7 @@ def _pod_level_requests(spec: dict[str, Any], containers: dict[str, int]) -> dic
         overcommit = not k.startswith("hugepages-")
         requests[k] = containers[k] if overcommit and k in containers else limit
     return requests
+
 
 def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], priorities: Priorities) -> Pod:
     meta = obj["metadata"]
@@ -208,10 +217,12 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         extended=_extended_requests(spec) if "/" in "".join(requests) else (),  # a resource name with a "/"
     )
 
+
 def _scheduling_group(spec: dict[str, Any]) -> str | None:
     group = as_mapping(spec.get("schedulingGroup"), "spec.schedulingGroup")
     name = group.get("podGroupName")
     return None if name is None else as_text(name, "spec.schedulingGroup.podGroupName")
+
 
 def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
     """The PersistentVolumeClaims a pod mounts: named ones, and a generic ephemeral volume's `<pod>-<volume>`."""
@@ -228,12 +239,14 @@ def _claims(spec: dict[str, Any], pod_name: str) -> tuple[str, ...]:
             out.append(f"{pod_name}-{as_text(required(vol, 'name', f'spec.volumes[{i}]'), f'spec.volumes[{i}].name')}")
     return tuple(dict.fromkeys(out))
 
+
 def scheduling_gates(spec: dict[str, Any]) -> tuple[str, ...]:
     if spec.get("schedulingGates") is None:
         return ()
     what = "spec.schedulingGates"
     return tuple(as_text(required(as_mapping(g, f"{what}[{i}]"), "name", f"{what}[{i}]"), f"{what}[{i}].name")
                  for i, g in enumerate(as_list(spec.get("schedulingGates"), what)))
+
 
 def _spread(spec: dict[str, Any], labels: dict[str, str]) -> tuple[SpreadConstraint, ...]:
     if spec.get("topologySpreadConstraints") is None:
@@ -263,6 +276,7 @@ def _spread(spec: dict[str, Any], labels: dict[str, str]) -> tuple[SpreadConstra
         )
     return tuple(out)
 
+
 def _host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
     ports = []
     for i, c in enumerate(as_list(spec.get("containers"), "spec.containers")):
@@ -280,6 +294,7 @@ def _host_ports(spec: dict[str, Any]) -> tuple[HostPort, ...]:
                                       scalar_text(p.get("hostIP"), f"{where}[{j}].hostIP")))
     return tuple(ports)
 
+
 def _owner(meta: dict[str, Any]) -> tuple[str, str] | None:
     for i, item in enumerate(as_list(meta.get("ownerReferences"), "metadata.ownerReferences")):
         o = item if type(item) is dict else as_mapping(item, f"metadata.ownerReferences[{i}]")
@@ -291,6 +306,7 @@ def _owner(meta: dict[str, Any]) -> tuple[str, str] | None:
                     scalar_text(name, f"metadata.ownerReferences[{i}].name"))
     return None
 
+
 def extended_owner(meta: dict[str, Any]) -> str | None:
     """The pod a claim serves extended resources for: upstream's special claim carries the annotation and the
     pod as its controlling owner."""
@@ -298,6 +314,7 @@ def extended_owner(meta: dict[str, Any]) -> str | None:
         return None
     return next((str(o.get("name")) for o in meta.get("ownerReferences") or []
                  if isinstance(o, dict) and o.get("kind") == "Pod" and o.get("controller")), None)
+
 
 def _extended_requests(spec: dict[str, Any]) -> tuple[ExtendedRequest, ...]:
     """Extended resources the long-lived containers (regular ones and sidecars) request, each with the name
@@ -317,12 +334,14 @@ def _extended_requests(spec: dict[str, Any]) -> tuple[ExtendedRequest, ...]:
                 if n > 0 and _extended(r)]
     return tuple(out)
 
+
 def _extended(resource: str) -> bool:
     """An extended resource name (upstream's IsExtendedResourceName), or a DeviceClass's implicit one."""
     if resource.startswith(DEVICE_CLASS_PREFIX):
         return True
     return "/" in resource and not resource.startswith(("kubernetes.io/", "requests.")) \
         and not resource.split("/", 1)[0].endswith(".kubernetes.io")
+
 
 def _pod_resource_claims(spec: dict[str, Any], status: dict[str, Any]) -> tuple[tuple[str, str | None], ...]:
     """(spec.resourceClaims name, the claim's name): named directly, or generated from a template and recorded

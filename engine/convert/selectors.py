@@ -22,11 +22,13 @@ def taint(value: Any, what: str) -> Taint:
     return Taint(as_text(required(t, "key", what), f"{what}.key"), scalar_text(t.get("value"), f"{what}.value"),
                  _effect(t.get("effect"), what))
 
+
 def _effect(value: Any, what: str, allow_empty: bool = False) -> str:
     effect = scalar_text(value, f"{what}.effect")
     if effect in ("NoSchedule", "PreferNoSchedule", "NoExecute") or (allow_empty and not effect):
         return effect
     raise ValueError(f"{what}: unknown taint effect {effect!r} (NoSchedule, PreferNoSchedule or NoExecute)")
+
 
 def _requirements(items: Any, what: str, ops: tuple[str, ...]) -> tuple[Requirement, ...]:
     """Selector requirements, validated as the apiserver validates them."""
@@ -51,6 +53,7 @@ def _requirements(items: Any, what: str, ops: tuple[str, ...]) -> tuple[Requirem
         out.append(Requirement(key, op, values))
     return tuple(out)
 
+
 def label_selector(value: Any, what: str) -> LabelSelector:
     """metav1.LabelSelector; null matches nothing, {} matches everything."""
     if value is None:
@@ -63,6 +66,7 @@ def label_selector(value: Any, what: str) -> LabelSelector:
         reqs += _requirements(expressions, f"{what}.matchExpressions", ("In", "NotIn", "Exists", "DoesNotExist"))
     return LabelSelector(reqs)
 
+
 def node_term(term: Any, what: str) -> NodeSelectorTerm:
     term = as_mapping(term, what)
     ops = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -72,8 +76,10 @@ def node_term(term: Any, what: str) -> NodeSelectorTerm:
             raise ValueError(f"{what}.matchFields: unsupported field {f.key!r} (only metadata.name)")
     return NodeSelectorTerm(_requirements(term.get("matchExpressions"), f"{what}.matchExpressions", ops), fields)
 
+
 def _label_keys(value: Any, what: str) -> list[str]:
     return [as_text(k, f"{what}[{i}]") for i, k in enumerate(as_list(value, what))]
+
 
 def with_label_keys(selector: LabelSelector, labels: dict[str, str], match: Any, mismatch: Any, what: str) -> LabelSelector:
     """matchLabelKeys / mismatchLabelKeys: the incoming pod's own values join the selector (In / NotIn).
@@ -88,6 +94,7 @@ def with_label_keys(selector: LabelSelector, labels: dict[str, str], match: Any,
     if not extra or selector.nothing:
         return selector
     return LabelSelector(selector.requirements + extra)
+
 
 def _pod_term(term: Any, pod_ns: str, ns_labels: dict[str, dict[str, str]], what: str,
               labels: dict[str, str] | None = None) -> PodAffinityTerm:
@@ -113,9 +120,11 @@ def _pod_term(term: Any, pod_ns: str, ns_labels: dict[str, dict[str, str]], what
         namespaces = frozenset(names)
     return PodAffinityTerm(_term_selector(term, labels, what), namespaces, key)
 
+
 def _term_selector(term: dict[str, Any], labels: dict[str, str] | None, what: str) -> LabelSelector:
     return with_label_keys(label_selector(term.get("labelSelector"), f"{what}.labelSelector"), labels or {},
                             term.get("matchLabelKeys"), term.get("mismatchLabelKeys"), what)
+
 
 def node_affinity(node_aff: dict[str, Any]) -> tuple[tuple[NodeSelectorTerm, ...] | None,
                                                       tuple[tuple[int, NodeSelectorTerm], ...]]:
@@ -134,6 +143,7 @@ def node_affinity(node_aff: dict[str, Any]) -> tuple[tuple[NodeSelectorTerm, ...
         for i, p in enumerate(as_list(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution"), pref))
     )
     return required_terms, preferred_terms
+
 
 @dataclass(frozen=True, slots=True)
 class TermScope:
@@ -164,6 +174,7 @@ class TermScope:
             for i, p in enumerate(as_list(section.get("preferredDuringSchedulingIgnoredDuringExecution"), what))
         )
 
+
 def topology_term(term: Any, what: str) -> NodeSelectorTerm:
     """A TopologySelectorTerm: each label expression's key must have one of its values (In)."""
     what = f"{what}.matchLabelExpressions"
@@ -174,6 +185,7 @@ def topology_term(term: Any, what: str) -> NodeSelectorTerm:
         reqs.append(Requirement(as_text(required(e, "key", f"{what}[{j}]"), f"{what}[{j}].key"), "In",
                                 tuple(scalar_text(v, f"{what}[{j}].values[{k}]") for k, v in enumerate(values))))
     return NodeSelectorTerm(tuple(reqs))
+
 
 def tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
     if spec.get("tolerations") is None:

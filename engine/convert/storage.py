@@ -17,6 +17,7 @@ BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 
 ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
 
+
 def add_storage_object(storage: Storage, kind: str, obj: dict[str, Any]) -> None:
     meta = obj["metadata"]
     name = as_text(meta["name"], "metadata.name")
@@ -29,6 +30,7 @@ def add_storage_object(storage: Storage, kind: str, obj: dict[str, Any]) -> None
         storage.classes[name] = _storage_class(obj)
     else:
         storage.limits[name] = _csi_limits(obj)
+
 
 def _claim(obj: dict[str, Any]) -> Claim:
     meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")
@@ -52,14 +54,17 @@ def _claim(obj: dict[str, Any]) -> Claim:
         selector=label_selector(spec["selector"], "spec.selector") if spec.get("selector") is not None else None,
     )
 
+
 def _claim_class(spec: dict[str, Any], annotations: dict[str, str]) -> str:
     """GetPersistentVolumeClaimClass: the beta annotation wins over spec.storageClassName."""
     beta = annotations.get("volume.beta.kubernetes.io/storage-class")
     return beta if beta is not None else as_text(spec.get("storageClassName") or "", "spec.storageClassName")
 
+
 def _access_modes(spec: dict[str, Any]) -> frozenset[str]:
     modes = as_list(spec.get("accessModes"), "spec.accessModes")
     return frozenset(choice(m, f"spec.accessModes[{i}]", ACCESS_MODES) for i, m in enumerate(modes))
+
 
 def _volume(obj: dict[str, Any]) -> Volume:
     meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")
@@ -89,6 +94,7 @@ def _volume(obj: dict[str, Any]) -> Volume:
         handle=as_text(csi.get("volumeHandle") or "", "spec.csi.volumeHandle"),
     )
 
+
 def _storage_class(obj: dict[str, Any]) -> StorageClass:
     mode = choice(obj.get("volumeBindingMode") or "Immediate", "volumeBindingMode", ("Immediate", "WaitForFirstConsumer"))
     topologies = as_list(obj.get("allowedTopologies"), "allowedTopologies")
@@ -97,6 +103,7 @@ def _storage_class(obj: dict[str, Any]) -> StorageClass:
                         provisioner=as_text(required(obj, "provisioner", "StorageClass"), "provisioner"),
                         wait_for_consumer=mode == "WaitForFirstConsumer",
                         topology=tuple(terms) if terms else None)
+
 
 def _csi_limits(obj: dict[str, Any]) -> dict[str, int]:
     """CSINode: each driver's allocatable.count (drivers without one have no limit)."""
