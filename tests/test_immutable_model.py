@@ -11,23 +11,7 @@ import pytest
 from engine.load import build_cluster
 from engine.model import Node, Pod
 from engine.resolve import resolve_cluster
-from testkit.manifests import (
-    POD_GROUP_LABEL,
-    claim,
-    claims,
-    device_class,
-    gpu,
-    mounts,
-    node,
-    owned,
-    pod,
-    podgroup,
-    replica_set,
-    resource_claim,
-    resource_slice,
-    service,
-    storage_class,
-)
+from testkit import manifests as m
 
 
 def test_pods_and_nodes_cannot_be_written() -> None:
@@ -39,14 +23,14 @@ def test_pods_and_nodes_cannot_be_written() -> None:
 
 
 def _docs() -> list[tuple[str, dict]]:
-    rs = replica_set("web", {"app": "web"})
-    docs = [node("n1"), node("n2"), podgroup("g1", 2), storage_class("local"), claim("data"), device_class(),
-            resource_slice("n1", [gpu("g0")]), resource_claim("gpu-claim"), rs, service("web", {"app": "web"}),
-            pod("member-0", labels={POD_GROUP_LABEL: "g1"}, node_name="n1"),
-            pod("member-1", labels={POD_GROUP_LABEL: "g1"}),
-            pod("mounting", volumes=mounts("data")),
-            pod("gpu-user", resourceClaims=claims("gpu-claim")),
-            owned(pod("web-1", labels={"app": "web"}), "ReplicaSet", "web")]
+    rs = m.replica_set("web", {"app": "web"})
+    docs = [m.node("n1"), m.node("n2"), m.podgroup("g1", 2), m.storage_class("local"), m.claim("data"), m.device_class(),
+            m.resource_slice("n1", [m.gpu("g0")]), m.resource_claim("gpu-claim"), rs, m.service("web", {"app": "web"}),
+            m.pod("member-0", labels={m.POD_GROUP_LABEL: "g1"}, node_name="n1"),
+            m.pod("member-1", labels={m.POD_GROUP_LABEL: "g1"}),
+            m.pod("mounting", volumes=m.mounts("data")),
+            m.pod("gpu-user", resourceClaims=m.claims("gpu-claim")),
+            m.owned(m.pod("web-1", labels={"app": "web"}), "ReplicaSet", "web")]
     return [("snapshot.yaml", d) for d in docs]
 
 
