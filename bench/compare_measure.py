@@ -32,6 +32,7 @@ class RunResult:
     latency_p99: float | None = None
     rate: float | None = None          # stream arrival: pods created per second (None: as fast as 16 clients go)
     startup_s: float = 0.0             # process start -> ready
+    first_bind_s: float | None = None  # batch arrival: process start -> the first pod bound (issue 30's first bind)
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
     gangs_complete: int = 0
@@ -216,7 +217,8 @@ def quantities(resources: dict[str, Any]) -> dict[str, int]:
     return {r: amount(r, q) for r, q in resources.items()}
 
 
-NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "create_s",
+NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "first_bind_s",
+           "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",
            "max_honoured")
@@ -237,7 +239,7 @@ def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                "tenant_count": len(runs[0].get("tenants") or {}),
                                "errors": [r["error"] for r in runs if r["error"]]}
         for key in NUMERIC:
-            values = [r[key] for r in good if r[key] is not None]
+            values = [r[key] for r in good if r.get(key) is not None]  # (results of older runs lack newer figures)
             row[key] = median(values)
         rows.append(row)
     return rows
