@@ -362,6 +362,8 @@ class GreedyState:
         domain at once instead of rescanning the full ones. A class with soft separations (preferred
         anti-affinity) takes the best node by score minus penalty, as kube-scheduler's scoring would.
         """
+        if limit <= 0:
+            return 0
         cls = self.p.classes[c]
         soft = bool(self.soft_sep_of.get(c))
         spread_fill = self.soft_spread_of.get(c) and not (soft or self.spread_of.get(c) or self.coloc_of.get(c))
@@ -543,6 +545,8 @@ def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = Non
     gangs: set[int] = set()
     for c in order:  # a gang once, at its first class
         gang = problem.classes[c].gang
+        if gang is None and not problem.classes[c].count:
+            continue  # nothing to place (the other classes of a problem asking about a few, as a gang's fit alone)
         if gang is None or gang not in gangs:
             units.append(c)
         if gang is not None:
