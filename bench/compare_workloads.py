@@ -13,6 +13,9 @@ us), both scaled to the node count. The rest exercise what batch placement is ab
 that one-at-a-time placement fragments), ``gangs`` (all-or-nothing, including two gangs of 3 on room for 4),
 ``cost`` (nodes with a ``price`` annotation; policy-scheduler runs the lowest-price policy). ``tenants`` and
 ``tenants-reclaim`` give six namespaces scheduler-plugins ElasticQuotas (CapacityScheduling's min / max).
+``mixed-hetero`` (issue 30, batch arrival) is many small classes on heterogeneous, tainted and cordoned nodes: apps
+of 10 pods, each with one rule (required anti-affinity, a disk selector, required zone affinity, GPUs, a host port, a
+gang); bench/cycle_profile.py times one cycle of it in-process.
 """
 from __future__ import annotations
 
