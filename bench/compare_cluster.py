@@ -49,6 +49,8 @@ def create_node(kube: Kube, spec: NodeSpec) -> None:
     """A Node whose status says Ready (written through the status subresource: a create ignores it)."""
     body, status = ready_node(spec.name, spec.allocatable, {"kubernetes.io/os": "linux", **spec.labels},
                               list(spec.taints), spec.annotations, message="bench: a Node without a kubelet")
+    if spec.unschedulable:
+        body["spec"]["unschedulable"] = True
     ok(kube, "POST", "/api/v1/nodes", body)
     ok(kube, "PATCH", f"/api/v1/nodes/{spec.name}/status", status, content_type="application/merge-patch+json")
 

@@ -13,9 +13,13 @@ us), both scaled to the node count. The rest exercise what batch placement is ab
 that one-at-a-time placement fragments), ``gangs`` (all-or-nothing, including two gangs of 3 on room for 4),
 ``cost`` (nodes with a ``price`` annotation; policy-scheduler runs the lowest-price policy). ``tenants`` and
 ``tenants-reclaim`` give six namespaces scheduler-plugins ElasticQuotas (CapacityScheduling's min / max).
+``mixed-hetero`` (issue 30, batch arrival) is many small classes on heterogeneous, tainted and cordoned nodes: apps
+of 10 pods, each with one rule (required anti-affinity, a disk selector, required zone affinity, GPUs, a host port, a
+gang); bench/cycle_profile.py times one cycle of it in-process.
 """
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +64,7 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[dict[str, str], ...] = ()
     annotations: dict[str, str] = field(default_factory=dict)
+    unschedulable: bool = False  # cordoned (spec.unschedulable)
 
 
 @dataclass(frozen=True)
@@ -512,6 +517,91 @@ def mixed(n: int) -> Scenario:
     return from_cluster("mixed", R.rich_mixed(nodes=n, running=5 * n, pending=n))
 
 
+# --- many small classes on heterogeneous nodes (issue 30) -------------------------------------------------
+
+HETERO_SHAPES = ({"cpu": "4", "memory": "16Gi"}, {"cpu": "8", "memory": "32Gi"}, {"cpu": "16", "memory": "64Gi"})
+GPU_RESOURCE, GPUS_PER_GPU_NODE, DISK_KEY, ACCELERATOR_KEY = "nvidia.com/gpu", "4", "disk", "accelerator"
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"}
+CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}  # what the node controller adds
+PODS_PER_APP = 10
+# an app's placement rule, by share of the apps (and so of the pods): 100 apps at 200 nodes, one per 2 nodes
+APP_RULES = (("anti", 30), ("disk", 10), ("zone", 10), ("gpu", 7), ("port", 3), ("gang", 10), ("plain", 30))
+APP_CPU_M, APP_MEMORY_MI = (100, 250, 500, 1000), (256, 512, 1024, 2048)
+
+
+def hetero_nodes(n: int, seed: int = 30) -> list[NodeSpec]:
+    """Three shapes in turn, 10 zones, half the nodes labelled disk=ssd (the rest hdd); 15% tainted GPU nodes (4
+    GPUs each) and 5% cordoned, chosen at random (seeded)."""
+    chosen = random.Random(seed).sample(range(n), n * 20 // 100)
+    gpu_nodes, cordoned = set(chosen[:n * 15 // 100]), set(chosen[n * 15 // 100:])
+    out = []
+    for i in range(n):
+        labels = {ZONE_KEY: W.ZONE_NAMES[i % W.ZONES], W.REGION_KEY: W.REGION, DISK_KEY: "ssd" if i % 2 else "hdd"}
+        allocatable = {**HETERO_SHAPES[i % 3], "pods": W.NODE_PODS}
+        taints: tuple[dict[str, str], ...] = ()
+        if i in gpu_nodes:
+            allocatable[GPU_RESOURCE] = GPUS_PER_GPU_NODE
+            labels[ACCELERATOR_KEY] = "gpu"
+            taints = (GPU_TAINT,)
+        if i in cordoned:
+            taints = (*taints, CORDON_TAINT)
+        out.append(NodeSpec(f"node-{i:05d}", allocatable, labels, taints, unschedulable=i in cordoned))
+    return out
+
+
+def app_rules(apps: int) -> list[str]:
+    """Each app's rule (APP_RULES' shares), dealt so that every stretch of 100 apps has each share exactly."""
+    deck = [rule for rule, share in APP_RULES for _ in range(share)]
+    return [deck[(a * 37) % len(deck)] for a in range(apps)]  # 37 is prime to 100: a permutation per 100 apps
+
+
+def hetero_app(a: int, rule: str, cpu_m: int, memory_mi: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One app's pods (PODS_PER_APP, its rule in every pod) and its PodGroup if it is a gang."""
+    app = f"app-{a:04d}"
+    spec: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    requests: dict[str, str] = {}
+    groups = []
+    if rule == "anti":
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": own_app(app), "topologyKey": HOSTNAME_KEY}]}}
+    elif rule == "disk":
+        spec["nodeSelector"] = {DISK_KEY: "ssd"}
+    elif rule == "zone":
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": own_app(app), "topologyKey": ZONE_KEY}]}}
+    elif rule == "gpu":
+        requests[GPU_RESOURCE] = "1"
+        spec["tolerations"] = [{"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}]
+    elif rule == "gang":
+        labels[POD_GROUP_LABEL] = app
+        groups.append(podgroup(app, PODS_PER_APP, BENCH_NS))
+    cpu, memory = f"{cpu_m}m", f"{memory_mi}Mi"
+    pods = []
+    for i in range(PODS_PER_APP):
+        extra = dict(spec)
+        if rule == "port":
+            extra["ports"] = [{"containerPort": 8080, "hostPort": 30000 + a % 2000, "protocol": "TCP"}]
+        doc = created(pod(f"{app}-{i:03d}", cpu=cpu, memory=memory, ns=BENCH_NS, labels={"app": app, **labels},
+                          scheduler=None, requests=requests or None, limits={"cpu": cpu, "memory": memory, **requests},
+                          container="pause", image=W.PAUSE_IMAGE, **extra))
+        pods.append(doc)
+    return pods, groups
+
+
+def mixed_hetero(n: int, seed: int = 30) -> Scenario:
+    """Issue 30's `mixed`: 5 pending pods per node in apps of 10 (one app per 2 nodes), each app with one rule
+    (APP_RULES), sizes drawn per app (seeded), created interleaved as Deployments and Jobs submitted together."""
+    rng = random.Random(seed)
+    rules = app_rules(max(1, n // 2))
+    apps, groups = [], []
+    for a, rule in enumerate(rules):
+        pods, group = hetero_app(a, rule, rng.choice(APP_CPU_M), rng.choice(APP_MEMORY_MI))
+        apps.append(pods)
+        groups += group
+    return Scenario("mixed-hetero", hetero_nodes(n, seed), blend(apps), pod_groups=groups)
+
+
 def hetero(n: int) -> Scenario:
     return from_cluster("hetero", R.hetero_affinity(nodes=n, pending=5 * n))
 
@@ -524,6 +614,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("topology-spread", "DoNotSchedule maxSkew 1 on zone; 1 pod per node", topology_spread),
     Workload("mixed", "bench/realistic.py rich-mixed: 3 pools (tainted high-memory and GPU), 5 running and "
              "1 pending pod per node, affinity stacks, StatefulSets, GPU pods, gangs, 3 priorities", mixed),
+    Workload("mixed-hetero", "issue 30: nodes of 3 shapes (4/8/16 CPU), 15% tainted GPU nodes, 5% cordoned, disk "
+             "labels; apps of 10 pods, one per 2 nodes: 30% required hostname anti-affinity in the app, 10% nodeSelector "
+             "disk=ssd, 10% required zone affinity to the app, 7% GPU pods (toleration), 3% host port, 10% gangs "
+             "(PodGroups of 10), 30% plain", mixed_hetero, arrival="batch"),
     Workload("hetero", "bench/realistic.py hetero-affinity (issue 6): 5 pending pods per node in stacks: cache "
              "(zone spread, hostname anti-affinity), workers (required zone affinity to it), api", hetero),
     Workload("tight-packing", "1 / 1.5 / 2.5 / 3 CPU pods, n/2 each, smallest first: 100% of cpu, all fit only "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..classes import ClassInfo
 from ..index import BoundState
 from ..ir import Constraint, PodTerm
-from ..model import Cluster, Pod
+from ..model import Cluster, LabelSelector, Pod
 from ..solve.problem import NO_DOMAIN, Problem
 from ..tenants import Asking, Usage
 
@@ -38,6 +38,7 @@ class ClassMatcher:
         self._all: dict[tuple[PodTerm, ...], list[int]] = {}
         self._one: dict[object, list[int]] = {}
         self._in_namespace: dict[str, list[int]] = defaultdict(list)
+        self._by_label: dict[tuple[str, str], list[int]] | None = None  # (key, value) -> classes, built when asked
         for j, sample in enumerate(samples):
             self._in_namespace[sample.namespace].append(j)
 
@@ -47,10 +48,32 @@ class ClassMatcher:
         namespaces, selector = getattr(term, "namespaces", None), getattr(term, "selector", None)
         key = (namespaces, selector) if selector is not None else term
         if key not in self._one:
-            scope = range(len(self.samples)) if namespaces is None else sorted(
-                j for ns in namespaces for j in self._in_namespace.get(ns, ()))
+            scope: Sequence[int]
+            if (labelled := self._labelled(selector)) is not None:
+                scope = [j for j in labelled if namespaces is None or self.samples[j].namespace in namespaces]
+            elif namespaces is None:
+                scope = range(len(self.samples))
+            else:
+                scope = sorted(j for ns in namespaces for j in self._in_namespace.get(ns, ()))
             self._one[key] = [j for j in scope if term.matches(self.samples[j])]
         return self._one[key]
+
+    def _labelled(self, selector: object) -> list[int] | None:
+        """The classes that could match a label selector with an `In` requirement (matchLabels: every pod it
+        matches has one of the values under that key), in order; None when the selector has no such requirement.
+        Only a narrowing: `matches` still decides, so a term costs what it may match, not every class."""
+        if not isinstance(selector, LabelSelector) or selector.nothing:
+            return None
+        wanted = next((r for r in selector.requirements if r.operator == "In"), None)
+        if wanted is None:
+            return None
+        if self._by_label is None:
+            self._by_label = defaultdict(list)
+            for j, sample in enumerate(self.samples):
+                for pair in sample.labels.items():
+                    self._by_label[pair].append(j)
+        found = [self._by_label.get((wanted.key, value), []) for value in wanted.values]
+        return found[0] if len(found) == 1 else sorted({j for js in found for j in js})
 
     def matching_all(self, terms: tuple[PodTerm, ...]) -> list[int]:
         """Classes whose pods match every one of `terms`."""
