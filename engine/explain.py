@@ -81,6 +81,21 @@ class Explanation:
         return out
 
 
+# the nodes of a class whose explanation came after its time (`late_explanation`)
+NOT_CHECKED = Blocked(None, "", "node(s) passed the filters; the cycle's time ran out before the plan was checked "
+                                "against them")
+
+
+def late_explanation(compiled: Compiled, c: int) -> Explanation:
+    """A class explained after the time for explanations ran out: the static filters' part, and the nodes that
+    passed them said as not checked (no kind kept the pods out: the loop's queue backs them off and they try again,
+    nothing has to change). Explaining every class of a huge batch whose start was cut short took 44 s once."""
+    out = static_explanation(compiled, c)
+    if candidates := len(compiled.problem.classes[c].candidates):
+        out.blocked[NOT_CHECKED] = candidates
+    return out
+
+
 def static_explanation(compiled: Compiled, c: int) -> Explanation:
     """The static filters' part: how many nodes each rejection took."""
     info = compiled.classes[c]

@@ -12,13 +12,17 @@ from functools import cached_property
 from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
-from .explain import Explanation, explain_unplaced, replay
+from .explain import Explanation, explain_unplaced, late_explanation, replay
 from .index import BoundState
 from .kinds import KINDS
 from .model import Cluster, Pod
 from .solve import solve
 from .solve.problem import Solution
 from .tenants import Usage
+
+# how long past a plan's time limit its left-out classes are still explained node by node: half the limit, at
+# least a second (the rest are explained by the static filters alone: `explain.late_explanation`)
+EXPLAIN_GRACE, EXPLAIN_GRACE_MIN = 0.5, 1.0
 
 
 @dataclass(slots=True)
@@ -246,7 +250,8 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
                      preference_limit=preference_limit,
                      seed=seed, progress=progress, baseline=baseline)
     solution, dropped, reserved = reserve(compiled, solution)
-    plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped)
+    explain_by = Deadline(start + time_limit + max(EXPLAIN_GRACE_MIN, EXPLAIN_GRACE * time_limit))
+    plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped, explain_by)
     return replace(plan, details=replace(plan.details, reserved=reserved))
 
 
@@ -293,9 +298,10 @@ def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str,
 
 
 def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, compile_seconds: float = 0.0,
-                       dropped: dict[str, str] | None = None) -> Plan:
+                       dropped: dict[str, str] | None = None, explain_by: Deadline | None = None) -> Plan:
     """`dropped`: pods Reserve took out of the solution, with why (the rest pair with the solution's nodes as
-    before, so what Reserve recorded per pod still holds)."""
+    before, so what Reserve recorded per pod still holds). Classes left out are explained node by node until
+    `explain_by`, then only by the static filters (`explain.late_explanation`)."""
     nodes = compiled.cluster.nodes
     dropped = dropped or {}
     assignments: dict[str, str] = {}
@@ -309,15 +315,19 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         pods = [p for p in info.pods if p.key not in dropped]
         for pod, n in zip(pods, targets):
             assignments[pod.key] = nodes[n].name
-        if len(targets) < len(pods):
+        if len(targets) == len(pods):
+            continue
+        if explain_by is not None and explain_by.passed():
+            explanation = late_explanation(compiled, c)
+        else:
             state = state or replay(compiled, solution)
             explanation = explain_unplaced(compiled, solution, c, state)
-            reasons = explanation.lines()
-            for pod in pods[len(targets):]:
-                unschedulable[pod.key] = reasons
-                explanations[pod.key] = explanation
-                if info.rejected.erred:
-                    errors.add(pod.key)
+        reasons = explanation.lines()
+        for pod in pods[len(targets):]:
+            unschedulable[pod.key] = reasons
+            explanations[pod.key] = explanation
+            if info.rejected.erred:
+                errors.add(pod.key)
     stats = Stats(
         pods=len(compiled.cluster.pending), nodes=len(nodes), placed=len(assignments), unschedulable=len(unschedulable),
         skipped=len(compiled.cluster.skipped), classes=len(compiled.classes), status=solution.status.value,

@@ -149,3 +149,28 @@ def test_a_gang_left_out_of_a_plan_not_proven_keeps_the_time_limit_wording(monke
     said = " ".join(plan.unschedulable["default/g0"])
     assert "2 node(s) passed the filters and had room, but the solver did not place it within the time limit" in said
     assert "4 fit alone, but the rest of the batch took the room" in said and "proven" not in said
+
+
+def test_classes_left_out_after_the_time_for_explanations_are_said_so_and_back_off() -> None:
+    """Explanations replay the plan node by node for every class left out: bounded by the plan's time limit plus a
+    grace (a 5,000-node batch whose start was cut short once spent 44 s on them). Past it, a class gets the static
+    filters' part and its other nodes said as not checked, with no kind to wait on (the queue backs it off)."""
+    from clocks import StoppedClock
+    from engine.compile import Deadline, compile_cluster
+    from engine.load import build_cluster
+    from engine.plan import plan_from_solution
+    from engine.solve import solve
+
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), node("small", cpu="500m")]
+    docs += [pod(f"p{i}", cpu="1") for i in range(3)]
+    compiled = compile_cluster(build_cluster([("t", d) for d in docs]))
+    solution = solve(compiled.problem, time_limit=5, workers=1)
+    clock = StoppedClock()
+    on_time = plan_from_solution(compiled, solution, 0.0, explain_by=Deadline(clock.now + 5, clock))
+    late = plan_from_solution(compiled, solution, 0.0, explain_by=Deadline(clock.now, clock))
+    assert on_time.assignments == late.assignments and len(late.unschedulable) == 1
+    (key,) = late.unschedulable
+    assert on_time.details.explanations[key].plugins() == {"NodeResourcesFit"}
+    assert late.details.explanations[key].plugins() is None
+    assert late.unschedulable[key] == ["0/3 nodes are available: 2 node(s) passed the filters; the cycle's time ran out "
+                                       "before the plan was checked against them, 1 Insufficient cpu."]
