@@ -1222,14 +1222,20 @@ def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, budgets
                     chosen.update((m.key, m) for m in search.unit_of(c))
     full = {n.name for i, n in enumerate(search.index.nodes) if any(search.index.free(i, r) < 0 for r in n.allocatable)}
     held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended or c.node in full}
-    covered = Counter(b for c in chosen.values() for b in search.budgets_of(c.pod))
-    short = {b.key for b in search.cluster.budgets if covered[b.key] > b.allowed}
+    unspared = _unspared(search, chosen) if budgets != PLAIN else []
     if budgets == SPARED:
-        held |= {c.unit or c.key for c in chosen.values() if short.intersection(search.budgets_of(c.pod))}
-    weighed = {c.key for c in chosen.values() if short.intersection(search.budgets_of(c.pod))} if budgets == WEIGHED else set()
+        held |= {c.unit or c.key for c in unspared}
+    weighed = {c.key for c in unspared} if budgets == WEIGHED else set()
     above = sorted({p.priority for p in preemptors})
     return [preempt_model.Running(c.pod, c.node, c.unit, _lowest_above(above, c.pod.priority) if c.key in weighed else None)
             for c in chosen.values() if (c.unit or c.key) not in held]
+
+
+def _unspared(search: Search, chosen: dict[str, Candidate]) -> list[Candidate]:
+    """The candidates a disruption budget covers when it could not spare all of those it covers."""
+    covered = Counter(b for c in chosen.values() for b in search.budgets_of(c.pod))
+    short = {b.key for b in search.cluster.budgets if covered[b.key] > b.allowed}
+    return [c for c in chosen.values() if short.intersection(search.budgets_of(c.pod))]
 
 
 def _lowest_above(priorities: list[int], priority: int) -> int | None:

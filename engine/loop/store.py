@@ -71,6 +71,11 @@ def _in_scope(key: ObjKey, resource: WatchTarget) -> bool:
             and (resource.name is None or name == resource.name))
 
 
+def allocations(assumed: dict[str, Assumed]) -> dict[str, Obj]:
+    """Claim key -> the allocation an assumed pod writes to it."""
+    return {claim: allocation for a in assumed.values() for claim, allocation in a.claims}
+
+
 class Assumptions:
     """The one record of assumed pods (uid, node, the claims they allocate), thread-safe. An assumption ends by
     the one rule (`assumption_over`, applied by the store as the watch shows each pod) or by `forget`."""
@@ -113,7 +118,7 @@ class Assumptions:
     def allocating(self) -> dict[str, Obj]:
         """Claim key -> the allocation an assumed pod writes to it (upstream's in-flight allocations)."""
         with self._lock:
-            return {claim: allocation for a in self._held.values() for claim, allocation in a.claims}
+            return allocations(self._held)
 
 
 class Store:
@@ -220,7 +225,7 @@ class Store:
         with self._lock:
             items = list(self._objects.items())
         assumed = self.assumptions.all()
-        allocating = {key: allocation for a in assumed.values() for key, allocation in a.claims}
+        allocating = allocations(assumed)
         out = []
         for (kind, namespace, name), obj in with_allocations(items, allocating):
             if kind == "ConfigMap":
