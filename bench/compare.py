@@ -118,6 +118,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         if batch and watch.bound:
             first = min(watch.bound.values())
             result.first_bind_s = round(first - running.started_at, 3)
+            result.seen_bind_s = round(first - running.ready_at, 3)
             t0 = min(t0, first)
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch)
@@ -246,7 +247,7 @@ def summary(r: RunResult) -> str:
     err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""
     return (f"  {r.scheduler:17s} placed {r.placed}/{r.pending} in {r.seconds:.1f} s = {r.pods_per_s:.0f} pods/s, "
             f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}, "
-            f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)}, "
+            f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)} (ready to first bind {fmt(r.seen_bind_s)}), "
             f"nodes {r.nodes_used}{gangs}, "
             f"rss {fmt(r.rss_mib, 0)} MiB{err}")
 

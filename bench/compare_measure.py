@@ -32,7 +32,10 @@ class RunResult:
     latency_p99: float | None = None
     rate: float | None = None          # stream arrival: pods created per second (None: as fast as 16 clients go)
     startup_s: float = 0.0             # process start -> ready
-    first_bind_s: float | None = None  # batch arrival: process start -> the first pod bound (issue 30's first bind)
+    first_bind_s: float | None = None  # batch arrival: process start -> the first pod bound
+    # batch arrival: ready -> the first pod bound (issue 30's "after the scheduler sees it": /readyz answers once the
+    # informers have listed the cluster, for both schedulers; negative when the bind came before the poll saw ready)
+    seen_bind_s: float | None = None
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
     gangs_complete: int = 0
@@ -218,6 +221,7 @@ def quantities(resources: dict[str, Any]) -> dict[str, int]:
 
 
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "first_bind_s",
+           "seen_bind_s",
            "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",

@@ -58,8 +58,9 @@ def order(workload: str) -> int:
 
 def detail_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| workload | arrival | nodes | scheduler | placed | pods/s | p50 s | p90 s | p99 s | gangs complete · "
-             "partial (pods) | nodes used | price | solve s (batches) | peak RSS MiB | start s | first bind s |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "partial (pods) | nodes used | price | solve s (batches) | peak RSS MiB | start s | first bind s | ready → first "
+             "bind s |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: (order(r["workload"]), r["nodes"], list(SCHEDULERS).index(r["scheduler"]))):
         solve = "–" if r["solve_s"] is None else f"{r['solve_s']:.2f} ({num(r['batches'])})"
         err = f" ⚠ {len(r['errors'])} failed" if r["errors"] else ""
@@ -67,7 +68,8 @@ def detail_table(rows: list[dict[str, Any]]) -> list[str]:
                      f"{num(r['pods_per_s'])} | {num(r['latency_p50'], 2)} | {num(r.get('latency_p90'), 2)} | "
                      f"{num(r['latency_p99'], 2)} | "
                      f"{gang_cell(r)} | {num(r['nodes_used'])} | {num(r['price'], 1)} | {solve} | "
-                     f"{num(r['rss_mib'])} | {num(r['startup_s'], 1)} | {num(r.get('first_bind_s'), 2)} |")
+                     f"{num(r['rss_mib'])} | {num(r['startup_s'], 1)} | {num(r.get('first_bind_s'), 2)} | "
+                     f"{num(r.get('seen_bind_s'), 2)} |")
     return lines
 
 

@@ -17,7 +17,7 @@ from ..dra import ClaimAllocation
 from ..ir import Rules
 from ..kinds import Waiting
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
-from ..plan import Plan
+from ..plan import OnPlaced, Plan
 from ..planner import Options, plan_batch
 from ..preempt import OUT_OF_TIME
 from ..rejections import Rejections
@@ -72,15 +72,17 @@ class CycleResult:
                 out[pod.key] = Rejected(None if pod.key in late else plugins, Waiting(pod, info.constraints, nodes))
         return out
 
-    def volume_steps(self) -> dict[str, tuple[VolumeStep, ...] | None]:
+    def volume_steps(self, chosen: dict[str, tuple[VolumeStep, ...] | None] | None = None
+                     ) -> dict[str, tuple[VolumeStep, ...] | None]:
         """Each placed pod's PreBind writes for its unbound claims, PVs chosen in placement order so two claims
-        of the batch never get the same one (None: the claims cannot be met on its node)."""
+        of the batch never get the same one (None: the claims cannot be met on its node). `chosen`: the steps
+        given already (placements bound early), kept, their PVs taken."""
         pods = {p.key: p for p in self.cluster.pending}
         nodes = {n.name: n for n in self.cluster.nodes}
-        taken: set[str] = set()
-        out: dict[str, tuple[VolumeStep, ...] | None] = {}
+        out: dict[str, tuple[VolumeStep, ...] | None] = dict(chosen or {})
+        taken = {step.volume for steps in out.values() for step in steps or () if step.volume}
         for key, node in sorted(self.plan.assignments.items()):
-            if pods[key].claims:
+            if pods[key].claims and key not in out:
                 steps = volume_steps(pods[key], nodes[node], self.cluster.storage, taken)
                 out[key] = None if steps is None else tuple(steps)
         return out
@@ -128,8 +130,9 @@ def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
     return frozenset(names[i] for i in np.flatnonzero(ok).tolist())
 
 
-def run_cycle(snapshot: Snapshot, rules: Rules, options: Options) -> CycleResult:
-    """Plan the batch of a cache snapshot (made with the same rules' gangs)."""
+def run_cycle(snapshot: Snapshot, rules: Rules, options: Options, on_placed: OnPlaced | None = None) -> CycleResult:
+    """Plan the batch of a cache snapshot (made with the same rules' gangs); `on_placed` as for `plan_batch`."""
     cluster = snapshot.cluster
-    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage)
+    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage,
+                      on_placed=on_placed)
     return CycleResult(plan, cluster, cluster.refused)

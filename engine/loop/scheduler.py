@@ -153,7 +153,7 @@ class ProfileLoop:
     def cycle(self, batch: list[str]) -> Future[BindReport]:
         """Plan `batch` and assume its placements; the binds go to the bind stage, so the next batch can be
         planned while they are sent (the assumptions keep it off this batch's capacity)."""
-        planned = self.planner.plan(batch, self.policies.rules)
+        planned = self.planner.plan(batch, self.policies.rules, self.bind_stage.bind_early)
         for change in planned.assumed:
             self.announce(change)
         result = planned.result
@@ -164,7 +164,8 @@ class ProfileLoop:
                 self.queue.remove(key)
         self.queue.done(unplaced, result.rejected())
         outcome = Outcome(batch, result.plan.stats, planned.solved, len(unplaced), planned.started)
-        binding = self.bind_stage.start(planned.placements, result.plan.preemptions, outcome)
+        binding = self.bind_stage.start(planned.placements[planned.handed:], result.plan.preemptions, outcome,
+                                        planned.early)
         self.metrics.tenants.record(result.tenants(), batch, self.feed.pending)  # (the binds are under way meanwhile)
         return binding
 
