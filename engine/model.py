@@ -474,7 +474,12 @@ class PodGroup:
     native: bool = False
     topology_key: str | None = None  # native: schedulingConstraints.topology[0].key, one domain for the group
     priority: int | None = None  # native: spec.priority / priorityClassName, the group's scheduling priority
-    disruption_mode: str = "Pod"  # native: Pod, or PodGroup (evicted whole or not at all)
+    disruption_mode: str = "Pod"  # native: Pod, or PodGroup (evicted whole or not at all; v1beta1's `all`)
+    # native from scheduling.k8s.io/v1beta1 on (1.37): every member's priority, schedulerName and preemptionPolicy
+    # must agree with the group's, or upstream refuses the group; v1alpha2 (1.36) lends its priority to its pods
+    members_match: bool = False
+    preemption_policy: str | None = None  # native: spec.preemptionPolicy (1.37, PodGroupPreemptionPolicy gate)
+    workload: str | None = None  # native: the Workload it was made from (workloadRef / podGroupTemplateRef), if any
 
     @property
     def key(self) -> str:
@@ -605,6 +610,9 @@ class Cluster:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key
     refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))
+    # scheduling.k8s.io PodGroups refused as a whole because their pods disagree (schedulerName, priority,
+    # preemptionPolicy), with upstream's words: group key -> reason (their pods are skipped with it)
+    refused_groups: dict[str, str] = field(default_factory=dict)
     storage: Storage = field(default_factory=Storage)
     devices: Devices = field(default_factory=Devices)
     quotas: list[Quota] = field(default_factory=list)  # tenants' quotas (ElasticQuotas, policies)
