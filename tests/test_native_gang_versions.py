@@ -244,3 +244,25 @@ def test_a_refused_group_is_told_why_in_its_condition() -> None:
     assert _group_conditions(api)["PodGroupInitiallyScheduled"] == (
         "False", "SchedulerError",
         "all pods in a single pod group should have the same priority as the pod group's priority, got 0 and 10")
+
+
+def test_pod_group_initially_scheduled_is_set_once_and_never_reverted() -> None:
+    from engine.loop.binder import EventSink
+    patches: list[tuple] = []
+
+    class _Api:
+        def patch(self, *args):
+            patches.append(args)
+
+    sink = EventSink(_Api())  # type: ignore[arg-type]
+    group = beta_group("g", 2)
+    group["metadata"].update(resourceVersion="7", generation=1)
+    group["status"] = {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled",
+                                       "message": "2 pod(s) of the group placed"}]}
+    sink.group_scheduled(group, False, "members were evicted; a replacement does not fit", "Unschedulable")
+    group["status"] = {}
+    sink.group_scheduled(group, False, "no room", "Unschedulable")
+    sink.close()
+    ((kind, ns, name, body, sub),) = patches  # only the group without the condition is written
+    (cond,) = body["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodGroupInitiallyScheduled", "False", "Unschedulable")
