@@ -263,6 +263,6 @@ def test_pod_group_initially_scheduled_is_set_once_and_never_reverted() -> None:
     group["status"] = {}
     sink.group_scheduled(group, False, "no room", "Unschedulable")
     sink.close()
-    ((kind, ns, name, body, sub),) = patches  # only the group without the condition is written
+    ((_kind, _ns, _name, body, _sub),) = patches  # only the group without the condition is written
     (cond,) = body["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodGroupInitiallyScheduled", "False", "Unschedulable")
