@@ -266,3 +266,10 @@ def test_pod_group_initially_scheduled_is_set_once_and_never_reverted() -> None:
     ((_kind, _ns, _name, body, _sub),) = patches  # only the group without the condition is written
     (cond,) = body["status"]["conditions"]
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodGroupInitiallyScheduled", "False", "Unschedulable")
+
+
+def test_one_group_at_both_versions_is_one_object_twice() -> None:
+    with pytest.raises(InputError, match="PodGroup default/g: duplicate object"):
+        build_cluster(_docs(native_group("g", 2), beta_group("g", 3)))
+    cluster = build_cluster(_docs(native_group("g", 2), beta_group("g", 3)), strict=False)
+    assert cluster.native_groups["default/g"].min_member == 2  # the first stays
