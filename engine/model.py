@@ -264,6 +264,7 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     annotations: dict[str, str] = field(default_factory=dict)
+    declared_features: tuple[str, ...] = ()  # status.declaredFeatures, sorted (NodeDeclaredFeatures)
 
     @property
     def fields(self) -> dict[str, str]:
@@ -449,6 +450,7 @@ class Pod:
     resource_claims: tuple[tuple[str, str | None], ...] = ()  # (spec.resourceClaims name, its claim's name or None)
     dra: PodClaims = NO_CLAIMS  # what those claims mean, resolved by engine.dra
     extended: tuple[ExtendedRequest, ...] = ()  # extended resources its long-lived containers request
+    required_features: tuple[str, ...] = ()  # node features its spec needs, sorted (engine.convert.features)
 
     @property
     def key(self) -> str:

@@ -59,6 +59,7 @@ class Action(Flag):
     UPDATE_NODE_ALLOCATABLE = auto()
     UPDATE_NODE_LABEL = auto()
     UPDATE_NODE_TAINT = auto()  # taints, and spec.unschedulable (upstream counts it as a taint change)
+    UPDATE_NODE_DECLARED_FEATURE = auto()  # status.declaredFeatures
     UPDATE_POD_LABEL = auto()
     UPDATE_POD_SCALE_DOWN = auto()
     UPDATE_POD_TOLERATION = auto()
