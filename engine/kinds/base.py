@@ -42,6 +42,8 @@ class Resource(Enum):
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     NAMESPACE = "Namespace"  # its labels: a namespaceSelector may select it now
     PRIORITY_CLASS = "PriorityClass"  # no kind asks; a pod skipped for its missing class waits for one
     RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
