@@ -117,16 +117,13 @@ def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: Contro
     wait_for("the preemptor bound", lambda: node_of(kube.pods(ns)["urgent"]))
 
 
-def _needs_v1beta1(kube: Kube) -> str:
-    api = _served(kube)
-    if api == NATIVE_V1ALPHA2:
-        pytest.skip("1.37 (scheduling.k8s.io/v1beta1) behaviour; the apiserver serves v1alpha2")
-    return api
+ONLY_V1BETA1 = pytest.mark.kube_versions(min="1.37", reason="scheduling.k8s.io/v1beta1 behaviour")
 
 
+@ONLY_V1BETA1
 def test_a_lowered_min_count_lets_the_gang_start(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-native-shrink", {"e2e": "native-shrink"}
-    api = _needs_v1beta1(kube)
+    api = _served(kube)
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("shrink-0", cpu="4", labels=sel)
     kube.create(native_group("s", 3, ns=ns, api_version=api))
@@ -141,10 +138,11 @@ def test_a_lowered_min_count_lets_the_gang_start(control_plane: ControlPlane, ku
     assert wait_for("the group scheduled", lambda: (_condition(kube, ns, "s") or {}).get("status") == "True")
 
 
+@ONLY_V1BETA1
 def test_a_group_whose_pods_priority_differs_is_refused(control_plane: ControlPlane, kube: Kube,
                                                         chart_schedulers) -> None:
     ns, sel = "sched-native-mixed", {"e2e": "native-mixed"}
-    api = _needs_v1beta1(kube)
+    api = _served(kube)
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("mixed-0", cpu="4", labels=sel)
     status, _ = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class("e2e-mixed", 50))
