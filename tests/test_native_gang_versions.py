@@ -273,3 +273,22 @@ def test_one_group_at_both_versions_is_one_object_twice() -> None:
         build_cluster(_docs(native_group("g", 2), beta_group("g", 3)))
     cluster = build_cluster(_docs(native_group("g", 2), beta_group("g", 3)), strict=False)
     assert cluster.native_groups["default/g"].min_member == 2  # the first stays
+
+
+def test_dry_run_reads_a_1_37_snapshot_as_kubectl_prints_it(tmp_path) -> None:
+    """The issue's failure: `dry-run` refused 1.37's PodGroups (`disruptionMode ... got a mapping`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+    docs = [node("n1", cpu="2"), node("n2", cpu="2"), beta_group("a", 3), beta_group("b", 3, disruptionMode={"all": {}}),
+            *members("a", 3), *members("b", 3)]
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs}))
+    out = subprocess.run([sys.executable, "-m", "engine", "dry-run", "--cluster", str(path), "-o", "json"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "300"})
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert len(plan["assignments"]) == 3 and len({k.split("/")[1][0] for k in plan["assignments"]}) == 1
