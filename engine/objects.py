@@ -20,8 +20,10 @@ from .model import TERMINAL_PHASES
 # the store's name for KEP-4671's PodGroups (scheduling.k8s.io), beside Coscheduling's PodGroups
 NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
-# KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
-NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
+# KEP-4671's PodGroup: v1alpha2 in 1.36; v1beta1 in 1.37 (v1alpha3, its alpha twin, has the same shape); the shapes
+# differ (engine.convert.native_groups reads both into one model)
+NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1beta1",
+                     "scheduling.k8s.io/v1")
 QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
@@ -86,13 +88,16 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("PriorityClass", ("scheduling.k8s.io/v1",), "priorityclasses", False, "priority_class", "PriorityClass"),
     ObjectKind("PodGroup", POD_GROUP_APIS, "podgroups", True, "pod_group", "PodGroup"),
     ObjectKind(NATIVE_POD_GROUP, NATIVE_GROUP_APIS, "podgroups", True, "native_group", "PodGroup", kind="PodGroup",
-               served=("v1", "v1beta1", "v1alpha2")),
+               served=("v1", "v1beta1", "v1alpha3", "v1alpha2")),
     ObjectKind("ElasticQuota", QUOTA_APIS, "elasticquotas", True, "quota", "ElasticQuota"),
     ObjectKind("PodDisruptionBudget", ("policy/v1",), "poddisruptionbudgets", True, "budget"),
     ObjectKind("PersistentVolumeClaim", ("v1",), "persistentvolumeclaims", True, "storage", "PersistentVolumeClaim"),
     ObjectKind("PersistentVolume", ("v1",), "persistentvolumes", False, "storage", "PersistentVolume"),
     ObjectKind("StorageClass", ("storage.k8s.io/v1",), "storageclasses", False, "storage", "StorageClass"),
     ObjectKind("CSINode", ("storage.k8s.io/v1",), "csinodes", False, "storage", "CSINode"),
+    ObjectKind("CSIDriver", ("storage.k8s.io/v1",), "csidrivers", False, "storage", "CSIDriver"),
+    ObjectKind("CSIStorageCapacity", ("storage.k8s.io/v1",), "csistoragecapacities", True, "storage",
+               "CSIStorageCapacity"),
     ObjectKind("Service", ("v1",), "services", True, "workload", spec_only=True),
     ObjectKind("ReplicationController", ("v1",), "replicationcontrollers", True, "workload", spec_only=True),
     ObjectKind("ReplicaSet", ("apps/v1",), "replicasets", True, "workload", spec_only=True),

@@ -222,6 +222,26 @@ def csinode(name: str, limits: dict[str, int]) -> dict:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name}, "spec": {"drivers": drivers}}
 
 
+def csi_driver(name: str, storage_capacity: bool = True) -> dict:
+    """A CSIDriver; `storage_capacity`: the scheduler checks its CSIStorageCapacity reports."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
+            "spec": {"storageCapacity": storage_capacity, "attachRequired": False}}
+
+
+def storage_capacity(name: str, storage_class: str, capacity: str | None, node: str | None = None,
+                     maximum_volume_size: str | None = None, ns: str = "default") -> dict:
+    """A CSIStorageCapacity of `storage_class` on the node named `node` (None: no nodeTopology, so no node)."""
+    obj: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                           "metadata": {"name": name, "namespace": ns}, "storageClassName": storage_class}
+    if node is not None:
+        obj["nodeTopology"] = {"matchLabels": {HOSTNAME_KEY: node}}
+    if capacity is not None:
+        obj["capacity"] = capacity
+    if maximum_volume_size is not None:
+        obj["maximumVolumeSize"] = maximum_volume_size
+    return obj
+
+
 def mounts(*claims: str) -> list[dict]:
     """A pod's spec.volumes mounting these claims (pass as `volumes=`)."""
     return [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]
@@ -257,10 +277,15 @@ def owned(doc: dict, kind: str, name: str, api_version: str = "apps/v1") -> dict
     return doc
 
 
+NATIVE_V1ALPHA2, NATIVE_V1BETA1 = "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1"  # 1.36, 1.37
+
+
 def native_group(name: str, min_count: int | None = None, ns: str = "default", topology: str | None = None,
-                 priority: int | None = None, api_version: str = "scheduling.k8s.io/v1alpha2",
-                 disruption: str | None = None) -> dict:
-    """A scheduling.k8s.io PodGroup (KEP-4671): a gang of `min_count`, or a basic group when None."""
+                 priority: int | None = None, api_version: str = NATIVE_V1ALPHA2,
+                 disruption: str | None = None, preemption: str | None = None) -> dict:
+    """A scheduling.k8s.io PodGroup (KEP-4671): a gang of `min_count`, or a basic group when None. `disruption`
+    Pod or PodGroup, written as `api_version` spells it (v1beta1 on: `{single: {}}` / `{all: {}}`); `preemption`
+    the group's preemptionPolicy (v1beta1 on)."""
     policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
     spec: dict[str, Any] = {"schedulingPolicy": policy}
     if topology:
@@ -268,7 +293,10 @@ def native_group(name: str, min_count: int | None = None, ns: str = "default", t
     if priority is not None:
         spec["priority"] = priority
     if disruption:
-        spec["disruptionMode"] = disruption
+        modes = {"PodGroup": "all", "Pod": "single"}
+        spec["disruptionMode"] = disruption if api_version == NATIVE_V1ALPHA2 else {modes[disruption]: {}}
+    if preemption:
+        spec["preemptionPolicy"] = preemption
     return {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 

@@ -26,6 +26,9 @@ from ..tenant_report import TenantLine, of_plan
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
 
+# a PodGroup's scheduling condition's reasons when False (scheduling.k8s.io PodGroupReason…)
+GROUP_UNSCHEDULABLE, GROUP_SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
+
 
 @dataclass(frozen=True, slots=True)
 class Rejected:
@@ -87,19 +90,22 @@ class CycleResult:
                 out[key] = None if steps is None else tuple(steps)
         return out
 
-    def group_conditions(self) -> dict[str, tuple[bool, str]]:
-        """For each scheduling.k8s.io PodGroup gang with pods in this batch: whether it was placed (its
-        PodGroupScheduled condition), and the plan's word on it (a member's reasons when it was not)."""
-        out: dict[str, tuple[bool, str]] = {}
+    def group_conditions(self) -> dict[str, tuple[bool, str, str]]:
+        """For each scheduling.k8s.io PodGroup with pods in this batch: whether it was placed, the reason when it was
+        not and the message (its scheduling condition): a gang's placement or the plan's word on a member, a
+        group refused for its members' disagreement (upstream's SchedulerError) with why."""
+        out: dict[str, tuple[bool, str, str]] = {}
         for key, gang in self.cluster.gangs.items():
             if gang.label != SCHEDULING_GROUP:
                 continue
             members = [p.key for p in self.cluster.pending if p.gang == key]
             left = [k for k in members if k in self.plan.unschedulable]
             if not left:
-                out[key] = (True, f"{len(members)} pod(s) of the group placed")
+                out[key] = (True, "", f"{len(members)} pod(s) of the group placed")
             else:
-                out[key] = (False, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
+                out[key] = (False, GROUP_UNSCHEDULABLE, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
+        for key, why in self.cluster.refused_groups.items():
+            out[key] = (False, GROUP_SCHEDULER_ERROR, why)
         return out
 
     def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, ClaimAllocation]]]:
