@@ -36,6 +36,7 @@ class RunResult:
     # batch arrival: ready -> the first pod bound (issue 30's "after the scheduler sees it": /readyz answers once the
     # informers have listed the cluster, for both schedulers; negative when the bind came before the poll saw ready)
     seen_bind_s: float | None = None
+    latency_p99_solo: float | None = None  # p99 over the pods in no gang (set when the workload has gangs)
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
     gangs_complete: int = 0
@@ -82,8 +83,9 @@ def waits_of(created: dict[str, float], bound: dict[str, float], t0: float, batc
 
 
 def timing(result: RunResult, created: dict[str, float], bound: dict[str, float], t0: float,
-           batch: bool) -> None:
-    """Throughput and latency (`waits_of`)."""
+           batch: bool, in_gangs: frozenset[str] = frozenset()) -> None:
+    """Throughput and latency (`waits_of`); p99 also over the pods not in a gang (`in_gangs`): a gang's members
+    wait for its last one, which a scheduler without gangs does not."""
     times = [t for key, t in bound.items() if key in created]
     if not times:
         return
@@ -93,6 +95,9 @@ def timing(result: RunResult, created: dict[str, float], bound: dict[str, float]
     result.latency_p50 = percentile(waits, 0.5)
     result.latency_p90 = percentile(waits, 0.9)
     result.latency_p99 = percentile(waits, 0.99)
+    if in_gangs:
+        solo = [w for key, w in waits_of(created, bound, t0, batch).items() if key not in in_gangs]
+        result.latency_p99_solo = percentile(solo, 0.99)
 
 
 def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None]) -> None:
@@ -221,7 +226,7 @@ def quantities(resources: dict[str, Any]) -> dict[str, int]:
 
 
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "first_bind_s",
-           "seen_bind_s",
+           "seen_bind_s", "latency_p99_solo",
            "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",
