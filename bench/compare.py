@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and t
 
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
-from compare_measure import RunResult, gang_members, outcome, tenant_outcome, timing, waits_of  # noqa: E402
+from compare_measure import RunResult, bound_curve, gang_members, outcome, tenant_outcome, timing, waits_of  # noqa: E402
 from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
 from testkit.controlplane import (  # noqa: E402
@@ -119,6 +119,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             first = min(watch.bound.values())
             result.first_bind_s = round(first - running.started_at, 3)
             result.seen_bind_s = round(first - running.ready_at, 3)
+            result.bound_curve = bound_curve(list(watch.bound.values()), running.ready_at)
             t0 = min(t0, first)
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch, frozenset(gang_members(scenario)))

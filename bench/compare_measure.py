@@ -37,6 +37,7 @@ class RunResult:
     # informers have listed the cluster, for both schedulers; negative when the bind came before the poll saw ready)
     seen_bind_s: float | None = None
     latency_p99_solo: float | None = None  # p99 over the pods in no gang (set when the workload has gangs)
+    bound_curve: list[tuple[float, int]] | None = None  # batch arrival: (s from ready, pods bound), sampled
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
     gangs_complete: int = 0
@@ -66,6 +67,22 @@ class RunResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+CURVE_POINTS = 200
+
+
+def bound_curve(bound_at: list[float], ready_at: float) -> list[tuple[float, int]]:
+    """(seconds from ready, pods bound by then) at every k-th bind, at most CURVE_POINTS of them (the last bind's
+    always): enough for a plot of pods bound over time."""
+    times = sorted(t - ready_at for t in bound_at)
+    if not times:
+        return []
+    step = max(1, -(-len(times) // CURVE_POINTS))
+    picked = [(round(times[k - 1], 4), k) for k in range(step, len(times) + 1, step)]
+    if picked[-1][1] != len(times):
+        picked.append((round(times[-1], 4), len(times)))
+    return picked
 
 
 def percentile(values: list[float], q: float) -> float | None:
