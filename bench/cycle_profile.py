@@ -170,8 +170,10 @@ def instrumented() -> Iterator[Timers]:
 
 # --- one cycle -------------------------------------------------------------------------------------------
 
-def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]]) -> tuple[float, Any]:
-    """Seconds of one cycle as `PlanStage.plan` runs it (collector paused), and its result."""
+def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]],
+              handed: list[float] | None = None) -> tuple[float, Any]:
+    """Seconds of one cycle as `PlanStage.plan` runs it (collector paused), and its result; `handed` gets the
+    seconds at which its placements were final (`engine.plan.placed_plan`: the loop starts their binds there)."""
     settings = Settings((), time_per_pod=TIME_PER_POD)
     options = Options(settings.limit_for(len(batch)), settings.solver_workers, preemption=settings.preemption,
                       preference_limit=settings.preferences_for(len(batch)))
@@ -180,7 +182,8 @@ def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]]) -> t
     try:
         started = time.perf_counter()
         snapshot = cache.snapshot(batch, SCHEDULER, Rules().gangs, Rules().quotas)
-        result = cycle_module.run_cycle(snapshot, Rules(), options)
+        on_placed = None if handed is None else (lambda _plan: handed.append(time.perf_counter() - started))
+        result = cycle_module.run_cycle(snapshot, Rules(), options, on_placed)
         return time.perf_counter() - started, result
     finally:
         gc.enable()
@@ -199,8 +202,9 @@ def measure(workload: str, nodes: int, repeats: int) -> tuple[list[float], dict[
     calls: dict[str, int] = {}
     facts: dict[str, Any] = {"fed": fed, "first": first}
     placed: list[int] = []
+    handed: list[float] = []
     for k in range(repeats):
-        seconds, result = one_cycle(cache, batch)
+        seconds, result = one_cycle(cache, batch, handed)
         walls.append(seconds)
         placed.append(result.plan.stats.placed)
         with instrumented() as timers:
@@ -215,6 +219,7 @@ def measure(workload: str, nodes: int, repeats: int) -> tuple[list[float], dict[
                  "strategy": stats.strategy, "nodes": stats.nodes}
     for path in rows:
         rows[path] += [0.0] * (repeats - len(rows[path]))
+    facts["handed"] = handed
     return walls, rows, calls, facts
 
 
@@ -225,7 +230,9 @@ def table(workload: str, nodes: int, repeats: int, walls: list[float], rows: dic
            f"{facts['placed']:,} placed by the last instrumented cycle ({facts['status']}, {facts['strategy']})",
            "",
            f"cycle (snapshot + plan_batch), uninstrumented: **{wall:.3f} s** (median of {repeats}: "
-           + ", ".join(f"{w:.3f}" for w in walls) + ")",
+           + ", ".join(f"{w:.3f}" for w in walls) + ")"
+           + (f"; placements final (their binds start) at **{statistics.median(facts['handed']):.3f} s**"
+              if facts.get("handed") else ""),
            "",
            f"cold: feeding the store and cache {facts['fed']:.3f} s, then the first cycle {facts['first']:.3f} s; "
            f"pods placed by the uninstrumented cycles: {', '.join(f'{p:,}' for p in facts['placed per repeat'])}",
