@@ -37,12 +37,22 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     elif kind == "ResourceClaimTemplate":
         devices.templates.add(f"{ns}/{name}")
     elif kind == "DeviceTaintRule":
-        selector = as_mapping(spec.get("deviceSelector"), "spec.deviceSelector")
-        driver, pool, device = (optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
-        devices.taint_rules.append(((driver, pool, device), _device_taint(required(spec, "taint", "spec"), "spec.taint")))
+        _taint_rule(devices, spec)
     else:
         claim = _resource_claim(obj, ns, name)
         devices.claims[claim.key] = claim
+
+
+def _taint_rule(devices: Devices, spec: dict[str, Any]) -> None:
+    """A DeviceTaintRule's taint for the devices its selector names (driver, pool, device; unset: any). A rule
+    without `deviceSelector` matches no device (1.37.1+, resource.k8s.io/v1: the tracker skips it; 1.36 took it
+    for every device)."""
+    taint = _device_taint(required(spec, "taint", "spec"), "spec.taint")
+    if spec.get("deviceSelector") is None:
+        return
+    selector = as_mapping(spec["deviceSelector"], "spec.deviceSelector")
+    driver, pool, device = (optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
+    devices.taint_rules.append(((driver, pool, device), taint))
 
 
 def _slice_devices(spec: dict[str, Any]) -> list[Device]:
