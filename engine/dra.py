@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .dra_counters import Counters
 from .model import (
     DEVICE_CLASS_PREFIX,
     EXTENDED_CLAIM,
@@ -98,8 +99,10 @@ class Allocator:
     pinned: dict[str, list[Device]] = field(init=False)  # node name -> the devices only it reaches
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
     contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
+    counters: Counters = field(init=False)  # partitionable devices' shared counters
 
     def __post_init__(self) -> None:
+        self.counters = Counters.of(self.devices)
         self.pinned, self.roaming = {}, []
         for d in self.devices.devices:
             if d.node is not None:
@@ -112,11 +115,12 @@ class Allocator:
         return node.name in self.pinned or any(d.reachable(node) for d in self.roaming)
 
     def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
-        """Free devices reachable from `node` that `sub` may take (None: its DeviceClass does not exist)."""
+        """Free devices reachable from `node` that `sub` may take, each within its pool's counters beside `taken`
+        (None: its DeviceClass does not exist)."""
         if sub.device_class not in self.devices.classes:
             return None
         near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
-        return [d for d in near if d.key not in taken and self.serves(d, sub)]
+        return [d for d in near if d.key not in taken and self.counters.fits(d, taken) and self.serves(d, sub)]
 
     def serves(self, device: Device, sub: SubRequest) -> bool:
         """`device` is of `sub`'s class, satisfies its selectors and the class's, and has no taint it does not
@@ -172,13 +176,47 @@ class Allocator:
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
-                           key=lambda d: self.contested.get(d.key, 0))
-            if sub.all:  # every matching device, none of them taken
-                if found and len(found) == len(self.candidates(sub, node, set()) or ()):
+                           key=lambda d: (self.contested.get(d.key, 0), self.counters.share(d)))
+            if sub.all:  # every matching device, none of them taken, their counters all met at once
+                if (found and len(found) == len(self.candidates(sub, node, set()) or ())
+                        and self._pick(found, len(found), used) is not None):
                     return [(sub.name, d.key) for d in found]
-            elif len(found) >= sub.count:
-                return [(sub.name, d.key) for d in found[:sub.count]]
+            elif len(found) >= sub.count and (chosen := self._pick(found, sub.count, used)) is not None:
+                return [(sub.name, d.key) for d in chosen]
         return None
+
+    def _pick(self, found: list[Device], count: int, used: set[str]) -> list[Device] | None:
+        """`count` of `found`, in their order, whose shared counters hold together beside `used`: the first
+        `count` without counters; otherwise searched depth first, as upstream's allocator backtracks (bounded:
+        PICK_STEPS tries, then "no")."""
+        if not any(d.consumes for d in found):
+            return found[:count]
+        chosen: list[Device] = []
+        in_use = set(used)
+        steps = 0
+
+        def extend(start: int) -> bool:
+            nonlocal steps
+            if len(chosen) == count:
+                return True
+            for i in range(start, len(found) - (count - len(chosen)) + 1):
+                steps += 1
+                if steps > PICK_STEPS:
+                    return False
+                device = found[i]
+                if self.counters.fits(device, in_use):
+                    chosen.append(device)
+                    in_use.add(device.key)
+                    if extend(i + 1):
+                        return True
+                    chosen.pop()
+                    in_use.discard(device.key)
+            return False
+
+        return chosen if extend(0) else None
+
+
+PICK_STEPS = 10_000  # devices tried for one request among partitionable devices before giving up
 
 
 @dataclass(frozen=True, slots=True)

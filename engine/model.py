@@ -295,10 +295,15 @@ class Device:
     node: str | None = None
     node_terms: tuple[NodeSelectorTerm, ...] | None = None
     taints: tuple[Taint, ...] = ()  # its own (ResourceSlice) and DeviceTaintRules'
+    consumes: tuple[tuple[str, str, int], ...] = ()  # consumesCounters: (counter set, counter, milli-units)
 
     @property
     def key(self) -> str:
         return f"{self.driver}/{self.pool}/{self.name}"
+
+    @property
+    def pool_key(self) -> str:
+        return f"{self.driver}/{self.pool}"
 
     def untolerated(self, tolerations: tuple[Toleration, ...]) -> bool:
         """A NoSchedule or NoExecute taint the tolerations do not tolerate keeps the device from being allocated
@@ -382,6 +387,9 @@ class Devices:
     templates: set[str] = field(default_factory=set)
     taint_rules: list[tuple[tuple[str | None, str | None, str | None], Taint]] = field(default_factory=list)
     # DeviceTaintRules: ((driver, pool, device) each None for any, the taint)
+    counter_sets: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    # sharedCounters (partitionable devices): (driver/pool, counter set) -> counter -> milli-units
+    invalid_pools: dict[str, str] = field(default_factory=dict)  # driver/pool -> why its devices are not allocated
 
 
 EXTENDED_CLAIM = "<extended-resources>"  # upstream's in-memory name of a pod's claim for DRA-backed extended resources

@@ -98,8 +98,9 @@ def _rule_taints(docs: list[dict], driver: str, pool: str, name: str) -> list[di
     out = []
     for d in docs:
         if d.get("kind") == "DeviceTaintRule":
-            sel = (d.get("spec") or {}).get("deviceSelector")
-            if sel is not None and all(sel.get(k) in (None, v) for k, v in (("driver", driver), ("pool", pool), ("device", name))):
+            sel = (d.get("spec") or {}).get("deviceSelector")  # none: no device (1.37.1+)
+            if sel is not None and all(sel.get(k) in (None, v)
+                                       for k, v in (("driver", driver), ("pool", pool), ("device", name))):
                 out.append(d["spec"]["taint"])
     return out
 

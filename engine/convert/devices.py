@@ -28,6 +28,7 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     ns = as_text(meta.get("namespace") or "default", "metadata.namespace")
     if kind == "ResourceSlice":
         devices.devices.extend(_slice_devices(spec))
+        _shared_counters(devices, spec)
     elif kind == "DeviceClass":
         devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
                                             spec.get("extendedResourceName"),
@@ -55,6 +56,44 @@ def _taint_rule(devices: Devices, spec: dict[str, Any]) -> None:
     devices.taint_rules.append(((driver, pool, device), taint))
 
 
+def _counters(value: Any, what: str) -> dict[str, int]:
+    """A map of counter name -> {value: quantity}, in milli-units."""
+    out = {}
+    for name, raw in as_mapping(value, what).items():
+        quantity = required(as_mapping(raw, f"{what}.{name}"), "value", f"{what}.{name}")
+        try:
+            out[as_text(name, f"{what} key")] = to_milli(quantity)
+        except QuantityError as exc:
+            raise ValueError(f"{what}.{name}.value: {exc}") from None
+    return out
+
+
+def _shared_counters(devices: Devices, spec: dict[str, Any]) -> None:
+    """A slice's sharedCounters: its pool's counter sets (any slice of the pool may hold them). A set named twice
+    in one pool makes the pool invalid, as upstream's allocator finds it (its devices are not allocated)."""
+    driver = as_text(required(spec, "driver", "spec"), "spec.driver")
+    pool = as_text(required(as_mapping(spec.get("pool"), "spec.pool"), "name", "spec.pool"), "spec.pool.name")
+    for i, raw in enumerate(as_list(spec.get("sharedCounters"), "spec.sharedCounters")):
+        what = f"spec.sharedCounters[{i}]"
+        counter_set = as_mapping(raw, what)
+        name = as_text(required(counter_set, "name", what), f"{what}.name")
+        key = (f"{driver}/{pool}", name)
+        if key in devices.counter_sets:
+            devices.invalid_pools[key[0]] = f"duplicate counter set name {name}"
+        devices.counter_sets[key] = _counters(counter_set.get("counters"), f"{what}.counters")
+
+
+def _consumes(d: dict[str, Any], what: str) -> tuple[tuple[str, str, int], ...]:
+    """A device's consumesCounters: (counter set, counter, milli-units)."""
+    out = []
+    for j, raw in enumerate(as_list(d.get("consumesCounters"), f"{what}.consumesCounters")):
+        where = f"{what}.consumesCounters[{j}]"
+        use = as_mapping(raw, where)
+        counter_set = as_text(required(use, "counterSet", where), f"{where}.counterSet")
+        out += [(counter_set, name, milli) for name, milli in _counters(use.get("counters"), f"{where}.counters").items()]
+    return tuple(sorted(out))
+
+
 def _slice_devices(spec: dict[str, Any]) -> list[Device]:
     """A ResourceSlice's devices, each with where it is reachable (the slice's nodeName, nodeSelector or
     allNodes, or per device with perDeviceNodeSelection)."""
@@ -73,7 +112,8 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
         out.append(Device(driver, pool, as_text(required(d, "name", what), f"{what}.name"),
                           _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms,
                           tuple(_device_taint(t, f"{what}.taints[{j}]")
-                                for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints")))))
+                                for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints"))),
+                          _consumes(d, what)))
     return out
 
 
