@@ -147,20 +147,50 @@ def _options(claim: dict, classes: dict, devices, nodes: set[str]) -> list[list[
     return out
 
 
-def _distinct(slots: list[list[str]], used: set[str]) -> bool:
-    """Some choice of one device per slot, all distinct and none in `used` (depth first)."""
+def _counters(docs: list[dict]) -> tuple[dict[tuple[str, str, str], Any], dict[str, list[tuple[str, str, str, Any]]]]:
+    """Partitionable devices: each (driver/pool, counter set, counter)'s value, and what each device consumes of them."""
+    values: dict[tuple[str, str, str], Any] = {}
+    consumes: dict[str, list[tuple[str, str, str, Any]]] = {}
+    for d in docs:
+        if d.get("kind") != "ResourceSlice":
+            continue
+        spec = d.get("spec") or {}
+        pool = f"{spec['driver']}/{spec['pool']['name']}"
+        for counter_set in spec.get("sharedCounters") or []:
+            for name, c in (counter_set.get("counters") or {}).items():
+                values[(pool, counter_set["name"], name)] = exact(c["value"])
+        for dev in spec.get("devices") or []:
+            consumes[f"{pool}/{dev['name']}"] = [(pool, use["counterSet"], name, exact(c["value"]))
+                                                for use in dev.get("consumesCounters") or []
+                                                for name, c in (use.get("counters") or {}).items()]
+    return values, consumes
+
+
+def _within(used: set[str], counters) -> bool:
+    """The devices of `used` together consume no counter beyond its value."""
+    values, consumes = counters
+    total: dict[tuple[str, str, str], Any] = {}
+    for key in used:
+        for pool, counter_set, name, milli in consumes.get(key, ()):
+            total[(pool, counter_set, name)] = total.get((pool, counter_set, name), 0) + milli
+    return all(amount <= values.get(counter, 0) for counter, amount in total.items())
+
+
+def _distinct(slots: list[list[str]], used: set[str], counters) -> bool:
+    """Some choice of one device per slot, all distinct, none in `used`, within the shared counters (depth first)."""
     if not slots:
         return True
     first, rest = min(slots, key=len), list(slots)
     rest.remove(first)
-    return any(_distinct(rest, used | {k}) for k in first if k not in used)
+    return any(_distinct(rest, used | {k}, counters) for k in first
+               if k not in used and _within(used | {k}, counters))
 
 
-def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]], used: set[str]) -> bool:
+def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]], used: set[str], counters) -> bool:
     """Some alternative per request whose devices can all be distinct."""
     if not requests:
-        return _distinct(chosen, used)
-    return any(_some_choice(requests[1:], chosen + option, used) for option in requests[0])
+        return _distinct(chosen, used, counters)
+    return any(_some_choice(requests[1:], chosen + option, used, counters) for option in requests[0])
 
 
 def dra_extended_resources(docs: list[dict]) -> dict[str, str]:
@@ -227,7 +257,8 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
             out.append(f"claim {name} cannot be met on {', '.join(sorted(nodes))}")
         else:
             requests.extend(options)
-    if not out and not all(_some_choice(part, [], allocated) for part in _independent(requests)):
+    counters = _counters(docs)
+    if not out and not all(_some_choice(part, [], allocated, counters) for part in _independent(requests)):
         out.append("the placed pods' claims need more distinct devices than their nodes reach")
     return out
 

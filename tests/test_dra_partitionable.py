@@ -139,3 +139,10 @@ def test_the_one_at_a_time_baseline_respects_the_counters_too() -> None:
     """kube-scheduler's way (a pod at a time, --baseline): the same two halves, never the physical GPU twice."""
     plan = plan_for([node("gpu-1"), device_class(), *gpu_in_parts(), *_pods(3)], baseline=True)
     assert len(plan.assignments) == 2 and memory_used(allocated(plan)) == 40
+
+
+def test_the_independent_checker_counts_the_counters() -> None:
+    """testkit's checker (which every plan here passes) refuses three pods on one 40Gi GPU in parts."""
+    docs = [node("gpu-1"), device_class(), *gpu_in_parts(), *_pods(3)]
+    assert check_plan(docs, {f"default/p{i}": "gpu-1" for i in range(2)}) == []
+    assert check_plan(docs, {f"default/p{i}": "gpu-1" for i in range(3)}) != []
