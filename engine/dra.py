@@ -13,7 +13,7 @@ claims mean, once per snapshot (engine.resolve puts it on the snapshot's copy of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -123,10 +123,10 @@ class Allocator:
         return [d for d in near if d.key not in taken and self.counters.fits(d, taken) and self.serves(d, sub)]
 
     def serves(self, device: Device, sub: SubRequest) -> bool:
-        """`device` is of `sub`'s class, satisfies its selectors and the class's, and has no taint it does not
-        tolerate (NoSchedule, NoExecute)."""
+        """`device` is of `sub`'s class, satisfies its selectors and the class's, has no taint it does not
+        tolerate (NoSchedule, NoExecute), and its pool is valid (engine.dra_counters)."""
         cls = self.devices.classes.get(sub.device_class)
-        return (cls is not None and not device.untolerated(sub.tolerations)
+        return (cls is not None and self.counters.usable(device) and not device.untolerated(sub.tolerations)
                 and self.selectors.matches(device, cls.selectors, cls.name)
                 and self.selectors.matches(device, sub.selectors))
 
@@ -145,20 +145,30 @@ class Allocator:
         return out
 
     def _claim(self, claim: ResourceClaim, node: Node, taken: set[str]) -> tuple[tuple[str, str], ...] | None:
-        """One claim: each request's first alternative that fits, its devices agreeing on every
-        matchAttribute (tried per value of the attribute)."""
+        """One claim: each request's first alternative that fits, its devices agreeing on every matchAttribute
+        (tried per value of the attribute); where partitionable devices' counters make one request's choice spoil
+        a later one's, the earlier requests' other choices are tried, as upstream's allocator backtracks
+        (PICK_STEPS choices at most)."""
         constrained = {r for requests, _ in claim.match_attributes for r in (requests or [q.name for q in claim.requests])}
+        budget = [PICK_STEPS]
         for values in self._attribute_choices(claim, node, taken):
-            picked: list[tuple[str, str]] = []
-            used = set(taken)
-            for request in claim.requests:
-                got = self._request(request.alternatives, node, used, values if request.name in constrained else {})
-                if got is None:
-                    break
-                picked += got
-                used.update(device for _, device in got)
-            else:
-                return tuple(picked)
+            agree = [values if request.name in constrained else {} for request in claim.requests]
+            found = self._requests(list(zip(claim.requests, agree)), node, set(taken), budget)
+            if found is not None:
+                return tuple(found)
+        return None
+
+    def _requests(self, requests: list[tuple[DeviceRequest, dict[str, object]]], node: Node, used: set[str],
+                  budget: list[int]) -> list[tuple[str, str]] | None:
+        if not requests:
+            return []
+        (request, agree), rest = requests[0], requests[1:]
+        for got in self._request(request.alternatives, node, used, agree, budget):
+            after = self._requests(rest, node, used | {device for _, device in got}, budget)
+            if after is not None:
+                return got + after
+            if budget[0] <= 0:
+                break
         return None
 
     def _attribute_choices(self, claim: ResourceClaim, node: Node, taken: set[str]) -> list[dict[str, object]]:
@@ -171,52 +181,48 @@ class Allocator:
             choices = [{**c, attribute: v} for c in choices for v in sorted(seen, key=str)]
         return choices
 
-    def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str],
-                 agree: dict[str, object]) -> list[tuple[str, str]] | None:
+    def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str], agree: dict[str, object],
+                 budget: list[int]) -> Iterator[list[tuple[str, str]]]:
+        """The ways to serve one request, best first: its alternatives in order, and for each the devices
+        (contested by the fewest pods, then the smallest partitions, first)."""
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
                            key=lambda d: (self.contested.get(d.key, 0), self.counters.share(d)))
             if sub.all:  # every matching device, none of them taken, their counters all met at once
-                if (found and len(found) == len(self.candidates(sub, node, set()) or ())
-                        and self._pick(found, len(found), used) is not None):
-                    return [(sub.name, d.key) for d in found]
-            elif len(found) >= sub.count and (chosen := self._pick(found, sub.count, used)) is not None:
-                return [(sub.name, d.key) for d in chosen]
-        return None
+                if found and len(found) == len(self.candidates(sub, node, set()) or ()):
+                    for _ in self._picks(found, len(found), used, budget):
+                        yield [(sub.name, d.key) for d in found]
+                        break
+            elif len(found) >= sub.count:
+                for chosen in self._picks(found, sub.count, used, budget):
+                    yield [(sub.name, d.key) for d in chosen]
 
-    def _pick(self, found: list[Device], count: int, used: set[str]) -> list[Device] | None:
-        """`count` of `found`, in their order, whose shared counters hold together beside `used`: the first
-        `count` without counters; otherwise searched depth first, as upstream's allocator backtracks (bounded:
-        PICK_STEPS tries, then "no")."""
+    def _picks(self, found: list[Device], count: int, used: set[str], budget: list[int]) -> Iterator[list[Device]]:
+        """Sets of `count` of `found`, in their order, whose shared counters hold together beside `used`: only the
+        first `count` without counters; otherwise depth first, while the budget lasts."""
         if not any(d.consumes for d in found):
-            return found[:count]
+            yield found[:count]
+            return
         chosen: list[Device] = []
-        in_use = set(used)
-        steps = 0
 
-        def extend(start: int) -> bool:
-            nonlocal steps
+        def extend(start: int, in_use: set[str]) -> Iterator[list[Device]]:
             if len(chosen) == count:
-                return True
+                yield list(chosen)
+                return
             for i in range(start, len(found) - (count - len(chosen)) + 1):
-                steps += 1
-                if steps > PICK_STEPS:
-                    return False
-                device = found[i]
-                if self.counters.fits(device, in_use):
-                    chosen.append(device)
-                    in_use.add(device.key)
-                    if extend(i + 1):
-                        return True
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return
+                if self.counters.fits(found[i], in_use):
+                    chosen.append(found[i])
+                    yield from extend(i + 1, in_use | {found[i].key})
                     chosen.pop()
-                    in_use.discard(device.key)
-            return False
 
-        return chosen if extend(0) else None
+        yield from extend(0, set(used))
 
 
-PICK_STEPS = 10_000  # devices tried for one request among partitionable devices before giving up
+PICK_STEPS = 10_000  # devices tried for one claim among partitionable devices before giving up
 
 
 @dataclass(frozen=True, slots=True)

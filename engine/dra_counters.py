@@ -43,12 +43,12 @@ class Counters:
             found = self.sets.get((device.pool_key, counter_set))
             if found is None:
                 return f"counter set {counter_set} not found"
-            if name not in found:
+            if name and name not in found:
                 return f"counter {name} not found in counter set {counter_set}"
         return ""
 
     def usable(self, device: Device) -> bool:
-        """Its pool is valid (a device of an invalid pool is never allocated)."""
+        """Its pool is valid (no device of an invalid pool is allocated, consuming counters or not)."""
         return device.pool_key not in self.invalid
 
     def used(self, pool: str, in_use: Collection[str]) -> dict[tuple[str, str], int]:
@@ -65,8 +65,6 @@ class Counters:
         pool stays within its value (upstream checks them all, so a pool overcommitted already takes no more)."""
         if not device.consumes:
             return True
-        if not self.usable(device):
-            return False
         used = self.used(device.pool_key, in_use)
         if device.key not in in_use:
             for counter_set, name, milli in device.consumes:

@@ -84,13 +84,15 @@ def _shared_counters(devices: Devices, spec: dict[str, Any]) -> None:
 
 
 def _consumes(d: dict[str, Any], what: str) -> tuple[tuple[str, str, int], ...]:
-    """A device's consumesCounters: (counter set, counter, milli-units)."""
+    """A device's consumesCounters: (counter set, counter, milli-units); a set it names without counters as
+    (set, "", 0), so that its pool is still checked for the set."""
     out = []
     for j, raw in enumerate(as_list(d.get("consumesCounters"), f"{what}.consumesCounters")):
         where = f"{what}.consumesCounters[{j}]"
         use = as_mapping(raw, where)
         counter_set = as_text(required(use, "counterSet", where), f"{where}.counterSet")
-        out += [(counter_set, name, milli) for name, milli in _counters(use.get("counters"), f"{where}.counters").items()]
+        counters = _counters(use.get("counters"), f"{where}.counters")
+        out += [(counter_set, name, milli) for name, milli in counters.items()] or [(counter_set, "", 0)]
     return tuple(sorted(out))
 
 

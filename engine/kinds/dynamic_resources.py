@@ -170,7 +170,7 @@ def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
     that pods of different kinds (a whole GPU, its halves) never count on one physical device twice. A relaxation:
     Reserve allocates exactly."""
     counters = allocator.counters
-    names = sorted({name for shape in asks for d in free[shape] for _, name, _ in d.consumes})
+    names = sorted({name for shape in asks for d in free[shape] for _, name, _ in d.consumes} - {""})
     nodes = build.index.nodes
     where = {n.name: i for i, n in enumerate(nodes)}
     for counter in names:
