@@ -17,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .dra_capacity import Consumed, consumed
+from .dra_capacity import fits as capacity_fits
 from .dra_counters import Counters
 from .model import (
     DEVICE_CLASS_PREFIX,
@@ -100,15 +102,59 @@ class Allocator:
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
     contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
     counters: Counters = field(init=False)  # partitionable devices' shared counters
+    # consumable capacity: each share of a device allowing multiple allocations, by its token in `taken`
+    amounts: dict[str, Consumed] = field(default_factory=dict)  # share token -> what it consumes
+    shares: dict[str, dict[str, None]] = field(default_factory=dict)  # device key -> its share tokens
+    by_key: dict[str, Device] = field(init=False)
 
     def __post_init__(self) -> None:
         self.counters = Counters.of(self.devices)
         self.pinned, self.roaming = {}, []
+        self.by_key = {d.key: d for d in self.devices.devices}
         for d in self.devices.devices:
             if d.node is not None:
                 self.pinned.setdefault(d.node, []).append(d)
             else:
                 self.roaming.append(d)
+        for claim in self.devices.claims.values():
+            if claim.allocated is not None:
+                for i, (key, amount) in enumerate(claim.shares):
+                    self._share(share_token(key, f"{claim.key}#{i}"), key, amount)
+
+    def _share(self, token: str, key: str, amount: Consumed) -> None:
+        self.amounts[token] = amount
+        self.shares.setdefault(key, {})[token] = None
+
+    def used_shares(self, device: Device, taken: set[str]) -> list[Consumed]:
+        """What the device's shares in `taken` consume."""
+        return [self.amounts[t] for t in self.shares.get(device.key, ()) if t in taken]
+
+    def free(self, device: Device, sub: SubRequest, taken: set[str]) -> bool:
+        """`device` may serve `sub` beside `taken`: not taken (a device allowing multiple allocations: with room
+        for what `sub` consumes beside its shares), within its pool's counters, and fit for the capacity asked."""
+        if device.multiple:
+            amount = consumed(device, sub)
+            return (amount is not None and capacity_fits(device, amount, self.used_shares(device, taken))
+                    and self.counters.fits(device, taken))
+        return (device.key not in taken and self.counters.fits(device, taken)
+                and (not sub.capacity or consumed(device, sub) is not None))
+
+    def held(self, claim: str, picked: Iterable[tuple[str, str]], subs: dict[str, SubRequest]) -> set[str]:
+        """What `picked` (request, device key) of `claim` adds to `taken`: each device's key, and for a device
+        allowing multiple allocations a share token (what it consumes recorded)."""
+        out = set()
+        for request, key in picked:
+            out.add(key)
+            device = self.by_key[key]
+            if device.multiple and (amount := consumed(device, subs[request])) is not None:
+                token = share_token(key, f"{claim}/{request}")
+                self._share(token, key, amount)
+                out.add(token)
+        return out
+
+    def share_of(self, claim: str, request: str, key: str) -> Consumed | None:
+        """What the share `claim`'s `request` got of the device consumes (None: not a share)."""
+        return self.amounts.get(share_token(key, f"{claim}/{request}"))
 
     def reaches(self, node: Node) -> bool:
         """Whether any device could serve a pod on `node` (nodes without one are rejected without allocating)."""
@@ -120,7 +166,7 @@ class Allocator:
         if sub.device_class not in self.devices.classes:
             return None
         near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
-        return [d for d in near if d.key not in taken and self.counters.fits(d, taken) and self.serves(d, sub)]
+        return [d for d in near if self.free(d, sub, taken) and self.serves(d, sub)]
 
     def serves(self, device: Device, sub: SubRequest) -> bool:
         """`device` is of `sub`'s class, satisfies its selectors and the class's, has no taint it does not
@@ -140,7 +186,7 @@ class Allocator:
             if got is None:
                 return None
             out[claim.key] = got
-            mine.update(device for _, device in got)
+            mine |= self.held(claim.key, got, _subs(claim))
         taken.update(mine)
         return out
 
@@ -153,18 +199,18 @@ class Allocator:
         budget = [PICK_STEPS]
         for values in self._attribute_choices(claim, node, taken):
             agree = [values if request.name in constrained else {} for request in claim.requests]
-            found = self._requests(list(zip(claim.requests, agree)), node, set(taken), budget)
+            found = self._requests(claim, list(zip(claim.requests, agree)), node, set(taken), budget)
             if found is not None:
                 return tuple(found)
         return None
 
-    def _requests(self, requests: list[tuple[DeviceRequest, dict[str, object]]], node: Node, used: set[str],
-                  budget: list[int]) -> list[tuple[str, str]] | None:
+    def _requests(self, claim: ResourceClaim, requests: list[tuple[DeviceRequest, dict[str, object]]], node: Node,
+                  used: set[str], budget: list[int]) -> list[tuple[str, str]] | None:
         if not requests:
             return []
         (request, agree), rest = requests[0], requests[1:]
         for got in self._request(request.alternatives, node, used, agree, budget):
-            after = self._requests(rest, node, used | {device for _, device in got}, budget)
+            after = self._requests(claim, rest, node, used | self.held(claim.key, got, _subs(claim)), budget)
             if after is not None:
                 return got + after
             if budget[0] <= 0:
@@ -222,6 +268,15 @@ class Allocator:
         yield from extend(0, set(used))
 
 
+def share_token(key: str, owner: str) -> str:
+    """How one share of a device allowing multiple allocations stands in a set of taken devices."""
+    return f"{key}#{owner}"
+
+
+def _subs(claim: ResourceClaim) -> dict[str, SubRequest]:
+    return {sub.name: sub for request in claim.requests for sub in request.alternatives}
+
+
 PICK_STEPS = 10_000  # devices tried for one claim among partitionable devices before giving up
 
 
@@ -236,17 +291,21 @@ class ClaimAllocation:
     config: tuple[dict[str, Any], ...] = ()  # status.allocation.devices.config
     create: dict[str, Any] | None = None  # a pod's extended-resource claim not created yet: its spec
     mappings: tuple[tuple[str, str, str], ...] = ()  # then which request serves which container's resource
+    shares: tuple[tuple[str, str, Consumed], ...] = ()  # (request, device key, consumedCapacity): shared devices
 
 
-def allocation_results(devices: Devices, allocation: Allocation) -> dict[str, ClaimAllocation]:
-    """Each allocated claim's status.allocation content (upstream's allocator: devices, node selector, config)."""
-    by_key = {d.key: d for d in devices.devices}
+def allocation_results(allocator: Allocator, allocation: Allocation) -> dict[str, ClaimAllocation]:
+    """Each allocated claim's status.allocation content (upstream's allocator: devices, node selector, config,
+    and what each share of a device allowing multiple allocations consumes)."""
+    devices = allocator.devices
     out = {}
     for key, picked in allocation.items():
         claim = devices.claims[key]
-        out[key] = ClaimAllocation(picked, node_selector([by_key[d] for _, d in picked]),
+        shares = tuple((r, d, amount) for r, d in picked if (amount := allocator.share_of(key, r, d)) is not None)
+        out[key] = ClaimAllocation(picked, node_selector([allocator.by_key[d] for _, d in picked]),
                                    allocation_config(claim, devices.classes, {r for r, _ in picked}),
-                                   _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings)
+                                   _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings,
+                                   shares)
     return out
 
 
@@ -427,8 +486,14 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
 
 
 def taken_devices(devices: Devices) -> set[str]:
-    """Devices allocated to some claim already: no other claim gets them."""
-    return {key for claim in devices.claims.values() if claim.allocated for key in claim.allocated}
+    """Devices allocated to some claim already: no other claim gets them, unless they allow multiple allocations
+    (their shares are here too, by token: `Allocator` knows what each consumes)."""
+    out: set[str] = set()
+    for claim in devices.claims.values():
+        if claim.allocated:
+            out.update(claim.allocated)
+            out.update(share_token(key, f"{claim.key}#{i}") for i, (key, _) in enumerate(claim.shares))
+    return out
 
 
 def claim_shapes(pod: Pod) -> tuple:

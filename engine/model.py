@@ -283,6 +283,19 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    """A device capacity's requestPolicy (DRAConsumableCapacity), in milli-units: what a request that names no
+    amount consumes (`default`), and the amounts allowed: `valid_values` (ascending), or the range from `least`
+    up to `most` (None: no bound) in steps of `step` (None: any amount)."""
+
+    default: int | None = None
+    valid_values: tuple[int, ...] = ()
+    least: int | None = None
+    most: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Device:
     """A device a DRA driver publishes in a ResourceSlice, and where it can be used: on one node (`node`), on
     the nodes its selector admits (`node_terms`), or anywhere (both None)."""
@@ -296,6 +309,8 @@ class Device:
     node_terms: tuple[NodeSelectorTerm, ...] | None = None
     taints: tuple[Taint, ...] = ()  # its own (ResourceSlice) and DeviceTaintRules'
     consumes: tuple[tuple[str, str, int], ...] = ()  # consumesCounters: (counter set, counter, milli-units)
+    multiple: bool = False  # allowMultipleAllocations: shared by claims within its capacity (consumable capacity)
+    policies: tuple[tuple[str, str, CapacityPolicy], ...] = ()  # capacity[].requestPolicy, by (domain, name)
 
     @property
     def key(self) -> str:
@@ -346,6 +361,7 @@ class SubRequest:
     count: int = 1
     all: bool = False
     tolerations: tuple[Toleration, ...] = ()  # device taints it tolerates
+    capacity: tuple[tuple[str, int], ...] = ()  # capacity.requests: (qualified name as written, milli-units)
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +386,8 @@ class ResourceClaim:
     config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
     extended_owner: str | None = None  # the pod whose extended resources it serves (upstream's special claim)
     mappings: tuple[tuple[str, str, str], ...] = ()  # for such a claim made here: (container, resource, request)
+    shares: tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...] = ()
+    # allocated shares of devices allowing multiple allocations: (device key, consumedCapacity as (domain, name, milli))
 
     @property
     def key(self) -> str:

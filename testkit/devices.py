@@ -31,7 +31,8 @@ def _cel_device(driver: str, dev: dict) -> dict:
     for key, value in (dev.get("capacity") or {}).items():
         domain, _, name = key.rpartition("/")
         caps.setdefault(domain or driver, {})[name] = int(exact(value["value"]) * 1000)
-    return {"device": {"driver": driver, "attributes": attrs, "capacity": caps}}
+    return {"device": {"driver": driver, "attributes": attrs, "capacity": caps,
+                       "allowMultipleAllocations": bool(dev.get("allowMultipleAllocations"))}}
 
 
 @cache
@@ -147,8 +148,10 @@ def _options(claim: dict, classes: dict, devices, nodes: set[str]) -> list[list[
     return out
 
 
-def _counters(docs: list[dict]) -> tuple[dict[tuple[str, str, str], Any], dict[str, list[tuple[str, str, str, Any]]]]:
-    """Partitionable devices: each (driver/pool, counter set, counter)'s value, and what each device consumes of them."""
+def _counters(docs: list[dict]) -> tuple[dict[tuple[str, str, str], Any], dict[str, list[tuple[str, str, str, Any]]],
+                                          set[str]]:
+    """Partitionable devices: each (driver/pool, counter set, counter)'s value, and what each device consumes of
+    them; and the devices allowing multiple allocations (consumable capacity)."""
     values: dict[tuple[str, str, str], Any] = {}
     consumes: dict[str, list[tuple[str, str, str, Any]]] = {}
     for d in docs:
@@ -163,12 +166,15 @@ def _counters(docs: list[dict]) -> tuple[dict[tuple[str, str, str], Any], dict[s
             consumes[f"{pool}/{dev['name']}"] = [(pool, use["counterSet"], name, exact(c["value"]))
                                                 for use in dev.get("consumesCounters") or []
                                                 for name, c in (use.get("counters") or {}).items()]
-    return values, consumes
+    multiple = {f"{d['spec']['driver']}/{d['spec']['pool']['name']}/{dev['name']}" for d in docs
+                if d.get("kind") == "ResourceSlice" for dev in (d.get("spec") or {}).get("devices") or []
+                if dev.get("allowMultipleAllocations")}
+    return values, consumes, multiple
 
 
 def _within(used: set[str], counters) -> bool:
     """The devices of `used` together consume no counter beyond its value."""
-    values, consumes = counters
+    values, consumes, _ = counters
     total: dict[tuple[str, str, str], Any] = {}
     for key in used:
         for pool, counter_set, name, milli in consumes.get(key, ()):
@@ -182,8 +188,8 @@ def _distinct(slots: list[list[str]], used: set[str], counters) -> bool:
         return True
     first, rest = min(slots, key=len), list(slots)
     rest.remove(first)
-    return any(_distinct(rest, used | {k}, counters) for k in first
-               if k not in used and _within(used | {k}, counters))
+    return any(_distinct(rest, used | {k}, counters) for k in first  # shared devices: as often as asked (their
+               if (k not in used or k in counters[2]) and _within(used | {k}, counters))  # capacity: the tests')
 
 
 def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]], used: set[str], counters) -> bool:

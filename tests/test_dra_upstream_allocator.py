@@ -4,7 +4,8 @@ all three allocators share), transcribed with the same slices, classes, claims a
 and the result upstream expects: per claim, the (request, driver/pool/device) allocated, or None where upstream
 allocates nothing (no result, or an error such as "invalid resource pools were encountered": both leave the pod
 unschedulable on the node). The rows cover what we implement of 1.37: partitionable devices (shared counters,
-per-device node selection), device taints, prioritized lists and constraints meeting them."""
+per-device node selection), consumable capacity (shared devices, request policies), device taints, prioritized
+lists and constraints meeting them. Where upstream expects a consumedCapacity, the row checks ours too."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from engine.dra import Allocator, node_selector, taken_devices
+from engine.dra_capacity import quantity
 from engine.load import build_cluster
 
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
@@ -107,6 +109,7 @@ class Case:
     allocated: list[str] = field(default_factory=list)  # device keys allocated already
     node: str = NODE1
     selector: dict | None = None  # the allocation's node selector, where the row checks it
+    amounts: list[list[str]] | None = None  # per claim, each result's consumedCapacity of capacity-0 (shares)
 
 
 def counters(**values: str) -> dict[str, str]:
@@ -333,12 +336,107 @@ CASES: dict[str, Case] = {
 }
 
 
+def shared(name: str, capacity: str | None = None, policy: str | None = None, valid: tuple[str, ...] = (),
+           attributes: dict[str, Any] | None = None, capacity_name: str = "capacity-0") -> dict:
+    """device(name, ...).withAllowMultipleAllocations(), with capacity-0 of `capacity`; `policy`: "range"
+    (withCapacityRequestPolicyRange: default 2, min 2, step 2, max 4) or "values" (withCapacityRequestPolicyValidValues:
+    default `valid[0]`, validValues `valid`)."""
+    out = dev(name, attributes=attributes)
+    out["allowMultipleAllocations"] = True
+    if capacity is not None:
+        cap: dict[str, Any] = {"value": capacity}
+        if policy == "range":
+            cap["requestPolicy"] = {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}}
+        elif policy == "values":
+            cap["requestPolicy"] = {"default": valid[0], "validValues": list(valid)}
+        out["capacity"] = {capacity_name: cap}
+    return out
+
+
+def wants(req: dict, amount: str) -> dict:
+    """withCapacityRequest: `amount` of capacity-0."""
+    body = req.get("exactly", req)
+    body["capacity"] = {"requests": {"capacity-0": amount}}
+    return req
+
+
+MULTI = ("multi",)  # classWithAllowMultipleAllocations(class-a, driver-a, true)
+CAPACITY_CASES: dict[str, Case] = {
+    "consumable-capacity-multi-allocatable-device-with-missing-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1", capacity_name="capacity-1"),))],
+        [claim("claim-0", wants(request("req-0"), "1"))], None),
+    "consumable-capacity-multi-allocatable-device-without-capacity-without-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1"),))],
+        [claim("claim-0", request("req-0")), claim("claim-1", request("req-0"))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]], classes=MULTI),
+    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1"), shared("device-2", "1")))],
+        [claim("claim-0", request("req-0")), claim("claim-1", request("req-0"))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-2"))]], classes=MULTI,
+        amounts=[["1"], ["1"]]),
+    "consumable-capacity-multi-allocatable-device-without-policy-without-capacity-request-block": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2"),))],
+        [claim("claim-0", request("req-0")), claim("claim-1", request("req-0"))], None, classes=MULTI),
+    "consumable-capacity-multi-allocatable-device-without-policy-with-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2"),))],
+        [claim("claim-0", wants(request("req-0"), "1")), claim("claim-1", wants(request("req-0"), "1"))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["1"], ["1"]]),
+    "consumable-capacity-multi-allocatable-device-with-policy-without-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "4", "range"),))],
+        [claim("claim-0", request("req-0")), claim("claim-1", request("req-0"))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"], ["2"]]),
+    "consumable-capacity-multi-allocatable-device-with-zero-request-policy": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1", "values", ("0",)),))],
+        [claim("claim-0", request("req-0")), claim("claim-1", request("req-0"))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["0"], ["0"]]),
+    "consumable-capacity-multi-allocatable-device-violates-zero-request-policy": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1", "values", ("0",)),))],
+        [claim("claim-0", wants(request("req-0"), "1"))], None, classes=MULTI),
+    "consumable-capacity-multi-allocatable-device-with-range-policy-with-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "4", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "1")), claim("claim-1", wants(request("req-0"), "1"))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"], ["2"]]),
+    "consumable-capacity-multi-allocatable-device-with-range-policy-step": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "4", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "3"))], [[("req-0", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["4"]]),
+    "consumable-capacity-multi-allocatable-device-with-valid-values-policy": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "4", "values", ("1", "2")),))],
+        [claim("claim-0", wants(request("req-0"), "2"))], [[("req-0", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"]]),
+    "consumable-capacity-multi-allocatable-device-with-exceeded-consumable-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "1")), claim("claim-1", wants(request("req-0"), "2"))], None,
+        classes=MULTI),
+    "consumable-capacity-multi-allocatable-device-with-request-over-max-sharing-policy": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "10", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "6"))], None, classes=MULTI),
+    "consumable-capacity-with-multi-allocatable-device-backtrack": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(
+            shared("device-2", "2", "range", attributes={"stringAttribute": "stringAttributeValue1"}),
+            shared("device-1", "4", "range", attributes={"stringAttribute": "stringAttributeValue2"})))],
+        [claim("claim-0", wants(request("req-0"), "2"), wants(request("req-1"), "2"),
+               match_attribute=f"{DRIVER_A}/stringAttribute"),
+         claim("claim-1", wants(request("req-0"), "2"))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-1", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-2"))]], amounts=[["2", "2"], ["2"]]),
+    "consumable-capacity-multi-allocatable-device-with-subrequest": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2", "range"),))],
+        [claim("claim-0", prioritized("req-0", wants(request("subReq-0"), "4"), wants(request("subReq-1"), "2"),
+                                      request("subReq-1")))],
+        [[("req-0/subReq-1", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"]]),
+}
+CASES.update(CAPACITY_CASES)
+
+
 def _docs(case: Case) -> list[dict]:
     nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {"region": r}},
               "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
              for n, r in ((NODE1, "region-1"), (NODE2, "region-2"))]
     classes = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"class-{d[-1]}"},
-                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{d}"'}}]}} for d in case.classes]
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{d}"'}}]}} for d in case.classes
+               if d != "multi"]
+    if "multi" in case.classes:
+        classes.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "class-a"},
+                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER_A}" && '
+                                                                      "device.allowMultipleAllocations == true"}}]}})
     held = []
     for i, key in enumerate(case.allocated):
         driver, pool, device = key.split("/")
@@ -360,6 +458,10 @@ def test_upstream_allocator_case(name: str) -> None:
         return
     assert got is not None
     assert [sorted(got[c.key]) for c in claims] == [sorted(e) for e in case.expect]
+    if case.amounts is not None:
+        shown = [[quantity(m) for r, d in got[c.key] for _, n, m in allocator.share_of(c.key, r, d) or ()
+                  if n == "capacity-0"] for c in claims]
+        assert shown == case.amounts
     if case.selector is not None:
         by_key = {d.key: d for d in cluster.devices.devices}
         assert node_selector([by_key[d] for _, d in got[claims[0].key]]) == case.selector

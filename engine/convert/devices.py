@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..model import (
+    CapacityPolicy,
     Device,
     DeviceClass,
     DeviceRequest,
@@ -115,7 +116,9 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
                           _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms,
                           tuple(_device_taint(t, f"{what}.taints[{j}]")
                                 for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints"))),
-                          _consumes(d, what)))
+                          _consumes(d, what), as_bool(d.get("allowMultipleAllocations") or False,
+                                                      f"{what}.allowMultipleAllocations"),
+                          _policies(d, driver, what)))
     return out
 
 
@@ -161,6 +164,34 @@ def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple
     return tuple(sorted(out, key=lambda a: (a[0], a[1])))
 
 
+def _milli(value: Any, what: str) -> int:
+    try:
+        return to_milli(value)
+    except QuantityError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def _policies(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, CapacityPolicy], ...]:
+    """Each capacity's requestPolicy (consumable capacity): default, validValues or validRange (min, max, step)."""
+    out = []
+    for key, raw in as_mapping(d.get("capacity"), f"{what}.capacity").items():
+        where = f"{what}.capacity.{key}.requestPolicy"
+        policy = as_mapping(as_mapping(raw, f"{what}.capacity.{key}").get("requestPolicy"), where)
+        if not policy:
+            continue
+        valid = as_mapping(policy.get("validRange"), f"{where}.validRange")
+        bounds = {k: _milli(valid[k], f"{where}.validRange.{k}") if valid.get(k) is not None else None
+                  for k in ("min", "max", "step")}
+        if bounds["step"] is not None and bounds["step"] <= 0:
+            raise ValueError(f"{where}.validRange.step: must be positive")
+        out.append((*_qualified(as_text(key, f"{what}.capacity key"), driver), CapacityPolicy(
+            _milli(policy["default"], f"{where}.default") if policy.get("default") is not None else None,
+            tuple(sorted(_milli(v, f"{where}.validValues") for v in as_list(policy.get("validValues"),
+                                                                            f"{where}.validValues"))),
+            bounds["min"], bounds["max"], bounds["step"])))
+    return tuple(sorted(out, key=lambda p: (p[0], p[1])))
+
+
 def _device_capacity(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, int], ...]:
     out = []
     for key, raw in as_mapping(d.get("capacity"), f"{what}.capacity").items():
@@ -184,9 +215,12 @@ def _cel_selectors(value: Any, what: str) -> tuple[str, ...]:
 def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
     mode = choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
     count = as_int(raw.get("count") or 1, f"{what}.count", 1)
+    wanted = as_mapping(as_mapping(raw.get("capacity"), f"{what}.capacity").get("requests"), f"{what}.capacity.requests")
     return SubRequest(name, as_text(required(raw, "deviceClassName", what), f"{what}.deviceClassName"),
                       _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
-                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"))
+                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"),
+                      tuple(sorted((as_text(k, f"{what}.capacity.requests key"),
+                                    _milli(v, f"{what}.capacity.requests.{k}")) for k, v in wanted.items())))
 
 
 def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
@@ -226,6 +260,11 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
     results = as_list(as_mapping(allocation.get("devices"), "status.allocation.devices").get("results"),
                     "status.allocation.devices.results")
     selector = as_mapping(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
+    shares = tuple((f"{r['driver']}/{r['pool']}/{r['device']}",
+                    tuple(sorted((*_qualified(str(k), str(r["driver"])), _milli(v, "status.allocation.devices.results"
+                                                                                    ".consumedCapacity"))
+                                 for k, v in as_mapping(r.get("consumedCapacity"), "consumedCapacity").items())))
+                   for r in (as_mapping(x, "result") for x in results) if r.get("shareID"))
     return ResourceClaim(
         ns, name, tuple(requests), tuple(constraints),
         tuple(f"{r['driver']}/{r['pool']}/{r['device']}" for r in (as_mapping(x, "result") for x in results))
@@ -236,4 +275,4 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         bool(obj["metadata"].get("deletionTimestamp")),
         tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(as_list(devices.get("config"),
                                                                                         "spec.devices.config"))),
-        extended_owner(obj["metadata"]))
+        extended_owner(obj["metadata"]), shares=shares)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..dra import Allocator, ClaimAllocation, allocation_results, claim_shapes, taken_devices
+from ..dra_capacity import consumed, shares_left
 from ..dra_counters import Counters
 from ..ir import NodeTerms
 from ..model import DEVICE_ROW, Device, Devices, Node, Pod, ResourceClaim, SubRequest
@@ -116,7 +117,8 @@ class DynamicResources(Kind):
                 for request in claim.requests:
                     if len(request.alternatives) == 1 and not request.alternatives[0].all:
                         sub = request.alternatives[0]
-                        shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations)
+                        shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations,
+                                           capacity=sub.capacity)
                         asks[shape][a] += sub.count
                         askers[shape][f"claim {claim.key} request {request.name}"] = None
         _emit_followers(build)
@@ -125,17 +127,18 @@ class DynamicResources(Kind):
         allocator, taken = self._allocator(build.batch)
         nodes = build.index.nodes
         where = {n.name: i for i, n in enumerate(nodes)}
-        free = {shape: [d for d in allocator.devices.devices if d.key not in taken and allocator.serves(d, shape)]
-                for shape in asks}
+        free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
+                        and allocator.serves(d, shape)] for shape in asks}
         for group in _rows(list(asks), free):
             devices = list({d.key: d for shape in group for d in free[shape]}.values())
             per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
             unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
-            room, shared = _room(devices, nodes, where, unbounded, allocator.counters, taken)
+            room, shared = _room(devices, nodes, where, unbounded, allocator, taken, group)
             name = DEVICE_ROW + " or ".join(_kind_name(shape, list(askers[shape])) for shape in group)
             build.add_resource(name, room, room, per_class, shared)
             _cluster_limit(build, name, room, per_class, unbounded)
         _emit_counters(build, asks, free, allocator, taken)
+        _emit_capacity(build, asks, free, allocator, taken)
 
     def reserving(self, compiled: Compiled) -> bool:
         return any(info.sample.dra.to_allocate or info.sample.dra.follows for info in compiled.classes)
@@ -157,7 +160,7 @@ class DynamicResources(Kind):
             if allocation is None:
                 dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why or ERR_RESERVE}"
                 continue
-            mine = allocation_results(devices, allocation)
+            mine = allocation_results(allocator, allocation)
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
@@ -186,6 +189,47 @@ def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
         most = sum(build.problem.classes[a].count * d for a, d in enumerate(demand)) // scale + 1
         row = [most if u else r // scale for r, u in zip(room, unlimited)]
         build.add_resource(f"{DEVICE_ROW}shared counter {counter}", row, row, [d // scale for d in demand], unlimited)
+
+
+def _emit_capacity(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
+                   allocator: Allocator, taken: set[str]) -> None:
+    """Consumable capacity: per capacity of devices allowing multiple allocations (`memory`), each node's free
+    amount of it on such devices only it reaches, and each class's least use of it per pod (0 where its kind has
+    a device not shared, which the count rows hold), so that pods of different kinds never share past a device's
+    capacity. A relaxation: Reserve allocates exactly."""
+    names = sorted({(domain, name) for shape in asks for d in free[shape] if d.multiple
+                    for domain, name, _ in d.capacity})
+    nodes = build.index.nodes
+    where = {n.name: i for i, n in enumerate(nodes)}
+    for capacity in names:
+        demand = [0] * len(build.classes)
+        for shape, per_class in asks.items():
+            least = min((_use(d, shape, capacity) for d in free[shape]), default=0)
+            for a, count in per_class.items():
+                demand[a] += least * count
+        if not any(demand):
+            continue
+        room, unlimited = [0] * len(nodes), [False] * len(nodes)
+        for device in {d.key: d for shape in asks for d in free[shape] if d.multiple}.values():
+            left = {(dm, n): v for dm, n, v in device.capacity}.get(capacity, 0) - sum(
+                m for share in allocator.used_shares(device, taken) for dm, n, m in share if (dm, n) == capacity)
+            if device.node is not None:
+                if device.node in where:
+                    room[where[device.node]] += max(0, left)
+                continue
+            for i, node in enumerate(nodes):
+                unlimited[i] = unlimited[i] or device.reachable(node)
+        scale = reduce(gcd, [*demand, *room])
+        most = sum(build.problem.classes[a].count * d for a, d in enumerate(demand)) // scale + 1
+        row = [most if u else r // scale for r, u in zip(room, unlimited)]
+        build.add_resource(f"{DEVICE_ROW}capacity {'/'.join(capacity)}", row, row, [d // scale for d in demand],
+                           unlimited)
+
+
+def _use(device: Device, shape: SubRequest, capacity: tuple[str, str]) -> int:
+    """What one allocation of `shape` consumes of a shared device's `capacity` (0: a device not shared)."""
+    amount = consumed(device, shape) if device.multiple else None
+    return next((m for dm, n, m in amount or () if (dm, n) == capacity), 0)
 
 
 def _counter_room(counters: Counters, counter: str, devices: list[Device], nodes: list[Node], where: dict[str, int],
@@ -328,14 +372,21 @@ def _overlapping(shapes: list[SubRequest], keys: dict[SubRequest, set[str]]) -> 
     return [sorted(g[0], key=shapes.index) for g in groups if len(g[0]) > 1]
 
 
-def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int, counters: Counters,
-          taken: set[str]) -> tuple[list[int], list[bool]]:
+def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int, allocator: Allocator,
+          taken: set[str], shapes: tuple[SubRequest, ...]) -> tuple[list[int], list[bool]]:
     """Per node: how many of `devices` only it reaches can be in use at once (partitionable devices: within their
-    pools' shared counters); unbounded where a device several nodes reach could serve (Reserve settles those),
-    and which nodes those are."""
+    pools' shared counters; a device allowing multiple allocations: as many shares as its free capacity holds);
+    unbounded where a device several nodes reach could serve (Reserve settles those), and which nodes those are."""
     pinned: dict[int, list[Device]] = defaultdict(list)
+    multiple = [0] * len(nodes)
     shared = [False] * len(nodes)
     for device in devices:
+        if device.node is not None and device.multiple:
+            if device.node in where:
+                multiple[where[device.node]] += max(
+                    (shares_left(device, amount, allocator.used_shares(device, taken), unbounded)
+                     for shape in shapes if (amount := consumed(device, shape)) is not None), default=0)
+            continue
         if device.node is not None:
             if device.node in where:
                 pinned[where[device.node]].append(device)
@@ -343,7 +394,8 @@ def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbou
         for i, node in enumerate(nodes):
             if device.reachable(node):
                 shared[i] = True
-    room = [counters.most(pinned[i], taken) if i in pinned else 0 for i in range(len(nodes))]
+    room = [min(unbounded, multiple[i] + (allocator.counters.most(pinned[i], taken) if i in pinned else 0))
+            for i in range(len(nodes))]
     return [unbounded if s else r for r, s in zip(room, shared)], shared
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 
 from ..dra import ClaimAllocation
+from ..dra_capacity import quantity
 from ..model import EXTENDED_CLAIM_ANNOTATION
 from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta, version
@@ -171,13 +173,20 @@ class ClaimPreBind:
 
 
 def allocation_status(allocated: ClaimAllocation) -> Obj:
-    """status.allocation as upstream's allocator fills it: each request's device, the class's and the claim's
-    config for the requests served, and the node selector the devices are usable from (none: every node)."""
+    """status.allocation as upstream's allocator fills it: each request's device (a share of a device allowing
+    multiple allocations with a new shareID and its consumedCapacity), the class's and the claim's config for the
+    requests served, and the node selector the devices are usable from (none: every node)."""
     results = []
+    shares = {(request, key): amount for request, key, amount in allocated.shares}
     for request, key in allocated.devices:
         driver, rest = key.split("/", 1)  # driver names and device names have no "/"; pool names may
         pool, device = rest.rsplit("/", 1)
-        results.append({"request": request, "driver": driver, "pool": pool, "device": device})
+        result: Obj = {"request": request, "driver": driver, "pool": pool, "device": device}
+        if (request, key) in shares:  # a share of a device allowing multiple allocations: its own ID and amounts
+            result["shareID"] = str(uuid.uuid4())
+            result["consumedCapacity"] = {(name if domain == driver else f"{domain}/{name}"): quantity(milli)
+                                          for domain, name, milli in shares[(request, key)]}
+        results.append(result)
     devices: Obj = {"results": results}
     if allocated.config:
         devices["config"] = list(allocated.config)
