@@ -24,6 +24,7 @@ from testkit.manifests import (
     resource_claim,
     resource_slice,
 )
+from testkit.quantity import exact
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "dra-scheduler"
@@ -237,3 +238,34 @@ def test_device_taint_rules_where_the_apiserver_serves_them(control_plane: Contr
                      for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
                      .get("devices", {}).get("results", []))
     assert devices == ["g0", "g1", "g2"]
+
+
+def test_a_shared_gpu_serves_claims_within_its_capacity(control_plane: ControlPlane, kube: Kube,
+                                                        chart_schedulers) -> None:
+    """Consumable capacity (beta, on in 1.36 and 1.37): a GPU with allowMultipleAllocations and 40Gi of memory;
+    five pods each claiming 10Gi of it. Four are bound to it, each claim a share (its own shareID, consumedCapacity
+    10Gi, as upstream's allocator writes them, accepted by the apiserver); the fifth waits."""
+    ns, sel = "sched-dra-shares", {"e2e": "dra-shares"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-shares-gpu", labels=sel)
+    kube.create(created(device_class("e2e-shares-gpu")))
+    shared = {"name": "g0", "allowMultipleAllocations": True,
+              "capacity": {"memory": {"value": "40Gi",
+                                      "requestPolicy": {"default": "10Gi",
+                                                        "validRange": {"min": "5Gi", "step": "5Gi"}}}}}
+    kube.create(created(resource_slice("dra-shares-gpu", [shared])))
+    for i in range(5):
+        kube.create(created(resource_claim(f"c{i}", {"name": "gpu", "exactly": {
+            "deviceClassName": "e2e-shares-gpu", "capacity": {"requests": {"memory": "8Gi"}}}}, ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(5):
+        kube.create(api_pod(f"p{i}", ns, scheduler=SCHEDULER, cpu="100m", nodeSelector=sel,
+                            resourceClaims=claims(f"c{i}")))
+    wait_for("four bound", lambda: sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 4, timeout=60)
+    time.sleep(2.0)
+    assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 4
+    results = [r for i in range(5) for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
+               .get("devices", {}).get("results", [])]
+    assert len(results) == 4 and {r["device"] for r in results} == {"g0"}
+    assert len({r["shareID"] for r in results}) == 4
+    assert all(exact(r["consumedCapacity"]["memory"]) == exact("10Gi") for r in results)  # 8Gi up to 5Gi steps
