@@ -132,6 +132,8 @@ class Allocator:
     def free(self, device: Device, sub: SubRequest, taken: set[str]) -> bool:
         """`device` may serve `sub` beside `taken`: not taken (a device allowing multiple allocations: with room
         for what `sub` consumes beside its shares), within its pool's counters, and fit for the capacity asked."""
+        if sub.admin and not device.multiple:  # admin access: in use or not, once per claim
+            return share_token(device.key, ADMIN) not in taken and self.counters.fits(device, taken)
         if device.multiple:
             amount = consumed(device, sub)
             return (amount is not None and capacity_fits(device, amount, self.used_shares(device, taken))
@@ -144,6 +146,9 @@ class Allocator:
         allowing multiple allocations a share token (what it consumes recorded)."""
         out = set()
         for request, key in picked:
+            if subs[request].admin:  # held by no one: only the claim itself does not take the device twice
+                out.add(share_token(key, ADMIN))
+                continue
             out.add(key)
             device = self.by_key[key]
             if device.multiple and (amount := consumed(device, subs[request])) is not None:
@@ -186,7 +191,7 @@ class Allocator:
             if got is None:
                 return None
             out[claim.key] = got
-            mine |= self.held(claim.key, got, _subs(claim))
+            mine |= {t for t in self.held(claim.key, got, _subs(claim)) if not t.endswith(f"#{ADMIN}")}
         taken.update(mine)
         return out
 
@@ -277,6 +282,7 @@ def _subs(claim: ResourceClaim) -> dict[str, SubRequest]:
     return {sub.name: sub for request in claim.requests for sub in request.alternatives}
 
 
+ADMIN = "admin"  # the share token's owner for a device an admin-access request of the claim being allocated took
 PICK_STEPS = 10_000  # devices tried for one claim among partitionable devices before giving up
 
 
@@ -292,6 +298,7 @@ class ClaimAllocation:
     create: dict[str, Any] | None = None  # a pod's extended-resource claim not created yet: its spec
     mappings: tuple[tuple[str, str, str], ...] = ()  # then which request serves which container's resource
     shares: tuple[tuple[str, str, Consumed], ...] = ()  # (request, device key, consumedCapacity): shared devices
+    admin: tuple[str, ...] = ()  # the requests (or subrequests) served with admin access
 
 
 def allocation_results(allocator: Allocator, allocation: Allocation) -> dict[str, ClaimAllocation]:
@@ -305,7 +312,7 @@ def allocation_results(allocator: Allocator, allocation: Allocation) -> dict[str
         out[key] = ClaimAllocation(picked, node_selector([allocator.by_key[d] for _, d in picked]),
                                    allocation_config(claim, devices.classes, {r for r, _ in picked}),
                                    _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings,
-                                   shares)
+                                   shares, tuple(r for r, _ in picked if _subs(claim)[r].admin))
     return out
 
 
@@ -370,14 +377,15 @@ def _attribute(device: Device, domain: str, name: str) -> object | None:
     return next((v for d, n, v in device.attributes if n == name and (d == domain or not domain)), None)
 
 
-def pod_claims(pending: list[Pod], claims: dict[str, ResourceClaim]) -> dict[str, PodClaims]:
+def pod_claims(pending: list[Pod], claims: dict[str, ResourceClaim],
+               namespaces: dict[str, dict[str, str]] | None = None) -> dict[str, PodClaims]:
     """What each pending pod's ResourceClaims mean (pod key -> facts; pods without claims left out): blocked
     (why), the claims it allocates, the nodes its allocated claims are usable on, and the unallocated claims it
     shares with other pending pods. Such a claim is allocated once, by the first of its pods in queue order that
     is not blocked otherwise; the others follow that allocation in the same batch (on nodes that reach its
     devices). Run after `extended_claims`: extended resources served by DeviceClasses are claims too."""
     queue = sorted((p for p in pending if p.resource_claims), key=lambda p: (p.created, p.name))
-    found = {pod.key: _pod_claims(pod, claims) for pod in queue}
+    found = {pod.key: _pod_claims(pod, claims, namespaces or {}) for pod in queue}
     users: dict[str, list[str]] = {}
     for pod in queue:
         if not found[pod.key].blocked:
@@ -462,7 +470,7 @@ def _shape(claim: ResourceClaim) -> tuple:
     return claim.requests, claim.match_attributes
 
 
-def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
+def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], namespaces: dict[str, dict[str, str]]) -> PodClaims:
     mine: list[ResourceClaim] = []
     terms = []
     for pod_claim, name in pod.resource_claims:
@@ -476,6 +484,9 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
             return PodClaims(blocked=f'resourceclaim.resource.k8s.io "{name}" not found')
         if claim.deleting:
             return PodClaims(blocked=f'resourceclaim "{name}" is being deleted')
+        if _admin_refused(claim, namespaces):
+            return PodClaims(blocked=f'resourceclaim "{name}": admin access to devices requires the '
+                                     f'`{ADMIN_ACCESS_LABEL}: true` label on the containing namespace')
         if claim.allocated is not None:
             if claim.allocation_terms is not None:
                 terms.append(claim.allocation_terms)
@@ -485,13 +496,24 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
                      shapes=tuple(_shape(c) for c in mine))
 
 
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"  # a namespace whose claims may ask for admin access
+
+
+def _admin_refused(claim: ResourceClaim, namespaces: dict[str, dict[str, str]]) -> bool:
+    """A claim asking for admin access in a namespace the snapshot has, without the label the apiserver demands
+    (its admission refuses such a claim; a snapshot may still hold one). A namespace the snapshot lacks: allowed."""
+    labels = namespaces.get(claim.namespace)
+    return (labels is not None and labels.get(ADMIN_ACCESS_LABEL) != "true"
+            and any(sub.admin for request in claim.requests for sub in request.alternatives))
+
+
 def taken_devices(devices: Devices) -> set[str]:
     """Devices allocated to some claim already: no other claim gets them, unless they allow multiple allocations
     (their shares are here too, by token: `Allocator` knows what each consumes)."""
     out: set[str] = set()
     for claim in devices.claims.values():
         if claim.allocated:
-            out.update(claim.allocated)
+            out.update(k for k in claim.allocated if k not in claim.admin_results)
             out.update(share_token(key, f"{claim.key}#{i}") for i, (key, _) in enumerate(claim.shares))
     return out
 

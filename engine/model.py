@@ -362,6 +362,7 @@ class SubRequest:
     all: bool = False
     tolerations: tuple[Toleration, ...] = ()  # device taints it tolerates
     capacity: tuple[tuple[str, int], ...] = ()  # capacity.requests: (qualified name as written, milli-units)
+    admin: bool = False  # adminAccess: devices in use serve it too, and it holds none (DRAAdminAccess)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,6 +387,7 @@ class ResourceClaim:
     config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
     extended_owner: str | None = None  # the pod whose extended resources it serves (upstream's special claim)
     mappings: tuple[tuple[str, str, str], ...] = ()  # for such a claim made here: (container, resource, request)
+    admin_results: tuple[str, ...] = ()  # device keys allocated with adminAccess (not counted as allocated)
     shares: tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...] = ()
     # allocated shares of devices allowing multiple allocations: (device key, consumedCapacity as (domain, name, milli))
 

@@ -4,8 +4,8 @@ all three allocators share), transcribed with the same slices, classes, claims a
 and the result upstream expects: per claim, the (request, driver/pool/device) allocated, or None where upstream
 allocates nothing (no result, or an error such as "invalid resource pools were encountered": both leave the pod
 unschedulable on the node). The rows cover what we implement of 1.37: partitionable devices (shared counters,
-per-device node selection), consumable capacity (shared devices, request policies), device taints, prioritized
-lists and constraints meeting them. Where upstream expects a consumedCapacity, the row checks ours too."""
+per-device node selection), consumable capacity (shared devices, request policies), admin access, device taints,
+prioritized lists and constraints meeting them. Where upstream expects a consumedCapacity, the row checks ours too."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -424,6 +424,44 @@ CAPACITY_CASES: dict[str, Case] = {
         [[("req-0/subReq-1", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"]]),
 }
 CASES.update(CAPACITY_CASES)
+
+
+def admin(req: dict, all_devices: bool = False) -> dict:
+    """Exactly.AdminAccess = true (and AllocationMode All)."""
+    req["exactly"]["adminAccess"] = True
+    if all_devices:
+        req["exactly"].pop("count", None)
+        req["exactly"]["allocationMode"] = "All"
+    return req
+
+
+TWO = (dev("device-1"), dev("device-2"))
+ADMIN_CASES: dict[str, Case] = {
+    "admin-access-enabled": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"),))], [claim("claim-0", admin(request("req-0")))],
+        [[("req-0", _a(POOL1, "device-1"))]], allocated=[_a(POOL1, "device-1"), _a(POOL1, "device-2")]),
+    "all-devices-some-allocated-admin-access": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=TWO)], [claim("claim-0", admin(request("req-0"), all_devices=True))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-0", _a(POOL1, "device-2"))]], allocated=[_a(POOL1, "device-1")]),
+    "all-devices-some-allocating-admin-access": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=TWO)],
+        [claim("claim-0", admin(request("req-0")), admin(request("req-1"), all_devices=True))], None),
+    "count-devices-some-allocated-admin-access": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=TWO)], [claim("claim-0", admin(request("req-0", count=2)))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-0", _a(POOL1, "device-2"))]], allocated=[_a(POOL1, "device-1")]),
+    "separate-claims-share-device-admin-access": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=TWO)],
+        [claim("claim-0", admin(request("req-0"))), claim("claim-1", admin(request("req-0")))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]]),
+    "admin-access-claims-device-allocating-for-non-admin-access": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=TWO)],
+        [claim("claim-0", request("req-0")), claim("claim-1", admin(request("req-0")))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-0", _a(POOL1, "device-1"))]]),
+    "tainted-admin-access": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1", taints=(TAINT_NO_SCHEDULE,)),))],
+        [claim("claim-0", admin(request("req-0")))], None, allocated=[_a(POOL1, "device-1"), _a(POOL1, "device-2")]),
+}
+CASES.update(ADMIN_CASES)
 
 
 def _docs(case: Case) -> list[dict]:

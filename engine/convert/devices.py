@@ -220,7 +220,8 @@ def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
                       _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
                       _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"),
                       tuple(sorted((as_text(k, f"{what}.capacity.requests key"),
-                                    _milli(v, f"{what}.capacity.requests.{k}")) for k, v in wanted.items())))
+                                    _milli(v, f"{what}.capacity.requests.{k}")) for k, v in wanted.items())),
+                      as_bool(raw.get("adminAccess") or False, f"{what}.adminAccess"))
 
 
 def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
@@ -275,4 +276,6 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         bool(obj["metadata"].get("deletionTimestamp")),
         tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(as_list(devices.get("config"),
                                                                                         "spec.devices.config"))),
-        extended_owner(obj["metadata"]), shares=shares)
+        extended_owner(obj["metadata"]), shares=shares,
+        admin_results=tuple(f"{r['driver']}/{r['pool']}/{r['device']}" for r in (as_mapping(x, "result") for x in results)
+                            if r.get("adminAccess") is True))

@@ -115,7 +115,8 @@ class DynamicResources(Kind):
         for a, info in _judged(build):
             for claim in claims_of(info.sample, claims):
                 for request in claim.requests:
-                    if len(request.alternatives) == 1 and not request.alternatives[0].all:
+                    if len(request.alternatives) == 1 and not request.alternatives[0].all \
+                            and not request.alternatives[0].admin:  # admin access holds no device
                         sub = request.alternatives[0]
                         shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations,
                                            capacity=sub.capacity)

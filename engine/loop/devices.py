@@ -182,6 +182,8 @@ def allocation_status(allocated: ClaimAllocation) -> Obj:
         driver, rest = key.split("/", 1)  # driver names and device names have no "/"; pool names may
         pool, device = rest.rsplit("/", 1)
         result: Obj = {"request": request, "driver": driver, "pool": pool, "device": device}
+        if request in allocated.admin:
+            result["adminAccess"] = True
         if (request, key) in shares:  # a share of a device allowing multiple allocations: its own ID and amounts
             result["shareID"] = str(uuid.uuid4())
             result["consumedCapacity"] = {(name if domain == driver else f"{domain}/{name}"): quantity(milli)
