@@ -239,7 +239,8 @@ class Allocator:
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
-                           key=lambda d: (self.contested.get(d.key, 0), self.counters.share(d)))
+                           key=lambda d: (bool(d.binding_conditions), self.contested.get(d.key, 0),
+                                          self.counters.share(d)))
             if sub.all:  # every matching device, none of them taken, their counters all met at once
                 if found and len(found) == len(self.candidates(sub, node, set()) or ()):
                     for _ in self._picks(found, len(found), used, budget):
@@ -299,20 +300,25 @@ class ClaimAllocation:
     mappings: tuple[tuple[str, str, str], ...] = ()  # then which request serves which container's resource
     shares: tuple[tuple[str, str, Consumed], ...] = ()  # (request, device key, consumedCapacity): shared devices
     admin: tuple[str, ...] = ()  # the requests (or subrequests) served with admin access
+    binding: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    # devices with binding conditions: (device key, bindingConditions, bindingFailureConditions)
 
 
-def allocation_results(allocator: Allocator, allocation: Allocation) -> dict[str, ClaimAllocation]:
-    """Each allocated claim's status.allocation content (upstream's allocator: devices, node selector, config,
-    and what each share of a device allowing multiple allocations consumes)."""
+def allocation_results(allocator: Allocator, allocation: Allocation, node: str) -> dict[str, ClaimAllocation]:
+    """Each allocated claim's status.allocation content on `node` (upstream's allocator: devices, node selector,
+    config, what each share of a device allowing multiple allocations consumes, the devices' binding conditions)."""
     devices = allocator.devices
     out = {}
     for key, picked in allocation.items():
         claim = devices.claims[key]
+        chosen = [allocator.by_key[d] for _, d in picked]
         shares = tuple((r, d, amount) for r, d in picked if (amount := allocator.share_of(key, r, d)) is not None)
-        out[key] = ClaimAllocation(picked, node_selector([allocator.by_key[d] for _, d in picked]),
+        binding = tuple((d.key, d.binding_conditions, d.binding_failure_conditions) for d in chosen
+                        if d.binding_conditions)
+        out[key] = ClaimAllocation(picked, node_selector(chosen, node),
                                    allocation_config(claim, devices.classes, {r for r, _ in picked}),
                                    _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings,
-                                   shares, tuple(r for r, _ in picked if _subs(claim)[r].admin))
+                                   shares, tuple(r for r, _ in picked if _subs(claim)[r].admin), binding)
     return out
 
 
@@ -323,9 +329,10 @@ def _spec(claim: ResourceClaim) -> dict[str, Any]:
                                      "count": sub.count}} for r in claim.requests for sub in r.alternatives]}}
 
 
-def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
-    """Upstream's createNodeSelector: a device on one node pins the allocation to that node; otherwise the
-    devices' one-term selectors ANDed into one term; devices every node reaches add nothing (None: anywhere)."""
+def node_selector(chosen: list[Device], node: str | None = None) -> dict[str, Any] | None:
+    """Upstream's createNodeSelector: a device on one node pins the allocation to that node, and so does one
+    that binds to the node it is allocated for (`bindsToNode`, pinned to `node`); otherwise the devices'
+    one-term selectors ANDed into one term; devices every node reaches add nothing (None: anywhere)."""
     def pin(name: str) -> dict[str, Any]:
         return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}
 
@@ -334,6 +341,8 @@ def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
     for device in chosen:
         if device.node is not None:
             return pin(device.node)
+        if device.binds_to_node and node is not None:
+            return pin(node)
         for term in device.node_terms or ():
             for requirement, into in [(r, fields) for r in term.fields] + [(r, expressions) for r in term.expressions]:
                 item = {"key": requirement.key, "operator": requirement.operator, "values": list(requirement.values)}

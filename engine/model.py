@@ -311,6 +311,9 @@ class Device:
     consumes: tuple[tuple[str, str, int], ...] = ()  # consumesCounters: (counter set, counter, milli-units)
     multiple: bool = False  # allowMultipleAllocations: shared by claims within its capacity (consumable capacity)
     policies: tuple[tuple[str, str, CapacityPolicy], ...] = ()  # capacity[].requestPolicy, by (domain, name)
+    binding_conditions: tuple[str, ...] = ()  # bindingConditions: PreBind waits for these on the claim's status
+    binding_failure_conditions: tuple[str, ...] = ()  # bindingFailureConditions: any true fails the binding
+    binds_to_node: bool = False  # bindsToNode: the allocation is pinned to the node it was made for
 
     @property
     def key(self) -> str:

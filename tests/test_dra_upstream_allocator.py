@@ -4,8 +4,8 @@ all three allocators share), transcribed with the same slices, classes, claims a
 and the result upstream expects: per claim, the (request, driver/pool/device) allocated, or None where upstream
 allocates nothing (no result, or an error such as "invalid resource pools were encountered": both leave the pod
 unschedulable on the node). The rows cover what we implement of 1.37: partitionable devices (shared counters,
-per-device node selection), consumable capacity (shared devices, request policies), admin access, device taints,
-prioritized lists and constraints meeting them. Where upstream expects a consumedCapacity, the row checks ours too."""
+per-device node selection), consumable capacity (shared devices, request policies), admin access, device binding
+conditions (copied into the results), device taints, prioritized lists and constraints meeting them. Where upstream expects a consumedCapacity, the row checks ours too."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engine.dra import Allocator, node_selector, taken_devices
+from engine.dra import Allocator, allocation_results, node_selector, taken_devices
 from engine.dra_capacity import quantity
 from engine.load import build_cluster
 
@@ -110,6 +110,7 @@ class Case:
     node: str = NODE1
     selector: dict | None = None  # the allocation's node selector, where the row checks it
     amounts: list[list[str]] | None = None  # per claim, each result's consumedCapacity of capacity-0 (shares)
+    binding: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None  # the first claim's binding conditions
 
 
 def counters(**values: str) -> dict[str, str]:
@@ -464,6 +465,59 @@ ADMIN_CASES: dict[str, Case] = {
 CASES.update(ADMIN_CASES)
 
 
+def cond(device: dict, conditions: list[str], failures: list[str]) -> dict:
+    """withBindingConditions(conditions, failures)."""
+    return {**device, "bindingConditions": conditions, "bindingFailureConditions": failures}
+
+
+def _b(device: str, conditions: str, failures: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    return _a(POOL1, device), (conditions,), (failures,)
+
+
+BINDING_CASES: dict[str, Case] = {
+    "device-binding-conditions": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(cond(dev("device-1"), ["IsPrepare"], ["BindingFailed"]),))],
+        [claim("claim-0", request("req-0"))], [[("req-0", _a(POOL1, "device-1"))]],
+        binding=[_b("device-1", "IsPrepare", "BindingFailed")]),
+    "binding-conditions-multiple-devices": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=tuple(cond(dev(f"device-{i}"), [f"IsPrepare{s}"], [f"BindingFailed{s}"])
+                                                       for i, s in ((1, ""), (2, "2"), (3, "3"))))],
+        [claim("claim-0", request("req-0", count=2), request("req-1"))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-0", _a(POOL1, "device-2")), ("req-1", _a(POOL1, "device-3"))]],
+        binding=[_b("device-1", "IsPrepare", "BindingFailed"), _b("device-2", "IsPrepare2", "BindingFailed2"),
+                 _b("device-3", "IsPrepare3", "BindingFailed3")]),
+    "binding-conditions-with-and-without": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"), cond(dev("device-2"), ["IsPrepare"], ["BindingFailed"])))],
+        [claim("claim-0", request("req-0"), request("req-1"))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-1", _a(POOL1, "device-2"))]],
+        binding=[_b("device-2", "IsPrepare", "BindingFailed")]),
+    "partitionable-devices-with-binding-conditions": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(cond(dev("device-1", {CS1: {"memory": "4Gi"}}), ["IsPrepare"],
+                                                        ["BindingFailed"]),)),
+         slice_("slice-2", NODE1, POOL1, counter_sets={CS1: {"memory": "8Gi"}})],
+        [claim("claim-0", request("req-0"))], [[("req-0", _a(POOL1, "device-1"))]],
+        binding=[_b("device-1", "IsPrepare", "BindingFailed")]),
+    "partitionable-devices-with-binding-conditions-multiple": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(
+            cond(dev("device-1", {CS1: {"memory": "4Gi"}}), ["IsPrepare"], ["BindingFailed"]),
+            cond(dev("device-2", {CS1: {"memory": "4Gi"}}), ["IsPrepare2"], ["BindingFailed2"]))),
+         slice_("slice-2", NODE1, POOL1, counter_sets={CS1: {"memory": "8Gi"}})],
+        [claim("claim-0", request("req-0", count=2))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-0", _a(POOL1, "device-2"))]],
+        binding=[_b("device-1", "IsPrepare", "BindingFailed"), _b("device-2", "IsPrepare2", "BindingFailed2")]),
+    "partitionable-devices-with-binding-conditions-some-devices-no-conditions": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(
+            cond(dev("device-1", {CS1: {"memory": "2Gi"}}), ["IsPrepare"], ["BindingFailed"]),
+            dev("device-2", {CS1: {"memory": "2Gi"}}),
+            cond(dev("device-3", {CS1: {"memory": "4Gi"}}), ["IsReady"], ["BindingTimeout"]))),
+         slice_("slice-2", NODE1, POOL1, counter_sets={CS1: {"memory": "8Gi"}})],
+        [claim("claim-0", request("req-0", count=3))],
+        [[("req-0", _a(POOL1, f"device-{i}")) for i in (1, 2, 3)]],
+        binding=[_b("device-1", "IsPrepare", "BindingFailed"), _b("device-3", "IsReady", "BindingTimeout")]),
+}
+CASES.update(BINDING_CASES)
+
+
 def _docs(case: Case) -> list[dict]:
     nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {"region": r}},
               "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
@@ -500,6 +554,8 @@ def test_upstream_allocator_case(name: str) -> None:
         shown = [[quantity(m) for r, d in got[c.key] for _, n, m in allocator.share_of(c.key, r, d) or ()
                   if n == "capacity-0"] for c in claims]
         assert shown == case.amounts
+    if case.binding is not None:
+        assert sorted(allocation_results(allocator, got, node.name)[claims[0].key].binding) == case.binding
     if case.selector is not None:
         by_key = {d.key: d for d in cluster.devices.devices}
         assert node_selector([by_key[d] for _, d in got[claims[0].key]]) == case.selector

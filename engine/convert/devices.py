@@ -118,7 +118,7 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
                                 for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints"))),
                           _consumes(d, what), as_bool(d.get("allowMultipleAllocations") or False,
                                                       f"{what}.allowMultipleAllocations"),
-                          _policies(d, driver, what)))
+                          _policies(d, driver, what), *_binding(d, what)))
     return out
 
 
@@ -162,6 +162,16 @@ def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple
             found = as_text(value.get("string", ""), f"{what}.attributes.{key}.string")
         out.append((*_qualified(as_text(key, f"{what}.attributes key"), driver), found))
     return tuple(sorted(out, key=lambda a: (a[0], a[1])))
+
+
+def _binding(d: dict[str, Any], what: str) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """Device binding conditions (DRADeviceBindingConditions): bindingConditions, bindingFailureConditions,
+    bindsToNode."""
+    return (tuple(as_text(c, f"{what}.bindingConditions") for c in as_list(d.get("bindingConditions"),
+                                                                         f"{what}.bindingConditions")),
+            tuple(as_text(c, f"{what}.bindingFailureConditions") for c in as_list(d.get("bindingFailureConditions"),
+                                                                                f"{what}.bindingFailureConditions")),
+            as_bool(d.get("bindsToNode") or False, f"{what}.bindsToNode"))
 
 
 def _milli(value: Any, what: str) -> int:

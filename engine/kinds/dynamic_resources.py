@@ -161,7 +161,7 @@ class DynamicResources(Kind):
             if allocation is None:
                 dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why or ERR_RESERVE}"
                 continue
-            mine = allocation_results(allocator, allocation)
+            mine = allocation_results(allocator, allocation, node.name)
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
