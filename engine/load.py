@@ -292,7 +292,7 @@ def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, sche
     mounting = sum(1 for p in cluster.pending if p.claims)
     if mounting and not cluster.storage.claims:
         out.append(f"{mounting} pending pod(s) mount PersistentVolumeClaims but the snapshot has none, so they wait "
-                   "(include storage: kubectl get pvc,pv,storageclasses,csinodes -A -o yaml)")
+                   "(include storage: kubectl get pvc,pv,storageclasses,csinodes,csidrivers,csistoragecapacities -A -o yaml)")
     if bare_nodes:
         out.append(f"{len(bare_nodes)} Node(s) without status.allocatable or status.capacity have 0 allocatable "
                    f"(only pods requesting nothing fit): {', '.join(('Node ' + n) for n in bare_nodes[:5])}")

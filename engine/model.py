@@ -176,6 +176,24 @@ class ClaimUse:
     selector: LabelSelector | None  # spec.selector over PV labels
     provisioner: str  # the class's provisioner ("" or kubernetes.io/no-provisioner: static PVs only)
     topology: tuple[NodeSelectorTerm, ...] | None  # the class's allowedTopologies (None: anywhere)
+    # the provisioner's CSIStorageCapacity reports for the class, by name, when its CSIDriver tracks capacity
+    # (spec.storageCapacity); None: capacity is not checked
+    capacities: tuple[CapacityReport, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityReport:
+    """A CSIStorageCapacity: free storage of one class on the nodes its nodeTopology selects (null: none)."""
+
+    name: str  # namespace/name
+    storage_class: str
+    nodes: LabelSelector
+    capacity: int | None  # bytes (None: not reported)
+    maximum_volume_size: int | None  # bytes, the largest one volume may be (None: not reported)
+
+    def limit(self) -> int | None:
+        """What one new volume may take (upstream's volumeLimit: the maximum volume size when reported)."""
+        return self.maximum_volume_size if self.maximum_volume_size is not None else self.capacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,13 +265,16 @@ class StorageClass:
 
 @dataclass(slots=True)
 class Storage:
-    """The snapshot's storage objects: claims by namespace/name, volumes and classes by name, and per node the
-    CSI drivers' attach limits (CSINode spec.drivers[].allocatable.count)."""
+    """The snapshot's storage objects: claims by namespace/name, volumes and classes by name, per node the
+    CSI drivers' attach limits (CSINode spec.drivers[].allocatable.count), the CSI drivers' storage capacity reports
+    and which drivers ask for capacity to be checked."""
 
     claims: dict[str, Claim] = field(default_factory=dict)
     volumes: dict[str, Volume] = field(default_factory=dict)
     classes: dict[str, StorageClass] = field(default_factory=dict)
     limits: dict[str, dict[str, int]] = field(default_factory=dict)
+    capacities: dict[str, CapacityReport] = field(default_factory=dict)  # CSIStorageCapacities by namespace/name
+    tracked: dict[str, bool] = field(default_factory=dict)  # CSIDriver name -> spec.storageCapacity
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +285,7 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     annotations: dict[str, str] = field(default_factory=dict)
+    declared_features: tuple[str, ...] = ()  # status.declaredFeatures, sorted (NodeDeclaredFeatures)
 
     @property
     def fields(self) -> dict[str, str]:
@@ -480,6 +502,7 @@ class Pod:
     resource_claims: tuple[tuple[str, str | None], ...] = ()  # (spec.resourceClaims name, its claim's name or None)
     dra: PodClaims = NO_CLAIMS  # what those claims mean, resolved by engine.dra
     extended: tuple[ExtendedRequest, ...] = ()  # extended resources its long-lived containers request
+    required_features: tuple[str, ...] = ()  # node features its spec needs, sorted (engine.convert.features)
 
     @property
     def key(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .model import NO_VOLUMES, Claim, ClaimUse, Node, Pod, PodVolumes, Storage, Volume
+from .model import NO_VOLUMES, CapacityReport, Claim, ClaimUse, Node, Pod, PodVolumes, Storage, Volume
 
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
@@ -81,7 +81,16 @@ def _use(claim: Claim, storage: Storage) -> ClaimUse:
     cls = storage.classes[claim.storage_class]
     provisioner = "" if cls.provisioner == NO_PROVISIONER else cls.provisioner
     return ClaimUse(claim.storage_class, claim.request, claim.modes, claim.block, claim.selector, provisioner,
-                    cls.topology)
+                    cls.topology, _capacities(claim, provisioner, storage))
+
+
+def _capacities(claim: Claim, provisioner: str, storage: Storage) -> tuple[CapacityReport, ...] | None:
+    """The class's CSIStorageCapacities by name when the provisioner's CSIDriver tracks capacity (upstream's
+    hasEnoughCapacity checks nothing for a claim without a storage request or a driver that does not)."""
+    if not provisioner or not storage.tracked.get(provisioner) or claim.request <= 0:
+        return None
+    return tuple(sorted((r for r in storage.capacities.values() if r.storage_class == claim.storage_class),
+                        key=lambda r: r.name))
 
 
 def _attached(claims: list[Claim], storage: Storage) -> tuple[tuple[str, str], ...]:
@@ -128,13 +137,27 @@ def fits(use: ClaimUse, pv: Volume) -> bool:
             and (use.selector is None or use.selector.matches(dict(pv.labels))))
 
 
-def provisionable(use: ClaimUse, node: Node) -> bool:
-    """checkVolumeProvisions: a provisioner, and the class's allowedTopologies admit the node."""
-    return bool(use.provisioner) and (use.topology is None or any(t.matches(node) for t in use.topology))
+def provisionable(use: ClaimUse, node: Node, capacity: bool = True) -> bool:
+    """checkVolumeProvisions: a provisioner, the class's allowedTopologies admit the node, and (with `capacity`)
+    a CSIStorageCapacity of the node holds the claim where the driver tracks capacity."""
+    return (bool(use.provisioner) and (use.topology is None or any(t.matches(node) for t in use.topology))
+            and (not capacity or node_capacity(use, node) is not False))
+
+
+def node_capacity(use: ClaimUse, node: Node) -> CapacityReport | bool:
+    """hasEnoughCapacity: the first report (by name) of the claim's class that admits `node` and whose limit
+    (maximum volume size, else capacity) holds the claim; True when capacity is not checked; False when none."""
+    if use.capacities is None:
+        return True
+    for report in use.capacities:
+        limit = report.limit()
+        if limit is not None and limit >= use.request and report.nodes.matches(node.labels):
+            return report
+    return False
 
 
 def match_claims(uses: Iterable[ClaimUse], volumes: list[Volume], node: Node,
-                 taken: Iterable[str] = ()) -> list[Volume | None] | None:
+                 taken: Iterable[str] = (), capacity: bool = True) -> list[Volume | None] | None:
     """Upstream's findMatchingVolumes on one node: claims smallest first, each the smallest fitting PV not yet
     chosen (`volumes` are those whose node affinity admits the node), else provisioned; None when a claim
     can have neither. The answer is aligned with the claims sorted by size."""
@@ -144,7 +167,7 @@ def match_claims(uses: Iterable[ClaimUse], volumes: list[Volume], node: Node,
         best = min((v for v in volumes if v.name not in chosen and fits(use, v)), key=lambda v: v.capacity, default=None)
         if best is not None:
             chosen.add(best.name)
-        elif not provisionable(use, node):
+        elif not provisionable(use, node, capacity):
             return None
         out.append(best)
     return out

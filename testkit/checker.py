@@ -130,6 +130,7 @@ class Node:
         cap = status.get("allocatable") or status.get("capacity") or {}
         self.capacity = {r: amount(r, v) for r, v in cap.items()}
         self.capacity.setdefault("pods", 110)
+        self.declared_features = set(status.get("declaredFeatures") or [])
 
     def cap(self, resource: str) -> int:
         return self.capacity.get(resource, 0)
@@ -196,6 +197,7 @@ class Pod:
                        if (c.get("whenUnsatisfiable") or "DoNotSchedule") == "DoNotSchedule"]
         self.group = self.labels.get(PG_LABEL)
         self.native_group = (spec.get("schedulingGroup") or {}).get("podGroupName")  # scheduling.k8s.io PodGroup
+        self.required_features = _required_features(spec)
 
     @staticmethod
     def _requests(spec: dict) -> dict:
@@ -273,7 +275,24 @@ class Pod:
         for t in self.untolerated(node):
             out.append(f"untolerated taint {t.get('key')}={t.get('value', '')}:"
                        f"{t.get('effect')} on node {node.name}")
+        missing = self.required_features - node.declared_features
+        if missing:
+            out.append(f"node {node.name} does not declare the features {sorted(missing)} the pod needs")
         return out
+
+
+def _required_features(spec: dict) -> set[str]:
+    """The node features a pod's spec needs (component-helpers' nodedeclaredfeatures InferForScheduling)."""
+    out = set()
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    if any(r.get("action") == "RestartAllContainers" for c in containers for r in c.get("restartPolicyRules") or []):
+        out.add("RestartAllContainersOnContainerExits")
+    if spec.get("hostNetwork") and spec.get("hostUsers") is False:
+        out.add("UserNamespacesHostNetworkSupport")
+    if any(m.get("bindMountOptions") for c in [*containers, *(spec.get("ephemeralContainers") or [])]
+           for m in c.get("volumeMounts") or []):
+        out.add("VolumeBindMountOptions")
+    return out
 
 
 class Cluster:

@@ -54,12 +54,74 @@ class ControlPlaneError(RuntimeError):
     """The control plane could not be built, started or reached: tests must fail, not skip."""
 
 
+# --- versions -----------------------------------------------------------------------------
+
+KUBE_VERSION_ENV = "POLICY_SCHEDULER_KUBE_VERSION"
+DEFAULT_KUBE_VERSION = "v1.36.3"
+
+
+@dataclass(frozen=True)
+class VersionFlags:
+    """What differs between supported releases in how the test apiserver starts: the feature gates and API
+    versions that serve KEP-4671's Workload and PodGroup (the native-gang tests and benchmarks read them).
+    DRA (resource.k8s.io/v1) is GA and on in both, with the defaults the DRA tests need."""
+
+    feature_gates: tuple[str, ...]
+    runtime_config: tuple[str, ...]
+
+
+# Keyed by (major, minor); tests/e2e/controlplane/<version>/ holds the module of each patch release built.
+VERSION_FLAGS: dict[tuple[int, int], VersionFlags] = {
+    # 1.36: Workload/PodGroup alpha in scheduling.k8s.io/v1alpha2, gang scheduling its own gate
+    (1, 36): VersionFlags(("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption",
+                           "TopologyAwareWorkloadScheduling"), ("scheduling.k8s.io/v1alpha2=true",)),
+    # 1.37: v1beta1, GenericWorkload beta but off by default and absorbing GangScheduling and
+    # WorkloadAwarePreemption (both gone: an apiserver refuses unknown gates); a group's preemptionPolicy is alpha
+    (1, 37): VersionFlags(("GenericWorkload", "TopologyAwareWorkloadScheduling", "PodGroupPreemptionPolicy"),
+                          ("scheduling.k8s.io/v1beta1=true",)),
+}
+
+
+def supported_versions() -> tuple[str, ...]:
+    """The releases with a module under tests/e2e/controlplane/ (e.g. v1.36.3, v1.37.2), oldest first."""
+    return tuple(sorted((d.name for d in BUILD_SCRIPT.parent.glob("v*") if (d / "go.mod").is_file()),
+                        key=major_minor))
+
+
+def major_minor(version: str) -> tuple[int, int]:
+    """(1, 37) for "v1.37.2" (also a /version gitVersion); a clear error for anything else."""
+    parts = version.removeprefix("v").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        raise ControlPlaneError(f"not a Kubernetes version: {version!r} (expected e.g. v1.37.2)")
+    return int(parts[0]), int(parts[1])
+
+
+def kube_version() -> str:
+    """The release the e2e suite and benchmarks run against: $POLICY_SCHEDULER_KUBE_VERSION, default v1.36.3."""
+    version = os.environ.get(KUBE_VERSION_ENV) or DEFAULT_KUBE_VERSION
+    supported = supported_versions()
+    if version not in supported or major_minor(version) not in VERSION_FLAGS:
+        raise ControlPlaneError(f"{KUBE_VERSION_ENV}={version!r} is not a supported Kubernetes version "
+                                f"(supported: {', '.join(supported)})")
+    return version
+
+
+def version_flags(version: str) -> VersionFlags:
+    """The apiserver flags that differ for `version`'s minor release."""
+    flags = VERSION_FLAGS.get(major_minor(version))
+    if flags is None:
+        raise ControlPlaneError(f"no apiserver flags for Kubernetes {version}")
+    return flags
+
+
 # --- building -----------------------------------------------------------------------------
 
-def build_binaries() -> Path:
-    """Run build.sh (a no-op when the cache is warm) and return the directory of the binaries
-    (etcd, kube-apiserver, kube-scheduler, kube-controller-manager)."""
-    return run_build(BUILD_SCRIPT, ("etcd", "kube-apiserver", "kube-controller-manager"))
+def build_binaries(version: str | None = None) -> Path:
+    """Run build.sh for `version` (default: `kube_version()`; a no-op when the cache is warm) and return the
+    directory of the binaries (etcd, kube-apiserver, kube-scheduler, kube-controller-manager)."""
+    version = version or kube_version()
+    return run_build(BUILD_SCRIPT, ("etcd", "kube-apiserver", "kube-controller-manager"),
+                     env={KUBE_VERSION_ENV: version})
 
 
 def build_coscheduling() -> Path:
@@ -68,19 +130,20 @@ def build_coscheduling() -> Path:
     return run_build(COSCHEDULING_BUILD_SCRIPT, ("kube-scheduler",))
 
 
-def run_build(script: Path, binaries: tuple[str, ...]) -> Path:
+def run_build(script: Path, binaries: tuple[str, ...], env: dict[str, str] | None = None) -> Path:
     """Run `script`, then `script --print-dir`; the directory, checked to hold `binaries`.
 
     Build output streams to this process's stderr, so a first build's minutes are visible
     with `pytest -s` and a failure's compiler errors end up in the test report.
     """
+    env = {**os.environ, **(env or {})}
     result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, check=False)
+                            stderr=subprocess.STDOUT, text=True, check=False, env=env)
     sys.stderr.write(result.stdout)
     if result.returncode != 0:
         raise ControlPlaneError(f"{script} failed (exit {result.returncode}):\n{result.stdout[-8000:]}")
     out = subprocess.run(["bash", str(script), "--print-dir"], capture_output=True,
-                         text=True, check=True)
+                         text=True, check=True, env=env)
     bin_dir = Path(out.stdout.strip())
     for name in binaries:
         if not os.access(bin_dir / name, os.X_OK):
@@ -233,7 +296,13 @@ class ControlPlane:
     etcd_url: str
     etcd: Process
     apiserver: Process
+    kube_version: str = DEFAULT_KUBE_VERSION  # the release built and started, e.g. v1.37.2
     startup_seconds: float = 0.0  # etcd start to apiserver /readyz, for the record
+
+    @property
+    def minor_version(self) -> tuple[int, int]:
+        """(major, minor) of the running release, e.g. (1, 37): what version-dependent tests compare."""
+        return major_minor(self.kube_version)
 
     # --- clients
 
@@ -325,8 +394,6 @@ def _create_if_absent(create: Callable[[], object]) -> None:
 
 # --- setup pieces -------------------------------------------------------------------------
 
-ALPHA_GATES = ("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption", "TopologyAwareWorkloadScheduling")
-
 def make_service_account_key(path: Path) -> None:
     """An RSA key that signs (and, its public half, verifies) service account tokens."""
     subprocess.run(["openssl", "genrsa", "-out", str(path), "2048"], check=True,
@@ -365,12 +432,13 @@ def etcd_process(bin_dir: Path, workdir: Path) -> tuple[Process, str]:
 
 
 def apiserver_process(bin_dir: Path, workdir: Path, etcd_url: str, port: int,
-                      token_file: Path, sa_key: Path) -> Process:
+                      token_file: Path, sa_key: Path, flags: VersionFlags) -> Process:
     """kube-apiserver on loopback with RBAC, a static admin token and a self-signed cert.
 
     TaintNodesByCondition is off: it taints every new Node not-ready, and no kubelet would
     ever clear it. The endpoint reconciler is off: a loopback address may not be published
-    as the `kubernetes` Service's endpoint.
+    as the `kubernetes` Service's endpoint (a 1.37 apiserver fails to start with it on loopback).
+    `flags`: the version's gates and API versions (VERSION_FLAGS).
     """
     argv = [str(bin_dir / "kube-apiserver"),
             "--etcd-servers", etcd_url,
@@ -384,9 +452,8 @@ def apiserver_process(bin_dir: Path, workdir: Path, etcd_url: str, port: int,
             "--service-cluster-ip-range", SERVICE_CLUSTER_IP_RANGE,
             "--disable-admission-plugins", "TaintNodesByCondition",
             "--endpoint-reconciler-type", "none",
-            # KEP-4671's Workload and PodGroup (alpha in 1.36): what the native-gang tests and benchmarks read
-            "--feature-gates", ",".join(f"{g}=true" for g in ALPHA_GATES),
-            "--runtime-config", "scheduling.k8s.io/v1alpha2=true",
+            "--feature-gates", ",".join(f"{g}=true" for g in flags.feature_gates),
+            "--runtime-config", ",".join(flags.runtime_config),
             "--profiling=false", "--v=1"]
     return Process("kube-apiserver", argv, workdir / "kube-apiserver.log")
 
@@ -413,9 +480,12 @@ def controllers(cp: ControlPlane, names: tuple[str, ...], workdir: Path) -> Iter
 
 
 @contextlib.contextmanager
-def start_control_plane(workdir: Path, bin_dir: Path | None = None) -> Iterator[ControlPlane]:
-    """Build if needed, start etcd then kube-apiserver in `workdir`, yield, and always stop both."""
-    bin_dir = bin_dir or build_binaries()
+def start_control_plane(workdir: Path, bin_dir: Path | None = None,
+                        version: str | None = None) -> Iterator[ControlPlane]:
+    """Build `version` (default: `kube_version()`) if needed, start etcd then kube-apiserver in `workdir`, yield,
+    and always stop both. A given `bin_dir` must hold that version's binaries."""
+    version = version or kube_version()
+    bin_dir = bin_dir or build_binaries(version)
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     etcd, etcd_url = etcd_process(bin_dir, workdir)
@@ -424,11 +494,11 @@ def start_control_plane(workdir: Path, bin_dir: Path | None = None) -> Iterator[
     write_token_file(token_file, token)
     make_service_account_key(sa_key)
     port = free_port()
-    apiserver = apiserver_process(bin_dir, workdir, etcd_url, port, token_file, sa_key)
+    apiserver = apiserver_process(bin_dir, workdir, etcd_url, port, token_file, sa_key, version_flags(version))
     ca_file = workdir / "apiserver-certs" / "apiserver.crt"
     cp = ControlPlane(workdir=workdir, bin_dir=bin_dir, server=f"https://127.0.0.1:{port}", token=token,
                       kubeconfig=workdir / "kubeconfig", ca_file=ca_file, etcd_url=etcd_url,
-                      etcd=etcd, apiserver=apiserver)
+                      etcd=etcd, apiserver=apiserver, kube_version=version)
     try:
         etcd.start()
         wait_until(lambda: json.loads(http_get(etcd_url + "/health")[1]).get("health") == "true",

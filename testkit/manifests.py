@@ -222,6 +222,26 @@ def csinode(name: str, limits: dict[str, int]) -> dict:
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name}, "spec": {"drivers": drivers}}
 
 
+def csi_driver(name: str, storage_capacity: bool = True) -> dict:
+    """A CSIDriver; `storage_capacity`: the scheduler checks its CSIStorageCapacity reports."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name},
+            "spec": {"storageCapacity": storage_capacity, "attachRequired": False}}
+
+
+def storage_capacity(name: str, storage_class: str, capacity: str | None, node: str | None = None,
+                     maximum_volume_size: str | None = None, ns: str = "default") -> dict:
+    """A CSIStorageCapacity of `storage_class` on the node named `node` (None: no nodeTopology, so no node)."""
+    obj: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                           "metadata": {"name": name, "namespace": ns}, "storageClassName": storage_class}
+    if node is not None:
+        obj["nodeTopology"] = {"matchLabels": {HOSTNAME_KEY: node}}
+    if capacity is not None:
+        obj["capacity"] = capacity
+    if maximum_volume_size is not None:
+        obj["maximumVolumeSize"] = maximum_volume_size
+    return obj
+
+
 def mounts(*claims: str) -> list[dict]:
     """A pod's spec.volumes mounting these claims (pass as `volumes=`)."""
     return [{"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}} for i, c in enumerate(claims)]

@@ -65,13 +65,14 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "ClusterRoleBinding": "clusterrolebindings", "Role": "roles", "RoleBinding": "rolebindings",
            "CustomResourceDefinition": "customresourcedefinitions", "PodDisruptionBudget": "poddisruptionbudgets",
            "PersistentVolume": "persistentvolumes", "PersistentVolumeClaim": "persistentvolumeclaims",
-           "StorageClass": "storageclasses", "CSINode": "csinodes", "StatefulSet": "statefulsets",
+           "StorageClass": "storageclasses", "CSINode": "csinodes",
+           "CSIDriver": "csidrivers", "CSIStorageCapacity": "csistoragecapacities", "StatefulSet": "statefulsets",
            "ReplicaSet": "replicasets", "ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses",
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
            "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                  "PersistentVolume", "StorageClass", "CSINode", "ResourceSlice", "DeviceClass",
+                  "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "ResourceSlice", "DeviceClass",
                   "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 

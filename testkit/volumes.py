@@ -58,6 +58,9 @@ class Storage:
                                            for x in (d.get("spec") or {}).get("drivers") or []
                                            if (x.get("allocatable") or {}).get("count") is not None}
                        for d in docs if d.get("kind") == "CSINode"}
+        self.tracked = {_meta(d)["name"] for d in docs
+                        if d.get("kind") == "CSIDriver" and (d.get("spec") or {}).get("storageCapacity")}
+        self.capacities = [d for d in docs if d.get("kind") == "CSIStorageCapacity"]
 
     def klass(self, pvc: dict) -> str:
         beta = (_meta(pvc).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
@@ -93,8 +96,23 @@ class Storage:
         if sc.get("provisioner") in (None, "", NO_PROVISIONER):
             return False
         topo = sc.get("allowedTopologies")
-        return not topo or any(all(labels.get(e["key"]) in (e.get("values") or [])
-                                   for e in t.get("matchLabelExpressions") or []) for t in topo)
+        return (not topo or any(all(labels.get(e["key"]) in (e.get("values") or [])
+                                    for e in t.get("matchLabelExpressions") or []) for t in topo)) and (
+            self.capacity_holds(pvc, sc["provisioner"], labels))
+
+    def capacity_holds(self, pvc: dict, driver: str, labels: dict) -> bool:
+        """A driver tracking capacity: some CSIStorageCapacity of the class on the node holds the claim."""
+        want = amount("storage", (((pvc.get("spec") or {}).get("resources") or {}).get("requests") or {}).get("storage", 0))
+        if driver not in self.tracked or not want:
+            return True
+        for cap in self.capacities:
+            topology, limit = cap.get("nodeTopology"), cap.get("maximumVolumeSize", cap.get("capacity"))
+            if (cap.get("storageClassName") == self.klass(pvc) and topology is not None and limit is not None
+                    and amount("storage", limit) >= want
+                    and all(labels.get(k) == v for k, v in (topology.get("matchLabels") or {}).items())
+                    and all(_req_ok(e, labels) for e in topology.get("matchExpressions") or [])):
+                return True
+        return False
 
 
 def volume_violations(docs: list[dict], pods: dict[str, dict], nodes: dict[str, dict],

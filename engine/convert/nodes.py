@@ -7,6 +7,7 @@ from typing import Any
 from ..model import (
     Node,
 )
+from .features import declared_features
 from .fields import as_bool, as_list, as_mapping, as_text, resource_amounts, str_map
 from .selectors import taint
 
@@ -33,4 +34,5 @@ def node_of_manifest(obj: dict[str, Any]) -> Node:
         allocatable=allocatable,
         taints=taints,
         unschedulable=as_bool(spec.get("unschedulable"), "spec.unschedulable"),
+        declared_features=declared_features(status),
     )

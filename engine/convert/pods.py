@@ -16,6 +16,7 @@ from ..model import (
     Pod,
     SpreadConstraint,
 )
+from .features import required_features
 from .fields import (
     MAX_QUANTITY,
     PROBLEMS,
@@ -215,6 +216,7 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         scheduling_group=_scheduling_group(spec),
         resource_claims=_pod_resource_claims(spec, status),
         extended=_extended_requests(spec) if "/" in "".join(requests) else (),  # a resource name with a "/"
+        required_features=required_features(spec),
     )
 
 

@@ -1,16 +1,19 @@
-"""PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes into `model.Storage`."""
+"""PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers and CSIStorageCapacities into
+`model.Storage`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..model import (
+    CapacityReport,
     Claim,
     Storage,
     StorageClass,
     Volume,
 )
-from .fields import as_int, as_list, as_mapping, as_text, choice, required, resource_amounts, str_map
+from ..quantity import QuantityError, to_int
+from .fields import MAX_QUANTITY, as_bool, as_int, as_list, as_mapping, as_text, choice, required, resource_amounts, str_map
 from .selectors import label_selector, node_term, topology_term
 
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -28,6 +31,11 @@ def add_storage_object(storage: Storage, kind: str, obj: dict[str, Any]) -> None
         storage.volumes[name] = _volume(obj)
     elif kind == "StorageClass":
         storage.classes[name] = _storage_class(obj)
+    elif kind == "CSIDriver":
+        storage.tracked[name] = as_bool(as_mapping(obj.get("spec"), "spec").get("storageCapacity"), "spec.storageCapacity")
+    elif kind == "CSIStorageCapacity":
+        report = _capacity_report(obj)
+        storage.capacities[report.name] = report
     else:
         storage.limits[name] = _csi_limits(obj)
 
@@ -115,3 +123,27 @@ def _csi_limits(obj: dict[str, Any]) -> dict[str, int]:
             out[as_text(required(d, "name", f"spec.drivers[{i}]"), f"spec.drivers[{i}].name")] = as_int(
                 count, f"spec.drivers[{i}].allocatable.count", 0)
     return out
+
+
+def _capacity_report(obj: dict[str, Any]) -> CapacityReport:
+    """CSIStorageCapacity (storage.k8s.io/v1): its fields sit at the top level, beside metadata."""
+    meta = obj["metadata"]
+    amounts = {k: _bytes(obj[k], k) for k in ("capacity", "maximumVolumeSize") if obj.get(k) is not None}
+    return CapacityReport(
+        name=f"{as_text(meta.get('namespace') or 'default', 'metadata.namespace')}/{as_text(meta['name'], 'metadata.name')}",
+        storage_class=as_text(required(obj, "storageClassName", "CSIStorageCapacity"), "storageClassName"),
+        nodes=label_selector(obj.get("nodeTopology"), "nodeTopology"),
+        capacity=amounts.get("capacity"),
+        maximum_volume_size=amounts.get("maximumVolumeSize"),
+    )
+
+
+def _bytes(value: Any, what: str) -> int:
+    """A quantity of bytes (above 2^53: as much as any cluster has)."""
+    try:
+        amount = to_int(value)
+    except QuantityError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+    if amount < 0:
+        raise ValueError(f"{what}: quantity {value!r} must not be negative")
+    return min(amount, MAX_QUANTITY)

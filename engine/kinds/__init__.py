@@ -23,6 +23,7 @@ from . import (
     dynamic_resources,
     gangs,
     node_affinity,
+    node_declared_features,
     pod_affinity,
     ports,
     preferences,
@@ -56,6 +57,7 @@ KINDS: tuple[Kind, ...] = (
     dynamic_resources.KIND,
     pod_affinity.KIND,
     spread.KIND,
+    node_declared_features.KIND,  # upstream appends it after the default plugins
     count_limit.KIND,
     quotas.KIND,
     gangs.KIND,

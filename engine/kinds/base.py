@@ -42,6 +42,8 @@ class Resource(Enum):
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     NAMESPACE = "Namespace"  # its labels: a namespaceSelector may select it now
     PRIORITY_CLASS = "PriorityClass"  # no kind asks; a pod skipped for its missing class waits for one
     RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
@@ -59,6 +61,7 @@ class Action(Flag):
     UPDATE_NODE_ALLOCATABLE = auto()
     UPDATE_NODE_LABEL = auto()
     UPDATE_NODE_TAINT = auto()  # taints, and spec.unschedulable (upstream counts it as a taint change)
+    UPDATE_NODE_DECLARED_FEATURE = auto()  # status.declaredFeatures
     UPDATE_POD_LABEL = auto()
     UPDATE_POD_SCALE_DOWN = auto()
     UPDATE_POD_TOLERATION = auto()

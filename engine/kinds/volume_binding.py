@@ -1,8 +1,12 @@
 """VolumeBinding: a pod's PersistentVolumeClaims must be met on the node. Claims missing, being deleted, lost
 or unbound with Immediate binding keep the pod pending (PreFilter); a bound claim's PV node affinity restricts
 the nodes; an unbound WaitForFirstConsumer claim needs an available PV that admits the node (of its class, size,
-access and volume modes) or a provisioner whose allowedTopologies admit it. Within the batch two claims never
-get the same local PV: per node, the PVs a pool of alike claims can use are a capacity row per size asked."""
+access and volume modes) or a provisioner whose allowedTopologies admit it and, where its CSIDriver tracks
+capacity, a CSIStorageCapacity of the node that holds it. Within the batch two claims never get the same local
+PV: per node, the PVs a pool of alike claims can use are a capacity row per size asked.
+
+Scoring is upstream's StorageCapacityScoring (beta and on in 1.37, off in 1.36): nodes where the pod's claims
+would use less of the storage they get score higher (`capacity_points`)."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import numpy as np
 from ..ir import NodeTerms
 from ..model import ClaimUse, Node, Pod, Volume
 from ..rejections import Rejection, Rejections
-from ..storage import fits, match_claims, provisionable
+from ..storage import fits, match_claims, node_capacity, provisionable
 from .base import Action, ClusterEvent, Kind, Resource, ScorePart
 
 if TYPE_CHECKING:
@@ -26,6 +30,8 @@ if TYPE_CHECKING:
 ERR_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+ERR_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+MAX_UTILIZATION = 100  # StorageCapacityScoring's default shape: 100 points at 0% used, 0 at 100%
 KEEP_LOCAL_PENALTY = 1  # per pod, on a node with unclaimed local PVs, for pods that claim none
 
 
@@ -48,12 +54,15 @@ def served_volumes(cluster_volumes: list[Volume], index: BoundState) -> dict[str
     return out
 
 
-def provisioning_mask(use: ClaimUse, index: BoundState) -> np.ndarray:
+def provisioning_mask(use: ClaimUse, index: BoundState, capacity: bool = True) -> np.ndarray:
+    """Nodes a provisioner can serve the claim on (with `capacity`: where its tracked capacity holds it too)."""
     if not use.provisioner:
         return np.zeros(len(index.nodes), dtype=bool)
-    if use.topology is None:
-        return np.ones(len(index.nodes), dtype=bool)
-    return index.matching_mask(NodeTerms(use.topology))
+    mask = np.ones(len(index.nodes), dtype=bool) if use.topology is None else index.matching_mask(NodeTerms(use.topology))
+    if capacity and use.capacities is not None:
+        mask = mask & np.fromiter((node_capacity(use, n) is not False for n in index.nodes), dtype=bool,
+                                  count=len(index.nodes))
+    return mask
 
 
 class VolumeBinding(Kind):
@@ -61,6 +70,8 @@ class VolumeBinding(Kind):
     events = (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.STORAGE_CLASS, Action.ADD | Action.UPDATE),
+              ClusterEvent(Resource.CSI_STORAGE_CAPACITY, Action.ADD | Action.UPDATE),
+              ClusterEvent(Resource.CSI_DRIVER, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
 
     def class_fields(self, pod: Pod) -> tuple:
@@ -77,28 +88,40 @@ class VolumeBinding(Kind):
         for terms in volumes.bound_terms:
             out.add(Rejection(self.name, (ERR_NODE_CONFLICT,), resolvable=False), ~index.matching_mask(NodeTerms(terms)))
         if volumes.waiting:
-            out.add(Rejection(self.name, (ERR_BIND_CONFLICT,), resolvable=False), ~self._claims_met(volumes.waiting, batch))
+            met = self._claims_met(volumes.waiting, batch, capacity=False)
+            out.add(Rejection(self.name, (ERR_BIND_CONFLICT,), resolvable=False), ~met)
+            if any(u.capacities is not None for u in volumes.waiting):
+                short = met & ~self._claims_met(volumes.waiting, batch)
+                out.add(Rejection(self.name, (ERR_NOT_ENOUGH_SPACE,), resolvable=False), short)
 
-    def _claims_met(self, uses: tuple[ClaimUse, ...], batch: Batch) -> np.ndarray:
+    def _claims_met(self, uses: tuple[ClaimUse, ...], batch: Batch, capacity: bool = True) -> np.ndarray:
         """Nodes where every waiting claim gets its own PV or a provisioned one (upstream's matching, smallest
-        claim first, smallest PV each)."""
+        claim first, smallest PV each); `capacity`: a provisioned one only where tracked capacity holds it."""
         index = batch.index
-        usable = [s for sc in {u.storage_class for u in uses} for s in self._served(batch).get(sc, ())
-                  if any(fits(u, s.volume) for u in uses)]
+        usable = self._usable(uses, batch)
         if len(uses) == 1:
-            met = provisioning_mask(uses[0], index).copy()
+            met = provisioning_mask(uses[0], index, capacity).copy()
             for s in usable:
                 met |= s.nodes
             return met
-        return np.fromiter((_met_on(uses, usable, node, i) for i, node in enumerate(index.nodes)), dtype=bool,
-                           count=len(index.nodes))
+        return np.fromiter((_met_on(uses, usable, node, i, capacity) for i, node in enumerate(index.nodes)),
+                           dtype=bool, count=len(index.nodes))
+
+    def _usable(self, uses: tuple[ClaimUse, ...], batch: Batch) -> list[Served]:
+        return [s for sc in {u.storage_class for u in uses} for s in self._served(batch).get(sc, ())
+                if any(fits(u, s.volume) for u in uses)]
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
-        """Ours, not upstream's: a pod that waits on no claim loses a point on nodes with unclaimed local PVs, so
-        among equal plans it leaves their room to the claims that can go nowhere else (pods arriving later
-        included). Nothing when every node has them or none does."""
-        if info.sample.volumes.waiting:
-            return []
+        """Upstream's StorageCapacityScoring for a pod with waiting claims (`capacity_points`). Ours, not upstream's:
+        a pod that waits on no claim loses a point on nodes with unclaimed local PVs, so among equal plans it
+        leaves their room to the claims that can go nowhere else (pods arriving later included). Nothing when
+        every node has them or none does."""
+        uses = info.sample.volumes.waiting
+        if uses:
+            usable, nodes = self._usable(uses, batch), batch.index.nodes
+            points = np.fromiter((capacity_points(uses, [s.volume for s in usable if s.nodes[i]], nodes[i])
+                                  for i in candidates), dtype=np.int64, count=len(candidates))
+            return [ScorePart("VolumeBinding: free storage capacity", points)] if points.any() else []
         local = self._local_nodes(batch)
         if not local.any() or local.all():
             return []
@@ -156,11 +179,44 @@ class VolumeBinding(Kind):
         build.add_resource(name, room, room, demand, shared.tolist())
 
 
-def _met_on(uses: tuple[ClaimUse, ...], usable: list[Served], node: Node, i: int) -> bool:
+def _met_on(uses: tuple[ClaimUse, ...], usable: list[Served], node: Node, i: int, capacity: bool) -> bool:
     here = [s.volume for s in usable if s.nodes[i]]
-    if not here and not any(provisionable(u, node) for u in uses):
+    if not here and not any(provisionable(u, node, capacity) for u in uses):
         return False
-    return match_claims(uses, here, node) is not None
+    return match_claims(uses, here, node, capacity=capacity) is not None
+
+
+def capacity_points(uses: tuple[ClaimUse, ...], volumes: list[Volume], node: Node) -> int:
+    """VolumeBinding.Score with StorageCapacityScoring's default shape: per storage class, 100 minus the percent
+    of the storage the claims would use (the PVs matched on the node, summed; else, for provisioned claims whose
+    driver tracks capacity, the node's CSIStorageCapacity's capacity); the classes' mean, rounded. 0 where the
+    claims cannot be met or nothing is known of the storage's size."""
+    chosen = match_claims(uses, volumes, node)
+    if chosen is None:
+        return 0
+    ordered = sorted(uses, key=lambda u: u.request)
+    per_class: dict[str, list[int]] = {}  # class -> [requested, capacity]
+    if any(pv is not None for pv in chosen):  # static bindings: the PVs' capacity
+        for use, pv in zip(ordered, chosen):
+            if pv is not None:
+                got = per_class.setdefault(use.storage_class, [0, 0])
+                got[0], got[1] = got[0] + use.request, got[1] + pv.capacity
+    else:
+        for use in ordered:
+            report = node_capacity(use, node)
+            if not isinstance(report, bool):  # a provisioned claim whose capacity was checked
+                got = per_class.setdefault(use.storage_class, [0, 0])
+                got[0], got[1] = got[0] + use.request, report.capacity or 0
+    if not per_class:
+        return 0
+    total = sum(_shape(requested, capacity) for requested, capacity in per_class.values())
+    return int(total / len(per_class) + 0.5)
+
+
+def _shape(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return MAX_UTILIZATION - requested * MAX_UTILIZATION // capacity
 
 
 KIND = VolumeBinding()

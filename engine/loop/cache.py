@@ -434,6 +434,8 @@ def node_action(before: Node | None, after: Node) -> Action:
         action |= Action.UPDATE_NODE_TAINT
     if before.allocatable != after.allocatable:
         action |= Action.UPDATE_NODE_ALLOCATABLE
+    if before.declared_features != after.declared_features:
+        action |= Action.UPDATE_NODE_DECLARED_FEATURE
     return action or Action.UPDATE
 
 

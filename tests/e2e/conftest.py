@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from testkit.controlplane import LOOPBACK_NO_PROXY, ControlPlane, start_control_plane
+from testkit import controlplane
+from testkit.controlplane import LOOPBACK_NO_PROXY, ControlPlane, major_minor, start_control_plane
 from testkit.scheduling import Kube, Schedulers, install_chart_identity
 
 E2E_DIR = Path(__file__).parent
@@ -23,13 +24,32 @@ E2E_DIR = Path(__file__).parent
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "e2e: needs the real control plane (tests/e2e/); builds it on first use")
+    config.addinivalue_line("markers", "kube_versions(min=None, max=None, reason=''): runs only against Kubernetes "
+                                       "releases min <= major.minor <= max (e.g. min=\"1.37\"); skipped on others")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark everything under tests/e2e, so no test there can forget the marker."""
+    """Mark everything under tests/e2e, so no test there can forget the marker; skip what the selected
+    Kubernetes version is outside of (`kube_versions`)."""
     for item in items:
         if E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+        marker = item.get_closest_marker("kube_versions")
+        if marker is not None:
+            why = version_mismatch(controlplane.kube_version(), marker.kwargs)
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+
+
+def version_mismatch(version: str, bounds: dict) -> str:
+    """Why `version` (e.g. v1.37.2) is outside `kube_versions` bounds (min/max "1.36", reason), or ""."""
+    running = major_minor(version)
+    low, high = bounds.get("min"), bounds.get("max")
+    if (low is None or running >= major_minor(low)) and (high is None or running <= major_minor(high)):
+        return ""
+    wanted = " and ".join(part for part in (low and f">= {low}", high and f"<= {high}") if part)
+    reason = bounds.get("reason", "")
+    return f"needs Kubernetes {wanted}, running {version}" + (f": {reason}" if reason else "")
 
 
 def _with_loopback(value: str | None) -> str:
@@ -51,6 +71,12 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
             sys.stderr.write(f"\ncontrol plane up in {cp.startup_seconds:.1f} s at {cp.server} "
                              f"(kubeconfig {cp.kubeconfig}, logs in {workdir})\n")
             yield cp
+
+
+@pytest.fixture(scope="session")
+def kube_version(control_plane: ControlPlane) -> tuple[int, int]:
+    """(major, minor) of the running control plane, e.g. (1, 37), for tests whose expectations differ by release."""
+    return control_plane.minor_version
 
 
 @pytest.fixture

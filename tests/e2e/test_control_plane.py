@@ -1,6 +1,7 @@
 """Smoke test of the e2e control plane: it is the real thing, and usable from the Python client."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import kubernetes
@@ -20,10 +21,26 @@ def core(control_plane: ControlPlane):
         yield kubernetes.client.CoreV1Api(api)
 
 
-def test_version_is_the_pinned_release(control_plane: ControlPlane) -> None:
+def test_version_is_the_selected_release(control_plane: ControlPlane, kube_version: tuple[int, int]) -> None:
+    """The apiserver is the release $POLICY_SCHEDULER_KUBE_VERSION asked for (default v1.36.3), built from its module."""
     version = control_plane.version()
-    assert version["gitVersion"] == "v1.36.3"
-    assert (version["major"], version["minor"]) == ("1", "36")
+    assert version["gitVersion"] == (os.environ.get("POLICY_SCHEDULER_KUBE_VERSION") or "v1.36.3")
+    assert version["gitVersion"] == control_plane.kube_version
+    assert (int(version["major"]), int(version["minor"])) == kube_version
+
+
+def test_native_gang_api_version_follows_the_release(kube_version: tuple[int, int], control_plane: ControlPlane) -> None:
+    """The apiserver serves KEP-4671's PodGroups in the API version of its release, and only that one: v1alpha2 in
+    1.36, v1beta1 in 1.37 (its flags are testkit.controlplane.VERSION_FLAGS)."""
+    served = "v1beta1" if kube_version >= (1, 37) else "v1alpha2"
+    for api_version in ("v1alpha2", "v1beta1"):
+        status, _ = control_plane.get(f"/apis/scheduling.k8s.io/{api_version}/podgroups", control_plane.token)
+        assert status == (200 if api_version == served else 404), api_version
+
+
+@pytest.mark.kube_versions(min="1.37", reason="checks the marker itself")
+def test_kube_versions_marker_skips_older_releases(kube_version: tuple[int, int]) -> None:
+    assert kube_version >= (1, 37)
 
 
 def test_namespace_node_and_pod_round_trip(control_plane: ControlPlane, core) -> None:
@@ -64,7 +81,7 @@ def test_default_client_setup_ignores_proxy_and_ca_bundle_variables(control_plan
     kubernetes.config.load_kube_config(config_file=str(control_plane.kubeconfig))
     with kubernetes.client.ApiClient() as api:
         assert api.configuration.proxy == "http://127.0.0.1:9"  # it was picked up, and bypassed:
-        assert kubernetes.client.VersionApi(api).get_code().git_version == "v1.36.3"
+        assert kubernetes.client.VersionApi(api).get_code().git_version == control_plane.kube_version
 
 
 @pytest.mark.parametrize("token", [None, "not-a-known-token"])

@@ -2,7 +2,7 @@
 // k8s.io/kubernetes is not meant to be required as a module: its staging modules are
 // replaced with local paths in its own go.mod, so each needs a replace here, pinned to
 // the published staging version that matches the release (v1.X.Y <-> v0.X.Y).
-module policy-scheduler/tests/e2e/controlplane
+module policy-scheduler/tests/e2e/controlplane/v1.36.3
 
 go 1.26.0
 
