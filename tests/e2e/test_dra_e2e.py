@@ -269,3 +269,33 @@ def test_a_shared_gpu_serves_claims_within_its_capacity(control_plane: ControlPl
     assert len(results) == 4 and {r["device"] for r in results} == {"g0"}
     assert len({r["shareID"] for r in results}) == 4
     assert all(exact(r["consumedCapacity"]["memory"]) == exact("10Gi") for r in results)  # 8Gi up to 5Gi steps
+
+
+def test_prebind_waits_for_the_device_binding_conditions(control_plane: ControlPlane, kube: Kube,
+                                                         chart_schedulers) -> None:
+    """Device binding conditions (beta, on in 1.36 and 1.37): the device must be attached before the pod may use
+    it. The claim is allocated with the device's conditions in its result and the pod waits, unbound, until the
+    driver (this test) sets the condition true in the claim's status.devices; then it is bound."""
+    ns, sel = "sched-dra-bind", {"e2e": "dra-bind"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-bind-gpu", labels=sel)
+    kube.create(created(device_class("e2e-bind-gpu")))
+    fabric = {**gpu("g0"), "bindingConditions": ["example.com/attached"],
+              "bindingFailureConditions": ["example.com/failed"]}
+    kube.create(created(resource_slice("dra-bind-gpu", [fabric])))
+    kube.create(created(resource_claim("c", {"name": "gpu", "exactly": {"deviceClassName": "e2e-bind-gpu"}}, ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    kube.create(api_pod("p", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("c")))
+    wait_for("allocated", lambda: bool((_claim(kube, ns, "c").get("status") or {}).get("allocation")), timeout=60)
+    (result,) = _claim(kube, ns, "c")["status"]["allocation"]["devices"]["results"]
+    assert result["bindingConditions"] == ["example.com/attached"]
+    time.sleep(2.0)
+    assert not node_of(kube.pods(ns)["p"])  # waiting for the device
+    claim = _claim(kube, ns, "c")
+    claim["status"]["devices"] = [{"driver": result["driver"], "pool": result["pool"], "device": result["device"],
+                                   "conditions": [{"type": "example.com/attached", "status": "True",
+                                                   "reason": "Attached", "message": "by the e2e test",
+                                                   "lastTransitionTime": "2026-11-27T00:00:00Z"}]}]
+    kube.ok("PUT", f"{CLAIMS.format(ns=ns)}/c/status", claim)
+    wait_for("bound once attached", lambda: node_of(kube.pods(ns)["p"]) == "dra-bind-gpu", timeout=30)
+    assert any(e.get("reason") == "BindingConditionsPending" for e in kube.events(ns))
