@@ -26,10 +26,13 @@ class Counters:
     sets: dict[tuple[str, str], dict[str, int]]  # (pool key, counter set) -> counter -> milli-units
     invalid: dict[str, str]  # pool key -> why none of its devices is allocated
     consumers: dict[str, list[Device]] = field(default_factory=dict)  # pool key -> its devices consuming counters
+    values: dict[str, list[tuple[str, str, int]]] = field(default_factory=dict)  # pool key -> (set, counter, value)
 
     @classmethod
     def of(cls, devices: Devices) -> Counters:
         out = cls(devices.counter_sets, dict(devices.invalid_pools))
+        for (pool, counter_set), counters in devices.counter_sets.items():
+            out.values.setdefault(pool, []).extend((counter_set, name, value) for name, value in counters.items())
         for device in devices.devices:
             if device.consumes:
                 out.consumers.setdefault(device.pool_key, []).append(device)
@@ -65,13 +68,12 @@ class Counters:
         pool stays within its value (upstream checks them all, so a pool overcommitted already takes no more)."""
         if not device.consumes:
             return True
-        used = self.used(device.pool_key, in_use)
+        pool = device.pool_key
+        used = self.used(pool, in_use)
         if device.key not in in_use:
             for counter_set, name, milli in device.consumes:
                 used[(counter_set, name)] = used.get((counter_set, name), 0) + milli
-        return all(used.get((counter_set, name), 0) <= value
-                   for (pool, counter_set), counters in self.sets.items() if pool == device.pool_key
-                   for name, value in counters.items())
+        return all(used.get((counter_set, name), 0) <= value for counter_set, name, value in self.values.get(pool, ()))
 
     def share(self, device: Device) -> float:
         """The largest part of one of its pool's counters `device` consumes (0: none): of two devices that serve
@@ -83,7 +85,7 @@ class Counters:
         """What is left of each of the pool's counters beside the devices `in_use`."""
         used = self.used(pool, in_use)
         return {(counter_set, name): value - used.get((counter_set, name), 0)
-                for (p, counter_set), counters in self.sets.items() if p == pool for name, value in counters.items()}
+                for counter_set, name, value in self.values.get(pool, ())}
 
     def most(self, devices: Iterable[Device], in_use: Collection[str]) -> int:
         """At most how many of `devices` (free ones) can be in use at once beside `in_use`: those consuming no
