@@ -136,8 +136,10 @@ class Allocator:
             return share_token(device.key, ADMIN) not in taken and self.counters.fits(device, taken)
         if device.multiple:
             amount = consumed(device, sub)
-            return (amount is not None and capacity_fits(device, amount, self.used_shares(device, taken))
-                    and self.counters.fits(device, taken))
+            shares = self.used_shares(device, taken)
+            if device.key in taken and not shares:  # allocated whole (a result without a shareID): dedicated
+                return False
+            return amount is not None and capacity_fits(device, amount, shares) and self.counters.fits(device, taken)
         return (device.key not in taken and self.counters.fits(device, taken)
                 and (not sub.capacity or consumed(device, sub) is not None))
 

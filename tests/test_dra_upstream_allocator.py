@@ -423,6 +423,12 @@ CAPACITY_CASES: dict[str, Case] = {
         [claim("claim-0", prioritized("req-0", wants(request("subReq-0"), "4"), wants(request("subReq-1"), "2"),
                                       request("subReq-1")))],
         [[("req-0/subReq-1", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"]]),
+    "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1"),))],
+        [claim("claim-0", wants(request("req-0"), "1"))], None, classes=("single",)),
+    "allow-multiple-allocations-not-allocate-multi-allocatable-device-which-already-dedicated": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "1"))], None, classes=MULTI, allocated=[_a(POOL1, "device-1")]),
 }
 CASES.update(CAPACITY_CASES)
 
@@ -524,11 +530,12 @@ def _docs(case: Case) -> list[dict]:
              for n, r in ((NODE1, "region-1"), (NODE2, "region-2"))]
     classes = [{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": f"class-{d[-1]}"},
                 "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{d}"'}}]}} for d in case.classes
-               if d != "multi"]
-    if "multi" in case.classes:
-        classes.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "class-a"},
-                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER_A}" && '
-                                                                      "device.allowMultipleAllocations == true"}}]}})
+               if d not in ("multi", "single")]
+    for flag, allowed in (("multi", "true"), ("single", "false")):  # classWithAllowMultipleAllocations
+        if flag in case.classes:
+            classes.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "class-a"},
+                            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER_A}" && '
+                                                                          f"device.allowMultipleAllocations == {allowed}"}}]}})
     held = []
     for i, key in enumerate(case.allocated):
         driver, pool, device = key.split("/")
