@@ -111,6 +111,7 @@ class Case:
     selector: dict | None = None  # the allocation's node selector, where the row checks it
     amounts: list[list[str]] | None = None  # per claim, each result's consumedCapacity of capacity-0 (shares)
     binding: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None  # the first claim's binding conditions
+    shares: dict[str, str] = field(default_factory=dict)  # allocatedCapacityDevices: device key -> capacity-0 in use
 
 
 def counters(**values: str) -> dict[str, str]:
@@ -423,6 +424,51 @@ CAPACITY_CASES: dict[str, Case] = {
         [claim("claim-0", prioritized("req-0", wants(request("subReq-0"), "4"), wants(request("subReq-1"), "2"),
                                       request("subReq-1")))],
         [[("req-0/subReq-1", _a(POOL1, "device-1"))]], classes=MULTI, amounts=[["2"]]),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-no-capacity": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2"), shared("device-2")))],
+        [claim("claim-0", wants(request("req-0", all_devices=True), "2"))], [[("req-0", _a(POOL1, "device-1"))]],
+        classes=MULTI, amounts=[["2"]]),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-filter-out-insufficient-capacity": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2"), shared("device-2", "1")))],
+        [claim("claim-0", wants(request("req-0", all_devices=True), "2"))], [[("req-0", _a(POOL1, "device-1"))]],
+        classes=MULTI, amounts=[["2"]]),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-sufficient": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2"), shared("device-2", "1")))],
+        [claim("claim-0", wants(request("req-0"), "1"), wants(request("req-1", all_devices=True), "1"))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-1", _a(POOL1, "device-1")), ("req-1", _a(POOL1, "device-2"))]],
+        amounts=[["1", "1", "1"]]),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-allocating-insufficient": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1"), shared("device-2", "1")))],
+        [claim("claim-0", wants(request("req-0"), "1"), wants(request("req-1", all_devices=True), "1"))], None),
+    "consumable-capacity-dedicated-device-with-consumable-capacity-request": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=({"name": "device-1", "capacity": {"capacity-0": {"value": "1"}}},))],
+        [claim("claim-0", wants(request("req-0"), "1"))], [[("req-0", _a(POOL1, "device-1"))]], classes=("single",),
+        amounts=[[]]),
+    "consumable-capacity-requests-are-not-modified": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=({"name": "device-1", "allowMultipleAllocations": True, "capacity": {
+            "capacity-0": {"value": "1000000000000000000002", "requestPolicy": {
+                "default": "1000000000000000000000", "validRange": {"min": "2"}}}}},))],
+        [claim("claim-0", wants(request("req-0"), "2"), wants(request("req-1"), "1000000000000000000000"))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-1", _a(POOL1, "device-1"))]],
+        amounts=[["2", "1000000000000000000000"]]),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-sufficient": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2"), shared("device-2", "1")))],
+        [claim("claim-0", wants(request("req-0", all_devices=True), "1"))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-0", _a(POOL1, "device-2"))]], shares={_a(POOL1, "device-1"): "1"}),
+    "consumable-capacity-multi-allocatable-device-allocation-mode-all-in-use-insufficient": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1"), shared("device-2", "1")))],
+        [claim("claim-0", wants(request("req-0", all_devices=True), "1"))], None, shares={_a(POOL1, "device-1"): "1"}),
+    "consumable-capacity-multi-allocatable-device-with-allocated-capacity-use-remaining": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "4", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "2"))], [[("req-0", _a(POOL1, "device-1"))]], classes=MULTI,
+        shares={_a(POOL1, "device-1"): "2"}, amounts=[["2"]]),
+    "consumable-capacity-multi-allocatable-device-with-allocated-capacity-next-device": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2", "range"), shared("device-2", "2", "range")))],
+        [claim("claim-0", wants(request("req-0"), "2"))], [[("req-0", _a(POOL1, "device-2"))]], classes=MULTI,
+        shares={_a(POOL1, "device-1"): "2"}, amounts=[["2"]]),
+    "consumable-capacity-multi-allocatable-device-with-no-available-consumable-capacity": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2", "range"),))],
+        [claim("claim-0", wants(request("req-0"), "2"))], None, classes=MULTI, shares={_a(POOL1, "device-1"): "2"}),
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector": Case(
         [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1"),))],
         [claim("claim-0", wants(request("req-0"), "1"))], None, classes=("single",)),
@@ -541,6 +587,11 @@ def _docs(case: Case) -> list[dict]:
         driver, pool, device = key.split("/")
         held.append({**claim(f"allocated-{i}", request("req")), "status": {"allocation": {"devices": {"results": [
             {"request": "req", "driver": driver, "pool": pool, "device": device}]}}}})
+    for i, (key, amount) in enumerate(case.shares.items()):
+        driver, pool, device = key.split("/")
+        held.append({**claim(f"share-{i}", request("req")), "status": {"allocation": {"devices": {"results": [
+            {"request": "req", "driver": driver, "pool": pool, "device": device,
+             "shareID": f"aaaaaaaa-aaaa-aaaa-aaaa-{i:012d}", "consumedCapacity": {"capacity-0": amount}}]}}}})
     return [*nodes, *classes, *case.slices, *case.claims, *held]
 
 
