@@ -111,7 +111,7 @@ class Case:
     selector: dict | None = None  # the allocation's node selector, where the row checks it
     amounts: list[list[str]] | None = None  # per claim, each result's consumedCapacity of capacity-0 (shares)
     binding: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None  # the first claim's binding conditions
-    shares: dict[str, str] = field(default_factory=dict)  # allocatedCapacityDevices: device key -> capacity-0 in use
+    shares: dict[str, str | None] = field(default_factory=dict)  # allocated shares: device key -> capacity-0 used
 
 
 def counters(**values: str) -> dict[str, str]:
@@ -469,6 +469,25 @@ CAPACITY_CASES: dict[str, Case] = {
     "consumable-capacity-multi-allocatable-device-with-no-available-consumable-capacity": Case(
         [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "2", "range"),))],
         [claim("claim-0", wants(request("req-0"), "2"))], None, classes=MULTI, shares={_a(POOL1, "device-1"): "2"}),
+    "allow-multiple-allocations-with-partitionable-device": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=tuple({**dev(f"device-{i}", {CS1: {"memory": m}}), "allowMultipleAllocations": True}
+                                                       for i, m in ((1, "4Gi"), (2, "6Gi"), (3, "4Gi")))),
+         slice_("slice-2", NODE1, POOL1, counter_sets={CS1: {"memory": "8Gi"}})],
+        [claim("claim-0", request("req-0"), prioritized("req-1", request("subReq-0", selectors=(memory_at_least("6Gi"),)),
+                                                        request("subReq-1", selectors=(memory_at_least("4Gi"),))))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-1/subReq-1", _a(POOL1, "device-3"))]], classes=MULTI),
+    "allow-multiple-allocations-with-shared-device-counter-cross-cycle": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=tuple(
+            {**dev(f"device-{i}", {CS1: {"capacity-0": "1"}}, attributes={"mode": mode}), "allowMultipleAllocations": True}
+            for i, mode in ((1, "a"), (2, "b")))),
+         slice_("slice-2", NODE1, POOL1, counter_sets={CS1: {"capacity-0": "1"}})],
+        [claim("claim-0", wants(request("req-0", selectors=(f'device.attributes["{DRIVER_A}"].mode == "b"',)), "1"))],
+        None, classes=MULTI, shares={_a(POOL1, "device-1"): "1"}),
+    "partitionable-consumable-capacity-shared-device-counter-not-recharged": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=({**dev("device-1", {CS1: {"c": "1"}}, False),
+                                                    "allowMultipleAllocations": True},)),
+         slice_("slice-2", NODE1, POOL1, counter_sets={CS1: {"c": "1"}})],
+        [claim("claim-0", request("req-0"))], [[("req-0", _a(POOL1, "device-1"))]], shares={_a(POOL1, "device-1"): None}),
     "allow-multiple-allocations-exclude-multi-allocatable-device-by-class-selector": Case(
         [slice_("slice-1", NODE1, POOL1, devices=(shared("device-1", "1"),))],
         [claim("claim-0", wants(request("req-0"), "1"))], None, classes=("single",)),
@@ -591,7 +610,8 @@ def _docs(case: Case) -> list[dict]:
         driver, pool, device = key.split("/")
         held.append({**claim(f"share-{i}", request("req")), "status": {"allocation": {"devices": {"results": [
             {"request": "req", "driver": driver, "pool": pool, "device": device,
-             "shareID": f"aaaaaaaa-aaaa-aaaa-aaaa-{i:012d}", "consumedCapacity": {"capacity-0": amount}}]}}}})
+             "shareID": f"aaaaaaaa-aaaa-aaaa-aaaa-{i:012d}",
+             **({"consumedCapacity": {"capacity-0": amount}} if amount else {})}]}}}})
     return [*nodes, *classes, *case.slices, *case.claims, *held]
 
 
