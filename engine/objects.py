@@ -106,9 +106,10 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("DeviceClass", DRA_APIS, "deviceclasses", False, "device", "DeviceClass"),
     ObjectKind("ResourceClaim", DRA_APIS, "resourceclaims", True, "device", "ResourceClaim"),
     ObjectKind("ResourceClaimTemplate", DRA_APIS, "resourceclaimtemplates", True, "device", "ResourceClaimTemplate"),
-    # read from snapshots; not listed or watched live yet: 1.36 serves it only behind an alpha gate (v1alpha3)
+    # GA in 1.37 (v1); 1.36 serves it only behind an off-by-default gate (v1beta2, v1alpha3): watched where served
+    # (discovery; none served counts as no rules); a change re-taints slices, as upstream's tracker raises it
     ObjectKind("DeviceTaintRule", (*DRA_APIS, "resource.k8s.io/v1alpha3"), "devicetaintrules", False, "device",
-               watched=False),
+               "ResourceSlice", served=("v1", "v1beta2", "v1alpha3")),
     ObjectKind("Pod", ("v1",), "pods", True, "pod", "Pod", pruned=_POD_PRUNED),
     # not part of the model: the policies' ConfigMap, watched by the loop for policy reloads
     ObjectKind("ConfigMap", ("v1",), "configmaps", True, None, watched=False),

@@ -291,6 +291,12 @@ class Binder:
         if failed is not None:
             return failed
         reserved, failed = self.claims.prepare(p.pod, p.node, p.devices, p.claims)
+        if failed is None and self.claims.waits(p.claims):
+            self.events.event(p.pod, "Normal", "BindingConditionsPending",
+                              f"waiting for binding conditions for device on node {p.node}")
+            failed = self.claims.await_binding(p.claims)
+            if failed is not None:
+                self.claims.undo(reserved)
         if failed is not None:
             self.volumes.undo(done)
             return failed
