@@ -202,6 +202,7 @@ class Scheduler:
     groups: GroupStatus = field(init=False)
     resources: list[WatchTarget] = field(init=False)
     leading: threading.Event = field(init=False, default_factory=threading.Event)  # set while the loops run
+    built: threading.Event = field(init=False, default_factory=threading.Event)  # the cache's model, after the sync
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
@@ -243,10 +244,15 @@ class Scheduler:
             self._spawn(reflector.run, f"watch-{r.kind}")
 
     def wait_synced(self, stop: threading.Event, timeout: float = 60.0) -> bool:
+        """Every watch has listed, then the cache's model is built (`ClusterCache.build`): as kube-scheduler is
+        ready once its informers' handlers have synced, not when its first cycle converts the cluster."""
         deadline = time.monotonic() + timeout
         while not self.store.synced(self.resources):
             if stop.wait(0.05) or time.monotonic() > deadline:
                 return False
+        if not self.built.is_set():
+            self.cache.build()
+            self.built.set()
         return True
 
     def start_loops(self, stop: threading.Event) -> None:
@@ -261,7 +267,7 @@ class Scheduler:
         self._threads.append(thread)
 
     def ready(self) -> bool:
-        return self.store.synced(self.resources) and all(loop.ready() for loop in self.loops)
+        return self.store.synced(self.resources) and self.built.is_set() and all(loop.ready() for loop in self.loops)
 
     def refresh_policies(self) -> None:
         """Only while no profile loop runs (a standby waiting for leadership)."""
