@@ -124,7 +124,9 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch, frozenset(gang_members(scenario)))
         waits = waits_of(created, dict(watch.bound), t0, batch)  # per pod, beside the logs, for a closer look
-        (logs / f"{kind.name}-waits.json").write_text(json.dumps(dict(sorted(waits.items(), key=lambda kv: -kv[1]))))
+        times = {key: {"wait": round(w, 4), "created": created.get(key), "bound": watch.bound.get(key)}
+                 for key, w in sorted(waits.items(), key=lambda kv: -kv[1])}  # time.monotonic(): one clock per machine
+        (logs / f"{kind.name}-waits.json").write_text(json.dumps(times))
         cycles = running.cycles(bound=len(watch.bound))
         if cycles is not None:
             result.batches, result.batch_pods = cycles.count, int(cycles.sizes.sum)
