@@ -150,7 +150,11 @@ class GreedyState:
     def waits(self, c: int) -> bool:
         """Some candidate node blocks one more pod of c only for now (its required affinity's support is not
         there yet, or a spread's counts would tip): pods landing later may open it, as they may not a node
-        blocked for good (room, ports, separations, limits, budgets only get worse)."""
+        blocked for good (room, ports, separations, limits, budgets only get worse). A class no co-location or
+        spread row names never waits: nothing blocks it for now (asked node by node, a batch of 1,875 gangs that
+        did not fit on 5,000 nodes spent 2.7 s here)."""
+        if not self.coloc_of.get(c) and not self.spread_of.get(c):
+            return False
         return any(self.permanent_blocker(c, n) is None and self.current_blocker(c, n) is not None
                    for n in self.p.classes[c].candidates)
 
