@@ -41,7 +41,10 @@ class StagePool:
         self._lock = threading.Lock()
 
     def submit(self, call: Callable[..., Any], *args: Any) -> Future:
-        future = self._pool.submit(call, *args)
+        return self.track(self._pool.submit(call, *args))
+
+    def track(self, future: Future) -> Future:
+        """`future` counted among the stage's work (`flush` waits for it too), though no thread of the pool runs it."""
         with self._lock:
             self._futures.add(future)
         future.add_done_callback(self._done)
@@ -90,7 +93,10 @@ class BindStage:
         nominated = [p for p in placements if p.key in preemptions]
         if nominated:
             self.submit(self._preempt, nominated, preemptions)
-        return self.submit(self._bind, [p for p in placements if p.key not in preemptions], outcome, early)
+        rest = [p for p in placements if p.key not in preemptions]
+        if early is not None and not rest:  # the usual case: no thread of the stage waits for the early binds
+            return self._record_after(early, outcome)
+        return self.submit(self._bind, rest, outcome, early)
 
     def bind_early(self, placements: list[Placement]) -> Future[BindReport]:
         """Placements final before their cycle is (engine.plan.placed_plan): bound now, reported with the cycle."""
@@ -123,6 +129,20 @@ class BindStage:
         else:
             self.metrics.pods_bound.labels(self.name).inc(len(report.bound))
         return report
+
+    def _record_after(self, early: Future[BindReport], outcome: Outcome) -> Future[BindReport]:
+        """A future of the cycle's report, recorded when its early binds are done."""
+        recorded: Future[BindReport] = self.pool.track(Future())
+        started = time.perf_counter()
+
+        def record(done: Future[BindReport]) -> None:
+            report = _result_of(done)
+            try:
+                self.reports.record(outcome, report, time.perf_counter() - started)
+            finally:
+                recorded.set_result(report)
+        early.add_done_callback(record)
+        return recorded
 
     def _send(self, placements: list[Placement]) -> BindReport:
         """Bind and requeue what failed. A crash forgets and requeues all."""
