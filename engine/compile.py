@@ -40,6 +40,8 @@ class Compiled:
     bound: BoundState
     notes: list[str] = field(default_factory=list)
     usage: Usage | None = None  # what the tenants' bound pods use before the plan (None: no quotas)
+    # answers explanations reuse across the batch's classes (kinds.gangs: a gang's members that fit, by shape)
+    memo: dict[tuple, object] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,10 +124,23 @@ def replay(compiled: Compiled, solution: Solution) -> GreedyState:
     return greedy_replay(compiled.problem, solution.placed)
 
 
-def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None) -> Explanation:
+@dataclass(slots=True)
+class Alike:
+    """One plan's explanations so far: the node-by-node part by class shape (`explain_unplaced`), and the pods the
+    plan placed of each class."""
+
+    placed: dict[int, int]
+    parts: dict[tuple, tuple[Counter[Blocked], list[int]]] = field(default_factory=dict)
+    taken: dict[tuple, dict[int, int]] = field(default_factory=dict)  # by shape: who took the room on its full nodes
+
+
+def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: GreedyState | None = None,
+                     alike: Alike | None = None) -> Explanation:
     """Upstream's per-node summary, with the batch's part said exactly: for each candidate node, the first
     check that stops one more pod of the class in the final plan (room, ports, which anti-affinity,
-    affinity, spread or limit rule), and who took the room when room is what lacks."""
+    affinity, spread or limit rule), and who took the room when room is what lacks. `alike` (one per plan)
+    keeps the node-by-node part of classes no row names and no pod of which was placed, for the next class of
+    the same shape: 625 equal gangs left out on 5,000 nodes were 3 M node checks."""
     out = static_explanation(compiled, c)
     candidates = compiled.problem.classes[c].candidates
     if not candidates:
@@ -135,6 +148,45 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     state = state or replay(compiled, solution)
     out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c, state)  # crowded: others took the room?
     proven = solution.status is Status.OPTIMAL
+    key = _shape(compiled, alike, state, c, crowded) if alike is not None else None
+    if key is not None and alike is not None and key in alike.parts:
+        blocked, full = alike.parts[key]
+        out.blocked = Counter(blocked)
+    else:
+        full = _node_by_node(compiled, state, c, out, crowded, proven)
+        if key is not None and alike is not None:
+            alike.parts[key] = (Counter(out.blocked), full)
+    if not (full and crowded):
+        return out
+    held = _held_by_mins(compiled, solution, c, full) if compiled.classes[c].borrowing else None
+    if held is not None:
+        out.reasons.append(held[0])
+    if key is not None and alike is not None:  # a shape is never borrowing: nothing `held`
+        if key not in alike.taken:
+            alike.taken[key] = _taken_by(compiled, solution, full, frozenset())
+        out.taken = dict(alike.taken[key])
+    else:
+        out.taken = _taken_by(compiled, solution, full, held[1] if held else frozenset())
+    return out
+
+
+def _shape(compiled: Compiled, alike: Alike, state: GreedyState, c: int, crowded: bool) -> tuple | None:
+    """What the node-by-node part of a class reads, when that is all of it: none of its pods placed, no row
+    naming it, not borrowing (None otherwise)."""
+    cls = compiled.problem.classes[c]
+    if compiled.classes[c].borrowing or alike.placed.get(c, 0):
+        return None
+    if any(rows.get(c) for rows in (state.sep_of, state.limit_of, state.budget_of, state.excl_of, state.coloc_of,
+                                    state.spread_of)):
+        return None
+    return cls.demand, cls.candidates, cls.max_per_node, cls.per_node_check, cls.gang is not None, crowded
+
+
+def _node_by_node(compiled: Compiled, state: GreedyState, c: int, out: Explanation, crowded: bool,
+                  proven: bool) -> list[int]:
+    """Count into `out.blocked` what stops one more pod of class c on each candidate node; the nodes that lack
+    room."""
+    candidates = compiled.problem.classes[c].candidates
     full: list[int] = []
     demand = compiled.problem.classes[c].demand
     short: dict[tuple[bool, ...], Blocked] = {}  # a lack of room is said the same for the same resources short
@@ -148,13 +200,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
             out.blocked[said] += 1
             continue
         out.blocked[_blocked(compiled, state, c, n, blocker, crowded, proven)] += 1
-    if not (full and crowded):
-        return out
-    held = _held_by_mins(compiled, solution, c, full) if compiled.classes[c].borrowing else None
-    if held is not None:
-        out.reasons.append(held[0])
-    out.taken = _taken_by(compiled, solution, full, held[1] if held else frozenset())
-    return out
+    return full
 
 
 def _blocked(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None,

@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
-from .explain import Explanation, explain_unplaced, late_explanation, replay
+from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
 from .index import BoundState
 from .kinds import KINDS
 from .model import Cluster, Pod
@@ -346,6 +346,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     errors: set[str] = set()
     placed_on = _targets(solution)
     state = None  # the plan replayed, built once if some pod needs explaining
+    alike = Alike(solution.class_counts())  # classes of one shape are explained node by node once
     for c, info in enumerate(compiled.classes):
         pods = [p for p in info.pods if p.key not in dropped]
         left = pods[len(placed_on.get(c, [])):]
@@ -355,7 +356,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
             explanation = late_explanation(compiled, c)
         else:
             state = state or replay(compiled, solution)
-            explanation = explain_unplaced(compiled, solution, c, state)
+            explanation = explain_unplaced(compiled, solution, c, state, alike)
         reasons = explanation.lines()
         for pod in left:
             unschedulable[pod.key] = reasons

@@ -83,9 +83,9 @@ def test_prebind_waits_for_the_binding_conditions() -> None:
     _cycle(loop)
     timer.join()
     assert api.binds == [("default/p", "n1")]
+    s.events.close()  # the event outbox written out
     assert any(reason == "BindingConditionsPending" for _, _, reason, _ in api.events)
     assert BINDING_TIMEOUT == 600.0  # upstream's default
-    s.events.close()
 
 
 def test_a_failure_condition_fails_the_binding_and_takes_the_claim_back() -> None:
@@ -96,8 +96,8 @@ def test_a_failure_condition_fails_the_binding_and_takes_the_claim_back() -> Non
     assert api.binds == []
     claim = api.objects[("ResourceClaim", "default", "c")]
     assert not (claim.get("status") or {}).get("allocation") and not (claim.get("status") or {}).get("reservedFor")
+    s.events.close()  # the event outbox written out
     assert any("device binding failed: claim=c, reason=Tested" in message for _, _, _, message in api.events)
-    s.events.close()
 
 
 def test_the_binding_timeout_fails_the_binding() -> None:
@@ -105,5 +105,5 @@ def test_the_binding_timeout_fails_the_binding() -> None:
     _cycle(loop)
     assert api.binds == []
     assert not (api.objects[("ResourceClaim", "default", "c")].get("status") or {}).get("allocation")
+    s.events.close()  # the event outbox written out
     assert any("device binding timeout: claim=c" in message for _, _, _, message in api.events)
-    s.events.close()

@@ -240,10 +240,10 @@ def _explaining_raises_for(monkeypatch, name: str) -> None:
     """Explaining a class left out that holds the pod `name` raises (after the placements were handed on)."""
     real = engine.plan.explain_unplaced
 
-    def explain_unplaced(compiled, solution, c, state=None):
+    def explain_unplaced(compiled, solution, c, state=None, alike=None):
         if any(p.name == name for p in compiled.classes[c].pods):
             raise ZeroDivisionError(f"explaining {name}")
-        return real(compiled, solution, c, state)
+        return real(compiled, solution, c, state, alike)
     monkeypatch.setattr(engine.plan, "explain_unplaced", explain_unplaced)
 
 
@@ -292,9 +292,9 @@ def test_the_loop_binds_a_cycles_placements_before_it_explains_the_pods_left_out
     seen_at_explain: list[list[list[str]]] = []
     real_explain = engine.plan.explain_unplaced
 
-    def explain_unplaced(compiled, solution, c, state=None):
+    def explain_unplaced(compiled, solution, c, state=None, alike=None):
         seen_at_explain.append(list(handed))
-        return real_explain(compiled, solution, c, state)
+        return real_explain(compiled, solution, c, state, alike)
     monkeypatch.setattr(engine.plan, "explain_unplaced", explain_unplaced)
     loop.cycle(["default/a", "default/b", "default/c"])
     loop.flush_binds()

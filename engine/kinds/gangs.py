@@ -6,6 +6,7 @@ decided once when the cluster is built."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -148,6 +149,27 @@ def _members_only(problem: Problem, gang: GangRow) -> Problem | None:
                    budgets=[], shares=[], openings=[], exclusive=[])
 
 
+def _members_shape(problem: Problem, g: int) -> tuple | None:
+    """What `fit_alone` and `members_that_fit` read of gang g, when that is all (no row names a member; None
+    otherwise): gangs of one shape get one answer (626 equal gangs left out on 5,000 nodes ran 626 greedies)."""
+    gang = problem.gangs[g]
+    if _members_only(problem, gang) is None:
+        return None
+    members = sorted(gang.classes, key=lambda c: -problem.classes[c].rank)  # the greedy's order, not its ranks
+    return (tuple((problem.classes[c].demand, problem.classes[c].candidates, problem.classes[c].max_per_node,
+                   problem.classes[c].count, problem.classes[c].per_node_check) for c in members),
+            gang.need, gang.partition, gang.domains)
+
+
+def _asked(compiled: Compiled, key: tuple, answer: Callable[[], int]) -> int:
+    """`answer()`, once per key that has a shape (compiled.memo)."""
+    if key[-1] is None:
+        return answer()
+    if key not in compiled.memo:
+        compiled.memo[key] = answer()
+    return int(compiled.memo[key])  # type: ignore[call-overload]
+
+
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
     """Why gang g did not start, and whether the rest of the batch is to blame (None if it started); `state` is
     the plan replayed, to count the members that fit beside it."""
@@ -163,11 +185,13 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
                 f"({', '.join(gi.short_of)})"), False
     if gi.pending < need:
         return f"{head} more member(s) ({gi.quorum} {gi.min_member}{bound}) but only {gi.pending} are pending", False
-    fit = fit_alone(compiled.problem, g)
+    shape = _members_shape(compiled.problem, g)
+    fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
     where = f" in one {gi.within} domain" if gi.within else ""
     if fit < need:
         return f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
-    beside = members_that_fit(state, compiled.problem, compiled.problem.gangs[g])
+    beside = _asked(compiled, ("beside", state, shape),
+                    lambda: members_that_fit(state, compiled.problem, compiled.problem.gangs[g]))
     if solution.status is Status.OPTIMAL and beside < need:
         return (f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {beside} of its {gi.pending} pending "
                 f"member(s) fit beside the rest of the plan ({fit} fit alone), and the plan is proven optimal: making "
