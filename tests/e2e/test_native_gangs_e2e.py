@@ -4,11 +4,16 @@ group does not exist yet waits until it is created, and a `disruptionMode: PodGr
 with its DisruptionTarget condition."""
 from __future__ import annotations
 
+import pytest
+
 from testkit.controlplane import ControlPlane
 from testkit.manifests import api_pod, in_group, native_group, priority_class
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "native-scheduler"
+
+# 1.37 serves these PodGroups as scheduling.k8s.io/v1beta1 only (v1alpha2 is gone): 404s on 1.37.2
+pytestmark = pytest.mark.kube_versions(max="1.36", reason="issue 28 point 1: native gangs in scheduling.k8s.io/v1beta1")
 
 
 def _condition(kube: Kube, ns: str, name: str, kind: str = "PodGroupScheduled") -> dict | None:
