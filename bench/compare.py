@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and t
 
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
-from compare_measure import RunResult, outcome, tenant_outcome, timing, waits_of  # noqa: E402
+from compare_measure import RunResult, bound_curve, gang_members, outcome, tenant_outcome, timing, waits_of  # noqa: E402
 from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
 from testkit.controlplane import (  # noqa: E402
@@ -118,9 +118,13 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         if batch and watch.bound:
             first = min(watch.bound.values())
             result.first_bind_s = round(first - running.started_at, 3)
+            result.seen_bind_s = round(first - running.ready_at, 3)
+            result.bound_curve = bound_curve(list(watch.bound.values()), running.ready_at)
             t0 = min(t0, first)
         result.rss_mib = running.peak_rss_mib()
-        timing(result, created, dict(watch.bound), t0, batch)
+        timing(result, created, dict(watch.bound), t0, batch, frozenset(gang_members(scenario)))
+        waits = waits_of(created, dict(watch.bound), t0, batch)  # per pod, beside the logs, for a closer look
+        (logs / f"{kind.name}-waits.json").write_text(json.dumps(dict(sorted(waits.items(), key=lambda kv: -kv[1]))))
         cycles = running.cycles(bound=len(watch.bound))
         if cycles is not None:
             result.batches, result.batch_pods = cycles.count, int(cycles.sizes.sum)
@@ -245,8 +249,9 @@ def summary(r: RunResult) -> str:
     gangs += f" devices {r.devices_used}" if r.devices_used is not None else ""
     err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""
     return (f"  {r.scheduler:17s} placed {r.placed}/{r.pending} in {r.seconds:.1f} s = {r.pods_per_s:.0f} pods/s, "
-            f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}, "
-            f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)}, "
+            f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}"
+            f"{'' if r.latency_p99_solo is None else f' (no gang {fmt(r.latency_p99_solo)})'}, "
+            f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)} (ready to first bind {fmt(r.seen_bind_s)}), "
             f"nodes {r.nodes_used}{gangs}, "
             f"rss {fmt(r.rss_mib, 0)} MiB{err}")
 

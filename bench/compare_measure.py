@@ -32,7 +32,12 @@ class RunResult:
     latency_p99: float | None = None
     rate: float | None = None          # stream arrival: pods created per second (None: as fast as 16 clients go)
     startup_s: float = 0.0             # process start -> ready
-    first_bind_s: float | None = None  # batch arrival: process start -> the first pod bound (issue 30's first bind)
+    first_bind_s: float | None = None  # batch arrival: process start -> the first pod bound
+    # batch arrival: ready -> the first pod bound (issue 30's "after the scheduler sees it": /readyz answers once the
+    # informers have listed the cluster, for both schedulers; negative when the bind came before the poll saw ready)
+    seen_bind_s: float | None = None
+    latency_p99_solo: float | None = None  # p99 over the pods in no gang (set when the workload has gangs)
+    bound_curve: list[tuple[float, int]] | None = None  # batch arrival: (s from ready, pods bound), sampled
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
     gangs_complete: int = 0
@@ -64,6 +69,22 @@ class RunResult:
         return asdict(self)
 
 
+CURVE_POINTS = 200
+
+
+def bound_curve(bound_at: list[float], ready_at: float) -> list[tuple[float, int]]:
+    """(seconds from ready, pods bound by then) at every k-th bind, at most CURVE_POINTS of them (the last bind's
+    always): enough for a plot of pods bound over time."""
+    times = sorted(t - ready_at for t in bound_at)
+    if not times:
+        return []
+    step = max(1, -(-len(times) // CURVE_POINTS))
+    picked = [(round(times[k - 1], 4), k) for k in range(step, len(times) + 1, step)]
+    if picked[-1][1] != len(times):
+        picked.append((round(times[-1], 4), len(times)))
+    return picked
+
+
 def percentile(values: list[float], q: float) -> float | None:
     """Nearest-rank percentile (q in 0..1); None for no values."""
     if not values:
@@ -79,8 +100,9 @@ def waits_of(created: dict[str, float], bound: dict[str, float], t0: float, batc
 
 
 def timing(result: RunResult, created: dict[str, float], bound: dict[str, float], t0: float,
-           batch: bool) -> None:
-    """Throughput and latency (`waits_of`)."""
+           batch: bool, in_gangs: frozenset[str] = frozenset()) -> None:
+    """Throughput and latency (`waits_of`); p99 also over the pods not in a gang (`in_gangs`): a gang's members
+    wait for its last one, which a scheduler without gangs does not."""
     times = [t for key, t in bound.items() if key in created]
     if not times:
         return
@@ -90,6 +112,9 @@ def timing(result: RunResult, created: dict[str, float], bound: dict[str, float]
     result.latency_p50 = percentile(waits, 0.5)
     result.latency_p90 = percentile(waits, 0.9)
     result.latency_p99 = percentile(waits, 0.99)
+    if in_gangs:
+        solo = [w for key, w in waits_of(created, bound, t0, batch).items() if key not in in_gangs]
+        result.latency_p99_solo = percentile(solo, 0.99)
 
 
 def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None]) -> None:
@@ -218,6 +243,7 @@ def quantities(resources: dict[str, Any]) -> dict[str, int]:
 
 
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "first_bind_s",
+           "seen_bind_s", "latency_p99_solo",
            "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",

@@ -46,6 +46,7 @@ from engine.loop.cache import ClusterCache  # noqa: E402
 from engine.loop.profile import Settings  # noqa: E402
 from engine.loop.store import Store, source_name  # noqa: E402
 from engine.planner import Options  # noqa: E402
+from engine.solve import load_solver  # noqa: E402
 from testkit.manifests import namespace, priority_class, ready_node  # noqa: E402
 
 SCHEDULER = "policy-scheduler"
@@ -170,8 +171,10 @@ def instrumented() -> Iterator[Timers]:
 
 # --- one cycle -------------------------------------------------------------------------------------------
 
-def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]]) -> tuple[float, Any]:
-    """Seconds of one cycle as `PlanStage.plan` runs it (collector paused), and its result."""
+def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]],
+              handed: list[float] | None = None) -> tuple[float, Any]:
+    """Seconds of one cycle as `PlanStage.plan` runs it (collector paused), and its result; `handed` gets the
+    seconds at which its placements were final (`engine.plan.placed_plan`: the loop starts their binds there)."""
     settings = Settings((), time_per_pod=TIME_PER_POD)
     options = Options(settings.limit_for(len(batch)), settings.solver_workers, preemption=settings.preemption,
                       preference_limit=settings.preferences_for(len(batch)))
@@ -180,7 +183,8 @@ def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]]) -> t
     try:
         started = time.perf_counter()
         snapshot = cache.snapshot(batch, SCHEDULER, Rules().gangs, Rules().quotas)
-        result = cycle_module.run_cycle(snapshot, Rules(), options)
+        on_placed = None if handed is None else (lambda _plan: handed.append(time.perf_counter() - started))
+        result = cycle_module.run_cycle(snapshot, Rules(), options, on_placed)
         return time.perf_counter() - started, result
     finally:
         gc.enable()
@@ -193,14 +197,19 @@ def measure(workload: str, nodes: int, repeats: int) -> tuple[list[float], dict[
     started = time.perf_counter()
     _, cache, batch = fill(docs)
     fed = time.perf_counter() - started
+    started = time.perf_counter()
+    load_solver()  # as `policy-scheduler run` does before it lists the cluster
+    cache.build()  # as the loop does once every watch has listed, before it is ready
+    built = time.perf_counter() - started
     first, _ = one_cycle(cache, batch)  # the first snapshot converts what the watches fed once
     walls: list[float] = []
     rows: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, int] = {}
-    facts: dict[str, Any] = {"fed": fed, "first": first}
+    facts: dict[str, Any] = {"fed": fed, "built": built, "first": first}
     placed: list[int] = []
+    handed: list[float] = []
     for k in range(repeats):
-        seconds, result = one_cycle(cache, batch)
+        seconds, result = one_cycle(cache, batch, handed)
         walls.append(seconds)
         placed.append(result.plan.stats.placed)
         with instrumented() as timers:
@@ -215,6 +224,7 @@ def measure(workload: str, nodes: int, repeats: int) -> tuple[list[float], dict[
                  "strategy": stats.strategy, "nodes": stats.nodes}
     for path in rows:
         rows[path] += [0.0] * (repeats - len(rows[path]))
+    facts["handed"] = handed
     return walls, rows, calls, facts
 
 
@@ -225,9 +235,12 @@ def table(workload: str, nodes: int, repeats: int, walls: list[float], rows: dic
            f"{facts['placed']:,} placed by the last instrumented cycle ({facts['status']}, {facts['strategy']})",
            "",
            f"cycle (snapshot + plan_batch), uninstrumented: **{wall:.3f} s** (median of {repeats}: "
-           + ", ".join(f"{w:.3f}" for w in walls) + ")",
+           + ", ".join(f"{w:.3f}" for w in walls) + ")"
+           + (f"; placements final (their binds start) at **{statistics.median(facts['handed']):.3f} s**"
+              if facts.get("handed") else ""),
            "",
-           f"cold: feeding the store and cache {facts['fed']:.3f} s, then the first cycle {facts['first']:.3f} s; "
+           f"cold: feeding the store and cache {facts['fed']:.3f} s, loading OR-tools and building the cache's model "
+           f"{facts['built']:.3f} s (before ready, as the loop does), then the first cycle {facts['first']:.3f} s; "
            f"pods placed by the uninstrumented cycles: {', '.join(f'{p:,}' for p in facts['placed per repeat'])}",
            "",
            "| phase (inclusive; nested under the one above it) | s (median) | % of cycle | calls |",

@@ -13,10 +13,13 @@ claims mean, once per snapshot (engine.resolve puts it on the snapshot's copy of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .dra_capacity import Consumed, consumed
+from .dra_capacity import fits as capacity_fits
+from .dra_counters import Counters
 from .model import (
     DEVICE_CLASS_PREFIX,
     EXTENDED_CLAIM,
@@ -98,31 +101,85 @@ class Allocator:
     pinned: dict[str, list[Device]] = field(init=False)  # node name -> the devices only it reaches
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
     contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
+    counters: Counters = field(init=False)  # partitionable devices' shared counters
+    # consumable capacity: each share of a device allowing multiple allocations, by its token in `taken`
+    amounts: dict[str, Consumed] = field(default_factory=dict)  # share token -> what it consumes
+    shares: dict[str, dict[str, None]] = field(default_factory=dict)  # device key -> its share tokens
+    by_key: dict[str, Device] = field(init=False)
 
     def __post_init__(self) -> None:
+        self.counters = Counters.of(self.devices)
         self.pinned, self.roaming = {}, []
+        self.by_key = {d.key: d for d in self.devices.devices}
         for d in self.devices.devices:
             if d.node is not None:
                 self.pinned.setdefault(d.node, []).append(d)
             else:
                 self.roaming.append(d)
+        for claim in self.devices.claims.values():
+            if claim.allocated is not None:
+                for i, (key, amount) in enumerate(claim.shares):
+                    self._share(share_token(key, f"{claim.key}#{i}"), key, amount)
+
+    def _share(self, token: str, key: str, amount: Consumed) -> None:
+        self.amounts[token] = amount
+        self.shares.setdefault(key, {})[token] = None
+
+    def used_shares(self, device: Device, taken: set[str]) -> list[Consumed]:
+        """What the device's shares in `taken` consume."""
+        return [self.amounts[t] for t in self.shares.get(device.key, ()) if t in taken]
+
+    def free(self, device: Device, sub: SubRequest, taken: set[str]) -> bool:
+        """`device` may serve `sub` beside `taken`: not taken (a device allowing multiple allocations: with room
+        for what `sub` consumes beside its shares), within its pool's counters, and fit for the capacity asked."""
+        if sub.admin and not device.multiple:  # admin access: in use or not, once per claim
+            return share_token(device.key, ADMIN) not in taken and self.counters.fits(device, taken)
+        if device.multiple:
+            amount = consumed(device, sub)
+            shares = self.used_shares(device, taken)
+            if device.key in taken and not shares:  # allocated whole (a result without a shareID): dedicated
+                return False
+            return amount is not None and capacity_fits(device, amount, shares) and self.counters.fits(device, taken)
+        return (device.key not in taken and self.counters.fits(device, taken)
+                and (not sub.capacity or consumed(device, sub) is not None))
+
+    def held(self, claim: str, picked: Iterable[tuple[str, str]], subs: dict[str, SubRequest]) -> set[str]:
+        """What `picked` (request, device key) of `claim` adds to `taken`: each device's key, and for a device
+        allowing multiple allocations a share token (what it consumes recorded)."""
+        out = set()
+        for request, key in picked:
+            if subs[request].admin:  # held by no one: only the claim itself does not take the device twice
+                out.add(share_token(key, ADMIN))
+                continue
+            out.add(key)
+            device = self.by_key[key]
+            if device.multiple and (amount := consumed(device, subs[request])) is not None:
+                token = share_token(key, f"{claim}/{request}")
+                self._share(token, key, amount)
+                out.add(token)
+        return out
+
+    def share_of(self, claim: str, request: str, key: str) -> Consumed | None:
+        """What the share `claim`'s `request` got of the device consumes (None: not a share)."""
+        return self.amounts.get(share_token(key, f"{claim}/{request}"))
 
     def reaches(self, node: Node) -> bool:
         """Whether any device could serve a pod on `node` (nodes without one are rejected without allocating)."""
         return node.name in self.pinned or any(d.reachable(node) for d in self.roaming)
 
     def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
-        """Free devices reachable from `node` that `sub` may take (None: its DeviceClass does not exist)."""
+        """Free devices reachable from `node` that `sub` may take, each within its pool's counters beside `taken`
+        (None: its DeviceClass does not exist)."""
         if sub.device_class not in self.devices.classes:
             return None
         near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
-        return [d for d in near if d.key not in taken and self.serves(d, sub)]
+        return [d for d in near if self.free(d, sub, taken) and self.serves(d, sub)]
 
     def serves(self, device: Device, sub: SubRequest) -> bool:
-        """`device` is of `sub`'s class, satisfies its selectors and the class's, and has no taint it does not
-        tolerate (NoSchedule, NoExecute)."""
+        """`device` is of `sub`'s class, satisfies its selectors and the class's, has no taint it does not
+        tolerate (NoSchedule, NoExecute), and its pool is valid (engine.dra_counters)."""
         cls = self.devices.classes.get(sub.device_class)
-        return (cls is not None and not device.untolerated(sub.tolerations)
+        return (cls is not None and self.counters.usable(device) and not device.untolerated(sub.tolerations)
                 and self.selectors.matches(device, cls.selectors, cls.name)
                 and self.selectors.matches(device, sub.selectors))
 
@@ -136,25 +193,35 @@ class Allocator:
             if got is None:
                 return None
             out[claim.key] = got
-            mine.update(device for _, device in got)
+            mine |= {t for t in self.held(claim.key, got, _subs(claim)) if not t.endswith(f"#{ADMIN}")}
         taken.update(mine)
         return out
 
     def _claim(self, claim: ResourceClaim, node: Node, taken: set[str]) -> tuple[tuple[str, str], ...] | None:
-        """One claim: each request's first alternative that fits, its devices agreeing on every
-        matchAttribute (tried per value of the attribute)."""
+        """One claim: each request's first alternative that fits, its devices agreeing on every matchAttribute
+        (tried per value of the attribute); where partitionable devices' counters make one request's choice spoil
+        a later one's, the earlier requests' other choices are tried, as upstream's allocator backtracks
+        (PICK_STEPS choices at most)."""
         constrained = {r for requests, _ in claim.match_attributes for r in (requests or [q.name for q in claim.requests])}
+        budget = [PICK_STEPS]
         for values in self._attribute_choices(claim, node, taken):
-            picked: list[tuple[str, str]] = []
-            used = set(taken)
-            for request in claim.requests:
-                got = self._request(request.alternatives, node, used, values if request.name in constrained else {})
-                if got is None:
-                    break
-                picked += got
-                used.update(device for _, device in got)
-            else:
-                return tuple(picked)
+            agree = [values if request.name in constrained else {} for request in claim.requests]
+            found = self._requests(claim, list(zip(claim.requests, agree)), node, set(taken), budget)
+            if found is not None:
+                return tuple(found)
+        return None
+
+    def _requests(self, claim: ResourceClaim, requests: list[tuple[DeviceRequest, dict[str, object]]], node: Node,
+                  used: set[str], budget: list[int]) -> list[tuple[str, str]] | None:
+        if not requests:
+            return []
+        (request, agree), rest = requests[0], requests[1:]
+        for got in self._request(request.alternatives, node, used, agree, budget):
+            after = self._requests(claim, rest, node, used | self.held(claim.key, got, _subs(claim)), budget)
+            if after is not None:
+                return got + after
+            if budget[0] <= 0:
+                break
         return None
 
     def _attribute_choices(self, claim: ResourceClaim, node: Node, taken: set[str]) -> list[dict[str, object]]:
@@ -167,18 +234,59 @@ class Allocator:
             choices = [{**c, attribute: v} for c in choices for v in sorted(seen, key=str)]
         return choices
 
-    def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str],
-                 agree: dict[str, object]) -> list[tuple[str, str]] | None:
+    def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str], agree: dict[str, object],
+                 budget: list[int]) -> Iterator[list[tuple[str, str]]]:
+        """The ways to serve one request, best first: its alternatives in order, and for each the devices
+        (contested by the fewest pods, then the smallest partitions, first)."""
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
-                           key=lambda d: self.contested.get(d.key, 0))
-            if sub.all:  # every matching device, none of them taken
+                           key=lambda d: (bool(d.binding_conditions), self.contested.get(d.key, 0),
+                                          self.counters.share(d)))
+            if sub.all:  # every matching device, none of them taken, their counters all met at once
                 if found and len(found) == len(self.candidates(sub, node, set()) or ()):
-                    return [(sub.name, d.key) for d in found]
+                    for _ in self._picks(found, len(found), used, budget):
+                        yield [(sub.name, d.key) for d in found]
+                        break
             elif len(found) >= sub.count:
-                return [(sub.name, d.key) for d in found[:sub.count]]
-        return None
+                for chosen in self._picks(found, sub.count, used, budget):
+                    yield [(sub.name, d.key) for d in chosen]
+
+    def _picks(self, found: list[Device], count: int, used: set[str], budget: list[int]) -> Iterator[list[Device]]:
+        """Sets of `count` of `found`, in their order, whose shared counters hold together beside `used`: only the
+        first `count` without counters; otherwise depth first, while the budget lasts."""
+        if not any(d.consumes for d in found):
+            yield found[:count]
+            return
+        chosen: list[Device] = []
+
+        def extend(start: int, in_use: set[str]) -> Iterator[list[Device]]:
+            if len(chosen) == count:
+                yield list(chosen)
+                return
+            for i in range(start, len(found) - (count - len(chosen)) + 1):
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return
+                if self.counters.fits(found[i], in_use):
+                    chosen.append(found[i])
+                    yield from extend(i + 1, in_use | {found[i].key})
+                    chosen.pop()
+
+        yield from extend(0, set(used))
+
+
+def share_token(key: str, owner: str) -> str:
+    """How one share of a device allowing multiple allocations stands in a set of taken devices."""
+    return f"{key}#{owner}"
+
+
+def _subs(claim: ResourceClaim) -> dict[str, SubRequest]:
+    return {sub.name: sub for request in claim.requests for sub in request.alternatives}
+
+
+ADMIN = "admin"  # the share token's owner for a device an admin-access request of the claim being allocated took
+PICK_STEPS = 10_000  # devices tried for one claim among partitionable devices before giving up
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,17 +300,27 @@ class ClaimAllocation:
     config: tuple[dict[str, Any], ...] = ()  # status.allocation.devices.config
     create: dict[str, Any] | None = None  # a pod's extended-resource claim not created yet: its spec
     mappings: tuple[tuple[str, str, str], ...] = ()  # then which request serves which container's resource
+    shares: tuple[tuple[str, str, Consumed], ...] = ()  # (request, device key, consumedCapacity): shared devices
+    admin: tuple[str, ...] = ()  # the requests (or subrequests) served with admin access
+    binding: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    # devices with binding conditions: (device key, bindingConditions, bindingFailureConditions)
 
 
-def allocation_results(devices: Devices, allocation: Allocation) -> dict[str, ClaimAllocation]:
-    """Each allocated claim's status.allocation content (upstream's allocator: devices, node selector, config)."""
-    by_key = {d.key: d for d in devices.devices}
+def allocation_results(allocator: Allocator, allocation: Allocation, node: str) -> dict[str, ClaimAllocation]:
+    """Each allocated claim's status.allocation content on `node` (upstream's allocator: devices, node selector,
+    config, what each share of a device allowing multiple allocations consumes, the devices' binding conditions)."""
+    devices = allocator.devices
     out = {}
     for key, picked in allocation.items():
         claim = devices.claims[key]
-        out[key] = ClaimAllocation(picked, node_selector([by_key[d] for _, d in picked]),
+        chosen = [allocator.by_key[d] for _, d in picked]
+        shares = tuple((r, d, amount) for r, d in picked if (amount := allocator.share_of(key, r, d)) is not None)
+        binding = tuple((d.key, d.binding_conditions, d.binding_failure_conditions) for d in chosen
+                        if d.binding_conditions)
+        out[key] = ClaimAllocation(picked, node_selector(chosen, node),
                                    allocation_config(claim, devices.classes, {r for r, _ in picked}),
-                                   _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings)
+                                   _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings,
+                                   shares, tuple(r for r, _ in picked if _subs(claim)[r].admin), binding)
     return out
 
 
@@ -213,9 +331,10 @@ def _spec(claim: ResourceClaim) -> dict[str, Any]:
                                      "count": sub.count}} for r in claim.requests for sub in r.alternatives]}}
 
 
-def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
-    """Upstream's createNodeSelector: a device on one node pins the allocation to that node; otherwise the
-    devices' one-term selectors ANDed into one term; devices every node reaches add nothing (None: anywhere)."""
+def node_selector(chosen: list[Device], node: str | None = None) -> dict[str, Any] | None:
+    """Upstream's createNodeSelector: a device on one node pins the allocation to that node, and so does one
+    that binds to the node it is allocated for (`bindsToNode`, pinned to `node`); otherwise the devices'
+    one-term selectors ANDed into one term; devices every node reaches add nothing (None: anywhere)."""
     def pin(name: str) -> dict[str, Any]:
         return {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}]}
 
@@ -224,6 +343,8 @@ def node_selector(chosen: list[Device]) -> dict[str, Any] | None:
     for device in chosen:
         if device.node is not None:
             return pin(device.node)
+        if device.binds_to_node and node is not None:
+            return pin(node)
         for term in device.node_terms or ():
             for requirement, into in [(r, fields) for r in term.fields] + [(r, expressions) for r in term.expressions]:
                 item = {"key": requirement.key, "operator": requirement.operator, "values": list(requirement.values)}
@@ -267,14 +388,15 @@ def _attribute(device: Device, domain: str, name: str) -> object | None:
     return next((v for d, n, v in device.attributes if n == name and (d == domain or not domain)), None)
 
 
-def pod_claims(pending: list[Pod], claims: dict[str, ResourceClaim]) -> dict[str, PodClaims]:
+def pod_claims(pending: list[Pod], claims: dict[str, ResourceClaim],
+               namespaces: dict[str, dict[str, str]] | None = None) -> dict[str, PodClaims]:
     """What each pending pod's ResourceClaims mean (pod key -> facts; pods without claims left out): blocked
     (why), the claims it allocates, the nodes its allocated claims are usable on, and the unallocated claims it
     shares with other pending pods. Such a claim is allocated once, by the first of its pods in queue order that
     is not blocked otherwise; the others follow that allocation in the same batch (on nodes that reach its
     devices). Run after `extended_claims`: extended resources served by DeviceClasses are claims too."""
     queue = sorted((p for p in pending if p.resource_claims), key=lambda p: (p.created, p.name))
-    found = {pod.key: _pod_claims(pod, claims) for pod in queue}
+    found = {pod.key: _pod_claims(pod, claims, namespaces or {}) for pod in queue}
     users: dict[str, list[str]] = {}
     for pod in queue:
         if not found[pod.key].blocked:
@@ -359,7 +481,7 @@ def _shape(claim: ResourceClaim) -> tuple:
     return claim.requests, claim.match_attributes
 
 
-def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
+def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim], namespaces: dict[str, dict[str, str]]) -> PodClaims:
     mine: list[ResourceClaim] = []
     terms = []
     for pod_claim, name in pod.resource_claims:
@@ -373,6 +495,9 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
             return PodClaims(blocked=f'resourceclaim.resource.k8s.io "{name}" not found')
         if claim.deleting:
             return PodClaims(blocked=f'resourceclaim "{name}" is being deleted')
+        if _admin_refused(claim, namespaces):
+            return PodClaims(blocked=f'resourceclaim "{name}": admin access to devices requires the '
+                                     f'`{ADMIN_ACCESS_LABEL}: true` label on the containing namespace')
         if claim.allocated is not None:
             if claim.allocation_terms is not None:
                 terms.append(claim.allocation_terms)
@@ -382,9 +507,26 @@ def _pod_claims(pod: Pod, claims: dict[str, ResourceClaim]) -> PodClaims:
                      shapes=tuple(_shape(c) for c in mine))
 
 
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"  # a namespace whose claims may ask for admin access
+
+
+def _admin_refused(claim: ResourceClaim, namespaces: dict[str, dict[str, str]]) -> bool:
+    """A claim asking for admin access in a namespace the snapshot has, without the label the apiserver demands
+    (its admission refuses such a claim; a snapshot may still hold one). A namespace the snapshot lacks: allowed."""
+    labels = namespaces.get(claim.namespace)
+    return (labels is not None and labels.get(ADMIN_ACCESS_LABEL) != "true"
+            and any(sub.admin for request in claim.requests for sub in request.alternatives))
+
+
 def taken_devices(devices: Devices) -> set[str]:
-    """Devices allocated to some claim already: no other claim gets them."""
-    return {key for claim in devices.claims.values() if claim.allocated for key in claim.allocated}
+    """Devices allocated to some claim already: no other claim gets them, unless they allow multiple allocations
+    (their shares are here too, by token: `Allocator` knows what each consumes)."""
+    out: set[str] = set()
+    for claim in devices.claims.values():
+        if claim.allocated:
+            out.update(k for k in claim.allocated if k not in claim.admin_results)
+            out.update(share_token(key, f"{claim.key}#{i}") for i, (key, _) in enumerate(claim.shares))
+    return out
 
 
 def claim_shapes(pod: Pod) -> tuple:

@@ -136,10 +136,17 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c, state)  # crowded: others took the room?
     proven = solution.status is Status.OPTIMAL
     full: list[int] = []
+    demand = compiled.problem.classes[c].demand
+    short: dict[tuple[bool, ...], Blocked] = {}  # a lack of room is said the same for the same resources short
     for n in candidates:
         blocker = state.blocker(c, n)
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
+            lacking = tuple(f < d for f, d in zip(state.free[n], demand))
+            said = short.get(lacking) or short.setdefault(lacking, _blocked(compiled, state, c, n, blocker, crowded,
+                                                                              proven))
+            out.blocked[said] += 1
+            continue
         out.blocked[_blocked(compiled, state, c, n, blocker, crowded, proven)] += 1
     if not (full and crowded):
         return out

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ir import GangRule, GangRules
-from .model import POD_GROUP_LABEL, SCHEDULING_GROUP, Cluster, Gang, Pod, PodGroup
+from .model import POD_GROUP_LABEL, PREEMPT_LOWER, SCHEDULING_GROUP, TERMINAL_PHASES, Cluster, Gang, Pod, PodGroup
+
+SAME = "all pods in a single pod group should have the same"  # upstream's words (validatePodGroup)
 
 
 def gang_key(pod: Pod, rules: GangRules | None = None) -> str | None:
@@ -92,3 +94,44 @@ def disruption_unit(pod: Pod, cluster: Cluster) -> str | None:
         return None
     group = cluster.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}")
     return group.key if group is not None and group.disruption_mode == "PodGroup" else None
+
+
+def refused_groups(pods: list[Pod], groups: dict[str, PodGroup], scheduler_name: str) -> dict[str, str]:
+    """The scheduling.k8s.io PodGroups with a waiting pod of `scheduler_name` that upstream refuses as a whole,
+    with its reason (`pods`: the snapshot's pods, bound and not; groups that do not exist yet are not judged).
+
+    Every group: its waiting pods name one scheduler (upstream schedules a group with one profile). From v1beta1
+    on (`members_match`, 1.37's validatePodGroup) also its running pods, and every member has the group's
+    priority and its preemptionPolicy (the group's when it sets one, else one policy for all members)."""
+    members: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if pod.scheduling_group and pod.phase not in TERMINAL_PHASES:
+            members.setdefault(f"{pod.namespace}/{pod.scheduling_group}", []).append(pod)
+    out: dict[str, str] = {}
+    for key, found in members.items():
+        waiting = [p for p in found if not p.node_name]
+        group = groups.get(key)
+        if group is None or not any(p.scheduler_name == scheduler_name for p in waiting):
+            continue
+        if reason := _disagreement(group, found if group.members_match else waiting):
+            out[key] = reason
+    return out
+
+
+def _disagreement(group: PodGroup, pods: list[Pod]) -> str | None:
+    """Upstream's reason for refusing `group` with these members (None: they agree)."""
+    names = sorted({p.scheduler_name for p in pods})
+    if len(names) > 1:
+        return f"{SAME} .spec.schedulerName set, got: " + " and ".join(repr(n) for n in names)
+    if not group.members_match:
+        return None
+    want = group.priority or 0
+    if (odd := next((p for p in pods if p.priority != want), None)) is not None:
+        return f"{SAME} priority as the pod group's priority, got {odd.priority} and {want}"
+    if group.preemption_policy is not None:
+        if (odd := next((p for p in pods if p.preemption_policy != group.preemption_policy), None)) is not None:
+            return (f"{SAME} preemption policy as the pod group's preemption policy, got {odd.preemption_policy} "
+                    f"and {group.preemption_policy}")
+        return None
+    policies = sorted({p.preemption_policy for p in pods}, key=lambda x: x != PREEMPT_LOWER)
+    return f"{SAME} preemption policy, got {policies[1]} and {policies[0]}" if len(policies) > 1 else None

@@ -13,27 +13,36 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from .model import Cluster, Pod
-from .plan import Failure, Plan, Stats
+from .plan import Failure, OnPlaced, Plan, Stats
 
 T = TypeVar("T")
 MAX_ROUNDS = 3  # failures that only appear together: find culprits again on what is left, at most this often
 MIN_PROBE_SECONDS = 0.2
 
 
-def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time_limit: float) -> Plan:
-    """`plan(cluster, time_limit)`, or, when it raises, the plan of the pods that do not make it raise, with the
-    ones that do refused (in `unschedulable` and `errors`, and listed in `failures`)."""
+def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float, OnPlaced | None], Plan], time_limit: float,
+                  on_placed: OnPlaced | None = None) -> Plan:
+    """`plan(cluster, time_limit, on_placed)`, or, when it raises, the plan of the pods that do not make it raise,
+    with the ones that do refused (in `unschedulable` and `errors`, and listed in `failures`). Placements handed
+    to `on_placed` before an attempt raised are final: later attempts plan around them as bound pods (probes
+    hand nothing on), and the plan returned lists them."""
     failures: list[Failure] = []
+    handed = Handed(on_placed)
     for _ in range(MAX_ROUNDS):
         try:
-            return _with_failures(plan(cluster, time_limit), failures)
+            return _with_failures(handed.into(plan(cluster, time_limit, handed.hand if on_placed else None)), failures)
+        except HandOverFailed as exc:
+            raise exc.error from None  # the caller's error, not planning's: the net is not for it
         except Exception as exc:  # the net: anything, narrowed to its culprits below
-            if not cluster.pending:
+            cluster = handed.bound_in(cluster)
+            if not cluster.pending and not handed.nodes:
                 raise  # nothing to narrow down: a bug outside any pod's planning
+            if not cluster.pending:
+                return handed.into(Plan({}, {}, Stats(pods=0, status="ERROR")))
             found = culprits(units(cluster.pending), _probe(cluster, plan, time_limit), exc) or [(list(cluster.pending), exc)]
             failures += [failure([p.key for p in unit], err) for unit, err in found]
             refused = {p.key for unit, _ in found for p in unit}
@@ -41,7 +50,50 @@ def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time
     everyone = tuple(p.key for p in cluster.pending)
     failures.append(Failure(everyone, "planning kept failing after refusing the pods that failed alone", ""))
     empty = Plan({}, {}, Stats(pods=len(everyone), status="ERROR"))
-    return _with_failures(empty, failures)
+    return _with_failures(handed.into(empty), failures)
+
+
+@dataclass
+class Handed:
+    """Placements given on (OnPlaced) before the plan they come from was finished, by pod key."""
+
+    on_placed: OnPlaced | None
+    nodes: dict[str, str] = field(default_factory=dict)
+
+    def hand(self, early: Plan) -> None:
+        fresh = {key: node for key, node in early.assignments.items() if key not in self.nodes}
+        if fresh and self.on_placed is not None:
+            try:
+                self.on_placed(replace(early, assignments=fresh))
+            except Exception as exc:
+                raise HandOverFailed(exc) from exc
+        self.nodes.update(fresh)
+
+    def bound_in(self, cluster: Cluster) -> Cluster:
+        """`cluster` with the pods handed on bound where they were placed."""
+        if not any(p.key in self.nodes for p in cluster.pending):
+            return cluster
+        placed = [replace(p, node_name=self.nodes[p.key]) for p in cluster.pending if p.key in self.nodes]
+        return replace(cluster, bound=[*cluster.bound, *placed],
+                       pending=[p for p in cluster.pending if p.key not in self.nodes])
+
+    def into(self, plan: Plan) -> Plan:
+        """`plan` listing every placement handed on."""
+        missing = {key: node for key, node in self.nodes.items() if key not in plan.assignments}
+        if not missing:
+            return plan
+        assignments = {**plan.assignments, **missing}
+        unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in missing}
+        return replace(plan, assignments=assignments, unschedulable=unschedulable,
+                       stats=replace(plan.stats, placed=len(assignments)))
+
+
+class HandOverFailed(Exception):
+    """`on_placed` raised: the caller's `error`, which plan_isolated lets through untouched."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
 
 
 def culprits(units: list[list[T]], attempt: Callable[[list[T]], object],
@@ -65,11 +117,12 @@ def culprits(units: list[list[T]], attempt: Callable[[list[T]], object],
     return found
 
 
-def _probe(cluster: Cluster, plan: Callable[[Cluster, float], Plan], time_limit: float) -> Callable[[list[Pod]], Plan]:
+def _probe(cluster: Cluster, plan: Callable[[Cluster, float, OnPlaced | None], Plan],
+           time_limit: float) -> Callable[[list[Pod]], Plan]:
     """Plan only `pods` of the batch, with their share of the time limit."""
     def attempt(pods: list[Pod]) -> Plan:
         share = max(MIN_PROBE_SECONDS, time_limit * len(pods) / max(1, len(cluster.pending)))
-        return plan(replace(cluster, pending=pods), share)
+        return plan(replace(cluster, pending=pods), share, None)
     return attempt
 
 

@@ -18,15 +18,16 @@ from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, 
 from .convert.groups import (
     disruption_budgets,
     elastic_quota,
-    native_group,
     pod_group,
     priorities_of,
     priority_class,
 )
+from .convert.native_groups import native_group
 from .convert.nodes import has_capacity, node_of_manifest
 from .convert.pods import Priorities, namespace_labels, pod_of_manifest, scheduling_gates
 from .convert.storage import add_storage_object
 from .convert.workloads import add_workload_object
+from .gangs import refused_groups
 from .ir import GangRules
 from .model import (
     TERMINAL_PHASES,
@@ -120,8 +121,8 @@ class Context:
             check_api_version("Pod", obj)
         pod = pod_of_manifest(obj, self.ns_labels, self.priorities)
         group = self.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
-        if group is not None and group.priority is not None and group.priority != pod.priority:
-            return replace(pod, priority=group.priority)  # the group's priority is what scheduling considers
+        if group is not None and not group.members_match and group.priority is not None and group.priority != pod.priority:
+            return replace(pod, priority=group.priority)  # 1.36: the group's priority is what scheduling considers
         return pod
 
 
@@ -144,7 +145,7 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             continue
         kind = entry.manifest_kind
         try:
-            ident = (f"{kind} {obj.get('apiVersion')}" if kind == "PodGroup" else kind,
+            ident = (entry.name,  # one scheduling.k8s.io PodGroup at two versions is one object twice
                      as_text(meta.get("namespace") or "", "metadata.namespace"), as_text(meta["name"], "metadata.name"))
         except ValueError as exc:
             found.errors.append(InputError(f"{src}: {kind}: {exc}", src))
@@ -236,8 +237,9 @@ def assemble(cluster: Cluster, pods: list[tuple[dict[str, Any], Pod]], prioritie
     (bound, pending, skipped with a reason), the budgets counted over the bound pods, and every object left out
     recorded in `cluster.refused`. Returns those refusals and how many pending pods are another scheduler's.
     `resolve.resolve_cluster` then derives what the pods mean together."""
-    mixed = mixed_groups([pod for _, pod in pods])
-    places = [place_pod(cluster, obj, pod, priorities, scheduler_name, mixed) for obj, pod in pods]
+    cluster.refused_groups = refused_groups([*(pod for _, pod in pods), *cluster.bound], cluster.native_groups,
+                                            scheduler_name)
+    places = [place_pod(cluster, obj, pod, priorities, scheduler_name, cluster.refused_groups) for obj, pod in pods]
     cluster.budgets, refused = disruption_budgets(budgets, cluster.bound)
     errors = [*errors, *refused]
     cluster.refused = [e.refusal() for e in errors]
@@ -263,17 +265,6 @@ def place_pod(cluster: Cluster, obj: dict[str, Any], pod: Pod, priorities: Prior
         return SKIPPED
     cluster.pending.append(pod)
     return PENDING
-
-
-def mixed_groups(pods: list[Pod]) -> dict[str, str]:
-    """Native pod groups whose unbound pods name different schedulers, with upstream's reason: it schedules a
-    group with one profile and rejects such a group."""
-    names: dict[str, set[str]] = {}
-    for pod in pods:
-        if pod.scheduling_group and not pod.node_name and pod.phase not in TERMINAL_PHASES:
-            names.setdefault(f"{pod.namespace}/{pod.scheduling_group}", set()).add(pod.scheduler_name)
-    return {key: ("all pods in a single pod group should have the same .spec.schedulerName set, got: "
-                  + " and ".join(repr(n) for n in sorted(found))) for key, found in names.items() if len(found) > 1}
 
 
 def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, scheduler_name: str,

@@ -305,6 +305,19 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    """A device capacity's requestPolicy (DRAConsumableCapacity), in milli-units: what a request that names no
+    amount consumes (`default`), and the amounts allowed: `valid_values` (ascending), or the range from `least`
+    up to `most` (None: no bound) in steps of `step` (None: any amount)."""
+
+    default: int | None = None
+    valid_values: tuple[int, ...] = ()
+    least: int | None = None
+    most: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Device:
     """A device a DRA driver publishes in a ResourceSlice, and where it can be used: on one node (`node`), on
     the nodes its selector admits (`node_terms`), or anywhere (both None)."""
@@ -317,10 +330,20 @@ class Device:
     node: str | None = None
     node_terms: tuple[NodeSelectorTerm, ...] | None = None
     taints: tuple[Taint, ...] = ()  # its own (ResourceSlice) and DeviceTaintRules'
+    consumes: tuple[tuple[str, str, int], ...] = ()  # consumesCounters: (counter set, counter, milli-units)
+    multiple: bool = False  # allowMultipleAllocations: shared by claims within its capacity (consumable capacity)
+    policies: tuple[tuple[str, str, CapacityPolicy], ...] = ()  # capacity[].requestPolicy, by (domain, name)
+    binding_conditions: tuple[str, ...] = ()  # bindingConditions: PreBind waits for these on the claim's status
+    binding_failure_conditions: tuple[str, ...] = ()  # bindingFailureConditions: any true fails the binding
+    binds_to_node: bool = False  # bindsToNode: the allocation is pinned to the node it was made for
 
     @property
     def key(self) -> str:
         return f"{self.driver}/{self.pool}/{self.name}"
+
+    @property
+    def pool_key(self) -> str:
+        return f"{self.driver}/{self.pool}"
 
     def untolerated(self, tolerations: tuple[Toleration, ...]) -> bool:
         """A NoSchedule or NoExecute taint the tolerations do not tolerate keeps the device from being allocated
@@ -363,6 +386,8 @@ class SubRequest:
     count: int = 1
     all: bool = False
     tolerations: tuple[Toleration, ...] = ()  # device taints it tolerates
+    capacity: tuple[tuple[str, int], ...] = ()  # capacity.requests: (qualified name as written, milli-units)
+    admin: bool = False  # adminAccess: devices in use serve it too, and it holds none (DRAAdminAccess)
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,6 +412,9 @@ class ResourceClaim:
     config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
     extended_owner: str | None = None  # the pod whose extended resources it serves (upstream's special claim)
     mappings: tuple[tuple[str, str, str], ...] = ()  # for such a claim made here: (container, resource, request)
+    admin_results: tuple[str, ...] = ()  # device keys allocated with adminAccess (not counted as allocated)
+    shares: tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...] = ()
+    # allocated shares of devices allowing multiple allocations: (device key, consumedCapacity as (domain, name, milli))
 
     @property
     def key(self) -> str:
@@ -404,6 +432,9 @@ class Devices:
     templates: set[str] = field(default_factory=set)
     taint_rules: list[tuple[tuple[str | None, str | None, str | None], Taint]] = field(default_factory=list)
     # DeviceTaintRules: ((driver, pool, device) each None for any, the taint)
+    counter_sets: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    # sharedCounters (partitionable devices): (driver/pool, counter set) -> counter -> milli-units
+    invalid_pools: dict[str, str] = field(default_factory=dict)  # driver/pool -> why its devices are not allocated
 
 
 EXTENDED_CLAIM = "<extended-resources>"  # upstream's in-memory name of a pod's claim for DRA-backed extended resources
@@ -497,7 +528,12 @@ class PodGroup:
     native: bool = False
     topology_key: str | None = None  # native: schedulingConstraints.topology[0].key, one domain for the group
     priority: int | None = None  # native: spec.priority / priorityClassName, the group's scheduling priority
-    disruption_mode: str = "Pod"  # native: Pod, or PodGroup (evicted whole or not at all)
+    disruption_mode: str = "Pod"  # native: Pod, or PodGroup (evicted whole or not at all; v1beta1's `all`)
+    # native from scheduling.k8s.io/v1beta1 on (1.37): every member's priority, schedulerName and preemptionPolicy
+    # must agree with the group's, or upstream refuses the group; v1alpha2 (1.36) lends its priority to its pods
+    members_match: bool = False
+    preemption_policy: str | None = None  # native: spec.preemptionPolicy (1.37, PodGroupPreemptionPolicy gate)
+    workload: str | None = None  # native: the Workload it was made from (workloadRef / podGroupTemplateRef), if any
 
     @property
     def key(self) -> str:
@@ -628,6 +664,9 @@ class Cluster:
     budgets: list[DisruptionBudget] = field(default_factory=list)
     gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key
     refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))
+    # scheduling.k8s.io PodGroups refused as a whole because their pods disagree (schedulerName, priority,
+    # preemptionPolicy), with upstream's words: group key -> reason (their pods are skipped with it)
+    refused_groups: dict[str, str] = field(default_factory=dict)
     storage: Storage = field(default_factory=Storage)
     devices: Devices = field(default_factory=Devices)
     quotas: list[Quota] = field(default_factory=list)  # tenants' quotas (ElasticQuotas, policies)

@@ -20,8 +20,10 @@ from .model import TERMINAL_PHASES
 # the store's name for KEP-4671's PodGroups (scheduling.k8s.io), beside Coscheduling's PodGroups
 NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
-# KEP-4671's PodGroup: v1alpha2 in 1.36, v1beta1 planned for 1.37 (the same fields)
-NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1")
+# KEP-4671's PodGroup: v1alpha2 in 1.36; v1beta1 in 1.37 (v1alpha3, its alpha twin, has the same shape); the shapes
+# differ (engine.convert.native_groups reads both into one model)
+NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1beta1",
+                     "scheduling.k8s.io/v1")
 QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
@@ -86,7 +88,7 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("PriorityClass", ("scheduling.k8s.io/v1",), "priorityclasses", False, "priority_class", "PriorityClass"),
     ObjectKind("PodGroup", POD_GROUP_APIS, "podgroups", True, "pod_group", "PodGroup"),
     ObjectKind(NATIVE_POD_GROUP, NATIVE_GROUP_APIS, "podgroups", True, "native_group", "PodGroup", kind="PodGroup",
-               served=("v1", "v1beta1", "v1alpha2")),
+               served=("v1", "v1beta1", "v1alpha3", "v1alpha2")),
     ObjectKind("ElasticQuota", QUOTA_APIS, "elasticquotas", True, "quota", "ElasticQuota"),
     ObjectKind("PodDisruptionBudget", ("policy/v1",), "poddisruptionbudgets", True, "budget"),
     ObjectKind("PersistentVolumeClaim", ("v1",), "persistentvolumeclaims", True, "storage", "PersistentVolumeClaim"),
@@ -104,9 +106,10 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("DeviceClass", DRA_APIS, "deviceclasses", False, "device", "DeviceClass"),
     ObjectKind("ResourceClaim", DRA_APIS, "resourceclaims", True, "device", "ResourceClaim"),
     ObjectKind("ResourceClaimTemplate", DRA_APIS, "resourceclaimtemplates", True, "device", "ResourceClaimTemplate"),
-    # read from snapshots; not listed or watched live yet: 1.36 serves it only behind an alpha gate (v1alpha3)
+    # GA in 1.37 (v1); 1.36 serves it only behind an off-by-default gate (v1beta2, v1alpha3): watched where served
+    # (discovery; none served counts as no rules); a change re-taints slices, as upstream's tracker raises it
     ObjectKind("DeviceTaintRule", (*DRA_APIS, "resource.k8s.io/v1alpha3"), "devicetaintrules", False, "device",
-               watched=False),
+               "ResourceSlice", served=("v1", "v1beta2", "v1alpha3")),
     ObjectKind("Pod", ("v1",), "pods", True, "pod", "Pod", pruned=_POD_PRUNED),
     # not part of the model: the policies' ConfigMap, watched by the loop for policy reloads
     ObjectKind("ConfigMap", ("v1",), "configmaps", True, None, watched=False),

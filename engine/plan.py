@@ -216,6 +216,9 @@ class Plan:
         }
 
 
+OnPlaced = Callable[[Plan], None]  # given a batch's placements (`placed_plan`) as soon as they are final
+
+
 def make_plan(
     cluster: Cluster,
     policy: PolicyRules | None = None,
@@ -227,17 +230,20 @@ def make_plan(
     index: BoundState | None = None,
     preference_limit: float | None = None,
     usage: Usage | None = None,
+    on_placed: OnPlaced | None = None,
 ) -> Plan:
     """Compile and solve within `time_limit` seconds in all (compiling counts against it). The cyclic garbage
     collector stays paused throughout, not only in compile: the starting plans and the CP-SAT model make
-    many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second."""
+    many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second.
+    `on_placed` is given the placements (`placed_plan`) before the pods left out are explained."""
     with collector_paused():
-        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index, preference_limit, usage)
+        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index, preference_limit, usage,
+                          on_placed)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
                progress: Callable[[str], None] | None, baseline: bool, index: BoundState | None,
-               preference_limit: float | None, usage: Usage | None) -> Plan:
+               preference_limit: float | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
     start = time.perf_counter()
     compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), index, usage)
     compile_seconds = time.perf_counter() - start
@@ -250,6 +256,8 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
                      preference_limit=preference_limit,
                      seed=seed, progress=progress, baseline=baseline)
     solution, dropped, reserved = reserve(compiled, solution)
+    if on_placed is not None:
+        on_placed(placed_plan(compiled, solution, dropped, reserved))
     explain_by = Deadline(start + time_limit + max(EXPLAIN_GRACE_MIN, EXPLAIN_GRACE * time_limit))
     plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped, explain_by)
     return replace(plan, details=replace(plan.details, reserved=reserved))
@@ -297,6 +305,34 @@ def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str,
     return replace(solution, placed=kept, placed_value=compiled.problem.value(kept)), dropped, reserved
 
 
+def placed_plan(compiled: Compiled, solution: Solution, dropped: dict[str, str],
+                reserved: dict[str, dict[str, object]]) -> Plan:
+    """The placements of a solution after Reserve, without a word yet on the pods left out. They are final:
+    explaining the rest and preemption never move a placed pod (preemption plans around them as bound), so the
+    scheduler loop binds them while the rest is explained (issue 30: an overloaded batch's first bind waited for
+    seconds of explanations)."""
+    assignments = _assignments(compiled, solution, dropped)
+    stats = Stats(pods=len(compiled.cluster.pending), placed=len(assignments), status=solution.status.value)
+    return Plan(assignments, {}, stats, details=PlanDetails(_gangs(compiled), {}, compiled=compiled, reserved=reserved))
+
+
+def _assignments(compiled: Compiled, solution: Solution, dropped: dict[str, str]) -> dict[str, str]:
+    """Pod key -> node name of every placed pod but those Reserve dropped (a class's pods take its nodes in
+    queue order)."""
+    nodes = compiled.cluster.nodes
+    placed_on = _targets(solution)
+    out: dict[str, str] = {}
+    for c, info in enumerate(compiled.classes):
+        pods = [p for p in info.pods if p.key not in dropped]
+        for pod, n in zip(pods, placed_on.get(c, [])):
+            out[pod.key] = nodes[n].name
+    return out
+
+
+def _gangs(compiled: Compiled) -> dict[str, str]:
+    return {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
+
+
 def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, compile_seconds: float = 0.0,
                        dropped: dict[str, str] | None = None, explain_by: Deadline | None = None) -> Plan:
     """`dropped`: pods Reserve took out of the solution, with why (the rest pair with the solution's nodes as
@@ -304,18 +340,16 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     `explain_by`, then only by the static filters (`explain.late_explanation`)."""
     nodes = compiled.cluster.nodes
     dropped = dropped or {}
-    assignments: dict[str, str] = {}
+    assignments = _assignments(compiled, solution, dropped)
     unschedulable: dict[str, list[str]] = {key: [why] for key, why in dropped.items()}
     explanations: dict[str, Explanation] = {}
     errors: set[str] = set()
     placed_on = _targets(solution)
     state = None  # the plan replayed, built once if some pod needs explaining
     for c, info in enumerate(compiled.classes):
-        targets = placed_on.get(c, [])
         pods = [p for p in info.pods if p.key not in dropped]
-        for pod, n in zip(pods, targets):
-            assignments[pod.key] = nodes[n].name
-        if len(targets) == len(pods):
+        left = pods[len(placed_on.get(c, [])):]
+        if not left:
             continue
         if explain_by is not None and explain_by.passed():
             explanation = late_explanation(compiled, c)
@@ -323,7 +357,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
             state = state or replay(compiled, solution)
             explanation = explain_unplaced(compiled, solution, c, state)
         reasons = explanation.lines()
-        for pod in pods[len(targets):]:
+        for pod in left:
             unschedulable[pod.key] = reasons
             explanations[pod.key] = explanation
             if info.rejected.erred:
@@ -337,11 +371,10 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         phases=Timings(compile=round(compile_seconds, 3), start=round(solution.phases.start, 3),
                        model=round(solution.phases.model, 3), solve=round(solution.phases.solve, 3)),
         sequential_placed=solution.sequential_placed)
-    gangs = {pod.key: pod.gang for info in compiled.classes for pod in info.pods if pod.gang is not None}
     return Plan(assignments, unschedulable, stats, dict(compiled.cluster.skipped),
                 notes=compiled.cluster.notes + compiled.notes + solution.notes,
                 usage_of=lambda: _usage(compiled, solution),
-                details=PlanDetails(gangs, explanations, compiled=compiled, errors=frozenset(errors)))
+                details=PlanDetails(_gangs(compiled), explanations, compiled=compiled, errors=frozenset(errors)))
 
 
 def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:

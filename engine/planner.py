@@ -17,7 +17,7 @@ from .index import BoundState
 from .ir import Rules
 from .isolation import plan_isolated
 from .model import Cluster, Quota
-from .plan import Plan, make_plan
+from .plan import OnPlaced, Plan, make_plan
 from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
 from .tenants import Usage
@@ -43,19 +43,23 @@ def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
                progress: Callable[[str], None] | None = None, index: BoundState | None = None,
-               lowest: int | None = None, usage: Usage | None = None) -> Plan:
+               lowest: int | None = None, usage: Usage | None = None, on_placed: OnPlaced | None = None) -> Plan:
     """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `index` is
     the bound pods' index, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
     (the cluster's, then the rules') when the caller keeps them (the scheduler loop's cache; None: worked out
     here); they must describe the cluster. Should planning raise, only the pods it raises for are refused
-    (engine.isolation; `Plan.details.failures` holds the errors for the caller's log)."""
-    def plan(batch: Cluster, time_limit: float) -> Plan:
-        return _plan_batch(batch, rules, replace(options, time_limit=time_limit), progress, index, lowest, usage)
-    return plan_isolated(cluster, plan, options.time_limit)
+    (engine.isolation; `Plan.details.failures` holds the errors for the caller's log). `on_placed` is given the
+    first placements as soon as they are final, before the rest is explained and preemption runs (the loop binds
+    them meanwhile); the plan returned lists them too."""
+    def plan(batch: Cluster, time_limit: float, placed: OnPlaced | None) -> Plan:
+        same = batch.bound is cluster.bound  # else placements handed on are bound in `batch`: work the index out again
+        return _plan_batch(batch, rules, replace(options, time_limit=time_limit), progress, index if same else None,
+                           lowest if same else None, usage if same else None, placed)
+    return plan_isolated(cluster, plan, options.time_limit, on_placed)
 
 
 def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Callable[[str], None] | None,
-                index: BoundState | None, lowest: int | None, usage: Usage | None) -> Plan:
+                index: BoundState | None, lowest: int | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
     started = time.perf_counter()
     cluster = with_quotas(cluster, rules.quotas)
     if lowest is None:
@@ -64,7 +68,7 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
                      seed=options.seed, progress=progress, baseline=options.baseline, index=index,
-                     preference_limit=options.preference_limit, usage=usage)
+                     preference_limit=options.preference_limit, usage=usage, on_placed=on_placed)
     if options.preemption:
         plan = say_never(cluster, plan, lowest)
     if not hopeful:

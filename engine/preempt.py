@@ -54,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from . import kinds, preempt_model
-from .compile import Deadline, PolicyRules, collector_paused, compile_cluster
+from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
 from .gangs import disruption_unit
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
@@ -299,11 +299,23 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
     `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc). The cyclic garbage
     collector stays paused, as in make_plan: the stage makes many small objects too (candidates, a ledger copy
     per unit), and each full pass over a large snapshot costs a good part of a second."""
-    preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT]
-    if not preemptors or plan.details.compiled is None:
+    compiled = plan.details.compiled
+    if compiled is None:
+        return plan
+    short = _short_of_members(compiled)
+    preemptors = [p for p in cluster.pending if p.key in plan.unschedulable and p.preemption_policy != NEVER_PREEMPT
+                  and p.gang not in short]
+    if not preemptors:
         return plan
     with collector_paused():
         return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
+
+
+def _short_of_members(compiled: Compiled) -> frozenset[str]:
+    """Gangs of the batch with fewer members than their quorum, bound and pending together: no eviction starts them
+    (upstream never lets their pods reach PostFilter: Coscheduling's PreFilter, the native gang's PreEnqueue), and
+    serving their members one by one only cost a streaming cycle a search over every node per member."""
+    return frozenset(g.key for g in compiled.gangs if g.bound + g.pending < g.min_member)
 
 
 def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,

@@ -25,7 +25,7 @@ def resolve_cluster(cluster: Cluster, gangs: GangRules | None, bound: bool = Tru
     pods' volumes too; the scheduler loop's cache keeps those itself)."""
     members = find_gangs(cluster, gangs)
     pending, claims = extended_claims(cluster)
-    dra = pod_claims(pending, claims)
+    dra = pod_claims(pending, claims, cluster.namespaces)
     devices = replace(cluster.devices, devices=tainted(cluster.devices), claims=claims)
     storage, workloads = cluster.storage, cluster.workloads
     out = []

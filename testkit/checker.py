@@ -581,6 +581,11 @@ def _native(doc: dict) -> bool:
     return str(doc.get("apiVersion", "")).startswith("scheduling.k8s.io/")
 
 
+def _whole(mode: object) -> bool:
+    """A disruptionMode that evicts the group whole: v1alpha2's `PodGroup`, v1beta1's `{all: {}}`."""
+    return mode == "PodGroup" or (isinstance(mode, dict) and mode.get("all") is not None)
+
+
 def _native_gang(doc: dict) -> tuple[int, str | None]:
     """(gang.minCount or 0 for a basic group, the first topology constraint's key)."""
     spec = doc.get("spec") or {}
@@ -595,7 +600,7 @@ def check_evictions(docs: list[dict], evicted: set[str]) -> list[str]:
     cluster = Cluster(docs)
     out = [f"{key}: evicted but not a running pod" for key in sorted(evicted) if key not in cluster.bound]
     whole = {(_ns(d), _meta(d).get("name")) for d in docs if d.get("kind") == "PodGroup" and _native(d)
-             and (d.get("spec") or {}).get("disruptionMode") == "PodGroup"}
+             and _whole((d.get("spec") or {}).get("disruptionMode"))}
     for ns, name in sorted(whole):
         running = {k for k, p in cluster.pods.items() if p.ns == ns and p.native_group == name and k in cluster.bound
                    and not _meta(p.doc).get("deletionTimestamp")}

@@ -31,7 +31,8 @@ def _cel_device(driver: str, dev: dict) -> dict:
     for key, value in (dev.get("capacity") or {}).items():
         domain, _, name = key.rpartition("/")
         caps.setdefault(domain or driver, {})[name] = int(exact(value["value"]) * 1000)
-    return {"device": {"driver": driver, "attributes": attrs, "capacity": caps}}
+    return {"device": {"driver": driver, "attributes": attrs, "capacity": caps,
+                       "allowMultipleAllocations": bool(dev.get("allowMultipleAllocations"))}}
 
 
 @cache
@@ -98,8 +99,9 @@ def _rule_taints(docs: list[dict], driver: str, pool: str, name: str) -> list[di
     out = []
     for d in docs:
         if d.get("kind") == "DeviceTaintRule":
-            sel = (d.get("spec") or {}).get("deviceSelector") or {}
-            if all(sel.get(k) in (None, v) for k, v in (("driver", driver), ("pool", pool), ("device", name))):
+            sel = (d.get("spec") or {}).get("deviceSelector")  # none: no device (1.37.1+)
+            if sel is not None and all(sel.get(k) in (None, v)
+                                       for k, v in (("driver", driver), ("pool", pool), ("device", name))):
                 out.append(d["spec"]["taint"])
     return out
 
@@ -146,20 +148,55 @@ def _options(claim: dict, classes: dict, devices, nodes: set[str]) -> list[list[
     return out
 
 
-def _distinct(slots: list[list[str]], used: set[str]) -> bool:
-    """Some choice of one device per slot, all distinct and none in `used` (depth first)."""
+def _counters(docs: list[dict]) -> tuple[dict[tuple[str, str, str], Any], dict[str, list[tuple[str, str, str, Any]]],
+                                          set[str]]:
+    """Partitionable devices: each (driver/pool, counter set, counter)'s value, and what each device consumes of
+    them; and the devices allowing multiple allocations (consumable capacity)."""
+    values: dict[tuple[str, str, str], Any] = {}
+    consumes: dict[str, list[tuple[str, str, str, Any]]] = {}
+    for d in docs:
+        if d.get("kind") != "ResourceSlice":
+            continue
+        spec = d.get("spec") or {}
+        pool = f"{spec['driver']}/{spec['pool']['name']}"
+        for counter_set in spec.get("sharedCounters") or []:
+            for name, c in (counter_set.get("counters") or {}).items():
+                values[(pool, counter_set["name"], name)] = exact(c["value"])
+        for dev in spec.get("devices") or []:
+            consumes[f"{pool}/{dev['name']}"] = [(pool, use["counterSet"], name, exact(c["value"]))
+                                                for use in dev.get("consumesCounters") or []
+                                                for name, c in (use.get("counters") or {}).items()]
+    multiple = {f"{d['spec']['driver']}/{d['spec']['pool']['name']}/{dev['name']}" for d in docs
+                if d.get("kind") == "ResourceSlice" for dev in (d.get("spec") or {}).get("devices") or []
+                if dev.get("allowMultipleAllocations")}
+    return values, consumes, multiple
+
+
+def _within(used: set[str], counters) -> bool:
+    """The devices of `used` together consume no counter beyond its value."""
+    values, consumes, _ = counters
+    total: dict[tuple[str, str, str], Any] = {}
+    for key in used:
+        for pool, counter_set, name, milli in consumes.get(key, ()):
+            total[(pool, counter_set, name)] = total.get((pool, counter_set, name), 0) + milli
+    return all(amount <= values.get(counter, 0) for counter, amount in total.items())
+
+
+def _distinct(slots: list[list[str]], used: set[str], counters) -> bool:
+    """Some choice of one device per slot, all distinct, none in `used`, within the shared counters (depth first)."""
     if not slots:
         return True
     first, rest = min(slots, key=len), list(slots)
     rest.remove(first)
-    return any(_distinct(rest, used | {k}) for k in first if k not in used)
+    return any(_distinct(rest, used | {k}, counters) for k in first  # shared devices: as often as asked (their
+               if (k not in used or k in counters[2]) and _within(used | {k}, counters))  # capacity: the tests')
 
 
-def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]], used: set[str]) -> bool:
+def _some_choice(requests: list[list[list[list[str]]]], chosen: list[list[str]], used: set[str], counters) -> bool:
     """Some alternative per request whose devices can all be distinct."""
     if not requests:
-        return _distinct(chosen, used)
-    return any(_some_choice(requests[1:], chosen + option, used) for option in requests[0])
+        return _distinct(chosen, used, counters)
+    return any(_some_choice(requests[1:], chosen + option, used, counters) for option in requests[0])
 
 
 def dra_extended_resources(docs: list[dict]) -> dict[str, str]:
@@ -226,7 +263,8 @@ def device_violations(docs: list[dict], pods: dict[str, dict], placed: dict[str,
             out.append(f"claim {name} cannot be met on {', '.join(sorted(nodes))}")
         else:
             requests.extend(options)
-    if not out and not all(_some_choice(part, [], allocated) for part in _independent(requests)):
+    counters = _counters(docs)
+    if not out and not all(_some_choice(part, [], allocated, counters) for part in _independent(requests)):
         out.append("the placed pods' claims need more distinct devices than their nodes reach")
     return out
 

@@ -277,10 +277,15 @@ def owned(doc: dict, kind: str, name: str, api_version: str = "apps/v1") -> dict
     return doc
 
 
+NATIVE_V1ALPHA2, NATIVE_V1BETA1 = "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1"  # 1.36, 1.37
+
+
 def native_group(name: str, min_count: int | None = None, ns: str = "default", topology: str | None = None,
-                 priority: int | None = None, api_version: str = "scheduling.k8s.io/v1alpha2",
-                 disruption: str | None = None) -> dict:
-    """A scheduling.k8s.io PodGroup (KEP-4671): a gang of `min_count`, or a basic group when None."""
+                 priority: int | None = None, api_version: str = NATIVE_V1ALPHA2,
+                 disruption: str | None = None, preemption: str | None = None) -> dict:
+    """A scheduling.k8s.io PodGroup (KEP-4671): a gang of `min_count`, or a basic group when None. `disruption`
+    Pod or PodGroup, written as `api_version` spells it (v1beta1 on: `{single: {}}` / `{all: {}}`); `preemption`
+    the group's preemptionPolicy (v1beta1 on)."""
     policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
     spec: dict[str, Any] = {"schedulingPolicy": policy}
     if topology:
@@ -288,7 +293,10 @@ def native_group(name: str, min_count: int | None = None, ns: str = "default", t
     if priority is not None:
         spec["priority"] = priority
     if disruption:
-        spec["disruptionMode"] = disruption
+        modes = {"PodGroup": "all", "Pod": "single"}
+        spec["disruptionMode"] = disruption if api_version == NATIVE_V1ALPHA2 else {modes[disruption]: {}}
+    if preemption:
+        spec["preemptionPolicy"] = preemption
     return {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns}, "spec": spec}
 
 
@@ -313,16 +321,35 @@ def gpu(name: str, model: str = "a100", memory: str = "40Gi", **attributes: Any)
     return {"name": name, "attributes": attrs, "capacity": {"memory": {"value": memory}}}
 
 
-def resource_slice(node: str | None, devices: list[dict], driver: str = GPU_DRIVER, pool: str | None = None) -> dict:
-    """A ResourceSlice publishing `devices` on `node` (None: reachable from every node)."""
+def resource_slice(node: str | None, devices: list[dict], driver: str = GPU_DRIVER, pool: str | None = None,
+                   slices: int = 1) -> dict:
+    """A ResourceSlice publishing `devices` on `node` (None: reachable from every node), one of `slices` of its pool."""
     spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool or node or "shared", "generation": 1,
-                                                      "resourceSliceCount": 1}, "devices": devices}
+                                                      "resourceSliceCount": slices}, "devices": devices}
     if node:
         spec["nodeName"] = node
     else:
         spec["allNodes"] = True
     return {"apiVersion": DRA_API, "kind": "ResourceSlice",
             "metadata": {"name": f"{node or 'shared'}-{driver}-{pool or 'pool'}"}, "spec": spec}
+
+
+def counter_slice(pool: str, counters: dict[str, dict[str, str]], driver: str = GPU_DRIVER, node: str | None = None) -> dict:
+    """A ResourceSlice holding a pool's shared counters only (partitionable devices): counter set -> counter ->
+    value; its devices are published in another slice of the pool."""
+    spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": 2},
+                            "sharedCounters": [{"name": name, "counters": {c: {"value": v} for c, v in values.items()}}
+                                               for name, values in counters.items()]}
+    spec.update({"nodeName": node} if node else {"allNodes": True})
+    return {"apiVersion": DRA_API, "kind": "ResourceSlice", "metadata": {"name": f"{pool}-{driver}-counters"},
+            "spec": spec}
+
+
+def partition(name: str, counter_set: str, memory: str, **attributes: Any) -> dict:
+    """A device of a partitionable GPU: it consumes `memory` of the counter set's `memory` counter."""
+    device = gpu(name, memory=memory, **attributes)
+    device["consumesCounters"] = [{"counterSet": counter_set, "counters": {"memory": {"value": memory}}}]
+    return device
 
 
 def device_class(name: str = "gpu", driver: str = GPU_DRIVER, *selectors: str) -> dict:

@@ -69,6 +69,7 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "CSIDriver": "csidrivers", "CSIStorageCapacity": "csistoragecapacities", "StatefulSet": "statefulsets",
            "ReplicaSet": "replicasets", "ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses",
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
+           "DeviceTaintRule": "devicetaintrules",
            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
            "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",

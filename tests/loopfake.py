@@ -261,4 +261,5 @@ def synced_loop(api: FakeAPI, backoff: float = 0.2):
                                 time_limit=2))
     for r in s.resources:
         s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
+    assert s.wait_synced(threading.Event(), timeout=1.0)  # synced, and the cache's model built, as `run` does
     return s, s.loops[0]

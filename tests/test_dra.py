@@ -340,6 +340,20 @@ def test_a_device_taint_rule_taints_the_devices_it_selects() -> None:
     assert plan_for(docs[:5] + docs[6:]).assignments == {"default/p": "gpu-1"}
 
 
+def test_a_device_taint_rule_without_a_device_selector_taints_no_device() -> None:
+    """1.37.1+ (resource.k8s.io/v1, GA): no `deviceSelector` matches no device (1.36 took it for every device);
+    a rule selecting by driver alone still taints them all."""
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "no-selector"},
+            "spec": {"taint": {"key": "maintenance", "effect": "NoSchedule"}}}
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [gpu("g0"), gpu("g1"), gpu("g2")]), rule,
+            *(resource_claim(f"c{i}") for i in range(3)), *(pod(f"p{i}", resourceClaims=claims(f"c{i}")) for i in range(3))]
+    assert len(plan_for(docs).assignments) == 3
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    assert cluster.devices.taint_rules == []
+    docs[3] = {**rule, "spec": {**rule["spec"], "deviceSelector": {"driver": "gpu.example.com"}}}
+    assert plan_for(docs).assignments == {}
+
+
 @st.composite
 def device_clusters(draw) -> list[dict]:
     docs: list[dict] = [device_class()]

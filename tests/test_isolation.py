@@ -111,10 +111,10 @@ def test_the_loop_narrows_a_cycle_failing_after_the_plan_to_its_culprit(monkeypa
     s, loop = synced_loop(api)
     real = CycleResult.volume_steps
 
-    def volume_steps(self):
+    def volume_steps(self, chosen=None):
         if "default/bad" in self.plan.assignments:
             raise KeyError("a PV that vanished")
-        return real(self)
+        return real(self, chosen)
     monkeypatch.setattr(CycleResult, "volume_steps", volume_steps)
     loop.cycle_isolated(["default/a", "default/b", "default/bad", "default/c"])
     loop.flush_binds()
@@ -234,3 +234,72 @@ def test_the_loop_binds_everyone_else_and_tells_the_claims_pod_scheduler_error()
     assert sorted(k for k, _ in api.binds) == ["cel/ok", "default/cpu-0", "default/cpu-1", "default/cpu-2"]
     assert api.condition_reasons["cel/bad"] == "SchedulerError"
     assert api.conditions["cel/bad"] == "claim cel/c-bad: selector #0: CEL runtime error: no such key: nosuchattr"
+
+
+def _explaining_raises_for(monkeypatch, name: str) -> None:
+    """Explaining a class left out that holds the pod `name` raises (after the placements were handed on)."""
+    real = engine.plan.explain_unplaced
+
+    def explain_unplaced(compiled, solution, c, state=None):
+        if any(p.name == name for p in compiled.classes[c].pods):
+            raise ZeroDivisionError(f"explaining {name}")
+        return real(compiled, solution, c, state)
+    monkeypatch.setattr(engine.plan, "explain_unplaced", explain_unplaced)
+
+
+def test_placements_handed_on_before_planning_raised_stay_placed_and_hold_their_room(monkeypatch) -> None:
+    # a and b (priority 100) fill the node and are handed on; explaining `bad` then raises. The retry must plan
+    # around a and b as bound: c (1 cpu) would fit on the node if their room were forgotten.
+    docs = [node("n1", cpu="4"), pod("a", cpu="2", priority=100), pod("b", cpu="2", priority=100),
+            pod("c", cpu="1", priority=0), pod("bad", cpu="3", priority=0)]
+    _explaining_raises_for(monkeypatch, "bad")
+    handed: list[dict[str, str]] = []
+    plan = plan_batch(build_cluster([("t", d) for d in docs]), options=Options(time_limit=5.0, preemption=False),
+                      on_placed=lambda early: handed.append(dict(early.assignments)))
+    assert handed == [{"default/a": "n1", "default/b": "n1"}]  # once, before the failure; probes hand nothing on
+    assert plan.assignments == {"default/a": "n1", "default/b": "n1"}
+    assert "default/c" in plan.unschedulable and "default/c" not in plan.details.errors
+    assert plan.details.errors == {"default/bad"}
+    assert "ZeroDivisionError: explaining bad" in plan.unschedulable["default/bad"][0]
+
+
+def test_an_error_in_the_hand_over_is_the_callers_not_a_planning_failure() -> None:
+    docs = [node("n1", cpu="4"), pod("a", cpu="1")]
+
+    def on_placed(_early) -> None:
+        raise KeyError("the caller's bug")
+    try:
+        plan_batch(build_cluster([("t", d) for d in docs]), options=Options(time_limit=5.0), on_placed=on_placed)
+    except KeyError as exc:
+        assert "the caller's bug" in str(exc)
+    else:
+        raise AssertionError("the hand-over's error was swallowed by the planning net")
+
+
+def test_the_loop_binds_a_cycles_placements_before_it_explains_the_pods_left_out(monkeypatch) -> None:
+    api = FakeAPI()
+    api.put("Node", node("n1", cpu="2"))
+    for name in ("a", "b", "c"):
+        api.put("Pod", pod(name, cpu="1"))
+    s, loop = synced_loop(api)
+    handed: list[list[str]] = []
+    real_bind_early = loop.bind_stage.bind_early
+
+    def bind_early(placements):
+        handed.append(sorted(p.key for p in placements))
+        return real_bind_early(placements)
+    monkeypatch.setattr(loop.bind_stage, "bind_early", bind_early)
+    seen_at_explain: list[list[list[str]]] = []
+    real_explain = engine.plan.explain_unplaced
+
+    def explain_unplaced(compiled, solution, c, state=None):
+        seen_at_explain.append(list(handed))
+        return real_explain(compiled, solution, c, state)
+    monkeypatch.setattr(engine.plan, "explain_unplaced", explain_unplaced)
+    loop.cycle(["default/a", "default/b", "default/c"])
+    loop.flush_binds()
+    s.events.close()
+    assert handed == [["default/a", "default/b"]]
+    assert seen_at_explain == [[["default/a", "default/b"]]]  # the binds were under way before the explanation
+    assert sorted(k for k, _ in api.binds) == ["default/a", "default/b"]
+    assert "default/c" in api.condition_reasons

@@ -212,3 +212,22 @@ def test_a_cycle_planned_while_the_last_one_binds_does_not_reuse_its_devices() -
                  .get("devices", {}).get("results", [])]
     assert allocated == ["g0"]
     s.events.close()
+
+
+def test_the_loop_watches_device_taint_rules_where_the_apiserver_serves_them() -> None:
+    """A DeviceTaintRule (resource.k8s.io/v1, GA in 1.37) keeps the loop off the device it taints; where the API
+    does not serve the kind (1.36 by default), there are no rules and the device is allocated."""
+    api = FakeAPI()
+    _cluster(api)
+    api.put("DeviceTaintRule", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                                "metadata": {"name": "drain"},
+                                "spec": {"deviceSelector": {"pool": "gpu-1"},
+                                         "taint": {"key": "maintenance", "effect": "NoSchedule"}}})
+    s, _loop = _one_cycle(api)
+    assert api.binds == []
+    s.events.close()
+    absent = FakeAPI(absent_kinds={"DeviceTaintRule"})
+    _cluster(absent)
+    s, _loop = _one_cycle(absent)
+    assert absent.binds == [("default/trainer", "gpu-1")]
+    s.events.close()

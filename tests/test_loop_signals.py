@@ -162,3 +162,15 @@ def test_lease_refusals_are_errors_with_the_fix_logged_once(status: int, fix: st
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1, errors  # every retry fails the same way: said once, not five times
     assert f"status={status}" in errors[0] and fix in errors[0] and "lease=kube-system/ps" in errors[0]
+
+
+def test_ready_only_once_the_cache_is_built_after_the_sync() -> None:
+    from engine.loop.scheduler import Profile, Scheduler, Settings
+    api = FakeAPI()
+    api.put("Node", node("n1"))
+    s = Scheduler(api, Settings((Profile("policy-scheduler"),)))
+    for r in s.resources:
+        s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
+    assert not s.ready()  # every watch has listed, but the first cycle would still convert the cluster
+    assert s.wait_synced(threading.Event(), timeout=1.0)
+    assert s.ready()

@@ -184,6 +184,22 @@ def test_a_gang_evicts_only_when_the_whole_gang_then_fits() -> None:
     assert len(whole.assignments) == 3 and len(whole.evictions) == 3
 
 
+def test_a_gang_short_of_members_does_not_preempt_at_all(monkeypatch) -> None:
+    # 2 of a gang of 3 are there: no eviction can start it, so preemption is not asked (upstream's pods never reach
+    # PostFilter), where it used to serve both members node by node every cycle
+    members = [pod(f"g{i}", cpu="1", priority=100, labels={"scheduling.x-k8s.io/pod-group": "job"}) for i in range(2)]
+    low = [pod(f"low{i}", cpu="1", node_name=f"n{i}", priority=0) for i in range(3)]
+    asked: list[int] = []
+    real = preempt_module._preempt
+    monkeypatch.setattr(preempt_module, "_preempt", lambda cluster, plan, *a: asked.append(1) or real(cluster, plan, *a))
+    plan = plan_for(*(node(f"n{i}", cpu="1") for i in range(3)), *low, podgroup("job", 3), *members)
+    assert not plan.evictions and not plan.assignments and asked == []
+    assert not any(r.startswith("preemption") for r in plan.unschedulable["default/g0"])
+    members.append(pod("g2", cpu="1", priority=100, labels={"scheduling.x-k8s.io/pod-group": "job"}))
+    whole = plan_for(*(node(f"n{i}", cpu="1") for i in range(3)), *low, podgroup("job", 3), *members)
+    assert asked == [1] and len(whole.evictions) == 3  # the third member there: the gang preempts
+
+
 # --- native groups: disruptionMode PodGroup -----------------------------------------------------------------
 
 def _running_group(mode: str | None, nodes: int = 2, priority: int = 0) -> list[dict]:

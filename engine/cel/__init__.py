@@ -111,4 +111,4 @@ def device(found: Device) -> DeviceValue:
     for domain, name, milli in found.capacity:
         capacity.setdefault(domain, {})[name] = kube.quantity_message(kube.Fraction(milli, 1000))
     return DeviceValue({"device": {"driver": found.driver, "attributes": attributes, "capacity": capacity,
-                                   "allowMultipleAllocations": False}})
+                                   "allowMultipleAllocations": found.multiple}})

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..model import (
+    CapacityPolicy,
     Device,
     DeviceClass,
     DeviceRequest,
@@ -28,6 +29,7 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     ns = as_text(meta.get("namespace") or "default", "metadata.namespace")
     if kind == "ResourceSlice":
         devices.devices.extend(_slice_devices(spec))
+        _shared_counters(devices, spec)
     elif kind == "DeviceClass":
         devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
                                             spec.get("extendedResourceName"),
@@ -37,12 +39,62 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     elif kind == "ResourceClaimTemplate":
         devices.templates.add(f"{ns}/{name}")
     elif kind == "DeviceTaintRule":
-        selector = as_mapping(spec.get("deviceSelector"), "spec.deviceSelector")
-        driver, pool, device = (optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
-        devices.taint_rules.append(((driver, pool, device), _device_taint(required(spec, "taint", "spec"), "spec.taint")))
+        _taint_rule(devices, spec)
     else:
         claim = _resource_claim(obj, ns, name)
         devices.claims[claim.key] = claim
+
+
+def _taint_rule(devices: Devices, spec: dict[str, Any]) -> None:
+    """A DeviceTaintRule's taint for the devices its selector names (driver, pool, device; unset: any). A rule
+    without `deviceSelector` matches no device (1.37.1+, resource.k8s.io/v1: the tracker skips it; 1.36 took it
+    for every device)."""
+    taint = _device_taint(required(spec, "taint", "spec"), "spec.taint")
+    if spec.get("deviceSelector") is None:
+        return
+    selector = as_mapping(spec["deviceSelector"], "spec.deviceSelector")
+    driver, pool, device = (optional_text(selector.get(k), f"spec.deviceSelector.{k}") for k in ("driver", "pool", "device"))
+    devices.taint_rules.append(((driver, pool, device), taint))
+
+
+def _counters(value: Any, what: str) -> dict[str, int]:
+    """A map of counter name -> {value: quantity}, in milli-units."""
+    out = {}
+    for name, raw in as_mapping(value, what).items():
+        quantity = required(as_mapping(raw, f"{what}.{name}"), "value", f"{what}.{name}")
+        try:
+            out[as_text(name, f"{what} key")] = to_milli(quantity)
+        except QuantityError as exc:
+            raise ValueError(f"{what}.{name}.value: {exc}") from None
+    return out
+
+
+def _shared_counters(devices: Devices, spec: dict[str, Any]) -> None:
+    """A slice's sharedCounters: its pool's counter sets (any slice of the pool may hold them). A set named twice
+    in one pool makes the pool invalid, as upstream's allocator finds it (its devices are not allocated)."""
+    driver = as_text(required(spec, "driver", "spec"), "spec.driver")
+    pool = as_text(required(as_mapping(spec.get("pool"), "spec.pool"), "name", "spec.pool"), "spec.pool.name")
+    for i, raw in enumerate(as_list(spec.get("sharedCounters"), "spec.sharedCounters")):
+        what = f"spec.sharedCounters[{i}]"
+        counter_set = as_mapping(raw, what)
+        name = as_text(required(counter_set, "name", what), f"{what}.name")
+        key = (f"{driver}/{pool}", name)
+        if key in devices.counter_sets:
+            devices.invalid_pools[key[0]] = f"duplicate counter set name {name}"
+        devices.counter_sets[key] = _counters(counter_set.get("counters"), f"{what}.counters")
+
+
+def _consumes(d: dict[str, Any], what: str) -> tuple[tuple[str, str, int], ...]:
+    """A device's consumesCounters: (counter set, counter, milli-units); a set it names without counters as
+    (set, "", 0), so that its pool is still checked for the set."""
+    out = []
+    for j, raw in enumerate(as_list(d.get("consumesCounters"), f"{what}.consumesCounters")):
+        where = f"{what}.consumesCounters[{j}]"
+        use = as_mapping(raw, where)
+        counter_set = as_text(required(use, "counterSet", where), f"{where}.counterSet")
+        counters = _counters(use.get("counters"), f"{where}.counters")
+        out += [(counter_set, name, milli) for name, milli in counters.items()] or [(counter_set, "", 0)]
+    return tuple(sorted(out))
 
 
 def _slice_devices(spec: dict[str, Any]) -> list[Device]:
@@ -63,7 +115,10 @@ def _slice_devices(spec: dict[str, Any]) -> list[Device]:
         out.append(Device(driver, pool, as_text(required(d, "name", what), f"{what}.name"),
                           _device_attributes(d, driver, what), _device_capacity(d, driver, what), node, terms,
                           tuple(_device_taint(t, f"{what}.taints[{j}]")
-                                for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints")))))
+                                for j, t in enumerate(as_list(d.get("taints"), f"{what}.taints"))),
+                          _consumes(d, what), as_bool(d.get("allowMultipleAllocations") or False,
+                                                      f"{what}.allowMultipleAllocations"),
+                          _policies(d, driver, what), *_binding(d, what)))
     return out
 
 
@@ -109,6 +164,44 @@ def _device_attributes(d: dict[str, Any], driver: str, what: str) -> tuple[tuple
     return tuple(sorted(out, key=lambda a: (a[0], a[1])))
 
 
+def _binding(d: dict[str, Any], what: str) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """Device binding conditions (DRADeviceBindingConditions): bindingConditions, bindingFailureConditions,
+    bindsToNode."""
+    return (tuple(as_text(c, f"{what}.bindingConditions") for c in as_list(d.get("bindingConditions"),
+                                                                         f"{what}.bindingConditions")),
+            tuple(as_text(c, f"{what}.bindingFailureConditions") for c in as_list(d.get("bindingFailureConditions"),
+                                                                                f"{what}.bindingFailureConditions")),
+            as_bool(d.get("bindsToNode") or False, f"{what}.bindsToNode"))
+
+
+def _milli(value: Any, what: str) -> int:
+    try:
+        return to_milli(value)
+    except QuantityError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def _policies(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, CapacityPolicy], ...]:
+    """Each capacity's requestPolicy (consumable capacity): default, validValues or validRange (min, max, step)."""
+    out = []
+    for key, raw in as_mapping(d.get("capacity"), f"{what}.capacity").items():
+        where = f"{what}.capacity.{key}.requestPolicy"
+        policy = as_mapping(as_mapping(raw, f"{what}.capacity.{key}").get("requestPolicy"), where)
+        if not policy:
+            continue
+        valid = as_mapping(policy.get("validRange"), f"{where}.validRange")
+        bounds = {k: _milli(valid[k], f"{where}.validRange.{k}") if valid.get(k) is not None else None
+                  for k in ("min", "max", "step")}
+        if bounds["step"] is not None and bounds["step"] <= 0:
+            raise ValueError(f"{where}.validRange.step: must be positive")
+        out.append((*_qualified(as_text(key, f"{what}.capacity key"), driver), CapacityPolicy(
+            _milli(policy["default"], f"{where}.default") if policy.get("default") is not None else None,
+            tuple(sorted(_milli(v, f"{where}.validValues") for v in as_list(policy.get("validValues"),
+                                                                            f"{where}.validValues"))),
+            bounds["min"], bounds["max"], bounds["step"])))
+    return tuple(sorted(out, key=lambda p: (p[0], p[1])))
+
+
 def _device_capacity(d: dict[str, Any], driver: str, what: str) -> tuple[tuple[str, str, int], ...]:
     out = []
     for key, raw in as_mapping(d.get("capacity"), f"{what}.capacity").items():
@@ -132,9 +225,13 @@ def _cel_selectors(value: Any, what: str) -> tuple[str, ...]:
 def _sub_request(raw: dict[str, Any], name: str, what: str) -> SubRequest:
     mode = choice(raw.get("allocationMode") or "ExactCount", f"{what}.allocationMode", ("ExactCount", "All"))
     count = as_int(raw.get("count") or 1, f"{what}.count", 1)
+    wanted = as_mapping(as_mapping(raw.get("capacity"), f"{what}.capacity").get("requests"), f"{what}.capacity.requests")
     return SubRequest(name, as_text(required(raw, "deviceClassName", what), f"{what}.deviceClassName"),
                       _cel_selectors(raw.get("selectors"), f"{what}.selectors"), count, mode == "All",
-                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"))
+                      _device_tolerations(raw.get("tolerations"), f"{what}.tolerations"),
+                      tuple(sorted((as_text(k, f"{what}.capacity.requests key"),
+                                    _milli(v, f"{what}.capacity.requests.{k}")) for k, v in wanted.items())),
+                      as_bool(raw.get("adminAccess") or False, f"{what}.adminAccess"))
 
 
 def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
@@ -174,6 +271,11 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
     results = as_list(as_mapping(allocation.get("devices"), "status.allocation.devices").get("results"),
                     "status.allocation.devices.results")
     selector = as_mapping(allocation.get("nodeSelector"), "status.allocation.nodeSelector")
+    shares = tuple((f"{r['driver']}/{r['pool']}/{r['device']}",
+                    tuple(sorted((*_qualified(str(k), str(r["driver"])), _milli(v, "status.allocation.devices.results"
+                                                                                    ".consumedCapacity"))
+                                 for k, v in as_mapping(r.get("consumedCapacity"), "consumedCapacity").items())))
+                   for r in (as_mapping(x, "result") for x in results) if r.get("shareID"))
     return ResourceClaim(
         ns, name, tuple(requests), tuple(constraints),
         tuple(f"{r['driver']}/{r['pool']}/{r['device']}" for r in (as_mapping(x, "result") for x in results))
@@ -184,4 +286,6 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         bool(obj["metadata"].get("deletionTimestamp")),
         tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(as_list(devices.get("config"),
                                                                                         "spec.devices.config"))),
-        extended_owner(obj["metadata"]))
+        extended_owner(obj["metadata"]), shares=shares,
+        admin_results=tuple(f"{r['driver']}/{r['pool']}/{r['device']}" for r in (as_mapping(x, "result") for x in results)
+                            if r.get("adminAccess") is True))

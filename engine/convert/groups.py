@@ -1,4 +1,5 @@
-"""PodGroups (Coscheduling and scheduling.k8s.io), PriorityClasses, ElasticQuotas and PodDisruptionBudgets."""
+"""Coscheduling PodGroups, PriorityClasses, ElasticQuotas and PodDisruptionBudgets (scheduling.k8s.io's own
+PodGroups: engine.convert.native_groups)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,11 @@ from .fields import (
     PROBLEMS,
     InputError,
     as_int,
-    as_list,
     as_mapping,
     as_text,
     choice,
     int_or_percent,
     refusal,
-    required,
     resource_amounts,
     show_value,
     timestamp,
@@ -101,32 +100,6 @@ def pod_group(obj: dict[str, Any]) -> PodGroup:
     return PodGroup(as_text(meta.get("namespace") or "default", "metadata.namespace"), as_text(meta["name"], "metadata.name"),
                     min_member, as_int(timeout, "spec.scheduleTimeoutSeconds") if timeout is not None else None,
                     tuple(sorted(room.items())), timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
-
-
-def native_group(obj: dict[str, Any], priorities: Priorities) -> PodGroup:
-    """A scheduling.k8s.io PodGroup: `gang.minCount` (all or nothing) or `basic` (plain pods), the first topology
-    constraint's key (the whole group in one domain), its priority and disruption mode."""
-    meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")
-    policy = as_mapping(required(spec, "schedulingPolicy", "spec"), "spec.schedulingPolicy")
-    if (policy.get("gang") is None) == (policy.get("basic") is None):
-        raise ValueError("spec.schedulingPolicy must set exactly one of basic and gang")
-    gang = as_mapping(policy.get("gang"), "spec.schedulingPolicy.gang")
-    min_count = as_int(required(gang, "minCount", "spec.schedulingPolicy.gang"), "spec.schedulingPolicy.gang.minCount",
-                     1) if policy.get("gang") is not None else 0
-    constraints = as_mapping(spec.get("schedulingConstraints"), "spec.schedulingConstraints")
-    topology = as_list(constraints.get("topology"), "spec.schedulingConstraints.topology")
-    where = "spec.schedulingConstraints.topology[0]"
-    key = as_text(required(as_mapping(topology[0], where), "key", where), f"{where}.key") if topology else None
-    priority = None
-    if spec.get("priority") is not None or spec.get("priorityClassName"):
-        priority = priorities.of(spec)
-        if priority is None:
-            raise ValueError(f"PriorityClass {spec.get('priorityClassName')!r} not found")
-    return PodGroup(as_text(meta.get("namespace") or "default", "metadata.namespace"), as_text(meta["name"], "metadata.name"),
-                    min_count, created=timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
-                    native=True, topology_key=key, priority=priority,
-                    disruption_mode=choice(spec.get("disruptionMode") or "Pod", "spec.disruptionMode",
-                                            ("Pod", "PodGroup")))
 
 
 def elastic_quota(obj: dict[str, Any]) -> Quota:

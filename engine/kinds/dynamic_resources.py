@@ -11,12 +11,16 @@ its devices are (a colocation row with that pod, one node a domain) and Reserve 
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import reduce
 from itertools import combinations
+from math import gcd
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..dra import Allocator, ClaimAllocation, allocation_results, claim_shapes, taken_devices
+from ..dra_capacity import consumed, shares_left
+from ..dra_counters import Counters
 from ..ir import NodeTerms
 from ..model import DEVICE_ROW, Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
@@ -111,9 +115,11 @@ class DynamicResources(Kind):
         for a, info in _judged(build):
             for claim in claims_of(info.sample, claims):
                 for request in claim.requests:
-                    if len(request.alternatives) == 1 and not request.alternatives[0].all:
+                    if len(request.alternatives) == 1 and not request.alternatives[0].all \
+                            and not request.alternatives[0].admin:  # admin access holds no device
                         sub = request.alternatives[0]
-                        shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations)
+                        shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations,
+                                           capacity=sub.capacity)
                         asks[shape][a] += sub.count
                         askers[shape][f"claim {claim.key} request {request.name}"] = None
         _emit_followers(build)
@@ -122,16 +128,18 @@ class DynamicResources(Kind):
         allocator, taken = self._allocator(build.batch)
         nodes = build.index.nodes
         where = {n.name: i for i, n in enumerate(nodes)}
-        free = {shape: [d for d in allocator.devices.devices if d.key not in taken and allocator.serves(d, shape)]
-                for shape in asks}
+        free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
+                        and allocator.serves(d, shape)] for shape in asks}
         for group in _rows(list(asks), free):
             devices = list({d.key: d for shape in group for d in free[shape]}.values())
             per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
             unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
-            room, shared = _room(devices, nodes, where, unbounded)
+            room, shared = _room(devices, nodes, where, unbounded, allocator, taken, group)
             name = DEVICE_ROW + " or ".join(_kind_name(shape, list(askers[shape])) for shape in group)
             build.add_resource(name, room, room, per_class, shared)
             _cluster_limit(build, name, room, per_class, unbounded)
+        _emit_counters(build, asks, free, allocator, taken)
+        _emit_capacity(build, asks, free, allocator, taken)
 
     def reserving(self, compiled: Compiled) -> bool:
         return any(info.sample.dra.to_allocate or info.sample.dra.follows for info in compiled.classes)
@@ -153,10 +161,102 @@ class DynamicResources(Kind):
             if allocation is None:
                 dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why or ERR_RESERVE}"
                 continue
-            mine = allocation_results(devices, allocation)
+            mine = allocation_results(allocator, allocation, node.name)
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
+
+
+def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
+                   allocator: Allocator, taken: set[str]) -> None:
+    """Partitionable devices: per counter name (`memory`), each node's free amount of it in the counter sets its
+    devices consume, and each class's least use of it per pod (its kinds' smallest consumer, times the count), so
+    that pods of different kinds (a whole GPU, its halves) never count on one physical device twice. A relaxation:
+    Reserve allocates exactly."""
+    counters = allocator.counters
+    names = sorted({name for shape in asks for d in free[shape] for _, name, _ in d.consumes} - {""})
+    nodes = build.index.nodes
+    where = {n.name: i for i, n in enumerate(nodes)}
+    for counter in names:
+        demand = [0] * len(build.classes)
+        for shape, per_class in asks.items():
+            least = min((sum(m for _, n, m in d.consumes if n == counter) for d in free[shape]), default=0)
+            for a, count in per_class.items():
+                demand[a] += least * count
+        if not any(demand):
+            continue
+        room, unlimited = _counter_room(counters, counter, [d for shape in asks for d in free[shape]], nodes, where, taken)
+        scale = reduce(gcd, [*demand, *room])
+        most = sum(build.problem.classes[a].count * d for a, d in enumerate(demand)) // scale + 1
+        row = [most if u else r // scale for r, u in zip(room, unlimited)]
+        build.add_resource(f"{DEVICE_ROW}shared counter {counter}", row, row, [d // scale for d in demand], unlimited)
+
+
+def _emit_capacity(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
+                   allocator: Allocator, taken: set[str]) -> None:
+    """Consumable capacity: per capacity of devices allowing multiple allocations (`memory`), each node's free
+    amount of it on such devices only it reaches, and each class's least use of it per pod (0 where its kind has
+    a device not shared, which the count rows hold), so that pods of different kinds never share past a device's
+    capacity. A relaxation: Reserve allocates exactly."""
+    names = sorted({(domain, name) for shape in asks for d in free[shape] if d.multiple
+                    for domain, name, _ in d.capacity})
+    nodes = build.index.nodes
+    where = {n.name: i for i, n in enumerate(nodes)}
+    for capacity in names:
+        demand = [0] * len(build.classes)
+        for shape, per_class in asks.items():
+            least = min((_use(d, shape, capacity) for d in free[shape]), default=0)
+            for a, count in per_class.items():
+                demand[a] += least * count
+        if not any(demand):
+            continue
+        room, unlimited = [0] * len(nodes), [False] * len(nodes)
+        for device in {d.key: d for shape in asks for d in free[shape] if d.multiple}.values():
+            left = {(dm, n): v for dm, n, v in device.capacity}.get(capacity, 0) - sum(
+                m for share in allocator.used_shares(device, taken) for dm, n, m in share if (dm, n) == capacity)
+            if device.node is not None:
+                if device.node in where:
+                    room[where[device.node]] += max(0, left)
+                continue
+            for i, node in enumerate(nodes):
+                unlimited[i] = unlimited[i] or device.reachable(node)
+        scale = reduce(gcd, [*demand, *room])
+        most = sum(build.problem.classes[a].count * d for a, d in enumerate(demand)) // scale + 1
+        row = [most if u else r // scale for r, u in zip(room, unlimited)]
+        build.add_resource(f"{DEVICE_ROW}capacity {'/'.join(capacity)}", row, row, [d // scale for d in demand],
+                           unlimited)
+
+
+def _use(device: Device, shape: SubRequest, capacity: tuple[str, str]) -> int:
+    """What one allocation of `shape` consumes of a shared device's `capacity` (0: a device not shared)."""
+    amount = consumed(device, shape) if device.multiple else None
+    return next((m for dm, n, m in amount or () if (dm, n) == capacity), 0)
+
+
+def _counter_room(counters: Counters, counter: str, devices: list[Device], nodes: list[Node], where: dict[str, int],
+                  taken: set[str]) -> tuple[list[int], list[bool]]:
+    """Per node, what is free of `counter` in the counter sets the devices only it reaches consume; unlimited where
+    a device several nodes reach consumes it."""
+    sets: dict[int, set[tuple[str, str]]] = defaultdict(set)
+    unlimited = [False] * len(nodes)
+    for device in devices:
+        used = {(device.pool_key, s) for s, n, _ in device.consumes if n == counter}
+        if not used:
+            continue
+        if device.node is not None:
+            if device.node in where:
+                sets[where[device.node]] |= used
+            continue
+        for i, node in enumerate(nodes):
+            unlimited[i] = unlimited[i] or device.reachable(node)
+    free: dict[str, dict[tuple[str, str], int]] = {}
+    room = [0] * len(nodes)
+    for i, found in sets.items():
+        for pool, counter_set in found:
+            if pool not in free:
+                free[pool] = counters.free(pool, taken)
+            room[i] += max(0, free[pool].get((counter_set, counter), 0))
+    return room, unlimited
 
 
 def _cluster_limit(build: ProblemBuilder, name: str, room: list[int], per_class: list[int], unbounded: int) -> None:
@@ -273,19 +373,30 @@ def _overlapping(shapes: list[SubRequest], keys: dict[SubRequest, set[str]]) -> 
     return [sorted(g[0], key=shapes.index) for g in groups if len(g[0]) > 1]
 
 
-def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int) -> tuple[list[int], list[bool]]:
-    """Per node: how many of `devices` only it reaches; unbounded where a device several nodes reach could serve
-    (Reserve settles those), and which nodes those are."""
-    room = [0] * len(nodes)
+def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbounded: int, allocator: Allocator,
+          taken: set[str], shapes: tuple[SubRequest, ...]) -> tuple[list[int], list[bool]]:
+    """Per node: how many of `devices` only it reaches can be in use at once (partitionable devices: within their
+    pools' shared counters; a device allowing multiple allocations: as many shares as its free capacity holds);
+    unbounded where a device several nodes reach could serve (Reserve settles those), and which nodes those are."""
+    pinned: dict[int, list[Device]] = defaultdict(list)
+    multiple = [0] * len(nodes)
     shared = [False] * len(nodes)
     for device in devices:
+        if device.node is not None and device.multiple:
+            if device.node in where:
+                multiple[where[device.node]] += max(
+                    (shares_left(device, amount, allocator.used_shares(device, taken), unbounded)
+                     for shape in shapes if (amount := consumed(device, shape)) is not None), default=0)
+            continue
         if device.node is not None:
             if device.node in where:
-                room[where[device.node]] += 1
+                pinned[where[device.node]].append(device)
             continue
         for i, node in enumerate(nodes):
             if device.reachable(node):
                 shared[i] = True
+    room = [min(unbounded, multiple[i] + (allocator.counters.most(pinned[i], taken) if i in pinned else 0))
+            for i in range(len(nodes))]
     return [unbounded if s else r for r, s in zip(room, shared)], shared
 
 

@@ -117,12 +117,35 @@ def fit_alone(problem: Problem, g: int) -> int:
     """How many pending members of gang g could be placed if the rest of the batch did not exist
     (within one domain, the best one, for a gang that must stay in one)."""
     gang = problem.gangs[g]
-    members = set(gang.classes)
-    classes = [replace(cls, count=cls.count if i in members else 0, gang=None) for i, cls in enumerate(problem.classes)]
-    alone = replace(problem, classes=classes, gangs=[])
+    alone = _members_only(problem, gang)
+    if alone is None:  # a row ties a member to other classes: keep every class, the others emptied
+        members = set(gang.classes)
+        classes = [replace(cls, count=cls.count if i in members else 0, gang=None)
+                   for i, cls in enumerate(problem.classes)]
+        alone = replace(problem, classes=classes, gangs=[])
+    else:
+        gang = replace(gang, classes=tuple(range(len(gang.classes))))
     if gang.partition is None:
         return sum(greedy(alone).values())
     return members_that_fit(GreedyState(alone), alone, gang)
+
+
+def _members_only(problem: Problem, gang: GangRow) -> Problem | None:
+    """The gang's classes alone, as a problem of their own (numbered from 0), when no row of the problem names
+    one of them (else None): explaining a batch of many gangs asked a greedy over every class once per gang."""
+    members = set(gang.classes)
+    rows: list[tuple[int, ...]] = [
+        *((s.a, *s.others) for s in problem.separations),
+        *((*c.carriers, *c.supporters, *c.seeders) for c in problem.colocations),
+        *((s.a, *s.counted) for s in problem.spreads),
+        *((s.a, *s.counted) for s in problem.limits),
+        *(b.classes for b in problem.budgets), *(s.classes for s in problem.shares),
+        *(classes for classes, _ in problem.openings), *problem.exclusive]
+    if any(members.intersection(row) for row in rows):
+        return None
+    classes = [replace(problem.classes[c], gang=None) for c in gang.classes]
+    return replace(problem, classes=classes, gangs=[], separations=[], colocations=[], spreads=[], limits=[],
+                   budgets=[], shares=[], openings=[], exclusive=[])
 
 
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:

@@ -83,12 +83,18 @@ class BindStage:
         self.pool = StagePool(self.name)
         self.nominations = Nominations()
 
-    def start(self, placements: list[Placement], preemptions: dict[str, Preemption], outcome: Outcome) -> Future[BindReport]:
-        """A cycle's placements: the preemptors' evictions and nominations, and the binds of the rest."""
+    def start(self, placements: list[Placement], preemptions: dict[str, Preemption], outcome: Outcome,
+              early: Future[BindReport] | None = None) -> Future[BindReport]:
+        """A cycle's placements: the preemptors' evictions and nominations, and the binds of the rest; `early`: the
+        binds of the cycle's placements handed on before (`bind_early`), counted in the cycle's report."""
         nominated = [p for p in placements if p.key in preemptions]
         if nominated:
             self.submit(self._preempt, nominated, preemptions)
-        return self.submit(self._bind, [p for p in placements if p.key not in preemptions], outcome)
+        return self.submit(self._bind, [p for p in placements if p.key not in preemptions], outcome, early)
+
+    def bind_early(self, placements: list[Placement]) -> Future[BindReport]:
+        """Placements final before their cycle is (engine.plan.placed_plan): bound now, reported with the cycle."""
+        return self.submit(self._send, placements)
 
     def submit(self, call: Callable[..., Any], *args: Any) -> Future:
         return self.pool.submit(call, *args)
@@ -105,9 +111,23 @@ class BindStage:
         for nomination in self.nominations.gone(key):
             self.submit(self._bind, nomination.placements)
 
-    def _bind(self, placements: list[Placement], outcome: Outcome | None = None) -> BindReport:
-        """Bind, requeue what failed, record the cycle. A crash forgets and requeues all."""
+    def _bind(self, placements: list[Placement], outcome: Outcome | None = None,
+              early: Future[BindReport] | None = None) -> BindReport:
+        """Bind, requeue what failed, record the cycle (with the report of its `early` binds)."""
         bind_started = time.perf_counter()
+        report = self._send(placements)
+        if early is not None:
+            report = _joined(_result_of(early), report)
+        if outcome is not None:
+            self.reports.record(outcome, report, time.perf_counter() - bind_started)
+        else:
+            self.metrics.pods_bound.labels(self.name).inc(len(report.bound))
+        return report
+
+    def _send(self, placements: list[Placement]) -> BindReport:
+        """Bind and requeue what failed. A crash forgets and requeues all."""
+        if not placements:
+            return BindReport()
         try:
             report = self.binder.bind_all(placements)
         except Exception:
@@ -119,10 +139,6 @@ class BindStage:
         for p in placements:
             if p.key in report.gone:
                 self._await_watch(p)
-        if outcome is not None:
-            self.reports.record(outcome, report, time.perf_counter() - bind_started)
-        else:
-            self.metrics.pods_bound.labels(self.name).inc(len(report.bound))
         return report
 
     def _await_watch(self, p: Placement) -> None:
@@ -179,6 +195,18 @@ class BindStage:
             self.store.forget(key)
         for key in keys:
             self.queue.requeue(key)
+
+
+def _result_of(early: Future[BindReport]) -> BindReport:
+    """The early binds' report; nothing when they crashed (`_send` has recovered their pods and logged it)."""
+    try:
+        return early.result()
+    except Exception:  # logged where it happened (`_send`)
+        return BindReport()
+
+
+def _joined(a: BindReport, b: BindReport) -> BindReport:
+    return BindReport(a.bound + b.bound, {**a.failed, **b.failed}, a.gone + b.gone)
 
 
 def _why_evicted(preemptor: str, preemption: Preemption, victim: Eviction) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..convert.native_groups import is_legacy
 from ..dra import ClaimAllocation
 from ..objects import NATIVE_POD_GROUP
 from ..storage import VolumeStep
@@ -28,7 +29,9 @@ from .volumes import VolumePreBind
 
 log = logging.getLogger("policy_scheduler.binder")
 CONFLICT = 409
-POD_GROUP_SCHEDULED = "PodGroupScheduled"  # the scheduling.k8s.io PodGroup condition upstream writes
+# the scheduling.k8s.io PodGroup condition upstream writes: 1.37's (v1beta1) once, until the first success;
+# 1.36's (v1alpha2) the same way under its own name
+POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled", "PodGroupScheduled"
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
@@ -165,18 +168,19 @@ class EventSink:
         with self._lock:
             self._recorder.forget(str(meta(pod).get("uid") or pod_key(pod)))
 
-    def group_scheduled(self, group: Obj, scheduled: bool, message: str) -> None:
-        """A scheduling.k8s.io PodGroup's PodGroupScheduled condition, as upstream writes it: True/Scheduled or
-        False/Unschedulable with the plan's reasons; never back to False once True, nothing when unchanged."""
-        old = _condition(group, POD_GROUP_SCHEDULED)
+    def group_scheduled(self, group: Obj, scheduled: bool, message: str, reason: str = "") -> None:
+        """A scheduling.k8s.io PodGroup's scheduling condition as upstream writes it (`group_condition_type`):
+        True/Scheduled, or False with `reason` (Unschedulable: the plan's reasons; SchedulerError: the group was
+        refused); never back to False once True, nothing when unchanged."""
+        kind = group_condition_type(group)
+        old = _condition(group, kind)
         if old is not None and old.get("status") == "True":
             return
-        self._group_condition(group, POD_GROUP_SCHEDULED, scheduled, "Scheduled" if scheduled else "Unschedulable",
-                              message)
+        self._group_condition(group, kind, scheduled, "Scheduled" if scheduled else reason or UNSCHEDULABLE, message)
 
     def group_disrupted(self, group: Obj, message: str) -> None:
-        """A PodGroup with `disruptionMode: PodGroup` preempted whole: its DisruptionTarget condition
-        (True/PreemptionByScheduler, the condition and reason scheduling.k8s.io/v1alpha2 defines)."""
+        """A PodGroup with `disruptionMode: PodGroup` (v1beta1: `{all: {}}`) preempted whole: its DisruptionTarget
+        condition (True/PreemptionByScheduler, the condition and reason both API versions define)."""
         self._group_condition(group, DISRUPTION_TARGET, True, PREEMPTION_BY_SCHEDULER, message)
 
     def _group_condition(self, group: Obj, kind: str, true: bool, reason: str, message: str) -> None:
@@ -212,6 +216,12 @@ class EventSink:
 
     def close(self) -> None:
         self.outbox.close()
+
+
+def group_condition_type(group: Obj) -> str:
+    """The condition a scheduling.k8s.io PodGroup's scheduling outcome goes into, by the API version it was read
+    at: PodGroupScheduled in v1alpha2 (1.36), PodGroupInitiallyScheduled from v1beta1 on (1.37)."""
+    return POD_GROUP_SCHEDULED if is_legacy(group.get("apiVersion")) else POD_GROUP_INITIALLY_SCHEDULED
 
 
 def _condition(obj: Obj, kind: str) -> dict | None:
@@ -281,6 +291,12 @@ class Binder:
         if failed is not None:
             return failed
         reserved, failed = self.claims.prepare(p.pod, p.node, p.devices, p.claims)
+        if failed is None and self.claims.waits(p.claims):
+            self.events.event(p.pod, "Normal", "BindingConditionsPending",
+                              f"waiting for binding conditions for device on node {p.node}")
+            failed = self.claims.await_binding(p.claims)
+            if failed is not None:
+                self.claims.undo(reserved)
         if failed is not None:
             self.volumes.undo(done)
             return failed

@@ -387,6 +387,15 @@ class ClusterCache:
 
     # -- a cycle's view ------------------------------------------------------------------------------
 
+    def build(self) -> None:
+        """Convert now what the first snapshot would otherwise: the rest (and the bound pods again with it) and the
+        node rows. A batch waiting at start (a restarted scheduler, a Job fan-out met by a new leader) then waits only
+        for its own cycle (issue 30: 0.2 s of a 200-node batch's first bind was this)."""
+        with self._lock:
+            self._rest_or_build()
+            self._rows()
+
+
     def snapshot(self, batch: list[tuple[str, Obj]], scheduler_name: str, gangs: GangRules | None,
                  quotas: tuple[Quota, ...] = ()) -> Snapshot:
         """The cluster of one cycle: every node and placed pod, the rest, and `batch` ((source name, pending

@@ -21,6 +21,7 @@ import click
 
 from ..flags import Name, Namespaced, Seconds, name_problem, namespaced
 from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
+from ..solve import load_solver
 
 if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
     from .leader import LeaderElector
@@ -158,6 +159,7 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     """Watch, (wait for leadership,) schedule until stopped; returns the exit code."""
     names = ",".join(p.name for p in scheduler.settings.profiles)
     log.info("starting profiles=%s leader_elect=%s", names, elector is not None)
+    load_solver()
     scheduler.start_watches(stop)  # standbys keep their caches warm: takeover needs no relist
     while not scheduler.wait_synced(stop, timeout=5.0):
         if stop.is_set():

@@ -17,7 +17,7 @@ from ..dra import ClaimAllocation
 from ..ir import Rules
 from ..kinds import Waiting
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
-from ..plan import Plan
+from ..plan import OnPlaced, Plan
 from ..planner import Options, plan_batch
 from ..preempt import OUT_OF_TIME
 from ..rejections import Rejections
@@ -25,6 +25,9 @@ from ..storage import VolumeStep, volume_steps
 from ..tenant_report import TenantLine, of_plan
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
+
+# a PodGroup's scheduling condition's reasons when False (scheduling.k8s.io PodGroupReason…)
+GROUP_UNSCHEDULABLE, GROUP_SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,32 +75,37 @@ class CycleResult:
                 out[pod.key] = Rejected(None if pod.key in late else plugins, Waiting(pod, info.constraints, nodes))
         return out
 
-    def volume_steps(self) -> dict[str, tuple[VolumeStep, ...] | None]:
+    def volume_steps(self, chosen: dict[str, tuple[VolumeStep, ...] | None] | None = None
+                     ) -> dict[str, tuple[VolumeStep, ...] | None]:
         """Each placed pod's PreBind writes for its unbound claims, PVs chosen in placement order so two claims
-        of the batch never get the same one (None: the claims cannot be met on its node)."""
+        of the batch never get the same one (None: the claims cannot be met on its node). `chosen`: the steps
+        given already (placements bound early), kept, their PVs taken."""
         pods = {p.key: p for p in self.cluster.pending}
         nodes = {n.name: n for n in self.cluster.nodes}
-        taken: set[str] = set()
-        out: dict[str, tuple[VolumeStep, ...] | None] = {}
+        out: dict[str, tuple[VolumeStep, ...] | None] = dict(chosen or {})
+        taken = {step.volume for steps in out.values() for step in steps or () if step.volume}
         for key, node in sorted(self.plan.assignments.items()):
-            if pods[key].claims:
+            if pods[key].claims and key not in out:
                 steps = volume_steps(pods[key], nodes[node], self.cluster.storage, taken)
                 out[key] = None if steps is None else tuple(steps)
         return out
 
-    def group_conditions(self) -> dict[str, tuple[bool, str]]:
-        """For each scheduling.k8s.io PodGroup gang with pods in this batch: whether it was placed (its
-        PodGroupScheduled condition), and the plan's word on it (a member's reasons when it was not)."""
-        out: dict[str, tuple[bool, str]] = {}
+    def group_conditions(self) -> dict[str, tuple[bool, str, str]]:
+        """For each scheduling.k8s.io PodGroup with pods in this batch: whether it was placed, the reason when it was
+        not and the message (its scheduling condition): a gang's placement or the plan's word on a member, a
+        group refused for its members' disagreement (upstream's SchedulerError) with why."""
+        out: dict[str, tuple[bool, str, str]] = {}
         for key, gang in self.cluster.gangs.items():
             if gang.label != SCHEDULING_GROUP:
                 continue
             members = [p.key for p in self.cluster.pending if p.gang == key]
             left = [k for k in members if k in self.plan.unschedulable]
             if not left:
-                out[key] = (True, f"{len(members)} pod(s) of the group placed")
+                out[key] = (True, "", f"{len(members)} pod(s) of the group placed")
             else:
-                out[key] = (False, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
+                out[key] = (False, GROUP_UNSCHEDULABLE, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
+        for key, why in self.cluster.refused_groups.items():
+            out[key] = (False, GROUP_SCHEDULER_ERROR, why)
         return out
 
     def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, ClaimAllocation]]]:
@@ -128,8 +136,9 @@ def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
     return frozenset(names[i] for i in np.flatnonzero(ok).tolist())
 
 
-def run_cycle(snapshot: Snapshot, rules: Rules, options: Options) -> CycleResult:
-    """Plan the batch of a cache snapshot (made with the same rules' gangs)."""
+def run_cycle(snapshot: Snapshot, rules: Rules, options: Options, on_placed: OnPlaced | None = None) -> CycleResult:
+    """Plan the batch of a cache snapshot (made with the same rules' gangs); `on_placed` as for `plan_batch`."""
     cluster = snapshot.cluster
-    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage)
+    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage,
+                      on_placed=on_placed)
     return CycleResult(plan, cluster, cluster.refused)

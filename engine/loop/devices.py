@@ -3,15 +3,20 @@ DynamicResources PreBind writes them: the claim gets the `resource.kubernetes.io
 then its status gets `allocation` (the devices, and the node selector they are usable from) and the pod in
 `reservedFor`. A claim another pod allocated already only gains the pod in `reservedFor`. Every write is
 conditional on the resourceVersion the store has (a conflict is retried once from the store's newer copy, as
-upstream retries); when a step or the binding fails, what was written is taken back and the pod requeued."""
+upstream retries); when a step or the binding fails, what was written is taken back and the pod requeued.
+Devices with binding conditions (an attachment a driver prepares) are waited for before the bind, as upstream's
+PreBind waits: their conditions true on the claim's status, or the binding fails (a failure condition, or the
+timeout) and is taken back."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+import uuid
 
 from ..dra import ClaimAllocation
+from ..dra_capacity import quantity
 from ..model import EXTENDED_CLAIM_ANNOTATION
 from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta, version
@@ -22,17 +27,51 @@ KIND = "DynamicResources"  # the kind whose Reserve recorded the allocation (pla
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CLAIM = "ResourceClaim"
 CONFLICT = 409
+BINDING_TIMEOUT = 600.0  # upstream's DynamicResourcesBindingTimeoutDefault
+BINDING_POLL = 5.0  # upstream polls the claims this often while PreBind waits
 
 
 class ClaimPreBind:
     """The writes, and the claims as this binder last wrote them: pods sharing a claim are bound one after the
     other, each writing over what the one before wrote, before the watch brings it to the store."""
 
-    def __init__(self, api: ClusterAPI, store: Store):
+    def __init__(self, api: ClusterAPI, store: Store, binding_timeout: float = BINDING_TIMEOUT,
+                 binding_poll: float = BINDING_POLL):
         self.api = api
         self.store = store
         self.written: dict[str, Obj] = {}  # claim key -> the claim as the apiserver answered our last write
         self.lock = threading.Lock()
+        self.binding_timeout = binding_timeout
+        self.binding_poll = binding_poll
+
+    def waits(self, claims: tuple[str, ...]) -> bool:
+        """Some claim of the pod, as last written or stored, has a device with binding conditions."""
+        return any(_binding_results(self._stored(key)) for key in claims)
+
+    def await_binding(self, claims: tuple[str, ...]) -> ApiResult | None:
+        """Upstream's PreBind wait (DRADeviceBindingConditions): until every device of the pod's claims that has
+        bindingConditions has them all true in the claim's status.devices (None), one of its
+        bindingFailureConditions is true ("device binding failed"), or the binding timeout passes ("device
+        binding timeout"; upstream's default 600 s, polled every 5 s); the claims are read from the store, which
+        the watch keeps current. A failure undoes the claims' writes, as upstream's Unreserve does."""
+        deadline = time.monotonic() + self.binding_timeout
+        while True:
+            pending = ""
+            for key in claims:
+                verdict = _binding_verdict(self._stored(key))
+                if verdict.startswith("failed"):
+                    return ApiResult(False, 0, f"device binding failed: claim={key.split('/', 1)[1]}, {verdict[7:]}",
+                                     prebind=True)
+                pending = pending or (key if verdict == "pending" else "")
+            if not pending:
+                return None
+            if time.monotonic() >= deadline:
+                return ApiResult(False, 0, f"device binding timeout: claim={pending.split('/', 1)[1]}", prebind=True)
+            time.sleep(min(self.binding_poll, max(0.0, deadline - time.monotonic())))
+
+    def _stored(self, key: str) -> Obj | None:
+        namespace, name = key.split("/", 1)
+        return self._newest(key, self.store.get(CLAIM, namespace, name))
 
     def _patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> ApiResult:
         return self._answered(kind, self.api.patch(kind, namespace, name, body, subresource))
@@ -170,14 +209,54 @@ class ClaimPreBind:
         return [*done, Done(CLAIM, namespace, name, undo)]
 
 
+def _binding_results(claim: Obj | None) -> list[Obj]:
+    allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
+    return [r for r in (allocation.get("devices") or {}).get("results") or [] if r.get("bindingConditions")]
+
+
+def _binding_verdict(claim: Obj | None) -> str:
+    """"ready", "pending", or "failed <reason and message>" for one claim (upstream's isClaimReadyForBinding):
+    each result with bindingConditions is judged by the claim's status.devices entry for its device (and share)."""
+    status = (claim or {}).get("status") or {}
+    if claim is None or not status.get("allocation"):
+        return "pending"
+    for result in _binding_results(claim):
+        entry = next((d for d in status.get("devices") or []
+                      if all(d.get(k) == result.get(k) for k in ("driver", "pool", "device", "shareID"))), None)
+        if entry is None:
+            return "pending"
+        conditions = {c.get("type"): c for c in entry.get("conditions") or []}
+        for name in result.get("bindingFailureConditions") or []:
+            if (conditions.get(name) or {}).get("status") == "True":
+                c = conditions[name]
+                return f"failed reason={c.get('reason')}, message={str(c.get('message') or '')!r}"
+        if any((conditions.get(name) or {}).get("status") != "True" for name in result["bindingConditions"]):
+            return "pending"
+    return "ready"
+
+
 def allocation_status(allocated: ClaimAllocation) -> Obj:
-    """status.allocation as upstream's allocator fills it: each request's device, the class's and the claim's
-    config for the requests served, and the node selector the devices are usable from (none: every node)."""
+    """status.allocation as upstream's allocator fills it: each request's device (a share of a device allowing
+    multiple allocations with a new shareID and its consumedCapacity), the class's and the claim's config for the
+    requests served, and the node selector the devices are usable from (none: every node)."""
     results = []
+    shares = {(request, key): amount for request, key, amount in allocated.shares}
+    binding = {key: (conditions, failures) for key, conditions, failures in allocated.binding}
     for request, key in allocated.devices:
         driver, rest = key.split("/", 1)  # driver names and device names have no "/"; pool names may
         pool, device = rest.rsplit("/", 1)
-        results.append({"request": request, "driver": driver, "pool": pool, "device": device})
+        result: Obj = {"request": request, "driver": driver, "pool": pool, "device": device}
+        if request in allocated.admin:
+            result["adminAccess"] = True
+        if key in binding:  # DRADeviceBindingConditions: copied from the device, PreBind waits for them
+            result["bindingConditions"] = list(binding[key][0])
+            if binding[key][1]:
+                result["bindingFailureConditions"] = list(binding[key][1])
+        if (request, key) in shares:  # a share of a device allowing multiple allocations: its own ID and amounts
+            result["shareID"] = str(uuid.uuid4())
+            result["consumedCapacity"] = {(name if domain == driver else f"{domain}/{name}"): quantity(milli)
+                                          for domain, name, milli in shares[(request, key)]}
+        results.append(result)
     devices: Obj = {"results": results}
     if allocated.config:
         devices["config"] = list(allocated.config)

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ..compile import collector_paused
 from ..ir import Rules
 from ..kinds.base import ModelChange
+from ..model import Cluster, Pod
+from ..plan import Plan
 from ..planner import Options
-from .binder import Placement
+from ..storage import VolumeStep
+from .binder import BindReport, Placement
 from .cache import ClusterCache
 from .cycle import CycleResult, run_cycle
 from .devices import allocation_status
@@ -28,10 +33,15 @@ class Planned:
 
     pods: dict[str, Obj]  # the batch's pods still in the store, by key
     result: CycleResult
-    placements: list[Placement]
+    placements: list[Placement]  # all of them, those bound early first
     assumed: list[ModelChange] = field(default_factory=list)  # what the cache's assumptions changed
     started: float = 0.0  # perf_counter at the cycle's start
     solved: float = 0.0  # seconds from snapshot to plan
+    early: Future[BindReport] | None = None  # the binds of the placements handed on before the plan was done…
+    handed: int = 0  # …the first this many of `placements`
+
+
+BindEarly = Callable[[list[Placement]], "Future[BindReport]"]
 
 
 @dataclass
@@ -42,8 +52,9 @@ class PlanStage:
     cache: ClusterCache
     lock: threading.Lock  # every profile's
 
-    def plan(self, batch: list[str], rules: Rules) -> Planned:
-        """Plan `batch` with `rules` and assume its placements."""
+    def plan(self, batch: list[str], rules: Rules, bind_early: BindEarly | None = None) -> Planned:
+        """Plan `batch` with `rules` and assume its placements. With `bind_early`, the placements are assumed and
+        handed to it as soon as they are final, while the pods left out are explained and preemption runs."""
         started = time.perf_counter()
         with self.lock, collector_paused():
             pods = {key: obj for key in batch if (obj := self.store.get("Pod", *key.split("/", 1))) is not None}
@@ -52,17 +63,53 @@ class PlanStage:
             options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
                               preemption=self.settings.preemption,
                               preference_limit=self.settings.preferences_for(len(pods)))
-            result = run_cycle(snapshot, rules, options)
-            steps, claims = result.volume_steps(), result.claim_steps()
-            placements = [Placement(k, node, pods[k], result.plan.details.gangs.get(k), steps.get(k, ()),
-                                    *claims.get(k, ((), {})))
-                          for k, node in sorted(result.plan.assignments.items())]
-            models = {p.key: p for p in snapshot.cluster.pending}
-            assumed = []
-            for p in placements:
-                allocating = {key: allocation_status(a) for key, a in p.devices.items()}
-                self.store.assume(p.key, p.uid, p.node, allocating)
-                if (change := self.cache.assume(models[p.key], p.node)) is not None:
-                    assumed.append(change)
+            early = _Early(self, pods, {p.key: p for p in snapshot.cluster.pending}, snapshot.cluster, bind_early)
+            result = run_cycle(snapshot, rules, options, early.hand if bind_early is not None else None)
+            handed = {p.key for p in early.placements}
+            rest = [p for p in self._placements(result, pods, early.steps) if p.key not in handed]
+            assumed = early.assumed + self._assume(rest, early.models)
             self.cache.evicting(v.pod for p in result.plan.preemptions.values() for v in p.victims)
-        return Planned(pods, result, placements, assumed, started, time.perf_counter() - started)
+        return Planned(pods, result, early.placements + rest, assumed, started, time.perf_counter() - started,
+                       early.future, len(early.placements))
+
+    @staticmethod
+    def _placements(result: CycleResult, pods: dict[str, Obj],
+                    chosen: dict[str, tuple[VolumeStep, ...] | None] | None = None) -> list[Placement]:
+        steps, claims = result.volume_steps(chosen), result.claim_steps()
+        return [Placement(k, node, pods[k], result.plan.details.gangs.get(k), steps.get(k, ()), *claims.get(k, ((), {})))
+                for k, node in sorted(result.plan.assignments.items())]
+
+    def _assume(self, placements: list[Placement], models: dict[str, Pod]) -> list[ModelChange]:
+        """Assume `placements` in the store and the cache; what the cache's assumptions changed."""
+        assumed = []
+        for p in placements:
+            allocating = {key: allocation_status(a) for key, a in p.devices.items()}
+            self.store.assume(p.key, p.uid, p.node, allocating)
+            if (change := self.cache.assume(models[p.key], p.node)) is not None:
+                assumed.append(change)
+        return assumed
+
+
+@dataclass
+class _Early:
+    """A cycle's placements handed on before its plan is done (engine.plan.placed_plan): assumed at once and
+    given to the bind stage, whose binds then run while the rest of the batch is explained."""
+
+    stage: PlanStage
+    pods: dict[str, Obj]
+    models: dict[str, Pod]
+    cluster: Cluster
+    bind: BindEarly | None
+    placements: list[Placement] = field(default_factory=list)
+    assumed: list[ModelChange] = field(default_factory=list)
+    steps: dict[str, tuple[VolumeStep, ...] | None] = field(default_factory=dict)  # their PreBind volume writes
+    future: Future[BindReport] | None = None
+
+    def hand(self, plan: Plan) -> None:
+        if self.bind is None or self.future is not None:
+            return  # one hand-over per cycle (engine.isolation hands on the first attempt's placements only)
+        placements = PlanStage._placements(CycleResult(plan, self.cluster), self.pods)
+        self.assumed += self.stage._assume(placements, self.models)
+        self.placements += placements
+        self.steps.update({p.key: p.volumes for p in placements})
+        self.future = self.bind(placements)

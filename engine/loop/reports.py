@@ -58,9 +58,9 @@ class Reporter:
             if key in pods:
                 self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits",
                                           SCHEDULER_ERROR if key in errors else UNSCHEDULABLE)
-        for key, (scheduled, message) in result.group_conditions().items():
+        for key, (scheduled, reason, message) in result.group_conditions().items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:
-                self.events.group_scheduled(group, scheduled, message)
+                self.events.group_scheduled(group, scheduled, message, reason)
         return unplaced
 
     def _refused(self, result: CycleResult) -> None:

@@ -153,7 +153,7 @@ class ProfileLoop:
     def cycle(self, batch: list[str]) -> Future[BindReport]:
         """Plan `batch` and assume its placements; the binds go to the bind stage, so the next batch can be
         planned while they are sent (the assumptions keep it off this batch's capacity)."""
-        planned = self.planner.plan(batch, self.policies.rules)
+        planned = self.planner.plan(batch, self.policies.rules, self.bind_stage.bind_early)
         for change in planned.assumed:
             self.announce(change)
         result = planned.result
@@ -164,7 +164,8 @@ class ProfileLoop:
                 self.queue.remove(key)
         self.queue.done(unplaced, result.rejected())
         outcome = Outcome(batch, result.plan.stats, planned.solved, len(unplaced), planned.started)
-        binding = self.bind_stage.start(planned.placements, result.plan.preemptions, outcome)
+        binding = self.bind_stage.start(planned.placements[planned.handed:], result.plan.preemptions, outcome,
+                                        planned.early)
         self.metrics.tenants.record(result.tenants(), batch, self.feed.pending)  # (the binds are under way meanwhile)
         return binding
 
@@ -201,6 +202,7 @@ class Scheduler:
     groups: GroupStatus = field(init=False)
     resources: list[WatchTarget] = field(init=False)
     leading: threading.Event = field(init=False, default_factory=threading.Event)  # set while the loops run
+    built: threading.Event = field(init=False, default_factory=threading.Event)  # the cache's model, after the sync
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
@@ -242,10 +244,15 @@ class Scheduler:
             self._spawn(reflector.run, f"watch-{r.kind}")
 
     def wait_synced(self, stop: threading.Event, timeout: float = 60.0) -> bool:
+        """Every watch has listed, then the cache's model is built (`ClusterCache.build`): as kube-scheduler is
+        ready once its informers' handlers have synced, not when its first cycle converts the cluster."""
         deadline = time.monotonic() + timeout
         while not self.store.synced(self.resources):
             if stop.wait(0.05) or time.monotonic() > deadline:
                 return False
+        if not self.built.is_set():
+            self.cache.build()
+            self.built.set()
         return True
 
     def start_loops(self, stop: threading.Event) -> None:
@@ -260,7 +267,7 @@ class Scheduler:
         self._threads.append(thread)
 
     def ready(self) -> bool:
-        return self.store.synced(self.resources) and all(loop.ready() for loop in self.loops)
+        return self.store.synced(self.resources) and self.built.is_set() and all(loop.ready() for loop in self.loops)
 
     def refresh_policies(self) -> None:
         """Only while no profile loop runs (a standby waiting for leadership)."""

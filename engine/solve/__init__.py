@@ -14,13 +14,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .cpsat import ClassModel, TierResult
+from .bound import capacity_bound
+from .cpsat import ClassModel, TierResult, cp_model
 from .greedy import greedy
 from .neighbourhood import model_size, per_pair, restrict, room_order
 from .problem import Colocation, GangRow, Phases, PodClass, Problem, Separation, Solution, Spread, Status
 from .sequential import sequential
 
-__all__ = ["Colocation", "GangRow", "PodClass", "Problem", "Separation", "Solution", "Spread", "Status", "solve"]
+__all__ = ["Colocation", "GangRow", "PodClass", "Problem", "Separation", "Solution", "Spread", "Status", "load_solver",
+           "solve"]
 
 Progress = Callable[[str], None]
 
@@ -29,6 +31,7 @@ MAX_MODEL_VARS = 100_000  # memory: ~10 KiB per variable with its constraints (1
 MODEL_SHARE = 0.3  # of the time left, for building one model
 MIN_ROUND_SECONDS = 0.2  # a CP-SAT round shorter than this rarely finds anything
 TIER1_SHARE = 0.6  # of a round's time, for placement when preferences follow
+BOUND_SECONDS, BOUND_SHARE = 0.25, 0.1  # the capacity bound's time: at most this, and this share of the time left
 
 
 @dataclass(slots=True)
@@ -59,18 +62,43 @@ class _Clock:
         return self.left() <= 0
 
 
+def load_solver() -> None:
+    """Load OR-tools now rather than in the first batch that needs CP-SAT (about 0.3-0.6 s): a long-running
+    scheduler pays it once at start, before it lists the cluster, not in some pod's time to bind."""
+    _ = cp_model.CpModel
+
+
 def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> _Plan:
     return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin, problem.unfairness(placed))
 
 
-def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None = None) -> tuple[_Plan, int | None]:
-    """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out,
-    or when asked), and how many pods the baseline placed (None if it did not run). A further starting plan
-    runs only if the time left could fit another run as long as the first greedy's (and the baseline always
-    when asked for); each stops at the clock's limit with what it has placed (but a baseline asked for, a measurement, runs to its
-    end): a plan is always returned, on time."""
+class _Bound:
+    """The tier-1 bound: every placeable pod, tightened once by what capacity allows (solve.bound) when a plan
+    falls short of that, so that a batch that cannot fit is proven without further starts or CP-SAT."""
+
+    def __init__(self, problem: Problem, clock: _Clock | None):
+        self.p, self.clock = problem, clock
+        self.value = problem.upper_bound()
+        self.tightened = False
+
+    def reached_by(self, plan: _Plan) -> bool:
+        if plan.value < self.value and not self.tightened:
+            self.tightened = True
+            left = self.clock.left() if self.clock is not None else BOUND_SECONDS / BOUND_SHARE
+            if not self.p.unchecked and left > 0:
+                self.value = min(self.value, capacity_bound(self.p, min(BOUND_SECONDS, BOUND_SHARE * left)))
+        return plan.value >= self.value
+
+
+def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None = None,
+                  bound: _Bound | None = None) -> tuple[_Plan, int | None]:
+    """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out that
+    `bound` does not rule out, or when asked), and how many pods the baseline placed (None if it did not run).
+    A further starting plan runs only if the time left could fit another run as long as the first greedy's
+    (and the baseline always when asked for); each stops at the clock's limit with what it has placed (but a
+    baseline asked for, a measurement, runs to its end): a plan is always returned, on time."""
     started = time.perf_counter()
-    bound = problem.upper_bound()
+    bound = bound or _Bound(problem, clock)
     stop = clock.up if clock is not None else None
     best = _plan(problem, greedy(problem, stop=stop), "greedy")
     first = time.perf_counter() - started
@@ -78,21 +106,21 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
     def late() -> bool:
         return clock is not None and clock.left() < first
 
-    if (best.value < bound or problem.has_soft_terms()) and not late():
+    if (not bound.reached_by(best) or problem.has_soft_terms()) and not late():
         other = _plan(problem, greedy(problem, largest_first=False, stop=stop), "greedy (smallest first)")
         best = other if other.beats(best) else best
     placed_by_baseline = None
-    if (best.value < bound and not late()) or baseline:
+    if (not bound.reached_by(best) and not late()) or baseline:
         one_by_one = _plan(problem, sequential(problem, None if baseline else stop), "one pod at a time")
         placed_by_baseline = sum(one_by_one.placed.values())
         best = one_by_one if one_by_one.beats(best) else best
     return best, placed_by_baseline
 
 
-def _proven(problem: Problem, plan: _Plan) -> bool:
-    """Every placeable pod placed and the preferences at a bound no plan can pass (never while some class
+def _proven(problem: Problem, plan: _Plan, bound: int) -> bool:
+    """Placement at its `bound` and the preferences at a bound no plan can pass (never while some class
     went unchecked: its pods were not shown to be unplaceable)."""
-    if problem.unchecked or plan.value < problem.upper_bound() or not problem.fairness_settled(plan.placed):
+    if problem.unchecked or plan.value < bound or not problem.fairness_settled(plan.placed):
         return False
     if not problem.has_soft_terms():
         return True
@@ -113,16 +141,18 @@ def solve(
     preferences are left to improve, and they get at most `preference_limit` seconds more (None: the time left)."""
     say = progress or (lambda _msg: None)
     clock = _Clock(time_limit)
-    best, by_baseline = starting_plan(problem, baseline, clock)
+    tier1 = _Bound(problem, clock)
+    best, by_baseline = starting_plan(problem, baseline, clock, tier1)
+    tier1.reached_by(best)
+    bound = tier1.value
     phases = Phases(start=clock.elapsed())
-    if preference_limit is not None and best.value >= problem.upper_bound():
+    if preference_limit is not None and best.value >= bound:
         clock.limit = min(clock.limit, clock.elapsed() + preference_limit)  # placement proven: preferences only
     pods = sum(c.count for c in problem.classes)
     say(f"placed {sum(best.placed.values())} of {pods} pods at once ({best.origin}), "
         f"at most {_placeable(problem)} possible")
-    bound = problem.upper_bound()
     unchecked = len(problem.unchecked)
-    if _proven(problem, best):
+    if _proven(problem, best, bound):
         return _solution(best, Status.OPTIMAL, bound, clock, phases, best.origin, by_baseline)
     search = _Search(problem, best, bound, clock, phases, workers, seed, say)
     search.run()
@@ -152,7 +182,7 @@ class _Search:
         self.soft = problem.has_soft_terms()
         self.placement_proven = best.value >= bound
         self.fairness_proven = problem.fairness_settled(best.placed)
-        self.preferences_proven = _proven(problem, best)
+        self.preferences_proven = _proven(problem, best, bound)
         self.rounds = 0
         self.window: int | None = None
         self.notes: list[str] = []

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from testkit.controlplane import ControlPlane, controllers
 from testkit.manifests import (
     api_pod,
     claim_template,
     claims,
+    counter_slice,
     created,
     device_class,
     gpu,
+    partition,
     resource_claim,
     resource_slice,
 )
+from testkit.quantity import exact
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "dra-scheduler"
@@ -172,3 +177,125 @@ def test_an_extended_resource_is_served_by_a_device_class(control_plane: Control
     assert (result["pool"], result["device"]) == ("dra-ext-gpu", "g0")
     assert status["requestMappings"] == [{"containerName": "main", "resourceName": "example.com/e2e-gpu",
                                           "requestName": result["request"]}]
+
+
+def test_a_partitioned_gpu_is_never_promised_twice(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
+    """Partitionable devices (beta, on in 1.36 and 1.37): one 40Gi GPU publishes its counters in one slice and a
+    whole device and two 20Gi halves consuming them in another. Three pods, each claiming one device: two are
+    bound, with the halves (as kube-scheduler v1.37.2 decides), the third waits; the allocated devices never
+    consume more than the counters hold."""
+    ns, sel = "sched-dra-parts", {"e2e": "dra-parts"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-parts-gpu", labels=sel)
+    kube.create(created(device_class("e2e-parts-gpu")))
+    kube.create(created(counter_slice("dra-parts-gpu", {"gpu-0": {"memory": "40Gi"}}, node="dra-parts-gpu")))
+    kube.create(created(resource_slice("dra-parts-gpu", [partition("whole", "gpu-0", "40Gi"),
+                                                         partition("half-0", "gpu-0", "20Gi"),
+                                                         partition("half-1", "gpu-0", "20Gi")], slices=2)))
+    for i in range(3):
+        kube.create(created(resource_claim(f"c{i}", {"name": "gpu", "exactly": {"deviceClassName": "e2e-parts-gpu"}},
+                                           ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(3):
+        kube.create(api_pod(f"p{i}", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims(f"c{i}")))
+    wait_for("two bound", lambda: sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 2, timeout=60)
+    wait_for("the third told why", lambda: any("cannot allocate all claims" in (e.get("message") or "")
+                                               or "Insufficient devices" in (e.get("message") or "")
+                                               for e in kube.events(ns)), timeout=60)
+    time.sleep(2.0)  # another cycle or two: still no third device
+    assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 2
+    devices = sorted(r["device"] for i in range(3)
+                     for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
+                     .get("devices", {}).get("results", []))
+    assert devices == ["half-0", "half-1"]
+
+
+def test_device_taint_rules_where_the_apiserver_serves_them(control_plane: ControlPlane, kube: Kube,
+                                                            chart_schedulers) -> None:
+    """DeviceTaintRule (GA in 1.37, resource.k8s.io/v1; off by default in 1.36, where this test is skipped): a rule
+    without `deviceSelector` taints no device (1.37.1+), a rule naming a device keeps it from being allocated."""
+    status, body = kube.request("GET", "/apis/resource.k8s.io/v1")
+    if status != 200 or "devicetaintrules" not in str(body):
+        pytest.skip("the apiserver does not serve resource.k8s.io/v1 DeviceTaintRules")
+    ns, sel = "sched-dra-taint", {"e2e": "dra-taint"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-taint-gpu", labels=sel)
+    kube.create(created(device_class("e2e-taint-gpu")))
+    kube.create(created(resource_slice("dra-taint-gpu", [gpu("g0"), gpu("g1"), gpu("g2"), gpu("g3")])))
+    for name, spec in (("no-selector", {}), ("drain-g3", {"deviceSelector": {"device": "g3"}})):
+        kube.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": name},
+                     "spec": {**spec, "taint": {"key": "maintenance", "effect": "NoSchedule"}}})
+    for i in range(4):
+        kube.create(created(resource_claim(f"c{i}", {"name": "gpu", "exactly": {"deviceClassName": "e2e-taint-gpu"}},
+                                           ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(4):
+        kube.create(api_pod(f"p{i}", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims(f"c{i}")))
+    wait_for("three bound", lambda: sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 3, timeout=60)
+    time.sleep(2.0)
+    assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 3
+    devices = sorted(r["device"] for i in range(4)
+                     for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
+                     .get("devices", {}).get("results", []))
+    assert devices == ["g0", "g1", "g2"]
+
+
+def test_a_shared_gpu_serves_claims_within_its_capacity(control_plane: ControlPlane, kube: Kube,
+                                                        chart_schedulers) -> None:
+    """Consumable capacity (beta, on in 1.36 and 1.37): a GPU with allowMultipleAllocations and 40Gi of memory;
+    five pods each claiming 10Gi of it. Four are bound to it, each claim a share (its own shareID, consumedCapacity
+    10Gi, as upstream's allocator writes them, accepted by the apiserver); the fifth waits."""
+    ns, sel = "sched-dra-shares", {"e2e": "dra-shares"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-shares-gpu", labels=sel)
+    kube.create(created(device_class("e2e-shares-gpu")))
+    shared = {"name": "g0", "allowMultipleAllocations": True,
+              "capacity": {"memory": {"value": "40Gi",
+                                      "requestPolicy": {"default": "10Gi",
+                                                        "validRange": {"min": "5Gi", "step": "5Gi"}}}}}
+    kube.create(created(resource_slice("dra-shares-gpu", [shared])))
+    for i in range(5):
+        kube.create(created(resource_claim(f"c{i}", {"name": "gpu", "exactly": {
+            "deviceClassName": "e2e-shares-gpu", "capacity": {"requests": {"memory": "8Gi"}}}}, ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(5):
+        kube.create(api_pod(f"p{i}", ns, scheduler=SCHEDULER, cpu="100m", nodeSelector=sel,
+                            resourceClaims=claims(f"c{i}")))
+    wait_for("four bound", lambda: sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 4, timeout=60)
+    time.sleep(2.0)
+    assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 4
+    results = [r for i in range(5) for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
+               .get("devices", {}).get("results", [])]
+    assert len(results) == 4 and {r["device"] for r in results} == {"g0"}
+    assert len({r["shareID"] for r in results}) == 4
+    assert all(exact(r["consumedCapacity"]["memory"]) == exact("10Gi") for r in results)  # 8Gi up to 5Gi steps
+
+
+def test_prebind_waits_for_the_device_binding_conditions(control_plane: ControlPlane, kube: Kube,
+                                                         chart_schedulers) -> None:
+    """Device binding conditions (beta, on in 1.36 and 1.37): the device must be attached before the pod may use
+    it. The claim is allocated with the device's conditions in its result and the pod waits, unbound, until the
+    driver (this test) sets the condition true in the claim's status.devices; then it is bound."""
+    ns, sel = "sched-dra-bind", {"e2e": "dra-bind"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-bind-gpu", labels=sel)
+    kube.create(created(device_class("e2e-bind-gpu")))
+    fabric = {**gpu("g0"), "bindingConditions": ["example.com/attached"],
+              "bindingFailureConditions": ["example.com/failed"]}
+    kube.create(created(resource_slice("dra-bind-gpu", [fabric])))
+    kube.create(created(resource_claim("c", {"name": "gpu", "exactly": {"deviceClassName": "e2e-bind-gpu"}}, ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    kube.create(api_pod("p", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("c")))
+    wait_for("allocated", lambda: bool((_claim(kube, ns, "c").get("status") or {}).get("allocation")), timeout=60)
+    (result,) = _claim(kube, ns, "c")["status"]["allocation"]["devices"]["results"]
+    assert result["bindingConditions"] == ["example.com/attached"]
+    time.sleep(2.0)
+    assert not node_of(kube.pods(ns)["p"])  # waiting for the device
+    claim = _claim(kube, ns, "c")
+    claim["status"]["devices"] = [{"driver": result["driver"], "pool": result["pool"], "device": result["device"],
+                                   "conditions": [{"type": "example.com/attached", "status": "True",
+                                                   "reason": "Attached", "message": "by the e2e test",
+                                                   "lastTransitionTime": "2026-11-27T00:00:00Z"}]}]
+    kube.ok("PUT", f"{CLAIMS.format(ns=ns)}/c/status", claim)
+    wait_for("bound once attached", lambda: node_of(kube.pods(ns)["p"]) == "dra-bind-gpu", timeout=30)
+    assert any(e.get("reason") == "BindingConditionsPending" for e in kube.events(ns))

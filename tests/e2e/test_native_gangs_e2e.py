@@ -1,13 +1,16 @@
-"""Native gangs (KEP-4671 scheduling.k8s.io/v1alpha2 PodGroups, gates on in the test control plane) through the
-loop: a gang starts whole or waits, the group's PodGroupScheduled condition says which and why, a pod whose
-group does not exist yet waits until it is created, and a `disruptionMode: PodGroup` group is preempted whole
-with its DisruptionTarget condition."""
+"""Native gangs (KEP-4671 scheduling.k8s.io PodGroups, gates on in the test control plane) through the loop, at
+whichever version the apiserver serves (v1alpha2 in 1.36, v1beta1 in 1.37, as the loop finds it): a gang starts
+whole or waits, a zonal gang in one zone, the group's scheduling condition (PodGroupScheduled in 1.36,
+PodGroupInitiallyScheduled in 1.37) says which and why, a pod whose group does not exist yet waits until it is
+created, and a `PodGroup` (1.37: `{all: {}}`) group is preempted whole with its DisruptionTarget condition. 1.37
+alone: a lowered minCount is read by the next cycle, and a group whose pods' priority differs is refused with
+upstream's words."""
 from __future__ import annotations
 
 import pytest
 
 from testkit.controlplane import ControlPlane
-from testkit.manifests import api_pod, in_group, native_group, priority_class
+from testkit.manifests import NATIVE_V1ALPHA2, ZONE_KEY, api_pod, in_group, native_group, priority_class
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "native-scheduler"
@@ -16,18 +19,33 @@ SCHEDULER = "native-scheduler"
 pytestmark = pytest.mark.kube_versions(max="1.36", reason="issue 28 point 1: native gangs in scheduling.k8s.io/v1beta1")
 
 
-def _condition(kube: Kube, ns: str, name: str, kind: str = "PodGroupScheduled") -> dict | None:
-    group = kube.ok("GET", f"/apis/scheduling.k8s.io/v1alpha2/namespaces/{ns}/podgroups/{name}")
+def _served(kube: Kube) -> str:
+    """The scheduling.k8s.io version serving podgroups, newest first (what the loop's discovery finds)."""
+    for version in ("v1beta1", "v1alpha2"):
+        status, body = kube.request("GET", f"/apis/scheduling.k8s.io/{version}")
+        if status == 200 and any(r.get("name") == "podgroups" for r in body.get("resources") or []):
+            return f"scheduling.k8s.io/{version}"
+    raise AssertionError("the test control plane serves no scheduling.k8s.io podgroups")
+
+
+def _scheduled_condition(api_version: str) -> str:
+    return "PodGroupScheduled" if api_version == NATIVE_V1ALPHA2 else "PodGroupInitiallyScheduled"
+
+
+def _condition(kube: Kube, ns: str, name: str, kind: str | None = None) -> dict | None:
+    api = _served(kube)
+    group = kube.ok("GET", f"/apis/{api}/namespaces/{ns}/podgroups/{name}")
+    kind = kind or _scheduled_condition(api)
     return next((c for c in (group.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
 
 
 def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
-    ns, sel = "sched-native", {"e2e": "native"}
+    ns, sel, api = "sched-native", {"e2e": "native"}, _served(kube)
     control_plane.ensure_namespace(ns)
     for i in range(2):
         control_plane.create_ready_node(f"native-{i}", cpu="2", labels=sel)
     for group in ("a", "b"):
-        kube.create(native_group(group, 3, ns=ns))
+        kube.create(native_group(group, 3, ns=ns, api_version=api))
     chart_schedulers.start("--scheduler-name", SCHEDULER)
     for group in ("a", "b"):
         for i in range(3):
@@ -44,6 +62,22 @@ def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: 
     assert (lost["status"], lost["reason"]) == ("False", "Unschedulable") and "minCount 3" in lost["message"]
 
 
+def test_a_zonal_gang_goes_in_one_zone(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
+    ns, api = "sched-native-zonal", _served(kube)
+    control_plane.ensure_namespace(ns)
+    for zone in ("za", "zb"):
+        for i in range(2):
+            control_plane.create_ready_node(f"zonal-{zone}-{i}", cpu="2", labels={"e2e": "zonal", ZONE_KEY: zone})
+    kube.create(native_group("z", 4, ns=ns, topology=ZONE_KEY, api_version=api))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(4):  # room for 4 in either zone, 8 in both: the gang takes one zone whole
+        kube.create(api_pod(f"z-{i}", ns, scheduler=SCHEDULER, cpu="1", nodeSelector={"e2e": "zonal"},
+                            schedulingGroup=in_group("z")))
+    wait_for("the gang bound", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=30)
+    zones = {node_of(p).split("-")[1] for p in kube.pods(ns).values()}
+    assert len(zones) == 1, zones
+
+
 def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-native-late", {"e2e": "native-late"}
     control_plane.ensure_namespace(ns)
@@ -54,7 +88,7 @@ def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: 
     wait_for("told it waits for its group", lambda: any(
         "pod group 'late'" in (c.get("message") or "") for p in kube.pods(ns).values()
         for c in (p.get("status") or {}).get("conditions") or []))
-    kube.create(native_group("late", 2, ns=ns))
+    kube.create(native_group("late", 2, ns=ns, api_version=_served(kube)))
     wait_for("bound once the group exists", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=20)
 
 
@@ -67,12 +101,12 @@ def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: Contro
         assert status in (201, 409), status
     for i in range(2):
         control_plane.create_ready_node(f"disrupt-{i}", cpu="2", labels=sel)
-    group = native_group("train", 2, ns=ns, disruption="PodGroup")
+    group = native_group("train", 2, ns=ns, disruption="PodGroup", api_version=_served(kube))
     group["spec"]["priorityClassName"] = "e2e-group-low"
     kube.create(group)
     for i in range(2):  # running already, one on each node
         kube.create(api_pod(f"train-{i}", ns, scheduler=SCHEDULER, cpu="2", nodeName=f"disrupt-{i}",
-                            schedulingGroup=in_group("train")))
+                            priorityClassName="e2e-group-low", schedulingGroup=in_group("train")))
     chart_schedulers.start("--scheduler-name", SCHEDULER)
     kube.create(api_pod("urgent", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel,
                         priorityClassName="e2e-group-high"))
@@ -84,3 +118,45 @@ def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: Contro
         kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/train-{i}",
                      {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
     wait_for("the preemptor bound", lambda: node_of(kube.pods(ns)["urgent"]))
+
+
+ONLY_V1BETA1 = pytest.mark.kube_versions(min="1.37", reason="scheduling.k8s.io/v1beta1 behaviour")
+
+
+@ONLY_V1BETA1
+def test_a_lowered_min_count_lets_the_gang_start(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
+    ns, sel = "sched-native-shrink", {"e2e": "native-shrink"}
+    api = _served(kube)
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("shrink-0", cpu="4", labels=sel)
+    kube.create(native_group("s", 3, ns=ns, api_version=api))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(2):
+        kube.create(api_pod(f"s-{i}", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel, schedulingGroup=in_group("s")))
+    told = wait_for("told it waits", lambda: _condition(kube, ns, "s"))
+    assert told["status"] == "False" and "minCount 3" in told["message"]
+    kube.ok("PATCH", f"/apis/{api}/namespaces/{ns}/podgroups/s", {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}},
+            content_type="application/merge-patch+json")  # mutable from 1.37 on
+    wait_for("both bound", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=30)
+    assert wait_for("the group scheduled", lambda: (_condition(kube, ns, "s") or {}).get("status") == "True")
+
+
+@ONLY_V1BETA1
+def test_a_group_whose_pods_priority_differs_is_refused(control_plane: ControlPlane, kube: Kube,
+                                                        chart_schedulers) -> None:
+    ns, sel = "sched-native-mixed", {"e2e": "native-mixed"}
+    api = _served(kube)
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("mixed-0", cpu="4", labels=sel)
+    status, _ = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class("e2e-mixed", 50))
+    assert status in (201, 409), status
+    group = native_group("m", 2, ns=ns, api_version=api)
+    group["spec"]["priorityClassName"] = "e2e-mixed"  # admission gives the group 50, its pods keep 0
+    kube.create(group)
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for i in range(2):
+        kube.create(api_pod(f"m-{i}", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel, schedulingGroup=in_group("m")))
+    cond = wait_for("the group told", lambda: _condition(kube, ns, "m"))
+    assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")
+    assert "same priority as the pod group's priority, got 0 and 50" in cond["message"]
+    assert not any(node_of(p) for p in kube.pods(ns).values())
