@@ -15,9 +15,6 @@ from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "native-scheduler"
 
-# 1.37 serves these PodGroups as scheduling.k8s.io/v1beta1 only (v1alpha2 is gone): 404s on 1.37.2
-pytestmark = pytest.mark.kube_versions(max="1.36", reason="issue 28 point 1: native gangs in scheduling.k8s.io/v1beta1")
-
 
 def _served(kube: Kube) -> str:
     """The scheduling.k8s.io version serving podgroups, newest first (what the loop's discovery finds)."""
