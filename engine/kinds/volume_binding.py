@@ -119,6 +119,8 @@ class VolumeBinding(Kind):
         uses = info.sample.volumes.waiting
         if uses:
             usable, nodes = self._usable(uses, batch), batch.index.nodes
+            if not usable and all(u.capacities is None for u in uses):
+                return []  # nothing known of any storage's size: no points anywhere
             points = np.fromiter((capacity_points(uses, [s.volume for s in usable if s.nodes[i]], nodes[i])
                                   for i in candidates), dtype=np.int64, count=len(candidates))
             return [ScorePart("VolumeBinding: free storage capacity", points)] if points.any() else []
