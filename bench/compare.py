@@ -13,6 +13,11 @@ markers of ``--report`` (BENCHMARKS.md by default), leaving the rest of the file
     python bench/compare.py --mode medium                # 500 and 1,000 nodes
     python bench/compare.py --mode full                  # 100 .. 5,000 nodes, 3 repeats (hours)
     python bench/compare.py --nodes 20 -w basic -w gangs --report /tmp/r.md --plots /tmp   # a smoke run
+    python bench/compare.py --kube-version v1.37.2 ...  # control plane and kube-scheduler of that release
+
+The release (``--kube-version``, default $POLICY_SCHEDULER_KUBE_VERSION or v1.36.3) is the control plane's and
+kube-scheduler's (both built by tests/e2e/controlplane/build.sh and cached); native-gang workloads write their
+PodGroups in the API that release serves (scheduling.k8s.io v1alpha2 on 1.36, v1beta1 on 1.37).
 """
 from __future__ import annotations
 
@@ -34,14 +39,24 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and t
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
 from compare_measure import RunResult, bound_curve, gang_members, outcome, tenant_outcome, timing, waits_of  # noqa: E402
-from compare_schedulers import SCHEDULERS, SchedulerKind, Settings, apply_policy_configmap  # noqa: E402
+from compare_schedulers import (  # noqa: E402
+    SCHEDULERS,
+    SchedulerKind,
+    Settings,
+    apply_policy_configmap,
+    cpu_seconds,
+)
 from compare_workloads import WORKLOADS, Scenario, Workload  # noqa: E402
 from testkit.controlplane import (  # noqa: E402
+    DEFAULT_KUBE_VERSION,
     LOOPBACK_NO_PROXY,
+    ControlPlane,
     build_binaries,
     build_coscheduling,
     controllers,
+    kube_version,
     start_control_plane,
+    supported_versions,
 )
 from testkit.scheduling import Kube  # noqa: E402
 
@@ -76,6 +91,7 @@ class Plan:
     arrival: str | None = None  # every workload's arrival instead of its own (stream or batch)
     rate: float | None = None   # stream arrival: pods created per second (None: as fast as the clients go)
     named: bool = False         # the schedulers were asked for by name: each runs every workload
+    kube_version: str = DEFAULT_KUBE_VERSION  # the control plane's and kube-scheduler's release
 
     def schedulers_for(self, workload: Workload) -> tuple[SchedulerKind, ...]:
         """The contenders of one workload: a scheduler meant for some workloads only (capacity-scheduling) runs
@@ -100,6 +116,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         reaper.start()
     running, t0 = None, 0.0
     created: dict[str, float] = {}
+    api_cpu = apiserver_cpu_s(cp)
     try:
         batch = arrival == "batch"
         create_s = 0.0
@@ -107,7 +124,8 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             created, create_s = timed_create(kube, pods)
         logs = plan.workdir / f"{scenario.workload}-{result.nodes}-{repeat}"
         logs.mkdir(parents=True, exist_ok=True)
-        running = kind.start(cp, plan.settings, logs, with_policy=scenario.policy_dir is not None)
+        running = kind.start(cp, plan.settings, logs, with_policy=scenario.policy_dir is not None,
+                             native=workload.native)
         result.startup_s = running.ready_at - running.started_at
         t0 = running.ready_at
         if not batch:
@@ -135,13 +153,25 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         result.error = f"{type(exc).__name__}: {exc}"[:2000]
     finally:
         if running is not None:
+            result.scheduler_cpu_s = _round(running.cpu_s())
             running.stop()
+        result.apiserver_cpu_s = _round(None if api_cpu is None else (apiserver_cpu_s(cp) or 0.0) - api_cpu)
         watch.stop()
         if reaper is not None:
             reaper.stop()
     waits = waits_of(created, dict(watch.bound), t0, arrival == "batch")
     finish(result, kube, scenario, reaper.victims if reaper is not None else set(), waits, provisioner)
     return result
+
+
+def apiserver_cpu_s(cp: ControlPlane) -> float | None:
+    """CPU seconds kube-apiserver and etcd used so far (None if either cannot be read)."""
+    both = [cpu_seconds(cp.apiserver), cpu_seconds(cp.etcd)]
+    return None if None in both else sum(both)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
 
 
 def prepare(kube: Kube, scenario: Scenario) -> api.Provisioner | None:
@@ -169,6 +199,7 @@ def finish(result: RunResult, kube: Kube, scenario: Scenario, victims: set[str],
         result.claims_bound = api.claims_bound(kube, result.placed)  # one claim per pod in the stateful workload
     if scenario.claims:
         result.devices_used = api.devices_used(kube)
+        result.devices_overcommitted = api.devices_overcommitted(kube)
     if scenario.quotas:
         tenant_outcome(result, scenario, where, api.preset_left(kube), victims, waits)
     if provisioner is not None:
@@ -218,10 +249,10 @@ def _cycled(running) -> bool:
 
 def run_workload(plan: Plan, workload: Workload, nodes: int, repeat: int, bin_dir: Path) -> list[RunResult]:
     """A fresh control plane for the workload; every scheduler in turn on the same nodes and pods."""
-    scenario = workload.build(nodes)
+    scenario = workload.scenario(nodes, plan.kube_version)
     cpdir = Path(tempfile.mkdtemp(prefix=f"cp-{workload.name}-{nodes}-", dir=plan.workdir))
     results = []
-    with start_control_plane(cpdir, bin_dir) as cp:
+    with start_control_plane(cpdir, bin_dir, version=plan.kube_version) as cp:
         kube = Kube(cp.kubeconfig)
         started = time.monotonic()
         api.populate(cp, kube, scenario, plan.crd_file, plan.quota_crd_file)
@@ -249,13 +280,15 @@ def rotate(items: tuple, k: int) -> tuple:
 def summary(r: RunResult) -> str:
     gangs = f" gangs {r.gangs_complete}/{r.gangs} ({r.gangs_partial} partial)" if r.gangs else ""
     gangs += f" devices {r.devices_used}" if r.devices_used is not None else ""
+    gangs += f" overcommitted {r.devices_overcommitted}" if r.devices_overcommitted is not None else ""
     err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""
     return (f"  {r.scheduler:17s} placed {r.placed}/{r.pending} in {r.seconds:.1f} s = {r.pods_per_s:.0f} pods/s, "
             f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}"
             f"{'' if r.latency_p99_solo is None else f' (no gang {fmt(r.latency_p99_solo)})'}, "
             f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)} (ready to first bind {fmt(r.seen_bind_s)}), "
             f"nodes {r.nodes_used}{gangs}, "
-            f"rss {fmt(r.rss_mib, 0)} MiB{err}")
+            f"rss {fmt(r.rss_mib, 0)} MiB, cpu s apiserver+etcd {fmt(r.apiserver_cpu_s)} "
+            f"scheduler {fmt(r.scheduler_cpu_s)}{err}")
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -276,6 +309,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("-w", "--workload", action="append", choices=list(WORKLOADS), help="default: all")
     ap.add_argument("-s", "--scheduler", action="append", choices=list(SCHEDULERS), help="default: all")
     ap.add_argument("-n", "--repeats", type=int, help="default: the mode's")
+    ap.add_argument("--kube-version", help="Kubernetes release of the control plane and kube-scheduler, e.g. v1.37.2 "
+                                           "(default: $POLICY_SCHEDULER_KUBE_VERSION or v1.36.3)")
     ap.add_argument("--arrival", choices=["stream", "batch"], help="every workload's arrival (default: its own)")
     ap.add_argument("--rate", type=float, help="stream arrival: create pods at this many per second (default: as "
                                                "fast as 16 clients go)")
@@ -294,6 +329,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
     base = MODES[args.mode]
     mode = Mode(tuple(args.nodes or base.nodes), args.repeats or base.repeats, args.idle or base.idle_s,
                 base.timeout_s)
+    version = args.kube_version or kube_version()
+    if version not in supported_versions():
+        raise SystemExit(f"--kube-version {version}: not a release built here (supported: "
+                         f"{', '.join(supported_versions())})")
     plugins_dir = build_coscheduling()
     args.out.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix=time.strftime("run-%Y%m%d-%H%M%S-"), dir=args.out))
@@ -302,9 +341,10 @@ def make_plan(args: argparse.Namespace) -> Plan:
     if not args.scheduler:  # those meant for some workloads only, if none of them runs: not at all
         schedulers = tuple(k for k in schedulers if k.workloads is None or k.workloads & {w.name for w in workloads})
     return Plan(workloads, schedulers, mode,
-                Settings(build_binaries() / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg)),
+                Settings(build_binaries(version) / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg),
+                         kube_version=version),
                 plugins_dir / "podgroups-crd.yaml", plugins_dir / "elasticquotas-crd.yaml", workdir, revision(),
-                args.arrival, args.rate, named=bool(args.scheduler))
+                args.arrival, args.rate, named=bool(args.scheduler), kube_version=version)
 
 
 def revision() -> str:

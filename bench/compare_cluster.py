@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlparse
 
+from compare_measure import overcommitted
 from compare_workloads import PENDING, PENDING_LABEL, PRESET, NodeSpec, Scenario
 from testkit.controlplane import ControlPlane, verifying_context
 from testkit.manifests import ZONE_KEY, created, priority_class, ready_node, volume
@@ -126,6 +127,13 @@ def delete_claims(kube: Kube, scenario: Scenario) -> None:
         time.sleep(0.2)
 
 
+def devices_overcommitted(kube: Kube) -> int:
+    """Physical devices (counter sets) or devices promised beyond what their slices publish by the claims allocated
+    at the end (compare_measure.overcommitted)."""
+    return overcommitted(ok(kube, "GET", "/apis/resource.k8s.io/v1/resourceslices")["items"],
+                         ok(kube, "GET", CLAIMS)["items"])
+
+
 def devices_used(kube: Kube) -> int:
     """Devices allocated to claims reserved for some pod, at the end of a run."""
     return sum(len(((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])
@@ -227,7 +235,10 @@ class Provisioner:
         self.made.add(c["metadata"]["uid"])
 
 
-NATIVE_GROUPS = "/apis/scheduling.k8s.io/v1alpha2"
+def native_paths(scenario: Scenario) -> list[str]:
+    """The API paths of the scenario's scheduling.k8s.io PodGroups (v1alpha2 on 1.36, v1beta1 on 1.37)."""
+    versions = {str(g.get("apiVersion", "")) for g in scenario.pod_groups}
+    return sorted(f"/apis/{v}" for v in versions if v.startswith("scheduling.k8s.io/"))
 
 
 def create_pod_groups(kube: Kube, scenario: Scenario) -> None:
@@ -267,26 +278,26 @@ def reset(kube: Kube, scenario: Scenario) -> None:
     for the run, and the PodGroups, and wait until they are gone, so the next scheduler starts from the same state."""
     selector = PENDING_LABEL  # both values
     query = [("labelSelector", selector), ("gracePeriodSeconds", "0")]
-    native = any(str(g.get("apiVersion", "")).startswith("scheduling.k8s.io/") for g in scenario.pod_groups)
+    native = native_paths(scenario)
     for ns in scenario.namespaces:
         ok(kube, "DELETE", f"/api/v1/namespaces/{ns}/pods", {"gracePeriodSeconds": 0}, query=query)
         ok(kube, "DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", {})
-        if native:
-            ok(kube, "DELETE", f"{NATIVE_GROUPS}/namespaces/{ns}/podgroups", {})
+        for api in native:
+            ok(kube, "DELETE", f"{api}/namespaces/{ns}/podgroups", {})
     deadline = time.monotonic() + DELETE_TIMEOUT_S
     while ok(kube, "GET", "/api/v1/pods", query=[("labelSelector", selector), ("limit", "1")])["items"] or \
             ok(kube, "GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", query=[("limit", "1")])["items"] or \
-            (native and _unprotect_groups(kube)):
+            any([_unprotect_groups(kube, api) for api in native]):  # noqa: C419 (every API, no short cut)
         if time.monotonic() > deadline:
             raise RuntimeError(f"pending pods still there {DELETE_TIMEOUT_S:.0f} s after deleting them")
         time.sleep(0.2)
 
 
-def _unprotect_groups(kube: Kube) -> bool:
+def _unprotect_groups(kube: Kube, api: str) -> bool:
     """Native PodGroups left (their podgroup-protection finalizer waits for a controller that does not run
     here): the finalizers removed; whether any were left."""
-    groups = ok(kube, "GET", f"{NATIVE_GROUPS}/podgroups")["items"]
-    paths = [f"{NATIVE_GROUPS}/namespaces/{g['metadata']['namespace']}/podgroups/{g['metadata']['name']}"
+    groups = ok(kube, "GET", f"{api}/podgroups")["items"]
+    paths = [f"{api}/namespaces/{g['metadata']['namespace']}/podgroups/{g['metadata']['name']}"
              for g in groups if g["metadata"].get("finalizers")]
     in_parallel(lambda path: ok(kube, "PATCH", path, {"metadata": {"finalizers": None}}, allow=(404,),
                                 content_type="application/merge-patch+json"), paths)

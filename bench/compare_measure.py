@@ -47,6 +47,12 @@ class RunResult:
     claims: int = 0                    # PersistentVolumeClaims of the workload
     claims_bound: int | None = None    # of those, Bound by the PV controller at the end (None: no claims)
     devices_used: int | None = None    # DRA devices allocated to claims reserved for a pod (None: no claims)
+    # DRA: physical devices (shared counter sets) and devices allocated beyond their slices at the end (None: no claims)
+    devices_overcommitted: int | None = None
+    # CPU seconds (user + system) during the run: kube-apiserver and etcd from just before the pods are created (or
+    # the scheduler starts) to the end of the run; the scheduler process over its life, startup included
+    apiserver_cpu_s: float | None = None
+    scheduler_cpu_s: float | None = None
     zone_skew: int | None = None       # over apps: the most (max - min) of an app's placed pods across zones
     node_max: int | None = None        # over apps: the most pods of one app placed on one node
     price: float | None = None         # sum of the `price` annotations of those nodes
@@ -247,7 +253,7 @@ NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "lat
            "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",
-           "max_honoured")
+           "max_honoured", "devices_overcommitted", "apiserver_cpu_s", "scheduler_cpu_s")
 
 
 def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -300,3 +306,35 @@ def tenant_medians(results: list[dict[str, Any]]) -> dict[tuple[str, int, str], 
             row |= {k: sum(1 for f in figures if f[k]) for k in ("min_ok", "max_ok")}
             out[key][ns] = row
     return out
+
+
+# --- DRA: what the final allocations promise of each physical device ----------------------------------------
+
+def overcommitted(slices: list[dict[str, Any]], claims: list[dict[str, Any]]) -> int:
+    """How many counter sets (physical devices of partitionable slices) the allocations in the claims' status
+    consume beyond the slices' sharedCounters, plus devices allocated to more than one claim (or request) without
+    ``allowMultipleAllocations``. A device is (driver, pool, name); its ``consumesCounters`` draw on the counter sets
+    of the same driver and pool."""
+    counters: dict[tuple[str, str, str, str], int] = {}
+    devices: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for s in slices:
+        spec = s["spec"]
+        driver, pool = spec["driver"], spec["pool"]["name"]
+        for cs in spec.get("sharedCounters") or []:
+            for name, c in (cs.get("counters") or {}).items():
+                counters[(driver, pool, cs["name"], name)] = amount(name, c["value"])
+        for d in spec.get("devices") or []:
+            devices[(driver, pool, d["name"])] = d
+    used: Counter[tuple[str, str, str, str]] = Counter()
+    allocations: Counter[tuple[str, str, str]] = Counter()
+    for c in claims:
+        results = (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+        for r in results:
+            key = (r["driver"], r["pool"], r["device"])
+            allocations[key] += 1
+            for cc in (devices.get(key) or {}).get("consumesCounters") or []:
+                for name, v in (cc.get("counters") or {}).items():
+                    used[(key[0], key[1], cc["counterSet"], name)] += amount(name, v["value"])
+    sets = {(d, p, cs) for (d, p, cs, name), total in used.items() if total > counters.get((d, p, cs, name), 0)}
+    twice = [k for k, n in allocations.items() if n > 1 and not (devices.get(k) or {}).get("allowMultipleAllocations")]
+    return len(sets) + len(twice)

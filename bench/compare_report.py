@@ -59,8 +59,8 @@ def order(workload: str) -> int:
 def detail_table(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["| workload | arrival | nodes | scheduler | placed | pods/s | p50 s | p90 s | p99 s | gangs complete · "
              "partial (pods) | nodes used | price | solve s (batches) | peak RSS MiB | start s | first bind s | ready → first "
-             "bind s |",
-             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "bind s | CPU s apiserver + etcd | CPU s scheduler |",
+             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(rows, key=lambda r: (order(r["workload"]), r["nodes"], list(SCHEDULERS).index(r["scheduler"]))):
         solve = "–" if r["solve_s"] is None else f"{r['solve_s']:.2f} ({num(r['batches'])})"
         err = f" ⚠ {len(r['errors'])} failed" if r["errors"] else ""
@@ -69,7 +69,8 @@ def detail_table(rows: list[dict[str, Any]]) -> list[str]:
                      f"{p99_cell(r)} | "
                      f"{gang_cell(r)} | {num(r['nodes_used'])} | {num(r['price'], 1)} | {solve} | "
                      f"{num(r['rss_mib'])} | {num(r['startup_s'], 1)} | {num(r.get('first_bind_s'), 2)} | "
-                     f"{num(r.get('seen_bind_s'), 2)} |")
+                     f"{num(r.get('seen_bind_s'), 2)} | {num(r.get('apiserver_cpu_s'), 1)} | "
+                     f"{num(r.get('scheduler_cpu_s'), 1)} |")
     return lines
 
 
@@ -145,7 +146,9 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
     load = os.getloadavg()
     ours = " ".join(plan.settings.ours_args) or ("its defaults (`--batch-window 0 --time-limit 5 --time-per-pod 0.005 "
                                                  "--bind-workers 16 --preemption`)")
-    lines = [f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, "
+    version = plan.kube_version
+    lines = [f"Kubernetes {version}: control plane and kube-scheduler.", "",
+             f"Command: `{command}` — {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}, load average {load_start:.1f} at the start and {load[0]:.1f} at "
              f"the end (the machine is shared), "
              f"{wall_s / 60:.1f} minutes in all; policy-scheduler at {plan.revision}. "
@@ -156,7 +159,7 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
              "| scheduler | what |", "|---|---|"]
     lines += [f"| {k.name} | {k.description} |" for k in plan.schedulers]
     lines += ["",
-              f"One control plane per workload and size (etcd + kube-apiserver v1.36.3 on loopback, "
+              f"One control plane per workload and size (etcd + kube-apiserver {version} on loopback, "
               f"tests/e2e); the schedulers take turns on the same nodes and pods (pending pods deleted between "
               f"turns, order rotated per repeat). policy-scheduler runs with {ours}. Every kube-scheduler "
               f"profile has DefaultPreemption disabled (capacity-scheduling's PostFilter is its own quota-aware "
@@ -168,7 +171,10 @@ def setup_lines(plan: Any, command: str, wall_s: float, load_start: float) -> li
               f"gangs: capacity held by gangs that cannot run). Price: sum of the `price` annotations of the "
               f"nodes used. Solve s: policy-scheduler's snapshot→plan seconds summed over its cycles (batches: its "
               f"cycles), read from its /metrics (`solve_seconds`, `batch_size`) at the end of the run. Peak RSS: "
-              f"VmHWM of the scheduler process.", ""]
+              f"VmHWM of the scheduler process. CPU s (the apiserver's share): user + system seconds of kube-apiserver "
+              f"and etcd from just before the pods are created (or the scheduler starts) to the end of the run, and of "
+              f"the scheduler process over its life (/proc/PID/stat), on a machine of {os.cpu_count()} cores "
+              f"where all of them run.", ""]
     if any(w.name.startswith("tenants") for w in plan.workloads):
         lines += [QUOTA_NOTES, ""]
     lines += ["| workload | arrival | what |", "|---|---|---|"]
@@ -196,6 +202,10 @@ def section(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, pl
         lines += ["", "#### DRA devices allocated to a scheduled pod's claims at the end", ""]
         lines += matrix([r for r in rows if r.get("devices_used") is not None], schedulers,
                         lambda r: num(r["devices_used"]))
+        lines += ["", "#### DRA: physical devices overcommitted at the end (counter sets whose allocated devices "
+                      "consume more than the slices' sharedCounters, devices allocated twice; must be 0)", ""]
+        lines += matrix([r for r in rows if r.get("devices_used") is not None], schedulers,
+                        lambda r: num(r.get("devices_overcommitted")))
     lines += tenant_lines(raw, rows, schedulers)
     lines += ["", "#### Spread: the most an app's pods differ between zones (max − min) · the most of one app on "
                   "a node", ""]

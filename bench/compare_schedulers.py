@@ -1,8 +1,12 @@
 """The schedulers of the side-by-side benchmark, each started as its own process against the same apiserver.
 
 * ``policy-scheduler``: ``python -m engine run`` (this repository), its defaults unless told otherwise.
-* ``kube-scheduler``: the real one, from the e2e control plane's build (k8s.io/kubernetes v1.36.3), default
-  plugins.
+* ``kube-scheduler``: the real one, from the e2e control plane's build of the release measured
+  (``--kube-version``: k8s.io/kubernetes v1.36.3 or v1.37.2), default plugins; on workloads with native gangs
+  (scheduling.k8s.io PodGroups) with that release's workload gates on, as scheduler_perf's gang tests run it
+  (1.37: ``GenericWorkload``, beta but off by default). DRA's partitionable devices and consumable capacity are
+  beta and on by default in both releases: nothing to set.
+* ``kube-workload``: the same binary with the workload gates always on.
 * ``kube-binpack``: the same binary, the upstream bin-packing profile (NodeResourcesFit scoring strategy
   MostAllocated).
 * ``coscheduling``: kube-scheduler with sigs.k8s.io/scheduler-plugins v0.34.7 (tests/e2e/coscheduling/), the
@@ -17,6 +21,7 @@ since our scheduler's client has no such limit. Leader election is off everywher
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -28,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from testkit import metrics
-from testkit.controlplane import ControlPlane, Process, free_port, http_get, unverified_context
+from testkit.controlplane import DEFAULT_KUBE_VERSION, ControlPlane, Process, free_port, http_get, major_minor, unverified_context
 from testkit.scheduling import Kube, apply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,9 +46,10 @@ CLIENT_QPS = 5000
 class Settings:
     """How each scheduler is run; the same for every workload of one benchmark run."""
 
-    kube_bin: Path                      # the e2e control plane's kube-scheduler (v1.36.3)
+    kube_bin: Path                      # the e2e control plane's kube-scheduler (of `kube_version`)
     plugins_bin: Path                   # scheduler-plugins' kube-scheduler (v0.34.7)
     ours_args: tuple[str, ...] = ()     # extra `policy-scheduler run` flags (defaults otherwise)
+    kube_version: str = DEFAULT_KUBE_VERSION  # the release of the control plane and of kube_bin
 
 
 @dataclass
@@ -65,6 +71,10 @@ class Running:
         match = re.search(r"^VmHWM:\s+(\d+) kB", text, re.M)
         return int(match.group(1)) / 1024 if match else None
 
+    def cpu_s(self) -> float | None:
+        """CPU seconds the scheduler process used so far (user + system), read before it stops."""
+        return cpu_seconds(self.process)
+
     def cycles(self, bound: int = 0, patience: float = 5.0) -> metrics.Cycles | None:
         """policy-scheduler's cycles so far (batch sizes, solve seconds) from its /metrics; None for the
         others (no metrics port here). A cycle is recorded once its binds are sent, which the watch may show
@@ -85,6 +95,18 @@ class Running:
         self.process.stop()
 
 
+def cpu_seconds(process: Process) -> float | None:
+    """utime + stime of a started process from /proc/<pid>/stat, in seconds; None once it is gone."""
+    if process.popen is None:
+        return None
+    try:
+        stat = Path(f"/proc/{process.popen.pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name (which may hold spaces): state is field 3
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14 and 15 of proc(5)
+
+
 @dataclass(frozen=True)
 class SchedulerKind:
     """One contender. ``name`` is also its pods' ``spec.schedulerName`` (and its profile's)."""
@@ -92,11 +114,13 @@ class SchedulerKind:
     name: str
     description: str
     gangs: bool                                     # knows PodGroups (all-or-nothing)
-    launch: Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running] = field(repr=False)
+    launch: Callable[[SchedulerKind, ControlPlane, Settings, Path, bool, bool], Running] = field(repr=False)
     workloads: frozenset[str] | None = None         # the only workloads it runs unless asked for by name (None: all)
 
-    def start(self, cp: ControlPlane, settings: Settings, workdir: Path, with_policy: bool) -> Running:
-        return self.launch(self, cp, settings, workdir, with_policy)
+    def start(self, cp: ControlPlane, settings: Settings, workdir: Path, with_policy: bool,
+              native: bool = False) -> Running:
+        """`native`: the workload has scheduling.k8s.io PodGroups (kube-scheduler then runs with the workload gates)."""
+        return self.launch(self, cp, settings, workdir, with_policy, native)
 
 
 # --- policy-scheduler -------------------------------------------------------------------------------------
@@ -115,7 +139,7 @@ def apply_policy_configmap(cp: ControlPlane, policy_dir: Path) -> None:
 
 
 def launch_ours(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
-                with_policy: bool) -> Running:
+                with_policy: bool, native: bool = False) -> Running:
     port = free_port()
     argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(cp.kubeconfig),
             "--scheduler-name", kind.name, "--metrics-port", str(port), "--no-leader-elect",
@@ -167,19 +191,34 @@ def capacity_profile(name: str) -> dict:
                         "postFilter": {"enabled": [{"name": "CapacityScheduling"}], "disabled": [{"name": "*"}]}}}
 
 
-WORKLOAD_GATES = ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling")  # KEP-4671, alpha in 1.36
+# KEP-4671's gates per release. 1.36: alpha, gang scheduling its own gate. 1.37: GenericWorkload is beta but off by
+# default and absorbed GangScheduling (gone: kube-scheduler refuses an unknown gate); topology-aware placement alpha.
+WORKLOAD_GATES: dict[tuple[int, int], tuple[str, ...]] = {
+    (1, 36): ("GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling"),
+    (1, 37): ("GenericWorkload", "TopologyAwareWorkloadScheduling"),
+}
+
+
+def workload_gates(version: str) -> tuple[str, ...]:
+    """The gates that make kube-scheduler `version` schedule native gangs."""
+    gates = WORKLOAD_GATES.get(major_minor(version))
+    if gates is None:
+        raise ValueError(f"no workload feature gates known for kube-scheduler {version}")
+    return gates
 
 
 def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict], preemption: bool = False,
-                gates: tuple[str, ...] = ()) -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool], Running]:
+                gates: str = "none") -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool, bool], Running]:
+    """`gates`: the workload gates "always", only on workloads with native gangs ("native"), or "none"."""
     def launch(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
-               with_policy: bool) -> Running:
+               with_policy: bool, native: bool = False) -> Running:
         config = workdir / f"{kind.name}-config.yaml"
         config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name), preemption), sort_keys=False))
         port = free_port()
+        on = workload_gates(settings.kube_version) if gates == "always" or (gates == "native" and native) else ()
         argv = [str(binary(settings)), "--config", str(config), "--secure-port", str(port),
                 "--bind-address", "127.0.0.1", "--v", "1",
-                *(["--feature-gates", ",".join(f"{g}=true" for g in gates)] if gates else [])]
+                *(["--feature-gates", ",".join(f"{g}=true" for g in on)] if on else [])]
         running = Running(kind.name, Process(kind.name, argv, workdir / f"{kind.name}.log"), time.monotonic())
         running.process.start()
         context = unverified_context()
@@ -207,15 +246,17 @@ def wait_ready(running: Running, ready: Callable[[], bool]) -> float:
 
 SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind("policy-scheduler", "this repository: `policy-scheduler run` (CP-SAT batches)", True, launch_ours),
-    SchedulerKind("kube-scheduler", "kube-scheduler v1.36.3, default plugins", False,
-                  launch_kube(lambda s: s.kube_bin, default_profile)),
-    SchedulerKind("kube-binpack", "kube-scheduler v1.36.3, NodeResourcesFit MostAllocated", False,
+    SchedulerKind("kube-scheduler", "kube-scheduler of the control plane's release, default plugins (on workloads "
+                  "with native gangs: its workload gates on, 1.37's GenericWorkload included)", False,
+                  launch_kube(lambda s: s.kube_bin, default_profile, gates="native")),
+    SchedulerKind("kube-binpack", "kube-scheduler of the control plane's release, NodeResourcesFit MostAllocated", False,
                   launch_kube(lambda s: s.kube_bin, binpack_profile)),
     SchedulerKind("coscheduling", "scheduler-plugins v0.34.7 kube-scheduler, Coscheduling", True,
                   launch_kube(lambda s: s.plugins_bin, coscheduling_profile)),
-    SchedulerKind("kube-workload", "kube-scheduler v1.36.3, default plugins with the gates GenericWorkload, "
-                  "GangScheduling and TopologyAwareWorkloadScheduling (native gangs; DRA is on by default)", True,
-                  launch_kube(lambda s: s.kube_bin, default_profile, gates=WORKLOAD_GATES)),
+    SchedulerKind("kube-workload", "kube-scheduler of the control plane's release, default plugins with the "
+                  "workload gates always on (1.36: GenericWorkload, GangScheduling, TopologyAwareWorkloadScheduling; "
+                  "1.37: GenericWorkload, TopologyAwareWorkloadScheduling); DRA is on by default", True,
+                  launch_kube(lambda s: s.kube_bin, default_profile, gates="always")),
     SchedulerKind("capacity-scheduling", "scheduler-plugins v0.34.7 kube-scheduler, CapacityScheduling (ElasticQuota "
                   "min / max; its PostFilter reclaims borrowed quota by preemption)", False,
                   launch_kube(lambda s: s.plugins_bin, capacity_profile, preemption=True),

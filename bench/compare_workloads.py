@@ -16,6 +16,14 @@ that one-at-a-time placement fragments), ``gangs`` (all-or-nothing, including tw
 ``mixed-hetero`` (issue 30, batch arrival) is many small classes on heterogeneous, tainted and cordoned nodes: apps
 of 10 pods, each with one rule (required anti-affinity, a disk selector, required zone affinity, GPUs, a host port, a
 gang); bench/cycle_profile.py times one cycle of it in-process.
+
+Issue 28 adds scheduler_perf 1.37's shapes with a threshold, each following one test of
+k8s.io/kubernetes v1.37.2's test/integration/scheduler_perf/ (named in its builder's docstring; init pods running,
+sizes scaled so 5,000 nodes is the thresholded case): ``scheduling-basic``, ``pod-anti-affinity``,
+``topology-spreading``, ``default-topology-spreading``; its gang suites as native gangs (``gangs-of-3``,
+``three-big-gangs``); and ``dra-partitionable`` (partitionable GPUs: shared counters, a whole device and two
+halves). Workloads with native PodGroups (``Workload.native``) write them in the API of the release measured
+(``Workload.scenario(n, kube_version)``: scheduling.k8s.io/v1alpha2 on 1.36, v1beta1 on 1.37).
 """
 from __future__ import annotations
 
@@ -28,7 +36,10 @@ from typing import Any
 import realistic as R
 import workloads as W
 from testkit.manifests import (
+    NATIVE_V1ALPHA2,
+    NATIVE_V1BETA1,
     claim,
+    counter_slice,
     created,
     device_class,
     device_request,
@@ -36,6 +47,7 @@ from testkit.manifests import (
     in_group,
     native_group,
     owned,
+    partition,
     pod,
     podgroup,
     replica_set,
@@ -113,8 +125,19 @@ class Workload:
 
     name: str
     description: str
-    build: Callable[[int], Scenario]
+    build: Callable[..., Scenario]
     arrival: str = "stream"
+    native: bool = False   # scheduling.k8s.io PodGroups: `build(n, native_api=...)` writes them in the release's API
+
+    def scenario(self, n: int, kube_version: str) -> Scenario:
+        """The scenario for `n` nodes on a control plane of `kube_version` (e.g. v1.37.2)."""
+        return self.build(n, native_api=native_api(kube_version)) if self.native else self.build(n)
+
+
+def native_api(kube_version: str) -> str:
+    """The scheduling.k8s.io version serving Workload / PodGroup in a release: v1alpha2 in 1.36, v1beta1 from 1.37."""
+    major, minor = (int(p) for p in kube_version.removeprefix("v").split(".")[:2])
+    return NATIVE_V1BETA1 if (major, minor) >= (1, 37) else NATIVE_V1ALPHA2
 
 
 # --- builders --------------------------------------------------------------------------------------------
@@ -174,6 +197,128 @@ def topology_spread(n: int) -> Scenario:
     tsc = [{"labelSelector": own_app("spread"), "maxSkew": 1, "topologyKey": ZONE_KEY,
             "whenUnsatisfiable": "DoNotSchedule"}]
     return Scenario("topology-spread", perf_nodes(n), pods_of("spread", n, topologySpreadConstraints=tsc))
+
+
+# --- scheduler_perf 1.37's shapes with a threshold (issue 28) -----------------------------------------------
+# test/integration/scheduler_perf/ of k8s.io/kubernetes v1.37.2; sizes scale with the node count so that 5,000 nodes
+# is the thresholded case. Init pods are created bound (spec.nodeName) once, before the runs, round robin.
+
+def init_pods(nodes: list[NodeSpec], count: int, app: str, ns: str = BENCH_NS, **kw: Any) -> list[dict[str, Any]]:
+    """scheduler_perf's init pods: `count` pods of the app already running, the k-th on node k mod n."""
+    return [pause_pod(f"{app}-{i:05d}", app, ns=ns, nodeName=nodes[i % len(nodes)].name, **kw) for i in range(count)]
+
+
+def scheduling_basic(n: int) -> Scenario:
+    """misc/ SchedulingBasic 5000Nodes_10000Pods (threshold 680 pods/s): n/5 pod-default pods running, 2n to
+    schedule (1,000 and 10,000 at 5,000 nodes); resources only."""
+    nodes = perf_nodes(n)
+    return Scenario("scheduling-basic", nodes, pods_of("basic", 2 * n), running=init_pods(nodes, n // 5, "init"))
+
+
+ANTI_NAMESPACES = ("sched-0", "sched-1")
+
+
+def pod_anti_affinity(n: int) -> Scenario:
+    """affinity/ SchedulingPodAntiAffinity 5000Nodes_2000Pods (threshold 180 pods/s): n/5 pods running in sched-0,
+    2n/5 to schedule in sched-1 (1,000 and 2,000 at 5,000 nodes), each with required anti-affinity on hostname to
+    `color: green` in both namespaces: one per node, the running ones included."""
+    nodes = perf_nodes(n)
+    aff = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": HOSTNAME_KEY,
+         "namespaces": list(ANTI_NAMESPACES)}]}}
+    green = {"color": "green"}
+    running = init_pods(nodes, max(1, n // 5), "anti-init", ns=ANTI_NAMESPACES[0], labels=green, affinity=aff)
+    pending = pods_of("anti", max(1, 2 * n // 5), ns=ANTI_NAMESPACES[1], labels=green, affinity=aff)
+    return Scenario("pod-anti-affinity", nodes, pending, namespaces=(BENCH_NS, *ANTI_NAMESPACES), running=running)
+
+
+MOON_ZONES = ("moon-1", "moon-2", "moon-3")
+
+
+def moon_nodes(n: int) -> list[NodeSpec]:
+    """topology_spreading/'s nodes: node-default, zone label moon-1..3 round robin."""
+    return [NodeSpec(s.name, s.allocatable, {ZONE_KEY: MOON_ZONES[i % 3]}) for i, s in enumerate(perf_nodes(n))]
+
+
+def topology_spreading(n: int) -> Scenario:
+    """topology_spreading/ TopologySpreading 5000Nodes_5000Pods (threshold 460 pods/s): 3 zones, n pod-default pods
+    running, n to schedule with a DoNotSchedule zone spread of maxSkew 5 on `color: blue`."""
+    nodes = moon_nodes(n)
+    tsc = [{"labelSelector": {"matchLabels": {"color": "blue"}}, "maxSkew": 5, "topologyKey": ZONE_KEY,
+            "whenUnsatisfiable": "DoNotSchedule"}]
+    return Scenario("topology-spreading", nodes,
+                    pods_of("spreading", n, labels={"color": "blue"}, topologySpreadConstraints=tsc),
+                    running=init_pods(nodes, n, "init"))
+
+
+SERVICE_NS = "service-ns"
+
+
+def default_topology_spreading(n: int) -> Scenario:
+    """topology_spreading/ DefaultTopologySpreading 5000Nodes_50000Pods (threshold 160 pods/s): 3 zones, a Service
+    selecting `app: scheduler-perf`, n pod-default pods running, 10n to schedule in its namespace: pods with that
+    label and no requests and no constraint of their own, which kube-scheduler spreads by its system defaults
+    (zone and hostname, ScheduleAnyway) because the Service selects them."""
+    nodes = moon_nodes(n)
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "service-0", "namespace": SERVICE_NS},
+               "spec": {"selector": {"app": "scheduler-perf"},
+                        "ports": [{"protocol": "TCP", "port": 80, "targetPort": 8000}]}}
+    pending = [created(pod(f"pod-{i:06d}", cpu=None, ns=SERVICE_NS, labels={"app": "scheduler-perf"}, scheduler=None,
+                           container="pause", image=W.PAUSE_IMAGE)) for i in range(10 * n)]
+    return Scenario("default-topology-spreading", nodes, pending, namespaces=(BENCH_NS, SERVICE_NS),
+                    running=init_pods(nodes, n, "init"), workloads=[service])
+
+
+GANG_POD_CPU, GANG_POD_MEMORY = "100m", "100Mi"
+
+
+def native_gang_suite(name: str, groups: int, size: int, n: int, native_api: str) -> Scenario:
+    """podgroup/gangscheduling/ GangScheduling: `groups` scheduling.k8s.io PodGroups of gang.minCount `size`
+    (`native_api`: v1alpha2 on 1.36, v1beta1 on 1.37), pods of 100m / 100Mi naming them, created group by group."""
+    names = [f"gang-{g}" for g in range(groups)]
+    pods = [pause_pod(f"{gang}-{i:04d}", gang, cpu=GANG_POD_CPU, memory=GANG_POD_MEMORY,
+                      schedulingGroup=in_group(gang)) for gang in names for i in range(size)]
+    return Scenario(name, perf_nodes(n), pods,
+                    pod_groups=[native_group(g, size, BENCH_NS, api_version=native_api) for g in names])
+
+
+def gangs_of_3(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+    """GangScheduling 5000Nodes_1000Gangs_3000Pods (no threshold yet): n/5 gangs of 3."""
+    return native_gang_suite("gangs-of-3", max(1, n // 5), 3, n, native_api)
+
+
+def three_big_gangs(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+    """GangScheduling 5000Nodes_3Gangs_3000Pods_1000PerGroup (no threshold yet): 3 gangs of n/5."""
+    return native_gang_suite("three-big-gangs", 3, max(1, n // 5), n, native_api)
+
+
+PART_COUNTER_SET, PART_MEMORY = "gpu-0", "40Gi"
+PODS_PER_PART_GPU = 3
+
+
+def dra_partitionable(n: int) -> Scenario:
+    """dra/partitionabledevices/ (Partitionable; scheduler_perf gives it no threshold) shaped as issue 28's case:
+    a quarter of the nodes carry one partitionable GPU each, its pool published in two ResourceSlices: the shared
+    counters (counter set gpu-0, memory 40Gi) and three devices consuming them, a whole 40Gi and two halves of 20Gi.
+    Three pods per GPU each claim one device of class `gpu` (a ResourceClaim per pod): at most two fit a GPU (the
+    two halves), so a third of the pods cannot be placed without promising the GPU twice. The report counts
+    physical devices whose counters the final allocations overcommit."""
+    nodes = perf_nodes(n)
+    gpu_nodes = nodes[::4][:max(2, n // 4)]
+    slices = []
+    for node in gpu_nodes:
+        pool = f"{node.name}-gpu"
+        slices += [created(counter_slice(pool, {PART_COUNTER_SET: {"memory": PART_MEMORY}}, node=node.name)),
+                   created(resource_slice(node.name, [partition("whole", PART_COUNTER_SET, "40Gi", part="whole"),
+                                                      partition("half-0", PART_COUNTER_SET, "20Gi", part="half"),
+                                                      partition("half-1", PART_COUNTER_SET, "20Gi", part="half")],
+                                          pool=pool, slices=2))]
+    claims, pods = [], []
+    for k in range(PODS_PER_PART_GPU * len(gpu_nodes)):
+        name = f"part-{k:05d}"
+        claims.append(created(resource_claim(name, device_request(), ns=BENCH_NS)))
+        pods.append(pause_pod(name, "part", resourceClaims=[{"name": "gpu", "resourceClaimName": name}]))
+    return Scenario("dra-partitionable", nodes, pods, devices=[created(device_class("gpu")), *slices], claims=claims)
 
 
 # --- what batches are for ---------------------------------------------------------------------------------
@@ -296,7 +441,7 @@ H100 = 'device.attributes["gpu.example.com"].model == "h100"'
 BIG_MEMORY = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0'
 
 
-def gpu_dra(n: int) -> Scenario:
+def gpu_dra(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
     """A quarter of scheduler_perf's nodes carry 4 GPUs each, h100 (80Gi) and a100 (40Gi) on alternate nodes,
     published in ResourceSlices as a driver would. Training gangs (native PodGroups, gang of 4, each member
     claiming 2 h100 through a CEL selector: a gang spans two nodes) ask for 125% of the h100s; inference pods
@@ -313,7 +458,7 @@ def gpu_dra(n: int) -> Scenario:
     claims, training, serving, groups = [], [], [], []
     for g in range(gangs):
         name = f"train-{g:03d}"
-        groups.append(native_group(name, TRAIN_SIZE, BENCH_NS))
+        groups.append(native_group(name, TRAIN_SIZE, BENCH_NS, api_version=native_api))
         for i in range(TRAIN_SIZE):
             claims.append(created(resource_claim(f"{name}-{i}", device_request(count=TRAIN_GPUS, selectors=(H100,)),
                                                  ns=BENCH_NS)))
@@ -338,18 +483,18 @@ def _interleave(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[s
     return out
 
 
-def native_gangs(n: int) -> Scenario:
-    """The gangs workload with Kubernetes' own PodGroups (scheduling.k8s.io/v1alpha2, gang.minCount 8) instead
+def native_gangs(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+    """The gangs workload with Kubernetes' own PodGroups (scheduling.k8s.io `native_api`, gang.minCount 8) instead
     of Coscheduling's: gangs of 8 x 2 CPU asking 150% of the cpu, created round robin, every other one
     required in one zone (schedulingConstraints.topology); plus two gangs of 3 on room for 4."""
     count = max(2, (n * 4 * 3) // (2 * GANG_SIZE * 2))
     names = [f"job-{g:03d}" for g in range(count)]
     pods = [pause_pod(f"{name}-{i}", name, cpu=GANG_CPU, memory="1Gi", schedulingGroup=in_group(name))
             for i in range(GANG_SIZE) for name in names]
-    groups = [native_group(name, GANG_SIZE, BENCH_NS, topology=ZONE_KEY if g % 2 else None)
+    groups = [native_group(name, GANG_SIZE, BENCH_NS, topology=ZONE_KEY if g % 2 else None, api_version=native_api)
               for g, name in enumerate(names)]
     nodes, pairs = _pairs_on_room_for_four(n, lambda name: {"schedulingGroup": in_group(name)})
-    groups += [native_group(name, 3, BENCH_NS) for name in ("pair-a", "pair-b")]
+    groups += [native_group(name, 3, BENCH_NS, api_version=native_api) for name in ("pair-a", "pair-b")]
     return Scenario("native-gangs", nodes, pods + pairs, pod_groups=groups)
 
 
@@ -612,6 +757,22 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("anti-affinity", "required podAntiAffinity to own app on hostname; 1 pod per 2 nodes", anti_affinity),
     Workload("pod-affinity", "10 apps, required podAffinity to own app on zone; 1 pod per node", pod_affinity),
     Workload("topology-spread", "DoNotSchedule maxSkew 1 on zone; 1 pod per node", topology_spread),
+    Workload("scheduling-basic", "scheduler_perf SchedulingBasic (1.37 threshold 680 pods/s at 5,000 nodes): n/5 "
+             "pods running, 2n identical pods to schedule, resources only", scheduling_basic),
+    Workload("pod-anti-affinity", "scheduler_perf SchedulingPodAntiAffinity (threshold 180): n/5 running in sched-0, "
+             "2n/5 to schedule in sched-1, required hostname anti-affinity to color=green in both", pod_anti_affinity),
+    Workload("topology-spreading", "scheduler_perf TopologySpreading (threshold 460): 3 zones, n running, n to "
+             "schedule with a DoNotSchedule zone spread maxSkew 5", topology_spreading),
+    Workload("default-topology-spreading", "scheduler_perf DefaultTopologySpreading (threshold 160): 3 zones, a "
+             "Service selecting the pods, n running, 10n BestEffort pods without constraints (system-default "
+             "spreading)", default_topology_spreading),
+    Workload("gangs-of-3", "scheduler_perf GangScheduling 1000Gangs_3000Pods (no threshold): n/5 native gangs of 3 x "
+             "100m", gangs_of_3, native=True),
+    Workload("three-big-gangs", "scheduler_perf GangScheduling 3Gangs_1000PerGroup (no threshold): 3 native gangs "
+             "of n/5 x 100m", three_big_gangs, native=True),
+    Workload("dra-partitionable", "DRA partitionable devices: a quarter of the nodes with one GPU (shared counters "
+             "40Gi; devices: whole 40Gi, two halves of 20Gi), 3 pods per GPU claiming one device each: at most 2 "
+             "fit", dra_partitionable),
     Workload("mixed", "bench/realistic.py rich-mixed: 3 pools (tainted high-memory and GPU), 5 running and "
              "1 pending pod per node, affinity stacks, StatefulSets, GPU pods, gangs, 3 priorities", mixed),
     Workload("mixed-hetero", "issue 30: nodes of 3 shapes (4/8/16 CPU), 15% tainted GPU nodes, 5% cordoned, disk "
@@ -632,9 +793,9 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              "upstream's system defaults", replicas),
     Workload("gpu-dra", "DRA: a quarter of the nodes with 4 GPUs (h100 / a100 alternating) in ResourceSlices; "
              "training gangs (native, 4 x 2 h100 by CEL selector) for 125% of the h100s, inference pods (1 GPU "
-             ">= 40Gi) for as many as the a100s, interleaved", gpu_dra),
+             ">= 40Gi) for as many as the a100s, interleaved", gpu_dra, native=True),
     Workload("native-gangs", "scheduling.k8s.io PodGroups of 8 x 2 CPU asking 150% of cpu, every other one in "
-             "one zone, created round robin; plus two gangs of 3 on room for 4", native_gangs),
+             "one zone, created round robin; plus two gangs of 3 on room for 4", native_gangs, native=True),
     Workload("tenants", "6 namespaces with ElasticQuotas (min 30/20/20/10/10/10% of cpu, max 50/40/30/30/20/15%) "
              "asking 45/10/30/25/5/25%, 140% in all, pods of 2 / 1 / 0.5 CPU interleaved, every 4th at priority 100",
              tenants),

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from testkit import controlplane
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEDULERS = ("policy-scheduler", "kube-scheduler", "kube-binpack", "coscheduling", "kube-workload")
@@ -23,16 +23,15 @@ PLOTS = ("compare_throughput.png", "compare_tight_packing.png", "compare_gangs.p
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # the code paths: stream and batch arrival, gangs, a policy ConfigMap for policy-scheduler, DRA claims and
 # native PodGroups (made afresh and cleared for every turn), ElasticQuotas with pods created bound for every turn
-# (what capacity-scheduling, which runs only there, reclaims)
-WORKLOADS = ("basic", "tight-packing", "gangs", "cost", "gpu-dra", "tenants", "tenants-reclaim")
+# (what capacity-scheduling, which runs only there, reclaims); issue 28's native gangs of scheduler_perf's gang suite
+# and partitionable devices, in the API of the release the control plane runs
+WORKLOADS = ("basic", "tight-packing", "gangs", "cost", "gpu-dra", "tenants", "tenants-reclaim", "gangs-of-3",
+             "dra-partitionable")
 QUOTA_WORKLOADS = {"tenants": "capacity-scheduling", "tenants-reclaim": "capacity-scheduling"}
 EXPECTED = {(w, s) for w in WORKLOADS for s in SCHEDULERS} | set(QUOTA_WORKLOADS.items())
 TIMEOUT_S = 1800  # a cold scheduler-plugins build included
 
 
-# on 1.37.2: kube-workload's gates are 1.36's (GangScheduling is gone: kube-scheduler exits) and the native-gang
-# workload writes scheduling.k8s.io/v1alpha2 PodGroups (404)
-@pytest.mark.kube_versions(max="1.36", reason="issue 28 point 1: bench's native gangs in scheduling.k8s.io/v1beta1")
 def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     report.write_text("# Benchmarks\n\nhand-written text that must survive\n")
@@ -44,9 +43,10 @@ def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) 
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-8000:]
 
     text = report.read_text()
+    assert f"Kubernetes {controlplane.kube_version()}: control plane and kube-scheduler." in text
     assert text.startswith("# Benchmarks\n\nhand-written text that must survive\n")
     section = text.split("<!-- compare:start", 1)[1].split("<!-- compare:end -->", 1)[0]
-    rows = re.findall(r"^\| ([a-z-]+) \| (?:stream|batch)[^|]* \| 10 \| ([a-z-]+) \| (\d+)/(\d+) \|", section,
+    rows = re.findall(r"^\| ([a-z0-9-]+) \| (?:stream|batch)[^|]* \| 10 \| ([a-z-]+) \| (\d+)/(\d+) \|", section,
                       re.M)  # "Everything"
     assert {(w, s) for w, s, _, _ in rows} == EXPECTED, section
     assert all(int(pending) > 0 for _, _, _, pending in rows)
@@ -61,6 +61,9 @@ def test_compare_quick_mode_writes_a_report_for_every_scheduler(tmp_path: Path) 
     runs = json.loads(results[0].read_text())
     assert sorted((r["workload"], r["scheduler"]) for r in runs) == sorted(EXPECTED)
     assert not [r["error"] for r in runs if r["error"]]
+    for r in runs:  # the apiserver's share, and no physical device promised twice
+        assert r["apiserver_cpu_s"] > 0 and r["scheduler_cpu_s"] > 0, r
+        assert (r["devices_overcommitted"] == 0) if r["workload"] in ("gpu-dra", "dra-partitionable") else True, r
     for r in runs:  # per tenant figures where there are quotas, and the tables that show them
         assert (r["tenants"] is not None) == (r["workload"] in QUOTA_WORKLOADS), r
     assert "#### Per tenant" in section and "| tenants-reclaim | 10 | tenant-b |" in section, section
