@@ -75,7 +75,7 @@ def test_one_runtime_failing_claim_among_admitted_cel_forms_refuses_only_its_pod
     started = time.monotonic()
     s = chart_schedulers.start("--scheduler-name", scheduler)
     wait_for("22 bound and the 23rd told", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 22
-             and _told(kube.pods(ns)["runtime-error"]), timeout=90)  # 30 s ran out twice on a loaded 2-core CI
+             and _told(kube.pods(ns)["runtime-error"]), timeout=30)
     took = time.monotonic() - started
     cond = _condition(kube.pods(ns)["runtime-error"])
     assert cond is not None and cond["reason"] == "SchedulerError"
