@@ -56,47 +56,57 @@ class DynamicResources(Kind):
         return claim_shapes(pod)
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
-        """A claim missing, not created yet or being deleted; or a selector of its claims (or their classes)
-        that does not compile or fails on some device: the pod is refused with upstream's words, an error, and
-        the filters below never meet that selector (every device was judged here)."""
+        """A claim missing, not created yet or being deleted: the pod is refused with upstream's words."""
         blocked = spec.sample.dra.blocked
         if blocked:
             return Rejection(self.name, (blocked,), resolvable=False)
-        error = self._selector_error(spec.sample, batch)
-        return Rejection(self.name, (error,), resolvable=False, error=True) if error else None
-
-    def _selector_error(self, pod: Pod, batch: Batch) -> str:
-        """The first selector error of the claims the pod allocates or follows, in upstream's words ("" if none):
-        each request's alternatives judged on every device, as the allocator may meet them on some node."""
-        dra = pod.dra
-        if not dra.to_allocate and not dra.follows:
-            return ""
-        known = batch.cluster.devices.claims
-        allocator, _ = self._allocator(batch)
-        judged = batch.memo.setdefault(self.name, {}).setdefault("judged", {})
-        for claim in claims_of(pod, known) + [known[key] for key, _ in dra.follows]:
-            for sub in (s for request in claim.requests for s in request.alternatives):
-                shape = (sub.device_class, sub.selectors, sub.tolerations)
-                if shape not in judged:
-                    judged[shape] = _first_error(allocator, sub)
-                if judged[shape] is not None:
-                    return judged[shape].words(claim.key)
-        return ""
+        return None
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         """Allocated claims' node selectors; the claims it allocates, and those it shares with the pod that
-        allocates them, met on the node."""
+        allocates them, met on the node. As upstream's allocator, only the nodes every earlier filter passed are
+        tried, and so only the devices they reach meet the claims' selectors: a selector that fails on one of those
+        (a CEL runtime error) refuses the pod with upstream's words, an error; one that would fail on a device no
+        such node reaches (another team's devices, without the attribute it reads) is never evaluated."""
         dra, index = spec.sample.dra, batch.index
         for terms in dra.allocated_terms:
             out.add(Rejection(self.name, (ERR_NOT_AVAILABLE,), resolvable=False),
                     ~index.matching_mask(NodeTerms(terms)))
-        if dra.to_allocate or dra.follows:
-            allocator, taken = self._allocator(batch)
-            known = batch.cluster.devices.claims
-            claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
-            met = np.fromiter((allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
-                               for node in index.nodes), dtype=bool, count=len(index.nodes))
-            out.add(Rejection(self.name, (ERR_ALLOCATE,)), ~met)
+        if not (dra.to_allocate or dra.follows):
+            return
+        allocator, taken = self._allocator(batch)
+        known = batch.cluster.devices.claims
+        claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
+        alive = np.flatnonzero(~out.rejected())
+        error = self._selector_error(claims, allocator, [index.nodes[i] for i in alive.tolist()], batch)
+        if error:
+            out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
+            return
+        met = np.zeros(len(index.nodes), dtype=bool)
+        for i in alive.tolist():
+            node = index.nodes[i]
+            met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
+        out.add(Rejection(self.name, (ERR_ALLOCATE,)), ~met)
+
+    def _selector_error(self, claims: list[ResourceClaim], allocator: Allocator, nodes: list[Node],
+                        batch: Batch) -> str:
+        """The first selector error of `claims` on the devices `nodes` reach, in device order, in upstream's words
+        ("" if none); each (request's kind, device) judged once per batch."""
+        reached = _reached(allocator, nodes)
+        if not reached:
+            return ""
+        judged = batch.memo.setdefault(self.name, {}).setdefault("judged", {})
+        for claim in claims:
+            for sub in (s for request in claim.requests for s in request.alternatives):
+                shape = (sub.device_class, sub.selectors, sub.tolerations)
+                for device in allocator.devices.devices:
+                    if device.key not in reached:
+                        continue
+                    if (shape, device.key) not in judged:
+                        judged[(shape, device.key)] = _error_on(allocator, device, sub)
+                    if (error := judged[(shape, device.key)]) is not None:
+                        return error.words(claim.key)
+        return ""
 
     def _allocator(self, batch: Batch) -> tuple[Allocator, set[str]]:
         memo = batch.memo.setdefault(self.name, {})
@@ -129,7 +139,7 @@ class DynamicResources(Kind):
         nodes = build.index.nodes
         where = {n.name: i for i, n in enumerate(nodes)}
         free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
-                        and allocator.serves(d, shape)] for shape in asks}
+                        and _serves(allocator, d, shape)] for shape in asks}
         for group in _rows(list(asks), free):
             devices = list({d.key: d for shape in group for d in free[shape]}.values())
             per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
@@ -305,20 +315,36 @@ def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], dev
 
 
 def _judged(build: ProblemBuilder) -> Iterator[tuple[int, ClassInfo]]:
-    """The checked classes whose claims' selectors judged every device without an error (the others are refused
-    at PreFilter, and their selectors are not met again)."""
+    """The checked classes whose claims' selectors judged every device their nodes reach without an error (the
+    others are refused with the error at Filter, and their selectors are not met again)."""
     return ((a, info) for a, info in build.checked() if not info.rejected.erred)
 
 
-def _first_error(allocator: Allocator, sub: SubRequest) -> CelError | None:
-    """The first CEL error meeting `sub`'s selectors (its class's, then its own) on the devices, in order."""
+def _reached(allocator: Allocator, nodes: list[Node]) -> set[str]:
+    """The keys of the devices some node of `nodes` reaches."""
+    out = {d.key for node in nodes for d in allocator.pinned.get(node.name, ())}
+    out.update(d.key for d in allocator.roaming if any(d.reachable(node) for node in nodes))
+    return out
+
+
+def _error_on(allocator: Allocator, device: Device, sub: SubRequest) -> CelError | None:
+    """The CEL error meeting `sub`'s selectors (its class's, then its own) on `device`, if any."""
     from ..cel import CelError
     try:
-        for device in allocator.devices.devices:
-            allocator.serves(device, sub)
+        allocator.serves(device, sub)
     except CelError as exc:
         return exc
     return None
+
+
+def _serves(allocator: Allocator, device: Device, sub: SubRequest) -> bool:
+    """`allocator.serves`, a selector's error taken as no: the batch-wide rows meet devices that no node of the
+    classes asking reaches, where a selector was never judged (`DynamicResources.filter`)."""
+    from ..cel import CelError
+    try:
+        return allocator.serves(device, sub)
+    except CelError:
+        return False
 
 
 def _emit_followers(build: ProblemBuilder) -> None:
@@ -341,7 +367,7 @@ def _emit_followers(build: ProblemBuilder) -> None:
 def _anywhere(allocator: Allocator, claim: ResourceClaim) -> bool:
     """Every device that could serve the claim is reachable from every node (no allocation node selector)."""
     return all(d.node is None and d.node_terms is None for r in claim.requests for sub in r.alternatives
-               for d in allocator.devices.devices if allocator.serves(d, sub))
+               for d in allocator.devices.devices if _serves(allocator, d, sub))
 
 
 MAX_OVERLAPPING = 5  # kinds of device whose free devices overlap, all of whose unions get a row (2^k - 1 rows)
