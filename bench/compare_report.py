@@ -254,6 +254,24 @@ COLORS = {"policy-scheduler": "tab:blue", "kube-scheduler": "tab:orange", "kube-
           "coscheduling": "tab:red", "capacity-scheduling": "tab:purple"}
 
 
+def _panel(ax: Any, title: str, xlabel: str, ylabel: str) -> None:
+    """One small panel's title, axis labels, ticks and grid, as every panel plot draws them."""
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+
+
+def _legend_below(fig: Any, axes: Any, used: int) -> None:
+    """The unused panels hidden, one legend for all (each scheduler once) under the panels."""
+    for ax in list(axes.flat)[used:]:
+        ax.axis("off")
+    labelled = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+    if labelled:
+        fig.legend(list(labelled.values()), list(labelled), loc="lower center", ncol=len(labelled), fontsize=9)
+
+
 def plot_throughput(rows: list[dict[str, Any]], path: Path) -> None:
     plt = _pyplot()
     workloads = sorted({r["workload"] for r in rows}, key=order)
@@ -266,17 +284,9 @@ def plot_throughput(rows: list[dict[str, Any]], path: Path) -> None:
                          if r["workload"] == workload and r["scheduler"] == scheduler and r["pods_per_s"])
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=scheduler, color=COLORS[scheduler])
-        ax.set_title(workload, fontsize=10)
         ax.set_xscale("log")
-        ax.set_xlabel("nodes", fontsize=8)
-        ax.set_ylabel("pods/s", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(workloads):]:
-        ax.axis("off")
-    labelled = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
-    if labelled:
-        fig.legend(list(labelled.values()), list(labelled), loc="lower center", ncol=len(labelled), fontsize=9)
+        _panel(ax, workload, "nodes", "pods/s")
+    _legend_below(fig, axes, len(workloads))
     fig.suptitle("End-to-end throughput (pods placed / s), same control plane, same run")
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     fig.savefig(path, dpi=90)
@@ -362,15 +372,8 @@ def plot_bound_over_time(raw: list[dict[str, Any]], path: Path) -> bool:
         for r in (r for r in runs if (r["workload"], r["nodes"]) == (workload, nodes)):
             xs, ys = zip(*r["bound_curve"])
             ax.step([0.0, *xs], [0, *ys], where="post", label=r["scheduler"], color=COLORS.get(r["scheduler"]))
-        ax.set_title(f"{workload}, {nodes:,} nodes", fontsize=10)
-        ax.set_xlabel("seconds since ready", fontsize=8)
-        ax.set_ylabel("pods bound", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
-        ax.axis("off")
-    labelled = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
-    fig.legend(list(labelled.values()), list(labelled), loc="lower center", ncol=len(labelled), fontsize=9)
+        _panel(ax, f"{workload}, {nodes:,} nodes", "seconds since ready", "pods bound")
+    _legend_below(fig, axes, len(panels))
     fig.suptitle("Batch arrival: pods bound over time (all pods created before the scheduler started)", fontsize=10)
     fig.tight_layout(rect=(0, 0.06, 1, 0.95))
     fig.savefig(path, dpi=90)
