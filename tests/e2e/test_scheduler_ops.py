@@ -85,8 +85,12 @@ def test_leader_failover_binds_every_pod_once(control_plane: ControlPlane, kube:
         kube.create(api_pod(f"after-{i}", ns, scheduler="ha-sched", nodeSelector=sel))
     wait_for("takeover within the lease duration", lambda: "became leader" in second.log(), timeout=4 + 6)
     wait_for("bound by the new leader", lambda: sum(1 for p in kube.pods(ns).values() if node_of(p)) == 10)
-    scheduled = [e["involvedObject"]["name"] for e in kube.events(ns) if e["reason"] == "Scheduled"]
-    assert sorted(scheduled) == sorted(kube.pods(ns)), "every pod bound exactly once"
+
+    def scheduled() -> list[str]:
+        return [e["involvedObject"]["name"] for e in kube.events(ns) if e["reason"] == "Scheduled"]
+    # events go out after their binds, from the event outbox's writers: wait until each pod has one
+    wait_for("a Scheduled event for every pod", lambda: set(scheduled()) == set(kube.pods(ns)))
+    assert sorted(scheduled()) == sorted(kube.pods(ns)), "every pod bound exactly once"
     assert second.metric("policy_scheduler_bind_errors_total") == 0
 
 
