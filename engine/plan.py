@@ -311,16 +311,15 @@ def placed_plan(compiled: Compiled, solution: Solution, dropped: dict[str, str],
     explaining the rest and preemption never move a placed pod (preemption plans around them as bound), so the
     scheduler loop binds them while the rest is explained (issue 30: an overloaded batch's first bind waited for
     seconds of explanations)."""
-    assignments = _assignments(compiled, solution, dropped)
+    assignments = _assignments(compiled, _targets(solution), dropped)
     stats = Stats(pods=len(compiled.cluster.pending), placed=len(assignments), status=solution.status.value)
     return Plan(assignments, {}, stats, details=PlanDetails(_gangs(compiled), {}, compiled=compiled, reserved=reserved))
 
 
-def _assignments(compiled: Compiled, solution: Solution, dropped: dict[str, str]) -> dict[str, str]:
+def _assignments(compiled: Compiled, placed_on: dict[int, list[int]], dropped: dict[str, str]) -> dict[str, str]:
     """Pod key -> node name of every placed pod but those Reserve dropped (a class's pods take its nodes in
     queue order)."""
     nodes = compiled.cluster.nodes
-    placed_on = _targets(solution)
     out: dict[str, str] = {}
     for c, info in enumerate(compiled.classes):
         pods = [p for p in info.pods if p.key not in dropped]
@@ -340,11 +339,11 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     `explain_by`, then only by the static filters (`explain.late_explanation`)."""
     nodes = compiled.cluster.nodes
     dropped = dropped or {}
-    assignments = _assignments(compiled, solution, dropped)
+    placed_on = _targets(solution)
+    assignments = _assignments(compiled, placed_on, dropped)
     unschedulable: dict[str, list[str]] = {key: [why] for key, why in dropped.items()}
     explanations: dict[str, Explanation] = {}
     errors: set[str] = set()
-    placed_on = _targets(solution)
     state = None  # the plan replayed, built once if some pod needs explaining
     alike = Alike(solution.class_counts())  # classes of one shape are explained node by node once
     for c, info in enumerate(compiled.classes):

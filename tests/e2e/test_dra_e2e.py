@@ -204,10 +204,7 @@ def test_a_partitioned_gpu_is_never_promised_twice(control_plane: ControlPlane, 
                                                for e in kube.events(ns)), timeout=60)
     time.sleep(2.0)  # another cycle or two: still no third device
     assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 2
-    devices = sorted(r["device"] for i in range(3)
-                     for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
-                     .get("devices", {}).get("results", []))
-    assert devices == ["half-0", "half-1"]
+    assert _allocated(kube, ns, 3) == ["half-0", "half-1"]
 
 
 def test_device_taint_rules_where_the_apiserver_serves_them(control_plane: ControlPlane, kube: Kube,
@@ -234,10 +231,7 @@ def test_device_taint_rules_where_the_apiserver_serves_them(control_plane: Contr
     wait_for("three bound", lambda: sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 3, timeout=60)
     time.sleep(2.0)
     assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 3
-    devices = sorted(r["device"] for i in range(4)
-                     for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
-                     .get("devices", {}).get("results", []))
-    assert devices == ["g0", "g1", "g2"]
+    assert _allocated(kube, ns, 4) == ["g0", "g1", "g2"]
 
 
 def test_a_shared_gpu_serves_claims_within_its_capacity(control_plane: ControlPlane, kube: Kube,
@@ -299,3 +293,10 @@ def test_prebind_waits_for_the_device_binding_conditions(control_plane: ControlP
     kube.ok("PUT", f"{CLAIMS.format(ns=ns)}/c/status", claim)
     wait_for("bound once attached", lambda: node_of(kube.pods(ns)["p"]) == "dra-bind-gpu", timeout=30)
     assert any(e.get("reason") == "BindingConditionsPending" for e in kube.events(ns))
+
+
+def _allocated(kube: Kube, ns: str, claims: int) -> list[str]:
+    """The devices allocated to claims c0 … c{claims-1} of `ns`, sorted."""
+    return sorted(r["device"] for i in range(claims)
+                  for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
+                  .get("devices", {}).get("results", []))
