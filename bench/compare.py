@@ -367,12 +367,13 @@ def main(argv: list[str] | None = None) -> int:
     log(f"work directory {plan.workdir}")
     started, load_start = time.monotonic(), os.getloadavg()[0]
     results: list[RunResult] = []
+    raw: list[dict] = []
     for nodes in plan.mode.nodes:
         for workload in plan.workloads:
             for repeat in range(plan.mode.repeats):
                 results += run_workload(plan, workload, nodes, repeat, plan.settings.kube_bin.parent)
-    raw = [r.as_dict() for r in results]
-    (plan.workdir / "results.json").write_text(json.dumps(raw, indent=1))
+                raw = [r.as_dict() for r in results]  # after every run: an interrupted run keeps what it measured
+                (plan.workdir / "results.json").write_text(json.dumps(raw, indent=1))
     report.write(raw, plan, command, args.report, args.plots, time.monotonic() - started, load_start)
     log(f"report in {args.report}, plots in {args.plots}, results in {plan.workdir / 'results.json'}")
     return 1 if any(r.error for r in results) else 0
