@@ -35,6 +35,7 @@ from .model import (
     ResourceClaim,
     SubRequest,
     Taint,
+    Toleration,
 )
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
@@ -172,8 +173,11 @@ class Allocator:
         (None: its DeviceClass does not exist)."""
         if sub.device_class not in self.devices.classes:
             return None
-        near = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
-        return [d for d in near if self.free(d, sub, taken) and self.serves(d, sub)]
+        return [d for d in self.near(node) if self.free(d, sub, taken) and self.serves(d, sub)]
+
+    def near(self, node: Node) -> list[Device]:
+        """The devices reachable from `node`."""
+        return self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
 
     def serves(self, device: Device, sub: SubRequest) -> bool:
         """`device` is of `sub`'s class, satisfies its selectors and the class's, has no taint it does not
@@ -185,44 +189,59 @@ class Allocator:
 
     def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
         """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);
-        None when some claim cannot be met there (and `taken` is left as it was)."""
-        mine: set[str] = set()
-        out: Allocation = {}
-        for claim in claims:
-            got = self._claim(claim, node, taken | mine)
-            if got is None:
-                return None
-            out[claim.key] = got
-            mine |= {t for t in self.held(claim.key, got, _subs(claim)) if not t.endswith(f"#{ADMIN}")}
+        None when the claims cannot all be met there (and `taken` is left as it was). Depth first over claims,
+        requests and devices, as upstream's allocator: where one choice spoils a later request's or claim's,
+        the earlier one's other choices are tried (PICK_STEPS steps at most)."""
+        found = next(self._claims(claims, node, taken, [PICK_STEPS]), None)
+        if found is None:
+            return None
+        out, mine = found
         taken.update(mine)
         return out
 
-    def _claim(self, claim: ResourceClaim, node: Node, taken: set[str]) -> tuple[tuple[str, str], ...] | None:
-        """One claim: each request's first alternative that fits, its devices agreeing on every matchAttribute
-        (tried per value of the attribute); where partitionable devices' counters make one request's choice spoil
-        a later one's, the earlier requests' other choices are tried, as upstream's allocator backtracks
-        (PICK_STEPS choices at most)."""
-        constrained = {r for requests, _ in claim.match_attributes for r in (requests or [q.name for q in claim.requests])}
-        budget = [PICK_STEPS]
+    def _claims(self, claims: list[ResourceClaim], node: Node, taken: set[str],
+                budget: list[int]) -> Iterator[tuple[Allocation, set[str]]]:
+        """Ways to meet every claim beside `taken`: (allocation, what it adds to `taken`), first found first."""
+        if not claims:
+            yield {}, set()
+            return
+        claim, rest = claims[0], claims[1:]
+        for tried, got in enumerate(self._claim(claim, node, taken, budget)):
+            mine = {t for t in self.held(claim.key, got, _subs(claim)) if not t.endswith(f"#{ADMIN}")}
+            for after, more in self._claims(rest, node, taken | mine, budget):
+                yield {claim.key: got, **after}, mine | more
+            # choices only take devices away: if a later claim cannot be met even alone, no other choice helps
+            if budget[0] <= 0 or (tried == 0 and not all(
+                    next(self._claim(c, node, taken, budget), None) is not None for c in rest)):
+                return
+
+    def _claim(self, claim: ResourceClaim, node: Node, taken: set[str],
+               budget: list[int]) -> Iterator[tuple[tuple[str, str], ...]]:
+        """Ways to meet one claim: each request's alternatives in order, its devices agreeing on every
+        matchAttribute (tried per value of the attribute)."""
+        every = [q.name for q in claim.requests]
+        bound: dict[str, set[str]] = {}  # attribute -> the requests that must agree on it
+        for requests, attribute in claim.match_attributes:
+            bound.setdefault(attribute, set()).update(requests or every)
         for values in self._attribute_choices(claim, node, taken):
-            agree = [values if request.name in constrained else {} for request in claim.requests]
-            found = self._requests(claim, list(zip(claim.requests, agree)), node, set(taken), budget)
-            if found is not None:
-                return tuple(found)
-        return None
+            agree = [{a: v for a, v in values.items() if request.name in bound[a]} for request in claim.requests]
+            for found in self._requests(claim, list(zip(claim.requests, agree)), node, set(taken), budget):
+                yield tuple(found)
+            if budget[0] <= 0:
+                return
 
     def _requests(self, claim: ResourceClaim, requests: list[tuple[DeviceRequest, dict[str, object]]], node: Node,
-                  used: set[str], budget: list[int]) -> list[tuple[str, str]] | None:
+                  used: set[str], budget: list[int]) -> Iterator[list[tuple[str, str]]]:
         if not requests:
-            return []
+            yield []
+            return
         (request, agree), rest = requests[0], requests[1:]
-        for got in self._request(request.alternatives, node, used, agree, budget):
-            after = self._requests(claim, rest, node, used | self.held(claim.key, got, _subs(claim)), budget)
-            if after is not None:
-                return got + after
-            if budget[0] <= 0:
-                break
-        return None
+        for tried, got in enumerate(self._request(request.alternatives, node, used, agree, budget)):
+            for after in self._requests(claim, rest, node, used | self.held(claim.key, got, _subs(claim)), budget):
+                yield got + after
+            if budget[0] <= 0 or (tried == 0 and not all(
+                    next(self._requests(claim, [r], node, used, budget), None) is not None for r in rest)):
+                return
 
     def _attribute_choices(self, claim: ResourceClaim, node: Node, taken: set[str]) -> list[dict[str, object]]:
         """The attribute values to try for the claim's matchAttribute constraints ([{}] without any)."""
@@ -243,8 +262,10 @@ class Allocator:
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
                            key=lambda d: (bool(d.binding_conditions), self.contested.get(d.key, 0),
                                           self.counters.share(d)))
-            if sub.all:  # every matching device, none of them taken, their counters all met at once
-                if found and len(found) == len(self.candidates(sub, node, set()) or ()):
+            if sub.all:  # every matching device, none of them taken, their counters all met at once, and no pool
+                # the node reaches invalid or still being published (upstream cannot know what "all" is then)
+                if (found and len(found) == len(self.candidates(sub, node, set()) or ())
+                        and all(self.counters.usable(d) for d in self.near(node))):
                     for _ in self._picks(found, len(found), used, budget):
                         yield [(sub.name, d.key) for d in found]
                         break
@@ -253,12 +274,10 @@ class Allocator:
                     yield [(sub.name, d.key) for d in chosen]
 
     def _picks(self, found: list[Device], count: int, used: set[str], budget: list[int]) -> Iterator[list[Device]]:
-        """Sets of `count` of `found`, in their order, whose shared counters hold together beside `used`: only the
-        first `count` without counters; otherwise depth first, while the budget lasts."""
-        if not any(d.consumes for d in found):
-            yield found[:count]
-            return
+        """Sets of `count` of `found`, in their order (the first `count` first), whose shared counters hold together
+        beside `used`: depth first, each device tried spending one step of the budget."""
         chosen: list[Device] = []
+        counted = any(d.consumes for d in found)
 
         def extend(start: int, in_use: set[str]) -> Iterator[list[Device]]:
             if len(chosen) == count:
@@ -268,12 +287,12 @@ class Allocator:
                 budget[0] -= 1
                 if budget[0] < 0:
                     return
-                if self.counters.fits(found[i], in_use):
+                if not counted or self.counters.fits(found[i], in_use):
                     chosen.append(found[i])
-                    yield from extend(i + 1, in_use | {found[i].key})
+                    yield from extend(i + 1, in_use | {found[i].key} if counted else in_use)
                     chosen.pop()
 
-        yield from extend(0, set(used))
+        yield from extend(0, set(used) if counted else used)
 
 
 def share_token(key: str, owner: str) -> str:
@@ -304,6 +323,7 @@ class ClaimAllocation:
     admin: tuple[str, ...] = ()  # the requests (or subrequests) served with admin access
     binding: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
     # devices with binding conditions: (device key, bindingConditions, bindingFailureConditions)
+    tolerations: tuple[tuple[str, tuple[Toleration, ...]], ...] = ()  # (request served, its device tolerations)
 
 
 def allocation_results(allocator: Allocator, allocation: Allocation, node: str) -> dict[str, ClaimAllocation]:
@@ -317,10 +337,13 @@ def allocation_results(allocator: Allocator, allocation: Allocation, node: str) 
         shares = tuple((r, d, amount) for r, d in picked if (amount := allocator.share_of(key, r, d)) is not None)
         binding = tuple((d.key, d.binding_conditions, d.binding_failure_conditions) for d in chosen
                         if d.binding_conditions)
+        subs = _subs(claim)
         out[key] = ClaimAllocation(picked, node_selector(chosen, node),
                                    allocation_config(claim, devices.classes, {r for r, _ in picked}),
                                    _spec(claim) if claim.name.startswith(EXTENDED_CLAIM) else None, claim.mappings,
-                                   shares, tuple(r for r, _ in picked if _subs(claim)[r].admin), binding)
+                                   shares, tuple(r for r, _ in picked if subs[r].admin), binding,
+                                   tuple((r, subs[r].tolerations) for r in dict.fromkeys(r for r, _ in picked)
+                                         if subs[r].tolerations))
     return out
 
 

@@ -31,9 +31,16 @@ class Counters:
     @classmethod
     def of(cls, devices: Devices) -> Counters:
         out = cls(devices.counter_sets, dict(devices.invalid_pools))
+        for pool, (_, count, seen) in devices.pools.items():
+            if seen != count and pool not in out.invalid:  # upstream: "resource pool ... is currently being updated"
+                out.invalid[pool] = f"incomplete: {seen} of its {count} ResourceSlices published"
         for (pool, counter_set), counters in devices.counter_sets.items():
             out.values.setdefault(pool, []).extend((counter_set, name, value) for name, value in counters.items())
+        names: set[str] = set()
         for device in devices.devices:
+            if device.key in names and device.pool_key not in out.invalid:  # upstream's validateDeviceNames
+                out.invalid[device.pool_key] = f"duplicate device name {device.name}"
+            names.add(device.key)
             if device.consumes:
                 out.consumers.setdefault(device.pool_key, []).append(device)
                 why = out._unknown(device)
@@ -51,7 +58,8 @@ class Counters:
         return ""
 
     def usable(self, device: Device) -> bool:
-        """Its pool is valid (no device of an invalid pool is allocated, consuming counters or not)."""
+        """Its pool is valid and complete (no device of an invalid or incomplete pool is allocated, consuming
+        counters or not)."""
         return device.pool_key not in self.invalid
 
     def used(self, pool: str, in_use: Collection[str]) -> dict[tuple[str, str], int]:

@@ -35,6 +35,7 @@ class Toleration:
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
+    seconds: int | None = None  # tolerationSeconds: kept for device tolerations (copied into allocation results)
 
     def tolerates(self, taint: Taint) -> bool:
         """Upstream ToleratesTaint: empty effect matches all effects; empty key + Exists matches all keys."""
@@ -435,6 +436,8 @@ class Devices:
     counter_sets: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     # sharedCounters (partitionable devices): (driver/pool, counter set) -> counter -> milli-units
     invalid_pools: dict[str, str] = field(default_factory=dict)  # driver/pool -> why its devices are not allocated
+    pools: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # driver/pool -> (its newest generation, that generation's resourceSliceCount, its slices seen)
 
 
 EXTENDED_CLAIM = "<extended-resources>"  # upstream's in-memory name of a pod's claim for DRA-backed extended resources

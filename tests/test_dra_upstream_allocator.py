@@ -5,7 +5,9 @@ and the result upstream expects: per claim, the (request, driver/pool/device) al
 allocates nothing (no result, or an error such as "invalid resource pools were encountered": both leave the pod
 unschedulable on the node). The rows cover what we implement of 1.37: partitionable devices (shared counters,
 per-device node selection), consumable capacity (shared devices, request policies), admin access, device binding
-conditions (copied into the results), device taints, prioritized lists and constraints meeting them. Where upstream expects a consumedCapacity, the row checks ours too."""
+conditions (copied into the results), device taints (the request's tolerations copied into each result),
+prioritized lists and constraints meeting them, the depth-first search that undoes a choice spoiling a later
+request or claim, and pools as their newest complete generation of slices. Where upstream expects a consumedCapacity, the row checks ours too."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ import pytest
 from engine.dra import Allocator, allocation_results, node_selector, taken_devices
 from engine.dra_capacity import quantity
 from engine.load import build_cluster
+from engine.loop.devices import allocation_status
 
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
 NODE1, NODE2 = "node-1", "node-2"
@@ -65,8 +68,12 @@ def region_selector(region: str) -> dict:
 
 
 def slice_(name: str, node: Any, pool: str, driver: str = DRIVER_A, devices: tuple[dict, ...] = (),
-           counter_sets: dict[str, dict[str, str]] | None = None) -> dict:
-    spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+           counter_sets: dict[str, dict[str, str]] | None = None, count: int | None = None,
+           generation: int = 1) -> dict:
+    """upstream's slice(...): `count` is the pool's resourceSliceCount (None: as many slices of the pool and
+    generation as the row has, as upstream's rows write resourcePool(pool, n))."""
+    spec: dict[str, Any] = {"driver": driver, "pool": {"name": pool, "generation": generation,
+                                                       **({} if count is None else {"resourceSliceCount": count})},
                             **_where(node)}
     if devices:
         spec["devices"] = list(devices)
@@ -92,10 +99,13 @@ def prioritized(name: str, *subs: dict) -> dict:
     return {"name": name, "firstAvailable": [{"name": s["name"], **s["exactly"]} for s in subs]}
 
 
-def claim(name: str, *requests: dict, match_attribute: str | None = None) -> dict:
+def claim(name: str, *requests: dict, match_attribute: str | None = None,
+          constraints: tuple[dict, ...] = ()) -> dict:
     devices: dict[str, Any] = {"requests": list(requests)}
     if match_attribute:
         devices["constraints"] = [{"matchAttribute": match_attribute}]
+    if constraints:
+        devices["constraints"] = list(constraints)
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": "default"}, "spec": {"devices": devices}}
 
@@ -589,6 +599,87 @@ BINDING_CASES: dict[str, Case] = {
 CASES.update(BINDING_CASES)
 
 
+def sized(name: str, memory: str) -> dict:
+    """device(name, {"memory": memory}, nil)."""
+    return {"name": name, "capacity": {"memory": {"value": memory}}}
+
+
+def versioned(name: str, version: str, string: str) -> dict:
+    """A device with a version attribute `driverVersion` and a string attribute `stringAttribute`."""
+    return {"name": name, "attributes": {"driverVersion": {"version": version}, "stringAttribute": {"string": string}}}
+
+
+# Upstream's allocator searches depth first over claims, requests and devices: a first choice that spoils a later
+# request (or a later claim of the pod) is undone and the next one tried.
+BACKTRACK_CASES: dict[str, Case] = {
+    "small-and-large-backtrack-requests": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(sized("device-2", "2Gi"), sized("device-1", "1Gi")))],
+        [claim("claim-0", request("req-0", selectors=(memory_at_least("1Gi"),)),
+               request("req-1", selectors=(memory_at_least("2Gi"),)))],
+        [[("req-0", _a(POOL1, "device-1")), ("req-1", _a(POOL1, "device-2"))]]),
+    "small-and-large-backtrack-claims": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(sized("device-2", "2Gi"), sized("device-1", "1Gi")))],
+        [claim("claim-0", request("req-0", selectors=(memory_at_least("1Gi"),))),
+         claim("claim-1", request("req-1", selectors=(memory_at_least("2Gi"),)))],
+        [[("req-0", _a(POOL1, "device-1"))], [("req-1", _a(POOL1, "device-2"))]]),
+    "with-constraint-for-request-retry": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(versioned("device-1", "1.0.0", "a"),
+                                                   versioned("device-2", "2.0.0", "b"),
+                                                   versioned("device-3", "3.0.0", "b")))],
+        [claim("claim-0", request("req-0"), request("req-1"),
+               constraints=({"requests": ["req-0"], "matchAttribute": f"{DRIVER_A}/driverVersion"},
+                            {"matchAttribute": f"{DRIVER_A}/stringAttribute"}))],
+        [[("req-0", _a(POOL1, "device-2")), ("req-1", _a(POOL1, "device-3"))]]),
+    "check-combinations-with-backtracking": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1", attributes={"type": "X"}),
+                                                   dev("device-2", attributes={"type": "Y"}),
+                                                   dev("device-3", attributes={"type": "Y"})))],
+        [claim("claim-0", request("req-1", count=2),
+               request("req-2", selectors=(f'device.attributes["{DRIVER_A}"].type == "X"',)))],
+        [[("req-1", _a(POOL1, "device-2")), ("req-1", _a(POOL1, "device-3")), ("req-2", _a(POOL1, "device-1"))]]),
+}
+CASES.update(BACKTRACK_CASES)
+
+# A pool is what its newest generation of slices says, once all `resourceSliceCount` of them are published: older
+# generations are ignored, an incomplete pool allocates nothing ("all" fails), a device named twice in a pool makes
+# it invalid.
+POOL_CASES: dict[str, Case] = {
+    "obsolete-slice": Case(
+        [slice_("slice-1-obsolete", NODE1, POOL1, devices=(dev("device-1"),), count=2),
+         slice_("slice-1-newer", NODE1, POOL1, devices=(dev("device-2"),), count=2, generation=2)],  # (one name
+        # upstream, two objects here: a snapshot cannot hold one name twice)
+        [claim("claim-0", request("req-0"))], None),
+    "duplicate-slice": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"),), count=2),
+         slice_("slice-1-2", NODE1, POOL1, devices=(dev("device-1"),), count=2)],
+        [claim("claim-0", request("req-0"))], None),
+    "all-devices-of-the-incomplete-pool": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"),), count=2)],
+        [claim("claim-0", request("req-0", all_devices=True))], None),
+    "no-allocation-from-incomplete-pools": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"),), count=2)],
+        [claim("claim-0", request("req-0"))], None),
+    # ours, beside upstream's: the newer generation replaces the older one, whichever order they come in
+    "newer-generation-replaces-older": Case(
+        [slice_("slice-old", NODE1, POOL1, devices=(dev("device-1"),)),
+         slice_("slice-new", NODE1, POOL1, devices=(dev("device-2"),), generation=2)],
+        [claim("claim-0", request("req-0"))], [[("req-0", _a(POOL1, "device-2"))]]),
+    "older-generation-after-newer-ignored": Case(
+        [slice_("slice-new", NODE1, POOL1, devices=(dev("device-2", attributes={"type": "Y"}),), generation=2),
+         slice_("slice-old", NODE1, POOL1, devices=(dev("device-1", attributes={"type": "X"}),))],
+        [claim("claim-0", request("req-0", selectors=(f'device.attributes["{DRIVER_A}"].type == "X"',)))], None),
+    "complete-pool-other-incomplete-all-fails": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"),)),
+         slice_("slice-2", NODE1, POOL2, devices=(dev("device-1"),), count=2)],
+        [claim("claim-0", request("req-0", all_devices=True))], None),
+    "complete-pool-other-incomplete-count": Case(
+        [slice_("slice-1", NODE1, POOL1, devices=(dev("device-1"),)),
+         slice_("slice-2", NODE1, POOL2, devices=(dev("device-1"),), count=2)],
+        [claim("claim-0", request("req-0"))], [[("req-0", _a(POOL1, "device-1"))]]),
+}
+CASES.update(POOL_CASES)
+
+
 def _docs(case: Case) -> list[dict]:
     nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {"region": r}},
               "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}
@@ -612,7 +703,20 @@ def _docs(case: Case) -> list[dict]:
             {"request": "req", "driver": driver, "pool": pool, "device": device,
              "shareID": f"aaaaaaaa-aaaa-aaaa-aaaa-{i:012d}",
              **({"consumedCapacity": {"capacity-0": amount}} if amount else {})}]}}}})
-    return [*nodes, *classes, *case.slices, *case.claims, *held]
+    return [*nodes, *classes, *_counted(case.slices), *case.claims, *held]
+
+
+def _counted(slices: list[dict]) -> list[dict]:
+    """Each slice with its pool's resourceSliceCount: as written, else how many slices the pool has in its
+    generation."""
+    def pool(s: dict) -> tuple:
+        return s["spec"]["driver"], s["spec"]["pool"]["name"], s["spec"]["pool"]["generation"]
+    sizes: dict[tuple, int] = {}
+    for s in slices:
+        sizes[pool(s)] = sizes.get(pool(s), 0) + 1
+    return [s if "resourceSliceCount" in s["spec"]["pool"] else
+            {**s, "spec": {**s["spec"], "pool": {**s["spec"]["pool"], "resourceSliceCount": sizes[pool(s)]}}}
+            for s in slices]
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -632,8 +736,32 @@ def test_upstream_allocator_case(name: str) -> None:
         shown = [[quantity(m) for r, d in got[c.key] for _, n, m in allocator.share_of(c.key, r, d) or ()
                   if n == "capacity-0"] for c in claims]
         assert shown == case.amounts
+    results = allocation_results(allocator, got, node.name)
+    for doc, c in zip(case.claims, claims):  # each result carries its request's device tolerations, as upstream's
+        written = {r["name"]: r["exactly"].get("tolerations", []) for r in doc["spec"]["devices"]["requests"]
+                   if "exactly" in r}
+        written.update({f"{r['name']}/{s['name']}": s.get("tolerations", []) for r in doc["spec"]["devices"]["requests"]
+                        for s in r.get("firstAvailable", ())})
+        shown = allocation_status(results[c.key])["devices"]["results"]
+        assert [r.get("tolerations", []) for r in shown] == [written[r["request"]] for r in shown]
     if case.binding is not None:
-        assert sorted(allocation_results(allocator, got, node.name)[claims[0].key].binding) == case.binding
+        assert sorted(results[claims[0].key].binding) == case.binding
     if case.selector is not None:
         by_key = {d.key: d for d in cluster.devices.devices}
         assert node_selector([by_key[d] for _, d in got[claims[0].key]]) == case.selector
+
+
+def test_request_tolerations_are_copied_into_the_allocation_as_written() -> None:
+    """DeviceRequestAllocationResult.tolerations: the request's tolerations when the device got allocated,
+    tolerationSeconds included; a request without tolerations gets none."""
+    tolerate = {"operator": "Exists", "key": "taint-key", "effect": "NoExecute", "tolerationSeconds": 300}
+    case = Case([slice_("slice-1", NODE1, POOL1, devices=(dev("device-1", taints=(TAINT_NO_EXECUTE,)), dev("device-2")))],
+                [claim("claim-0", request("req-0", tolerations=(tolerate,)), request("req-1"))], None)
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(_docs(case))])
+    allocator = Allocator(cluster.devices)
+    claims = [cluster.devices.claims["default/claim-0"]]
+    got = allocator.allocate(claims, next(n for n in cluster.nodes if n.name == NODE1), set())
+    assert got is not None
+    shown = allocation_status(allocation_results(allocator, got, NODE1)["default/claim-0"])["devices"]["results"]
+    assert {r["request"]: (r["device"], r.get("tolerations")) for r in shown} == {
+        "req-0": ("device-1", [tolerate]), "req-1": ("device-2", None)}

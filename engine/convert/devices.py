@@ -28,8 +28,9 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     name = as_text(meta["name"], "metadata.name")
     ns = as_text(meta.get("namespace") or "default", "metadata.namespace")
     if kind == "ResourceSlice":
-        devices.devices.extend(_slice_devices(spec))
-        _shared_counters(devices, spec)
+        if _newest(devices, spec):
+            devices.devices.extend(_slice_devices(spec))
+            _shared_counters(devices, spec)
     elif kind == "DeviceClass":
         devices.classes[name] = DeviceClass(name, _cel_selectors(spec.get("selectors"), "spec.selectors"),
                                             spec.get("extendedResourceName"),
@@ -43,6 +44,29 @@ def add_dra_object(devices: Devices, kind: str, obj: dict[str, Any]) -> None:
     else:
         claim = _resource_claim(obj, ns, name)
         devices.claims[claim.key] = claim
+
+
+def _newest(devices: Devices, spec: dict[str, Any]) -> bool:
+    """Whether a slice counts: its pool's generation is the newest seen (upstream's allocator ignores slices of an
+    older generation; a newer one replaces every slice of the pool seen so far). Counts the pool's slices, so that
+    a pool short of its `resourceSliceCount` is known incomplete (engine.dra_counters: none of its devices is
+    allocated while its driver is still publishing it)."""
+    driver = as_text(required(spec, "driver", "spec"), "spec.driver")
+    pool = as_mapping(spec.get("pool"), "spec.pool")
+    key = f"{driver}/{as_text(required(pool, 'name', 'spec.pool'), 'spec.pool.name')}"
+    generation = as_int(pool.get("generation") or 0, "spec.pool.generation", 0, 2**63 - 1)
+    count = as_int(pool.get("resourceSliceCount") or 1, "spec.pool.resourceSliceCount", 1)
+    known = devices.pools.get(key)
+    if known is not None and generation < known[0]:
+        return False
+    if known is not None and generation > known[0]:
+        devices.devices[:] = [d for d in devices.devices if d.pool_key != key]
+        for old in [k for k in devices.counter_sets if k[0] == key]:
+            del devices.counter_sets[old]
+        devices.invalid_pools.pop(key, None)
+        known = None
+    devices.pools[key] = (generation, known[1] if known else count, (known[2] if known else 0) + 1)
+    return True
 
 
 def _taint_rule(devices: Devices, spec: dict[str, Any]) -> None:
@@ -136,9 +160,11 @@ def _device_tolerations(value: Any, what: str) -> tuple[Toleration, ...]:
         op = scalar_text(t.get("operator"), f"{what}[{i}].operator") or "Equal"
         if op not in ("Equal", "Exists"):
             raise ValueError(f"{what}[{i}]: unknown operator {op!r} (Equal or Exists)")
+        seconds = t.get("tolerationSeconds")
         out.append(Toleration(scalar_text(t.get("key"), f"{what}[{i}].key"), op,
                               scalar_text(t.get("value"), f"{what}[{i}].value"),
-                              scalar_text(t.get("effect"), f"{what}[{i}].effect")))
+                              scalar_text(t.get("effect"), f"{what}[{i}].effect"),
+                              None if seconds is None else as_int(seconds, f"{what}[{i}].tolerationSeconds")))
     return tuple(out)
 
 

@@ -17,7 +17,7 @@ import uuid
 
 from ..dra import ClaimAllocation
 from ..dra_capacity import quantity
-from ..model import EXTENDED_CLAIM_ANNOTATION
+from ..model import EXTENDED_CLAIM_ANNOTATION, Toleration
 from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta, version
 from .volumes import Done
@@ -237,17 +237,21 @@ def _binding_verdict(claim: Obj | None) -> str:
 
 def allocation_status(allocated: ClaimAllocation) -> Obj:
     """status.allocation as upstream's allocator fills it: each request's device (a share of a device allowing
-    multiple allocations with a new shareID and its consumedCapacity), the class's and the claim's config for the
-    requests served, and the node selector the devices are usable from (none: every node)."""
+    multiple allocations with a new shareID and its consumedCapacity; the request's device tolerations copied), the
+    class's and the claim's config for the requests served, and the node selector the devices are usable from
+    (none: every node)."""
     results = []
     shares = {(request, key): amount for request, key, amount in allocated.shares}
     binding = {key: (conditions, failures) for key, conditions, failures in allocated.binding}
+    tolerations = dict(allocated.tolerations)
     for request, key in allocated.devices:
         driver, rest = key.split("/", 1)  # driver names and device names have no "/"; pool names may
         pool, device = rest.rsplit("/", 1)
         result: Obj = {"request": request, "driver": driver, "pool": pool, "device": device}
         if request in allocated.admin:
             result["adminAccess"] = True
+        if request in tolerations:  # a copy of the request's device tolerations when it got the device
+            result["tolerations"] = [_toleration(t) for t in tolerations[request]]
         if key in binding:  # DRADeviceBindingConditions: copied from the device, PreBind waits for them
             result["bindingConditions"] = list(binding[key][0])
             if binding[key][1]:
@@ -263,4 +267,13 @@ def allocation_status(allocated: ClaimAllocation) -> Obj:
     out: Obj = {"devices": devices, "allocationTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if allocated.node_selector is not None:
         out["nodeSelector"] = allocated.node_selector
+    return out
+
+
+def _toleration(t: Toleration) -> Obj:
+    """A DeviceToleration as the API stores it (operator defaulted, empty fields left out)."""
+    out: Obj = {"operator": t.operator}
+    out.update({k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v})
+    if t.seconds is not None:
+        out["tolerationSeconds"] = t.seconds
     return out
