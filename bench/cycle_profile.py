@@ -14,6 +14,7 @@ called it (compile inside preemption is preemption's). The rows are medians over
 
     python bench/cycle_profile.py --nodes 200 --nodes 1000 --nodes 5000 -n 5
     python bench/cycle_profile.py --nodes 1000 --write-snapshot /tmp/mixed-hetero-1000.json   # for dry-run
+    python bench/cycle_profile.py -w scheduling-basic --nodes 5000 --batch 10   # one small cycle of a stream
 """
 from __future__ import annotations
 
@@ -190,9 +191,11 @@ def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]],
         gc.enable()
 
 
-def measure(workload: str, nodes: int, repeats: int) -> tuple[list[float], dict[str, list[float]], dict[str, int],
-                                                              dict[str, Any]]:
+def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = None
+            ) -> tuple[list[float], dict[str, list[float]], dict[str, int], dict[str, Any]]:
     scenario = CW.WORKLOADS[workload].build(nodes)
+    if batch_size is not None:  # a streaming cycle: the first pending pods only, the rest not created yet
+        scenario.pending[batch_size:] = []
     docs = scenario_docs(scenario)
     started = time.perf_counter()
     _, cache, batch = fill(docs)
@@ -273,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-n", "--repeats", type=int, default=3)
     ap.add_argument("--min-ms", type=float, default=5.0, help="leave out rows below this many ms")
     ap.add_argument("--write-snapshot", type=Path, help="write the (first size's) objects as JSON and stop")
+    ap.add_argument("--batch", type=int, help="pending pods in the cycle (default: all of the workload's; fewer: "
+                                              "one cycle of a stream)")
     args = ap.parse_args(argv)
     sizes = args.nodes or [200, 1000, 5000]
     if args.write_snapshot:
@@ -281,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(docs)} objects -> {args.write_snapshot}")
         return 0
     for nodes in sizes:
-        walls, rows, calls, facts = measure(args.workload, nodes, args.repeats)
+        walls, rows, calls, facts = measure(args.workload, nodes, args.repeats, args.batch)
         print(table(args.workload, nodes, args.repeats, walls, rows, calls, facts, args.min_ms) + "\n", flush=True)
     return 0
 

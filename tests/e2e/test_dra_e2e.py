@@ -210,7 +210,8 @@ def test_a_partitioned_gpu_is_never_promised_twice(control_plane: ControlPlane, 
 def test_device_taint_rules_where_the_apiserver_serves_them(control_plane: ControlPlane, kube: Kube,
                                                             chart_schedulers) -> None:
     """DeviceTaintRule (GA in 1.37, resource.k8s.io/v1; off by default in 1.36, where this test is skipped): a rule
-    without `deviceSelector` taints no device (1.37.1+), a rule naming a device keeps it from being allocated."""
+    without `deviceSelector` taints no device (1.37.1+), a rule naming a device keeps it from being allocated but to
+    a request tolerating its taint, whose allocation result carries a copy of the request's tolerations."""
     status, body = kube.request("GET", "/apis/resource.k8s.io/v1")
     if status != 200 or "devicetaintrules" not in str(body):
         pytest.skip("the apiserver does not serve resource.k8s.io/v1 DeviceTaintRules")
@@ -232,6 +233,13 @@ def test_device_taint_rules_where_the_apiserver_serves_them(control_plane: Contr
     time.sleep(2.0)
     assert sum(bool(node_of(p)) for p in kube.pods(ns).values()) == 3
     assert _allocated(kube, ns, 4) == ["g0", "g1", "g2"]
+    tolerate = {"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}
+    kube.create(created(resource_claim("c4", {"name": "gpu", "exactly": {"deviceClassName": "e2e-taint-gpu",
+                                                                         "tolerations": [tolerate]}}, ns=ns)))
+    kube.create(api_pod("p4", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("c4")))
+    wait_for("the tolerating pod bound", lambda: node_of(kube.pods(ns)["p4"]) == "dra-taint-gpu", timeout=60)
+    (result,) = _claim(kube, ns, "c4")["status"]["allocation"]["devices"]["results"]
+    assert (result["device"], result.get("tolerations")) == ("g3", [tolerate])
 
 
 def test_a_shared_gpu_serves_claims_within_its_capacity(control_plane: ControlPlane, kube: Kube,
