@@ -202,7 +202,7 @@ def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = No
     fed = time.perf_counter() - started
     started = time.perf_counter()
     load_solver()  # as `policy-scheduler run` does before it lists the cluster
-    cache.build()  # as the loop does once every watch has listed, before it is ready
+    cache.build({SCHEDULER})  # as the loop does once every watch has listed, before it is ready
     built = time.perf_counter() - started
     first, _ = one_cycle(cache, batch)  # the first snapshot converts what the watches fed once
     walls: list[float] = []

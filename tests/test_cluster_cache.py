@@ -248,6 +248,42 @@ def test_the_rest_is_converted_again_only_when_something_planning_reads_changed(
     same_cluster(world)
 
 
+def test_a_pending_pod_is_converted_once_until_it_or_what_it_reads_changes(monkeypatch):
+    """Issue 30: a batch listed before the scheduler is ready is converted by `build` (not by its first cycle), and
+    a pod waiting through cycles is not converted again each cycle; a new manifest of it, or a PriorityClass it
+    names changing, converts it again (the hypothesis test above checks what the snapshots say)."""
+    from engine.loop import cache as cache_module
+
+    world = World()
+    world.put("Node", node_doc(0, 4, 0, False, False))
+    world.put("PriorityClass", priority_class("high", 200))
+    for i in range(3):
+        world.put("Pod", pod(f"p{i}", scheduler=SCHEDULER, priorityClassName="high"))
+    world.put("Pod", pod("theirs", scheduler="default-scheduler"))
+    converted: list[str] = []
+    real = cache_module.convert_pods
+    monkeypatch.setattr(cache_module, "convert_pods", lambda context, docs, checked=False: (
+        converted.extend(o["metadata"]["name"] for _, o in docs) or real(context, docs, checked)))
+    world.cache.build({SCHEDULER})
+    assert sorted(converted) == ["p0", "p1", "p2"]  # ours only, before the first cycle
+    ours = [(src, o) for src, o in world.batch() if o["spec"]["schedulerName"] == SCHEDULER]
+    first = world.cache.snapshot(ours, SCHEDULER, None)
+    second = world.cache.snapshot(ours, SCHEDULER, None)
+    assert sorted(converted) == ["p0", "p1", "p2"]
+    assert [p.key for p in first.cluster.pending] == [p.key for p in second.cluster.pending] == [
+        "default/p0", "default/p1", "default/p2"]
+    world.put("Pod", pod("p1", scheduler=SCHEDULER, priorityClassName="high", labels={"app": "new"}))
+    world.cache.snapshot([(src, o) for src, o in world.batch() if o["spec"]["schedulerName"] == SCHEDULER],
+                         SCHEDULER, None)
+    assert sorted(converted) == ["p0", "p1", "p1", "p2"]
+    world.put("PriorityClass", priority_class("high", 300))
+    again = world.cache.snapshot([(src, o) for src, o in world.batch() if o["spec"]["schedulerName"] == SCHEDULER],
+                                 SCHEDULER, None)
+    assert {p.priority for p in again.cluster.pending} == {300}
+    assert len(converted) == 7
+    same_cluster(world)
+
+
 def test_victims_are_terminating_from_the_plan_on_until_an_eviction_fails() -> None:
     """The bind stage sends a cycle's evictions later and the watch shows them later still: meanwhile the next
     cycle sees the victims terminating (in no quota's usage, never chosen again), and one whose eviction failed

@@ -67,6 +67,8 @@ KINDS: tuple[Kind, ...] = (
 
 BY_NAME: dict[str, Kind] = {kind.name: kind for kind in KINDS}
 MOVED: tuple[Kind, ...] = tuple(k for k in KINDS if type(k).after is not Kind.after)  # kinds running pods can sway
+FIELD_READERS: tuple[Kind, ...] = tuple(k for k in KINDS if type(k).class_fields is not Kind.class_fields)
+# (the kinds whose verdicts read pod fields: the others' say nothing, and a batch would ask each once per pod)
 BY_CHECK: dict[Check, Kind] = {check: kind for kind in KINDS for check in kind.checks}
 
 
@@ -99,7 +101,8 @@ def _compact(points: np.ndarray) -> np.ndarray:
 
 def class_fields(pod: Pod) -> tuple:
     """What every kind reads of a pod beyond its rules and labels (Kind.class_fields): part of its class's key."""
-    return tuple(kind.class_fields(pod) for kind in KINDS)
+    return tuple(kind.class_fields(pod) for kind in FIELD_READERS)
+
 
 
 def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves, only: tuple[Kind, ...] = MOVED) -> Rejection | None:

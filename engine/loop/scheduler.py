@@ -251,7 +251,7 @@ class Scheduler:
             if stop.wait(0.05) or time.monotonic() > deadline:
                 return False
         if not self.built.is_set():
-            self.cache.build()
+            self.cache.build({p.name for p in self.settings.profiles})
             self.built.set()
         return True
 
