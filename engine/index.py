@@ -253,10 +253,17 @@ class BoundState:
     def free_of(self, resources: tuple[str, ...]) -> np.ndarray:
         """Free capacity per node for `resources`, in that order (0 for a resource no node has)."""
         column, free = self.free_matrix()
+        return self._columns(free, column, resources)
+
+    def allocatable_of(self, resources: tuple[str, ...]) -> np.ndarray:
+        """Allocatable capacity per node for `resources`, in that order (0 for a resource no node has)."""
+        return self._columns(self.usage.allocatable, self.usage.names, resources)
+
+    def _columns(self, matrix: np.ndarray, column: dict[str, int], resources: tuple[str, ...]) -> np.ndarray:
         out = np.zeros((len(self.nodes), len(resources)), dtype=np.int64)
         for k, r in enumerate(resources):
             if r in column:
-                out[:, k] = free[:, column[r]]
+                out[:, k] = matrix[:, column[r]]
         return out
 
     def label(self, key: str) -> LabelColumn:

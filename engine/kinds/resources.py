@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
@@ -85,10 +83,9 @@ class NodeResourcesFit(Kind):
         """The resources the batch asks for, each node's free and allocatable amounts, each class's demand."""
         problem, index = build.problem, build.index
         resources = tuple(sorted({r for info in build.classes for r in info.requests}))
-        capacity = np.array([[node.allocatable.get(r, 0) for r in resources] for node in index.nodes], dtype=np.int64)
         problem.resources = resources
         problem.free = list(map(tuple, index.free_of(resources).tolist()))
-        problem.capacity = list(map(tuple, capacity.reshape(len(index.nodes), len(resources)).tolist()))
+        problem.capacity = list(map(tuple, index.allocatable_of(resources).tolist()))
         for info, cls in zip(build.classes, problem.classes):
             cls.demand = tuple(info.requests.get(r, 0) for r in resources)
 

@@ -500,7 +500,7 @@ def place_gang(state: GreedyState, problem: Problem, gang) -> None:
 
 def _sizes(problem: Problem) -> list[float]:
     """Each class's pod as a share of the largest free node, summed over resources (first-fit order)."""
-    biggest = [max((f[r] for f in problem.free), default=0) for r in range(len(problem.resources))]
+    biggest = [max(column) for column in zip(*problem.free)] or [0] * len(problem.resources)
     return [sum(d / b for d, b in zip(cls.demand, biggest) if b > 0) for cls in problem.classes]
 
 
