@@ -116,7 +116,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         reaper.start()
     running, t0 = None, 0.0
     created: dict[str, float] = {}
-    api_cpu = apiserver_cpu_s(cp)
+    api_cpu, requests_before = apiserver_cpu_s(cp), api_requests(cp)
     try:
         batch = arrival == "batch"
         create_s = 0.0
@@ -156,6 +156,9 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             result.scheduler_cpu_s = _round(running.cpu_s())
             running.stop()
         result.apiserver_cpu_s = _round(None if api_cpu is None else (apiserver_cpu_s(cp) or 0.0) - api_cpu)
+        after = api_requests(cp)
+        result.api_requests = {k: n - requests_before.get(k, 0) for k, n in sorted(after.items())
+                               if n > requests_before.get(k, 0)}
         watch.stop()
         if reaper is not None:
             reaper.stop()
@@ -168,6 +171,28 @@ def apiserver_cpu_s(cp: ControlPlane) -> float | None:
     """CPU seconds kube-apiserver and etcd used so far (None if either cannot be read)."""
     both = [cpu_seconds(cp.apiserver), cpu_seconds(cp.etcd)]
     return None if None in both else sum(both)
+
+
+def api_requests(cp: ControlPlane) -> dict[str, int]:
+    """Requests the apiserver has served so far by "VERB resource[/subresource]", from its own
+    apiserver_request_total (every client's: the harness's creates and watches as well as the scheduler's; the
+    same for every scheduler of a workload, so the difference between two runs is the schedulers'). Empty if
+    /metrics cannot be read."""
+    try:
+        status, body = cp.get("/metrics", token=cp.token)
+    except OSError:
+        return {}
+    if status != 200:
+        return {}
+    out: dict[str, int] = {}
+    for line in body.decode().splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.rindex("}")].split(",") if "=" in part)
+        label = {k: v.strip('"') for k, v in labels.items()}
+        key = f"{label.get('verb')} {label.get('resource')}" + (f"/{label['subresource']}" if label.get("subresource") else "")
+        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
 
 
 def _round(value: float | None) -> float | None:

@@ -53,6 +53,7 @@ class RunResult:
     # the scheduler starts) to the end of the run; the scheduler process over its life, startup included
     apiserver_cpu_s: float | None = None
     scheduler_cpu_s: float | None = None
+    api_requests: dict[str, int] | None = None  # requests the apiserver served during the run, by "VERB resource"
     zone_skew: int | None = None       # over apps: the most (max - min) of an app's placed pods across zones
     node_max: int | None = None        # over apps: the most pods of one app placed on one node
     price: float | None = None         # sum of the `price` annotations of those nodes
