@@ -5,6 +5,7 @@ User mistakes print one line on stderr and exit 2; nothing here decides anything
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
 import time
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import tenant_report
+from . import tenant_report, timeline
 from .flags import Name, OneLineErrors, Seconds
 from .ir import GangRules, Rules
 from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
@@ -144,8 +145,11 @@ def main() -> None:
               "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")
 @click.option("--no-preemption", "no_preemption", is_flag=True,
               help="Never plan evictions: pods that only fit by evicting lower-priority pods stay unschedulable.")
+@click.option("--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z"]), metavar="RFC3339",
+              help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count "
+              "[default: a live cluster's clock; a snapshot's newest pod creation or start time].")
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
-            kubeconfig, baseline, no_preemption) -> None:
+            kubeconfig, baseline, no_preemption, now) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
@@ -158,6 +162,8 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
                else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
+    cluster.now = (_epoch(now) if now is not None else time.time() if kubeconfig is not None
+                   else timeline.snapshot_time(cluster))
     options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
     plan = plan_batch(cluster, rules, options, progress)
     plan = _with_load(plan, loaded)
@@ -175,6 +181,11 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     if fail_on_unschedulable and plan.unschedulable:
         click.echo(f"policy-scheduler: {len(plan.unschedulable)} pod(s) unschedulable (--fail-on-unschedulable)", err=True)
         sys.exit(EXIT_UNSCHEDULABLE)
+
+
+def _epoch(at: datetime.datetime) -> float:
+    """--now in seconds since the epoch (a time without an offset is UTC)."""
+    return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp()
 
 
 def _with_load(plan: Plan, seconds: float) -> Plan:

@@ -199,6 +199,7 @@ class EvictionCap:
 VictimRule = Protected | EvictionCap
 
 PlacementRules = Callable[[Pod], tuple[Constraint, ...]]  # a pending pod's policy constraints
+RuntimeRules = Callable[[Pod], int | None]  # a pod's runtime estimate in seconds (None: no policy gives one)
 PreemptionRules = Callable[[Pod], tuple[VictimRule, ...]]  # a running pod's protection and eviction caps
 GangRules = Callable[[Pod], tuple[GangRule, ...]]  # a pod's policy gang statements, in load order
 
@@ -212,3 +213,4 @@ class Rules:
     victims: PreemptionRules | None = None
     gangs: GangRules | None = None
     quotas: tuple[Quota, ...] = ()  # policies' quotas, after the cluster's own (ElasticQuotas)
+    runtimes: RuntimeRules | None = None  # a pod's runtime estimate when its spec has no activeDeadlineSeconds

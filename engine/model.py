@@ -506,6 +506,8 @@ class Pod:
     dra: PodClaims = NO_CLAIMS  # what those claims mean, resolved by engine.dra
     extended: tuple[ExtendedRequest, ...] = ()  # extended resources its long-lived containers request
     required_features: tuple[str, ...] = ()  # node features its spec needs, sorted (engine.convert.features)
+    runtime: int | None = None  # seconds it runs at most: spec.activeDeadlineSeconds, else a policy's estimate
+    started: str = ""  # status.startTime: a running pod ends by started + runtime (engine.timeline)
 
     @property
     def key(self) -> str:
@@ -649,6 +651,18 @@ class Workloads:
     controllers: dict[tuple[str, str, str], LabelSelector] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Room held for a pending pod or gang that cannot start now (engine.timeline): where each of its pods starts
+    and when enough room has freed there (its shadow time), what it needs on each node. Pods placed meanwhile may
+    use that room only if they end before `start` (backfill)."""
+
+    holder: str  # the gang's key, or the pod's
+    pods: tuple[tuple[str, str], ...]  # (pod key, node) for each of its pods
+    start: float  # seconds since the epoch
+    need: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # (node, ((resource, amount), ...)) it needs there
+
+
 @dataclass(slots=True)
 class Cluster:
     """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out."""
@@ -673,3 +687,5 @@ class Cluster:
     storage: Storage = field(default_factory=Storage)
     devices: Devices = field(default_factory=Devices)
     quotas: list[Quota] = field(default_factory=list)  # tenants' quotas (ElasticQuotas, policies)
+    now: float | None = None  # the plan's "now" (seconds since the epoch): running pods' ends are counted from it
+    reservations: tuple[Reservation, ...] = ()  # room held for pods that start later (engine.timeline)

@@ -13,6 +13,7 @@ from rich.table import Table
 from .plan import NodeUsage, Plan
 from .tenant_report import TenantLine
 from .tenants import SHARE_UNIT, shown
+from .timeline import rfc3339
 
 WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
 
@@ -68,6 +69,17 @@ def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> 
     console.print(t)
 
 
+def _print_reservations(plan: Plan, console: Console) -> None:
+    """Room held for pods that start later (engine.timeline): each reserved pod, its node and start."""
+    t = Table(title=f"Reservations ({sum(len(r.pods) for r in plan.reservations)})", title_justify="left")
+    for column in ("pod", "node", "starts", "for"):
+        t.add_column(column, overflow="fold")
+    for r in plan.reservations:
+        for pod, node in r.pods:
+            t.add_row(escape(pod), escape(node), rfc3339(r.start), escape(r.holder))
+    console.print(t)
+
+
 def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list[TenantLine] | None = None) -> None:
     """Placements, unschedulable and skipped pods, node utilisation, the tenants (when the cluster has quotas),
     and a summary line.
@@ -90,6 +102,8 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
         console.print(t)
     if plan.preemptions:
         _print_preemptions(plan, console, max_rows)
+    if plan.reservations:
+        _print_reservations(plan, console)
     if plan.unschedulable:
         pod_cell = _pod_cell(max(len(p) for p in plan.unschedulable) + WHY_WIDTH + 7 > console.width)
         t = Table(title=f"Unschedulable ({len(plan.unschedulable)})", title_justify="left", show_lines=True)

@@ -15,10 +15,11 @@ from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
 from .index import BoundState
 from .kinds import KINDS
-from .model import Cluster, Pod
+from .model import Cluster, Pod, Reservation
 from .solve import solve
 from .solve.problem import Solution
 from .tenants import Usage
+from .timeline import rfc3339
 
 # how long past a plan's time limit its left-out classes are still explained node by node: half the limit, at
 # least a second (the rest are explained by the static filters alone: `explain.late_explanation`)
@@ -192,6 +193,7 @@ class Plan:
     stats: Stats
     skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
+    reservations: tuple[Reservation, ...] = ()  # room held for pods that start later (engine.timeline)
     notes: list[str] = field(default_factory=list)
     # per node after the plan, made when first read (`usage`: a cycle of the loop never reads it, 5,000 dicts)
     usage_of: Callable[[], list[NodeUsage]] = field(default=list, repr=False, compare=False)
@@ -212,6 +214,8 @@ class Plan:
             "unschedulable": dict(sorted(self.unschedulable.items())),
             "skipped": dict(sorted(self.skipped.items())),
             "preemptions": {k: v.to_dict() for k, v in sorted(self.preemptions.items())},
+            **({"reservations": {key: {"node": node, "start": rfc3339(r.start), "for": r.holder}
+                                 for r in self.reservations for key, node in r.pods}} if self.reservations else {}),
             "stats": self.stats.to_dict(),
         }
 

@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from . import timeline
 from .compile import Deadline
 from .index import BoundState
 from .ir import Rules
 from .isolation import plan_isolated
-from .model import Cluster, Quota
+from .model import Cluster, Pod, Quota
 from .plan import OnPlaced, Plan, make_plan
 from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
@@ -41,6 +42,31 @@ def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
     return replace(cluster, quotas=[*cluster.quotas, *quotas]) if quotas else cluster
 
 
+def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Options,
+                      now_plan: Callable[[Cluster, OnPlaced | None], Plan], on_placed: OnPlaced | None) -> Plan:
+    """Time in the plan (engine.timeline): the first units in line that cannot start now get reservations at their
+    shadow times, and the batch is planned again beside them, pods running past a reservation's start kept out of
+    its room (backfill). The plan says where and when the reserved pods start."""
+    assert cluster.now is not None
+    now = cluster.now
+
+    def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
+        alone = make_plan(replace(at, pending=list(unit)), rules.placement, time_limit=options.time_limit * 0.1,
+                          workers=1, seed=options.seed, preference_limit=0.0)
+        return dict(alone.assignments) if len(alone.assignments) == len(unit) else None
+    held = timeline.reserve(cluster, plan.unschedulable, now, fits)
+    if not held:
+        return plan
+    backfilled = now_plan(replace(cluster, reservations=held), on_placed)
+    waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
+    for r in held:
+        for key, node in r.pods:
+            waiting.setdefault(key, []).append(
+                f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running pods "
+                "there have ended (their activeDeadlineSeconds)")
+    return replace(backfilled, reservations=held, unschedulable=waiting)
+
+
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
                progress: Callable[[str], None] | None = None, index: BoundState | None = None,
                lowest: int | None = None, usage: Usage | None = None, on_placed: OnPlaced | None = None) -> Plan:
@@ -61,14 +87,20 @@ def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Opti
 def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Callable[[str], None] | None,
                 index: BoundState | None, lowest: int | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
     started = time.perf_counter()
-    cluster = with_quotas(cluster, rules.quotas)
+    cluster = timeline.with_estimates(with_quotas(cluster, rules.quotas), rules.runtimes)
     if lowest is None:
         lowest = lowest_running(cluster)
     hopeful = options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster, usage))
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
-    plan = make_plan(cluster, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
-                     seed=options.seed, progress=progress, baseline=options.baseline, index=index,
-                     preference_limit=options.preference_limit, usage=usage, on_placed=on_placed)
+    timed = timeline.timed(cluster)  # then placements are final only once the reservations are known
+
+    def now_plan(batch: Cluster, placed: OnPlaced | None) -> Plan:
+        return make_plan(batch, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
+                         seed=options.seed, progress=progress, baseline=options.baseline, index=index,
+                         preference_limit=options.preference_limit, usage=usage, on_placed=placed)
+    plan = now_plan(cluster, None if timed else on_placed)
+    if timed:
+        plan = with_reservations(cluster, plan, rules, options, now_plan, on_placed)
     if options.preemption:
         plan = say_never(cluster, plan, lowest)
     if not hopeful:

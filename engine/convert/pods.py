@@ -217,6 +217,9 @@ def pod_of_manifest(obj: dict[str, Any], ns_labels: dict[str, dict[str, str]], p
         resource_claims=_pod_resource_claims(spec, status),
         extended=_extended_requests(spec) if "/" in "".join(requests) else (),  # a resource name with a "/"
         required_features=required_features(spec),
+        runtime=as_int(spec["activeDeadlineSeconds"], "spec.activeDeadlineSeconds", 1, 2**63 - 1)
+        if spec.get("activeDeadlineSeconds") is not None else None,
+        started=timestamp(status.get("startTime"), "status.startTime") if status.get("startTime") else "",
     )
 
 

@@ -459,8 +459,16 @@ class QuotaWeight:
     pos: Pos
 
 
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """runtime 4h: the pods in scope run at most this long unless their spec says (activeDeadlineSeconds)."""
+
+    seconds: int
+    pos: Pos
+
+
 Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | AtMost | PackOrSpread
-             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight)
+             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight | Runtime)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,12 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
         gangs = [s for s in policy.statements if isinstance(s, A.GangBy)]
         for extra_gang in gangs[1:]:
             error(extra_gang.pos, f"policy {policy.name!r} has a second 'gang' line; a pod belongs to one gang")
+        runtimes = [s for s in policy.statements if isinstance(s, A.Runtime)]
+        for extra_runtime in runtimes[1:]:
+            error(extra_runtime.pos, f"policy {policy.name!r} has a second 'runtime' line; a pod has one runtime")
+        for r in runtimes:
+            if r.seconds <= 0:
+                error(r.pos, "runtime must be longer than 0s (say how long the pods in scope run at most)")
         for statement in policy.statements:
             for pos, message in _statement(statement):
                 error(pos, message)

@@ -28,6 +28,7 @@ from ..ir import (
     PreemptionRules,
     Protected,
     Rules,
+    RuntimeRules,
     Source,
     Tolerations,
     VictimRule,
@@ -145,7 +146,20 @@ def in_scope(policies: list[A.Policy], pod: Pod) -> Iterator[tuple[A.Policy, A.S
 
 def lower(policies: list[A.Policy]) -> Rules:
     """Checked policies as the engine's three hooks: placement, preemption and gangs."""
-    return Rules(policy_rules(policies), preemption_rules(policies), gang_rules(policies), quota_rules(policies))
+    return Rules(policy_rules(policies), preemption_rules(policies), gang_rules(policies), quota_rules(policies),
+                 runtime_rules(policies))
+
+
+def runtime_rules(policies: list[A.Policy]) -> RuntimeRules | None:
+    """Time in the plan's hook: the first `runtime` statement in scope of a pod, in load order (None: no policy
+    has one)."""
+    if not any(isinstance(s, A.Runtime) for policy in policies for s in policy.statements):
+        return None
+
+    def runtime(pod: Pod) -> int | None:
+        return next((s.seconds for _, s in in_scope(policies, pod) if isinstance(s, A.Runtime)), None)
+
+    return runtime
 
 
 def gang_rules(policies: list[A.Policy]) -> GangRules:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -87,6 +88,14 @@ def _value(token) -> A.Value:
         return _string(token)
     text = str(token)
     return int(text) if text.lstrip("+-").isdigit() else float(text)
+
+
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> int:
+    """A duration as the grammar's DURATION writes it (90m, 1h30m, 2d) in seconds."""
+    return sum(int(n) * UNIT_SECONDS[u] for n, u in re.findall(r"([0-9]+)([smhd])", text))
 
 
 class _ToAst(Transformer):
@@ -320,6 +329,10 @@ class _ToAst(Transformer):
     @v_args(meta=True)
     def quota_weight(self, meta, items):
         return A.QuotaWeight(float(items[0]), _pos(self.file, meta))
+
+    @v_args(meta=True)
+    def runtime(self, meta, items):
+        return A.Runtime(duration(str(items[0])), _pos(self.file, meta))
 
     @v_args(meta=True)
     def gang_podgroup(self, meta, items):
