@@ -19,7 +19,7 @@ from .model import Cluster, Pod, Reservation
 from .solve import solve
 from .solve.problem import Solution
 from .tenants import Usage
-from .timeline import rfc3339
+from .timeline import Estimate, rfc3339
 
 # how long past a plan's time limit its left-out classes are still explained node by node: half the limit, at
 # least a second (the rest are explained by the static filters alone: `explain.late_explanation`)
@@ -194,6 +194,7 @@ class Plan:
     skipped: dict[str, str] = field(default_factory=dict)  # not pending at all (gated, terminating, ...): reason
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
     reservations: tuple[Reservation, ...] = ()  # room held for pods that start later (engine.timeline)
+    estimates: dict[str, Estimate] = field(default_factory=dict)  # waiting pod -> when it is expected to start
     notes: list[str] = field(default_factory=list)
     # per node after the plan, made when first read (`usage`: a cycle of the loop never reads it, 5,000 dicts)
     usage_of: Callable[[], list[NodeUsage]] = field(default=list, repr=False, compare=False)
@@ -216,6 +217,8 @@ class Plan:
             "preemptions": {k: v.to_dict() for k, v in sorted(self.preemptions.items())},
             **({"reservations": {key: {"node": node, "start": rfc3339(r.start), "for": r.holder}
                                  for r in self.reservations for key, node in r.pods}} if self.reservations else {}),
+            **({"estimates": {key: {"start": rfc3339(e.start)} if e.start is not None else {"unknown": e.why}
+                              for key, e in sorted(self.estimates.items())}} if self.estimates else {}),
             "stats": self.stats.to_dict(),
         }
 

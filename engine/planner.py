@@ -46,7 +46,8 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
                       now_plan: Callable[[Cluster, OnPlaced | None], Plan], on_placed: OnPlaced | None) -> Plan:
     """Time in the plan (engine.timeline): the first units in line that cannot start now get reservations at their
     shadow times, and the batch is planned again beside them, pods running past a reservation's start kept out of
-    its room (backfill). The plan says where and when the reserved pods start."""
+    its room (backfill). The plan says where and when the reserved pods start, and when the other waiting pods are
+    expected to (engine.timeline.estimate)."""
     assert cluster.now is not None
     now = cluster.now
 
@@ -55,16 +56,17 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
                           workers=1, seed=options.seed, preference_limit=0.0)
         return dict(alone.assignments) if len(alone.assignments) == len(unit) else None
     held = timeline.reserve(cluster, plan.unschedulable, now, fits)
-    if not held:
-        return plan
-    backfilled = now_plan(replace(cluster, reservations=held), on_placed)
+    backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
     for r in held:
         for key, node in r.pods:
             waiting.setdefault(key, []).append(
                 f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running pods "
-                "there have ended (their activeDeadlineSeconds)")
-    return replace(backfilled, reservations=held, unschedulable=waiting)
+                "there have ended (their runtime bounds)")
+    estimates = timeline.estimate(cluster, waiting, now, fits, held)
+    for key, found in estimates.items():
+        waiting[key].append(found.why)
+    return replace(backfilled, reservations=held, estimates=estimates, unschedulable=waiting)
 
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),

@@ -22,6 +22,7 @@ Fits = Callable[[Cluster, tuple[Pod, ...]], dict[str, str] | None]
 
 DEFAULT_RESERVATIONS = 2  # units holding a reservation at once (a policy sets another number)
 DEFAULT_HORIZON = 7 * 24 * 3600  # seconds ahead a reservation or an estimate may reach
+ESTIMATED = 16  # waiting units in line given an estimated start at most (each costs a few plans)
 LOOKED_AT = 4  # units in line looked at per reservation held at most (each costs a plan or a few: a batch left
 # waiting by competition, not time, is not tried one unit at a time)
 
@@ -160,3 +161,37 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, mo
         if found is not None:
             held.append(reservation(unit[0].gang or unit[0].key, unit, found))
     return tuple(held)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """When a waiting pod is expected to start (None: it cannot be estimated), and the words that say so."""
+
+    start: float | None
+    why: str
+
+
+def estimate(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, held: tuple[Reservation, ...],
+             horizon: float = DEFAULT_HORIZON, most: int = ESTIMATED) -> dict[str, Estimate]:
+    """An estimated start for each waiting pod that holds no reservation: its unit's shadow time beside the
+    reservations held (the room they keep is theirs; units ahead in line that hold none may still take it
+    first, so an estimate is the earliest it can start). The first `most` units in line are estimated; the rest
+    are said to wait behind them."""
+    reserved = {key for r in held for key, _ in r.pods}
+    units = [u for u in in_line(cluster, waiting) if not reserved & {p.key for p in u}]
+    out: dict[str, Estimate] = {}
+    for k, unit in enumerate(units):
+        if k >= most:
+            found: Estimate = Estimate(None, f"not estimated: {most} units wait ahead of it in line")
+        elif fits(at(cluster, now, now, held), unit) is not None:
+            found = Estimate(now, "expected to start in the next cycle (pods of this batch took the room first)")
+        elif (shadow_of := shadow(cluster, unit, now, horizon, fits, held)) is not None:
+            found = Estimate(shadow_of.start, f"expected to start at {rfc3339(shadow_of.start)} at the earliest, "
+                                              "when enough running pods have ended (their runtime bounds)")
+        else:
+            found = Estimate(None, "not estimated: it does not fit even once every running pod with a runtime "
+                                   "bound has ended (pods without activeDeadlineSeconds or a policy's runtime "
+                                   f"are taken as never ending), within {horizon / 3600:g} h")
+        for pod in unit:
+            out[pod.key] = found
+    return out

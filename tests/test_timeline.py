@@ -91,6 +91,20 @@ def test_the_gang_is_reserved_at_its_shadow_time_and_short_pods_backfill() -> No
     assert {k: v["start"] for k, v in shown.items()} == {f"default/train-{k}": at(12, 20) for k in range(2)}
 
 
+def test_every_other_waiting_pod_gets_an_estimated_start() -> None:
+    """The 4-hour pods, kept out of the gang's room, start when n3 and n4 free at 14:00; a pod that fits nowhere
+    even then cannot be estimated, and says why."""
+    docs = snapshot() + [gpu_pod("huge", gpus=16, deadline=600, created=NOON)]
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    cluster.now = seconds(NOON)
+    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
+    estimates = got.to_dict()["estimates"]
+    assert {estimates[f"default/long-{k}"]["start"] for k in range(4)} == {at(14, 0)}
+    assert "does not fit even once" in estimates["default/huge"]["unknown"]
+    assert not set(estimates) & {key for r in got.reservations for key, _ in r.pods}
+    assert any("expected to start at 2026-11-25T14:00:00Z" in why for why in got.unschedulable["default/long-0"])
+
+
 def test_a_runtime_statement_estimates_pods_without_a_deadline() -> None:
     """`runtime 5m` in a policy: the short pods, now without activeDeadlineSeconds, backfill as before; a
     statement out of their scope leaves them unbounded (they never take reserved room)."""
