@@ -43,7 +43,8 @@ def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
 
 
 def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Options,
-                      now_plan: Callable[[Cluster, OnPlaced | None], Plan], on_placed: OnPlaced | None) -> Plan:
+                      now_plan: Callable[[Cluster, OnPlaced | None], Plan], on_placed: OnPlaced | None,
+                      index: BoundState | None = None) -> Plan:
     """Time in the plan (engine.timeline): the first units in line that cannot start now get reservations at their
     shadow times, and the batch is planned again beside them, pods running past a reservation's start kept out of
     its room (backfill). The plan says where and when the reserved pods start, and when the other waiting pods are
@@ -51,9 +52,16 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     assert cluster.now is not None
     now = cluster.now
 
+    base = index if index is not None else BoundState.of(cluster.nodes, cluster.bound)
+    bound = {p.key for p in cluster.bound}
+
     def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
+        """Where `unit` goes, alone, in the cluster at some time (a view of the index: pods ended, others held)."""
+        now_bound = {p.key for p in at.bound}
+        view = base.changed(added=tuple(p for p in at.bound if p.key not in bound),
+                            removed=frozenset(bound - now_bound))
         alone = make_plan(replace(at, pending=list(unit)), rules.placement, time_limit=options.time_limit * 0.1,
-                          workers=1, seed=options.seed, preference_limit=0.0)
+                          workers=1, seed=options.seed, preference_limit=0.0, index=view)
         return dict(alone.assignments) if len(alone.assignments) == len(unit) else None
     held = timeline.reserve(cluster, plan.unschedulable, now, fits)
     backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
@@ -102,7 +110,7 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
                          preference_limit=options.preference_limit, usage=usage, on_placed=placed)
     plan = now_plan(cluster, None if timed else on_placed)
     if timed:
-        plan = with_reservations(cluster, plan, rules, options, now_plan, on_placed)
+        plan = with_reservations(cluster, plan, rules, options, now_plan, on_placed, index)
     if options.preemption:
         plan = say_never(cluster, plan, lowest)
     if not hopeful:
