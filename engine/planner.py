@@ -55,14 +55,17 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     base = index if index is not None else BoundState.of(cluster.nodes, cluster.bound)
     bound = {p.key for p in cluster.bound}
 
-    def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
-        """Where `unit` goes, alone, in the cluster at some time (a view of the index: pods ended, others held)."""
+    def plan_at(at: Cluster, pods: list[Pod]) -> dict[str, str]:
+        """Where `pods` go in the cluster at some time (planned on a view of the index: pods ended, others held)."""
         now_bound = {p.key for p in at.bound}
         view = base.changed(added=tuple(p for p in at.bound if p.key not in bound),
                             removed=frozenset(bound - now_bound))
-        alone = make_plan(replace(at, pending=list(unit)), rules.placement, time_limit=options.time_limit * 0.1,
-                          workers=1, seed=options.seed, preference_limit=0.0, index=view)
-        return dict(alone.assignments) if len(alone.assignments) == len(unit) else None
+        return make_plan(replace(at, pending=pods), rules.placement, time_limit=options.time_limit * 0.1, workers=1,
+                         seed=options.seed, preference_limit=0.0, index=view).assignments
+
+    def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
+        got = plan_at(at, list(unit))
+        return dict(got) if len(got) == len(unit) else None
     held = timeline.reserve(cluster, plan.unschedulable, now, fits)
     backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
@@ -71,7 +74,7 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
             waiting.setdefault(key, []).append(
                 f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running pods "
                 "there have ended (their runtime bounds)")
-    estimates = timeline.estimate(cluster, waiting, now, fits, held)
+    estimates = timeline.estimate(cluster, waiting, now, plan_at, held, backfilled.assignments)
     for key, found in estimates.items():
         waiting[key].append(found.why)
     return replace(backfilled, reservations=held, estimates=estimates, unschedulable=waiting)

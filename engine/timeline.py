@@ -22,7 +22,7 @@ Fits = Callable[[Cluster, tuple[Pod, ...]], dict[str, str] | None]
 
 DEFAULT_RESERVATIONS = 2  # units holding a reservation at once (a policy sets another number)
 DEFAULT_HORIZON = 7 * 24 * 3600  # seconds ahead a reservation or an estimate may reach
-ESTIMATED = 16  # waiting units in line given an estimated start at most (each costs a few plans)
+ESTIMATE_STEPS = 12  # times the estimate sweep plans the waiting pods at, besides now
 LOOKED_AT = 4  # units in line looked at per reservation held at most (each costs a plan or a few: a batch left
 # waiting by competition, not time, is not tried one unit at a time)
 
@@ -171,27 +171,49 @@ class Estimate:
     why: str
 
 
-def estimate(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, held: tuple[Reservation, ...],
-             horizon: float = DEFAULT_HORIZON, most: int = ESTIMATED) -> dict[str, Estimate]:
-    """An estimated start for each waiting pod that holds no reservation: its unit's shadow time beside the
-    reservations held (the room they keep is theirs; units ahead in line that hold none may still take it
-    first, so an estimate is the earliest it can start). The first `most` units in line are estimated; the rest
-    are said to wait behind them."""
+# the waiting pods (beside the cluster at some time) -> where those that fit go (pod key -> node)
+PlanAt = Callable[[Cluster, list[Pod]], dict[str, str]]
+
+
+def sweep_times(cluster: Cluster, now: float, horizon: float, steps: int) -> list[float]:
+    """At most `steps` of the running pods' end times within the horizon, spread over them (the last one always):
+    the times the estimate sweep plans at."""
+    times = end_times(cluster, now, horizon)
+    if len(times) <= steps:
+        return times
+    return sorted({times[min(len(times) - 1, (k + 1) * len(times) // steps - 1)] for k in range(steps)})
+
+
+def estimate(cluster: Cluster, waiting: Iterable[str], now: float, plan_at: PlanAt, held: tuple[Reservation, ...],
+             started: dict[str, str], horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS
+             ) -> dict[str, Estimate]:
+    """An estimated start for each waiting pod that holds no reservation, by sweeping time forward: at now (beside
+    the pods `started` now) and then at up to `steps` of the running pods' end times, the waiting pods are planned
+    together as a batch, beside the reservations held and the pods estimated to start earlier (while they run);
+    a pod placed at a time is expected to start then (at the latest: the sweep steps over some end times). The
+    batch decides among them as it does now (priority, gangs whole)."""
     reserved = {key for r in held for key, _ in r.pods}
-    units = [u for u in in_line(cluster, waiting) if not reserved & {p.key for p in u}]
+    wanted = set(waiting) - reserved
+    left = [p for p in cluster.pending if p.key in wanted]
+    pods = {p.key: p for p in cluster.pending}
+    begun: list[tuple[Pod, float]] = [(replace(pods[k], node_name=n, gang=None), now) for k, n in started.items()
+                                      if k in pods]
     out: dict[str, Estimate] = {}
-    for k, unit in enumerate(units):
-        if k >= most:
-            found: Estimate = Estimate(None, f"not estimated: {most} units wait ahead of it in line")
-        elif fits(at(cluster, now, now, held), unit) is not None:
-            found = Estimate(now, "expected to start in the next cycle (pods of this batch took the room first)")
-        elif (shadow_of := shadow(cluster, unit, now, horizon, fits, held)) is not None:
-            found = Estimate(shadow_of.start, f"expected to start at {rfc3339(shadow_of.start)} at the earliest, "
-                                              "when enough running pods have ended (their runtime bounds)")
-        else:
-            found = Estimate(None, "not estimated: it does not fit even once every running pod with a runtime "
-                                   "bound has ended (pods without activeDeadlineSeconds or a policy's runtime "
-                                   f"are taken as never ending), within {horizon / 3600:g} h")
-        for pod in unit:
-            out[pod.key] = found
+    for t in [now, *sweep_times(cluster, now, horizon, steps)]:
+        if not left:
+            break
+        then = at(cluster, now, t, held, pods)
+        running = [p for p, begin in begun if p.runtime is None or begin + p.runtime > t]
+        got = plan_at(replace(then, bound=then.bound + running), left)
+        for pod in left:
+            if pod.key in got:
+                out[pod.key] = Estimate(t, "expected to start in the next cycle (pods of this batch took the room "
+                                           "first)" if t == now else f"expected to start by {rfc3339(t)}, when "
+                                           "enough running pods have ended (their runtime bounds)")
+                begun.append((replace(pod, node_name=got[pod.key], gang=None), t))
+        left = [p for p in left if p.key not in got]
+    for pod in left:
+        out[pod.key] = Estimate(None, "not estimated: it does not fit even once every running pod with a runtime "
+                                      "bound has ended (pods without activeDeadlineSeconds or a policy's runtime "
+                                      f"are taken as never ending), within {horizon / 3600:g} h")
     return out

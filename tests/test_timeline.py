@@ -102,7 +102,7 @@ def test_every_other_waiting_pod_gets_an_estimated_start() -> None:
     assert {estimates[f"default/long-{k}"]["start"] for k in range(4)} == {at(14, 0)}
     assert "does not fit even once" in estimates["default/huge"]["unknown"]
     assert not set(estimates) & {key for r in got.reservations for key, _ in r.pods}
-    assert any("expected to start at 2026-11-25T14:00:00Z" in why for why in got.unschedulable["default/long-0"])
+    assert any("expected to start by 2026-11-25T14:00:00Z" in why for why in got.unschedulable["default/long-0"])
 
 
 def test_a_runtime_statement_estimates_pods_without_a_deadline() -> None:
