@@ -35,6 +35,9 @@ class Options:
     baseline: bool = False
     preemption: bool = True
     preference_limit: float | None = None  # seconds for preferences once every pod is placed (None: all left)
+    # the cluster's reservations are the last cycle's, carried (the scheduler loop): the batch is planned once beside
+    # them, and the plan's are the next cycle's; else (dry-run) they are worked out first, then the batch planned
+    carried: bool = False
 
 
 def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
@@ -66,14 +69,22 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
         got = plan_at(at, list(unit))
         return dict(got) if len(got) == len(unit) else None
-    held = timeline.reserve(cluster, plan.unschedulable, now, fits)
-    backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
+    if options.carried:  # planned beside the last cycle's; these (theirs for units not in the batch) are the next's
+        in_batch = {p.key for p in cluster.pending}
+        kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & in_batch)
+        held = timeline.reserve(cluster, plan.unschedulable, now, fits, kept=kept)
+        backfilled = plan
+    else:
+        held = timeline.reserve(cluster, plan.unschedulable, now, fits)
+        backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
+    batch = {p.key for p in cluster.pending}
     for r in held:
         for key, node in r.pods:
-            waiting.setdefault(key, []).append(
-                f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running pods "
-                "there have ended (their runtime bounds)")
+            if key in batch:
+                waiting.setdefault(key, []).append(
+                    f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running "
+                    "pods there have ended (their runtime bounds)")
     estimates = timeline.estimate(cluster, waiting, now, plan_at, held, backfilled.assignments)
     for key, found in estimates.items():
         waiting[key].append(found.why)
@@ -111,7 +122,7 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
         return make_plan(batch, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
                          seed=options.seed, progress=progress, baseline=options.baseline, index=index,
                          preference_limit=options.preference_limit, usage=usage, on_placed=placed)
-    plan = now_plan(cluster, None if timed else on_placed)
+    plan = now_plan(cluster, None if timed and not options.carried else on_placed)
     if timed:
         plan = with_reservations(cluster, plan, rules, options, now_plan, on_placed, index)
     if options.preemption:

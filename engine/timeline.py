@@ -147,11 +147,12 @@ def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow) -> Reservatio
 
 
 def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, most: int = DEFAULT_RESERVATIONS,
-            horizon: float = DEFAULT_HORIZON) -> tuple[Reservation, ...]:
+            horizon: float = DEFAULT_HORIZON, kept: tuple[Reservation, ...] = ()) -> tuple[Reservation, ...]:
     """Reservations for the first `most` units in line that cannot start now even alone (others wait on the
     batch's competition, not on time) and will fit within the horizon, each beside the ones before it; only the
-    first `most` × LOOKED_AT units in line are looked at."""
-    held: list[Reservation] = []
+    first `most` × LOOKED_AT units in line are looked at. `kept`: reservations held already (the last cycle's, for
+    units not planned now), first among them and counted in `most`."""
+    held: list[Reservation] = list(kept)
     for unit in in_line(cluster, waiting)[:most * LOOKED_AT]:
         if len(held) >= most:
             break

@@ -218,3 +218,38 @@ def test_no_backfilled_pod_delays_a_reservation_when_every_pod_keeps_its_bound(d
             for resource, amount in need:
                 used = sum(p.requests.get(resource, 0) for p in still)
                 assert allocatable.get(resource, 0) - used >= amount, (r.holder, node_name, resource)
+
+
+# --- the loop's plan stage: reservations carried from cycle to cycle -----------------------------------------
+
+def test_the_plan_stage_carries_reservations_until_they_start() -> None:
+    """Cycle 1 plans the gang alone: it waits, and the stage keeps its reservation. Cycle 2 plans the 4-hour and
+    5-minute pods: the carried reservation keeps the 4-hour ones off n1 (early binding and all) while the short
+    ones backfill. Once the reservation's start has passed it is dropped: the gang competes for the room again."""
+    import threading
+
+    from engine.ir import Rules
+    from engine.loop.cache import ClusterCache
+    from engine.loop.plan_stage import PlanStage
+    from engine.loop.profile import Profile, Settings
+    from engine.loop.store import Store
+
+    store = Store()
+    cache = ClusterCache(store.assumptions)
+    store.subscribe(lambda change: cache.apply(change.kind, change.old, change.new))
+    for doc in snapshot():
+        doc["metadata"].setdefault("uid", doc["metadata"]["name"])
+        store.apply(doc["kind"], "ADDED", doc)
+    clock = [seconds(NOON)]
+    stage = PlanStage("policy-scheduler", Settings((Profile("policy-scheduler"),)), store, cache, threading.Lock(),
+                      wall=lambda: clock[0])
+    gang = stage.plan(["default/train-0", "default/train-1"], Rules())
+    assert not gang.result.plan.assignments
+    (held,) = stage.reservations
+    assert held.holder == "default/train" and held.start == seconds(at(12, 20))
+    rest = stage.plan([f"default/{kind}-{k}" for kind in ("long", "short") for k in range(4)], Rules())
+    assert sorted(p.key for p in rest.placements) == [f"default/short-{k}" for k in range(4)]
+    kept, then = stage.reservations  # its holder was not in the batch: carried as it was, and counted first
+    assert kept == held and (then.holder, then.start) == ("default/long-0", seconds(at(14, 0)))
+    clock[0] = seconds(at(12, 21))
+    assert [r.holder for r in stage._carried(clock[0])] == ["default/long-0"]  # the gang's has started

@@ -141,6 +141,9 @@ def _per_tenant(lines: list[TenantLine], waiting: Tally[str]) -> Iterator[GaugeM
     yield pods
 
 
+WAIT_BUCKETS = (60, 300, 900, 1800, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 24 * 3600, 7 * 24 * 3600)
+
+
 @dataclass
 class Metrics:
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -174,6 +177,11 @@ class Metrics:
                                        ["profile", "phase"], buckets=PHASE_BUCKETS, registry=r)
         self.gap = Gauge(f"{p}_optimality_gap", "The last plan's relative distance from the proven bound on pods "
                          "placed (0: optimal; stats.gap)", ["profile"], registry=r)
+        self.reservations = Gauge(f"{p}_reservations", "Pods or gangs holding a reservation for room that frees later "
+                                  "(time in the plan)", ["profile"], registry=r)
+        self.estimated_wait = Histogram(f"{p}_estimated_wait_seconds", "A waiting pod's estimated wait until it "
+                                        "starts, per cycle that left it out", ["profile"],
+                                        buckets=WAIT_BUCKETS, registry=r)
         self.tenants = TenantBoard()
         r.register(_TenantCollector(self.tenants))
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..compile import collector_paused
 from ..ir import Rules
 from ..kinds.base import ModelChange
-from ..model import Cluster, Pod
+from ..model import Cluster, Pod, Reservation
 from ..plan import Plan
 from ..planner import Options
 from ..storage import VolumeStep
@@ -24,7 +24,7 @@ from .cycle import CycleResult, run_cycle
 from .devices import allocation_status
 from .ports import Obj
 from .profile import Settings
-from .store import Store, source_name
+from .store import Store, node_of, source_name
 
 
 @dataclass(slots=True)
@@ -51,6 +51,8 @@ class PlanStage:
     store: Store
     cache: ClusterCache
     lock: threading.Lock  # every profile's
+    wall: Callable[[], float] = time.time  # the plan's now (engine.timeline: running pods' ends count from it)
+    reservations: tuple[Reservation, ...] = ()  # the last cycle's, carried into the next (engine.timeline)
 
     def plan(self, batch: list[str], rules: Rules, bind_early: BindEarly | None = None) -> Planned:
         """Plan `batch` with `rules` and assume its placements. With `bind_early`, the placements are assumed and
@@ -62,15 +64,26 @@ class PlanStage:
                                            self.name, rules.gangs, rules.quotas)
             options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
                               preemption=self.settings.preemption,
-                              preference_limit=self.settings.preferences_for(len(pods)))
+                              preference_limit=self.settings.preferences_for(len(pods)), carried=True)
+            snapshot.cluster.now = now = self.wall()
+            snapshot.cluster.reservations = self._carried(now)
             early = _Early(self, pods, {p.key: p for p in snapshot.cluster.pending}, snapshot.cluster, bind_early)
             result = run_cycle(snapshot, rules, options, early.hand if bind_early is not None else None)
+            self.reservations = result.plan.reservations
             handed = {p.key for p in early.placements}
             rest = [p for p in self._placements(result, pods, early.steps) if p.key not in handed]
             assumed = early.assumed + self._assume(rest, early.models)
             self.cache.evicting(v.pod for p in result.plan.preemptions.values() for v in p.victims)
         return Planned(pods, result, early.placements + rest, assumed, started, time.perf_counter() - started,
                        early.future, len(early.placements))
+
+    def _carried(self, now: float) -> tuple[Reservation, ...]:
+        """The last cycle's reservations that still hold: not yet started (then the room is free, unless a pod ran
+        past its bound, and the holder competes for it first in line), every pod of it still waiting."""
+        def waiting(key: str) -> bool:
+            obj = self.store.get("Pod", *key.split("/", 1))
+            return obj is not None and not node_of(obj) and not self.store.is_assumed(key)
+        return tuple(r for r in self.reservations if r.start > now and all(waiting(key) for key, _ in r.pods))
 
     @staticmethod
     def _placements(result: CycleResult, pods: dict[str, Obj],

@@ -61,7 +61,16 @@ class Reporter:
         for key, (scheduled, reason, message) in result.group_conditions().items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:
                 self.events.group_scheduled(group, scheduled, message, reason)
+        self._time(result)
         return unplaced
+
+    def _time(self, result: CycleResult) -> None:
+        """Time in the plan: the reservations held, and how long each waiting pod is expected to wait."""
+        plan, now = result.plan, result.cluster.now
+        self.metrics.reservations.labels(self.name).set(len(plan.reservations))
+        for estimate in plan.estimates.values():
+            if estimate.start is not None and now is not None:
+                self.metrics.estimated_wait.labels(self.name).observe(max(0.0, estimate.start - now))
 
     def _refused(self, result: CycleResult) -> None:
         """Objects other than pods the model could not read: an event on each (the sink tells each once)."""
