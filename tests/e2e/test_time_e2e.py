@@ -26,7 +26,7 @@ def _rfc3339(at: float) -> str:
 def _running(kube: Kube, ns: str, name: str, node: str, ends_at: float) -> None:
     """A 1-GPU pod bound to `node` that started 40 s ago and whose activeDeadlineSeconds ends it at `ends_at`."""
     started = time.time() - 40
-    doc = created(pod(name, ns=ns, cpu="100m", requests={GPU: "1"}, node_name=node,
+    doc = created(pod(name, ns=ns, cpu="100m", requests={GPU: "1"}, limits={GPU: "1"}, node_name=node,
                       activeDeadlineSeconds=int(ends_at - started)))
     kube.create(doc)
     kube.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/{name}/status",
@@ -53,7 +53,7 @@ def test_a_gang_reservation_survives_a_stream_of_small_pods(control_plane: Contr
             _running(kube, ns, f"run-{name}-{k}", f"time-{name}", ends_at)
     chart_schedulers.start("--scheduler-name", SCHEDULER)
     for k in range(2):
-        kube.create(api_pod(f"train-{k}", ns, scheduler=SCHEDULER, requests={GPU: "8"}, nodeSelector=sel,
+        kube.create(api_pod(f"train-{k}", ns, scheduler=SCHEDULER, requests={GPU: "8"}, limits={GPU: "8"}, nodeSelector=sel,
                             labels={GANG_LABEL: "train"}, priorityClassName="time-train"))
     wait_for("the gang reserved", lambda: all("reserved: expected to start" in _message(kube, ns, f"train-{k}")
                                               for k in range(2)), timeout=20)
@@ -61,9 +61,9 @@ def test_a_gang_reservation_survives_a_stream_of_small_pods(control_plane: Contr
     for k in range(4):  # half of g1 finishes early: room now, reserved for the gang from `ends_at`
         kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/run-g1-{k}?gracePeriodSeconds=0")
     for k in range(4):
-        kube.create(api_pod(f"long-{k}", ns, scheduler=SCHEDULER, requests={GPU: "1"}, nodeSelector=sel,
+        kube.create(api_pod(f"long-{k}", ns, scheduler=SCHEDULER, requests={GPU: "1"}, limits={GPU: "1"}, nodeSelector=sel,
                             activeDeadlineSeconds=3600))
-        kube.create(api_pod(f"short-{k}", ns, scheduler=SCHEDULER, requests={GPU: "1"}, nodeSelector=sel,
+        kube.create(api_pod(f"short-{k}", ns, scheduler=SCHEDULER, requests={GPU: "1"}, limits={GPU: "1"}, nodeSelector=sel,
                             activeDeadlineSeconds=5))
     wait_for("the short pods backfill g1", lambda: all(node_of(kube.pods(ns)[f"short-{k}"]) == "time-g1"
                                                       for k in range(4)), timeout=ENDS_IN / 2)
