@@ -144,6 +144,9 @@ class Store:
         key = obj_key(kind, obj)
         with self._lock:
             old = self._objects.get(key)
+            if event_type != "DELETED" and old is not None and version(obj) < version(old):
+                return  # older than our own write's answer (`apply_written`): a claim's finalizer patch arriving
+                # after its allocation was stored would show the claim free while its pod binds
             if event_type == "DELETED":
                 self._objects.pop(key, None)
             else:
