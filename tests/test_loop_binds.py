@@ -58,7 +58,8 @@ def test_a_conflict_on_a_pod_still_shown_pending_is_put_back_by_its_next_watch_e
     assert loop.queue.parked("default/a")
     s.store.apply("Pod", "MODIFIED", {**a, "metadata": {**a["metadata"], "resourceVersion": "99"}})
     assert not loop.queue.parked("default/a") and loop.queue.waiting() == 1
-    s.store.apply("Pod", "MODIFIED", {**a, "spec": {**a["spec"], "nodeName": "n1"}})  # bound by someone
+    s.store.apply("Pod", "MODIFIED", {**a, "metadata": {**a["metadata"], "resourceVersion": "100"},
+                                      "spec": {**a["spec"], "nodeName": "n1"}})  # bound by someone
     assert loop.queue.waiting() == 0 and "default/a" not in loop.queue._unit_of
     s.events.close()
 
