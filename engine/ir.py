@@ -200,6 +200,8 @@ VictimRule = Protected | EvictionCap
 
 PlacementRules = Callable[[Pod], tuple[Constraint, ...]]  # a pending pod's policy constraints
 RuntimeRules = Callable[[Pod], int | None]  # a pod's runtime estimate in seconds (None: no policy gives one)
+# the first `reserve` in scope of a pod: (the statement, for counting, its most, its horizon in seconds), or None
+ReserveRules = Callable[[Pod], tuple[str, int, int] | None]
 PreemptionRules = Callable[[Pod], tuple[VictimRule, ...]]  # a running pod's protection and eviction caps
 GangRules = Callable[[Pod], tuple[GangRule, ...]]  # a pod's policy gang statements, in load order
 
@@ -214,3 +216,4 @@ class Rules:
     gangs: GangRules | None = None
     quotas: tuple[Quota, ...] = ()  # policies' quotas, after the cluster's own (ElasticQuotas)
     runtimes: RuntimeRules | None = None  # a pod's runtime estimate when its spec has no activeDeadlineSeconds
+    reserving: ReserveRules | None = None  # how many reservations a pod's scope may hold, and how far ahead

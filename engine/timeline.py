@@ -146,22 +146,38 @@ def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow) -> Reservatio
                        tuple((node, tuple(sorted(amounts.items()))) for node, amounts in sorted(need.items())))
 
 
-def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, most: int = DEFAULT_RESERVATIONS,
-            horizon: float = DEFAULT_HORIZON, kept: tuple[Reservation, ...] = ()) -> tuple[Reservation, ...]:
-    """Reservations for the first `most` units in line that cannot start now even alone (others wait on the
-    batch's competition, not on time) and will fit within the horizon, each beside the ones before it; only the
-    first `most` × LOOKED_AT units in line are looked at. `kept`: reservations held already (the last cycle's, for
-    units not planned now), first among them and counted in `most`."""
+# a unit's reservation limits (engine.ir.ReserveRules: a `reserve` statement in scope), or None for the defaults
+Limits = Callable[[Pod], tuple[str, int, int] | None]
+DEFAULT_LIMITS = ("", DEFAULT_RESERVATIONS, DEFAULT_HORIZON)
+
+
+def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, limits: Limits | None = None,
+            kept: tuple[Reservation, ...] = ()) -> tuple[Reservation, ...]:
+    """Reservations for the units first in line that cannot start now even alone (others wait on the batch's
+    competition, not on time) and will fit within their horizon, each beside the ones before it: at most `most`
+    for the units a `reserve` statement covers (its pods share the count; the rest: 2 within 7 days), only the
+    first units in line looked at (LOOKED_AT per reservation the defaults allow). `kept`: reservations held already
+    (the last cycle's, for units not planned now), first among them and counted."""
     held: list[Reservation] = list(kept)
-    for unit in in_line(cluster, waiting)[:most * LOOKED_AT]:
-        if len(held) >= most:
-            break
-        if fits(cluster, unit) is not None:
+    pods = {p.key: p for p in (*cluster.pending, *cluster.bound)}
+    count: dict[str, int] = {}
+    for r in kept:
+        scope = _limits(pods.get(r.pods[0][0]) if r.pods else None, limits)[0]
+        count[scope] = count.get(scope, 0) + 1
+    for unit in in_line(cluster, waiting)[:DEFAULT_RESERVATIONS * LOOKED_AT]:
+        scope, most, horizon = _limits(unit[0], limits)
+        if count.get(scope, 0) >= most or fits(cluster, unit) is not None:
             continue
         found = shadow(cluster, unit, now, horizon, fits, tuple(held))
         if found is not None:
             held.append(reservation(unit[0].gang or unit[0].key, unit, found))
+            count[scope] = count.get(scope, 0) + 1
     return tuple(held)
+
+
+def _limits(pod: Pod | None, limits: Limits | None) -> tuple[str, int, int]:
+    found = limits(pod) if limits is not None and pod is not None else None
+    return found if found is not None else DEFAULT_LIMITS
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,6 +126,23 @@ def test_a_runtime_statement_estimates_pods_without_a_deadline() -> None:
         assert got.reservations[0].holder == "default/train"
 
 
+def test_a_reserve_statement_sets_how_many_and_how_far_ahead() -> None:
+    """`reserve at most N within D` over the gang's pods: none at all, or a horizon short of 12:20, and the 4-hour
+    pods take n1 as without time; the default (2 within 7 days) reserves."""
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(snapshot())])
+    cluster.now = seconds(NOON)
+    for line, reserved in (("reserve at most 0 within 1d", False), ("reserve at most 1 within 10m", False),
+                           ("reserve at most 1 within 30m", True)):
+        rules = lower(check_sources({"p.policy": f"""policy train {{
+            applies to pods where label "{POD_GROUP_LABEL}" == "train"
+            {line}
+        }}"""}))
+        got = plan_batch(cluster, rules, Options(time_limit=5.0, workers=1))
+        assert [r.holder for r in got.reservations][:1] == (["default/train"] if reserved else []), line
+        on_n1 = {k for k, n in got.assignments.items() if n == "n1"}
+        assert on_n1 == ({f"default/short-{k}" for k in range(4)} if reserved else {f"default/long-{k}" for k in range(4)})
+
+
 def test_durations() -> None:
     assert [duration(t) for t in ("90s", "5m", "4h", "1h30m", "2d")] == [90, 300, 14400, 5400, 172800]
 
@@ -134,7 +151,8 @@ def test_runtime_lines_are_checked() -> None:
     from engine.policy.parse import PolicyError
 
     for text, words in (("runtime 0s", "longer than 0s"), ("runtime 5m\n runtime 1h", "second 'runtime' line"),
-                        ("runtime 5", "")):
+                        ("runtime 5", ""), ("reserve at most 1 within 0s", "longer than 0s"),
+                        ("reserve at most 1 within 1h\n reserve at most 2 within 1h", "second 'reserve' line")):
         try:
             check_sources({"p.policy": f"policy p {{ applies to all pods\n {text} }}"})
         except PolicyError as exc:

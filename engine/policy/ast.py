@@ -467,8 +467,17 @@ class Runtime:
     pos: Pos
 
 
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """reserve at most N within 1d: the pods in scope hold at most N reservations at once, none further ahead."""
+
+    most: int
+    horizon: int  # seconds
+    pos: Pos
+
+
 Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | AtMost | PackOrSpread
-             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight | Runtime)
+             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight | Runtime | Reserve)
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,12 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
         for r in runtimes:
             if r.seconds <= 0:
                 error(r.pos, "runtime must be longer than 0s (say how long the pods in scope run at most)")
+        reserves = [s for s in policy.statements if isinstance(s, A.Reserve)]
+        for extra_reserve in reserves[1:]:
+            error(extra_reserve.pos, f"policy {policy.name!r} has a second 'reserve' line")
+        for reserve in reserves:
+            if reserve.horizon <= 0:
+                error(reserve.pos, "reserve … within must be longer than 0s (how far ahead a reservation may reach)")
         for statement in policy.statements:
             for pos, message in _statement(statement):
                 error(pos, message)

@@ -27,6 +27,7 @@ from ..ir import (
     PodTerm,
     PreemptionRules,
     Protected,
+    ReserveRules,
     Rules,
     RuntimeRules,
     Source,
@@ -147,7 +148,20 @@ def in_scope(policies: list[A.Policy], pod: Pod) -> Iterator[tuple[A.Policy, A.S
 def lower(policies: list[A.Policy]) -> Rules:
     """Checked policies as the engine's three hooks: placement, preemption and gangs."""
     return Rules(policy_rules(policies), preemption_rules(policies), gang_rules(policies), quota_rules(policies),
-                 runtime_rules(policies))
+                 runtime_rules(policies), reserve_rules(policies))
+
+
+def reserve_rules(policies: list[A.Policy]) -> ReserveRules | None:
+    """Time in the plan's hook: the first `reserve` statement in scope of a pod, in load order, named by where it
+    is written (the pods it covers share its count)."""
+    if not any(isinstance(s, A.Reserve) for policy in policies for s in policy.statements):
+        return None
+
+    def reserve(pod: Pod) -> tuple[str, int, int] | None:
+        return next(((str(_source(policy, s.pos)), s.most, s.horizon) for policy, s in in_scope(policies, pod)
+                     if isinstance(s, A.Reserve)), None)
+
+    return reserve
 
 
 def runtime_rules(policies: list[A.Policy]) -> RuntimeRules | None:

@@ -335,6 +335,10 @@ class _ToAst(Transformer):
         return A.Runtime(duration(str(items[0])), _pos(self.file, meta))
 
     @v_args(meta=True)
+    def reserve(self, meta, items):
+        return A.Reserve(int(items[0]), duration(str(items[1])), _pos(self.file, meta))
+
+    @v_args(meta=True)
     def gang_podgroup(self, meta, items):
         return A.GangBy("", 0, _pos(self.file, meta), items[0])
 
