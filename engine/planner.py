@@ -72,11 +72,12 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     if options.carried:  # planned beside the last cycle's; these (theirs for units not in the batch) are the next's
         in_batch = {p.key for p in cluster.pending}
         kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & in_batch)
-        held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving, kept=kept)
+        held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving, kept, plan.assignments)
         backfilled = plan
     else:
-        held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving)
+        held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving, (), plan.assignments)
         backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
+        held = tuple(r for r in held if not all(key in backfilled.assignments for key, _ in r.pods))  # started now
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
     batch = {p.key for p in cluster.pending}
     for r in held:

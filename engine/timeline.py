@@ -85,8 +85,9 @@ def snapshot_time(cluster: Cluster) -> float | None:
 
 
 def timed(cluster: Cluster) -> bool:
-    """Whether time can change the plan: a "now" is known and some running pod has a runtime bound."""
-    return cluster.now is not None and any(p.runtime is not None for p in cluster.bound)
+    """Whether time is in the plan: a "now" is known and some pod, running or waiting, has a runtime bound (a
+    cluster where no one declares one plans as it always has, at no cost)."""
+    return cluster.now is not None and any(p.runtime is not None for p in (*cluster.bound, *cluster.pending))
 
 
 def end_times(cluster: Cluster, now: float, horizon: float) -> list[float]:
@@ -152,9 +153,11 @@ DEFAULT_LIMITS = ("", DEFAULT_RESERVATIONS, DEFAULT_HORIZON)
 
 
 def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, limits: Limits | None = None,
-            kept: tuple[Reservation, ...] = ()) -> tuple[Reservation, ...]:
-    """Reservations for the units first in line that cannot start now even alone (others wait on the batch's
-    competition, not on time) and will fit within their horizon, each beside the ones before it: at most `most`
+            kept: tuple[Reservation, ...] = (), placed: Iterable[str] = ()) -> tuple[Reservation, ...]:
+    """Reservations for the units first in line that wait, each beside the ones before it: where it fits alone now,
+    from now, if it lost its room to smaller pods `placed` now (a stream of them must not keep the head of the line
+    waiting for ever; one that lost to pods like it waits on competition, not time), else where and when it will
+    fit within its horizon (its shadow): at most `most`
     for the units a `reserve` statement covers (its pods share the count; the rest: 2 within 7 days), only the
     first units in line looked at (LOOKED_AT per reservation the defaults allow). `kept`: reservations held already
     (the last cycle's, for units not planned now), first among them and counted."""
@@ -164,15 +167,30 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, li
     for r in kept:
         scope = _limits(pods.get(r.pods[0][0]) if r.pods else None, limits)[0]
         count[scope] = count.get(scope, 0) + 1
+    smaller = [pods[k] for k in placed if k in pods]
     for unit in in_line(cluster, waiting)[:DEFAULT_RESERVATIONS * LOOKED_AT]:
         scope, most, horizon = _limits(unit[0], limits)
-        if count.get(scope, 0) >= most or fits(cluster, unit) is not None:
+        if count.get(scope, 0) >= most:
             continue
-        found = shadow(cluster, unit, now, horizon, fits, tuple(held))
+        alone = fits(at(cluster, now, now, held), unit)
+        if alone is not None and not _beaten_by_smaller(unit, smaller):
+            continue  # lost to pods like it: competition, not starvation
+        found = Shadow(now, alone) if alone is not None else shadow(cluster, unit, now, horizon, fits, tuple(held))
         if found is not None:
             held.append(reservation(unit[0].gang or unit[0].key, unit, found))
             count[scope] = count.get(scope, 0) + 1
     return tuple(held)
+
+
+def _beaten_by_smaller(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:
+    """Whether a unit that fits alone now lost its room to smaller pods placed now: it is a gang, or some placed pod
+    asks for less of everything it asks for (and less of one). Kept waiting by them, a stream of small pods could
+    keep it waiting for ever, the starvation reservations are for."""
+    if len(unit) > 1:
+        return True
+    wants = unit[0].requests
+    return any(all(p.requests.get(r, 0) <= v for r, v in wants.items()) and
+               any(p.requests.get(r, 0) < v for r, v in wants.items() if r != "pods") for p in placed)
 
 
 def _limits(pod: Pod | None, limits: Limits | None) -> tuple[str, int, int]:

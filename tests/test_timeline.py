@@ -243,7 +243,7 @@ def test_no_backfilled_pod_delays_a_reservation_when_every_pod_keeps_its_bound(d
 def test_the_plan_stage_carries_reservations_until_they_start() -> None:
     """Cycle 1 plans the gang alone: it waits, and the stage keeps its reservation. Cycle 2 plans the 4-hour and
     5-minute pods: the carried reservation keeps the 4-hour ones off n1 (early binding and all) while the short
-    ones backfill. Once the reservation's start has passed it is dropped: the gang competes for the room again."""
+    ones backfill. Past its start the room stays its holder's for RESERVATION_GRACE, then is let go."""
     import threading
 
     from engine.ir import Rules
@@ -269,5 +269,30 @@ def test_the_plan_stage_carries_reservations_until_they_start() -> None:
     assert sorted(p.key for p in rest.placements) == [f"default/short-{k}" for k in range(4)]
     kept, then = stage.reservations  # its holder was not in the batch: carried as it was, and counted first
     assert kept == held and (then.holder, then.start) == ("default/long-0", seconds(at(14, 0)))
-    clock[0] = seconds(at(12, 21))
-    assert [r.holder for r in stage._carried(clock[0])] == ["default/long-0"]  # the gang's has started
+    assert [r.holder for r in stage._carried(seconds(at(12, 21)))] == ["default/train", "default/long-0"]
+    assert [r.holder for r in stage._carried(seconds(at(12, 26)))] == ["default/long-0"]  # unclaimed 5 min: let go
+
+
+def test_the_head_of_the_line_is_not_beaten_by_smaller_pods() -> None:
+    """Two free 8-GPU nodes; the old gang asks for both, sixteen newer 1-GPU pods for as much. Without time the
+    batch places the sixteen (more pods); with time the gang, first in line and beaten only by smaller pods, gets its
+    room now, so a stream of small pods cannot starve it. Pods like each other still compete as before."""
+    docs: list[dict] = [node(f"n{i}", cpu="32", **{GPU: "8"}) for i in (1, 2)]
+    docs += [podgroup("train", 2)]
+    docs += [gpu_pod(f"train-{k}", gpus=8, created="2026-11-25T09:00:00Z", labels={POD_GROUP_LABEL: "train"})
+             for k in range(2)]
+    docs += [gpu_pod(f"small-{k}", deadline=300, created=NOON) for k in range(16)]
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    cluster.now = None
+    plain = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
+    assert len(plain.assignments) == 16 and "default/train-0" not in plain.assignments
+    cluster.now = seconds(NOON)
+    timed = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
+    assert {"default/train-0", "default/train-1"} <= set(timed.assignments) and len(timed.assignments) == 2
+    assert not timed.reservations  # started now: nothing left held
+
+    alike = build_cluster([(f"doc{i}", d) for i, d in enumerate(
+        [node("n1", cpu="32", **{GPU: "8"})] + [gpu_pod(f"p-{k}", deadline=300, created=NOON) for k in range(10)])])
+    alike.now = seconds(NOON)
+    got = plan_batch(alike, options=Options(time_limit=5.0, workers=1))
+    assert len(got.assignments) == 8 and not got.reservations

@@ -5,7 +5,8 @@ A reservation (engine.timeline) names the nodes its pods start on, when (its sha
 there. On each of those nodes, for each resource it needs, a capacity row: what is left at its start once the
 running pods still running then and the reservation itself are counted. A pod placed now counts against it only if
 it would still be running then (its runtime bound reaches past the start, or it has none), so short pods backfill
-the room while it waits, and long ones never delay it. Rows only: no node is filtered out.
+the room while it waits, and long ones never delay it; the holder's own pods do not count (the room is theirs once
+it has freed). Rows only: no node is filtered out.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class Reservations(Kind):
                     for resource, amount in pod.requests.items():
                         still[node][resource] = still[node].get(resource, 0) + amount
             for resource in sorted({res for amounts in needs.values() for res in amounts}):
-                demand = [info.requests.get(resource, 0) if ends_after(info.sample, now, r.start) else 0
+                demand = [info.requests.get(resource, 0) if ends_after(info.sample, now, r.start)
+                          and r.holder not in (info.sample.gang, info.sample.key) else 0  # the holder: its own room
                           for info in build.classes]
                 if not any(demand):
                     continue

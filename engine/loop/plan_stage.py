@@ -42,6 +42,7 @@ class Planned:
 
 
 BindEarly = Callable[[list[Placement]], "Future[BindReport]"]
+RESERVATION_GRACE = 300.0  # seconds a reservation whose start has passed is kept for its holder
 
 
 @dataclass
@@ -78,12 +79,14 @@ class PlanStage:
                        early.future, len(early.placements))
 
     def _carried(self, now: float) -> tuple[Reservation, ...]:
-        """The last cycle's reservations that still hold: not yet started (then the room is free, unless a pod ran
-        past its bound, and the holder competes for it first in line), every pod of it still waiting."""
+        """The last cycle's reservations that still hold: every pod of it still waiting, and not started longer ago
+        than RESERVATION_GRACE (its room is its holder's from its start on; a holder not retried meanwhile lets it
+        go, and the next cycle that plans it reserves again)."""
         def waiting(key: str) -> bool:
             obj = self.store.get("Pod", *key.split("/", 1))
             return obj is not None and not node_of(obj) and not self.store.is_assumed(key)
-        return tuple(r for r in self.reservations if r.start > now and all(waiting(key) for key, _ in r.pods))
+        return tuple(r for r in self.reservations
+                     if r.start > now - RESERVATION_GRACE and all(waiting(key) for key, _ in r.pods))
 
     @staticmethod
     def _placements(result: CycleResult, pods: dict[str, Obj],
