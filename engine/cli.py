@@ -457,7 +457,9 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, horizon, output,
         workload = _trace(trace)
     runs = [S.replay(workload, mode, horizon) for mode in (modes or S.MODES)]
     report = {run.mode: {"utilisation": round(S.utilisation(run), 4), "cycles": run.cycles,
-                         "classes": [vars_of(c) for c in S.waits(workload, run)]} for run in runs}
+                         "classes": [vars_of(c) for c in S.waits(workload, run)],
+                         **({"reserved": len(run.promised), "delayed": run.delayed()} if run.promised else {})}
+              for run in runs}
     if output == "json":
         click.echo(json.dumps(report, indent=2))
     else:
@@ -495,6 +497,10 @@ def _print_simulation(report: dict, console: Console) -> None:
                       *(("-" if c[k] is None else f"{c[k]:,.0f}") for k in ("p50", "p95", "most")),
                       f"{100 * r['utilisation']:.1f}%")
     console.print(t)
+    for mode, r in report.items():
+        if "reserved" in r:
+            console.print(f"{mode}: {r['reserved']} job(s) reserved, {len(r['delayed'])} started later than their "
+                          f"reservation first promised{': ' + ', '.join(r['delayed'][:5]) if r['delayed'] else ''}")
 
 
 def _plot_simulation(runs, workload, directory: str) -> None:

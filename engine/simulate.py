@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .load import build_cluster
-from .model import Cluster
+from .model import Cluster, Reservation
 from .plan import make_plan
 from .planner import Options, plan_batch
 
@@ -146,6 +146,12 @@ class Replay:
     starts: dict[str, float] = field(default_factory=dict)
     usage: list[tuple[float, float]] = field(default_factory=list)  # (t, share in use)
     cycles: int = 0
+    promised: dict[str, float] = field(default_factory=dict)  # batch-time: a job's start when first reserved
+
+    def delayed(self) -> list[str]:
+        """Jobs that started later than their reservation first promised (backfill must never cause it while every
+        pod keeps its bound; a pod without one, or running past it, can)."""
+        return sorted(j for j, start in self.promised.items() if self.starts.get(j, math.inf) > start + 1e-6)
 
 
 @dataclass(slots=True)
@@ -173,8 +179,10 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
         while arrivals and arrivals[0].arrival <= t:
             waiting.append(arrivals.pop(0))
         if waiting:
-            started = _place(trace, waiting, running, t, mode, time_limit)
+            started, held = _place(trace, waiting, running, t, mode, time_limit)
             out.cycles += 1
+            for r in held:
+                out.promised.setdefault(r.holder.split("/", 1)[1], r.start - EPOCH)
             for job, nodes in started:
                 out.starts[job.name] = t
                 for k, node in enumerate(nodes):
@@ -189,8 +197,8 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
 
 
 def _place(trace: Trace, waiting: list[Job], running: dict[str, _Running], t: float, mode: str,
-           time_limit: float) -> list[tuple[Job, list[str]]]:
-    """The jobs that start at t, each with its pods' nodes."""
+           time_limit: float) -> tuple[list[tuple[Job, list[str]]], tuple[Reservation, ...]]:
+    """The jobs that start at t, each with its pods' nodes, and the reservations the plan holds."""
     options = Options(time_limit=time_limit, workers=1, preemption=False)
     if mode == "one-at-a-time":
         placed: list[tuple[Job, list[str]]] = []
@@ -202,11 +210,12 @@ def _place(trace: Trace, waiting: list[Job], running: dict[str, _Running], t: fl
                 nodes = [got[f"sim/{job.name}-{k}"] for k in range(job.pods)]
                 placed.append((job, nodes))
                 now.update({f"{job.name}/{k}": _Running(job, n, t) for k, n in enumerate(nodes)})
-        return placed
+        return placed, ()
     cluster = _cluster(trace, waiting, running, t, timed=mode == "batch-time")
-    got = plan_batch(cluster, options=options).assignments
+    plan = plan_batch(cluster, options=options)
+    got = plan.assignments
     return [(job, [got[f"sim/{job.name}-{k}"] for k in range(job.pods)]) for job in waiting
-            if all(f"sim/{job.name}-{k}" in got for k in range(job.pods))]
+            if all(f"sim/{job.name}-{k}" in got for k in range(job.pods))], plan.reservations
 
 
 def _cluster(trace: Trace, waiting: Iterable[Job], running: dict[str, _Running], t: float, timed: bool) -> Cluster:

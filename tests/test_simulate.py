@@ -21,6 +21,7 @@ def test_a_steady_stream_starves_the_gang_one_at_a_time_and_as_a_batch_but_not_w
     assert gang["batch-time"] <= 2400  # bounded by the running jobs' bounds
     assert gang["batch"] > stream_ends - 600  # starved while the stream lasts
     assert all(len(run.starts) == len(trace.jobs) for run in runs.values())  # everyone starts eventually
+    assert "big-gang" in runs["batch-time"].promised and runs["batch-time"].delayed() == []  # every job keeps its bound
 
 
 def test_one_at_a_time_places_in_queue_order() -> None:
