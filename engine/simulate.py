@@ -151,7 +151,8 @@ class Replay:
     def delayed(self) -> list[str]:
         """Jobs that started later than their reservation first promised (backfill must never cause it while every
         pod keeps its bound; a pod without one, or running past it, can)."""
-        return sorted(j for j, start in self.promised.items() if self.starts.get(j, math.inf) > start + 1e-6)
+        late = [j for j, start in self.promised.items() if self.starts.get(j, math.inf) > start + 1.0]
+        return sorted(late)  # (a second's slack: times pass through RFC 3339, whole seconds)
 
 
 @dataclass(slots=True)
@@ -181,8 +182,10 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
         if waiting:
             started, held = _place(trace, waiting, running, t, mode, time_limit)
             out.cycles += 1
-            for r in held:
-                out.promised.setdefault(r.holder.split("/", 1)[1], r.start - EPOCH)
+            names = {j.name for j in trace.jobs}
+            for r in held:  # a gang's holder is its job's name, a pod's is `<job>-0`
+                name = r.holder.split("/", 1)[1]
+                out.promised.setdefault(name if name in names else name.rsplit("-", 1)[0], r.start - EPOCH)
             for job, nodes in started:
                 out.starts[job.name] = t
                 for k, node in enumerate(nodes):
