@@ -90,17 +90,24 @@ class _Bound:
         return plan.value >= self.value
 
 
+GREEDY_FLOOR_SECONDS = 0.25  # the first greedy runs this long even past the time limit: a cycle whose compile
+# took its whole limit (a few pods retried on 5,000 nodes) still places what fits, rather than nothing, for ever
+
+
 def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None = None,
                   bound: _Bound | None = None) -> tuple[_Plan, int | None]:
     """The best of the greedy orders and the one-at-a-time baseline (run when the greedy left pods out that
     `bound` does not rule out, or when asked), and how many pods the baseline placed (None if it did not run).
     A further starting plan runs only if the time left could fit another run as long as the first greedy's
     (and the baseline always when asked for); each stops at the clock's limit with what it has placed (but a
-    baseline asked for, a measurement, runs to its end): a plan is always returned, on time."""
+    baseline asked for, a measurement, runs to its end, and the first greedy runs at least GREEDY_FLOOR_SECONDS):
+    a plan is always returned, on time or nearly."""
     started = time.perf_counter()
     bound = bound or _Bound(problem, clock)
     stop = clock.up if clock is not None else None
-    best = _plan(problem, greedy(problem, stop=stop), "greedy")
+    floor = started + GREEDY_FLOOR_SECONDS
+    best = _plan(problem, greedy(problem, stop=None if clock is None else lambda: clock.up() and time.perf_counter() > floor),
+                 "greedy")
     first = time.perf_counter() - started
 
     def late() -> bool:
