@@ -95,8 +95,10 @@ def test_time_limit_covers_model_building_in_time():
 def test_no_time_left_returns_at_once_with_what_the_start_placed():
     problem = compiled(heterogeneous(100, 40)).problem
     solution = solve(problem, time_limit=0.0)
-    assert solution.placed == {}  # the greedy stops at the wall too (issue 17): a plan, on time, if an empty one
-    assert solution.phases.model == 0.0 and solution.status.value == "FEASIBLE"
+    # no CP-SAT past the wall (issue 17), but the first greedy has its floor (GREEDY_FLOOR_SECONDS): a late cycle
+    # still places what it fits at once, never nothing for ever (a 1.37 benchmark run left 8 pods so)
+    assert sum(solution.placed.values()) == 120
+    assert solution.phases.model == 0.0
     assert sum(solve(problem, time_limit=5.0).placed.values()) == 120
 
 
