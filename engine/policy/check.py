@@ -44,21 +44,14 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
             error(policy.pos, f"policy {policy.name!r} has no 'applies to' line (say 'applies to all pods' for every pod)")
         for extra in scopes[1:]:
             error(extra.pos, f"policy {policy.name!r} has a second 'applies to' line; combine them with 'and' / 'or'")
-        gangs = [s for s in policy.statements if isinstance(s, A.GangBy)]
-        for extra_gang in gangs[1:]:
-            error(extra_gang.pos, f"policy {policy.name!r} has a second 'gang' line; a pod belongs to one gang")
-        runtimes = [s for s in policy.statements if isinstance(s, A.Runtime)]
-        for extra_runtime in runtimes[1:]:
-            error(extra_runtime.pos, f"policy {policy.name!r} has a second 'runtime' line; a pod has one runtime")
-        for r in runtimes:
-            if r.seconds <= 0:
-                error(r.pos, "runtime must be longer than 0s (say how long the pods in scope run at most)")
-        reserves = [s for s in policy.statements if isinstance(s, A.Reserve)]
-        for extra_reserve in reserves[1:]:
-            error(extra_reserve.pos, f"policy {policy.name!r} has a second 'reserve' line")
-        for reserve in reserves:
-            if reserve.horizon <= 0:
-                error(reserve.pos, "reserve … within must be longer than 0s (how far ahead a reservation may reach)")
+        for kind, word, why in ONCE_PER_POLICY:
+            for again in [s for s in policy.statements if isinstance(s, kind)][1:]:
+                error(again.pos, f"policy {policy.name!r} has a second '{word}' line; {why}")
+        for s in policy.statements:
+            if isinstance(s, A.Runtime) and s.seconds <= 0:
+                error(s.pos, "runtime must be longer than 0s (say how long the pods in scope run at most)")
+            if isinstance(s, A.Reserve) and s.horizon <= 0:
+                error(s.pos, "reserve … within must be longer than 0s (how far ahead a reservation may reach)")
         for statement in policy.statements:
             for pos, message in _statement(statement):
                 error(pos, message)
@@ -68,6 +61,8 @@ def check(policies: list[A.Policy], sources: dict[str, str]) -> list[Diagnostic]
 
 
 MAX_QUOTA_WEIGHT = 1000
+ONCE_PER_POLICY = ((A.GangBy, "gang", "a pod belongs to one gang"), (A.Runtime, "runtime", "a pod has one runtime"),
+                   (A.Reserve, "reserve", "one count and horizon per policy"))
 
 
 def _quota(policy: A.Policy) -> Iterator[tuple[A.Pos, str]]:
