@@ -9,7 +9,7 @@ import datetime
 import json
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from importlib import resources
 
 import click
@@ -457,7 +457,7 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, horizon, output,
         workload = _trace(trace)
     runs = [S.replay(workload, mode, horizon) for mode in (modes or S.MODES)]
     report = {run.mode: {"utilisation": round(S.utilisation(run), 4), "cycles": run.cycles,
-                         "classes": [vars_of(c) for c in S.waits(workload, run)],
+                         "classes": [asdict(c) for c in S.waits(workload, run)],
                          **({"reserved": len(run.promised), "delayed": run.delayed()} if run.promised else {})}
               for run in runs}
     if output == "json":
@@ -466,10 +466,6 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, horizon, output,
         _print_simulation(report, Console(highlight=False))
     if plots is not None:
         _plot_simulation(runs, workload, plots)
-
-
-def vars_of(obj) -> dict:
-    return {k: getattr(obj, k) for k in obj.__slots__}
 
 
 def _trace(path: str):

@@ -69,9 +69,9 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
         got = plan_at(at, list(unit))
         return dict(got) if len(got) == len(unit) else None
+    batch = {p.key for p in cluster.pending}
     if options.carried:  # planned beside the last cycle's; these (theirs for units not in the batch) are the next's
-        in_batch = {p.key for p in cluster.pending}
-        kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & in_batch)
+        kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & batch)
         held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving, kept, plan.assignments)
         backfilled = plan
     else:
@@ -79,7 +79,6 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
         backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
         held = tuple(r for r in held if not all(key in backfilled.assignments for key, _ in r.pods))  # started now
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
-    batch = {p.key for p in cluster.pending}
     for r in held:
         for key, node in r.pods:
             if key in batch:

@@ -169,6 +169,7 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
     waiting: list[Job] = []
     running: dict[str, _Running] = {}  # pod key -> what runs
     resource = _shared_resource(trace)
+    names = {j.name for j in trace.jobs}
     total = sum(_amount(s.allocatable.get(resource, "0")) * s.count for s in trace.nodes)
     t = 0.0
     while arrivals or waiting or running:
@@ -182,7 +183,6 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
         if waiting:
             started, held = _place(trace, waiting, running, t, mode, time_limit)
             out.cycles += 1
-            names = {j.name for j in trace.jobs}
             for r in held:  # a gang's holder is its job's name, a pod's is `<job>-0`
                 name = r.holder.split("/", 1)[1]
                 out.promised.setdefault(name if name in names else name.rsplit("-", 1)[0], r.start - EPOCH)
