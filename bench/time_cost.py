@@ -9,6 +9,7 @@ time: today's cycle) and with now set (reservations, backfill, estimates). The t
 and what the timed plan held.
 
     python bench/time_cost.py --nodes 500 --nodes 5000 --running-per-node 10 -n 3
+    python bench/time_cost.py --nodes 5000 --cycles 40 -n 3     # the scheduler loop's cycles, steady state
 """
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine.index import BoundState  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
-from engine.model import Cluster  # noqa: E402
+from engine.loop.plan_stage import ESTIMATE_EVERY  # noqa: E402
+from engine.model import Cluster, Reservation  # noqa: E402
+from engine.plan import Plan  # noqa: E402
 from engine.planner import Options, plan_batch  # noqa: E402
-from engine.timeline import seconds  # noqa: E402
+from engine.timeline import Estimate, seconds  # noqa: E402
 from testkit.manifests import POD_GROUP_LABEL, node, pod, podgroup, priority_class  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -34,15 +38,19 @@ NOW = "2026-11-25T12:00:00Z"
 STARTED = "2026-11-25T11:00:00Z"
 
 
-def scenario(nodes: int, per_node: int, pending: int, seed: int = 7) -> Cluster:
+def scenario(nodes: int, per_node: int, pending: int, seed: int = 7, room: float = 0.0) -> Cluster:
+    """`room`: the share of nodes running 4 GPU pods, not 8 (room for pods that arrive)."""
     rng = random.Random(seed)
     docs: list[dict] = [node(f"n{i}", cpu="64", memory="256Gi", **{GPU: "8"}) for i in range(nodes)]
     docs += [priority_class("train", 1000, preemption_policy="Never"), podgroup("train", 2)]
     for i in range(nodes):
-        for k in range(min(per_node, 8)):
-            doc = pod(f"run-{i}-{k}", cpu="1", requests={GPU: "1"}, node_name=f"n{i}")
+        for k in range(per_node):  # 8 GPU pods with bounds, the rest CPU services without
+            if 4 <= k < 8 and i < room * nodes:
+                continue
+            doc = pod(f"run-{i}-{k}", cpu="1", requests={GPU: "1"} if k < 8 else {}, node_name=f"n{i}")
             doc["status"]["startTime"] = STARTED
-            doc["spec"]["activeDeadlineSeconds"] = 3600 + 60 * rng.randint(5, 600)  # ends 12:05 .. 21:00
+            if k < 8:
+                doc["spec"]["activeDeadlineSeconds"] = 3600 + 60 * rng.randint(5, 600)  # ends 12:05 .. 21:00
             docs.append(doc)
     for k in range(2):
         doc = pod(f"train-{k}", cpu="8", requests={GPU: "8"}, labels={POD_GROUP_LABEL: "train"},
@@ -58,17 +66,76 @@ def scenario(nodes: int, per_node: int, pending: int, seed: int = 7) -> Cluster:
     return build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
 
 
+def stream_pod(cycle: int, k: int, rng: random.Random) -> dict:
+    doc = pod(f"new-{cycle}-{k}", cpu="1", requests={GPU: "1"})
+    doc["metadata"]["creationTimestamp"] = NOW
+    doc["spec"]["activeDeadlineSeconds"] = 60 * rng.randint(5, 480)
+    return doc
+
+
+def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tuple[list[float], list[float], Plan]:
+    """The scheduler loop's cycles (engine.loop.plan_stage): one a second, each planning the gang (retried) and
+    `stream` new 1-GPU pods, with the index kept as the loop's cache keeps it, the last cycle's reservations
+    carried and the last sweep's estimates told again while fresh (ESTIMATE_EVERY). Plain cycles plan the same
+    batches without a now. Per cycle after the first (the loop's steady state): the median of `repeats`."""
+    rng = random.Random(11)
+    kept = BoundState.of(cluster.nodes, cluster.bound)
+    columns = kept.pod_columns()
+    gang = [p for p in cluster.pending if p.gang]
+    batches = [gang + build_cluster([(f"new{c}-{k}", stream_pod(c, k, rng)) for k in range(stream)]).pending
+               for c in range(cycles)]
+    start = seconds(NOW)
+    assert start is not None
+    plain, timed = [], []
+    held: tuple[Reservation, ...] = ()
+    estimates: dict[str, Estimate] = {}
+    swept = float("-inf")
+    plan = None
+    for c, batch in enumerate(batches):
+        now = start + c
+        fresh = now - swept < ESTIMATE_EVERY
+        options = Options(time_limit=10.0, workers=1, carried=True, estimated=estimates if fresh else None)
+        runs: dict[bool, list[float]] = {False: [], True: []}
+        for _ in range(repeats):
+            for with_time in (False, True):
+                batch_cluster = replace(cluster, pending=batch, now=now if with_time else None,
+                                        reservations=held if with_time else ())
+                index = BoundState.of_parts(  # each cycle's own, from the parts the loop's cache keeps
+                    kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
+                    kept.facts, kept.special(), columns.copy())
+                began = time.perf_counter()
+                got = plan_batch(batch_cluster, options=options, index=index)
+                runs[with_time].append(time.perf_counter() - began)
+                if with_time:
+                    plan = got
+        assert plan is not None
+        held = plan.reservations
+        if not fresh and plan.estimates:
+            estimates, swept = dict(plan.estimates), now
+        if c:
+            plain.append(statistics.median(runs[False]))
+            timed.append(statistics.median(runs[True]))
+    assert plan is not None
+    return plain, timed, plan
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, action="append", help="sizes (default 500, 5,000)")
     ap.add_argument("--running-per-node", type=int, default=10, help="running pods per node (at most 8 hold GPUs)")
     ap.add_argument("--pending", type=int, default=200)
     ap.add_argument("-n", "--repeats", type=int, default=3)
+    ap.add_argument("--cycles", type=int, default=0, help="also the loop's cycles: this many, a second apart")
+    ap.add_argument("--stream", type=int, default=20, help="new pods per loop cycle")
+    ap.add_argument("--room", type=float, default=0.0, help="share of nodes with 4 GPUs free (default: none)")
     args = ap.parse_args(argv)
-    print("| nodes | running | pending | plain s | with time s | ratio | reservations | estimated | placed plain / timed |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    if args.cycles:
+        return cycles_table(args)
+    print("| nodes | running | room | pending | plain s | with time s | ratio | reservations | estimated | "
+          "placed plain / timed |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for nodes in args.nodes or [500, 5000]:
-        cluster = scenario(nodes, args.running_per_node, args.pending)
+        cluster = scenario(nodes, args.running_per_node, args.pending, room=args.room)
         options = Options(time_limit=10.0, workers=1)
         plain, timed, held, estimated, placed = [], [], 0, 0, ("", "")
         for _ in range(args.repeats):
@@ -82,8 +149,23 @@ def main(argv: list[str] | None = None) -> int:
                     held, estimated = len(plan.reservations), len(plan.estimates)
                     placed = (placed[0], str(len(plan.assignments)))
         a, b = statistics.median(plain), statistics.median(timed)
-        print(f"| {nodes:,} | {len(cluster.bound):,} | {len(cluster.pending):,} | {a:.2f} | {b:.2f} | {b / a:.2f} | "
+        print(f"| {nodes:,} | {len(cluster.bound):,} | {args.room:.0%} | {len(cluster.pending):,} | {a:.2f} | {b:.2f} | "
+              f"{b / a:.2f} | "
               f"{held} | {estimated} | {placed[0]} / {placed[1]} |", flush=True)
+    return 0
+
+
+def cycles_table(args: argparse.Namespace) -> int:
+    print("| nodes | running | room | cycles | plain s (median) | with time s (median) | ratio | p90 plain / with time s | "
+          "reservations held |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for nodes in args.nodes or [500, 5000]:
+        cluster = scenario(nodes, args.running_per_node, 0, room=args.room)
+        plain, timed, last = loop_cycles(cluster, args.cycles, args.stream, args.repeats)
+        a, b = statistics.median(plain), statistics.median(timed)
+        p90 = (statistics.quantiles(plain, n=10)[-1], statistics.quantiles(timed, n=10)[-1])
+        print(f"| {nodes:,} | {len(cluster.bound):,} | {args.room:.0%} | {len(plain)} | {a:.3f} | {b:.3f} | {b / a:.2f} | "
+              f"{p90[0]:.3f} / {p90[1]:.3f} | {len(last.reservations)} |", flush=True)
     return 0
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
 from .index import BoundState
-from .kinds import KINDS, ScorePart, class_fields, score_parts, visible_label_keys
+from .kinds import KINDS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
 from .rejections import Rejections
@@ -132,7 +132,8 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
         usage = Usage.of(cluster.quotas, cluster.bound)
     asking = Asking.of(usage, cluster.pending) if usage is not None else None
     lending = asking.borrowing if asking is not None else frozenset()
-    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound), class_fields, lending)
+    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound), fields_in(cluster, bound),
+                         lending)
     batch = Batch(cluster, bound, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
                   usage=usage, asking=asking)
     checked = _check_classes(grouped, batch, deadline, lending)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .ir import NodePredicate, NodeTerms, PodTerm
 from .model import HostPort, Node, Pod, PodAffinityTerm, Requirement, Taint
+from .timeline import seconds
 
 Placed = list[tuple[int, Pod]]  # bound pods with their node index
 Positions = list[int]  # bound pods by their position in BoundState.pods
@@ -116,6 +117,73 @@ class NodeRequests:
 
 
 @dataclass(slots=True)
+class PodColumns:
+    """Per bound pod, by position: what it requests per resource (`names` columns) and whether it names each, its
+    start (seconds; nan: none, or no runtime bound) and its runtime bound (inf: none) — what engine.timed_plan
+    reads of every bound pod at once. Rows past `size` are room to grow (the scheduler loop's cache appends)."""
+
+    names: dict[str, int]
+    amounts: np.ndarray
+    named: np.ndarray
+    starts: np.ndarray
+    runtimes: np.ndarray
+    size: int = 0
+
+    @classmethod
+    def of(cls, pods: list[Pod], names: dict[str, int]) -> PodColumns:
+        amounts = np.zeros((len(pods), len(names)), dtype=np.int64)
+        named = np.zeros(amounts.shape, dtype=np.int32)
+        for r, k in names.items():
+            column = [q.get(r) for q in (p.requests for p in pods)]
+            named[:, k] = [v is not None for v in column]
+            amounts[:, k] = [v or 0 for v in column]
+        parsed: dict[str, float | None] = {}
+        starts, runtimes = np.full(len(pods), np.nan), np.full(len(pods), np.inf)
+        for k, pod in enumerate(pods):
+            if pod.runtime is not None:
+                runtimes[k] = pod.runtime
+                start = parsed[pod.started] if pod.started in parsed else parsed.setdefault(pod.started,
+                                                                                          seconds(pod.started))
+                starts[k] = np.nan if start is None else start
+        return cls(names, amounts, named, starts, runtimes, len(pods))
+
+    def append(self, pod: Pod) -> bool:
+        """One more pod at the end; False when it names a resource no column has."""
+        if any(r not in self.names for r in pod.requests):
+            return False
+        if self.size == len(self.starts):
+            self._grow()
+        k = self.size
+        self.amounts[k], self.named[k] = 0, 0
+        for r, v in pod.requests.items():
+            self.amounts[k, self.names[r]], self.named[k, self.names[r]] = v, 1
+        start = seconds(pod.started) if pod.runtime is not None else None
+        self.starts[k] = np.nan if start is None else start
+        self.runtimes[k] = np.inf if pod.runtime is None else pod.runtime
+        self.size += 1
+        return True
+
+    def remove(self, k: int) -> None:
+        """The pod at k out, the last one taking its place (as the cache's lists do)."""
+        last = self.size - 1
+        for column in (self.amounts, self.named, self.starts, self.runtimes):
+            column[k] = column[last]
+        self.size = last
+
+    def copy(self) -> PodColumns:
+        n = self.size
+        return PodColumns(self.names, self.amounts[:n].copy(), self.named[:n].copy(), self.starts[:n].copy(),
+                          self.runtimes[:n].copy(), n)
+
+    def _grow(self) -> None:
+        more = max(16, self.size)
+        self.amounts = np.concatenate([self.amounts, np.zeros((more, len(self.names)), dtype=np.int64)])
+        self.named = np.concatenate([self.named, np.zeros((more, len(self.names)), dtype=np.int32)])
+        self.starts = np.concatenate([self.starts, np.full(more, np.nan)])
+        self.runtimes = np.concatenate([self.runtimes, np.full(more, np.inf)])
+
+
+@dataclass(slots=True)
 class NodeFacts:
     """What the index knows of the nodes alone (label columns, predicate masks, taint groups, numeric
     attributes): the same whichever pods are bound, so every view of one snapshot shares it."""
@@ -155,6 +223,8 @@ class BoundState:
     _by_label: dict[tuple[str | None, str], dict[str, Positions]] = field(default_factory=dict)
     _anti_domains: list[tuple[PodAffinityTerm, frozenset[str]]] | None = None
     with_ports: list[int] = field(default_factory=list)
+    _special: list[int] | None = None
+    _pod_columns: PodColumns | None = None
 
     @classmethod
     def of(cls, nodes: list[Node], bound: list[Pod], facts: NodeFacts | None = None) -> BoundState:
@@ -169,11 +239,14 @@ class BoundState:
 
     @classmethod
     def of_parts(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: NodeRequests, facts: NodeFacts,
-                 special: list[int]) -> BoundState:
+                 special: list[int], columns: PodColumns | None = None) -> BoundState:
         """The index from parts a caller keeps up to date itself (the scheduler loop's cache): `usage` must be
-        what `pods` (each on node `node_of[k]`) request of `nodes`, `facts` must describe `nodes`, and `special`
-        list the positions of every pod with host ports or required anti-affinity, in order."""
-        return cls._of(nodes, pods, node_of, usage, facts, special)
+        what `pods` (each on node `node_of[k]`) request of `nodes`, `facts` must describe `nodes`, `special`
+        list the positions of every pod with host ports or required anti-affinity, in order, and `columns` (if
+        given) be what `PodColumns.of(pods, usage.names)` would read."""
+        state = cls._of(nodes, pods, node_of, usage, facts, special)
+        state._pod_columns = columns
+        return state
 
     @classmethod
     def _of(cls, nodes: list[Node], pods: list[Pod], node_of: list[int], usage: NodeRequests, facts: NodeFacts,
@@ -186,6 +259,7 @@ class BoundState:
         anti_terms = [(t, node_of[k]) for k in special for t in pods[k].anti_affinity_required]
         state = cls(nodes, usage, pods, node_of, ports, anti_terms, facts)
         state.with_ports = [i for i, p in enumerate(ports) if p]
+        state._special = special
         return state
 
     def changed(self, added: tuple[Pod, ...] = (), removed: frozenset[str] = frozenset()) -> BoundState:
@@ -205,6 +279,59 @@ class BoundState:
         if usage is None:
             usage = NodeRequests.of(self.nodes, pods, node_of)
         return BoundState._of(self.nodes, pods, node_of, usage, self.facts)
+
+    def ending(self, gone: np.ndarray, added: tuple[Pod, ...] = ()) -> BoundState:
+        """This index without the pods at the positions `gone` marks (a boolean mask over `pods`) and with `added`
+        bound (each on its `node_name`): the cluster at a later time, as engine.timed_plan asks for it at every
+        step. Capacity is taken off in one vectorised step per resource, not pod by pod (most of 50,000 pods may
+        have ended by a late step)."""
+        keep = ~gone
+        positions = np.flatnonzero(keep)
+        pods = [self.pods[k] for k in positions.tolist()]
+        where = np.asarray(self.node_of, dtype=np.int64)
+        node_of = where[positions].tolist()
+        usage = self.usage
+        if gone.any():
+            amounts, named = self.request_rows()
+            used, requested = usage.used.copy(), usage.requested.copy()
+            np.subtract.at(used, where[gone], amounts[gone])
+            np.subtract.at(requested, where[gone], named[gone])
+            usage = NodeRequests(usage.names, usage.allocatable, used, requested)
+        special = (np.cumsum(keep) - 1)[[k for k in self.special() if keep[k]]].tolist()
+        index = {n.name: i for i, n in enumerate(self.nodes)} if added else {}
+        new = [(p, index[p.node_name]) for p in added if p.node_name in index]
+        if new:
+            moved = usage.moved([], new)
+            if moved is None:
+                return BoundState.of(self.nodes, pods + [p for p, _ in new], self.facts)
+            usage = moved
+            special += [len(pods) + k for k, (p, _) in enumerate(new) if p.host_ports or p.anti_affinity_required]
+            pods, node_of = pods + [p for p, _ in new], node_of + [i for _, i in new]
+        return BoundState._of(self.nodes, pods, node_of, usage, self.facts, special)
+
+    def pod_columns(self) -> PodColumns:
+        """The bound pods' requests, starts and runtime bounds as arrays by position: given by the scheduler loop's
+        cache, which keeps them as pods come and go, else read once from the pods."""
+        if self._pod_columns is None:
+            self._pod_columns = PodColumns.of(self.pods, self.usage.names)
+        return self._pod_columns
+
+    def request_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per bound pod (rows) and resource (`usage.names` columns): what it requests, and whether it names it."""
+        columns = self.pod_columns()
+        return columns.amounts[:columns.size], columns.named[:columns.size]
+
+    def lifetimes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per bound pod: its start (status.startTime, seconds; nan: none yet, or no bound) and its runtime bound
+        (inf: none), from which engine.timed_plan works out when each ends."""
+        columns = self.pod_columns()
+        return columns.starts[:columns.size], columns.runtimes[:columns.size]
+
+    def special(self) -> list[int]:
+        """Positions of the bound pods with host ports or required anti-affinity, in order."""
+        if self._special is None:
+            self._special = [k for k, p in enumerate(self.pods) if p.host_ports or p.anti_affinity_required]
+        return self._special
 
     @property
     def cordoned(self) -> list[int]:

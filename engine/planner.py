@@ -9,7 +9,7 @@ limit. The cluster must have been built with the same rules' gangs (`build_clust
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from . import timeline
@@ -17,11 +17,12 @@ from .compile import Deadline
 from .index import BoundState
 from .ir import Rules
 from .isolation import plan_isolated
-from .model import Cluster, Pod, Quota
+from .model import Cluster, Quota
 from .plan import OnPlaced, Plan, make_plan
 from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
 from .tenants import Usage
+from .timed_plan import Later
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,9 @@ class Options:
     # the cluster's reservations are the last cycle's, carried (the scheduler loop): the batch is planned once beside
     # them, and the plan's are the next cycle's; else (dry-run) they are worked out first, then the batch planned
     carried: bool = False
+    # estimates from a recent sweep (the loop's, engine.loop.plan_stage): the waiting pods they name are told these
+    # instead of sweeping time again (a sweep is a dozen plans); None: sweep
+    estimated: Mapping[str, timeline.Estimate] | None = None
 
 
 def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
@@ -54,28 +58,19 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     expected to (engine.timeline.estimate)."""
     assert cluster.now is not None
     now = cluster.now
-
-    base = index if index is not None else BoundState.of(cluster.nodes, cluster.bound)
-    bound = {p.key for p in cluster.bound}
-
-    def plan_at(at: Cluster, pods: list[Pod]) -> dict[str, str]:
-        """Where `pods` go in the cluster at some time (planned on a view of the index: pods ended, others held)."""
-        now_bound = {p.key for p in at.bound}
-        view = base.changed(added=tuple(p for p in at.bound if p.key not in bound),
-                            removed=frozenset(bound - now_bound))
-        return make_plan(replace(at, pending=pods), rules.placement, time_limit=options.time_limit * 0.1, workers=1,
-                         seed=options.seed, preference_limit=0.0, index=view).assignments
-
-    def fits(at: Cluster, unit: tuple[Pod, ...]) -> dict[str, str] | None:
-        got = plan_at(at, list(unit))
-        return dict(got) if len(got) == len(unit) else None
     batch = {p.key for p in cluster.pending}
-    if options.carried:  # planned beside the last cycle's; these (theirs for units not in the batch) are the next's
-        kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & batch)
-        held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving, kept, plan.assignments)
+    # planned beside the last cycle's (carried); theirs for units not in the batch are the next cycle's
+    kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & batch) if options.carried else ()
+    if not plan.unschedulable:  # no one waits: nothing to reserve or estimate
+        return replace(plan, reservations=kept)
+    base = index if index is not None else BoundState.of(cluster.nodes, cluster.bound)
+    room = Later.of(cluster, base, rules.placement, options.time_limit * 0.1, options.seed, rules.runtimes)
+    if options.carried:
+        prior = tuple(r for r in cluster.reservations if r not in kept)
+        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, kept, plan.assignments, prior)
         backfilled = plan
     else:
-        held = timeline.reserve(cluster, plan.unschedulable, now, fits, rules.reserving, (), plan.assignments)
+        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, (), plan.assignments)
         backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
         held = tuple(r for r in held if not all(key in backfilled.assignments for key, _ in r.pods))  # started now
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}
@@ -85,7 +80,11 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
                 waiting.setdefault(key, []).append(
                     f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running "
                     "pods there have ended (their runtime bounds)")
-    estimates = timeline.estimate(cluster, waiting, now, plan_at, held, backfilled.assignments)
+    if options.estimated is None:
+        estimates = timeline.estimate(cluster, waiting, now, room, held, backfilled.assignments)
+    else:
+        reserved = {key for r in held for key, _ in r.pods}
+        estimates = {k: e for k, e in options.estimated.items() if k in waiting and k not in reserved}
     for key, found in estimates.items():
         waiting[key].append(found.why)
     return replace(backfilled, reservations=held, estimates=estimates, unschedulable=waiting)

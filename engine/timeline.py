@@ -11,14 +11,46 @@ pods placed meanwhile only if they end before it starts (engine.kinds.reservatio
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from .model import Cluster, Pod, Reservation
 
-# a unit (a gang's pending pods, or one pod) in a cluster: where each of its pods would start (pod key -> node),
-# or None when it does not fit there whole
-Fits = Callable[[Cluster, tuple[Pod, ...]], dict[str, str] | None]
+
+class Room(Protocol):
+    """The planner's answers about the cluster at a time t ≥ now (engine.timed_plan): the running pods that end by
+    t gone, each `held` reservation's pods bound where they are to start, `running` pods bound where they run."""
+
+    def times(self, horizon: float) -> list[float]:
+        """The distinct times within the horizon at which a running pod ends, earliest first."""
+        ...
+
+    def place(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Pod] = ()
+              ) -> dict[str, str]:
+        """Where those of `pods` that fit at t go (pod key -> node), every constraint kind taking part."""
+        ...
+
+    def enough(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Pod] = ()) -> bool:
+        """Whether capacity alone could take `pods` at t: a necessary condition for `place` to place them all."""
+        ...
+
+    def holds(self, reservation: Reservation, held: Sequence[Reservation]) -> bool:
+        """Whether what `reservation` needs on its nodes is still free there at its start, beside `held`."""
+        ...
+
+    def before(self, t: float) -> float | None:
+        """The latest time before t at which a running pod ends (None: none ends before t)."""
+        ...
+
+
+def fits(room: Room, t: float, held: Sequence[Reservation], unit: Sequence[Pod]) -> dict[str, str] | None:
+    """Where each pod of `unit` starts at t (pod key -> node), or None when it does not fit there whole."""
+    if not room.enough(t, held, unit):
+        return None
+    got = room.place(t, held, unit)
+    return dict(got) if len(got) == len(unit) else None
+
 
 DEFAULT_RESERVATIONS = 2  # units holding a reservation at once (a policy sets another number)
 DEFAULT_HORIZON = 7 * 24 * 3600  # seconds ahead a reservation or an estimate may reach
@@ -54,16 +86,6 @@ def ends(pod: Pod, now: float) -> float | None:
 def ends_after(pod: Pod, now: float, start: float) -> bool:
     """Whether a pending pod started now would still run at `start` (a pod without a bound always would)."""
     return pod.runtime is None or now + pod.runtime > start
-
-
-def at(cluster: Cluster, now: float, t: float, held: Iterable[Reservation] = (), pods: dict[str, Pod] | None = None
-       ) -> Cluster:
-    """The cluster at time t: the running pods that end by t gone; the pods of `held` reservations bound where
-    they are to start (their room is theirs from t on: a later unit never counts on it)."""
-    running = [p for p in cluster.bound if (end := ends(p, now)) is None or end > t]
-    by_key = pods if pods is not None else {p.key: p for p in cluster.pending}
-    placed = [replace(by_key[key], node_name=node, gang=None) for r in held for key, node in r.pods if key in by_key]
-    return replace(cluster, bound=running + placed)
 
 
 def with_estimates(cluster: Cluster, runtimes: Callable[[Pod], int | None] | None) -> Cluster:
@@ -103,17 +125,28 @@ class Shadow:
     where: dict[str, str]
 
 
-def shadow(cluster: Cluster, unit: tuple[Pod, ...], now: float, horizon: float, fits: Fits,
-           held: tuple[Reservation, ...] = ()) -> Shadow | None:
+def shadow(room: Room, unit: tuple[Pod, ...], horizon: float, held: tuple[Reservation, ...] = ()) -> Shadow | None:
     """The earliest end time of a running pod (within the horizon) after which `unit` fits whole, beside the room
-    `held` reservations keep; None if it does not fit even once every bounded pod has ended. Bisects: room only
-    grows as pods end."""
-    times = end_times(cluster, now, horizon)
-    pods = {p.key: p for p in cluster.pending}
-    low, high, found = 0, len(times) - 1, None
+    `held` reservations keep; None if it does not fit even once every bounded pod has ended. Room only grows as
+    pods end, so it bisects: first on capacity alone (no plan), then with plans from where capacity suffices —
+    where capacity is all that stands in the way, one plan."""
+    times = room.times(horizon)
+    low, high = 0, len(times)
+    while low < high:  # the first time capacity suffices
+        mid = (low + high) // 2
+        if room.enough(times[mid], held, unit):
+            high = mid
+        else:
+            low = mid + 1
+    if low == len(times):
+        return None
+    where = fits(room, times[low], held, unit)
+    if where is not None:
+        return Shadow(times[low], where)
+    low, high, found = low + 1, len(times) - 1, None
     while low <= high:
         mid = (low + high) // 2
-        where = fits(at(cluster, now, times[mid], held, pods), unit)
+        where = fits(room, times[mid], held, unit)
         if where is None:
             low = mid + 1
         else:
@@ -152,17 +185,21 @@ Limits = Callable[[Pod], tuple[str, int, int] | None]
 DEFAULT_LIMITS = ("", DEFAULT_RESERVATIONS, DEFAULT_HORIZON)
 
 
-def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, limits: Limits | None = None,
-            kept: tuple[Reservation, ...] = (), placed: Iterable[str] = ()) -> tuple[Reservation, ...]:
+def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, limits: Limits | None = None,
+            kept: tuple[Reservation, ...] = (), placed: Iterable[str] = (), prior: Iterable[Reservation] = ()
+            ) -> tuple[Reservation, ...]:
     """Reservations for the units first in line that wait, each beside the ones before it: where it fits alone now,
     from now, if it lost its room to smaller pods `placed` now (a stream of them must not keep the head of the line
     waiting for ever; one that lost to pods like it waits on competition, not time), else where and when it will
     fit within its horizon (its shadow): at most `most`
     for the units a `reserve` statement covers (its pods share the count; the rest: 2 within 7 days), only the
     first units in line looked at (LOOKED_AT per reservation the defaults allow). `kept`: reservations held already
-    (the last cycle's, for units not planned now), first among them and counted."""
+    (the last cycle's, for units not planned now), first among them and counted; `prior`: the last cycle's for
+    units planned now, each kept while its room is still there at its start (a reservation moves only when the
+    cluster changes under it, and costs no search meanwhile)."""
     held: list[Reservation] = list(kept)
-    pods = {p.key: p for p in (*cluster.pending, *cluster.bound)}
+    before = {r.holder: r for r in prior}
+    pods = {p.key: p for p in cluster.pending}
     count: dict[str, int] = {}
     for r in kept:
         scope = _limits(pods.get(r.pods[0][0]) if r.pods else None, limits)[0]
@@ -172,14 +209,30 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, fits: Fits, li
         scope, most, horizon = _limits(unit[0], limits)
         if count.get(scope, 0) >= most:
             continue
-        alone = fits(at(cluster, now, now, held), unit)
+        alone = fits(room, now, held, unit)
         if alone is not None and not _beaten_by_smaller(unit, smaller):
             continue  # lost to pods like it: competition, not starvation
-        found = Shadow(now, alone) if alone is not None else shadow(cluster, unit, now, horizon, fits, tuple(held))
+        found = _reservation(room, unit, now, alone, horizon, tuple(held), before.get(unit[0].gang or unit[0].key))
         if found is not None:
-            held.append(reservation(unit[0].gang or unit[0].key, unit, found))
+            held.append(found)
             count[scope] = count.get(scope, 0) + 1
     return tuple(held)
+
+
+def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: dict[str, str] | None, horizon: float,
+                 held: tuple[Reservation, ...], prior: Reservation | None) -> Reservation | None:
+    """A unit's reservation: from now where it fits alone now; else its last one while that still holds and
+    capacity alone could not take the unit any earlier (pods that ended early: then it moves earlier); else at its
+    shadow (None: none within the horizon)."""
+    holder = unit[0].gang or unit[0].key
+    if alone is not None:
+        return reservation(holder, unit, Shadow(now, alone))
+    if prior is not None and prior.start > now and {key for key, _ in prior.pods} == {p.key for p in unit}:
+        earlier = room.before(prior.start)
+        if (earlier is None or earlier <= now or not room.enough(earlier, held, unit)) and room.holds(prior, held):
+            return prior
+    found = shadow(room, unit, horizon, held)
+    return None if found is None else reservation(holder, unit, found)
 
 
 def _beaten_by_smaller(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:
@@ -206,20 +259,15 @@ class Estimate:
     why: str
 
 
-# the waiting pods (beside the cluster at some time) -> where those that fit go (pod key -> node)
-PlanAt = Callable[[Cluster, list[Pod]], dict[str, str]]
-
-
-def sweep_times(cluster: Cluster, now: float, horizon: float, steps: int) -> list[float]:
-    """At most `steps` of the running pods' end times within the horizon, spread over them (the last one always):
-    the times the estimate sweep plans at."""
-    times = end_times(cluster, now, horizon)
+def sweep_times(times: list[float], steps: int) -> list[float]:
+    """At most `steps` of the running pods' end `times`, spread over them (the last one always): the times the
+    estimate sweep plans at."""
     if len(times) <= steps:
         return times
     return sorted({times[min(len(times) - 1, (k + 1) * len(times) // steps - 1)] for k in range(steps)})
 
 
-def estimate(cluster: Cluster, waiting: Iterable[str], now: float, plan_at: PlanAt, held: tuple[Reservation, ...],
+def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, held: tuple[Reservation, ...],
              started: dict[str, str], horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS
              ) -> dict[str, Estimate]:
     """An estimated start for each waiting pod that holds no reservation, by sweeping time forward: at now (beside
@@ -230,16 +278,19 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, plan_at: Plan
     reserved = {key for r in held for key, _ in r.pods}
     wanted = set(waiting) - reserved
     left = [p for p in cluster.pending if p.key in wanted]
+    out: dict[str, Estimate] = {}
+    if not left:
+        return out
     pods = {p.key: p for p in cluster.pending}
     begun: list[tuple[Pod, float]] = [(replace(pods[k], node_name=n, gang=None), now) for k, n in started.items()
                                       if k in pods]
-    out: dict[str, Estimate] = {}
-    for t in [now, *sweep_times(cluster, now, horizon, steps)]:
+    for t in [now, *sweep_times(room.times(horizon), steps)]:
         if not left:
             break
-        then = at(cluster, now, t, held, pods)
         running = [p for p, begin in begun if p.runtime is None or begin + p.runtime > t]
-        got = plan_at(replace(then, bound=then.bound + running), left)
+        if not any(room.enough(t, held, [p], running) for p in _shapes(left)):
+            continue  # no waiting pod's requests fit anywhere yet: no plan
+        got = room.place(t, held, left, running)
         for pod in left:
             if pod.key in got:
                 out[pod.key] = Estimate(t, "expected to start in the next cycle (pods of this batch took the room "
@@ -252,3 +303,8 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, plan_at: Plan
                                       "bound has ended (pods without activeDeadlineSeconds or a policy's runtime "
                                       f"are taken as never ending), within {horizon / 3600:g} h")
     return out
+
+
+def _shapes(pods: list[Pod]) -> list[Pod]:
+    """One pod per distinct request shape."""
+    return list({tuple(sorted(p.requests.items())): p for p in pods}.values())

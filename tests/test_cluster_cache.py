@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.index import BoundState
+from engine.index import BoundState, PodColumns
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.store import Store, pod_key, source_name
@@ -52,7 +53,7 @@ def node_doc(i: int, cpu: int, zone: int, tainted: bool, bad: bool) -> dict:
 
 
 def pod_doc(i: int, where: int | None, phase: str, ns: str, app: int, cpu: int, klass: str | None, group: str | None,
-            native: bool, mount: bool, uid: int, gated: bool) -> dict:
+            native: bool, mount: bool, uid: int, gated: bool, deadline: int | None = None) -> dict:
     labels = {"app": f"a{app}"}
     if group and not native:
         labels[POD_GROUP_LABEL] = group
@@ -69,6 +70,10 @@ def pod_doc(i: int, where: int | None, phase: str, ns: str, app: int, cpu: int, 
               priority=None, **extra)
     doc["metadata"]["uid"] = f"uid-{i}-{uid}"
     doc["status"] = {"phase": phase}
+    if deadline is not None:  # a runtime bound (time in the plan), and a start when it runs
+        doc["spec"]["activeDeadlineSeconds"] = deadline
+        if where is not None:
+            doc["status"]["startTime"] = f"2026-11-25T1{uid}:00:00Z"
     if "priority" in doc["spec"] and doc["spec"]["priority"] is None:
         del doc["spec"]["priority"]
     return doc
@@ -79,7 +84,8 @@ nodes = st.builds(node_doc, st.integers(0, NODES - 1), st.integers(1, 8), st.int
 pods = st.builds(pod_doc, st.integers(0, PODS - 1), st.none() | st.integers(0, NODES),
                  st.sampled_from(["Pending", "Running", "Running", "Succeeded"]), st.sampled_from(["default", "team"]),
                  st.integers(0, 2), st.integers(1, 30), st.sampled_from([None, None, None, "high", "low", "missing"]),
-                 st.sampled_from([None, None, "g1", "g2"]), st.booleans(), rarely, st.integers(0, 1), rarely)
+                 st.sampled_from([None, None, "g1", "g2"]), st.booleans(), rarely, st.integers(0, 1), rarely,
+                 st.sampled_from([None, None, 600, 3600]))
 others = st.one_of(
     st.builds(lambda v: priority_class("high", v), st.integers(100, 300)),
     st.builds(lambda d: priority_class("low", 10, global_default=d), st.booleans()),
@@ -199,6 +205,11 @@ def same_cluster(world: World) -> None:
     for i in range(len(fresh.nodes)):
         for r in fresh.usage.names:
             assert got.index.free(i, r) == fresh.free(i, r)
+    kept, read = got.index.pod_columns(), PodColumns.of(got.index.pods, got.index.usage.names)  # by position
+    assert kept.size == read.size == len(got.index.pods)
+    for ours, theirs in zip((kept.amounts, kept.named, kept.starts, kept.runtimes),
+                            (read.amounts, read.named, read.starts, read.runtimes)):
+        np.testing.assert_array_equal(ours[:kept.size], theirs)
 
 
 def setup() -> list[tuple[str, str, dict]]:

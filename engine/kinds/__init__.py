@@ -8,14 +8,14 @@ and a line here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..index import BoundState
 from ..ir import Constraint
-from ..model import Pod
+from ..model import Cluster, Pod
 from ..rejections import Rejection
 from ..solve.problem import Check
 from . import (
@@ -106,6 +106,12 @@ def class_fields(pod: Pod) -> tuple:
     return tuple(kind.class_fields(pod) for kind in FIELD_READERS)
 
 
+def fields_in(cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
+    """`class_fields` for a cluster: what each kind reads of a pod there (Kind.class_fields_in)."""
+    readers = tuple(kind.class_fields_in(cluster, index) for kind in FIELD_READERS)
+    return lambda pod: tuple(read(pod) for read in readers)
+
+
 
 def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves, only: tuple[Kind, ...] = MOVED) -> Rejection | None:
     """Every kind's Filter on node i once `moves` happened (upstream's preemption re-running the filters with the
@@ -153,6 +159,7 @@ __all__ = [
     "Waiting",
     "after",
     "class_fields",
+    "fields_in",
     "helped_by",
     "score_parts",
     "swayed",

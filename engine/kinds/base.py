@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
-from ..model import Node, Pod, PodAffinityTerm
+from ..model import Cluster, Node, Pod, PodAffinityTerm
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import GreedyState
 from ..solve.problem import Blocker, Check
@@ -191,6 +191,11 @@ class Kind:
         """What of a pod, beyond its rules, namespace, priority and the labels selectors read, this kind's verdicts
         read: pods that differ there never share a class (a kind reading a new field says so here, not in classes)."""
         return ()
+
+    def class_fields_in(self, cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
+        """`class_fields` as this cluster needs them: a kind that decides less there may read less (and split no
+        pods into classes that would otherwise be one)."""
+        return self.class_fields
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         """A verdict for every node at once, before any filter runs (upstream's PreFilter failing): the pod

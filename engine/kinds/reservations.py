@@ -11,13 +11,17 @@ it has freed). Rows only: no node is filtered out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..model import Pod
-from ..timeline import ends, ends_after, rfc3339
+import numpy as np
+
+from ..model import Cluster, Pod, Reservation
+from ..timeline import ends_after, rfc3339
 from .base import Action, ClusterEvent, Kind, Resource
 
 if TYPE_CHECKING:
+    from ..index import BoundState
     from .context import ProblemBuilder
 
 RESERVED = "reserved for"  # a reservation row's name: "<resource> reserved for ml/train from <time>"
@@ -32,33 +36,68 @@ class Reservations(Kind):
     def class_fields(self, pod: Pod) -> tuple:
         return (pod.runtime,)  # pods ending before a reservation starts and those running past it differ
 
+    def class_fields_in(self, cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
+        """Per reservation that may bind: whether a pod would still run at its start, and whether it is its holder's
+        (what the rows read); nothing else (pods of any runtime then share a class)."""
+        now = cluster.now
+        held = [r for r in cluster.reservations if now is not None and _tight(r, index, now)]
+        if now is None or not held:
+            return lambda pod: ()
+        return lambda pod: tuple((ends_after(pod, now, r.start), r.holder in (pod.gang, pod.key)) for r in held)
+
     def emit(self, build: ProblemBuilder) -> None:
         cluster = build.batch.cluster
         now = cluster.now
         if not cluster.reservations or now is None:
             return
         index = build.index
-        nodes = index.nodes
         for r in cluster.reservations:
-            needs = {node: dict(amounts) for node, amounts in r.need}
-            still: dict[str, dict[str, int]] = {name: {} for name in needs}  # running on it at the start
-            for pod, i in zip(index.pods, index.node_of):
-                node = nodes[i].name
-                if node in still and ((end := ends(pod, now)) is None or end > r.start):
-                    for resource, amount in pod.requests.items():
-                        still[node][resource] = still[node].get(resource, 0) + amount
-            for resource in sorted({res for amounts in needs.values() for res in amounts}):
+            for resource, left in sorted(_tight(r, index, now).items()):
                 demand = [info.requests.get(resource, 0) if ends_after(info.sample, now, r.start)
                           and r.holder not in (info.sample.gang, info.sample.key) else 0  # the holder: its own room
                           for info in build.classes]
-                if not any(demand):
-                    continue
                 unbounded = sum(cls.count * d for cls, d in zip(build.problem.classes, demand)) + 1
-                room = [max(0, node.allocatable.get(resource, 0) - still[node.name].get(resource, 0)
-                            - needs[node.name][resource])
-                        if resource in needs.get(node.name, {}) else unbounded for node in nodes]
-                build.add_resource(f"{resource} {RESERVED} {r.holder} from {rfc3339(r.start)}", room, room, demand,
-                                   [resource not in needs.get(node.name, {}) for node in nodes])
+                if all(v >= unbounded - 1 for v in left.values()):
+                    continue  # the whole batch fits beside it there (and no pod of it counts: demand all 0)
+                room = np.full(len(index.nodes), unbounded, dtype=np.int64)
+                room[list(left)] = list(left.values())
+                unlimited = np.ones(len(index.nodes), dtype=bool)
+                unlimited[list(left)] = False
+                build.add_resource(f"{resource} {RESERVED} {r.holder} from {rfc3339(r.start)}", room.tolist(),
+                                   room.tolist(), demand, unlimited.tolist())
+
+
+def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
+    """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
+    the pods still running then and the reservation itself are counted — only where it is less than the node has free
+    now (elsewhere the node's own capacity row already keeps pods placed now within it, and a row would never
+    bind: a row is a tuple per node, and its pods' runtimes would split classes)."""
+    position = {n.name: i for i, n in enumerate(index.nodes)}
+    needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
+    still = _running_at(index, now, r.start, list(needs))
+    out: dict[str, dict[int, int]] = {}
+    for i, need in needs.items():
+        for resource, amount in need.items():
+            left = max(0, index.nodes[i].allocatable.get(resource, 0) - still[i].get(resource, 0) - amount)
+            if left < index.free(i, resource):
+                out.setdefault(resource, {})[i] = left
+    return {resource: {i: lefts.get(i, index.free(i, resource)) for i in needs if resource in needs[i]}
+            for resource, lefts in out.items()}
+
+
+def _running_at(index: BoundState, now: float, start: float, nodes: list[int]) -> dict[int, dict[str, int]]:
+    """Per node of `nodes` (by position), what its bound pods still running at `start` request (their positions
+    found in the index's arrays, not by a walk over every bound pod)."""
+    starts, bounds = index.lifetimes()
+    where = np.asarray(index.node_of, dtype=np.int64)
+    on = np.isin(where, nodes)
+    ending = np.maximum(now, np.where(np.isnan(starts[on]), now, starts[on]) + bounds[on])
+    out: dict[int, dict[str, int]] = {i: {} for i in nodes}
+    for k in np.flatnonzero(on)[ending > start].tolist():
+        running = out[int(where[k])]
+        for resource, amount in index.pods[k].requests.items():
+            running[resource] = running.get(resource, 0) + amount
+    return out
 
 
 KIND = Reservations()

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import tenants
 from ..convert.fields import refusal
-from ..index import BoundState, NodeFacts, NodeRequests
+from ..index import BoundState, NodeFacts, NodeRequests, PodColumns
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
 from ..load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
@@ -82,6 +82,7 @@ class _Rows:
     node_of: list[int] = field(default_factory=list)
     slot: dict[str, int] = field(default_factory=dict)  # pod key -> its position in `pods`
     special: set[str] = field(default_factory=set)  # pods with host ports or required anti-affinity
+    columns: PodColumns | None = None  # per pod, beside the lists: its requests, start and runtime bound
 
     @classmethod
     def of(cls, nodes: list[Node], placed: list[Pod]) -> _Rows:
@@ -92,6 +93,7 @@ class _Rows:
         rows = cls(nodes, at, NodeFacts.of(nodes), usage.names, usage.allocatable, usage.used, usage.requested, pods,
                    node_of, {p.key: k for k, p in enumerate(pods)})
         rows.special = {p.key for p in pods if p.host_ports or p.anti_affinity_required}
+        rows.columns = PodColumns.of(pods, usage.names)
         return rows
 
     def move(self, key: str, before: Pod | None, after: Pod | None) -> bool:
@@ -106,6 +108,8 @@ class _Rows:
             self.slot[key] = len(self.pods)
             self.pods.append(after)
             self.node_of.append(i)
+            if self.columns is not None:
+                self.columns.append(after)  # (every resource it names has a column: checked above)
             self._count(after, i, 1)
             if after.host_ports or after.anti_affinity_required:
                 self.special.add(key)
@@ -120,6 +124,8 @@ class _Rows:
             self.slot[moved.key] = k
         self.pods.pop()
         self.node_of.pop()
+        if self.columns is not None:
+            self.columns.remove(k)
         self.special.discard(key)
 
     def _count(self, pod: Pod, i: int, sign: int) -> None:
@@ -132,7 +138,14 @@ class _Rows:
         """This cycle's index: the lists and capacity copied (the next changes do not reach it)."""
         usage = NodeRequests(self.names, self.allocatable, self.used.copy(), self.requested.copy())
         special = sorted(self.slot[key] for key in self.special)
-        return BoundState.of_parts(self.nodes, list(self.pods), list(self.node_of), usage, self.facts, special)
+        columns = self.columns.copy() if self.columns is not None and _timed(self.columns) else None
+        return BoundState.of_parts(self.nodes, list(self.pods), list(self.node_of), usage, self.facts, special,
+                                   columns)
+
+
+def _timed(columns: PodColumns) -> bool:
+    """Whether some placed pod has a runtime bound (else time is not in the plan, and the columns are not read)."""
+    return bool(np.isfinite(columns.runtimes[:columns.size]).any())
 
 
 class ClusterCache:

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..compile import collector_paused
 from ..ir import Rules
@@ -18,6 +18,7 @@ from ..model import Cluster, Pod, Reservation
 from ..plan import Plan
 from ..planner import Options
 from ..storage import VolumeStep
+from ..timeline import Estimate
 from .binder import BindReport, Placement
 from .cache import ClusterCache
 from .cycle import CycleResult, run_cycle
@@ -43,6 +44,9 @@ class Planned:
 
 BindEarly = Callable[[list[Placement]], "Future[BindReport]"]
 RESERVATION_GRACE = 300.0  # seconds a reservation whose start has passed is kept for its holder
+ESTIMATE_EVERY = 30.0  # seconds a sweep's estimates are told again before time is swept anew (a sweep is a dozen
+# plans: every cycle, it would cost a busy cluster several times the cycle itself; pods that arrived since wait for
+# the next sweep for theirs)
 
 
 @dataclass
@@ -54,6 +58,8 @@ class PlanStage:
     lock: threading.Lock  # every profile's
     wall: Callable[[], float] = time.time  # the plan's now (engine.timeline: running pods' ends count from it)
     reservations: tuple[Reservation, ...] = ()  # the last cycle's, carried into the next (engine.timeline)
+    estimates: dict[str, Estimate] = field(default_factory=dict)  # the last sweep's (engine.timeline.estimate)…
+    swept: float = float("-inf")  # …and its wall time
 
     def plan(self, batch: list[str], rules: Rules, bind_early: BindEarly | None = None) -> Planned:
         """Plan `batch` with `rules` and assume its placements. With `bind_early`, the placements are assumed and
@@ -67,10 +73,14 @@ class PlanStage:
                               preemption=self.settings.preemption,
                               preference_limit=self.settings.preferences_for(len(pods)), carried=True)
             snapshot.cluster.now = now = self.wall()
+            fresh = now - self.swept < ESTIMATE_EVERY
+            options = replace(options, estimated=self.estimates if fresh else None)
             snapshot.cluster.reservations = self._carried(now)
             early = _Early(self, pods, {p.key: p for p in snapshot.cluster.pending}, snapshot.cluster, bind_early)
             result = run_cycle(snapshot, rules, options, early.hand if bind_early is not None else None)
             self.reservations = result.plan.reservations
+            if not fresh and result.plan.estimates:
+                self.estimates, self.swept = dict(result.plan.estimates), now
             handed = {p.key for p in early.placements}
             rest = [p for p in self._placements(result, pods, early.steps) if p.key not in handed]
             assumed = early.assumed + self._assume(rest, early.models)

@@ -1,0 +1,155 @@
+"""The planner's answers about later times (engine/timed_plan.py), and what keeps time cheap in a busy cluster.
+
+Each piece here is a shortcut the plan with time takes so that it costs a loop cycle little at 50,000 running pods
+(bench/time_cost.py); each test would fail if the shortcut changed an answer: the index at a later time made from
+arrays equals the one made pod by pod; capacity alone never refuses what a plan places; a carried reservation is
+kept only while it holds and nothing earlier could; estimates are swept again only every ESTIMATE_EVERY; rows and
+class splits only where a reservation can bind.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.compile import compile_cluster
+from engine.index import BoundState
+from engine.ir import Rules
+from engine.load import build_cluster
+from engine.loop.cache import ClusterCache
+from engine.loop.plan_stage import ESTIMATE_EVERY, PlanStage
+from engine.loop.profile import Profile, Settings
+from engine.loop.store import Store
+from engine.model import Cluster, Reservation
+from engine.planner import Options, plan_batch
+from engine.timed_plan import Later
+from engine.timeline import fits, reserve, seconds
+from test_timeline import GPU, NOON, at, gpu_pod, plan, running, snapshot, timed_clusters
+
+
+def cluster_of(docs: list[dict], now: str | None = NOON) -> Cluster:
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    cluster.now = seconds(now) if now else None
+    return cluster
+
+
+def later(cluster: Cluster) -> Later:
+    return Later.of(cluster, BoundState.of(cluster.nodes, cluster.bound), None, 2.0, 0)
+
+
+# --- the index at a later time -----------------------------------------------------------------------------------
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(timed_clusters(), st.integers(0, 400))
+def test_the_index_at_a_later_time_is_the_one_made_pod_by_pod(docs, minutes) -> None:
+    cluster = cluster_of(docs)
+    room = later(cluster)
+    t = seconds(NOON) + 60 * minutes
+    added = tuple(replace(p, node_name=cluster.nodes[k % len(cluster.nodes)].name)
+                  for k, p in enumerate(cluster.pending[:3]))
+    view = room.base.ending(room.ends <= t, added)
+    gone = frozenset(p.key for p, e in zip(room.base.pods, room.ends) if e <= t)
+    slow = room.base.changed(added=added, removed=gone)
+    assert [p.key for p in view.pods] == [p.key for p in slow.pods] and view.node_of == slow.node_of
+    np.testing.assert_array_equal(view.usage.used, slow.usage.used)
+    np.testing.assert_array_equal(view.usage.requested, slow.usage.requested)
+    assert view.ports == slow.ports and view.anti_terms == slow.anti_terms
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(timed_clusters(), st.integers(0, 400))
+def test_capacity_alone_never_refuses_what_a_plan_places(docs, minutes) -> None:
+    cluster = cluster_of(docs)
+    room = later(cluster)
+    t = seconds(NOON) + 60 * minutes
+    for unit in ([p for p in cluster.pending if p.gang], [p for p in cluster.pending if not p.gang][:4]):
+        if unit and len(room.place(t, (), unit)) == len(unit):
+            assert room.enough(t, (), unit)
+
+
+def test_capacity_alone_refuses_a_gang_before_its_room_frees() -> None:
+    cluster, _ = plan()
+    room = later(cluster)
+    gang = [p for p in cluster.pending if p.gang]
+    assert not room.enough(seconds(at(12, 10)), (), gang)  # n1 is whole at 12:10, n2 not until 12:20
+    assert room.enough(seconds(at(12, 20)), (), gang) and fits(room, seconds(at(12, 20)), (), gang) is not None
+
+
+# --- a carried reservation -----------------------------------------------------------------------------------------
+
+def gang_of(cluster: Cluster) -> tuple:
+    return tuple(p for p in cluster.pending if p.gang)
+
+
+def test_a_carried_reservation_is_kept_while_it_holds_and_moves_when_the_cluster_changes() -> None:
+    cluster, got = plan()
+    (held,) = got.reservations
+    assert held.start == seconds(at(12, 20))
+    keys = [p.key for p in gang_of(cluster)]
+    now = seconds(NOON)
+
+    same = reserve(cluster, keys, now, later(cluster), prior=(held,))
+    assert same == (held,)  # kept as it was: no search
+
+    moved = replace(held, pods=tuple((k, "n3") for k, _ in held.pods))  # as if made when n3 and n4 were to free first
+    kept = reserve(cluster, keys, now, later(cluster), prior=(moved,))
+    assert kept == (moved,)  # its room there still holds at its start and nothing earlier than 12:20 could take it
+
+    late = replace(held, start=seconds(at(14, 0)), pods=(("default/train-0", "n3"), ("default/train-1", "n4")),
+                   need=(("n3", ((GPU, 8),)), ("n4", ((GPU, 8),))))
+    (again,) = reserve(cluster, keys, now, later(cluster), prior=(late,))
+    assert again.start == seconds(at(12, 20))  # the gang could start earlier (pods ended, say): it moves earlier
+
+    taken = cluster_of(snapshot() + [running("other", "n2", at(23, 0))])  # another scheduler's pod on n2, till 23:00
+    (after,) = reserve(taken, keys, now, later(taken), prior=(held,))
+    assert after != held and after.start == seconds(at(14, 0))  # its room is gone: it moves later
+
+
+# --- estimates swept again only every ESTIMATE_EVERY -------------------------------------------------------------
+
+def test_the_plan_stage_sweeps_estimates_again_only_every_estimate_every() -> None:
+    store = Store()
+    cache = ClusterCache(store.assumptions)
+    store.subscribe(lambda change: cache.apply(change.kind, change.old, change.new))
+    docs = snapshot() + [gpu_pod("later-0", deadline=4 * 3600, created=NOON)]
+    for doc in docs:
+        doc["metadata"].setdefault("uid", doc["metadata"]["name"])
+        store.apply(doc["kind"], "ADDED", doc)
+    clock = [seconds(NOON)]
+    stage = PlanStage("policy-scheduler", Settings((Profile("policy-scheduler"),)), store, cache, threading.Lock(),
+                      wall=lambda: clock[0])
+    stage.plan(["default/train-0", "default/train-1"], Rules())  # reserved: n1 and n2 from 12:20
+    clock[0] += 1
+    first = stage.plan([f"default/long-{k}" for k in range(4)], Rules())
+    assert set(first.result.plan.estimates) == {f"default/long-{k}" for k in (1, 2, 3)}  # (long-0: reserved)
+    clock[0] += 1
+    second = stage.plan(["default/long-1", "default/later-0"], Rules())
+    assert second.result.plan.estimates == {"default/long-1": first.result.plan.estimates["default/long-1"]}
+    assert "default/later-0" in second.result.plan.unschedulable  # it waits, without an estimate until the next sweep
+    clock[0] += ESTIMATE_EVERY
+    third = stage.plan(["default/later-0"], Rules())
+    assert third.result.plan.estimates["default/later-0"].start is not None
+
+
+# --- rows and class splits only where a reservation can bind ------------------------------------------------------
+
+def test_runtimes_split_classes_only_where_a_reservation_can_bind() -> None:
+    """Six 1-GPU pods ending 12:01 … 12:06. A reservation from 12:03 of a node with no GPU free now (n2) binds
+    nothing: no row, and the pods stay one class. One of n1, where 4 GPUs are free now but its 4 running pods still
+    run at 12:03, keeps pods running past 12:03 off n1: two classes, and only those ending by then start there."""
+    pods = [gpu_pod(f"p-{k}", deadline=60 * (k + 1), created=NOON) for k in range(6)]
+    batch = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + pods)
+
+    def held(where: str) -> Reservation:
+        return Reservation("default/x", (("default/x", where),), seconds(at(12, 3)), ((where, ((GPU, 8),)),))
+    assert len(compile_cluster(batch).classes) == 1
+    assert len(compile_cluster(replace(batch, reservations=(held("n2"),))).classes) == 1
+    assert len(compile_cluster(replace(batch, reservations=(held("n1"),))).classes) == 2
+    options = Options(time_limit=5.0, workers=1, carried=True)
+    assert len(plan_batch(batch, options=options).assignments) == 4  # n1's 4 free GPUs, to any of them
+    placed = plan_batch(replace(batch, reservations=(held("n1"),)), options=options).assignments
+    assert placed == {f"default/p-{k}": "n1" for k in range(3)}
