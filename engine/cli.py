@@ -433,12 +433,18 @@ def configmap_command(paths, name, namespace) -> None:
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["one-at-a-time", "batch", "batch-time"]),
               help="Replay only these ways (repeatable) [default: all three].")
+@click.option("--load", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="mixed: the arrival rate relative to the default (1.0: about 70% of the GPUs offered, at any "
+              "--nodes).")
 @click.option("--horizon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Stop the virtual clock here (seconds).")
+@click.option("--period", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Plan at most once per this many virtual seconds, as a scheduler's cycle (0: at every arrival "
+              "and end).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--plots", type=click.Path(file_okay=False), default=None,
               help="Write PNG plots (utilisation over time, waits) into this directory (needs matplotlib).")
-def simulate_command(trace, generate, jobs, nodes, seed, modes, horizon, output, plots) -> None:
+def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, period, output, plots) -> None:
     """Replay a workload trace through the planner with a virtual clock, one pod at a time, as a batch, and as a
     batch with time in the plan; print waits per job class and utilisation.
 
@@ -449,13 +455,15 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, horizon, output,
 
     if (trace is None) == (generate is None):
         _fail("give a trace file or --generate (one of them)")
+    if load is not None and generate != "mixed":
+        _fail("--load is for --generate mixed")
     if generate is not None:
         params = {k: v for k, v in (("small_jobs" if generate == "kai" else "jobs", jobs),
-                                    ("nodes", nodes), ("seed", seed)) if v is not None}
+                                    ("nodes", nodes), ("seed", seed), ("load", load)) if v is not None}
         workload = S.GENERATORS[generate](**params)
     else:
         workload = _trace(trace)
-    runs = [S.replay(workload, mode, horizon) for mode in (modes or S.MODES)]
+    runs = [S.replay(workload, mode, horizon, period=period) for mode in (modes or S.MODES)]
     report = {run.mode: {"utilisation": round(S.utilisation(run), 4), "cycles": run.cycles,
                          "classes": [asdict(c) for c in S.waits(workload, run)],
                          **({"reserved": len(run.promised), "delayed": run.delayed()} if run.promised else {})}

@@ -3,8 +3,9 @@
 A trace is nodes and jobs: each job arrives at a time, asks for `pods` pods of the same requests (more than one:
 a gang, all or nothing), runs for `runtime` seconds once started, and may declare a bound (`limit`, what its pods'
 `activeDeadlineSeconds` would say; none: unbounded). The replay moves from event to event (an arrival, a pod's
-end); at each it builds the cluster as the planner reads any snapshot (running pods bound with their start and
-bound, waiting ones pending) and places what it can, three ways:
+end), or with a period from cycle to cycle; at each it assembles the cluster as the planner reads any snapshot
+(running pods bound with their start and bound, waiting ones pending) from pods converted once per job, and places
+what it can, three ways:
 
 - `one-at-a-time`: units in queue order (priority, then arrival), each placed alone if it fits whole: the order
   kube-scheduler works in;
@@ -12,11 +13,13 @@ bound, waiting ones pending) and places what it can, three ways:
 - `batch-time`: the batch with time in the plan (reservations, backfill; engine.timeline).
 
 It reports per job class (its `class`, else its size) the waits (p50, p95, max), and the utilisation of the
-first resource the nodes share (time-weighted). Pure but for reading the trace file.
+first resource the nodes share (time-weighted). Pure: the CLI reads the trace file.
 """
 
 from __future__ import annotations
 
+import collections
+import heapq
 import itertools
 import math
 import random
@@ -25,10 +28,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .index import BoundState
 from .load import build_cluster
-from .model import Cluster, Reservation
+from .model import Cluster, Gang, Pod, PodGroup, Reservation
 from .plan import make_plan
 from .planner import Options, plan_batch
+from .timeline import rfc3339
 
 MODES = ("one-at-a-time", "batch", "batch-time")
 EPOCH = 1_800_000_000.0  # the virtual clock's zero, in seconds since the epoch (any fixed time serves)
@@ -112,17 +117,22 @@ def kai_starvation(small_jobs: int = 200, nodes: int = 2, gpus: int = 8, seed: i
                  tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))))
 
 
-def mixed(jobs: int = 1000, nodes: int = 50, seed: int = 1) -> Trace:
+def mixed(jobs: int = 1000, nodes: int = 50, seed: int = 1, load: float = 1.0) -> Trace:
     """A mixed GPU trace shaped on published cluster studies: most jobs ask for 1 GPU, a few for 2–8, and a small
     tail are multi-node gangs (Philly: Jeon et al., USENIX ATC '19; Helios: Hu et al., SC '21 both report a
     majority of single-GPU jobs and a heavy tail of large ones); durations are log-normal, minutes to hours, with a
     bound (the limit users declare) 1.5× the runtime for 80% of jobs and none for the rest. Parameters are this
-    generator's, not fitted to either trace."""
+    generator's, not fitted to either trace.
+
+    Arrivals are a Poisson stream, one job every 30 s per 50 nodes on average (scaled with `nodes`, and divided by
+    `load`), so the offered GPU load is the same share at any size: at `load` 1.0 about 70% of the GPUs (2.3 GPUs
+    per job for 3,700 s on average; the stream's start and end, while the cluster fills and drains, are lighter)."""
     rng = random.Random(seed)
+    rate = nodes * load / (30 * 50)  # arrivals per second
     out = []
     t = 0.0
     for k in range(jobs):
-        t += rng.expovariate(1 / 30)
+        t += rng.expovariate(rate)
         size = rng.choices([1, 2, 4, 8, 16], weights=[70, 12, 8, 7, 3])[0]
         pods, per_pod = (size // 8, 8) if size > 8 else (1, size)
         runtime = min(48 * 3600, math.exp(rng.gauss(math.log(1800), 1.2)))
@@ -147,103 +157,233 @@ class Replay:
     usage: list[tuple[float, float]] = field(default_factory=list)  # (t, share in use)
     cycles: int = 0
     promised: dict[str, float] = field(default_factory=dict)  # batch-time: a job's start when first reserved
+    period: float = 0.0  # the scheduler's cycle (0: it plans at every event)
 
     def delayed(self) -> list[str]:
         """Jobs that started later than their reservation first promised (backfill must never cause it while every
-        pod keeps its bound; a pod without one, or running past it, can)."""
-        late = [j for j, start in self.promised.items() if self.starts.get(j, math.inf) > start + 1.0]
-        return sorted(late)  # (a second's slack: times pass through RFC 3339, whole seconds)
+        pod keeps its bound; a pod without one, or running past it, can). With a period, a job starts at the first
+        cycle once its room is free, not at the instant promised."""
+        def due(start: float) -> float:  # (a second's slack: times pass through RFC 3339, whole seconds)
+            return math.ceil((start + 1.0) / self.period) * self.period if self.period > 0 else start + 1.0
+        return sorted(j for j, start in self.promised.items() if self.starts.get(j, math.inf) > due(start))
+
+
+@dataclass(frozen=True, slots=True)
+class _Models:
+    """A job's pods as the planner reads them, converted from its manifests once, at arrival (a snapshot would
+    convert them again at every event): pending, gang members marked, and its PodGroup and Gang if a gang."""
+
+    job: Job
+    pods: tuple[Pod, ...]
+    group: PodGroup | None = None
+    gang: Gang | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """A started job: its pods' nodes, its start, its pods as a snapshot shows them bound, and how much of the
+    reported resource they hold together."""
+
+    job: Job
+    nodes: tuple[str, ...]
+    start: float
+    pods: tuple[Pod, ...] = ()
+    use: float = 0.0
+
+    @property
+    def end(self) -> float:
+        return self.start + self.job.runtime
 
 
 @dataclass(slots=True)
-class _Running:
-    job: Job
-    node: str
-    start: float
+class _World:
+    """What the replay keeps between cycles: the nodes (converted once), the jobs waiting (converted at arrival)
+    and running (in start order, with a heap of their ends), their pods bound in that order and the planner's
+    index of them (engine.index: kept as jobs start and end, not worked out again by every plan), and how much of
+    the reported resource is in use."""
+
+    base: Cluster  # the nodes alone, as build_cluster reads them
+    resource: str
+    index: BoundState
+    waiting: list[_Models] = field(default_factory=list)
+    running: dict[str, _Running] = field(default_factory=dict)  # job name -> what runs
+    ends: list[tuple[float, str]] = field(default_factory=list)  # heap: (end, job name)
+    bound: list[Pod] = field(default_factory=list)  # the running jobs' pods, in order
+    used: float = 0.0
+
+    @classmethod
+    def of(cls, trace: Trace) -> _World:
+        base = build_cluster(_node_docs(trace), SCHEDULER)
+        return cls(base, _shared_resource(trace), BoundState.of(base.nodes, []))
+
+    def begin(self, started: Iterable[tuple[_Models, list[str]]], t: float) -> None:
+        """The jobs that start at t, bound after those running (as a snapshot would list them)."""
+        runs = [_running(models, tuple(nodes), t, self.resource) for models, nodes in started]
+        for run in runs:
+            self.running[run.job.name] = run
+            heapq.heappush(self.ends, (run.end, run.job.name))
+            self.used += run.use
+        added = tuple(p for run in runs for p in run.pods)
+        self.bound += added
+        self.index = self.index.changed(added=added) if added else self.index
+
+    def retire(self, t: float) -> list[tuple[float, float]]:
+        """Take out the jobs that ended by t; each distinct time they ended, with what was in use from then on
+        (what the usage must say between cycles)."""
+        gone: list[str] = []
+        drops: list[tuple[float, float]] = []
+        while self.ends and self.ends[0][0] <= t:
+            end, name = heapq.heappop(self.ends)
+            run = self.running.pop(name)
+            self.used -= run.use
+            gone += [p.key for p in run.pods]
+            if not self.ends or self.ends[0][0] > end:
+                drops.append((end, self.used))
+        if gone:
+            self.bound = [p for r in self.running.values() for p in r.pods]
+            self.index = self.index.changed(removed=frozenset(gone))
+        return drops
+
+    def cluster(self, waiting: Iterable[_Models], also: Iterable[_Running], t: float, timed: bool) -> Cluster:
+        """The cluster at t with `also` running besides, exactly as build_cluster reads the same manifests
+        (`_manifest_cluster`; the tests hold them equal), but assembled from the models."""
+        waiting = list(waiting)
+        return replace(self.base, bound=[*self.bound, *(p for r in also for p in r.pods)],
+                       pending=[p for m in waiting for p in m.pods], notes=[],
+                       pod_groups={m.group.key: m.group for m in waiting if m.group is not None},
+                       gangs={m.gang.key: m.gang for m in waiting if m.gang is not None},
+                       now=EPOCH + t if timed else None)
 
 
-def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: float = 2.0) -> Replay:
-    """Replay `trace` in `mode` until every job has started and ended (or `horizon` virtual seconds)."""
-    out = Replay(mode)
-    arrivals = list(trace.jobs)
-    waiting: list[Job] = []
-    running: dict[str, _Running] = {}  # pod key -> what runs
-    resource = _shared_resource(trace)
+def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: float = 2.0, period: float = 0.0,
+           prune: bool = True) -> Replay:
+    """Replay `trace` in `mode` until every job has started and ended (or `horizon` virtual seconds). With
+    `period` > 0 the scheduler plans at most once per period, at multiples of it (a cycle's pace, not an event's):
+    what ended meanwhile is gone by then, what arrived waits until then. `prune`: see `_one_at_a_time`."""
+    out = Replay(mode, period=period)
+    world = _World.of(trace)
+    arrivals = collections.deque(trace.jobs)
     names = {j.name for j in trace.jobs}
-    total = sum(_amount(s.allocatable.get(resource, "0")) * s.count for s in trace.nodes)
+    total = sum(_amount(s.allocatable.get(world.resource, "0")) * s.count for s in trace.nodes)
     t = 0.0
-    while arrivals or waiting or running:
-        ends = [r.start + r.job.runtime for r in running.values()]
-        t = min([*ends, *(a.arrival for a in arrivals[:1])], default=t)
+    while arrivals or world.waiting or world.running:
+        event = min(world.ends[0][0] if world.ends else math.inf, arrivals[0].arrival if arrivals else math.inf)
+        t = t if event == math.inf else math.ceil(event / period) * period if period > 0 else event
         if horizon is not None and t > horizon:
             break
-        running = {k: r for k, r in running.items() if r.start + r.job.runtime > t}
+        for end, used in world.retire(t):  # between cycles the resource is free from each end on, not the next cycle
+            if end < t:
+                out.usage.append((end, used / total if total else 0.0))
         while arrivals and arrivals[0].arrival <= t:
-            waiting.append(arrivals.pop(0))
-        if waiting:
-            started, held = _place(trace, waiting, running, t, mode, time_limit)
+            world.waiting.append(_models(arrivals.popleft()))
+        if world.waiting:
+            started, held = _place(world, t, mode, time_limit, prune)
             out.cycles += 1
             for r in held:  # a gang's holder is its job's name, a pod's is `<job>-0`
                 name = r.holder.split("/", 1)[1]
                 out.promised.setdefault(name if name in names else name.rsplit("-", 1)[0], r.start - EPOCH)
-            for job, nodes in started:
-                out.starts[job.name] = t
-                for k, node in enumerate(nodes):
-                    running[f"{job.name}/{k}"] = _Running(job, node, t)
-            done = {job.name for job, _ in started}
-            waiting = [j for j in waiting if j.name not in done]
-            if not started and not running and not arrivals:
+            out.starts.update((models.job.name, t) for models, _ in started)
+            world.begin(started, t)
+            done = {models.job.name for models, _ in started}
+            world.waiting = [m for m in world.waiting if m.job.name not in done]
+            if not started and not world.running and not arrivals:
                 break  # what waits can never start
-        used = sum(_amount(r.job.requests.get(resource, "0")) for r in running.values())
-        out.usage.append((t, used / total if total else 0.0))
+        out.usage.append((t, world.used / total if total else 0.0))
     return out
 
 
-def _place(trace: Trace, waiting: list[Job], running: dict[str, _Running], t: float, mode: str,
-           time_limit: float) -> tuple[list[tuple[Job, list[str]]], tuple[Reservation, ...]]:
+def _place(world: _World, t: float, mode: str, time_limit: float,
+           prune: bool) -> tuple[list[tuple[_Models, list[str]]], tuple[Reservation, ...]]:
     """The jobs that start at t, each with its pods' nodes, and the reservations the plan holds."""
-    options = Options(time_limit=time_limit, workers=1, preemption=False)
     if mode == "one-at-a-time":
-        placed: list[tuple[Job, list[str]]] = []
-        now = dict(running)
-        for job in sorted(waiting, key=lambda j: (-j.priority, j.arrival, j.name)):
-            cluster = _cluster(trace, [job], now, t, timed=False)
-            got = make_plan(cluster, time_limit=time_limit, workers=1).assignments
-            if len(got) == job.pods:
-                nodes = [got[f"sim/{job.name}-{k}"] for k in range(job.pods)]
-                placed.append((job, nodes))
-                now.update({f"{job.name}/{k}": _Running(job, n, t) for k, n in enumerate(nodes)})
-        return placed, ()
-    cluster = _cluster(trace, waiting, running, t, timed=mode == "batch-time")
-    plan = plan_batch(cluster, options=options)
+        return _one_at_a_time(world, t, time_limit, prune), ()
+    cluster = world.cluster(world.waiting, (), t, timed=mode == "batch-time")
+    # the replay reads no waiting pod's estimated start: none are swept for (a sweep is a dozen plans per cycle)
+    options = Options(time_limit=time_limit, workers=1, preemption=False, estimated={})
+    plan = plan_batch(cluster, options=options, index=world.index)
     got = plan.assignments
-    return [(job, [got[f"sim/{job.name}-{k}"] for k in range(job.pods)]) for job in waiting
-            if all(f"sim/{job.name}-{k}" in got for k in range(job.pods))], plan.reservations
+    return [(m, [got[p.key] for p in m.pods]) for m in world.waiting
+            if all(p.key in got for p in m.pods)], plan.reservations
 
 
-def _cluster(trace: Trace, waiting: Iterable[Job], running: dict[str, _Running], t: float, timed: bool) -> Cluster:
-    """The cluster at virtual time t as a snapshot would show it."""
-    docs: list[dict[str, Any]] = []
-    for shape in trace.nodes:
-        for i in range(shape.count):
-            name = f"{shape.prefix}-{i}"
-            docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-                "kubernetes.io/hostname": name}}, "status": {"allocatable": dict(shape.allocatable),
-                                                             "capacity": dict(shape.allocatable)}})
-    for key, r in running.items():
-        docs.append(_pod(r.job, key.replace("/", "-r"), r.node, EPOCH + r.start))
+def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> list[tuple[_Models, list[str]]]:
+    """Units in queue order, each planned alone beside those placed before it. Within a cycle room only shrinks,
+    so once a job of some requests did not fit, a later one of the same requests and at least as many pods cannot
+    either: with `prune` it is not planned."""
+    placed: list[tuple[_Models, list[str]]] = []
+    now: list[_Running] = []
+    index = world.index
+    failed: dict[tuple[tuple[str, str], ...], int] = {}  # requests -> fewest pods that did not fit this cycle
+    for models in sorted(world.waiting, key=lambda m: (-m.job.priority, m.job.arrival, m.job.name)):
+        job = models.job
+        shape = tuple(sorted(job.requests.items()))
+        if prune and failed.get(shape, math.inf) <= job.pods:
+            continue
+        cluster = world.cluster([models], now, t, timed=False)
+        got = make_plan(cluster, time_limit=time_limit, workers=1, index=index).assignments
+        if all(p.key in got for p in models.pods):
+            nodes = [got[p.key] for p in models.pods]
+            placed.append((models, nodes))
+            now.append(_running(models, tuple(nodes), t, world.resource))
+            index = index.changed(added=now[-1].pods)
+        else:
+            failed[shape] = min(job.pods, failed.get(shape, job.pods))
+    return placed
+
+
+def _models(job: Job) -> _Models:
+    """A job's pods converted once: build_cluster over its PodGroup and pods, as every snapshot would."""
+    cluster = build_cluster(_job_docs(job), SCHEDULER)
+    return _Models(job, tuple(cluster.pending), next(iter(cluster.pod_groups.values()), None),
+                   next(iter(cluster.gangs.values()), None))
+
+
+def _running(models: _Models, nodes: tuple[str, ...], t: float, resource: str) -> _Running:
+    """A job started at t on `nodes`: its pending pods bound, as a snapshot converts a running pod (named
+    `<job>-r<k>`, nodeName and startTime set, phase Running; a gang has no pending member left, so no gang)."""
+    started = rfc3339(EPOCH + t)
+    pods = tuple(replace(p, name=f"{models.job.name}-r{k}", node_name=node, phase="Running", started=started,
+                         gang=None) for k, (p, node) in enumerate(zip(models.pods, nodes, strict=True)))
+    return _Running(models.job, nodes, t, pods, _amount(models.job.requests.get(resource, "0")) * models.job.pods)
+
+
+# --- the manifests: what the models are converted from, and the reference the tests hold them to ---------------
+
+def _manifest_cluster(trace: Trace, waiting: Iterable[Job], running: Iterable[_Running], t: float,
+                     timed: bool) -> Cluster:
+    """The cluster at virtual time t built from manifests as a snapshot is read: what `_World.cluster` assembles
+    from models converted once (the replay used to build this at every event)."""
+    docs = _node_docs(trace)
+    for r in running:
+        docs += [(f"run[{r.job.name}-{k}]", _pod(r.job, f"{r.job.name}-r{k}", node, EPOCH + r.start))
+                 for k, node in enumerate(r.nodes)]
     for job in waiting:
-        if job.pods > 1:
-            docs.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                         "metadata": {"name": job.name, "namespace": "sim"}, "spec": {"minMember": job.pods}})
-        docs += [_pod(job, f"{job.name}-{k}", None, EPOCH + job.arrival) for k in range(job.pods)]
-    cluster = build_cluster([(f"trace[{i}]", d) for i, d in enumerate(docs)], SCHEDULER)
+        docs += _job_docs(job)
+    cluster = build_cluster(docs, SCHEDULER)
     return replace(cluster, now=EPOCH + t) if timed else cluster
 
 
-def _pod(job: Job, name: str, node: str | None, at: float) -> dict[str, Any]:
-    from .timeline import rfc3339
+def _node_docs(trace: Trace) -> list[tuple[str, dict[str, Any]]]:
+    docs = []
+    for shape in trace.nodes:
+        for i in range(shape.count):
+            name = f"{shape.prefix}-{i}"
+            docs.append((f"node[{name}]", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name}}, "status": {"allocatable": dict(shape.allocatable),
+                                                             "capacity": dict(shape.allocatable)}}))
+    return docs
 
+
+def _job_docs(job: Job) -> list[tuple[str, dict[str, Any]]]:
+    """A waiting job's manifests: its pods, and a PodGroup when it is a gang."""
+    docs = [(f"job[{job.name}]", {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                                  "metadata": {"name": job.name, "namespace": "sim"},
+                                  "spec": {"minMember": job.pods}})] if job.pods > 1 else []
+    return docs + [(f"job[{job.name}-{k}]", _pod(job, f"{job.name}-{k}", None, EPOCH + job.arrival))
+                   for k in range(job.pods)]
+
+
+def _pod(job: Job, name: str, node: str | None, at: float) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulerName": SCHEDULER, "priority": job.priority,
                             "containers": [{"name": "main", "image": "pause",
                                             "resources": {"requests": dict(job.requests)}}]}

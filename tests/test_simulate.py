@@ -7,7 +7,25 @@ import sys
 
 import pytest
 
-from engine.simulate import Job, NodeShape, Replay, Trace, TraceError, kai_starvation, replay, trace_of, utilisation, waits
+from engine import simulate as S
+from engine.index import BoundState
+from engine.plan import make_plan
+from engine.planner import Options, plan_batch
+from engine.simulate import (
+    Job,
+    NodeShape,
+    Replay,
+    Trace,
+    TraceError,
+    kai_starvation,
+    mixed,
+    replay,
+    trace_of,
+    utilisation,
+    waits,
+)
+
+CONTENDED = mixed(jobs=40, nodes=3, seed=2, load=2)  # three nodes asked for about 140% of their GPUs: queues form
 
 
 def test_a_steady_stream_starves_the_gang_one_at_a_time_and_as_a_batch_but_not_with_time() -> None:
@@ -33,6 +51,89 @@ def test_one_at_a_time_places_in_queue_order() -> None:
     assert run.starts == {"a": 0, "c": 2, "b": 102}  # b does not fit beside a; c does
 
 
+def test_the_cluster_assembled_from_models_is_what_the_manifests_build() -> None:
+    """Each job's pods are converted once and a snapshot is assembled from them: it must equal, field by field, the
+    cluster build_cluster makes of the same manifests (running pods bound, a waiting gang with its PodGroup), and
+    plan alike; the index kept as jobs start and end must be the one worked out afresh."""
+    trace = kai_starvation(small_jobs=8)
+    world = S._World.of(trace)
+    world.begin([(S._models(job), [f"gpu-{k % 2}"]) for k, job in enumerate(trace.jobs[:6])], 0.0)
+    world.begin([(S._models(job), ["gpu-0"]) for job in trace.jobs[6:8]], 50.0)
+    world.retire(min(j.runtime for j in trace.jobs[:6]) + 1)
+    waiting = [S._models(j) for j in trace.jobs[8:]]
+    also = [S._running(waiting.pop(), ("gpu-1",), 60.0, world.resource)]
+    assert any(m.gang is not None for m in waiting) and len(world.running) == 7
+    for timed in (False, True):
+        new = world.cluster(waiting, also, 90.0, timed)
+        old = S._manifest_cluster(trace, [m.job for m in waiting], [*world.running.values(), *also], 90.0, timed)
+        assert new == old and new.bound and new.gangs and new.pod_groups
+        plans = [plan_batch(c, options=Options(time_limit=2.0, workers=1, preemption=False), index=index)
+                 for c, index in ((new, world.index.changed(added=also[0].pods)), (old, None))]
+        assert plans[0].assignments == plans[1].assignments and plans[0].reservations == plans[1].reservations
+    assert make_plan(new, workers=1).assignments == make_plan(old, workers=1).assignments
+    fresh = BoundState.of(world.base.nodes, world.bound)
+    assert (world.index.pods, world.index.node_of) == (fresh.pods, fresh.node_of) == (world.bound, fresh.node_of)
+    assert (world.index.usage.used == fresh.usage.used).all() and world.index.usage.names == fresh.usage.names
+
+
+def test_a_replay_of_models_is_a_replay_of_manifests(monkeypatch) -> None:
+    """The whole replay, every mode, with the cluster built from manifests at every cycle instead and its index
+    worked out by every plan (as it was)."""
+    fast = {mode: replay(CONTENDED, mode) for mode in S.MODES}
+
+    def from_manifests(self, waiting, also, t, timed):
+        return S._manifest_cluster(CONTENDED, [m.job for m in waiting], [*self.running.values(), *also], t, timed)
+
+    monkeypatch.setattr(S._World, "cluster", from_manifests)
+    monkeypatch.setattr(S, "make_plan", lambda cluster, index, **kw: make_plan(cluster, **kw))
+    monkeypatch.setattr(S, "plan_batch", lambda cluster, index, **kw: plan_batch(cluster, **kw))
+    for mode, run in fast.items():
+        slow = replay(CONTENDED, mode)
+        assert (run.starts, run.usage, run.cycles, run.promised) == (slow.starts, slow.usage, slow.cycles, slow.promised)
+    assert fast["batch-time"].promised  # reservations were made, and compared
+
+
+def test_with_a_period_jobs_start_only_at_cycle_times_and_never_before_they_arrive() -> None:
+    arrival = {j.name: j.arrival for j in CONTENDED.jobs}
+    runtime = {j.name: j.runtime for j in CONTENDED.jobs}
+    gpus = {j.name: int(j.requests["nvidia.com/gpu"]) * j.pods for j in CONTENDED.jobs}
+    for mode in S.MODES:
+        run = replay(CONTENDED, mode, period=120)
+        assert len(run.starts) == len(CONTENDED.jobs)
+        assert all(t % 120 == 0 and t >= arrival[name] for name, t in run.starts.items())
+        assert any(t % 120 for t, _ in run.usage)  # a job's end frees its GPUs when it ends, not at the next cycle
+        for at, share in run.usage:
+            busy = sum(gpus[name] for name, t in run.starts.items() if t <= at < t + runtime[name])
+            assert share == pytest.approx(busy / 24)  # 3 nodes × 8 GPUs
+        assert run.cycles < replay(CONTENDED, mode).cycles
+
+
+def test_one_at_a_time_skips_a_job_that_cannot_fit_where_a_smaller_one_like_it_did_not(monkeypatch) -> None:
+    """Within a cycle room only shrinks: once a job did not fit, later ones asking as much per pod, with as many
+    pods or more, are not planned; the replay is the same."""
+    planned = []
+
+    def counting(cluster, **kw):
+        planned.append(1)
+        return make_plan(cluster, **kw)
+
+    monkeypatch.setattr(S, "make_plan", counting)
+    pruned = replay(CONTENDED, "one-at-a-time")
+    fewer = len(planned)
+    full = replay(CONTENDED, "one-at-a-time", prune=False)
+    assert (pruned.starts, pruned.usage, pruned.cycles) == (full.starts, full.usage, full.cycles)
+    assert fewer < len(planned) - fewer
+
+
+def test_the_mixed_generator_offers_the_same_share_at_any_size() -> None:
+    """One job every 30 s per 50 nodes: ten times the nodes, ten times the arrivals (and `load` scales them)."""
+    small, large, busy = mixed(jobs=50, nodes=50), mixed(jobs=50, nodes=500), mixed(jobs=50, nodes=50, load=2)
+    assert [j.runtime for j in small.jobs] == [j.runtime for j in large.jobs]
+    assert all(a.arrival == pytest.approx(10 * b.arrival) == pytest.approx(2 * c.arrival)
+               for a, b, c in zip(small.jobs, large.jobs, busy.jobs, strict=True))
+    assert 20 < small.jobs[-1].arrival / 50 < 40
+
+
 def test_waits_and_utilisation_are_summed_per_class() -> None:
     trace = Trace((NodeShape(1, {"cpu": "8"}),), (Job("a", 0, 10, {"cpu": "8"}, kind="k"),
                                                   Job("b", 0, 10, {"cpu": "8"}, kind="k")))
@@ -40,6 +141,12 @@ def test_waits_and_utilisation_are_summed_per_class() -> None:
     (k,) = waits(trace, run)
     assert (k.jobs, k.started, k.p50, k.p95, k.most) == (2, 2, 5.0, 10.0, 10.0)
     assert utilisation(run) == pytest.approx(0.5)
+
+
+def test_with_a_period_a_reserved_job_is_late_only_after_the_first_cycle_once_its_room_is_free() -> None:
+    run = Replay("batch-time", {"a": 120.0, "b": 180.0}, promised={"a": 100.0, "b": 100.0}, period=60)
+    assert run.delayed() == ["b"]
+    assert Replay("batch-time", {"a": 120.0}, promised={"a": 100.0}).delayed() == ["a"]
 
 
 def test_a_bad_trace_says_where() -> None:
@@ -56,6 +163,11 @@ def test_the_command(tmp_path) -> None:
     report = json.loads(out.stdout)
     assert set(report) == {"one-at-a-time", "batch", "batch-time"}
     assert all(0 < r["utilisation"] <= 1 for r in report.values())
+    out = subprocess.run([sys.executable, "-m", "engine", "simulate", "--generate", "mixed", "--jobs", "20", "--nodes",
+                          "2", "--load", "2", "--period", "60", "--mode", "batch", "-o", "json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert set(json.loads(out.stdout)) == {"batch"}
     bad = tmp_path / "t.yaml"
     bad.write_text("jobs: [1, 2]\n")
     out = subprocess.run([sys.executable, "-m", "engine", "simulate", str(bad)], capture_output=True, text=True,
