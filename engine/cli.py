@@ -434,8 +434,8 @@ def configmap_command(paths, name, namespace) -> None:
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["one-at-a-time", "batch", "batch-time"]),
               help="Replay only these ways (repeatable) [default: all three].")
 @click.option("--load", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="mixed: the arrival rate relative to the default (1.0: about 70% of the GPUs offered, at any "
-              "--nodes).")
+              help="The offered load: kai, the share of the GPUs the stream asks for [default: 0.9]; mixed, the "
+              "arrival rate relative to the default (1.0: about 70% of the GPUs, at any --nodes).")
 @click.option("--horizon", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Stop the virtual clock here (seconds).")
 @click.option("--period", type=click.FloatRange(min=0), default=0.0, show_default=True,
@@ -455,8 +455,8 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
 
     if (trace is None) == (generate is None):
         _fail("give a trace file or --generate (one of them)")
-    if load is not None and generate != "mixed":
-        _fail("--load is for --generate mixed")
+    if load is not None and generate is None:
+        _fail("--load is for --generate")
     if generate is not None:
         params = {k: v for k, v in (("small_jobs" if generate == "kai" else "jobs", jobs),
                                     ("nodes", nodes), ("seed", seed), ("load", load)) if v is not None}
@@ -464,7 +464,8 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
     else:
         workload = _trace(trace)
     runs = [S.replay(workload, mode, horizon, period=period) for mode in (modes or S.MODES)]
-    report = {run.mode: {"utilisation": round(S.utilisation(run), 4), "cycles": run.cycles,
+    stream = max(j.arrival for j in workload.jobs)  # utilisation while jobs arrive (the drain after says little)
+    report = {run.mode: {"utilisation": round(S.utilisation(run, stream), 4), "cycles": run.cycles,
                          "classes": [asdict(c) for c in S.waits(workload, run)],
                          **({"reserved": len(run.promised), "delayed": run.delayed()} if run.promised else {})}
               for run in runs}

@@ -70,7 +70,8 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
         held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, kept, plan.assignments, prior)
         backfilled = plan
     else:
-        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, (), plan.assignments)
+        # every pod in line, those placed now too: one the reservations then displace keeps its place in line
+        held = timeline.reserve(cluster, batch, now, room, rules.reserving, (), plan.assignments)
         backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
         held = tuple(r for r in held if not all(key in backfilled.assignments for key, _ in r.pods))  # started now
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}

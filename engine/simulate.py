@@ -98,19 +98,21 @@ def trace_of(doc: Any, where: str = "trace") -> Trace:
 
 # --- synthetic traces -----------------------------------------------------------------------------------------
 
-def kai_starvation(small_jobs: int = 200, nodes: int = 2, gpus: int = 8, seed: int = 1) -> Trace:
-    """KAI-scheduler #1969's shape: nodes of 8 GPUs kept busy by a steady stream of 1-GPU jobs (a new one every
-    minute or so, each running 10–40 minutes with a declared bound), and one gang asking for every GPU, arriving at
-    t=0 behind the jobs already running. Without time the gang waits for an instant when every GPU is free at
-    once, which the stream never leaves."""
+def kai_starvation(small_jobs: int = 200, nodes: int = 2, gpus: int = 8, seed: int = 1, load: float = 0.9) -> Trace:
+    """KAI-scheduler #1969's shape: nodes of 8 GPUs kept busy by a steady stream of 1-GPU jobs (each running 10–40
+    minutes, 25 on average, bounded at 40), and one gang asking for every GPU, arriving at t=0 behind the jobs already
+    running. `load`: the share of the GPUs the stream asks for (Poisson arrivals; at the default 0.9 and 16 GPUs one
+    every 104 s; above 1 the queue grows for as long as the stream lasts). Without time the gang waits for an
+    instant when every GPU is free at once, which a busy stream does not leave."""
     rng = random.Random(seed)
+    gap = 1500 / (nodes * gpus * load)  # mean seconds between arrivals
     jobs = [Job(f"warm-{k}", 0.0, rng.uniform(600, 2400), {"nvidia.com/gpu": "1"}, limit=2400, kind="1-GPU job")
             for k in range(nodes * gpus)]
-    jobs.append(Job("big-gang", 1.0, 3600, {"nvidia.com/gpu": str(gpus)}, pods=nodes, priority=0, limit=3600,
-                    kind="gang"))
+    jobs.append(Job("big-gang", 1.0, 3600, {"nvidia.com/gpu": str(gpus)}, pods=min(2, nodes), priority=0,
+                    limit=3600, kind="gang"))
     t = 1.0
     for k in range(small_jobs):
-        t += rng.expovariate(1 / 60)
+        t += rng.expovariate(1 / gap)
         jobs.append(Job(f"small-{k}", t, rng.uniform(600, 2400), {"nvidia.com/gpu": "1"}, limit=2400,
                         kind="1-GPU job"))
     return Trace((NodeShape(nodes, {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": str(gpus)}, "gpu"),),

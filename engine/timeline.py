@@ -189,9 +189,9 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
             kept: tuple[Reservation, ...] = (), placed: Iterable[str] = (), prior: Iterable[Reservation] = ()
             ) -> tuple[Reservation, ...]:
     """Reservations for the units first in line that wait, each beside the ones before it: where it fits alone now,
-    from now, if it lost its room to smaller pods `placed` now (a stream of them must not keep the head of the line
-    waiting for ever; one that lost to pods like it waits on competition, not time), else where and when it will
-    fit within its horizon (its shadow): at most `most`
+    from now, if it lost its room to smaller pods `placed` now or to ones behind it in line (a stream of them must not
+    keep the head of the line waiting for ever; one that lost to pods like it and before it waits on competition),
+    else where and when it will fit within its horizon (its shadow): at most `most`
     for the units a `reserve` statement covers (its pods share the count; the rest: 2 within 7 days), only the
     first units in line looked at (LOOKED_AT per reservation the defaults allow). `kept`: reservations held already
     (the last cycle's, for units not planned now), first among them and counted; `prior`: the last cycle's for
@@ -204,14 +204,15 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
     for r in kept:
         scope = _limits(pods.get(r.pods[0][0]) if r.pods else None, limits)[0]
         count[scope] = count.get(scope, 0) + 1
-    smaller = [pods[k] for k in placed if k in pods]
+    now_placed = set(placed)
+    others = [pods[k] for k in now_placed if k in pods]
     for unit in in_line(cluster, waiting)[:DEFAULT_RESERVATIONS * LOOKED_AT]:
         scope, most, horizon = _limits(unit[0], limits)
         if count.get(scope, 0) >= most:
             continue
         alone = fits(room, now, held, unit)
-        if alone is not None and not _beaten_by_smaller(unit, smaller):
-            continue  # lost to pods like it: competition, not starvation
+        if alone is not None and (all(p.key in now_placed for p in unit) or not _passed_over(unit, others)):
+            continue  # it starts now, or lost to pods like it and before it in line: competition, not starvation
         found = _reservation(room, unit, now, alone, horizon, tuple(held), before.get(unit[0].gang or unit[0].key))
         if found is not None:
             held.append(found)
@@ -235,15 +236,19 @@ def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: dict[str,
     return None if found is None else reservation(holder, unit, found)
 
 
-def _beaten_by_smaller(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:
-    """Whether a unit that fits alone now lost its room to smaller pods placed now: it is a gang, or some placed pod
-    asks for less of everything it asks for (and less of one). Kept waiting by them, a stream of small pods could
-    keep it waiting for ever, the starvation reservations are for."""
+def _passed_over(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:
+    """Whether a unit that fits alone now lost its room to pods placed now that should not come first: it is a
+    gang, or some placed pod asks for no more of anything it asks for and is smaller (less of one) or behind it in
+    line (a lower priority, or the same and younger). Kept waiting by them, a stream of small or newer pods could
+    keep it waiting for ever (the starvation reservations are for), or start it later than it was promised."""
     if len(unit) > 1:
         return True
-    wants = unit[0].requests
+    pod = unit[0]
+    wants = pod.requests
+    place = (-pod.priority, pod.created, pod.key)
     return any(all(p.requests.get(r, 0) <= v for r, v in wants.items()) and
-               any(p.requests.get(r, 0) < v for r, v in wants.items() if r != "pods") for p in placed)
+               (any(p.requests.get(r, 0) < v for r, v in wants.items() if r != "pods")
+                or (-p.priority, p.created, p.key) > place) for p in placed)
 
 
 def _limits(pod: Pod | None, limits: Limits | None) -> tuple[str, int, int]:

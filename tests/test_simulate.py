@@ -42,6 +42,15 @@ def test_a_steady_stream_starves_the_gang_one_at_a_time_and_as_a_batch_but_not_w
     assert "big-gang" in runs["batch-time"].promised and runs["batch-time"].delayed() == []  # every job keeps its bound
 
 
+def test_a_job_displaced_by_a_reservation_keeps_its_place_in_line() -> None:
+    """64 GPUs at 90% load, the gang a quarter of them. A 1-GPU job the first plan of a cycle placed in room the
+    gang's reservation then keeps is in line again, before the jobs behind it: it is reserved first, and no job
+    starts later than its reservation promised (11 did when the reservations went to the jobs the first plan had
+    left out)."""
+    run = replay(kai_starvation(small_jobs=100, nodes=8, load=0.9), "batch-time")
+    assert len(run.promised) > 20 and run.delayed() == []
+
+
 def test_one_at_a_time_places_in_queue_order() -> None:
     """Two 1-GPU jobs and a 2-GPU one on one 2-GPU node: one pod at a time takes them in arrival order."""
     trace = Trace((NodeShape(1, {"cpu": "8", "nvidia.com/gpu": "2"}),), (

@@ -87,8 +87,8 @@ def gang_of(cluster: Cluster) -> tuple:
 
 def test_a_carried_reservation_is_kept_while_it_holds_and_moves_when_the_cluster_changes() -> None:
     cluster, got = plan()
-    (held,) = got.reservations
-    assert held.start == seconds(at(12, 20))
+    held = got.reservations[0]
+    assert (held.holder, held.start) == ("default/train", seconds(at(12, 20)))
     keys = [p.key for p in gang_of(cluster)]
     now = seconds(NOON)
 

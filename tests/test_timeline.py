@@ -78,9 +78,10 @@ def test_without_time_the_long_pods_take_n1_and_the_gang_waits() -> None:
 
 def test_the_gang_is_reserved_at_its_shadow_time_and_short_pods_backfill() -> None:
     _, got = plan()
-    (held,) = got.reservations
+    held, then = got.reservations  # the gang first; then the first 4-hour pod, which the gang's room displaces
     assert held.holder == "default/train"
     assert held.start == seconds(at(12, 20))
+    assert (then.holder, then.start) == ("default/long-0", seconds(at(14, 0)))  # as the loop reserves (below)
     assert sorted(node for _, node in held.pods) == ["n1", "n2"]
     assert sorted(k for k, n in got.assignments.items() if n == "n1") == [f"default/short-{k}" for k in range(4)]
     assert not any(k.startswith("default/long-") for k in got.assignments)  # they would delay the gang
@@ -88,7 +89,8 @@ def test_the_gang_is_reserved_at_its_shadow_time_and_short_pods_backfill() -> No
                for why in got.unschedulable["default/long-0"])
     assert any("expected to start" in why and "12:20" in why for why in got.unschedulable["default/train-0"])
     shown = got.to_dict()["reservations"]
-    assert {k: v["start"] for k, v in shown.items()} == {f"default/train-{k}": at(12, 20) for k in range(2)}
+    assert {k: v["start"] for k, v in shown.items()} == {**{f"default/train-{k}": at(12, 20) for k in range(2)},
+                                                         "default/long-0": at(14, 0)}
 
 
 def test_every_other_waiting_pod_gets_an_estimated_start() -> None:
@@ -99,10 +101,10 @@ def test_every_other_waiting_pod_gets_an_estimated_start() -> None:
     cluster.now = seconds(NOON)
     got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
     estimates = got.to_dict()["estimates"]
-    assert {estimates[f"default/long-{k}"]["start"] for k in range(4)} == {at(14, 0)}
+    assert {estimates[f"default/long-{k}"]["start"] for k in (1, 2, 3)} == {at(14, 0)}  # (long-0: reserved then)
     assert "does not fit even once" in estimates["default/huge"]["unknown"]
     assert not set(estimates) & {key for r in got.reservations for key, _ in r.pods}
-    assert any("expected to start by 2026-11-25T14:00:00Z" in why for why in got.unschedulable["default/long-0"])
+    assert any("expected to start by 2026-11-25T14:00:00Z" in why for why in got.unschedulable["default/long-1"])
 
 
 def test_a_runtime_statement_estimates_pods_without_a_deadline() -> None:
@@ -181,7 +183,8 @@ def test_dry_run_shows_reservations_from_now_or_the_snapshot_time(tmp_path) -> N
         out = dry_run("-o", "json", *extra)
         assert out.returncode == 0, out.stderr
         shown = json.loads(out.stdout)["reservations"]
-        assert {v["start"] for v in shown.values()} == {at(12, 20)}
+        assert {v["for"]: v["start"] for v in shown.values()} == {"default/train": at(12, 20),
+                                                                  "default/long-0": at(14, 0)}
     later = json.loads(dry_run("-o", "json", "--now", at(14, 30)).stdout)  # every running pod is past its bound
     assert {v["start"] for k, v in later["reservations"].items() if v["for"] == "default/train"} == {at(14, 30)}
     assert not later["assignments"]  # (they still hold their room until they are gone)
