@@ -71,7 +71,7 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
         backfilled = plan
     else:
         # every pod in line, those placed now too: one the reservations then displace keeps its place in line
-        held = timeline.reserve(cluster, batch, now, room, rules.reserving, (), plan.assignments)
+        held = timeline.reserve(cluster, batch, now, room, rules.reserving, (), plan.assignments, cluster.reservations)
         backfilled = now_plan(replace(cluster, reservations=held), on_placed) if held else plan
         held = tuple(r for r in held if not all(key in backfilled.assignments for key, _ in r.pods))  # started now
     waiting = {key: list(why) for key, why in backfilled.unschedulable.items()}

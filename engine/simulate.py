@@ -212,6 +212,7 @@ class _World:
     ends: list[tuple[float, str]] = field(default_factory=list)  # heap: (end, job name)
     bound: list[Pod] = field(default_factory=list)  # the running jobs' pods, in order
     used: float = 0.0
+    held: tuple[Reservation, ...] = ()  # batch-time: the last cycle's reservations, its promises (as the loop keeps)
 
     @classmethod
     def of(cls, trace: Trace) -> _World:
@@ -300,9 +301,12 @@ def _place(world: _World, t: float, mode: str, time_limit: float,
     if mode == "one-at-a-time":
         return _one_at_a_time(world, t, time_limit, prune), ()
     cluster = world.cluster(world.waiting, (), t, timed=mode == "batch-time")
+    waiting = {p.key for p in cluster.pending}  # the last cycle's reservations of jobs still waiting: kept promises
+    cluster = replace(cluster, reservations=tuple(r for r in world.held if all(k in waiting for k, _ in r.pods)))
     # the replay reads no waiting pod's estimated start: none are swept for (a sweep is a dozen plans per cycle)
     options = Options(time_limit=time_limit, workers=1, preemption=False, estimated={})
     plan = plan_batch(cluster, options=options, index=world.index)
+    world.held = plan.reservations
     got = plan.assignments
     return [(m, [got[p.key] for p in m.pods]) for m in world.waiting
             if all(p.key in got for p in m.pods)], plan.reservations

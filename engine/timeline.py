@@ -196,7 +196,9 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
     first units in line looked at (LOOKED_AT per reservation the defaults allow). `kept`: reservations held already
     (the last cycle's, for units not planned now), first among them and counted; `prior`: the last cycle's for
     units planned now, each kept while its room is still there at its start (a reservation moves only when the
-    cluster changes under it, and costs no search meanwhile)."""
+    cluster changes under it, and costs no search meanwhile), their units first among those of their priority (an
+    older unit back in line does not take the place of a promise made; a higher priority does), and from now if
+    they fit now."""
     held: list[Reservation] = list(kept)
     before = {r.holder: r for r in prior}
     pods = {p.key: p for p in cluster.pending}
@@ -206,14 +208,18 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
         count[scope] = count.get(scope, 0) + 1
     now_placed = set(placed)
     others = [pods[k] for k in now_placed if k in pods]
-    for unit in in_line(cluster, waiting)[:DEFAULT_RESERVATIONS * LOOKED_AT]:
+    line = in_line(cluster, waiting)  # those holding one first among their priority: a promise is kept while it can
+    line.sort(key=lambda u: (-max(p.priority for p in u), (u[0].gang or u[0].key) not in before))
+    for unit in line[:DEFAULT_RESERVATIONS * LOOKED_AT]:
         scope, most, horizon = _limits(unit[0], limits)
         if count.get(scope, 0) >= most:
             continue
         alone = fits(room, now, held, unit)
-        if alone is not None and (all(p.key in now_placed for p in unit) or not _passed_over(unit, others)):
+        promised = before.get(unit[0].gang or unit[0].key)
+        if alone is not None and promised is None and (all(p.key in now_placed for p in unit)
+                                                       or not _passed_over(unit, others)):
             continue  # it starts now, or lost to pods like it and before it in line: competition, not starvation
-        found = _reservation(room, unit, now, alone, horizon, tuple(held), before.get(unit[0].gang or unit[0].key))
+        found = _reservation(room, unit, now, alone, horizon, tuple(held), promised)  # (promised, it fits: now)
         if found is not None:
             held.append(found)
             count[scope] = count.get(scope, 0) + 1

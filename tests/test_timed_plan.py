@@ -153,3 +153,16 @@ def test_runtimes_split_classes_only_where_a_reservation_can_bind() -> None:
     assert len(plan_batch(batch, options=options).assignments) == 4  # n1's 4 free GPUs, to any of them
     placed = plan_batch(replace(batch, reservations=(held("n1"),)), options=options).assignments
     assert placed == {f"default/p-{k}": "n1" for k in range(3)}
+
+
+def test_a_promise_made_keeps_its_place_before_older_units_of_its_priority() -> None:
+    """Reserved while long-0 was not in line, long-1 keeps its reservation (the second the defaults allow) when
+    long-0, older and of the same priority, is back in line; the gang, of a higher priority, still comes first."""
+    cluster, _ = plan()
+    now = seconds(NOON)
+    line = [p.key for p in cluster.pending]
+    gang, first = reserve(cluster, [k for k in line if k != "default/long-0"], now, later(cluster))
+    assert (gang.holder, first.holder) == ("default/train", "default/long-1")
+    again = reserve(cluster, line, now, later(cluster), prior=(gang, first))
+    assert [r.holder for r in again] == ["default/train", "default/long-1"]
+    assert [r.holder for r in reserve(cluster, line, now, later(cluster))] == ["default/train", "default/long-0"]
