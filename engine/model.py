@@ -661,6 +661,7 @@ class Reservation:
     pods: tuple[tuple[str, str], ...]  # (pod key, node) for each of its pods
     start: float  # seconds since the epoch
     need: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # (node, ((resource, amount), ...)) it needs there
+    scope: str = ""  # the `reserve` statement it counts under ("": the defaults), kept for the cycles it is carried
 
 
 @dataclass(slots=True)

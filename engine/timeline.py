@@ -167,8 +167,9 @@ def in_line(cluster: Cluster, waiting: Iterable[str]) -> list[tuple[Pod, ...]]:
                   key=lambda u: (-max(p.priority for p in u), min(p.created for p in u), u[0].key))
 
 
-def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow) -> Reservation:
-    """A reservation for `unit` at its shadow: its pods' nodes and what they need on each."""
+def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow, scope: str = "") -> Reservation:
+    """A reservation for `unit` at its shadow: its pods' nodes and what they need on each; `scope`: the `reserve`
+    statement it counts under."""
     need: dict[str, dict[str, int]] = {}
     for pod in unit:
         node = found.where.get(pod.key)
@@ -177,7 +178,7 @@ def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow) -> Reservatio
         for resource, amount in pod.requests.items():
             need.setdefault(node, {})[resource] = need.get(node, {}).get(resource, 0) + amount
     return Reservation(holder, tuple(sorted(found.where.items())), found.start,
-                       tuple((node, tuple(sorted(amounts.items()))) for node, amounts in sorted(need.items())))
+                       tuple((node, tuple(sorted(amounts.items()))) for node, amounts in sorted(need.items())), scope)
 
 
 # a unit's reservation limits (engine.ir.ReserveRules: a `reserve` statement in scope), or None for the defaults
@@ -203,9 +204,8 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
     before = {r.holder: r for r in prior}
     pods = {p.key: p for p in cluster.pending}
     count: dict[str, int] = {}
-    for r in kept:
-        scope = _limits(pods.get(r.pods[0][0]) if r.pods else None, limits)[0]
-        count[scope] = count.get(scope, 0) + 1
+    for r in kept:  # (their pods are not in this batch: each says what it counts under)
+        count[r.scope] = count.get(r.scope, 0) + 1
     now_placed = set(placed)
     others = [pods[k] for k in now_placed if k in pods]
     line = in_line(cluster, waiting)  # those holding one first among their priority: a promise is kept while it can
@@ -219,7 +219,7 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
         if alone is not None and promised is None and (all(p.key in now_placed for p in unit)
                                                        or not _passed_over(unit, others)):
             continue  # it starts now, or lost to pods like it and before it in line: competition, not starvation
-        found = _reservation(room, unit, now, alone, horizon, tuple(held), promised)  # (promised, it fits: now)
+        found = _reservation(room, unit, now, alone, horizon, tuple(held), promised, scope)  # (promised, fits: now)
         if found is not None:
             held.append(found)
             count[scope] = count.get(scope, 0) + 1
@@ -227,19 +227,19 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
 
 
 def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: dict[str, str] | None, horizon: float,
-                 held: tuple[Reservation, ...], prior: Reservation | None) -> Reservation | None:
+                 held: tuple[Reservation, ...], prior: Reservation | None, scope: str) -> Reservation | None:
     """A unit's reservation: from now where it fits alone now; else its last one while that still holds and
     capacity alone could not take the unit any earlier (pods that ended early: then it moves earlier); else at its
     shadow (None: none within the horizon)."""
     holder = unit[0].gang or unit[0].key
     if alone is not None:
-        return reservation(holder, unit, Shadow(now, alone))
+        return reservation(holder, unit, Shadow(now, alone), scope)
     if prior is not None and prior.start > now and {key for key, _ in prior.pods} == {p.key for p in unit}:
         earlier = room.before(prior.start)
         if (earlier is None or earlier <= now or not room.enough(earlier, held, unit)) and room.holds(prior, held):
             return prior
     found = shadow(room, unit, horizon, held)
-    return None if found is None else reservation(holder, unit, found)
+    return None if found is None else reservation(holder, unit, found, scope)
 
 
 def _passed_over(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:

@@ -166,3 +166,19 @@ def test_a_promise_made_keeps_its_place_before_older_units_of_its_priority() -> 
     again = reserve(cluster, line, now, later(cluster), prior=(gang, first))
     assert [r.holder for r in again] == ["default/train", "default/long-1"]
     assert [r.holder for r in reserve(cluster, line, now, later(cluster))] == ["default/train", "default/long-0"]
+
+
+def test_a_carried_reservation_counts_under_its_own_reserve_statement() -> None:
+    """`reserve at most 1` over the 4-hour pods: long-1's reservation, carried from the last cycle (its pods not in
+    this batch), fills that count, so long-0 gets none; it used to count under the defaults (its pods unknown)."""
+    cluster, _ = plan()
+    now = seconds(NOON)
+
+    def limits(pod):
+        return ("policy/long", 1, 7 * 24 * 3600) if pod.name.startswith("long-") else None
+    first = ["default/train-0", "default/train-1", "default/long-1"]
+    made = reserve(cluster, first, now, later(cluster), limits)
+    assert [(r.holder, r.scope) for r in made] == [("default/train", ""), ("default/long-1", "policy/long")]
+    rest = replace(cluster, pending=[p for p in cluster.pending if p.key not in first])
+    got = reserve(rest, [p.key for p in rest.pending], now, later(rest), limits, kept=made)
+    assert got[:2] == made and "default/long-0" not in {r.holder for r in got}  # its statement's one is held
