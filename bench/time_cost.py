@@ -30,6 +30,7 @@ from engine.loop.plan_stage import ESTIMATE_EVERY  # noqa: E402
 from engine.model import Cluster, Reservation  # noqa: E402
 from engine.plan import Plan  # noqa: E402
 from engine.planner import Options, plan_batch  # noqa: E402
+from engine.preempt import lowest_running  # noqa: E402
 from engine.timeline import Estimate, seconds  # noqa: E402
 from testkit.manifests import POD_GROUP_LABEL, node, pod, podgroup, priority_class  # noqa: E402
 
@@ -75,12 +76,14 @@ def stream_pod(cycle: int, k: int, rng: random.Random) -> dict:
 
 def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tuple[list[float], list[float], Plan]:
     """The scheduler loop's cycles (engine.loop.plan_stage): one a second, each planning the gang (retried) and
-    `stream` new 1-GPU pods, with the index kept as the loop's cache keeps it, the last cycle's reservations
-    carried and the last sweep's estimates told again while fresh (ESTIMATE_EVERY). Plain cycles plan the same
-    batches without a now. Per cycle after the first (the loop's steady state): the median of `repeats`."""
+    `stream` new 1-GPU pods, with the index and the lowest running priority as the loop's cache keeps them, the last
+    cycle's reservations carried and the last sweep's estimates told again while fresh (ESTIMATE_EVERY). Plain
+    cycles plan the same batches without a now. Per cycle after the first (the loop's steady state): the median of
+    `repeats`."""
     rng = random.Random(11)
     kept = BoundState.of(cluster.nodes, cluster.bound)
     columns = kept.pod_columns()
+    lowest = lowest_running(cluster)  # the loop's cache keeps it too
     gang = [p for p in cluster.pending if p.gang]
     batches = [gang + build_cluster([(f"new{c}-{k}", stream_pod(c, k, rng)) for k in range(stream)]).pending
                for c in range(cycles)]
@@ -104,7 +107,7 @@ def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tup
                     kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
                     kept.facts, kept.special(), columns.copy())
                 began = time.perf_counter()
-                got = plan_batch(batch_cluster, options=options, index=index)
+                got = plan_batch(batch_cluster, options=options, index=index, lowest=lowest)
                 runs[with_time].append(time.perf_counter() - began)
                 if with_time:
                     plan = got

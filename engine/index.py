@@ -225,6 +225,7 @@ class BoundState:
     with_ports: list[int] = field(default_factory=list)
     _special: list[int] | None = None
     _pod_columns: PodColumns | None = None
+    _node_array: np.ndarray | None = None
 
     @classmethod
     def of(cls, nodes: list[Node], bound: list[Pod], facts: NodeFacts | None = None) -> BoundState:
@@ -288,7 +289,7 @@ class BoundState:
         keep = ~gone
         positions = np.flatnonzero(keep)
         pods = [self.pods[k] for k in positions.tolist()]
-        where = np.asarray(self.node_of, dtype=np.int64)
+        where = self.node_array()
         node_of = where[positions].tolist()
         usage = self.usage
         if gone.any():
@@ -298,7 +299,7 @@ class BoundState:
             np.subtract.at(requested, where[gone], named[gone])
             usage = NodeRequests(usage.names, usage.allocatable, used, requested)
         special = (np.cumsum(keep) - 1)[[k for k in self.special() if keep[k]]].tolist()
-        index = {n.name: i for i, n in enumerate(self.nodes)} if added else {}
+        index = self.positions() if added else {}
         new = [(p, index[p.node_name]) for p in added if p.node_name in index]
         if new:
             moved = usage.moved([], new)
@@ -308,6 +309,19 @@ class BoundState:
             special += [len(pods) + k for k, (p, _) in enumerate(new) if p.host_ports or p.anti_affinity_required]
             pods, node_of = pods + [p for p, _ in new], node_of + [i for _, i in new]
         return BoundState._of(self.nodes, pods, node_of, usage, self.facts, special)
+
+    def node_array(self) -> np.ndarray:
+        """`node_of` as an array (built once)."""
+        if self._node_array is None:
+            self._node_array = np.asarray(self.node_of, dtype=np.int64)
+        return self._node_array
+
+    def positions(self) -> dict[str, int]:
+        """Node name -> its position (the nodes' own fact: one dict for every view of a snapshot)."""
+        cache = self.facts.cache
+        if ("positions",) not in cache:
+            cache[("positions",)] = {n.name: i for i, n in enumerate(self.nodes)}
+        return cache[("positions",)]
 
     def pod_columns(self) -> PodColumns:
         """The bound pods' requests, starts and runtime bounds as arrays by position: given by the scheduler loop's
@@ -358,7 +372,7 @@ class BoundState:
 
     def empty(self) -> np.ndarray:
         """Nodes no bound pod is on."""
-        return np.bincount(np.asarray(self.node_of, dtype=np.int64), minlength=len(self.nodes)) == 0
+        return np.bincount(self.node_array(), minlength=len(self.nodes)) == 0
 
     @property
     def used(self) -> list[dict[str, int]]:

@@ -63,8 +63,7 @@ class Later:
         does not know are left out at later times (they hold no room)."""
         assert cluster.now is not None
         return cls(cluster, base, placement, time_limit, seed, end_times(base, cluster.now, runtimes),
-                   {p.key: p for p in cluster.pending}, np.asarray(base.node_of, dtype=np.int64),
-                   {n.name: i for i, n in enumerate(base.nodes)})
+                   {p.key: p for p in cluster.pending}, base.node_array(), base.positions())
 
     def times(self, horizon: float) -> list[float]:
         """The distinct times within the horizon at which a running pod ends, earliest first."""

@@ -72,7 +72,7 @@ def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int,
     the pods still running then and the reservation itself are counted — only where it is less than the node has free
     now (elsewhere the node's own capacity row already keeps pods placed now within it, and a row would never
     bind: a row is a tuple per node, and its pods' runtimes would split classes)."""
-    position = {n.name: i for i, n in enumerate(index.nodes)}
+    position = index.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
     still = _running_at(index, now, r.start, list(needs))
     out: dict[str, dict[int, int]] = {}
@@ -89,7 +89,7 @@ def _running_at(index: BoundState, now: float, start: float, nodes: list[int]) -
     """Per node of `nodes` (by position), what its bound pods still running at `start` request (their positions
     found in the index's arrays, not by a walk over every bound pod)."""
     starts, bounds = index.lifetimes()
-    where = np.asarray(index.node_of, dtype=np.int64)
+    where = index.node_array()
     on = np.isin(where, nodes)
     ending = np.maximum(now, np.where(np.isnan(starts[on]), now, starts[on]) + bounds[on])
     out: dict[int, dict[str, int]] = {i: {} for i in nodes}
