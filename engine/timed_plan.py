@@ -1,11 +1,11 @@
 """The planner's answers about a later time, as engine.timeline asks them (one `Later` per plan with time).
 
 The cluster at time t is today's with the running pods that end by t gone and each held reservation's pods bound
-where they are to start (their room is theirs from then on). Every bound pod's end is worked out once, as arrays
-over the index's positions and the cluster's list, and each time asked is a view of the index
-(`BoundState.ending`): at 50,000 running pods, parsing start times and copying pod lists per step and pod was most
-of a plan with time. `enough` answers from capacity alone, so the shadow search plans only where resources already
-suffice.
+where they are to start (their room is theirs from then on). Every bound pod's end is worked out once, as an
+array over the index's positions (from its per-pod columns, which the loop's cache keeps), and each time asked is
+a view of the index (`BoundState.ending`): at 50,000 running pods, parsing start times and copying pod lists per
+step and pod was most of a plan with time. `enough` answers from capacity alone, so the shadow search plans only
+where resources already suffice.
 """
 
 from __future__ import annotations
