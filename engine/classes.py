@@ -61,7 +61,7 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
               borrowing: frozenset[str], fields: PodFields) -> tuple:
     """What tells a pod's class: its namespace, the labels some selector reads, its priority (the objective's
     tier), its owner kind (policies may select by it), its rules, whether it borrows, and what the kinds read of it
-    (`fields`: `kinds.class_fields`, each kind declaring the pod fields its verdicts read)."""
+    (`fields`: `kinds.fields_in`, each kind declaring the pod fields its verdicts read)."""
     labels = pod.labels.items() if visible is None else ((k, v) for k, v in pod.labels.items() if k in visible)
     return (pod.namespace, tuple(sorted(labels)), pod.priority, pod.owner[0] if pod.owner else None, constraints,
             pod.key in borrowing, fields(pod))

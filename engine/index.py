@@ -147,10 +147,8 @@ class PodColumns:
                 starts[k] = np.nan if start is None else start
         return cls(names, amounts, named, starts, runtimes, len(pods))
 
-    def append(self, pod: Pod) -> bool:
-        """One more pod at the end; False when it names a resource no column has."""
-        if any(r not in self.names for r in pod.requests):
-            return False
+    def append(self, pod: Pod) -> None:
+        """One more pod at the end (every resource it names must have a column: the cache checks first)."""
         if self.size == len(self.starts):
             self._grow()
         k = self.size
@@ -161,7 +159,6 @@ class PodColumns:
         self.starts[k] = np.nan if start is None else start
         self.runtimes[k] = np.inf if pod.runtime is None else pod.runtime
         self.size += 1
-        return True
 
     def remove(self, k: int) -> None:
         """The pod at k out, the last one taking its place (as the cache's lists do)."""

@@ -20,7 +20,7 @@ from .index import BoundState
 from .ir import PlacementRules
 from .model import Cluster, Pod, Reservation
 from .plan import make_plan
-from .timeline import seconds
+from .timeline import ends
 
 NEVER = float("inf")
 FEW = 2000  # pods gone by a time counted one by one; past it, from the index's request matrix (built once)
@@ -35,9 +35,8 @@ def end_times(base: BoundState, now: float, runtimes: Runtimes | None = None) ->
         return np.maximum(now, np.where(np.isnan(starts), now, starts) + bounds)
     out = np.full(len(base.pods), NEVER)
     for k, pod in enumerate(base.pods):
-        runtime = pod.runtime if pod.runtime is not None else runtimes(pod)
-        if runtime is not None:
-            out[k] = max(now, (now if (start := seconds(pod.started)) is None else start) + runtime)
+        if (end := ends(pod, now, None if pod.runtime is not None else runtimes(pod))) is not None:
+            out[k] = end
     return out
 
 

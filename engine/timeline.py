@@ -74,13 +74,15 @@ def rfc3339(at: float) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def ends(pod: Pod, now: float) -> float | None:
-    """When a running pod ends at the latest: its start (now, if it has none yet) plus its runtime bound, and not
-    before now (a pod past its bound is being stopped); None without a bound."""
-    if pod.runtime is None:
+def ends(pod: Pod, now: float, runtime: int | None = None) -> float | None:
+    """When a running pod ends at the latest: its start (now, if it has none yet) plus its runtime bound (`runtime`
+    where a policy estimates one its spec does not set), and not before now (a pod past its bound is being
+    stopped); None without a bound."""
+    bound = pod.runtime if pod.runtime is not None else runtime
+    if bound is None:
         return None
     started = seconds(pod.started)
-    return max(now, (now if started is None else started) + pod.runtime)
+    return max(now, (now if started is None else started) + bound)
 
 
 def ends_after(pod: Pod, now: float, start: float) -> bool:

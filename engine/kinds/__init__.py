@@ -101,13 +101,9 @@ def _compact(points: np.ndarray) -> np.ndarray:
     return out
 
 
-def class_fields(pod: Pod) -> tuple:
-    """What every kind reads of a pod beyond its rules and labels (Kind.class_fields): part of its class's key."""
-    return tuple(kind.class_fields(pod) for kind in FIELD_READERS)
-
-
 def fields_in(cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
-    """`class_fields` for a cluster: what each kind reads of a pod there (Kind.class_fields_in)."""
+    """What every kind reads of a pod in this cluster beyond its rules and labels (Kind.class_fields_in): part of
+    its class's key."""
     readers = tuple(kind.class_fields_in(cluster, index) for kind in FIELD_READERS)
     return lambda pod: tuple(read(pod) for read in readers)
 
@@ -158,7 +154,6 @@ __all__ = [
     "Spot",
     "Waiting",
     "after",
-    "class_fields",
     "fields_in",
     "helped_by",
     "score_parts",
