@@ -120,11 +120,12 @@ class Later:
         where = self.where
         gone = self.ends <= t
         if only is not None:
-            gone &= np.isin(where, only)
+            asked = np.zeros(len(free), dtype=bool)
+            asked[only] = True
+            gone &= asked[where]
         positions = np.flatnonzero(gone)
-        if len(positions) > FEW:  # the requests of every bound pod, as a matrix, once
-            amounts, _ = self.base.request_rows()
-            np.add.at(free, where[positions], amounts[positions])
+        if len(positions) > FEW:  # from the index's request columns, summed per node
+            free += self.base.summed(gone)
         else:
             pods = self.base.pods
             for k in positions.tolist():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 from typing import Protocol
 
 from .model import Cluster, Pod, Reservation
@@ -111,7 +112,7 @@ def snapshot_time(cluster: Cluster) -> float | None:
 def timed(cluster: Cluster) -> bool:
     """Whether time is in the plan: a "now" is known and some pod, running or waiting, has a runtime bound (a
     cluster where no one declares one plans as it always has, at no cost)."""
-    return cluster.now is not None and any(p.runtime is not None for p in (*cluster.bound, *cluster.pending))
+    return cluster.now is not None and any(p.runtime is not None for p in chain(cluster.bound, cluster.pending))
 
 
 def end_times(cluster: Cluster, now: float, horizon: float) -> list[float]:

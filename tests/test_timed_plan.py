@@ -17,8 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.compile import compile_cluster
-from engine.index import BoundState
+from engine.index import BoundState, PodColumns
 from engine.ir import Rules
+from engine.kinds.base import Moves
+from engine.kinds.context import Batch, ClassMatcher, ClassSpec
+from engine.kinds.reservations import KIND
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.plan_stage import ESTIMATE_EVERY, PlanStage
@@ -58,6 +61,11 @@ def test_the_index_at_a_later_time_is_the_one_made_pod_by_pod(docs, minutes) -> 
     np.testing.assert_array_equal(view.usage.used, slow.usage.used)
     np.testing.assert_array_equal(view.usage.requested, slow.usage.requested)
     assert view.ports == slow.ports and view.anti_terms == slow.anti_terms
+    # the view's own columns and node positions (its later questions read them) are the ones read afresh
+    kept, fresh = view.pod_columns(), PodColumns.of(slow.pods, slow.usage.names)
+    for column in ("amounts", "named", "starts", "runtimes"):
+        np.testing.assert_array_equal(getattr(kept, column)[:kept.size], getattr(fresh, column))
+    np.testing.assert_array_equal(view.node_array(), np.asarray(slow.node_of, dtype=np.int64))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -153,6 +161,54 @@ def test_runtimes_split_classes_only_where_a_reservation_can_bind() -> None:
     assert len(plan_batch(batch, options=options).assignments) == 4  # n1's 4 free GPUs, to any of them
     placed = plan_batch(replace(batch, reservations=(held("n1"),)), options=options).assignments
     assert placed == {f"default/p-{k}": "n1" for k in range(3)}
+
+
+def reserved_on_n1(gpus: int, *pods: dict) -> Cluster:
+    """The snapshot's running pods, `pods` pending, and n1 (4 GPUs free now, its 4 running pods there till 12:10)
+    held from 12:03 for `gpus` GPUs: what is left there at 12:03 is 4 - gpus."""
+    cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + list(pods))
+    return replace(cluster, reservations=(
+        Reservation("default/x", (("default/x", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, gpus),)),)),))
+
+
+ROW = f"{GPU} reserved for default/x from 2026-11-25T12:03:00Z"
+
+
+def test_a_reservation_leaving_nothing_filters_its_nodes_and_one_leaving_some_makes_a_row() -> None:
+    """Held whole (nothing left at its start), n1 is filtered out for pods running past the start: no row in the
+    solver's problem, and the reason names the reservation. Held for 2 of its 4 free GPUs, 2 are left: a row lets
+    at most two 1-GPU pods running past the start on n1, and a 3-GPU one is filtered out there."""
+    long = [gpu_pod(f"long-{k}", deadline=4 * 3600, created=NOON) for k in range(4)]
+    whole = reserved_on_n1(8, *long)
+    assert not [r for r in compile_cluster(whole).problem.resources if "reserved for" in r]
+    got = plan_batch(whole, options=Options(time_limit=5.0, workers=1, carried=True))
+    assert not got.assignments
+    assert all(any(f"Insufficient {ROW}" in why for why in got.unschedulable[f"default/long-{k}"]) for k in range(4))
+
+    some = reserved_on_n1(2, *long, gpu_pod("wide", gpus=3, deadline=4 * 3600, created=NOON))
+    assert ROW in compile_cluster(some).problem.resources
+    got = plan_batch(some, options=Options(time_limit=5.0, workers=1, carried=True))
+    assert len(got.assignments) == 2 and set(got.assignments.values()) == {"n1"}
+    assert any(f"Insufficient {ROW}" in why for why in got.unschedulable["default/wide"])
+
+
+def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -> None:
+    """n1 held whole from 12:03: a pod running past it is refused there; once one of n1's pods running at 12:03 is
+    evicted (upstream's RemovePod), one GPU is left at the start and a 1-GPU pod is not; a pod arriving there that
+    also runs past the start takes that GPU again, one that ends before it does not."""
+    cluster = reserved_on_n1(8, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    index = BoundState.of(cluster.nodes, cluster.bound)
+    batch = Batch(cluster, index, [()], ClassMatcher(cluster.pending))
+    spec = ClassSpec(0, cluster.pending[0], ())
+    n1 = index.positions()["n1"]
+    victim = next(p for p in cluster.bound if p.node_name == "n1")
+    late = replace(cluster.pending[0], name="late", node_name="n1")
+    early = replace(late, name="early", runtime=60)
+    assert KIND.after(spec, batch, n1, Moves({}, {})) is not None
+    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {})) is None
+    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {n1: [late]})) is not None
+    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {n1: [early]})) is None
+    assert KIND.sways(spec, batch, victim)
 
 
 def test_a_promise_made_keeps_its_place_before_older_units_of_its_priority() -> None:

@@ -2,29 +2,51 @@
 that end before it starts.
 
 A reservation (engine.timeline) names the nodes its pods start on, when (its shadow time) and what they need
-there. On each of those nodes, for each resource it needs, a capacity row: what is left at its start once the
-running pods still running then and the reservation itself are counted. A pod placed now counts against it only if
-it would still be running then (its runtime bound reaches past the start, or it has none), so short pods backfill
-the room while it waits, and long ones never delay it; the holder's own pods do not count (the room is theirs once
-it has freed). Rows only: no node is filtered out.
+there. On each of those nodes, for each resource it needs, what is left at its start once the running pods still
+running then and the reservation itself are counted. A pod placed now counts against it only if it would still be
+running then (its runtime bound reaches past the start, or it has none), so short pods backfill the room while it
+waits, and long ones never delay it; the holder's own pods do not count (the room is theirs once it has freed).
+Where one such pod alone asks for more than is left (a gang of whole nodes leaves nothing) the node is filtered
+out for it, and where several could (some room left) a capacity row counts them together — a row is a tuple per
+node in the solver's problem, a filter costs nothing there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..model import Cluster, Pod, Reservation
-from ..timeline import ends_after, rfc3339
-from .base import Action, ClusterEvent, Kind, Resource
+from ..rejections import Rejection, Rejections
+from ..timeline import ends, ends_after, rfc3339
+from .base import Action, ClusterEvent, Kind, Moves, Resource
+from .resources import shortage
 
 if TYPE_CHECKING:
     from ..index import BoundState
-    from .context import ProblemBuilder
+    from .context import Batch, ClassSpec, ProblemBuilder
 
 RESERVED = "reserved for"  # a reservation row's name: "<resource> reserved for ml/train from <time>"
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A reservation where it may bind: per resource it needs, on each of its nodes (by position) where what is left
+    at its start is less than the node has free now, what is left."""
+
+    reservation: Reservation
+    left: dict[str, dict[int, int]]
+
+    def row(self, resource: str) -> str:
+        return f"{resource} {RESERVED} {self.reservation.holder} from {rfc3339(self.reservation.start)}"
+
+    def counts(self, pod: Pod, now: float) -> bool:
+        """Whether a pod placed now takes from this room: it would still run at the start and is not the holder's."""
+        r = self.reservation
+        return ends_after(pod, now, r.start) and r.holder not in (pod.gang, pod.key)
 
 
 class Reservations(Kind):
@@ -38,40 +60,84 @@ class Reservations(Kind):
 
     def class_fields_in(self, cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
         """Per reservation that may bind: whether a pod would still run at its start, and whether it is its holder's
-        (what the rows read); nothing else (pods of any runtime then share a class)."""
+        (what the filter and rows read); nothing else (pods of any runtime then share a class)."""
         now = cluster.now
-        held = [r for r in cluster.reservations if now is not None and _tight(r, index, now)]
+        held = [h.reservation for h in held_in(cluster, index)]
         if now is None or not held:
             return lambda pod: ()
         return lambda pod: tuple((ends_after(pod, now, r.start), r.holder in (pod.gang, pod.key)) for r in held)
 
+    def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """The reserved nodes where one pod of the class, running past the start, asks for more than is left."""
+        now, pod = batch.cluster.now, spec.sample
+        for h in held_in(batch.cluster, batch.index):
+            if now is None or not h.counts(pod, now):
+                continue
+            for resource, lefts in sorted(h.left.items()):
+                want = pod.requests.get(resource, 0)
+                if want > 0 and (short := [i for i, left in lefts.items() if want > left]):
+                    out.add(Rejection(self.name, (shortage(h.row(resource)),)), np.array(short, dtype=np.int64))
+
+    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
+        """Node i once `moves` happened: the evicted pods that would have run at the start give their room back,
+        the arriving ones that will take theirs."""
+        now, pod = batch.cluster.now, spec.sample
+        for h in held_in(batch.cluster, batch.index):
+            if now is None or not h.counts(pod, now):
+                continue
+            start = h.reservation.start
+            for resource, lefts in sorted(h.left.items()):
+                want = pod.requests.get(resource, 0)
+                if want <= 0 or i not in lefts:
+                    continue
+                back = sum(p.requests.get(resource, 0) for p in moves.gone_from(i)
+                           if (end := ends(p, now)) is None or end > start)
+                taken = sum(p.requests.get(resource, 0) for p in moves.come_to(i) if h.counts(p, now))
+                if want > lefts[i] + back - taken:
+                    return Rejection(self.name, (shortage(h.row(resource)),))
+        return None
+
+    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
+        return any(pod.requests.get(resource, 0) for h in held_in(batch.cluster, batch.index) for resource in h.left)
+
     def emit(self, build: ProblemBuilder) -> None:
-        cluster = build.batch.cluster
-        now = cluster.now
-        if not cluster.reservations or now is None:
+        """A row per reserved resource where some room is left that several pods of the batch could overrun
+        together (the filter kept out those one pod overruns)."""
+        now = build.batch.cluster.now
+        if now is None:
             return
-        index = build.index
-        for r in cluster.reservations:
-            for resource, left in sorted(_tight(r, index, now).items()):
-                demand = [info.requests.get(resource, 0) if ends_after(info.sample, now, r.start)
-                          and r.holder not in (info.sample.gang, info.sample.key) else 0  # the holder: its own room
+        size = len(build.index.nodes)
+        for h in held_in(build.batch.cluster, build.index):
+            for resource, lefts in sorted(h.left.items()):
+                demand = [info.requests.get(resource, 0) if h.counts(info.sample, now) else 0
                           for info in build.classes]
                 unbounded = sum(cls.count * d for cls, d in zip(build.problem.classes, demand)) + 1
-                if all(v >= unbounded - 1 for v in left.values()):
-                    continue  # the whole batch fits beside it there (and no pod of it counts: demand all 0)
-                room = np.full(len(index.nodes), unbounded, dtype=np.int64)
-                room[list(left)] = list(left.values())
-                unlimited = np.ones(len(index.nodes), dtype=bool)
-                unlimited[list(left)] = False
-                build.add_resource(f"{resource} {RESERVED} {r.holder} from {rfc3339(r.start)}", room.tolist(),
-                                   room.tolist(), demand, unlimited.tolist())
+                rows = {i: left for i, left in lefts.items() if left > 0}
+                if all(left >= unbounded - 1 for left in rows.values()):
+                    continue  # the whole batch fits beside it there (and on the others no pod that counts goes)
+                room = np.full(size, unbounded, dtype=np.int64)
+                room[list(rows)] = list(rows.values())
+                unlimited = np.ones(size, dtype=bool)
+                unlimited[list(rows)] = False
+                build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
+
+
+def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
+    """The cluster's reservations that may bind, with what they leave (worked out once per index: the class key,
+    the filter and the rows all ask)."""
+    now = cluster.now
+    if now is None or not cluster.reservations:
+        return ()
+    reservations = tuple(cluster.reservations)
+    return index.memo(("reservations", now, reservations), lambda: tuple(
+        h for r in reservations if (h := Held(r, _tight(r, index, now))).left))
 
 
 def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
     """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
     the pods still running then and the reservation itself are counted — only where it is less than the node has free
-    now (elsewhere the node's own capacity row already keeps pods placed now within it, and a row would never
-    bind: a row is a tuple per node, and its pods' runtimes would split classes)."""
+    now (elsewhere the node's own capacity row already keeps pods placed now within it: the reservation binds
+    nothing there, and its pods' runtimes would split classes for nothing)."""
     position = index.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
     still = _running_at(index, now, r.start, list(needs))
@@ -81,8 +147,7 @@ def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int,
             left = max(0, index.nodes[i].allocatable.get(resource, 0) - still[i].get(resource, 0) - amount)
             if left < index.free(i, resource):
                 out.setdefault(resource, {})[i] = left
-    return {resource: {i: lefts.get(i, index.free(i, resource)) for i in needs if resource in needs[i]}
-            for resource, lefts in out.items()}
+    return out
 
 
 def _running_at(index: BoundState, now: float, start: float, nodes: list[int]) -> dict[int, dict[str, int]]:
@@ -90,7 +155,9 @@ def _running_at(index: BoundState, now: float, start: float, nodes: list[int]) -
     found in the index's arrays, not by a walk over every bound pod)."""
     starts, bounds = index.lifetimes()
     where = index.node_array()
-    on = np.isin(where, nodes)
+    asked = np.zeros(len(index.nodes), dtype=bool)
+    asked[nodes] = True
+    on = asked[where]
     ending = np.maximum(now, np.where(np.isnan(starts[on]), now, starts[on]) + bounds[on])
     out: dict[int, dict[str, int]] = {i: {} for i in nodes}
     for k in np.flatnonzero(on)[ending > start].tolist():
