@@ -4,12 +4,13 @@
 A cluster of GPU nodes full of running 1-GPU pods whose `activeDeadlineSeconds` end them over the next hours (a
 spread of end times), a pending 2-node gang of whole-node pods that cannot start now (priority 1000,
 preemptionPolicy Never), pending 1-GPU pods of random runtimes (some fit in the room left, some wait) — as
-`bench/workloads.py` scenarios are, built in-process. Each repeat plans the batch twice, alternating: plain (no
-time: today's cycle) and with now set (reservations, backfill, estimates). The table gives medians, the ratio,
-and what the timed plan held.
+`bench/workloads.py` scenarios are, built in-process. Each repeat plans the batch twice, plain (no time: today's
+cycle) and with now set (reservations, backfill, estimates), each mode first in every other repeat: the second run
+of a pair measured 10-20% slower, whichever it was. The table gives medians, the ratio, and what the timed plan
+held.
 
-    python bench/time_cost.py --nodes 500 --nodes 5000 --running-per-node 10 -n 3
-    python bench/time_cost.py --nodes 5000 --cycles 40 -n 3     # the scheduler loop's cycles, steady state
+    python bench/time_cost.py --nodes 500 --nodes 5000 --running-per-node 10 -n 4
+    python bench/time_cost.py --nodes 5000 --cycles 40 -n 4     # the scheduler loop's cycles, steady state
 """
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine.compile import collector_paused  # noqa: E402
 from engine.index import BoundState  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
 from engine.loop.plan_stage import ESTIMATE_EVERY  # noqa: E402
@@ -76,10 +79,12 @@ def stream_pod(cycle: int, k: int, rng: random.Random) -> dict:
 
 def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tuple[list[float], list[float], Plan]:
     """The scheduler loop's cycles (engine.loop.plan_stage): one a second, each planning the gang (retried) and
-    `stream` new 1-GPU pods, with the index and the lowest running priority as the loop's cache keeps them, the last
-    cycle's reservations carried and the last sweep's estimates told again while fresh (ESTIMATE_EVERY). Plain
-    cycles plan the same batches without a now. Per cycle after the first (the loop's steady state): the median of
-    `repeats`."""
+    `stream` new 1-GPU pods, with the index and the lowest running priority as the loop's cache keeps them, the
+    collector paused (as the plan stage runs a cycle), the last cycle's reservations carried and the last sweep's
+    estimates told again while fresh (ESTIMATE_EVERY). Plain cycles plan the same batches without a now. Each repeat
+    runs every cycle of one mode, then every cycle of the other, each mode first in every other repeat (a loop runs
+    one mode: interleaving them cycle by cycle made a run 2 ms slower or faster by which ran before it). Per cycle
+    after the first (the loop's steady state): the median of `repeats`."""
     rng = random.Random(11)
     kept = BoundState.of(cluster.nodes, cluster.bound)
     columns = kept.pod_columns()
@@ -87,39 +92,41 @@ def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tup
     gang = [p for p in cluster.pending if p.gang]
     batches = [gang + build_cluster([(f"new{c}-{k}", stream_pod(c, k, rng)) for k in range(stream)]).pending
                for c in range(cycles)]
+    runs: dict[bool, list[list[float]]] = {False: [[] for _ in batches], True: [[] for _ in batches]}
+    plan = None
+    for k in range(repeats):
+        for with_time in ((False, True) if k % 2 == 0 else (True, False)):
+            for c, seconds_taken in enumerate(_cycles(cluster, batches, kept, columns, lowest, with_time)):
+                runs[with_time][c].append(seconds_taken[0])
+                plan = seconds_taken[1] if with_time else plan
+    assert plan is not None
+    return ([statistics.median(r) for r in runs[False][1:]], [statistics.median(r) for r in runs[True][1:]], plan)
+
+
+def _cycles(cluster: Cluster, batches: list[list], kept: BoundState, columns, lowest: int | None, with_time: bool
+            ) -> Iterator[tuple[float, Plan]]:
+    """One mode's cycles in turn, a second apart: seconds each plan took, and the plan."""
     start = seconds(NOW)
     assert start is not None
-    plain, timed = [], []
     held: tuple[Reservation, ...] = ()
     estimates: dict[str, Estimate] = {}
     swept = float("-inf")
-    plan = None
     for c, batch in enumerate(batches):
         now = start + c
         fresh = now - swept < ESTIMATE_EVERY
         options = Options(time_limit=10.0, workers=1, carried=True, estimated=estimates if fresh else None)
-        runs: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(repeats):
-            for with_time in (False, True):
-                batch_cluster = replace(cluster, pending=batch, now=now if with_time else None,
-                                        reservations=held if with_time else ())
-                index = BoundState.of_parts(  # each cycle's own, from the parts the loop's cache keeps
-                    kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
-                    kept.facts, kept.special(), columns.copy())
-                began = time.perf_counter()
-                got = plan_batch(batch_cluster, options=options, index=index, lowest=lowest)
-                runs[with_time].append(time.perf_counter() - began)
-                if with_time:
-                    plan = got
-        assert plan is not None
+        batch_cluster = replace(cluster, pending=batch, now=now if with_time else None, reservations=held)
+        index = BoundState.of_parts(  # each cycle's own, from the parts the loop's cache keeps
+            kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
+            kept.facts, kept.special(), columns.copy())
+        with collector_paused():  # as the loop's plan stage runs a cycle
+            began = time.perf_counter()
+            plan = plan_batch(batch_cluster, options=options, index=index, lowest=lowest)
+            took = time.perf_counter() - began
         held = plan.reservations
         if not fresh and plan.estimates:
             estimates, swept = dict(plan.estimates), now
-        if c:
-            plain.append(statistics.median(runs[False]))
-            timed.append(statistics.median(runs[True]))
-    assert plan is not None
-    return plain, timed, plan
+        yield took, plan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, action="append", help="sizes (default 500, 5,000)")
     ap.add_argument("--running-per-node", type=int, default=10, help="running pods per node (at most 8 hold GPUs)")
     ap.add_argument("--pending", type=int, default=200)
-    ap.add_argument("-n", "--repeats", type=int, default=3)
+    ap.add_argument("-n", "--repeats", type=int, default=4, help="repeats (each mode first in every other one)")
     ap.add_argument("--cycles", type=int, default=0, help="also the loop's cycles: this many, a second apart")
     ap.add_argument("--stream", type=int, default=20, help="new pods per loop cycle")
     ap.add_argument("--room", type=float, default=0.0, help="share of nodes with 4 GPUs free (default: none)")
@@ -142,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         options = Options(time_limit=10.0, workers=1)
         plain, timed, held, estimated, placed = [], [], 0, 0, ("", "")
         for _ in range(args.repeats):
-            for now in (None, seconds(NOW)):
+            for now in ((None, seconds(NOW)) if len(plain) % 2 == 0 else (seconds(NOW), None)):  # each first in turn
                 started = time.perf_counter()
                 plan = plan_batch(replace(cluster, now=now), options=options)
                 (plain if now is None else timed).append(time.perf_counter() - started)

@@ -98,8 +98,8 @@ class Later:
 
     def before(self, t: float) -> float | None:
         """The latest time before t at which a running pod ends (None: none ends before t)."""
-        ends = self.ends[self.ends < t]
-        return float(ends.max()) if len(ends) else None
+        latest = float(np.where(self.ends < t, self.ends, -NEVER).max(initial=-NEVER))
+        return None if latest == -NEVER else latest
 
     def holds(self, reservation: Reservation, held: Sequence[Reservation]) -> bool:
         """Whether what `reservation` needs on its nodes is still free there at its start, beside `held` (capacity

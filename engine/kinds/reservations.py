@@ -140,6 +140,8 @@ def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int,
     nothing there, and its pods' runtimes would split classes for nothing)."""
     position = index.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
+    if not any(index.free(i, resource) > 0 for i, need in needs.items() for resource in need):
+        return {}  # nothing free there now: what is left at its start cannot be less
     still = _running_at(index, now, r.start, list(needs))
     out: dict[str, dict[int, int]] = {}
     for i, need in needs.items():
