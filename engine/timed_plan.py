@@ -23,7 +23,7 @@ from .plan import make_plan
 from .timeline import ends
 
 NEVER = float("inf")
-FEW = 2000  # pods gone by a time counted one by one; past it, from the index's request matrix (built once)
+FEW = 64  # pods gone by a time counted one by one; past it, summed per node from the index's request columns
 Runtimes = Callable[[Pod], int | None]
 
 

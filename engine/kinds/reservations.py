@@ -109,10 +109,12 @@ class Reservations(Kind):
         size = len(build.index.nodes)
         for h in held_in(build.batch.cluster, build.index):
             for resource, lefts in sorted(h.left.items()):
-                demand = [info.requests.get(resource, 0) if h.counts(info.sample, now) else 0
+                rows = {i: left for i, left in lefts.items() if left > 0}
+                on = list(rows)
+                demand = [info.requests.get(resource, 0) if h.counts(info.sample, now)
+                          and (info.rejected.code[on] < 0).any() else 0  # (a class no row node takes counts 0)
                           for info in build.classes]
                 unbounded = sum(cls.count * d for cls, d in zip(build.problem.classes, demand)) + 1
-                rows = {i: left for i, left in lefts.items() if left > 0}
                 if all(left >= unbounded - 1 for left in rows.values()):
                     continue  # the whole batch fits beside it there (and on the others no pod that counts goes)
                 room = np.full(size, unbounded, dtype=np.int64)
