@@ -117,6 +117,8 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
     hopeful = options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster, usage))
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     timed = timeline.timed(cluster)  # then placements are final only once the reservations are known
+    if timed and index is None:  # one index for every plan with time makes (else each plan builds its own)
+        index = BoundState.of(cluster.nodes, cluster.bound)
 
     def now_plan(batch: Cluster, placed: OnPlaced | None) -> Plan:
         return make_plan(batch, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
