@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from engine.compile import collector_paused  # noqa: E402
 from engine.index import BoundState  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
-from engine.loop.plan_stage import ESTIMATE_EVERY  # noqa: E402
+from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY  # noqa: E402
 from engine.model import Cluster, Reservation  # noqa: E402
 from engine.plan import Plan  # noqa: E402
 from engine.planner import Options, plan_batch  # noqa: E402
@@ -81,7 +81,8 @@ def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tup
     """The scheduler loop's cycles (engine.loop.plan_stage): one a second, each planning the gang (retried) and
     `stream` new 1-GPU pods, with the index and the lowest running priority as the loop's cache keeps them, the
     collector paused (as the plan stage runs a cycle), the last cycle's reservations carried and the last sweep's
-    estimates told again while fresh (ESTIMATE_EVERY). Plain cycles plan the same batches without a now. Each repeat
+    estimates told again while fresh (ESTIMATE_EVERY), carried reservations asked whether to move earlier every
+    EARLIER_EVERY. Plain cycles plan the same batches without a now. Each repeat
     runs every cycle of one mode, then every cycle of the other, each mode first in every other repeat (a loop runs
     one mode: interleaving them cycle by cycle made a run 2 ms slower or faster by which ran before it). Per cycle
     after the first (the loop's steady state): the median of `repeats`."""
@@ -110,11 +111,14 @@ def _cycles(cluster: Cluster, batches: list[list], kept: BoundState, columns, lo
     assert start is not None
     held: tuple[Reservation, ...] = ()
     estimates: dict[str, Estimate] = {}
-    swept = float("-inf")
+    swept = looked = float("-inf")
     for c, batch in enumerate(batches):
         now = start + c
         fresh = now - swept < ESTIMATE_EVERY
-        options = Options(time_limit=10.0, workers=1, carried=True, estimated=estimates if fresh else None)
+        earlier = now - looked >= EARLIER_EVERY
+        looked = now if earlier else looked
+        options = Options(time_limit=10.0, workers=1, carried=True, estimated=estimates if fresh else None,
+                          earlier=earlier)
         batch_cluster = replace(cluster, pending=batch, now=now if with_time else None, reservations=held)
         index = BoundState.of_parts(  # each cycle's own, from the parts the loop's cache keeps
             kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),

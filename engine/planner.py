@@ -42,6 +42,9 @@ class Options:
     # estimates from a recent sweep (the loop's, engine.loop.plan_stage): the waiting pods they name are told these
     # instead of sweeping time again (a sweep is a dozen plans); None: sweep
     estimated: Mapping[str, timeline.Estimate] | None = None
+    # whether a carried reservation is asked if capacity could take its unit any earlier (pods that ended before
+    # their bounds): the loop asks with each estimate sweep, not every cycle (a look at every running pod's end)
+    earlier: bool = True
 
 
 def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
@@ -67,7 +70,8 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     room = Later.of(cluster, base, rules.placement, options.time_limit * 0.1, options.seed, rules.runtimes)
     if options.carried:
         prior = tuple(r for r in cluster.reservations if r not in kept)
-        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, kept, plan.assignments, prior)
+        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, kept, plan.assignments, prior,
+                                options.earlier)
         backfilled = plan
     else:
         # every pod in line, those placed now too: one the reservations then displace keeps its place in line

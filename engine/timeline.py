@@ -190,8 +190,8 @@ DEFAULT_LIMITS = ("", DEFAULT_RESERVATIONS, DEFAULT_HORIZON)
 
 
 def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, limits: Limits | None = None,
-            kept: tuple[Reservation, ...] = (), placed: Iterable[str] = (), prior: Iterable[Reservation] = ()
-            ) -> tuple[Reservation, ...]:
+            kept: tuple[Reservation, ...] = (), placed: Iterable[str] = (), prior: Iterable[Reservation] = (),
+            earlier: bool = True) -> tuple[Reservation, ...]:
     """Reservations for the units first in line that wait, each beside the ones before it: where it fits alone now,
     from now, if it lost its room to smaller pods `placed` now or to ones behind it in line (a stream of them must not
     keep the head of the line waiting for ever; one that lost to pods like it and before it waits on competition),
@@ -202,7 +202,8 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
     units planned now, each kept while its room is still there at its start (a reservation moves only when the
     cluster changes under it, and costs no search meanwhile), their units first among those of their priority (an
     older unit back in line does not take the place of a promise made; a higher priority does), and from now if
-    they fit now."""
+    they fit now; with `earlier` False, one still holding is kept without asking whether its unit could start any
+    earlier (the loop asks only now and then)."""
     held: list[Reservation] = list(kept)
     before = {r.holder: r for r in prior}
     pods = {p.key: p for p in cluster.pending}
@@ -222,7 +223,7 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
         if alone is not None and promised is None and (all(p.key in now_placed for p in unit)
                                                        or not _passed_over(unit, others)):
             continue  # it starts now, or lost to pods like it and before it in line: competition, not starvation
-        found = _reservation(room, unit, now, alone, horizon, tuple(held), promised, scope)  # (promised, fits: now)
+        found = _reservation(room, unit, now, alone, horizon, tuple(held), promised, scope, earlier)
         if found is not None:
             held.append(found)
             count[scope] = count.get(scope, 0) + 1
@@ -230,16 +231,17 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
 
 
 def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: dict[str, str] | None, horizon: float,
-                 held: tuple[Reservation, ...], prior: Reservation | None, scope: str) -> Reservation | None:
+                 held: tuple[Reservation, ...], prior: Reservation | None, scope: str, earlier: bool = True
+                 ) -> Reservation | None:
     """A unit's reservation: from now where it fits alone now; else its last one while that still holds and
-    capacity alone could not take the unit any earlier (pods that ended early: then it moves earlier); else at its
-    shadow (None: none within the horizon)."""
+    capacity alone could not take the unit any earlier (pods that ended early: then it moves earlier; asked only
+    with `earlier`); else at its shadow (None: none within the horizon)."""
     holder = unit[0].gang or unit[0].key
     if alone is not None:
         return reservation(holder, unit, Shadow(now, alone), scope)
     if prior is not None and prior.start > now and {key for key, _ in prior.pods} == {p.key for p in unit}:
-        earlier = room.before(prior.start)
-        if (earlier is None or earlier <= now or not room.enough(earlier, held, unit)) and room.holds(prior, held):
+        before = room.before(prior.start) if earlier else None
+        if (before is None or before <= now or not room.enough(before, held, unit)) and room.holds(prior, held):
             return prior
     found = shadow(room, unit, horizon, held)
     return None if found is None else reservation(holder, unit, found, scope)

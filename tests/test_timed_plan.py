@@ -24,7 +24,7 @@ from engine.kinds.context import Batch, ClassMatcher, ClassSpec
 from engine.kinds.reservations import KIND
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
-from engine.loop.plan_stage import ESTIMATE_EVERY, PlanStage
+from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY, PlanStage
 from engine.loop.profile import Profile, Settings
 from engine.loop.store import Store
 from engine.model import Cluster, Reservation
@@ -111,6 +111,7 @@ def test_a_carried_reservation_is_kept_while_it_holds_and_moves_when_the_cluster
                    need=(("n3", ((GPU, 8),)), ("n4", ((GPU, 8),))))
     (again,) = reserve(cluster, keys, now, later(cluster), prior=(late,))
     assert again.start == seconds(at(12, 20))  # the gang could start earlier (pods ended, say): it moves earlier
+    assert reserve(cluster, keys, now, later(cluster), prior=(late,), earlier=False) == (late,)  # unless not asked
 
     taken = cluster_of(snapshot() + [running("other", "n2", at(23, 0))])  # another scheduler's pod on n2, till 23:00
     (after,) = reserve(taken, keys, now, later(taken), prior=(held,))
@@ -119,17 +120,22 @@ def test_a_carried_reservation_is_kept_while_it_holds_and_moves_when_the_cluster
 
 # --- estimates swept again only every ESTIMATE_EVERY -------------------------------------------------------------
 
-def test_the_plan_stage_sweeps_estimates_again_only_every_estimate_every() -> None:
+def stage_of(docs: list[dict]) -> tuple[Store, PlanStage, list[float]]:
+    """A plan stage over a store of `docs`, its clock at noon (the list's one value: tests move it)."""
     store = Store()
     cache = ClusterCache(store.assumptions)
     store.subscribe(lambda change: cache.apply(change.kind, change.old, change.new))
-    docs = snapshot() + [gpu_pod("later-0", deadline=4 * 3600, created=NOON)]
     for doc in docs:
         doc["metadata"].setdefault("uid", doc["metadata"]["name"])
         store.apply(doc["kind"], "ADDED", doc)
     clock = [seconds(NOON)]
     stage = PlanStage("policy-scheduler", Settings((Profile("policy-scheduler"),)), store, cache, threading.Lock(),
                       wall=lambda: clock[0])
+    return store, stage, clock
+
+
+def test_the_plan_stage_sweeps_estimates_again_only_every_estimate_every() -> None:
+    _, stage, clock = stage_of(snapshot() + [gpu_pod("later-0", deadline=4 * 3600, created=NOON)])
     stage.plan(["default/train-0", "default/train-1"], Rules())  # reserved: n1 and n2 from 12:20
     clock[0] += 1
     first = stage.plan([f"default/long-{k}" for k in range(4)], Rules())
@@ -141,6 +147,22 @@ def test_the_plan_stage_sweeps_estimates_again_only_every_estimate_every() -> No
     clock[0] += ESTIMATE_EVERY
     third = stage.plan(["default/later-0"], Rules())
     assert third.result.plan.estimates["default/later-0"].start is not None
+
+
+def test_the_plan_stage_asks_whether_a_reservation_moves_earlier_only_every_earlier_every() -> None:
+    """n2's pods end before their bounds: the gang could start once n1's end, at 12:10. A cycle within
+    EARLIER_EVERY of the last look keeps its reservation from 12:20 (still free then); the next look moves it."""
+    docs = snapshot()
+    store, stage, clock = stage_of(docs)
+    gang = ["default/train-0", "default/train-1"]
+    assert [r.start for r in stage.plan(gang, Rules()).result.plan.reservations] == [seconds(at(12, 20))]
+    for doc in docs:
+        if doc["kind"] == "Pod" and doc["spec"].get("nodeName") == "n2":
+            store.apply("Pod", "DELETED", doc)
+    clock[0] += 1
+    assert [r.start for r in stage.plan(gang, Rules()).result.plan.reservations] == [seconds(at(12, 20))]
+    clock[0] += EARLIER_EVERY
+    assert [r.start for r in stage.plan(gang, Rules()).result.plan.reservations] == [seconds(at(12, 10))]
 
 
 # --- rows and class splits only where a reservation can bind ------------------------------------------------------

@@ -47,6 +47,8 @@ RESERVATION_GRACE = 300.0  # seconds a reservation whose start has passed is kep
 ESTIMATE_EVERY = 30.0  # seconds a sweep's estimates are told again before time is swept anew (a sweep is a dozen
 # plans: every cycle, it would cost a busy cluster several times the cycle itself; pods that arrived since wait for
 # the next sweep for theirs)
+EARLIER_EVERY = 30.0  # seconds between asking whether a carried reservation's unit could start any earlier (pods
+# that ended before their bounds): a look at every running pod's end, several times a reservation's other checks
 
 
 @dataclass
@@ -60,6 +62,7 @@ class PlanStage:
     reservations: tuple[Reservation, ...] = ()  # the last cycle's, carried into the next (engine.timeline)
     estimates: dict[str, Estimate] = field(default_factory=dict)  # the last sweep's (engine.timeline.estimate)…
     swept: float = float("-inf")  # …and its wall time
+    looked_earlier: float = float("-inf")  # when carried reservations were last asked whether to move earlier
 
     def plan(self, batch: list[str], rules: Rules, bind_early: BindEarly | None = None) -> Planned:
         """Plan `batch` with `rules` and assume its placements. With `bind_early`, the placements are assumed and
@@ -74,11 +77,14 @@ class PlanStage:
                               preference_limit=self.settings.preferences_for(len(pods)), carried=True)
             snapshot.cluster.now = now = self.wall()
             fresh = now - self.swept < ESTIMATE_EVERY
-            options = replace(options, estimated=self.estimates if fresh else None)
+            earlier = now - self.looked_earlier >= EARLIER_EVERY
+            options = replace(options, estimated=self.estimates if fresh else None, earlier=earlier)
             snapshot.cluster.reservations = self._carried(now)
             early = _Early(self, pods, {p.key: p for p in snapshot.cluster.pending}, snapshot.cluster, bind_early)
             result = run_cycle(snapshot, rules, options, early.hand if bind_early is not None else None)
             self.reservations = result.plan.reservations
+            if earlier:
+                self.looked_earlier = now
             if not fresh and result.plan.estimates:
                 self.estimates, self.swept = dict(result.plan.estimates), now
             handed = {p.key for p in early.placements}
