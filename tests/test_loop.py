@@ -10,7 +10,7 @@ from engine.loop.cycle import Rejected
 from engine.loop.leader import LeaderElector
 from engine.loop.policies import PolicyHolder
 from engine.loop.ports import WatchTarget
-from engine.loop.queue import PodQueue, QueueConfig
+from engine.loop.queue import HEAD_OF, PodQueue, QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
 from engine.loop.store import Store
 from engine.loop.sync import Backoff, Reflector
@@ -364,6 +364,27 @@ def test_max_batch_and_gangs_stay_whole() -> None:
     q.add("ns/y", "ns/y")
     assert q.next_batch(stop, idle=0) == ["ns/g-0", "ns/g-1", "ns/g-2"]  # a gang exceeds max_batch, never split
     assert q.next_batch(stop, idle=0) == ["ns/x", "ns/y"]
+
+
+def test_a_large_batch_is_taken_in_two_its_head_first() -> None:
+    """head=2: nine ready pods (more than HEAD_OF x 2) are taken as the two oldest, then the other seven whole; a
+    gang in the head stays whole; eight or fewer are taken at once."""
+    assert HEAD_OF == 4
+    q = PodQueue(QueueConfig(batch_window=0, head=2), Clock())
+    stop = threading.Event()
+    for i in range(9):
+        q.add(f"ns/p{i}", f"ns/p{i}")
+    assert q.next_batch(stop, idle=0) == ["ns/p0", "ns/p1"]
+    assert q.next_batch(stop, idle=0) == [f"ns/p{i}" for i in range(2, 9)]
+    for i in range(3):
+        q.add(f"ns/g-{i}", "gang:ns/g")
+    for i in range(6):
+        q.add(f"ns/q{i}", f"ns/q{i}")
+    assert q.next_batch(stop, idle=0) == ["ns/g-0", "ns/g-1", "ns/g-2"]  # a new burst: a head again, the gang whole
+    assert len(q.next_batch(stop, idle=0)) == 6
+    for i in range(8):
+        q.add(f"ns/r{i}", f"ns/r{i}")
+    assert len(q.next_batch(stop, idle=0)) == 8
 
 
 def test_a_new_gang_member_wakes_its_gang() -> None:

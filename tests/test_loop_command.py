@@ -31,6 +31,7 @@ from loopfake import FakeAPI
     (["--lease-duration", "-inf"], "'--lease-duration': '-inf' is not a finite number"),
     (["--batch-idle", "soon"], "'--batch-idle': 'soon' is not a number"),
     (["--max-batch", "0"], "Invalid value for '--max-batch'"),
+    (["--head", "-1"], "Invalid value for '--head'"),
     (["--no-such-flag"], "No such option '--no-such-flag'"),
 ])
 def test_user_mistakes_exit_2_with_one_line(args: list[str], message: str, tmp_path, monkeypatch) -> None:

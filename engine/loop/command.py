@@ -87,6 +87,9 @@ def _configure_logging(level: str) -> None:
 @click.option("--batch-idle", type=Seconds(0.0), default=0.0, show_default=True, metavar="SECONDS",
               help="Close the batch window early once no new pod arrived for this long (0: always wait it out).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=None, metavar="N", help="At most N pods per batch.")
+@click.option("--head", type=click.IntRange(min=0), default=250, show_default=True, metavar="N",
+              help="A batch of more than 4×N ready pods is planned in two: its oldest N first, bound while the rest "
+                   "is planned (a large arrival's first binds do not wait for all of it to be compiled; 0: never).")
 @click.option("--time-limit", type=Seconds(0.1), default=5.0, show_default=True, metavar="SECONDS",
               help="Time limit of a cycle's plan at most; each cycle's is sized to its batch (--time-per-pod).")
 @click.option("--time-per-pod", type=Seconds(0.0), default=0.005, show_default=True, metavar="SECONDS",
@@ -106,7 +109,7 @@ def _configure_logging(level: str) -> None:
               "pods: deploy/ and the Helm chart grant it unless preemption is turned off). Without it they wait for "
               "room. The last of the two flags wins.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
-def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, time_limit,
+def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, head, time_limit,
         time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, preemption,
         log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
@@ -118,8 +121,8 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
     _configure_logging(log_level)
     settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
-                                    batch_idle=batch_idle or None), time_limit=time_limit, time_per_pod=time_per_pod,
-                        bind_workers=bind_workers, preemption=preemption)
+                                    batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
+                        time_per_pod=time_per_pod, bind_workers=bind_workers, preemption=preemption)
     try:
         api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))
     except ConfigError as exc:

@@ -25,9 +25,16 @@ class QueueConfig:
     # what arrived while the previous cycle ran, so a pod arriving alone is placed at once)
     batch_idle: float | None = None  # close the window early once no new pod arrived for this long
     max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
+    # a ready batch of more than HEAD_OF × `head` pods is taken in two: its oldest units up to `head` pods (they
+    # bind while the rest is planned: a Job's fan-out or a restart's backlog is not all compiled before its first
+    # bind), then the rest whole; None: never (`policy-scheduler run --head`, 250 unless told)
+    head: int | None = None
     backoff_initial: float = 1.0
     backoff_max: float = 10.0  # upstream's podMaxBackoffSeconds
     flush: float = 300.0  # an unschedulable unit is tried again after this long without a helping change
+
+
+HEAD_OF = 4  # a batch is taken in two only when the head is at most a quarter of it
 
 
 @dataclass(slots=True)
@@ -62,6 +69,7 @@ class PodQueue:
         self._parked: set[str] = set()  # members waiting for the watch to say what became of them
         self._last_arrival = float("-inf")
         self._in_flight = False  # a batch taken and not yet done()
+        self._headed = False  # the last batch was a head (config.head): the next takes the rest whole
         self._seen: list[ModelChange] = []  # changes while a batch was in flight (upstream's in-flight events)
 
     def add(self, key: str, unit: str) -> None:
@@ -178,11 +186,16 @@ class PodQueue:
             return self._take(self._ready(self.clock()))
 
     def _take(self, units: list[str]) -> list[str]:
-        """The waiting pods of `units` up to max_batch, whole units only, oldest first."""
+        """The waiting pods of `units` up to max_batch (or a head: config.head), whole units only, oldest first."""
         out: list[str] = []
         self._in_flight, self._seen = True, []
+        most, head = self.config.max_batch, self.config.head
+        ready = sum(len(self._units[u].waiting) for u in units) if head is not None else 0
+        self._headed = head is not None and not self._headed and ready > HEAD_OF * head
+        if head is not None and self._headed:
+            most = head if most is None else min(most, head)
         for unit in units:
-            if out and self.config.max_batch is not None and len(out) >= self.config.max_batch:
+            if out and most is not None and len(out) >= most:
                 break
             waiting = self._units[unit].waiting
             out.extend(sorted(waiting, key=waiting.__getitem__))
