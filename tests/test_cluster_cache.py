@@ -277,6 +277,8 @@ def test_a_pending_pod_is_converted_once_until_it_or_what_it_reads_changes(monke
         converted.extend(o["metadata"]["name"] for _, o in docs) or real(context, docs, checked)))
     world.cache.build({SCHEDULER})
     assert sorted(converted) == ["p0", "p1", "p2"]  # ours only, before the first cycle
+    assert world.cache.waiting_model("default/p0").priority == 200  # what a batch's head is ranked by
+    assert world.cache.waiting_model("default/theirs") is None
     ours = [(src, o) for src, o in world.batch() if o["spec"]["schedulerName"] == SCHEDULER]
     first = world.cache.snapshot(ours, SCHEDULER, None)
     second = world.cache.snapshot(ours, SCHEDULER, None)

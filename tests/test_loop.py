@@ -10,10 +10,12 @@ from engine.loop.cycle import Rejected
 from engine.loop.leader import LeaderElector
 from engine.loop.policies import PolicyHolder
 from engine.loop.ports import WatchTarget
+from engine.loop.profile import head_rank
 from engine.loop.queue import HEAD_OF, PodQueue, QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
 from engine.loop.store import Store
 from engine.loop.sync import Backoff, Reflector
+from engine.model import Pod
 from loopfake import FakeAPI, node, pod
 
 
@@ -385,6 +387,24 @@ def test_a_large_batch_is_taken_in_two_its_head_first() -> None:
     for i in range(8):
         q.add(f"ns/r{i}", f"ns/r{i}")
     assert len(q.next_batch(stop, idle=0)) == 8
+
+
+def test_a_head_takes_the_units_first_by_rank_then_age() -> None:
+    """The loop's rank (head_rank): the highest priority, then the largest pods, as the batch's first fit takes
+    them; a pod not converted yet comes last. Nine 1-CPU pods, then two 3-CPU ones and one 2-CPU pod of a higher
+    priority: the head of 2 is the high-priority pod, then a 3-CPU one (the older of the two)."""
+    models = {f"ns/s{i}": Pod("ns", f"s{i}", requests={"cpu": 1000}) for i in range(9)}
+    models |= {"ns/b0": Pod("ns", "b0", requests={"cpu": 3000}), "ns/b1": Pod("ns", "b1", requests={"cpu": 3000}),
+               "ns/hi": Pod("ns", "hi", requests={"cpu": 2000}, priority=10)}
+    clock = TickingClock(0.01)
+    q = PodQueue(QueueConfig(batch_window=0, head=2), clock, rank=lambda key: head_rank(models.get(key)))
+    stop = threading.Event()
+    for key in [*models, "ns/unknown"]:
+        q.add(key, key)
+    assert q.next_batch(stop, idle=0) == ["ns/hi", "ns/b0"]
+    rest = q.next_batch(stop, idle=0)
+    assert rest[:9] == [f"ns/s{i}" for i in range(9)] and set(rest[9:]) == {"ns/b1", "ns/unknown"}  # by age
+    assert head_rank(None) > head_rank(models["ns/s0"]) > head_rank(models["ns/b0"]) > head_rank(models["ns/hi"])
 
 
 def test_a_new_gang_member_wakes_its_gang() -> None:

@@ -438,6 +438,11 @@ class ClusterCache:
             usage = self._tenancy.usage(every, cluster.bound) if every else None
             return Snapshot(cluster, rows.index(), min(self._running, default=None), usage)
 
+    def waiting_model(self, key: str) -> Pod | None:
+        """A pending pod's model as last converted (None: not yet): a dict read, safe from the queue's thread."""
+        hit = self._pending_models.get(key)
+        return None if hit is None else hit[1]
+
     def _convert_waiting(self, context: Context, parts: tuple[Any, ...], waiting: list[tuple[str, Obj]]
                          ) -> tuple[list[tuple[Obj, Pod]], list[InputError]]:
         """The pending pods in the model, each converted once per manifest (a pod waiting through many cycles, or

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ..convert.pods import pod_identity
 from ..gangs import gang_key
 from ..ir import GangRules
+from ..model import Pod
 from .ports import Obj
 from .queue import QueueConfig
 from .store import pod_key
@@ -47,6 +48,14 @@ class Settings:
         if not self.time_per_pod:
             return None
         return min(self.time_limit, PREFERENCE_SHARE * (CYCLE_BASE_SECONDS + self.time_per_pod * pods))
+
+
+def head_rank(pod: Pod | None) -> tuple:
+    """A pending pod's place in a large batch's head (engine.loop.queue's `head`): the highest priority first, then
+    the largest (cpu, then memory), as the batch's first fit would take them; a pod not converted yet, last."""
+    if pod is None:
+        return (1,)
+    return (0, -pod.priority, -pod.requests.get("cpu", 0), -pod.requests.get("memory", 0))
 
 
 def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:

@@ -25,9 +25,11 @@ class QueueConfig:
     # what arrived while the previous cycle ran, so a pod arriving alone is placed at once)
     batch_idle: float | None = None  # close the window early once no new pod arrived for this long
     max_batch: int | None = None  # pods per batch (a gang is never split, so one may exceed it)
-    # a ready batch of more than HEAD_OF × `head` pods is taken in two: its oldest units up to `head` pods (they
+    # a ready batch of more than HEAD_OF × `head` pods is taken in two: its first units up to `head` pods (they
     # bind while the rest is planned: a Job's fan-out or a restart's backlog is not all compiled before its first
-    # bind), then the rest whole; None: never (`policy-scheduler run --head`, 250 unless told)
+    # bind), then the rest whole; None: never (`policy-scheduler run --head`, 250 unless told). First: by the
+    # queue's `rank` (the loop's: priority, then the largest pods, as the batch's first fit takes them, so the
+    # head's places are those the whole batch would have given them first), then oldest
     head: int | None = None
     backoff_initial: float = 1.0
     backoff_max: float = 10.0  # upstream's podMaxBackoffSeconds
@@ -59,9 +61,11 @@ class PodQueue:
     updates of a pod that is being scheduled or bound never put it back in line.
     """
 
-    def __init__(self, config: QueueConfig, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, config: QueueConfig, clock: Callable[[], float] = time.monotonic,
+                 rank: Callable[[str], tuple] | None = None):
         self.config = config
         self.clock = clock
+        self.rank = rank  # a pod's place in a head (config.head), lowest first; None: by age alone
         self._cond = threading.Condition()
         self._units: dict[str, _Unit] = {}
         self._unit_of: dict[str, str] = {}
@@ -194,6 +198,9 @@ class PodQueue:
         self._headed = head is not None and not self._headed and ready > HEAD_OF * head
         if head is not None and self._headed:
             most = head if most is None else min(most, head)
+            if self.rank is not None:
+                rank = self.rank
+                units = sorted(units, key=lambda u: min(rank(key) for key in self._units[u].waiting))
         for unit in units:
             if out and most is not None and len(out) >= most:
                 break

@@ -28,7 +28,7 @@ from .metrics import Metrics, State
 from .plan_stage import PlanStage
 from .policies import PolicyHolder
 from .ports import ClusterAPI, Obj, WatchTarget
-from .profile import Profile, Settings, unit_of
+from .profile import Profile, Settings, head_rank, unit_of
 from .queue import PodQueue
 from .reports import Outcome, Reporter
 from .store import Change, Store
@@ -64,7 +64,7 @@ class ProfileLoop:
 
     def __post_init__(self) -> None:
         name = self.profile.name
-        self.queue = PodQueue(self.settings.queue)
+        self.queue = PodQueue(self.settings.queue, rank=lambda key: head_rank(self.cache.waiting_model(key)))
         self.policies = PolicyHolder(self.profile.policy_configmap)
         self.reports = Reporter(name, self.store, self.events, self.metrics)
         self.planner = PlanStage(name, self.settings, self.store, self.cache, self.cycle_lock)
