@@ -43,7 +43,7 @@ class Options:
     # instead of sweeping time again (a sweep is a dozen plans); None: sweep
     estimated: Mapping[str, timeline.Estimate] | None = None
     # whether a carried reservation is asked if capacity could take its unit any earlier (pods that ended before
-    # their bounds): the loop asks with each estimate sweep, not every cycle (a look at every running pod's end)
+    # their bounds): the loop asks every EARLIER_EVERY seconds, not every cycle (a look at every running pod's end)
     earlier: bool = True
 
 

@@ -88,8 +88,9 @@ def _configure_logging(level: str) -> None:
               help="Close the batch window early once no new pod arrived for this long (0: always wait it out).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=None, metavar="N", help="At most N pods per batch.")
 @click.option("--head", type=click.IntRange(min=0), default=250, show_default=True, metavar="N",
-              help="A batch of more than 4×N ready pods is planned in two: its oldest N first, bound while the rest "
-                   "is planned (a large arrival's first binds do not wait for all of it to be compiled; 0: never).")
+              help="A batch of more than 4×N ready pods is planned in two: N first (the highest priority, then the "
+                   "largest pods, then the oldest), bound while the rest is planned (a large arrival's first binds "
+                   "do not wait for all of it to be compiled; 0: never).")
 @click.option("--time-limit", type=Seconds(0.1), default=5.0, show_default=True, metavar="SECONDS",
               help="Time limit of a cycle's plan at most; each cycle's is sized to its batch (--time-per-pod).")
 @click.option("--time-per-pod", type=Seconds(0.0), default=0.005, show_default=True, metavar="SECONDS",

@@ -190,7 +190,8 @@ class PodQueue:
             return self._take(self._ready(self.clock()))
 
     def _take(self, units: list[str]) -> list[str]:
-        """The waiting pods of `units` up to max_batch (or a head: config.head), whole units only, oldest first."""
+        """The waiting pods of `units` up to max_batch, whole units only, oldest first; or a head (config.head),
+        its units first by `rank`."""
         out: list[str] = []
         self._in_flight, self._seen = True, []
         most, head = self.config.max_batch, self.config.head
