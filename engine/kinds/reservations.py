@@ -13,7 +13,7 @@ node in the solver's problem, a filter costs nothing there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,32 +69,23 @@ class Reservations(Kind):
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         """The reserved nodes where one pod of the class, running past the start, asks for more than is left."""
-        now, pod = batch.cluster.now, spec.sample
-        for h in held_in(batch.cluster, batch.index):
-            if now is None or not h.counts(pod, now):
-                continue
-            for resource, lefts in sorted(h.left.items()):
-                want = pod.requests.get(resource, 0)
-                if want > 0 and (short := [i for i, left in lefts.items() if want > left]):
-                    out.add(Rejection(self.name, (shortage(h.row(resource)),)), np.array(short, dtype=np.int64))
+        for h, resource, lefts, want in _asks(batch, spec.sample):
+            if short := [i for i, left in lefts.items() if want > left]:
+                out.add(Rejection(self.name, (shortage(h.row(resource)),)), np.array(short, dtype=np.int64))
 
     def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
         """Node i once `moves` happened: the evicted pods that would have run at the start give their room back,
         the arriving ones that will take theirs."""
-        now, pod = batch.cluster.now, spec.sample
-        for h in held_in(batch.cluster, batch.index):
-            if now is None or not h.counts(pod, now):
+        now = batch.cluster.now
+        for h, resource, lefts, want in _asks(batch, spec.sample):
+            if now is None or i not in lefts:
                 continue
             start = h.reservation.start
-            for resource, lefts in sorted(h.left.items()):
-                want = pod.requests.get(resource, 0)
-                if want <= 0 or i not in lefts:
-                    continue
-                back = sum(p.requests.get(resource, 0) for p in moves.gone_from(i)
-                           if (end := ends(p, now)) is None or end > start)
-                taken = sum(p.requests.get(resource, 0) for p in moves.come_to(i) if h.counts(p, now))
-                if want > lefts[i] + back - taken:
-                    return Rejection(self.name, (shortage(h.row(resource)),))
+            back = sum(p.requests.get(resource, 0) for p in moves.gone_from(i)
+                       if (end := ends(p, now)) is None or end > start)
+            taken = sum(p.requests.get(resource, 0) for p in moves.come_to(i) if h.counts(p, now))
+            if want > lefts[i] + back - taken:
+                return Rejection(self.name, (shortage(h.row(resource)),))
         return None
 
     def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
@@ -118,9 +109,9 @@ class Reservations(Kind):
                 if all(left >= unbounded - 1 for left in rows.values()):
                     continue  # the whole batch fits beside it there (and on the others no pod that counts goes)
                 room = np.full(size, unbounded, dtype=np.int64)
-                room[list(rows)] = list(rows.values())
+                room[on] = list(rows.values())
                 unlimited = np.ones(size, dtype=bool)
-                unlimited[list(rows)] = False
+                unlimited[on] = False
                 build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
 
 
@@ -133,6 +124,17 @@ def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
     reservations = tuple(cluster.reservations)
     return index.memo(("reservations", now, reservations), lambda: tuple(
         h for r in reservations if (h := Held(r, _tight(r, index, now))).left))
+
+
+def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], int]]:
+    """Each reserved resource one pod of a class placed now would take from: the reservation, the resource, what
+    is left of it per node, what the pod asks."""
+    now = batch.cluster.now
+    for h in held_in(batch.cluster, batch.index):
+        if now is not None and h.counts(pod, now):
+            for resource, lefts in sorted(h.left.items()):
+                if (want := pod.requests.get(resource, 0)) > 0:
+                    yield h, resource, lefts, want
 
 
 def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
