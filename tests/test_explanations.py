@@ -174,3 +174,28 @@ def test_classes_left_out_after_the_time_for_explanations_are_said_so_and_back_o
     assert late.details.explanations[key].plugins() is None
     assert late.unschedulable[key] == ["0/3 nodes are available: 2 node(s) passed the filters; the cycle's time ran out "
                                        "before the plan was checked against them, 1 Insufficient cpu."]
+
+
+def test_a_gang_short_of_members_is_rejected_before_the_nodes_and_its_message_does_not_change_as_they_fill():
+    """As upstream's PreFilter (Coscheduling) and PreEnqueue (native gangs): a gang with fewer members pending
+    than its quorum is told so alone, with no node counts, and the same words however full or tainted the nodes
+    are and however many members have arrived: in the loop each change of the message is a status write on every
+    waiting member."""
+    from testkit.manifests import POD_GROUP_LABEL, podgroup
+
+    def said(running: int, members: int, tainted: bool) -> tuple[str, frozenset[str] | None]:
+        taints = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}] if tainted else []
+        docs = [node(f"n{i}", cpu="4", taints=taints if i == 0 else []) for i in range(4)]
+        docs += [pod(f"r{i}", cpu="4", node_name=f"n{i}") for i in range(running)]
+        docs += [podgroup("g", 5)] + [pod(f"g{i}", cpu="1", labels={POD_GROUP_LABEL: "g"}) for i in range(members)]
+        plan = run(docs)
+        assert not any(k.startswith("default/g") for k in plan.assignments)
+        return " ".join(plan.unschedulable["default/g0"]), plan.details.explanations["default/g0"].plugins()
+
+    first, plugins = said(running=0, members=1, tainted=False)
+    assert first == ("0/4 nodes are available: gang default/g could not be completed: waiting for 5 of its members "
+                     "to be pending (minMember 5).")
+    assert plugins == frozenset({"Coscheduling"})  # the queue wakes it on what helps a gang: a new member
+    assert said(running=3, members=4, tainted=True)[0] == first
+    # with its quorum pending, the nodes are looked at and counted again
+    assert "Insufficient cpu" in said(running=3, members=5, tainted=False)[0]

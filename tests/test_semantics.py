@@ -364,7 +364,7 @@ def test_two_gangs_do_not_deadlock():
 
 def test_gang_without_enough_pending_members():
     plan = plan_ok([node("a", cpu="8"), podgroup("g", 4)] + gang("g", 2))
-    assert "only 2 are pending" in " ".join(plan.unschedulable["default/g-0"])
+    assert "waiting for 4 of its members to be pending (minMember 4)" in " ".join(plan.unschedulable["default/g-0"])
 
 
 def test_pods_of_other_schedulers_and_bound_pods_are_not_planned():

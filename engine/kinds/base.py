@@ -216,6 +216,12 @@ class Kind:
         """Why one more pod cannot go on a node in the batch's plan, for a check of `checks`."""
         raise NotImplementedError(f"{self.name} raises no {blocker.check}")
 
+    def pre_filter(self, compiled: Compiled, c: int) -> str | None:
+        """Upstream's PreFilter rejection of the whole class before any node is looked at (a gang short of
+        members): the pod is told this alone, without node counts, so its message stays the same while the
+        cluster changes around it; None lets the class through."""
+        return None
+
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         """A reason for the whole class rather than node by node (a gang that did not start), and whether
         the rest of the batch is to blame; None when the kind has nothing to say. `state` is the plan replayed

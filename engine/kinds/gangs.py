@@ -68,6 +68,10 @@ class Coscheduling(Kind):
             for a in gi.classes:
                 build.problem.classes[a].gang = g
 
+    def pre_filter(self, compiled: Compiled, c: int) -> str | None:
+        g = compiled.problem.classes[c].gang
+        return None if g is None else _waiting(compiled.gangs[g])
+
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         g = compiled.problem.classes[c].gang
         return None if g is None else _reason(compiled, solution, g, state)
@@ -170,6 +174,21 @@ def _asked(compiled: Compiled, key: tuple, answer: Callable[[], int]) -> int:
     return int(compiled.memo[key])  # type: ignore[call-overload]
 
 
+def _waiting(gi: GangInfo) -> str | None:
+    """Why gang gi cannot start whatever the nodes hold (upstream's PreEnqueue/PreFilter for gangs), None if it
+    may. No count of the members pending: the message stays the same while they arrive one by one, so the loop
+    patches each member's condition once, not once per arrival (a gang of n created pod by pod: n, not n²/2)."""
+    if gi.short_of:
+        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
+                f"({', '.join(gi.short_of)})")
+    need = gi.min_member - gi.bound
+    if gi.pending < need:
+        bound = f", {gi.bound} already bound" if gi.bound else ""
+        return f"gang {gi.key} could not be completed: waiting for {need} of its members to be pending " \
+               f"({gi.quorum} {gi.min_member}{bound})"
+    return None
+
+
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
     """Why gang g did not start, and whether the rest of the batch is to blame (None if it started); `state` is
     the plan replayed, to count the members that fit beside it."""
@@ -178,13 +197,10 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
     placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
     if placed >= need:
         return None
+    if (waiting := _waiting(gi)) is not None:
+        return waiting, False
     bound = f", {gi.bound} already bound" if gi.bound else ""
     head = f"gang {gi.key} could not be completed: needs {need}"
-    if gi.short_of:
-        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
-                f"({', '.join(gi.short_of)})"), False
-    if gi.pending < need:
-        return f"{head} more member(s) ({gi.quorum} {gi.min_member}{bound}) but only {gi.pending} are pending", False
     shape = _members_shape(compiled.problem, g)
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
     where = f" in one {gi.within} domain" if gi.within else ""
