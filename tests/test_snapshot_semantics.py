@@ -173,6 +173,8 @@ def test_podgroup_min_resources_beyond_the_free_room_keeps_the_gang_out():
     assert plan.assignments == {}
     reason = " ".join(plan.unschedulable["default/w0"])
     assert "minResources" in reason and "cpu 6000 > 4000 free" in reason
+    # said with the nodes, not before them (as a gang short of members is): in the loop, room freed anywhere wakes it
+    assert "1 node(s)" in reason and plan.details.explanations["default/w0"].plugins() is None
 
 
 def test_podgroup_min_resources_within_the_free_room_starts_the_gang():

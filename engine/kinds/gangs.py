@@ -175,12 +175,11 @@ def _asked(compiled: Compiled, key: tuple, answer: Callable[[], int]) -> int:
 
 
 def _waiting(gi: GangInfo) -> str | None:
-    """Why gang gi cannot start whatever the nodes hold (upstream's PreEnqueue/PreFilter for gangs), None if it
-    may. No count of the members pending: the message stays the same while they arrive one by one, so the loop
-    patches each member's condition once, not once per arrival (a gang of n created pod by pod: n, not n²/2)."""
-    if gi.short_of:
-        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
-                f"({', '.join(gi.short_of)})")
+    """Why gang gi cannot start whatever the nodes hold: fewer members pending than it needs (upstream's
+    PreEnqueue for native gangs, Coscheduling's PreFilter), None if enough are. No count of the members pending:
+    the message stays the same while they arrive one by one, so the loop patches each member's condition once,
+    not once per arrival (a gang of n created pod by pod: n, not n²/2). Only a new member or its group can help
+    (the kind's hint), so the queue's wake-ups are unchanged by saying it before the nodes."""
     need = gi.min_member - gi.bound
     if gi.pending < need:
         bound = f", {gi.bound} already bound" if gi.bound else ""
@@ -197,6 +196,9 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
     placed = sum(solution.class_counts().get(m, 0) for m in gi.classes)
     if placed >= need:
         return None
+    if gi.short_of:  # said with the nodes: room freed anywhere may help it
+        return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
+                f"({', '.join(gi.short_of)})"), False
     if (waiting := _waiting(gi)) is not None:
         return waiting, False
     bound = f", {gi.bound} already bound" if gi.bound else ""
