@@ -182,10 +182,15 @@ def _waiting(gi: GangInfo) -> str | None:
     (the kind's hint), so the queue's wake-ups are unchanged by saying it before the nodes."""
     need = gi.min_member - gi.bound
     if gi.pending < need:
-        bound = f", {gi.bound} already bound" if gi.bound else ""
         return f"gang {gi.key} could not be completed: waiting for {need} of its members to be pending " \
-               f"({gi.quorum} {gi.min_member}{bound})"
+               f"({_quorum(gi)})"
     return None
+
+
+def _quorum(gi: GangInfo) -> str:
+    """The gang's quorum as every message cites it: "minMember 4, 1 already bound"."""
+    bound = f", {gi.bound} already bound" if gi.bound else ""
+    return f"{gi.quorum} {gi.min_member}{bound}"
 
 
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
@@ -201,20 +206,19 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
                 f"({', '.join(gi.short_of)})"), False
     if (waiting := _waiting(gi)) is not None:
         return waiting, False
-    bound = f", {gi.bound} already bound" if gi.bound else ""
     head = f"gang {gi.key} could not be completed: needs {need}"
     shape = _members_shape(compiled.problem, g)
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
     where = f" in one {gi.within} domain" if gi.within else ""
     if fit < need:
-        return f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {fit} fit{where}, even alone", False
+        return f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone", False
     beside = _asked(compiled, ("beside", state, shape),
                     lambda: members_that_fit(state, compiled.problem, compiled.problem.gangs[g]))
     if solution.status is Status.OPTIMAL and beside < need:
-        return (f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); only {beside} of its {gi.pending} pending "
+        return (f"{head}{where} ({_quorum(gi)}); only {beside} of its {gi.pending} pending "
                 f"member(s) fit beside the rest of the plan ({fit} fit alone), and the plan is proven optimal: making "
                 "room for the whole gang would leave out pods that count more (higher priority, or more of them)"), True
-    return (f"{head}{where} ({gi.quorum} {gi.min_member}{bound}); {need} fit alone, but the rest of the batch took "
+    return (f"{head}{where} ({_quorum(gi)}); {need} fit alone, but the rest of the batch took "
             "the room"), True
 
 

@@ -22,6 +22,7 @@ from ..dra import ClaimAllocation
 from ..objects import NATIVE_POD_GROUP
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
+from .pace import GilPace
 from .ports import ApiResult, ClusterAPI, Obj
 from .recorder import EventRecorder, Write, event_name
 from .store import Store, meta, node_of, pod_key
@@ -239,8 +240,9 @@ def _failed_condition(pod: Obj) -> tuple[str, str] | None:
 
 class Binder:
     def __init__(self, api: ClusterAPI, store: Store, events: EventSink, workers: int = 16,
-                 pool: Executor | None = None):
+                 pool: Executor | None = None, pace: GilPace | None = None):
         self.api = api
+        self.pace = pace or GilPace()
         self.store = store
         self.events = events
         self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
@@ -251,7 +253,8 @@ class Binder:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
         report = BindReport()
         ready = self._drop_stale_gangs(placements, report)
-        results = [r for chain in self.pool.map(self._bind_chain, _claim_chains(ready)) for r in chain]
+        with self.pace.holding(len(ready)):
+            results = [r for chain in self.pool.map(self._bind_chain, _claim_chains(ready)) for r in chain]
         for placement, result in results:
             self._settle(placement, result, report)
         self._report_partial_gangs(ready, report)

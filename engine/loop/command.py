@@ -170,7 +170,7 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
         if stop.is_set():
             return _stop(scheduler, None, health, 0)
         log.info("waiting for caches to sync")
-    _tune_interpreter()
+    _tune_interpreter(scheduler)
     lost = threading.Event()
     if elector is not None:
         if not elector.acquire(stop, waiting=scheduler.refresh_policies):
@@ -186,22 +186,18 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
 
 
-SWITCH_INTERVAL = 0.001  # seconds a thread may hold the GIL while another waits (CPython's default: 0.005)
-
-
-def _tune_interpreter() -> None:
+def _tune_interpreter(scheduler: Scheduler) -> None:
     """Before the first cycle, two settings for a process whose threads mostly wait on the apiserver:
 
     - What startup made (modules, the solver, the first lists: ~100,000 objects at 200 nodes) leaves the cyclic
       collector's reach (gc.freeze, as for a server's pre-fork heap). Each full collection walked it all again,
       stalling every thread, the watches and binds too, for 0.07–0.12 s several times in a 10-second stream;
       after it, 0.03 s.
-    - A watch or bind thread whose answer has come waits for the GIL at most SWITCH_INTERVAL, not 5 ms, while a
-      cycle computes: each step of a pod (watch → queue → plan → bind → its answer) waited so, several times.
-      Streaming p99 at 200 nodes fell from 0.32 to 0.18 s (BENCHMARKS.md, issue 30)."""
+    - The GIL's switch interval follows the pods in hand (engine.loop.pace): 1 ms while few are, so a watch or bind
+      thread whose answer has come does not wait 5 ms for a cycle; CPython's 5 ms while a large batch is."""
     gc.collect()
     gc.freeze()
-    sys.setswitchinterval(SWITCH_INTERVAL)
+    scheduler.pace.engage(sys.setswitchinterval)
 
 
 def _log_profiles(scheduler: Scheduler) -> None:

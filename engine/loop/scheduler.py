@@ -25,6 +25,7 @@ from .cache import ClusterCache
 from .feed import QueueFeed, pod_updated
 from .groups import GroupStatus
 from .metrics import Metrics, State
+from .pace import GilPace
 from .plan_stage import PlanStage
 from .policies import PolicyHolder
 from .ports import ClusterAPI, Obj, WatchTarget
@@ -54,6 +55,7 @@ class ProfileLoop:
     cycle_lock: threading.Lock
     cache: ClusterCache
     announce: Callable[[ModelChange], None]  # a change this loop made (a pod assumed): every profile's queue hears it
+    pace: GilPace  # the pods in hand set the GIL's switch interval
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
     reports: Reporter = field(init=False)
@@ -105,7 +107,8 @@ class ProfileLoop:
         is then bisected by queue units into cycles of their own (engine.isolation.culprits), so everyone else
         is still scheduled now, and the units that fail alone are told why and backed off, never the batch."""
         try:
-            self.cycle(batch)
+            with self.pace.holding(len(batch)):
+                self.cycle(batch)
         except Exception as exc:
             log.exception("cycle failed profile=%s pods=%d; narrowing it down", self.name, len(batch))
             self._forget(batch)
@@ -194,6 +197,7 @@ class Scheduler:
     settings: Settings
     metrics: Metrics = field(default_factory=Metrics)
     store: Store = field(default_factory=Store)
+    pace: GilPace = field(default_factory=GilPace)  # engaged by the `run` command only
     cache: ClusterCache = field(init=False)  # reads the store's assumptions
     watch_seconds: int = 300
     events: EventSink = field(init=False)
@@ -208,10 +212,11 @@ class Scheduler:
     def __post_init__(self) -> None:
         self.cache = ClusterCache(self.store.assumptions)
         self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc)
-        self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers)
+        self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers,
+                             pace=self.pace)
         lock = threading.Lock()
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock,
-                                  self.cache, self.announce) for p in self.settings.profiles]
+                                  self.cache, self.announce, self.pace) for p in self.settings.profiles]
         self.store.subscribe(self.on_change)
         self.store.on_forget(self._forgotten)
         self.resources = resources(self.settings.profiles)

@@ -1,0 +1,95 @@
+"""The GIL's switch interval follows the pods the loop has in hand (engine.loop.pace)."""
+
+import threading
+
+import pytest
+
+from engine.loop.pace import GilPace
+from engine.loop.queue import QueueConfig
+from engine.loop.scheduler import Profile, Scheduler, Settings
+from loopfake import FakeAPI, node, pod
+
+
+def test_the_interval_is_short_while_few_pods_are_in_hand_and_the_default_while_a_large_batch_is() -> None:
+    set_to: list[float] = []
+    pace = GilPace(quick=0.001, busy=0.005, many=64)
+    with pace.holding(100):
+        pass
+    assert set_to == []  # not engaged: the process's interval is left alone (tests, the dry-run)
+    pace.engage(set_to.append)
+    assert set_to == [0.001]
+    with pace.holding(1), pace.holding(3):  # a stream: a pod or a few at a time
+        assert set_to == [0.001]
+    with pace.holding(40):  # a cycle of 40 while 30 of the last one bind: 70 in hand
+        with pace.holding(30):
+            assert set_to == [0.001, 0.005]
+        assert set_to == [0.001, 0.005, 0.001]
+    with pace.holding(65):
+        pass
+    assert set_to == [0.001, 0.005, 0.001, 0.005, 0.001]
+
+
+def test_a_failing_block_gives_its_pods_back() -> None:
+    set_to: list[float] = []
+    pace = GilPace(many=1)
+    pace.engage(set_to.append)
+    try:
+        with pace.holding(5):
+            raise RuntimeError("cycle failed")
+    except RuntimeError:
+        pass
+    assert pace.interval == pace.quick and set_to[-1] == pace.quick
+
+
+def test_binds_and_cycles_from_many_threads_add_up() -> None:
+    pace = GilPace(many=10)
+    inside = threading.Barrier(4)
+    seen: list[float] = []
+
+    def hold() -> None:
+        with pace.holding(3):
+            inside.wait()
+            seen.append(pace.interval)
+            inside.wait()
+
+    threads = [threading.Thread(target=hold) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [pace.busy] * 4 and pace.interval == pace.quick  # 12 in hand at once; none after
+
+
+def _loop_with_pods(pods: int) -> tuple[Scheduler, FakeAPI, list[str]]:
+    api = FakeAPI(emit_binds=False)
+    api.put("Node", node("n1", cpu="100"))
+    for i in range(pods):
+        api.put("Pod", pod(f"p{i}", cpu="100m"))
+    s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0), time_limit=2),
+                  pace=GilPace(many=64))
+    for r in s.resources:
+        s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
+    return s, api, [f"default/p{i}" for i in range(pods)]
+
+
+@pytest.mark.parametrize("pods, busy", [(70, True), (3, False)])
+def test_the_loop_counts_a_cycles_batch_and_its_binds_as_in_hand(pods: int, busy: bool) -> None:
+    """A cycle of 70 pods (above 64) is planned at CPython's interval and so are its 70 binds sent, on the bind
+    stage's threads, also after the cycle has returned; a cycle of 3 and its binds keep the short one."""
+    s, api, keys = _loop_with_pods(pods)
+    set_to: list[float] = []
+    s.pace.engage(set_to.append)
+    at_bind: list[float] = []
+    bind = api.bind
+    api.bind = lambda *a: (at_bind.append(s.pace.interval), bind(*a))[1]  # type: ignore[method-assign]
+    at_plan: list[float] = []
+    planner = s.loops[0].planner
+    plan = planner.plan
+    planner.plan = lambda *a: (at_plan.append(s.pace.interval), plan(*a))[1]  # type: ignore[method-assign]
+    s.loops[0].cycle_isolated(keys)
+    s.loops[0].flush_binds()
+    s.events.close()
+    assert len(api.binds) == pods
+    assert at_plan == [s.pace.busy if busy else s.pace.quick]
+    assert at_bind == [s.pace.busy if busy else s.pace.quick] * pods
+    assert set_to[0] == set_to[-1] == s.pace.quick and (s.pace.busy in set_to) == busy  # and back once done
