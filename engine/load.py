@@ -238,7 +238,7 @@ def assemble(cluster: Cluster, pods: list[tuple[dict[str, Any], Pod]], prioritie
     recorded in `cluster.refused`. Returns those refusals and how many pending pods are another scheduler's.
     `resolve.resolve_cluster` then derives what the pods mean together."""
     cluster.refused_groups = refused_groups([*(pod for _, pod in pods), *cluster.bound], cluster.native_groups,
-                                            scheduler_name)
+                                            scheduler_name) if cluster.native_groups else {}
     places = [place_pod(cluster, obj, pod, priorities, scheduler_name, cluster.refused_groups) for obj, pod in pods]
     cluster.budgets, refused = disruption_budgets(budgets, cluster.bound)
     errors = [*errors, *refused]

@@ -508,10 +508,11 @@ class Pod:
     required_features: tuple[str, ...] = ()  # node features its spec needs, sorted (engine.convert.features)
     runtime: int | None = None  # seconds it runs at most: spec.activeDeadlineSeconds, else a policy's estimate
     started: str = ""  # status.startTime: a running pod ends by started + runtime (engine.timeline)
+    # "namespace/name", made once: every cycle asks it of every bound pod (a property formatted it each time)
+    key: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     @property
     def pod_group(self) -> str | None:

@@ -55,3 +55,27 @@ def _bare(p: Pod) -> Pod:
     from engine.model import NO_CLAIMS, NO_VOLUMES
 
     return dataclasses.replace(p, gang=None, volumes=NO_VOLUMES, default_spread=None, dra=NO_CLAIMS)
+
+
+def test_a_pods_key_is_made_once_and_follows_a_copy_with_another_name() -> None:
+    p = Pod("team-a", "web-1")
+    assert p.key == "team-a/web-1"
+    assert dataclasses.replace(p, name="web-2").key == "team-a/web-2"
+    assert dataclasses.replace(p, namespace="team-b").key == "team-b/web-1"
+    assert copy.deepcopy(p).key == "team-a/web-1"
+    assert p == Pod("team-a", "web-1") and p != Pod("team-a", "web-2")
+    assert "key=" not in repr(p)
+
+
+def test_the_loops_resolve_marks_bound_gang_members_and_passes_the_other_bound_pods_as_they_are() -> None:
+    """The loop resolves without the bound pods' volumes (its cache keeps them): a bound pod is copied only to say
+    its gang, which has a pending member; with no such gang the bound pods are the very pods it was given."""
+    built = build_cluster(_docs())
+    bare = dataclasses.replace(built, pending=[_bare(p) for p in built.pending], bound=[_bare(p) for p in built.bound],
+                               gangs={})
+    again = resolve_cluster(bare, None, bound=False)
+    assert [p.gang for p in again.bound] == ["default/g1"]
+    no_gang = dataclasses.replace(bare, pending=[p for p in bare.pending if p.name != "member-1"])
+    alone = resolve_cluster(no_gang, None, bound=False)
+    assert [p.gang for p in alone.bound] == [None]
+    assert all(a is b for a, b in zip(alone.bound, no_gang.bound)) and alone.bound is not no_gang.bound
