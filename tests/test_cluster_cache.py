@@ -19,7 +19,7 @@ from engine.index import BoundState, PodColumns
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.store import Store, pod_key, source_name
-from engine.model import Pod, Quota
+from engine.model import LabelSelector, Pod, PodAffinityTerm, Quota
 from engine.objects import NATIVE_POD_GROUP
 from engine.preempt import lowest_running
 from engine.tenants import Usage
@@ -210,6 +210,10 @@ def same_cluster(world: World) -> None:
     for ours, theirs in zip((kept.amounts, kept.named, kept.starts, kept.runtimes),
                             (read.amounts, read.named, read.starts, read.runtimes)):
         np.testing.assert_array_equal(ours[:kept.size], theirs)
+    for ns in ("default", "team", "absent"):  # the kept namespace codes find a namespace's pods as a walk would
+        everyone = PodAffinityTerm(LabelSelector(), frozenset({ns}), "kubernetes.io/hostname")
+        walk = [(i, p.key) for p, i in zip(got.index.pods, got.index.node_of) if p.namespace == ns]
+        assert [(i, p.key) for i, p in got.index.matching(everyone)] == walk
 
 
 def setup() -> list[tuple[str, str, dict]]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import tenants
 from ..convert.fields import refusal
-from ..index import BoundState, NodeFacts, NodeRequests, PodColumns
+from ..index import BoundState, NodeFacts, NodeRequests, PodColumns, PodNamespaces
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
 from ..load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
@@ -83,6 +83,7 @@ class _Rows:
     slot: dict[str, int] = field(default_factory=dict)  # pod key -> its position in `pods`
     special: set[str] = field(default_factory=set)  # pods with host ports or required anti-affinity
     columns: PodColumns | None = None  # per pod, beside the lists: its requests, start and runtime bound
+    namespaces: PodNamespaces | None = None  # per pod, beside the lists: its namespace
 
     @classmethod
     def of(cls, nodes: list[Node], placed: list[Pod]) -> _Rows:
@@ -94,6 +95,7 @@ class _Rows:
                    node_of, {p.key: k for k, p in enumerate(pods)})
         rows.special = {p.key for p in pods if p.host_ports or p.anti_affinity_required}
         rows.columns = PodColumns.of(pods, usage.names)
+        rows.namespaces = PodNamespaces.of(pods)
         return rows
 
     def move(self, key: str, before: Pod | None, after: Pod | None) -> bool:
@@ -110,6 +112,8 @@ class _Rows:
             self.node_of.append(i)
             if self.columns is not None:
                 self.columns.append(after)  # (every resource it names has a column: checked above)
+            if self.namespaces is not None:
+                self.namespaces.append(after)
             self._count(after, i, 1)
             if after.host_ports or after.anti_affinity_required:
                 self.special.add(key)
@@ -126,6 +130,8 @@ class _Rows:
         self.node_of.pop()
         if self.columns is not None:
             self.columns.remove(k)
+        if self.namespaces is not None:
+            self.namespaces.remove(k)
         self.special.discard(key)
 
     def _count(self, pod: Pod, i: int, sign: int) -> None:
@@ -139,8 +145,9 @@ class _Rows:
         usage = NodeRequests(self.names, self.allocatable, self.used.copy(), self.requested.copy())
         special = sorted(self.slot[key] for key in self.special)
         columns = self.columns.copy() if self.columns is not None and _timed(self.columns) else None
+        namespaces = self.namespaces.copy() if self.namespaces is not None else None
         return BoundState.of_parts(self.nodes, list(self.pods), list(self.node_of), usage, self.facts, special,
-                                   columns)
+                                   columns, namespaces)
 
 
 def _timed(columns: PodColumns) -> bool:
