@@ -88,9 +88,10 @@ def test_leadership_is_lost_when_renewal_fails_past_the_deadline() -> None:
 
 
 def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sync_before_any_loop_starts() -> None:
-    """What startup made is moved out of the cyclic collector's reach before the first cycle (a full collection
-    walked it all again, stalling every thread for 0.07–0.12 s at 200 nodes), and a thread waiting for the GIL
-    gets it after 1 ms, not 5, while few pods are in hand (engine.loop.pace; BENCHMARKS.md, issue 30)."""
+    """The cyclic collector is paused while the first lists decode and convert (each collection walked the growing
+    heap again), what startup made is moved out of its reach before the first cycle (a full collection walked it
+    all again, stalling every thread for 0.07–0.12 s at 200 nodes), and a thread waiting for the GIL gets it after
+    1 ms, not 5, while few pods are in hand (engine.loop.pace; BENCHMARKS.md, issue 30)."""
     import gc
     import sys
     from types import SimpleNamespace
@@ -107,17 +108,20 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
         leading = threading.Event()
         pace = GilPace()
 
-        def start_watches(self, stop): pass
+        def start_watches(self, stop):
+            seen["collecting while listing"] = gc.isenabled()
         def refresh_policies(self): pass
         def shutdown(self): pass
 
         def wait_synced(self, stop, timeout):
             seen["synced"] = gc.get_freeze_count()
+            seen["collecting while syncing"] = gc.isenabled()
             return True
 
         def start_loops(self, stop_):
             seen["loops"] = gc.get_freeze_count()
             seen["switch"] = sys.getswitchinterval()
+            seen["collecting"] = gc.isenabled()
             stop.set()
 
     gc.unfreeze()
@@ -129,3 +133,5 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
         sys.setswitchinterval(interval)
     assert seen["synced"] == 0 and seen["loops"] > 1000
     assert interval == 0.005 and seen["switch"] == 0.001
+    assert not seen["collecting while listing"] and not seen["collecting while syncing"] and seen["collecting"]
+    assert gc.isenabled()
