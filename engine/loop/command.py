@@ -172,7 +172,7 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
             if stop.is_set():
                 return _stop(scheduler, None, health, 0)
             log.info("waiting for caches to sync")
-    _tune_interpreter(scheduler)
+        _tune_interpreter(scheduler)
     lost = threading.Event()
     if elector is not None:
         if not elector.acquire(stop, waiting=scheduler.refresh_policies):
@@ -191,16 +191,15 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
 def _tune_interpreter(scheduler: Scheduler) -> None:
     """Before the first cycle, two settings for a process whose threads mostly wait on the apiserver:
 
-    - Until then the cyclic collector was paused (`_serve`): the first lists decode and convert millions of
-      containers and no cycles, and each collection the allocations set off walked the growing heap again. At
-      25,000 pods, the pods list's JSON alone decodes in 1.0–1.3 s with the collector running, 0.2–0.26 s without.
-    - What startup made (modules, the solver, the first lists: ~100,000 objects at 200 nodes) leaves the cyclic
-      collector's reach (gc.freeze, as for a server's pre-fork heap). Each full collection walked it all again,
-      stalling every thread, the watches and binds too, for 0.07–0.12 s several times in a 10-second stream;
-      after it, 0.03 s.
+    - What startup made (modules, the solver, the first lists) leaves the cyclic collector's reach (gc.freeze, as
+      for a server's pre-fork heap). Each full collection walked it all again, stalling every thread, the watches
+      and binds too, for 0.07–0.12 s several times in a 10-second stream at 200 nodes; after it, 0.03 s. Until
+      now the collector was paused (`_serve`): the first lists decode and convert millions of containers and no
+      cycles, and each collection their allocations set off walked the growing heap again (the 25,000-pod list's
+      JSON decodes in 1.0–1.3 s with the collector running, 0.2–0.26 s without). Nor is the heap collected before
+      it is frozen: at 5,000 nodes × 25,000 pods that pass took 0.5–1.5 s and found ~1,200 unreachable objects.
     - The GIL's switch interval follows the pods in hand (engine.loop.pace): 1 ms while few are, so a watch or bind
       thread whose answer has come does not wait 5 ms for a cycle; CPython's 5 ms while a large batch is."""
-    gc.collect()
     gc.freeze()
     scheduler.pace.engage(sys.setswitchinterval)
 
