@@ -156,8 +156,9 @@ def test_mutated_and_truncated_text_loads_cleanly_or_fails_cleanly(docs, fmt, ke
     docs = bury(docs)
     try:
         text = yaml.safe_dump_all(docs) if fmt == "yaml" else json.dumps({"kind": "List", "items": docs})
-    except (ValueError, yaml.YAMLError):
-        return  # not serialisable (e.g. NaN in strict JSON): nothing a user could feed in this way
+    except (ValueError, yaml.YAMLError, RecursionError):
+        return  # not serialisable (NaN in strict JSON; lists buried deeper than PyYAML's dumper recurses): nothing a
+        # user could feed in this way
     text = text[: int(len(text) * keep)] if keep < 1.0 else text
     check_outcome(lambda: build_cluster(parse_objects(text, "fuzz." + fmt)))
 
@@ -171,7 +172,10 @@ SNIPPETS = ["&a ", "*a", "<<: ", "<<: *a\n", "!!int ", "!!str ", "!!binary ", "\
 def test_yaml_text_with_stray_syntax_loads_cleanly_or_fails_cleanly(docs, edits):
     docs = bury(docs)
     """Anchors, aliases, merge keys, tags, flow brackets, control characters dropped into the text."""
-    text = yaml.safe_dump_all(docs)
+    try:
+        text = yaml.safe_dump_all(docs)
+    except RecursionError:
+        return  # buried deeper than PyYAML's dumper recurses: no text to edit
     for where, snippet in edits:
         at = int(len(text) * where)
         text = text[:at] + snippet + text[at:]
