@@ -126,11 +126,26 @@ class NodeSelectorTerm:
 
 @dataclass(frozen=True, slots=True)
 class PodAffinityTerm:
-    """Pods matching `selector` in `namespaces` (None = every namespace), within `topology_key` domains."""
+    """Pods matching `selector` in `namespaces` (None = every namespace), within `topology_key` domains.
+
+    Its hash is taken once, when it is made: every cycle puts each bound pod's required anti-affinity terms in a
+    dict (engine.index.BoundState.anti_domains), and hashing the nested selector again each time was a third of
+    a one-pod cycle late in a stream."""
 
     selector: LabelSelector
     namespaces: frozenset[str] | None
     topology_key: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.selector, self.namespaces, self.topology_key)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[PodAffinityTerm], tuple[LabelSelector, frozenset[str] | None, str]]:
+        """Made again where it is unpickled: a str's hash differs between processes."""
+        return (type(self), (self.selector, self.namespaces, self.topology_key))
 
     def matches(self, pod: Pod) -> bool:
         return (self.namespaces is None or pod.namespace in self.namespaces) and self.selector.matches(

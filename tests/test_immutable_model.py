@@ -67,6 +67,27 @@ def test_a_pods_key_is_made_once_and_follows_a_copy_with_another_name() -> None:
     assert "key=" not in repr(p)
 
 
+def test_a_pod_affinity_terms_hash_is_taken_once_and_is_the_hash_of_what_it_holds() -> None:
+    """Hashed once when made (every cycle puts each bound pod's anti-affinity terms in a dict): equal terms hash
+    alike, a copy with another field hashes as that field says, and an unpickled term hashes in its new process's
+    way (a str's hash differs between processes, so the stored one is never carried)."""
+    import pickle
+
+    from engine.model import LabelSelector, PodAffinityTerm, Requirement
+
+    def term(app: str, key: str = "kubernetes.io/hostname") -> PodAffinityTerm:
+        return PodAffinityTerm(LabelSelector((Requirement("app", "In", (app,)),)), frozenset({"default"}), key)
+
+    a = term("web")
+    assert a == term("web") and hash(a) == hash(term("web")) and len({a, term("web"), term("db")}) == 2
+    moved = dataclasses.replace(a, topology_key="zone")
+    assert moved == term("web", "zone") and hash(moved) == hash(term("web", "zone")) and moved != a
+    assert copy.deepcopy(a) == a and hash(copy.deepcopy(a)) == hash(a)
+    assert pickle.loads(pickle.dumps(a)) == a
+    assert "_hash" not in pickle.dumps(a).decode("latin-1")  # rebuilt from its fields where it is unpickled
+    assert "_hash" not in repr(a)
+
+
 def test_the_loops_resolve_marks_bound_gang_members_and_passes_the_other_bound_pods_as_they_are() -> None:
     """The loop resolves without the bound pods' volumes (its cache keeps them): a bound pod is copied only to say
     its gang, which has a pending member; with no such gang the bound pods are the very pods it was given."""

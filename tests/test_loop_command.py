@@ -96,6 +96,7 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
     import sys
     from types import SimpleNamespace
 
+    from engine.loop.collector import NEVER
     from engine.loop.command import _serve
     from engine.loop.pace import GilPace
 
@@ -125,12 +126,15 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
             stop.set()
 
     gc.unfreeze()
-    interval = sys.getswitchinterval()
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
     try:
         assert _serve(Scheduler(), None, stop, None) == 0  # type: ignore[arg-type]
+        seen["full passes"] = gc.get_threshold()[2]
     finally:
         gc.unfreeze()
         sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert seen["full passes"] == NEVER  # only at quiet moments from now on (engine.loop.collector)
     assert seen["synced"] == 0 and seen["loops"] > 1000
     assert interval == 0.005 and seen["switch"] == 0.001
     assert not seen["collecting while listing"] and not seen["collecting while syncing"] and seen["collecting"]

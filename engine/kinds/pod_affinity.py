@@ -93,7 +93,7 @@ class InterPodAffinity(Kind):
 
     def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
         """The batch's pod terms, and bound pods' anti-affinity terms (checked against incoming pods)."""
-        terms: set[PodTerm] = {term for term, _ in index.anti_terms}
+        terms: set[PodTerm] = {term for term, _ in index.anti_domains()}  # (each distinct term once)
         terms.update(c.term for rules in rule_sets for c in rules if isinstance(c, PodProximity))
         return (t.label_keys() for t in terms)
 

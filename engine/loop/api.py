@@ -272,7 +272,8 @@ class KubeAPI:
                  "firstTimestamp": now, "lastTimestamp": now, "count": count,
                  "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
                  "reportingInstance": COMPONENT, "action": reason}
-        self._json("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
+        status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
+        raise_for(status, data)  # the Event as created is never read: not decoded
 
     def update_event(self, namespace: str, name: str, message: str, count: int) -> bool:
         body = {"count": count, "lastTimestamp": _now(), "message": message[:EVENT_MESSAGE_LIMIT]}

@@ -24,6 +24,7 @@ from ..compile import collector_paused
 from ..flags import Name, Namespaced, Seconds, name_problem, namespaced
 from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 from ..solve import load_solver
+from .collector import FullPasses
 
 if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
     from .leader import LeaderElector
@@ -172,7 +173,7 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
             if stop.is_set():
                 return _stop(scheduler, None, health, 0)
             log.info("waiting for caches to sync")
-        _tune_interpreter(scheduler)
+        passes = _tune_interpreter(scheduler)
     lost = threading.Event()
     if elector is not None:
         if not elector.acquire(stop, waiting=scheduler.refresh_policies):
@@ -184,12 +185,12 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     scheduler.start_loops(stop)
     _log_profiles(scheduler)
     while not stop.wait(0.5):
-        pass
+        passes.tick()
     return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
 
 
-def _tune_interpreter(scheduler: Scheduler) -> None:
-    """Before the first cycle, two settings for a process whose threads mostly wait on the apiserver:
+def _tune_interpreter(scheduler: Scheduler) -> FullPasses:
+    """Before the first cycle, three settings for a process whose threads mostly wait on the apiserver:
 
     - What startup made (modules, the solver, the first lists) leaves the cyclic collector's reach (gc.freeze, as
       for a server's pre-fork heap). Each full collection walked it all again, stalling every thread, the watches
@@ -199,9 +200,14 @@ def _tune_interpreter(scheduler: Scheduler) -> None:
       JSON decodes in 1.0–1.3 s with the collector running, 0.2–0.26 s without). Nor is the heap collected before
       it is frozen: at 5,000 nodes × 25,000 pods that pass took 0.5–1.5 s and found ~1,200 unreachable objects.
     - The GIL's switch interval follows the pods in hand (engine.loop.pace): 1 ms while few are, so a watch or bind
-      thread whose answer has come does not wait 5 ms for a cycle; CPython's 5 ms while a large batch is."""
+      thread whose answer has come does not wait 5 ms for a cycle; CPython's 5 ms while a large batch is.
+    - The collector's full passes, which walk all the loop has added since, run at quiet moments only
+      (engine.loop.collector): the returned FullPasses is ticked by the main thread."""
     gc.freeze()
     scheduler.pace.engage(sys.setswitchinterval)
+    passes = FullPasses(scheduler.pace)
+    passes.engage()
+    return passes
 
 
 def _log_profiles(scheduler: Scheduler) -> None:

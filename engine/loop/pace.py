@@ -11,6 +11,7 @@ in five pairs of runs (BENCHMARKS.md, issue 30).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -22,11 +23,15 @@ MANY = 64  # pods in hand (planned in a cycle or binding) above which the loop i
 class GilPace:
     """Counts the pods the loop has in hand (`holding`) and sets the interval when the count crosses MANY. It acts
     only once engaged (`engage`, by the `run` command after the caches sync): the interval is the process's, so
-    nothing else (a test, the dry-run) has it changed."""
+    nothing else (a test, the dry-run) has it changed. It also says how long no pod has been in hand (`quiet_for`):
+    when the collector's full passes may run (engine.loop.collector)."""
 
-    def __init__(self, quick: float = QUICK, busy: float = BUSY, many: int = MANY) -> None:
+    def __init__(self, quick: float = QUICK, busy: float = BUSY, many: int = MANY,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.quick, self.busy, self.many = quick, busy, many
+        self.clock = clock
         self._in_hand = 0
+        self._quiet_since: float | None = clock()  # None while some pod is in hand
         self._set: Callable[[float], None] | None = None
         self._interval: float | None = None
         self._lock = threading.Lock()
@@ -46,6 +51,11 @@ class GilPace:
         finally:
             self._add(-pods)
 
+    def quiet_for(self) -> float:
+        """Seconds since the last pod in hand was let go (0 while some pod is in hand)."""
+        since = self._quiet_since
+        return 0.0 if since is None else max(0.0, self.clock() - since)
+
     @property
     def interval(self) -> float:
         return self.busy if self._in_hand > self.many else self.quick
@@ -53,6 +63,10 @@ class GilPace:
     def _add(self, pods: int) -> None:
         with self._lock:
             self._in_hand += pods
+            if self._in_hand == 0:
+                self._quiet_since = self.clock()
+            elif self._quiet_since is not None:
+                self._quiet_since = None
             self._apply()
 
     def _apply(self) -> None:
