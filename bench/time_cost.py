@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.compile import collector_paused  # noqa: E402
+from engine.heap import collector_paused  # noqa: E402
 from engine.index import BoundState  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
 from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY  # noqa: E402

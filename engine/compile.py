@@ -7,16 +7,15 @@ has one function per constraint kind). The kinds are `engine.kinds.KINDS`; nothi
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
+from .heap import collector_paused
 from .index import BoundState
 from .kinds import KINDS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
@@ -110,20 +109,6 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadlin
     with collector_paused():
         return _compile(cluster, policy, deadline or Deadline(), index or BoundState.of(cluster.nodes, cluster.bound),
                         usage)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Compile builds hundreds of thousands of small containers (index entries, candidate tuples) and no
-    reference cycles, while the snapshot holds millions of objects: each full pass of the cyclic collector
-    would walk all of them again (seconds per compile at 20,000 nodes)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, bound: BoundState,

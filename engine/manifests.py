@@ -7,7 +7,6 @@ aliased input is one `InputError` with file, line and column.
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 import yaml
 
 from .convert.fields import show_value
+from .heap import collector_paused
 from .ir import GangRules
 from .load import DEFAULT_SCHEDULER, InputError, build_cluster
 from .model import Cluster
@@ -302,18 +302,9 @@ def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int =
 
 
 def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, gangs: GangRules | None = None) -> Cluster:
-    """Read every file and build one cluster model (objects from all files are merged).
-
-    The cyclic garbage collector is paused meanwhile: loading creates millions of containers and no
-    cycles, and full collections over them would only cost time.
-    """
+    """Read every file and build one cluster model (objects from all files are merged), the collector paused."""
     docs: list[tuple[str, dict[str, Any]]] = []
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         for path in paths:
             docs.extend(read_objects(path))
         return build_cluster(docs, scheduler_name, gangs)
-    finally:
-        if collecting:
-            gc.enable()

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
+from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
+from .heap import collector_paused
 from .index import BoundState
 from .kinds import KINDS
 from .model import Cluster, Pod, Reservation

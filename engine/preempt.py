@@ -54,8 +54,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from . import kinds, preempt_model
-from .compile import Compiled, Deadline, PolicyRules, collector_paused, compile_cluster
+from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .gangs import disruption_unit
+from .heap import collector_paused
 from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
 from .kinds import KINDS, Kind, Moves

@@ -108,3 +108,29 @@ def test_quiet_moments_collect_only_what_has_grown_and_at_most_every_gap_seconds
     clock.now += 20
     assert passes.tick()
     assert full_passes_seen.count(2) == 2 and passes.runs == 2
+
+
+def test_a_paused_stage_leaves_the_collector_as_it_found_it() -> None:
+    """engine.heap.collector_paused: off inside (a nested pause too), on again after, even when the stage raises;
+    left off when it was off before (a stage paused inside a paused startup)."""
+    from engine.heap import collector_paused
+
+    was_enabled = gc.isenabled()
+    gc.enable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+            with collector_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        with pytest.raises(RuntimeError), collector_paused():
+            raise RuntimeError("the stage failed")
+        assert gc.isenabled()
+        gc.disable()
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from ..compile import collector_paused
 from ..flags import Name, Namespaced, Seconds, name_problem, namespaced
+from ..heap import collector_paused
 from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 from ..solve import load_solver
 from .collector import FullPasses

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
-from ..compile import collector_paused
+from ..heap import collector_paused
 from ..ir import Rules
 from ..kinds.base import ModelChange
 from ..model import Cluster, Pod, Reservation
