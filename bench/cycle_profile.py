@@ -247,14 +247,19 @@ def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = No
     return walls, rows, calls, facts
 
 
+def _seconds(s: float) -> str:
+    """Seconds, or milliseconds below a tenth of a second (a stream's one-pod cycle)."""
+    return f"{s:.3f} s" if s >= 0.1 else f"{s * 1000:.2f} ms"
+
+
 def table(workload: str, nodes: int, repeats: int, walls: list[float], rows: dict[str, list[float]],
           calls: dict[str, int], facts: dict[str, Any], min_ms: float) -> str:
     wall = statistics.median(walls)
     out = [f"#### {workload}, {nodes:,} nodes: {facts['pods']:,} pods in {facts['classes']:,} classes, "
            f"{facts['placed']:,} placed by the last instrumented cycle ({facts['status']}, {facts['strategy']})",
            "",
-           f"cycle (snapshot + plan_batch), uninstrumented: **{wall:.3f} s** (median of {repeats}: "
-           + ", ".join(f"{w:.3f}" for w in walls) + ")"
+           f"cycle (snapshot + plan_batch), uninstrumented: **{_seconds(wall)}** (median of {repeats}: "
+           + ", ".join(_seconds(w) for w in walls) + ")"
            + (f"; placements final (their binds start) at **{statistics.median(facts['handed']):.3f} s**"
               if facts.get("handed") else ""),
            "",
