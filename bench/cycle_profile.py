@@ -7,15 +7,16 @@ does (`PlanStage.plan`: the cache's snapshot, then `cycle.run_cycle` → `planne
 options: one CP-SAT worker, the time limit sized to the batch by `Settings.limit_for` (0.2 s + 5 ms per pod, at most
 5 s), preferences capped by `Settings.preferences_for`, preemption on), ``--repeats`` times on the same cache.
 
-Each repeat runs twice: once plain (the cycle's wall time, what the table's first line says) and once with
-``time.perf_counter`` wrappers around the phases (the named functions below, in the modules that call them); the
-wrappers nest, so every row is inclusive of the rows under it, and a row's time is counted under the phase that
-called it (compile inside preemption is preemption's). The rows are medians over the repeats; "calls" is per cycle.
+Each repeat runs twice: once plain (the cycle's wall time, what the table's first line says; all the plain
+cycles run first) and once with ``time.perf_counter`` wrappers around the phases (the named functions below, in
+the modules that call them); the wrappers nest, so every row is inclusive of the rows under it, and a row's time
+is counted under the phase that called it (compile inside preemption is preemption's). The rows are medians over
+the repeats; "calls" is per cycle.
 
     python bench/cycle_profile.py --nodes 200 --nodes 1000 --nodes 5000 -n 5
     python bench/cycle_profile.py --nodes 1000 --write-snapshot /tmp/mixed-hetero-1000.json   # for dry-run
     python bench/cycle_profile.py -w scheduling-basic --nodes 5000 --batch 10   # one small cycle of a stream
-    python bench/cycle_profile.py --nodes 200 --bound 900 --batch 1   # late in a stream: 900 pods bound already
+    python bench/cycle_profile.py --nodes 200 --bound 900 --batch 1 --as-loop  # late in a stream: 900 pods bound
 """
 from __future__ import annotations
 
@@ -174,13 +175,14 @@ def instrumented() -> Iterator[Timers]:
 # --- one cycle -------------------------------------------------------------------------------------------
 
 def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]],
-              handed: list[float] | None = None) -> tuple[float, Any]:
+              handed: list[float] | None = None, collect: bool = True) -> tuple[float, Any]:
     """Seconds of one cycle as `PlanStage.plan` runs it (collector paused), and its result; `handed` gets the
     seconds at which its placements were final (`engine.plan.placed_plan`: the loop starts their binds there)."""
     settings = Settings((), time_per_pod=TIME_PER_POD)
     options = Options(settings.limit_for(len(batch)), settings.solver_workers, preemption=settings.preemption,
                       preference_limit=settings.preferences_for(len(batch)))
-    gc.collect()
+    if collect:  # (not as the loop runs: its heap is frozen once synced and never collected before a cycle)
+        gc.collect()
     gc.disable()
     try:
         started = time.perf_counter()
@@ -205,8 +207,8 @@ def bind_first(store: Store, cache: ClusterCache, batch: list[tuple[str, dict[st
     return rest
 
 
-def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = None, bound: int = 0
-            ) -> tuple[list[float], dict[str, list[float]], dict[str, int], dict[str, Any]]:
+def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = None, bound: int = 0,
+            as_loop: bool = False) -> tuple[list[float], dict[str, list[float]], dict[str, int], dict[str, Any]]:
     scenario = CW.WORKLOADS[workload].build(nodes)
     if batch_size is not None:  # a streaming cycle: the first pending pods only, the rest not created yet
         scenario.pending[bound + batch_size:] = []
@@ -220,6 +222,8 @@ def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = No
     built = time.perf_counter() - started
     if bound:
         batch = bind_first(store, cache, batch, bound)
+    if as_loop:
+        gc.freeze()  # as `policy-scheduler run` does once its caches sync
     first, _ = one_cycle(cache, batch)  # the first snapshot converts what the watches fed once
     walls: list[float] = []
     rows: dict[str, list[float]] = defaultdict(list)
@@ -227,12 +231,13 @@ def measure(workload: str, nodes: int, repeats: int, batch_size: int | None = No
     facts: dict[str, Any] = {"fed": fed, "built": built, "first": first}
     placed: list[int] = []
     handed: list[float] = []
-    for k in range(repeats):
-        seconds, result = one_cycle(cache, batch, handed)
+    for _ in range(repeats):  # the plain cycles first: instrumented ones in between slowed them (up to 2x)
+        seconds, result = one_cycle(cache, batch, handed, collect=not as_loop)
         walls.append(seconds)
         placed.append(result.plan.stats.placed)
+    for k in range(repeats):
         with instrumented() as timers:
-            total, result = one_cycle(cache, batch)
+            total, result = one_cycle(cache, batch, collect=not as_loop)
         rows["(instrumented cycle)"].append(total)
         for path, s in timers.seconds.items():
             rows[path] += [0.0] * (k - len(rows[path])) + [s]  # a phase a repeat did not reach took 0 s there
@@ -301,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                                               "one cycle of a stream)")
     ap.add_argument("--bound", type=int, default=0, help="the workload's first pods placed and bound before "
                                                          "the measured cycle (late in a stream)")
+    ap.add_argument("--as-loop", action="store_true", help="the heap frozen once built and no collection before "
+                                                             "each cycle, as the scheduler loop runs")
     args = ap.parse_args(argv)
     sizes = args.nodes or [200, 1000, 5000]
     if args.write_snapshot:
@@ -309,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(docs)} objects -> {args.write_snapshot}")
         return 0
     for nodes in sizes:
-        walls, rows, calls, facts = measure(args.workload, nodes, args.repeats, args.batch, args.bound)
+        walls, rows, calls, facts = measure(args.workload, nodes, args.repeats, args.batch, args.bound, args.as_loop)
         print(table(args.workload, nodes, args.repeats, walls, rows, calls, facts, args.min_ms) + "\n", flush=True)
     return 0
 
