@@ -124,7 +124,7 @@ class NodeSelectorTerm:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class PodAffinityTerm:
     """Pods matching `selector` in `namespaces` (None = every namespace), within `topology_key` domains.
 

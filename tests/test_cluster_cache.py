@@ -356,6 +356,26 @@ def test_a_gang_mark_of_one_cycle_does_not_outlive_its_pending_member() -> None:
     same_cluster(world)
 
 
+def test_placed_pods_with_equal_anti_affinity_terms_share_one_term_object() -> None:
+    """Each cycle groups the placed pods' required anti-affinity terms in a dict (BoundState.anti_domains): equal
+    terms the cache converted apart are made one object there, so they compare by identity; a different term
+    stays its own, and the domains each term holds are what a fresh index says (same_cluster)."""
+    from testkit.manifests import anti, term
+
+    world = World()
+    for i in (1, 2, 3):
+        world.put("Node", node(f"n{i}", cpu="4", labels={ZONE_KEY: f"z{i}"}))
+    for name, app, where in (("web-1", "web", "n1"), ("web-2", "web", "n2"), ("db-1", "db", "n3")):
+        world.put("Pod", pod(name, labels={"app": app}, node_name=where, affinity=anti(term({"app": app}))))
+    world.put("Pod", pod("web-3", labels={"app": "web"}, affinity=anti(term({"app": "web"}))))
+    snap = world.cache.snapshot(world.batch(), SCHEDULER, None)
+    terms = {p.name: p.anti_affinity_required[0] for p in snap.cluster.bound}
+    assert terms["web-1"] is terms["web-2"] and terms["web-1"] is not terms["db-1"]
+    held = dict(snap.index.anti_domains())
+    assert held[terms["web-1"]] == {"n1", "n2"} and held[terms["db-1"]] == {"n3"}
+    same_cluster(world)
+
+
 def test_device_taint_rules_taint_each_snapshot_once() -> None:
     """A DeviceTaintRule's taint is added to the snapshot's devices, not to the cache's: the tenth cycle sees one
     taint, as the first did."""

@@ -15,6 +15,7 @@ the same objects; a property test holds the two equal. Pure (no I/O); thread-saf
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,7 @@ from ..index import BoundState, NodeFacts, NodeRequests, PodColumns, PodNamespac
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
 from ..load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
-from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, Quota
+from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, PodAffinityTerm, Quota
 from ..objects import OBJECT_KINDS, is_terminal
 from ..resolve import resolve_cluster
 from ..storage import held_volumes
@@ -155,6 +156,26 @@ def _timed(columns: PodColumns) -> bool:
     return bool(np.isfinite(columns.runtimes[:columns.size]).any())
 
 
+class SharedTerms:
+    """One object for each distinct required anti-affinity term among the pods converted: every cycle groups the
+    placed pods' terms in a dict (`BoundState.anti_domains`), and equal terms that are one object compare by
+    identity there, not field by field (1,350 comparisons a cycle at 1,000 nodes with 4,500 pods bound). Held
+    weakly: a term no pod holds any more leaves the pool."""
+
+    def __init__(self) -> None:
+        self._pool: weakref.WeakValueDictionary[PodAffinityTerm, PodAffinityTerm] = weakref.WeakValueDictionary()
+
+    def shared(self, pod: Pod) -> Pod:
+        """`pod`, its anti-affinity terms the pool's (a copy only when some term was not)."""
+        terms = pod.anti_affinity_required
+        if not terms:
+            return pod
+        same = tuple(self._pool.setdefault(t, t) for t in terms)
+        if all(a is b for a, b in zip(same, terms)):
+            return pod
+        return replace(pod, anti_affinity_required=same)
+
+
 class ClusterCache:
     """Nodes, placed pods and the rest, converted as they change; `snapshot` assembles a cycle's cluster."""
 
@@ -181,6 +202,7 @@ class ClusterCache:
         self._namespaces_seen: Counter[str] = Counter()  # namespaces of bound pods (namespaceSelector reads them)
         self._running: Counter[int] = Counter()  # priorities of the placed pods not terminating
         self._tenancy = tenants.Tracker()  # what the placed pods use of their quotas
+        self._terms = SharedTerms()
 
     # -- changes ------------------------------------------------------------------------------------
 
@@ -292,7 +314,7 @@ class ClusterCache:
         except PROBLEMS as exc:
             self._refused[ref] = refusal(source_name(*ref), "Pod", obj, exc)
             return None
-        return self._holding_volumes(pod)
+        return self._holding_volumes(self._terms.shared(pod))
 
     def _holding_volumes(self, pod: Pod) -> Pod:
         """A placed pod with what its claims hold (attached volumes, ReadWriteOncePod claims in use)."""
