@@ -10,6 +10,7 @@ that says what a fresh one says.
 from __future__ import annotations
 
 import copy
+import gc
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -374,6 +375,12 @@ def test_placed_pods_with_equal_anti_affinity_terms_share_one_term_object() -> N
     held = dict(snap.index.anti_domains())
     assert held[terms["web-1"]] == {"n1", "n2"} and held[terms["db-1"]] == {"n3"}
     same_cluster(world)
+    pool = world.cache._terms
+    assert len(pool) == 2
+    del snap, terms, held
+    world.store.apply("Pod", "DELETED", world.store.get("Pod", "default", "db-1"))
+    gc.collect()
+    assert len(pool) == 1  # a term no pod holds leaves the pool
 
 
 def test_device_taint_rules_taint_each_snapshot_once() -> None:

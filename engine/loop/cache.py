@@ -163,14 +163,18 @@ class SharedTerms:
     weakly: a term no pod holds any more leaves the pool."""
 
     def __init__(self) -> None:
-        self._pool: weakref.WeakValueDictionary[PodAffinityTerm, PodAffinityTerm] = weakref.WeakValueDictionary()
+        # keyed by the term's fields, not the term: a key is held strongly, and a term keyed by itself never leaves
+        self._pool: weakref.WeakValueDictionary[tuple, PodAffinityTerm] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        return len(self._pool)
 
     def shared(self, pod: Pod) -> Pod:
         """`pod`, its anti-affinity terms the pool's (a copy only when some term was not)."""
         terms = pod.anti_affinity_required
         if not terms:
             return pod
-        same = tuple(self._pool.setdefault(t, t) for t in terms)
+        same = tuple(self._pool.setdefault((t.selector, t.namespaces, t.topology_key), t) for t in terms)
         if all(a is b for a, b in zip(same, terms)):
             return pod
         return replace(pod, anti_affinity_required=same)
