@@ -138,14 +138,18 @@ class PodAffinityTerm:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.selector, self.namespaces, self.topology_key)))
+        object.__setattr__(self, "_hash", hash(self.parts()))
+
+    def parts(self) -> tuple[LabelSelector, frozenset[str] | None, str]:
+        """What it is made of (what it hashes and compares by), without itself."""
+        return self.selector, self.namespaces, self.topology_key
 
     def __hash__(self) -> int:
         return self._hash
 
     def __reduce__(self) -> tuple[type[PodAffinityTerm], tuple[LabelSelector, frozenset[str] | None, str]]:
         """Made again where it is unpickled: a str's hash differs between processes."""
-        return (type(self), (self.selector, self.namespaces, self.topology_key))
+        return (type(self), self.parts())
 
     def matches(self, pod: Pod) -> bool:
         return (self.namespaces is None or pod.namespace in self.namespaces) and self.selector.matches(

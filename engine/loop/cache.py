@@ -174,7 +174,7 @@ class SharedTerms:
         terms = pod.anti_affinity_required
         if not terms:
             return pod
-        same = tuple(self._pool.setdefault((t.selector, t.namespaces, t.topology_key), t) for t in terms)
+        same = tuple(self._pool.setdefault(t.parts(), t) for t in terms)
         if all(a is b for a, b in zip(same, terms)):
             return pod
         return replace(pod, anti_affinity_required=same)

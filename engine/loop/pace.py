@@ -63,10 +63,7 @@ class GilPace:
     def _add(self, pods: int) -> None:
         with self._lock:
             self._in_hand += pods
-            if self._in_hand == 0:
-                self._quiet_since = self.clock()
-            elif self._quiet_since is not None:
-                self._quiet_since = None
+            self._quiet_since = self.clock() if self._in_hand == 0 else None
             self._apply()
 
     def _apply(self) -> None:
