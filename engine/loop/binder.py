@@ -35,6 +35,7 @@ CONFLICT = 409
 POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled", "PodGroupScheduled"
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
+EVENT_WRITERS = 2  # the outbox's threads: few, so binds keep most of the apiserver's time
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
 CANNOT_READ = "SchedulerCannotRead"  # the event reason on an object the model refused
 
@@ -69,7 +70,7 @@ class Outbox:
     apiserver's time for bindings; the backlog drains after the batch.
     """
 
-    def __init__(self, workers: int = 2, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None):
+    def __init__(self, workers: int = EVENT_WRITERS, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None):
         self._queue: queue.Queue[tuple[Callable[..., object], tuple[object, ...]] | None] = queue.Queue(capacity)
         self._on_drop = on_drop
         self._threads = [threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(workers)]
@@ -106,7 +107,7 @@ class EventSink:
     events; one write per pod is under way at a time (a create and its first patch never race).
     """
 
-    def __init__(self, api: ClusterAPI, workers: int = 2, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, api: ClusterAPI, workers: int = EVENT_WRITERS, clock: Callable[[], float] = time.monotonic,
                  capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None, min_interval: float = 10.0):
         self.api = api
         self.outbox = Outbox(workers, capacity, on_drop)
@@ -254,7 +255,7 @@ class Binder:
         report = BindReport()
         ready = self._drop_stale_gangs(placements, report)
         with self.pace.holding(len(ready)):
-            results = [r for chain in self.pool.map(self._bind_chain, _claim_chains(ready)) for r in chain]
+            results = [r for chain in self._bind_chains(_claim_chains(ready)) for r in chain]
         for placement, result in results:
             self._settle(placement, result, report)
         self._report_partial_gangs(ready, report)
@@ -273,6 +274,15 @@ class Binder:
                 self.events.event(pod, "Normal", "Preempted", why[:1].upper() + why[1:])
             return result
         return list(self.pool.map(one, victims))
+
+    def _bind_chains(self, chains: list[list[Placement]]) -> list[list[tuple[Placement, ApiResult]]]:
+        """The chains' binds, in parallel: the first on the calling thread, which would only wait otherwise. A
+        stream's lone pod then goes out without a hand-over to another thread (each waits for the GIL)."""
+        if not chains:
+            return []
+        rest = self.pool.map(self._bind_chain, chains[1:])
+        first = self._bind_chain(chains[0])
+        return [first, *rest]
 
     def _bind_chain(self, chain: list[Placement]) -> list[tuple[Placement, ApiResult]]:
         """Pods sharing a claim one after the other, the one allocating it first; if its bind fails, the
