@@ -106,6 +106,9 @@ class FakeAPI:
         if not events:  # a quiet watch ends with a bookmark at the current version
             yield WatchEvent("BOOKMARK", {"metadata": {"resourceVersion": str(max(since, self.rv))}})
 
+    def warm(self, connections: int) -> int:
+        return 0  # no connections to open
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         key = f"{namespace}/{name}"
         if self.down:

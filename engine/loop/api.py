@@ -1,18 +1,21 @@
 """The one module that talks to Kubernetes (the official `kubernetes` client); see `ports.ClusterAPI`.
 
-All calls go through `KubeAPI._request`: raw JSON in and out (`param_serialize` + `call_api`), so objects
-cross the boundary as plain dicts, the client's typed models never validate or reformat them, and a
-successful Binding (the apiserver answers with a Status, which older clients failed to deserialize as
-`ValueError: Invalid value for target`) is judged by its HTTP status alone.
+All calls go through `KubeAPI._request`: raw JSON in and out, so objects cross the boundary as plain dicts, the
+client's typed models never validate or reformat them, and a successful Binding (the apiserver answers with a
+Status, which older clients failed to deserialize as `ValueError: Invalid value for target`) is judged by its HTTP
+status alone. Watches go through the client (`param_serialize` + `call_api`); one-shot requests (binds, events,
+patches, lists) through kept-alive `http.client` connections (engine.loop.transport: half the CPU per request)
+set up from the client's configuration, unless it asks for what only the client does.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import quote, urlencode, urlparse
 
 import kubernetes
 import urllib3
@@ -32,6 +35,7 @@ from .ports import (
     WatchTarget,
 )
 from .recorder import event_name
+from .transport import Transport, Unreachable
 
 COMPONENT = "policy-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
@@ -61,6 +65,34 @@ def load_client(kubeconfig: str | None, pool_size: int = 32) -> kubernetes.clien
         config.proxy = None  # a proxy from the environment can never reach our own loopback
     config.connection_pool_maxsize = max(config.connection_pool_maxsize or 0, pool_size)
     return kubernetes.client.ApiClient(config)
+
+
+def _transport(config: kubernetes.client.Configuration) -> tuple[Transport | None, str]:
+    """The lean transport for one-shot requests (engine.loop.transport) and the path prefix of the apiserver's URL;
+    (None, "") where the kubeconfig asks for what only the client does (plain HTTP, a proxy, a hostname to assert,
+    socket options): those requests go through the client, as watches always do."""
+    url = urlparse(config.host)
+    if url.scheme != "https" or not url.hostname or config.proxy or config.assert_hostname not in (None, False) \
+            or config.socket_options is not None:
+        return None, ""
+    try:
+        context = ssl.create_default_context(cafile=config.ssl_ca_cert, cadata=getattr(config, "ca_cert_data", None) or None)
+        if config.cert_file:
+            context.load_cert_chain(config.cert_file, config.key_file)
+    except (OSError, ssl.SSLError, ValueError):
+        return None, ""  # the client says what is wrong with them at its first request
+    if not config.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif config.assert_hostname is False:
+        context.check_hostname = False
+
+    def authorization() -> str | None:  # asked per request: a rotating token is refreshed by the client's hook
+        setting = config.auth_settings().get("BearerToken")
+        return None if setting is None else setting["value"]
+    transport = Transport(url.hostname, url.port or 443, context, config.tls_server_name or url.hostname,
+                          authorization, keep=config.connection_pool_maxsize or 32)
+    return transport, url.path.rstrip("/")
 
 
 def _path(resource: WatchTarget, api_version: str | None = None) -> str:
@@ -116,6 +148,7 @@ class KubeAPI:
     def __init__(self, client: kubernetes.client.ApiClient, request_timeout: float = 30.0):
         self.client = client
         self.request_timeout = request_timeout
+        self._transport, self._base = _transport(client.configuration)  # one-shot requests; None: the client's
         self._served: dict[str, str] = {}  # kind -> the group/version found serving it
 
     def _api_version(self, kind_name: str) -> str:
@@ -142,6 +175,13 @@ class KubeAPI:
     def _request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
                  content_type: str = "application/json", timeout: Any = None, stream: bool = False) -> Any:
         """One HTTP call: (status, bytes), or the open urllib3 response when `stream`. Never raises on status."""
+        if not stream and self._transport is not None:
+            target = f"{self._base}{path}?{urlencode(query)}" if query else f"{self._base}{path}"
+            try:
+                return self._transport.request(method, target, None if body is None else json.dumps(body).encode(),
+                                               content_type, timeout or self.request_timeout)
+            except Unreachable as exc:
+                raise ApiUnavailable(str(exc)) from None
         headers = {"Accept": "application/json", "Content-Type": content_type}
         params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
                                              body=body, auth_settings=["BearerToken"])
@@ -192,6 +232,12 @@ class KubeAPI:
         finally:  # a watch left mid-stream must not hand its half-read connection back to the pool
             answer.close()
             answer.release_conn()
+
+    def warm(self, connections: int) -> int:
+        """Open `connections` connections now, so the first binds and events after the start do not each wait for
+        a TLS handshake of their own (10–50 ms beside a start's lists: the first pods' whole wait; kube-scheduler's
+        one HTTP/2 connection is open from its first list). How many opened."""
+        return 0 if self._transport is None else self._transport.warm(connections)
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         body = {"apiVersion": "v1", "kind": "Binding",

@@ -120,7 +120,7 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
     from .api import ConfigError, KubeAPI, load_client
     from .leader import LeaderElector
     from .queue import QueueConfig
-    from .scheduler import Scheduler, Settings
+    from .scheduler import Scheduler, Settings, connections
 
     _configure_logging(log_level)
     settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
@@ -128,7 +128,7 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
                                     batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
                         time_per_pod=time_per_pod, bind_workers=bind_workers, preemption=preemption)
     try:
-        api = KubeAPI(load_client(kubeconfig, pool_size=bind_workers + 16))
+        api = KubeAPI(load_client(kubeconfig, pool_size=connections(settings)))
     except ConfigError as exc:
         _fail(str(exc))
     scheduler = Scheduler(api, settings)

@@ -76,6 +76,10 @@ class ClusterAPI(Protocol):
         """Changes after `resource_version` until the server ends the watch; raises Gone, ApiUnavailable."""
         ...
 
+    def warm(self, connections: int) -> int:
+        """Open this many connections ahead of the first binds and events (how many opened)."""
+        ...
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         """POST a Binding (with the pod's UID as precondition)."""
         ...

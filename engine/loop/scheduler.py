@@ -20,7 +20,7 @@ from ..isolation import culprits
 from ..kinds.base import ModelChange
 from ..objects import WATCHED
 from .bind_stage import BIND_STAGES, BindStage
-from .binder import Binder, BindReport, EventSink, Placement
+from .binder import EVENT_WRITERS, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .feed import QueueFeed, pod_updated
 from .groups import GroupStatus
@@ -180,6 +180,13 @@ class ProfileLoop:
         self.bind_stage.give_up_late_nominations()
 
 
+def connections(settings: Settings) -> int:
+    """Connections the loop may hold at once: one per watch (22 kinds), bind thread and bind stage, the event
+    writers', the lease's and the PodGroup status writer's. The client's pool keeps this many open; a request beyond
+    it opens a connection of its own (a TLS handshake) and drops it after."""
+    return len(resources(settings.profiles)) + settings.bind_workers + BIND_STAGES + EVENT_WRITERS + 2
+
+
 def resources(profiles: tuple[Profile, ...]) -> list[WatchTarget]:
     """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
     out = [WatchTarget(k.name) for k in WATCHED]
@@ -208,6 +215,7 @@ class Scheduler:
     leading: threading.Event = field(init=False, default_factory=threading.Event)  # set while the loops run
     built: threading.Event = field(init=False, default_factory=threading.Event)  # the cache's model, after the sync
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
+    _warming: threading.Thread | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(self.store.assumptions)
@@ -244,17 +252,24 @@ class Scheduler:
             self.announce(model)
 
     def start_watches(self, stop: threading.Event) -> None:
+        """The reflectors, and beside their lists the connections the first binds will take (`ClusterAPI.warm`)."""
+        self._warming = threading.Thread(target=self.api.warm, args=(self.settings.bind_workers,), name="warm",
+                                         daemon=True)
+        self._warming.start()
         for r in self.resources:
             reflector = Reflector(self.api, r, self.store, stop, watch_seconds=self.watch_seconds)
             self._spawn(reflector.run, f"watch-{r.kind}")
 
     def wait_synced(self, stop: threading.Event, timeout: float = 60.0) -> bool:
-        """Every watch has listed, then the cache's model is built (`ClusterCache.build`): as kube-scheduler is
-        ready once its informers' handlers have synced, not when its first cycle converts the cluster."""
+        """Every watch has listed (and the binds' connections are open), then the cache's model is built
+        (`ClusterCache.build`): as kube-scheduler is ready once its informers' handlers have synced, not when its
+        first cycle converts the cluster."""
         deadline = time.monotonic() + timeout
         while not self.store.synced(self.resources):
             if stop.wait(0.05) or time.monotonic() > deadline:
                 return False
+        if self._warming is not None:  # the binds' connections too (`start_watches`)
+            self._warming.join(max(0.0, deadline - time.monotonic()))
         if not self.built.is_set():
             self.cache.build({p.name for p in self.settings.profiles})
             self.built.set()
