@@ -1,8 +1,8 @@
 """The apiserver's one-shot requests (binds, events, patches, lists) over kept-alive `http.client` connections.
 
 Per request, the Kubernetes client's urllib3 stack (its pool, retries, header dicts and response wrapper) cost
-0.80 ms of CPU where `http.client` on a kept-alive connection costs 0.35 (an Event create against a local
-apiserver, medians of 400; BENCHMARKS.md). A pod's bind and Scheduled event are two such requests, on 2 cores
+0.92 ms of CPU where this costs 0.47 (an Event create against a local apiserver, medians of 900:
+`bench/request_cost.py`, BENCHMARKS.md). A pod's bind and Scheduled event are two such requests, on 2 cores
 beside the apiserver. Watches stay on the client (engine.loop.api): they stream.
 
 Only what `engine.loop.api` hands it: where the apiserver is, the TLS context the kubeconfig asks for, and the
@@ -76,7 +76,7 @@ class Transport:
                  authorization: Callable[[], str | None], keep: int = 32) -> None:
         self.host, self.port, self.context, self.server_name = host, port, context, server_name
         self.authorization = authorization
-        self.keep = keep  # idle connections kept; one more in use at once is closed after its request
+        self.keep = keep  # idle connections kept; those beyond are closed after their request
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
 
@@ -120,7 +120,7 @@ class Transport:
                 return self._open(10.0)
             except OSError:
                 return None
-        with ThreadPoolExecutor(max_workers=connections, thread_name_prefix="warm") as pool:
+        with ThreadPoolExecutor(max_workers=max(1, connections), thread_name_prefix="warm") as pool:
             opened = [conn for conn in pool.map(one, range(connections)) if conn is not None]
         for conn in opened:
             self._give_back(conn)
