@@ -28,20 +28,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.loop.api import KubeAPI, load_client  # noqa: E402
+from engine.loop.api import KubeAPI, event_body, load_client  # noqa: E402
 from testkit.controlplane import start_control_plane  # noqa: E402
 
 PATH = "/api/v1/namespaces/default/events"
 
 
 def event(i: int) -> dict:
-    """A Scheduled event as the loop writes it (engine.loop.api.KubeAPI.create_event)."""
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": f"p{i}.{time.time_ns():x}", "namespace": "default"},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": f"p{i}", "namespace": "default", "uid": "u"},
-            "type": "Normal", "reason": "Scheduled", "message": f"Successfully assigned default/p{i} to node-1",
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1, "source": {"component": "bench"},
-            "reportingComponent": "bench", "reportingInstance": "bench", "action": "Scheduled"}
+    """A pod's Scheduled event, built as the loop builds it."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default", "uid": "u"}}
+    return event_body(pod, "Normal", "Scheduled", f"Successfully assigned default/p{i} to node-1")
 
 
 def ways(api: KubeAPI, server: str, ca_file: Path, token: str) -> dict[str, Callable[[int], int]]:

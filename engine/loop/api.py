@@ -306,18 +306,8 @@ class KubeAPI:
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
                      count: int = 1) -> None:
-        meta = involved.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
-        now = _now()
-        event = {"apiVersion": "v1", "kind": "Event",
-                 "metadata": {"name": name or event_name(meta), "namespace": namespace},
-                 "involvedObject": {"apiVersion": involved.get("apiVersion", "v1"), "kind": involved.get("kind"),
-                                    "name": meta.get("name"), "namespace": namespace, "uid": meta.get("uid"),
-                                    "resourceVersion": meta.get("resourceVersion")},
-                 "type": type_, "reason": reason, "message": message[:EVENT_MESSAGE_LIMIT],
-                 "firstTimestamp": now, "lastTimestamp": now, "count": count,
-                 "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
-                 "reportingInstance": COMPONENT, "action": reason}
+        event = event_body(involved, type_, reason, message, name, count)
+        namespace = event["metadata"]["namespace"]
         status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
         raise_for(status, data)  # the Event as created is never read: not decoded
 
@@ -345,6 +335,22 @@ class KubeAPI:
 
     def update_lease(self, namespace: str, lease: Obj) -> Obj:
         return self._json("PUT", self._lease_path(namespace, lease["metadata"]["name"]), body=lease, timeout=5)
+
+
+def event_body(involved: Obj, type_: str, reason: str, message: str, name: str | None = None, count: int = 1) -> Obj:
+    """A core/v1 Event about `involved` as the loop writes it (named `name`, else a fresh name; seen `count` times)."""
+    meta = involved.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    now = _now()
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name or event_name(meta), "namespace": namespace},
+            "involvedObject": {"apiVersion": involved.get("apiVersion", "v1"), "kind": involved.get("kind"),
+                               "name": meta.get("name"), "namespace": namespace, "uid": meta.get("uid"),
+                               "resourceVersion": meta.get("resourceVersion")},
+            "type": type_, "reason": reason, "message": message[:EVENT_MESSAGE_LIMIT],
+            "firstTimestamp": now, "lastTimestamp": now, "count": count,
+            "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT, "action": reason}
 
 
 def _now() -> str:

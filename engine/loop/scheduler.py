@@ -181,7 +181,7 @@ class ProfileLoop:
 
 
 def connections(settings: Settings) -> int:
-    """Connections the loop may hold at once: one per watch (22 kinds), bind thread and bind stage, the event
+    """Connections the loop may hold at once: one per watch, bind thread and bind stage, the event
     writers', the lease's and the PodGroup status writer's. The client's pool keeps this many open; a request beyond
     it opens a connection of its own (a TLS handshake) and drops it after."""
     return len(resources(settings.profiles)) + settings.bind_workers + BIND_STAGES + EVENT_WRITERS + 2
