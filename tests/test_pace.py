@@ -93,3 +93,39 @@ def test_the_loop_counts_a_cycles_batch_and_its_binds_as_in_hand(pods: int, busy
     assert at_plan == [s.pace.busy if busy else s.pace.quick]
     assert at_bind == [s.pace.busy if busy else s.pace.quick] * pods
     assert set_to[0] == set_to[-1] == s.pace.quick and (s.pace.busy in set_to) == busy  # and back once done
+
+
+def test_an_outbox_write_waits_for_a_moment_with_no_pod_in_hand() -> None:
+    """A Scheduled event does not share the GIL and the apiserver with the next pod's cycle and bind."""
+    from engine.loop.binder import Outbox
+
+    pace, written = GilPace(), threading.Event()
+    box = Outbox(workers=1, pace=pace, defer=30.0)
+    with pace.holding(1):
+        box.submit(written.set)
+        assert not written.wait(0.2)  # a pod is in hand: the write waits
+    assert written.wait(5.0)  # the pod is let go: the write goes at once
+    box.close()
+
+
+def test_an_outbox_write_waits_at_most_defer_seconds_while_pods_stay_in_hand() -> None:
+    """In a batch arrival pods are always in hand: writes flow `defer` seconds late, not never."""
+    from engine.loop.binder import Outbox
+
+    pace, written = GilPace(), threading.Event()
+    box = Outbox(workers=1, pace=pace, defer=0.3)
+    with pace.holding(500):
+        box.submit(written.set)
+        assert not written.wait(0.1)
+        assert written.wait(5.0)
+    box.close()
+
+
+def test_without_a_pace_an_outbox_writes_at_once() -> None:
+    from engine.loop.binder import Outbox
+
+    written = threading.Event()
+    box = Outbox(workers=1, defer=30.0)
+    box.submit(written.set)
+    assert written.wait(5.0)
+    box.close()

@@ -36,6 +36,7 @@ POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 EVENT_WRITERS = 2  # the outbox's threads: few, so binds keep most of the apiserver's time
+DEFER = 0.5  # seconds a write waits, at most, for a moment with no pod in hand (Outbox)
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
 CANNOT_READ = "SchedulerCannotRead"  # the event reason on an object the model refused
 
@@ -68,24 +69,32 @@ class Outbox:
     Events and conditions must never hold up binds, nor grow memory without bound when the apiserver is slow;
     kube-scheduler's event broadcaster drops the same way. Few writers (2) against many binders (16) keep the
     apiserver's time for bindings; the backlog drains after the batch.
+
+    Given the loop's `pace`, a write also waits (up to `defer` seconds after it was submitted) for a moment with no
+    pod in hand: in a stream the next pod's cycle and bind then do not share the GIL, nor the apiserver, with the
+    last pod's Scheduled event. In a batch, where pods are always in hand, the writes flow `defer` seconds late.
     """
 
-    def __init__(self, workers: int = EVENT_WRITERS, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None):
-        self._queue: queue.Queue[tuple[Callable[..., object], tuple[object, ...]] | None] = queue.Queue(capacity)
+    def __init__(self, workers: int = EVENT_WRITERS, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None,
+                 pace: GilPace | None = None, defer: float = DEFER, clock: Callable[[], float] = time.monotonic):
+        self._queue: queue.Queue[tuple[Callable[..., object], tuple[object, ...], float] | None] = queue.Queue(capacity)
         self._on_drop = on_drop
+        self._pace, self._defer, self._clock = pace, defer, clock
         self._threads = [threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
 
     def submit(self, call: Callable[..., object], *args: object) -> None:
         try:
-            self._queue.put_nowait((call, args))
+            self._queue.put_nowait((call, args, self._clock()))
         except queue.Full:
             self._on_drop()
 
     def _drain(self) -> None:
         while (item := self._queue.get()) is not None:
-            call, args = item
+            call, args, submitted = item
+            if self._pace is not None and (left := submitted + self._defer - self._clock()) > 0:
+                self._pace.wait_quiet(left)
             try:
                 call(*args)
             except Exception as exc:
@@ -108,9 +117,10 @@ class EventSink:
     """
 
     def __init__(self, api: ClusterAPI, workers: int = EVENT_WRITERS, clock: Callable[[], float] = time.monotonic,
-                 capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None, min_interval: float = 10.0):
+                 capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None, min_interval: float = 10.0,
+                 pace: GilPace | None = None):
         self.api = api
-        self.outbox = Outbox(workers, capacity, on_drop)
+        self.outbox = Outbox(workers, capacity, on_drop, pace)
         self._recorder = EventRecorder(clock, min_interval=min_interval)
         self._writing: set[str] = set()  # pods whose FailedScheduling write is under way
         self._refused: set[tuple[str, str]] = set()  # (object, message) told already

@@ -35,6 +35,8 @@ class GilPace:
         self._set: Callable[[float], None] | None = None
         self._interval: float | None = None
         self._lock = threading.Lock()
+        self._quiet = threading.Event()  # set while no pod is in hand
+        self._quiet.set()
 
     def engage(self, set_interval: Callable[[float], None]) -> None:
         """From now on, set the interval through `set_interval` (sys.setswitchinterval), starting now."""
@@ -51,6 +53,11 @@ class GilPace:
         finally:
             self._add(-pods)
 
+    def wait_quiet(self, timeout: float) -> bool:
+        """Block until no pod is in hand, at most `timeout` seconds; True if none is. Work that can wait (an
+        event, a condition) waits here so it does not take the GIL or the apiserver from a pod in hand."""
+        return self._quiet.wait(timeout)
+
     def quiet_for(self) -> float:
         """Seconds since the last pod in hand was let go (0 while some pod is in hand)."""
         since = self._quiet_since
@@ -64,6 +71,10 @@ class GilPace:
         with self._lock:
             self._in_hand += pods
             self._quiet_since = self.clock() if self._in_hand == 0 else None
+            if self._in_hand == 0:
+                self._quiet.set()
+            else:
+                self._quiet.clear()
             self._apply()
 
     def _apply(self) -> None:

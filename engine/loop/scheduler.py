@@ -219,7 +219,7 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(self.store.assumptions)
-        self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc)
+        self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc, pace=self.pace)
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers,
                              pace=self.pace)
         lock = threading.Lock()
