@@ -129,3 +129,20 @@ def test_without_a_pace_an_outbox_writes_at_once() -> None:
     box.submit(written.set)
     assert written.wait(5.0)
     box.close()
+
+
+def test_a_pods_condition_is_written_at_once_while_its_event_waits_for_a_quiet_moment() -> None:
+    """A PodScheduled=False held back could land after the pod's Binding and mark a bound pod unschedulable."""
+    from engine.loop.binder import EventSink
+
+    api, pace = FakeAPI(), GilPace()
+    sink = EventSink(api, pace=pace)
+    waiting = api.put("Pod", pod("a"))
+    with pace.holding(1):  # another pod in a cycle
+        sink.unschedulable(waiting, "gang ns/g could not be completed")
+        sink.status.close()  # the condition went out with a pod in hand
+        assert api.conditions == {"default/a": "gang ns/g could not be completed"}
+        assert api.events == []  # the event waits for the pod to be let go
+    sink.outbox.close()
+    assert [e[2] for e in api.events] == ["FailedScheduling"]
+

@@ -35,7 +35,8 @@ CONFLICT = 409
 POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled", "PodGroupScheduled"
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
-EVENT_WRITERS = 2  # the outbox's threads: few, so binds keep most of the apiserver's time
+EVENT_WRITERS = 2  # the events outbox's threads: few, so binds keep most of the apiserver's time
+STATUS_WRITERS = 1  # the status outbox's (conditions, nominations, PodGroup status)
 DEFER = 0.5  # seconds a write waits, at most, for a moment with no pod in hand (Outbox)
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
 CANNOT_READ = "SchedulerCannotRead"  # the event reason on an object the model refused
@@ -73,6 +74,7 @@ class Outbox:
     Given the loop's `pace`, a write also waits (up to `defer` seconds after it was submitted) for a moment with no
     pod in hand: in a stream the next pod's cycle and bind then do not share the GIL, nor the apiserver, with the
     last pod's Scheduled event. In a batch, where pods are always in hand, the writes flow `defer` seconds late.
+    Only writes whose lateness harms nothing (events) take a pace (`EventSink`).
     """
 
     def __init__(self, workers: int = EVENT_WRITERS, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None,
@@ -109,7 +111,11 @@ class Outbox:
 
 
 class EventSink:
-    """Events and conditions go out through an `Outbox` of their own: a slow event never delays a bind.
+    """Events and conditions go out through outboxes of their own: a slow event never delays a bind.
+
+    Events wait for a moment with no pod in hand (`Outbox`, given the loop's pace); status writes (a pod's
+    PodScheduled=False, a nomination, a PodGroup's conditions) go at once, through a second outbox: a condition
+    held back could land after the pod's Binding and mark a bound pod unschedulable.
 
     A pod that stays unschedulable has one FailedScheduling Event object, counted and patched as client-go's
     recorder does (engine/loop/recorder.py), so many waiting pods retried often do not flood the apiserver with
@@ -120,7 +126,8 @@ class EventSink:
                  capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None, min_interval: float = 10.0,
                  pace: GilPace | None = None):
         self.api = api
-        self.outbox = Outbox(workers, capacity, on_drop, pace)
+        self.outbox = Outbox(workers, capacity, on_drop, pace)  # events
+        self.status = Outbox(STATUS_WRITERS, capacity, on_drop)
         self._recorder = EventRecorder(clock, min_interval=min_interval)
         self._writing: set[str] = set()  # pods whose FailedScheduling write is under way
         self._refused: set[tuple[str, str]] = set()  # (object, message) told already
@@ -135,7 +142,7 @@ class EventSink:
         it changes, and the pod's one FailedScheduling event series."""
         m = meta(pod)
         if _failed_condition(pod) != (reason, message):
-            self.outbox.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message, reason)
+            self.status.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], message, reason)
         self._tell(pod, message)
 
     def _tell(self, pod: Obj, message: str) -> None:
@@ -211,7 +218,7 @@ class EventSink:
                "lastTransitionTime": _now() if changed else old.get("lastTransitionTime")}  # type: ignore[union-attr]
         body = {"metadata": {"resourceVersion": m.get("resourceVersion")},
                 "status": {"conditions": [c for c in conditions if c.get("type") != kind] + [new]}}
-        self.outbox.submit(self._patch_group, m.get("namespace") or "default", m["name"], body)
+        self.status.submit(self._patch_group, m.get("namespace") or "default", m["name"], body)
 
     def _patch_group(self, namespace: str, name: str, body: Obj) -> None:
         result = self.api.patch(NATIVE_POD_GROUP, namespace, name, body, "status")
@@ -222,11 +229,12 @@ class EventSink:
     def nominate(self, pod: Obj, node: str, victims: int) -> None:
         """status.nominatedNodeName (as kube-scheduler sets it) and a Nominated event: the pod waits for room."""
         m = meta(pod)
-        self.outbox.submit(self.api.nominate, m.get("namespace") or "default", m["name"], node)
+        self.status.submit(self.api.nominate, m.get("namespace") or "default", m["name"], node)
         self.event(pod, "Normal", "Nominated", f"nominated to {node}: waiting for {victims} preempted pod(s) to leave"
                    if victims else f"nominated to {node}: waiting for pods preempted there to leave")
 
     def close(self) -> None:
+        self.status.close()
         self.outbox.close()
 
 

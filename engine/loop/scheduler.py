@@ -20,7 +20,7 @@ from ..isolation import culprits
 from ..kinds.base import ModelChange
 from ..objects import WATCHED
 from .bind_stage import BIND_STAGES, BindStage
-from .binder import EVENT_WRITERS, Binder, BindReport, EventSink, Placement
+from .binder import EVENT_WRITERS, STATUS_WRITERS, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .feed import QueueFeed, pod_updated
 from .groups import GroupStatus
@@ -181,10 +181,10 @@ class ProfileLoop:
 
 
 def connections(settings: Settings) -> int:
-    """Connections the loop may hold at once: one per watch, bind thread and bind stage, the event
+    """Connections the loop may hold at once: one per watch, bind thread and bind stage, the event and status
     writers', the lease's and the PodGroup status writer's. The client's pool keeps this many open; a request beyond
     it opens a connection of its own (a TLS handshake) and drops it after."""
-    return len(resources(settings.profiles)) + settings.bind_workers + BIND_STAGES + EVENT_WRITERS + 2
+    return len(resources(settings.profiles)) + settings.bind_workers + BIND_STAGES + EVENT_WRITERS + STATUS_WRITERS + 2
 
 
 def resources(profiles: tuple[Profile, ...]) -> list[WatchTarget]:
