@@ -78,11 +78,12 @@ class Outbox:
     """
 
     def __init__(self, workers: int = EVENT_WRITERS, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None,
-                 pace: GilPace | None = None, defer: float = DEFER, clock: Callable[[], float] = time.monotonic):
+                 pace: GilPace | None = None, defer: float = DEFER, clock: Callable[[], float] = time.monotonic,
+                 name: str = "events"):
         self._queue: queue.Queue[tuple[Callable[..., object], tuple[object, ...], float] | None] = queue.Queue(capacity)
         self._on_drop = on_drop
         self._pace, self._defer, self._clock = pace, defer, clock
-        self._threads = [threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(workers)]
+        self._threads = [threading.Thread(target=self._drain, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
 
@@ -127,7 +128,7 @@ class EventSink:
                  pace: GilPace | None = None):
         self.api = api
         self.outbox = Outbox(workers, capacity, on_drop, pace)  # events
-        self.status = Outbox(STATUS_WRITERS, capacity, on_drop)
+        self.status = Outbox(STATUS_WRITERS, capacity, on_drop, name="status")
         self._recorder = EventRecorder(clock, min_interval=min_interval)
         self._writing: set[str] = set()  # pods whose FailedScheduling write is under way
         self._refused: set[tuple[str, str]] = set()  # (object, message) told already

@@ -55,7 +55,7 @@ class GilPace:
 
     def wait_quiet(self, timeout: float) -> bool:
         """Block until no pod is in hand, at most `timeout` seconds; True if none is. Work that can wait (an
-        event, a condition) waits here so it does not take the GIL or the apiserver from a pod in hand."""
+        event) waits here so it does not take the GIL or the apiserver from a pod in hand."""
         return self._quiet.wait(timeout)
 
     def quiet_for(self) -> float:
