@@ -145,4 +145,3 @@ def test_a_pods_condition_is_written_at_once_while_its_event_waits_for_a_quiet_m
         assert api.events == []  # the event waits for the pod to be let go
     sink.outbox.close()
     assert [e[2] for e in api.events] == ["FailedScheduling"]
-
