@@ -39,7 +39,17 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # the test kit (testkit/) and t
 
 import compare_cluster as api  # noqa: E402
 import compare_report as report  # noqa: E402
-from compare_measure import RunResult, bound_curve, gang_members, outcome, tenant_outcome, timing, waits_of  # noqa: E402
+from compare_measure import (  # noqa: E402
+    RunResult,
+    bound_curve,
+    gang_members,
+    gc_marks,
+    gc_split,
+    outcome,
+    tenant_outcome,
+    timing,
+    waits_of,
+)
 from compare_schedulers import (  # noqa: E402
     SCHEDULERS,
     SchedulerKind,
@@ -93,6 +103,7 @@ class Plan:
     rate: float | None = None   # stream arrival: pods created per second (None: as fast as the clients go)
     named: bool = False         # the schedulers were asked for by name: each runs every workload
     kube_version: str = DEFAULT_KUBE_VERSION  # the control plane's and kube-scheduler's release
+    gc_trace: bool = False      # --apiserver-gc: split each run's waits by the apiserver's GC marks
 
     def schedulers_for(self, workload: Workload) -> tuple[SchedulerKind, ...]:
         """The contenders of one workload: a scheduler meant for some workloads only (capacity-scheduling) runs
@@ -117,7 +128,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         reaper.start()
     running, t0 = None, 0.0
     created: dict[str, float] = {}
-    api_cpu, requests_before = apiserver_cpu_s(cp), api_requests(cp)
+    api_cpu, (requests_before, seconds_before) = apiserver_cpu_s(cp), api_requests(cp)
     try:
         batch = arrival == "batch"
         create_s = 0.0
@@ -142,6 +153,9 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             t0 = min(t0, first)
         result.rss_mib = running.peak_rss_mib()
         timing(result, created, dict(watch.bound), t0, batch, frozenset(gang_members(scenario)))
+        if plan.gc_trace and cp.apiserver.started_at is not None:
+            marks = gc_marks(cp.apiserver.log_path.read_text(errors="replace"), cp.apiserver.started_at)
+            gc_split(result, created, dict(watch.bound), t0, batch, marks)
         waits = waits_of(created, dict(watch.bound), t0, batch)  # per pod, beside the logs, for a closer look
         times = {key: {"wait": round(w, 4), "created": created.get(key), "bound": watch.bound.get(key)}
                  for key, w in sorted(waits.items(), key=lambda kv: -kv[1])}  # time.monotonic(): one clock per machine
@@ -157,9 +171,11 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             result.scheduler_cpu_s = _round(running.cpu_s())
             running.stop()
         result.apiserver_cpu_s = _round(None if api_cpu is None else (apiserver_cpu_s(cp) or 0.0) - api_cpu)
-        after = api_requests(cp)
+        after, seconds_after = api_requests(cp)
         result.api_requests = {k: n - requests_before.get(k, 0) for k, n in sorted(after.items())
                                if n > requests_before.get(k, 0)}
+        result.api_seconds = {k: round(s - seconds_before.get(k, 0.0), 4) for k, s in sorted(seconds_after.items())
+                              if k in result.api_requests}
         watch.stop()
         if reaper is not None:
             reaper.stop()
@@ -174,26 +190,36 @@ def apiserver_cpu_s(cp: ControlPlane) -> float | None:
     return None if None in both else sum(both)
 
 
-def api_requests(cp: ControlPlane) -> dict[str, int]:
+def api_requests(cp: ControlPlane) -> tuple[dict[str, int], dict[str, float]]:
     """Requests the apiserver has served so far by "VERB resource[/subresource]", from its own
     apiserver_request_total (every client's: the harness's creates and watches as well as the scheduler's; the
-    same for every scheduler of a workload, so the difference between two runs is the schedulers'). Empty if
-    /metrics cannot be read."""
+    same for every scheduler of a workload, so the difference between two runs is the schedulers'), and the seconds
+    it spent serving them (apiserver_request_duration_seconds_sum: from the request's arrival to its answer, so a
+    scheduler whose binds wait longer than another's on the apiserver's side shows it). Empty if /metrics cannot
+    be read."""
     try:
         status, body = cp.get("/metrics", token=cp.token)
     except OSError:
-        return {}
+        return {}, {}
     if status != 200:
-        return {}
-    out: dict[str, int] = {}
+        return {}, {}
+    counts: dict[str, int] = {}
+    seconds: dict[str, float] = {}
     for line in body.decode().splitlines():
-        if not line.startswith("apiserver_request_total{"):
-            continue
-        labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.rindex("}")].split(",") if "=" in part)
-        label = {k: v.strip('"') for k, v in labels.items()}
-        key = f"{label.get('verb')} {label.get('resource')}" + (f"/{label['subresource']}" if label.get("subresource") else "")
-        out[key] = out.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
-    return out
+        if line.startswith("apiserver_request_total{"):
+            key = _request_key(line)
+            counts[key] = counts.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+        elif line.startswith("apiserver_request_duration_seconds_sum{"):
+            key = _request_key(line)
+            seconds[key] = seconds.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return counts, seconds
+
+
+def _request_key(line: str) -> str:
+    """"VERB resource[/subresource]" of one apiserver metric line."""
+    labels = dict(part.split("=", 1) for part in line[line.index("{") + 1:line.rindex("}")].split(",") if "=" in part)
+    label = {k: v.strip('"') for k, v in labels.items()}
+    return f"{label.get('verb')} {label.get('resource')}" + (f"/{label['subresource']}" if label.get("subresource") else "")
 
 
 def _round(value: float | None) -> float | None:
@@ -278,7 +304,8 @@ def run_workload(plan: Plan, workload: Workload, nodes: int, repeat: int, bin_di
     scenario = workload.scenario(nodes, plan.kube_version)
     cpdir = Path(tempfile.mkdtemp(prefix=f"cp-{workload.name}-{nodes}-", dir=plan.workdir))
     results = []
-    with start_control_plane(cpdir, bin_dir, version=plan.kube_version) as cp:
+    gc_env = {"GODEBUG": "gctrace=1"} if plan.gc_trace else None
+    with start_control_plane(cpdir, bin_dir, version=plan.kube_version, apiserver_env=gc_env) as cp:
         kube = Kube(cp.kubeconfig)
         started = time.monotonic()
         api.populate(cp, kube, scenario, plan.crd_file, plan.quota_crd_file)
@@ -310,11 +337,17 @@ def summary(r: RunResult) -> str:
     err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""
     return (f"  {r.scheduler:17s} placed {r.placed}/{r.pending} in {r.seconds:.1f} s = {r.pods_per_s:.0f} pods/s, "
             f"p50 {fmt(r.latency_p50)} p99 {fmt(r.latency_p99)}"
-            f"{'' if r.latency_p99_solo is None else f' (no gang {fmt(r.latency_p99_solo)})'}, "
+            f"{'' if r.latency_p99_solo is None else f' (no gang {fmt(r.latency_p99_solo)})'}"
+            f"{'' if r.gc_marks is None else gc_line(r)}, "
             f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)} (ready to first bind {fmt(r.seen_bind_s)}), "
             f"nodes {r.nodes_used}{gangs}, "
             f"rss {fmt(r.rss_mib, 0)} MiB, cpu s apiserver+etcd {fmt(r.apiserver_cpu_s)} "
             f"scheduler {fmt(r.scheduler_cpu_s)}{err}")
+
+
+def gc_line(r: RunResult) -> str:
+    return (f" (apiserver GC marking {r.gc_marks}× {fmt(r.gc_mark_s)} s: p99 {fmt(r.latency_p99_in_gc, 3)} of "
+            f"{r.pods_in_gc} pods waiting across one, {fmt(r.latency_p99_clear, 3)} of the others)")
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -341,6 +374,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--rate", type=float, help="stream arrival: create pods at this many per second (default: as "
                                                "fast as 16 clients go)")
     ap.add_argument("--idle", type=float, help="seconds without a binding that end a run (default: the mode's)")
+    ap.add_argument("--apiserver-gc", action="store_true",
+                    help="run the apiserver with GODEBUG=gctrace=1 and split each run's waits by its garbage "
+                         "collector's mark phases: p99 of the pods waiting across one, and of the others")
     ap.add_argument("--ours-arg", action="append", default=[],
                     help="extra flag for `policy-scheduler run`, e.g. --ours-arg=--batch-window=0.5")
     ap.add_argument("--report", type=Path, default=ROOT / "BENCHMARKS.md",
@@ -370,7 +406,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
                 Settings(build_binaries(version) / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg),
                          kube_version=version),
                 plugins_dir / "podgroups-crd.yaml", plugins_dir / "elasticquotas-crd.yaml", workdir, revision(),
-                args.arrival, args.rate, named=bool(args.scheduler), kube_version=version)
+                args.arrival, args.rate, named=bool(args.scheduler), kube_version=version, gc_trace=args.apiserver_gc)
 
 
 def revision() -> str:

@@ -6,6 +6,7 @@ pods are at the end. Everything here derives from those, the same way for every 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -37,6 +38,13 @@ class RunResult:
     # informers have listed the cluster, for both schedulers; negative when the bind came before the poll saw ready)
     seen_bind_s: float | None = None
     latency_p99_solo: float | None = None  # p99 over the pods in no gang (set when the workload has gangs)
+    # --apiserver-gc: the apiserver's garbage-collector mark phases during the run (from its gctrace), their seconds,
+    # the pods whose wait overlapped one, and the p99 of those pods' waits and of the others'
+    gc_marks: int | None = None
+    gc_mark_s: float | None = None
+    pods_in_gc: int | None = None
+    latency_p99_in_gc: float | None = None
+    latency_p99_clear: float | None = None
     bound_curve: list[tuple[float, int]] | None = None  # batch arrival: (s from ready, pods bound), sampled
     create_s: float = 0.0              # creating the pending pods (16 client threads)
     gangs: int = 0
@@ -54,6 +62,7 @@ class RunResult:
     apiserver_cpu_s: float | None = None
     scheduler_cpu_s: float | None = None
     api_requests: dict[str, int] | None = None  # requests the apiserver served during the run, by "VERB resource"
+    api_seconds: dict[str, float] | None = None  # seconds the apiserver spent serving them, by the same key
     zone_skew: int | None = None       # over apps: the most (max - min) of an app's placed pods across zones
     node_max: int | None = None        # over apps: the most pods of one app placed on one node
     price: float | None = None         # sum of the `price` annotations of those nodes
@@ -122,6 +131,40 @@ def timing(result: RunResult, created: dict[str, float], bound: dict[str, float]
     if in_gangs:
         solo = [w for key, w in waits_of(created, bound, t0, batch).items() if key not in in_gangs]
         result.latency_p99_solo = percentile(solo, 0.99)
+
+
+GCTRACE = re.compile(r"^gc \d+ @(?P<at>[\d.]+)s \d+%: (?P<phases>[\d.+]+) ms clock")
+
+
+def gc_marks(log: str, started_at: float) -> list[tuple[float, float]]:
+    """(start, end) on time.monotonic() of every collection a Go process's gctrace lines report (GODEBUG=gctrace=1:
+    "gc N @<s since start>s <%>: <sweep term>+<mark>+<mark term> ms clock, ..."), the process started (exec'd) at
+    `started_at`: while the apiserver marks, its collector takes a quarter of its cores and makes the goroutines
+    that allocate help, and every request it serves slows down."""
+    marks = []
+    for line in log.splitlines():
+        if (m := GCTRACE.match(line)) is not None:
+            begin = started_at + float(m["at"])
+            marks.append((begin, begin + sum(float(x) for x in m["phases"].split("+")) / 1000))
+    return marks
+
+
+def gc_split(result: RunResult, created: dict[str, float], bound: dict[str, float], t0: float, batch: bool,
+             marks: list[tuple[float, float]]) -> None:
+    """Each bound pod's wait (`waits_of`) counted in or out of the apiserver's GC marks: in when the wait overlapped
+    one (its creation, or t0, before the mark ended, its bind seen after the mark began)."""
+    waits = waits_of(created, bound, t0, batch)
+    if not waits:
+        return
+    since = {k: t0 if batch else created[k] for k in waits}
+    start, end = min(since.values()), max(bound[k] for k in waits)
+    during = [(a, b) for a, b in marks if a < end and b > start]
+    result.gc_marks = len(during)
+    result.gc_mark_s = round(sum(min(b, end) - max(a, start) for a, b in during), 3)
+    inside = {k for k in waits if any(a <= bound[k] and since[k] <= b for a, b in during)}
+    result.pods_in_gc = len(inside)
+    result.latency_p99_in_gc = percentile([waits[k] for k in inside], 0.99)
+    result.latency_p99_clear = percentile([w for k, w in waits.items() if k not in inside], 0.99)
 
 
 def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None]) -> None:
@@ -250,7 +293,8 @@ def quantities(resources: dict[str, Any]) -> dict[str, int]:
 
 
 NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "latency_p99", "startup_s", "first_bind_s",
-           "seen_bind_s", "latency_p99_solo",
+           "seen_bind_s", "latency_p99_solo", "gc_marks", "gc_mark_s", "pods_in_gc", "latency_p99_in_gc",
+           "latency_p99_clear",
            "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",

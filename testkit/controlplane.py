@@ -182,6 +182,8 @@ class Process:
     argv: list[str]
     log_path: Path
     popen: subprocess.Popen | None = None
+    env: dict[str, str] = field(default_factory=dict)  # set beside loopback_env()'s (GODEBUG for a benchmark)
+    started_at: float | None = None  # time.monotonic() just before the last start's exec
     _log: IO[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> None:
@@ -189,8 +191,9 @@ class Process:
         self._log = open(self.log_path, "ab")  # noqa: SIM115 — kept open for the process's life, closed by stop()
         self._log.write(f"--- {datetime.now(UTC).isoformat()} starting: {' '.join(self.argv)}\n".encode())
         self._log.flush()
+        self.started_at = time.monotonic()
         self.popen = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
-                                      stderr=subprocess.STDOUT, env=loopback_env(),
+                                      stderr=subprocess.STDOUT, env=loopback_env() | self.env,
                                       start_new_session=True, preexec_fn=_die_with_parent)
 
     def running(self) -> bool:
@@ -480,10 +483,11 @@ def controllers(cp: ControlPlane, names: tuple[str, ...], workdir: Path) -> Iter
 
 
 @contextlib.contextmanager
-def start_control_plane(workdir: Path, bin_dir: Path | None = None,
-                        version: str | None = None) -> Iterator[ControlPlane]:
+def start_control_plane(workdir: Path, bin_dir: Path | None = None, version: str | None = None,
+                        apiserver_env: dict[str, str] | None = None) -> Iterator[ControlPlane]:
     """Build `version` (default: `kube_version()`) if needed, start etcd then kube-apiserver in `workdir`, yield,
-    and always stop both. A given `bin_dir` must hold that version's binaries."""
+    and always stop both. A given `bin_dir` must hold that version's binaries; `apiserver_env` is set in the
+    apiserver's environment (a benchmark's GODEBUG=gctrace=1)."""
     version = version or kube_version()
     bin_dir = bin_dir or build_binaries(version)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -495,6 +499,7 @@ def start_control_plane(workdir: Path, bin_dir: Path | None = None,
     make_service_account_key(sa_key)
     port = free_port()
     apiserver = apiserver_process(bin_dir, workdir, etcd_url, port, token_file, sa_key, version_flags(version))
+    apiserver.env = dict(apiserver_env or {})
     ca_file = workdir / "apiserver-certs" / "apiserver.crt"
     cp = ControlPlane(workdir=workdir, bin_dir=bin_dir, server=f"https://127.0.0.1:{port}", token=token,
                       kubeconfig=workdir / "kubeconfig", ca_file=ca_file, etcd_url=etcd_url,

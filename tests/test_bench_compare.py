@@ -1,5 +1,6 @@
-"""The side-by-side benchmark's issue-28 parts without a control plane: native PodGroups in the API of the release
-measured, kube-scheduler's workload gates per release, the DRA overcommit check, the CPU seconds of a process."""
+"""The side-by-side benchmark's parts without a control plane: native PodGroups in the API of the release
+measured, kube-scheduler's workload gates per release, the DRA overcommit check, the CPU seconds of a process, and
+(--apiserver-gc) the apiserver's GC marks read from its gctrace and the waits split by them."""
 from __future__ import annotations
 
 import importlib
@@ -98,3 +99,50 @@ def test_cpu_seconds_of_a_process_until_it_is_gone(tmp_path: Path) -> None:
     finally:
         proc.stop()
     assert CS.cpu_seconds(proc) is None
+
+
+# Lines of a real kube-apiserver v1.36.3 log under GODEBUG=gctrace=1 (bench/compare.py --apiserver-gc), around
+# one of its lines of its own
+APISERVER_LOG = """\
+gc 14 @2.245s 3%: 0.27+80+0.042 ms clock, 0.54+0.71/39/0+0.084 ms cpu, 160->163->88 MB, 170 MB goal, 2 P
+I1128 19:14:06.123456   12345 controller.go:615] quota admission added evaluator for: leases
+gc 15 @4.907s 3%: 5.3+186+0.022 ms clock, 10+0.40/92/0.79+0.045 ms cpu, 152->170->102 MB, 177 MB goal, 2 P
+"""
+
+
+def test_gc_marks_are_read_from_gctrace_lines_on_the_monotonic_clock() -> None:
+    marks = CM.gc_marks(APISERVER_LOG, started_at=1000.0)
+    assert marks == [pytest.approx((1002.245, 1002.245 + 0.080312)), pytest.approx((1004.907, 1004.907 + 0.191322))]
+
+
+def test_gc_split_counts_a_pod_in_when_its_wait_overlaps_a_mark() -> None:
+    marks = [(10.0, 10.2)]
+    created = {"a": 9.95, "b": 10.1, "c": 10.19, "d": 10.3, "e": 9.0}
+    bound = {"a": 10.03, "b": 10.12, "c": 10.25, "d": 10.31, "e": 9.01}
+    result = CM.RunResult("basic", 200, "s", 0, "stream", len(created))
+    CM.gc_split(result, created, bound, 0.0, False, marks)
+    assert (result.gc_marks, result.pods_in_gc) == (1, 3)
+    assert result.latency_p99_in_gc == pytest.approx(0.08)  # a, b and c in (a the longest); d came after, e before
+    assert result.latency_p99_clear == pytest.approx(0.01)
+    assert result.gc_mark_s == pytest.approx(0.2)
+
+
+def test_gc_split_of_a_batch_arrival_waits_from_t0() -> None:
+    result = CM.RunResult("basic", 200, "s", 0, "batch", 2)
+    CM.gc_split(result, {"a": 1.0, "b": 1.0}, {"a": 5.5, "b": 7.0}, 5.0, True, [(6.0, 6.1), (20.0, 21.0)])
+    assert (result.gc_marks, result.pods_in_gc) == (1, 1)  # b waited 5.0 -> 7.0 across the mark; a was bound before
+    assert result.latency_p99_in_gc == pytest.approx(2.0)
+    assert result.latency_p99_clear == pytest.approx(0.5)
+
+
+def test_a_process_starts_with_its_own_environment_beside_the_loopback_one(tmp_path: Path) -> None:
+    proc = Process("env", [sys.executable, "-c", "import os; print(os.environ['GODEBUG'], os.environ['NO_PROXY'])"],
+                   tmp_path / "env.log", env={"GODEBUG": "gctrace=1"})
+    before = time.monotonic()
+    proc.start()
+    try:
+        assert proc.popen is not None and proc.popen.wait(timeout=20) == 0
+    finally:
+        proc.stop()
+    assert proc.started_at is not None and before <= proc.started_at <= time.monotonic()
+    assert (tmp_path / "env.log").read_text().splitlines()[-1].startswith("gctrace=1 ")
