@@ -81,13 +81,16 @@ class CycleResult:
         of the batch never get the same one (None: the claims cannot be met on its node). `chosen`: the steps
         given already (placements bound early), kept, their PVs taken."""
         pods = {p.key: p for p in self.cluster.pending}
-        nodes = {n.name: n for n in self.cluster.nodes}
         out: dict[str, tuple[VolumeStep, ...] | None] = dict(chosen or {})
+        claiming = sorted((key, node) for key, node in self.plan.assignments.items()
+                          if pods[key].claims and key not in out)
+        if not claiming:  # the usual batch: no node is looked up
+            return out
+        nodes = {n.name: n for n in self.cluster.nodes}
         taken = {step.volume for steps in out.values() for step in steps or () if step.volume}
-        for key, node in sorted(self.plan.assignments.items()):
-            if pods[key].claims and key not in out:
-                steps = volume_steps(pods[key], nodes[node], self.cluster.storage, taken)
-                out[key] = None if steps is None else tuple(steps)
+        for key, node in claiming:
+            steps = volume_steps(pods[key], nodes[node], self.cluster.storage, taken)
+            out[key] = None if steps is None else tuple(steps)
         return out
 
     def group_conditions(self) -> dict[str, tuple[bool, str, str]]:
