@@ -152,10 +152,11 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             result.bound_curve = bound_curve(list(watch.bound.values()), running.ready_at)
             t0 = min(t0, first)
         result.rss_mib = running.peak_rss_mib()
-        timing(result, created, dict(watch.bound), t0, batch, frozenset(gang_members(scenario)))
+        members = frozenset(gang_members(scenario))
+        timing(result, created, dict(watch.bound), t0, batch, members)
         if plan.gc_trace and cp.apiserver.started_at is not None:
             marks = gc_marks(cp.apiserver.log_path.read_text(errors="replace"), cp.apiserver.started_at)
-            gc_split(result, created, dict(watch.bound), t0, batch, marks)
+            gc_split(result, created, dict(watch.bound), t0, batch, marks, members)
         waits = waits_of(created, dict(watch.bound), t0, batch)  # per pod, beside the logs, for a closer look
         times = {key: {"wait": round(w, 4), "created": created.get(key), "bound": watch.bound.get(key)}
                  for key, w in sorted(waits.items(), key=lambda kv: -kv[1])}  # time.monotonic(): one clock per machine

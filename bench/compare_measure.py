@@ -150,10 +150,11 @@ def gc_marks(log: str, started_at: float) -> list[tuple[float, float]]:
 
 
 def gc_split(result: RunResult, created: dict[str, float], bound: dict[str, float], t0: float, batch: bool,
-             marks: list[tuple[float, float]]) -> None:
+             marks: list[tuple[float, float]], in_gangs: frozenset[str] = frozenset()) -> None:
     """Each bound pod's wait (`waits_of`) counted in or out of the apiserver's GC marks: in when the wait overlapped
-    one (its creation, or t0, before the mark ended, its bind seen after the mark began)."""
-    waits = waits_of(created, bound, t0, batch)
+    one (its creation, or t0, before the mark ended, its bind seen after the mark began). Over the pods in no gang
+    (`in_gangs`), as `latency_p99_solo`: a member waits for its gang's last one, GC or not."""
+    waits = {k: w for k, w in waits_of(created, bound, t0, batch).items() if k not in in_gangs}
     if not waits:
         return
     since = {k: t0 if batch else created[k] for k in waits}

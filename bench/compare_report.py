@@ -192,8 +192,8 @@ def section(raw: list[dict[str, Any]], plan: Any, command: str, report: Path, pl
     lines += matrix(rows, schedulers, lambda r: f"{num(r['pods_per_s'])} ({num(r['latency_p50'], 1)} / "
                                                 f"{num(r['latency_p99'], 1)})")
     if any(r.get("latency_p99_clear") is not None for r in rows):
-        lines += ["", "#### p99 s of the pods whose wait overlapped a mark phase of the apiserver's garbage collector · "
-                      "of the others (--apiserver-gc; the marks' seconds in the run)", ""]
+        lines += ["", "#### p99 s of the pods (in no gang) whose wait overlapped a mark phase of the apiserver's garbage "
+                      "collector · of the others (--apiserver-gc; the marks' seconds in the run)", ""]
         lines += matrix([r for r in rows if r.get("latency_p99_clear") is not None], schedulers,
                         lambda r: f"{num(r['latency_p99_in_gc'], 3)} · {num(r['latency_p99_clear'], 3)} "
                                   f"({num(r['gc_mark_s'], 2)} s)")

@@ -146,3 +146,10 @@ def test_a_process_starts_with_its_own_environment_beside_the_loopback_one(tmp_p
         proc.stop()
     assert proc.started_at is not None and before <= proc.started_at <= time.monotonic()
     assert (tmp_path / "env.log").read_text().splitlines()[-1].startswith("gctrace=1 ")
+
+
+def test_gc_split_leaves_gang_members_out() -> None:
+    result = CM.RunResult("mixed", 200, "s", 0, "stream", 2)
+    CM.gc_split(result, {"a": 1.0, "g": 1.0}, {"a": 1.01, "g": 3.0}, 0.0, False, [(2.0, 2.1)], frozenset({"g"}))
+    assert (result.gc_marks, result.pods_in_gc, result.latency_p99_in_gc) == (0, 0, None)
+    assert result.latency_p99_clear == pytest.approx(0.01)
