@@ -196,6 +196,21 @@ def reserved_on_n1(gpus: int, *pods: dict) -> Cluster:
 ROW = f"{GPU} reserved for default/x from 2026-11-25T12:03:00Z"
 
 
+def test_room_that_frees_early_goes_to_the_head_of_the_line_not_to_a_younger_reservation() -> None:
+    """In line: `old` holds n2 from 12:20, then `young` holds n1 whole from 12:10. n1 has 4 GPUs free now. `old`
+    may take them (room that frees before any bound says goes to the head of the line, as it would were `young`
+    not reserved), `young` too (its own); `later`, behind both and running past 12:10, may not."""
+    pods = [gpu_pod(name, deadline=4 * 3600, created=created)
+            for name, created in (("old", at(10, 0)), ("young", at(11, 0)), ("later", at(11, 30)))]
+    cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + pods)
+    cluster = replace(cluster, reservations=(
+        Reservation("default/old", (("default/old", "n2"),), seconds(at(12, 20)), (("n2", ((GPU, 1),)),)),
+        Reservation("default/young", (("default/young", "n1"),), seconds(at(12, 10)), (("n1", ((GPU, 8),)),))))
+    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True))
+    assert got.assignments == {"default/old": "n1", "default/young": "n1"}
+    assert any(f"Insufficient {GPU} reserved for default/young" in why for why in got.unschedulable["default/later"])
+
+
 def test_a_reservation_leaving_nothing_filters_its_nodes_and_one_leaving_some_makes_a_row() -> None:
     """Held whole (nothing left at its start), n1 is filtered out for pods running past the start: no row in the
     solver's problem, and the reason names the reservation. Held for 2 of its 4 free GPUs, 2 are left: a row lets

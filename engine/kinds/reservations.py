@@ -39,14 +39,18 @@ class Held:
 
     reservation: Reservation
     left: dict[str, dict[int, int]]
+    ahead: frozenset[str] = frozenset()  # the holders of the reservations before it in line
+
 
     def row(self, resource: str) -> str:
         return f"{resource} {RESERVED} {self.reservation.holder} from {rfc3339(self.reservation.start)}"
 
     def counts(self, pod: Pod, now: float) -> bool:
-        """Whether a pod placed now takes from this room: it would still run at the start and is not the holder's."""
+        """Whether a pod placed now takes from this room: it would still run at the start and is neither the
+        holder's nor that of a unit holding a reservation before it in line (room that frees early goes to the head
+        of the line, as it would with no reservation after it: a younger unit's promise never holds back an older)."""
         r = self.reservation
-        return ends_after(pod, now, r.start) and r.holder not in (pod.gang, pod.key)
+        return ends_after(pod, now, r.start) and not {r.holder, *self.ahead} & {pod.gang, pod.key}
 
 
 class Reservations(Kind):
@@ -59,13 +63,13 @@ class Reservations(Kind):
         return (pod.runtime,)  # pods ending before a reservation starts and those running past it differ
 
     def class_fields_in(self, cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
-        """Per reservation that may bind: whether a pod would still run at its start, and whether it is its holder's
-        (what the filter and rows read); nothing else (pods of any runtime then share a class)."""
+        """Per reservation that may bind: whether a pod placed now takes from its room (`Held.counts`, all the
+        filter and rows read); nothing else (pods of any runtime then share a class)."""
         now = cluster.now
-        held = [h.reservation for h in held_in(cluster, index)]
+        held = held_in(cluster, index)
         if now is None or not held:
             return lambda pod: ()
-        return lambda pod: tuple((ends_after(pod, now, r.start), r.holder in (pod.gang, pod.key)) for r in held)
+        return lambda pod: tuple(h.counts(pod, now) for h in held)
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         """The reserved nodes where one pod of the class, running past the start, asks for more than is left."""
@@ -112,7 +116,7 @@ class Reservations(Kind):
                 room[on] = list(rows.values())
                 unlimited = np.ones(size, dtype=bool)
                 unlimited[on] = False
-                build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
+                build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist(), held=True)
 
 
 def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
@@ -123,7 +127,8 @@ def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
         return ()
     reservations = tuple(cluster.reservations)
     return index.memo(("reservations", now, reservations), lambda: tuple(
-        h for r in reservations if (h := Held(r, _tight(r, index, now))).left))
+        h for k, r in enumerate(reservations)
+        if (h := Held(r, _tight(r, index, now), frozenset(q.holder for q in reservations[:k]))).left))
 
 
 def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], int]]:
