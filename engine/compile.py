@@ -199,15 +199,19 @@ def _pod_classes(cluster: Cluster, classes: list[ClassInfo], candidates: list[Ca
 
 
 def _rank(build: ProblemBuilder) -> None:
-    """Greedy order (ascending; the greedy takes the highest first): priority, gangs (the oldest PodGroup
-    first, as Coscheduling's queue sort), supporters before followers. Within a rank the greedy itself
+    """Greedy order (ascending; the greedy takes the highest first): priority, the holders of reservations (a
+    promise is kept first among its priority, as the line that made it; pods alike but for the room a reservation
+    keeps are classes apart, and a younger class must not take the room its holder waits for), gangs (the oldest
+    PodGroup first, as Coscheduling's queue sort), supporters before followers. Within a rank the greedy itself
     orders by pod size."""
     gangs = build.gangs
     age = {g: k for k, g in enumerate(sorted(range(len(gangs)), key=lambda g: (gangs[g].created, gangs[g].key)))}
+    holders = {r.holder for r in build.batch.cluster.reservations}
     keys = []
     for a, (info, cls) in enumerate(zip(build.classes, build.problem.classes)):
         gang_age = age.get(cls.gang) if cls.gang is not None else None
-        keys.append((info.level, gang_age is not None, -(gang_age or 0), a not in build.followers))
+        holds = bool(holders) and any((p.gang or p.key) in holders for p in info.pods)
+        keys.append((info.level, holds, gang_age is not None, -(gang_age or 0), a not in build.followers))
     rank = {k: r for r, k in enumerate(sorted(set(keys)))}
     for cls, key in zip(build.problem.classes, keys):
         cls.rank = rank[key]

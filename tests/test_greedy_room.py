@@ -68,33 +68,3 @@ def test_with_room_keeps_every_node_below_the_threshold_or_for_amounts_not_integ
     with patch.object(G, "ROOM_SCAN_MIN", 0):
         assert G.GreedyState(fractional).with_room(0, (0, 1)) == [0, 1]
 
-
-# --- queue order among classes that ask a node the same (issue 29: the head of the line) -------------------------
-
-def _line(free: int, queues: list[tuple[int, ...]], extra: list[int] | None = None) -> Problem:
-    """One node with `free` GPUs; a class of 1-GPU pods per queue (their places in line); `extra`: each class's
-    demand on a reservation's row (room held for later), which only some classes count against."""
-    resources, rows = ("gpu",), [free]
-    if extra is not None:
-        resources, rows = ("gpu", "gpu reserved for x"), [free, free]
-    problem = Problem(resources=resources, free=[tuple(rows)])
-    problem.capacity = [tuple(rows)]
-    if extra is not None:
-        problem.counted = {"gpu reserved for x": (False,)}
-        problem.held = frozenset({"gpu reserved for x"})
-    problem.classes = [PodClass(count=len(q), demand=(1,) if extra is None else (1, extra[k]), weight=1,
-                                candidates=(0,), queue=q) for k, q in enumerate(queues)]
-    return problem
-
-
-def test_of_classes_asking_the_same_the_older_pod_takes_the_last_room() -> None:
-    """Room for one: the older pod (place 0) gets it, though its class comes second; counting against a
-    reservation's row (a younger pod running past its start) does not make a class go first."""
-    for largest_first in (True, False):
-        assert G.greedy(_line(1, [(1,), (0,)]), largest_first) == {(1, 0): 1}
-        assert G.greedy(_line(1, [(1,), (0,)], extra=[1, 0]), largest_first) == {(1, 0): 1}
-
-
-def test_pods_of_classes_asking_the_same_go_in_queue_order_across_the_classes() -> None:
-    """Places 0 and 2 in one class, 1 and 3 in the other, room for two: places 0 and 1 land, one of each."""
-    assert G.greedy(_line(2, [(0, 2), (1, 3)])) == {(0, 0): 1, (1, 0): 1}

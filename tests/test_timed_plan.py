@@ -196,6 +196,21 @@ def reserved_on_n1(gpus: int, *pods: dict) -> Cluster:
 ROW = f"{GPU} reserved for default/x from 2026-11-25T12:03:00Z"
 
 
+def test_holders_of_reservations_go_first_among_their_priority() -> None:
+    """n1: 4 GPUs free now, its 4 running pods there till 12:10. `a` then `b` hold 2 GPUs of n1 each from 12:03, so
+    pods running past 12:03 may take 2 of the 4 beside either: `b` counts against `a`'s room, the younger pods
+    against both. A plan may place three; the holders are two of them (they come first in line, though a
+    younger pod's class asks more of the rows and the largest go first)."""
+    pods = [gpu_pod(name, deadline=4 * 3600, created=created)
+            for name, created in (("a", at(10, 0)), ("b", at(10, 30)), *((f"young-{k}", at(11, 30)) for k in range(4)))]
+    cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + pods)
+    cluster = replace(cluster, reservations=tuple(
+        Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, 2),)),))
+        for h in ("a", "b")))
+    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True)).assignments
+    assert len(got) == 3 and {"default/a", "default/b"} <= set(got)
+
+
 def test_room_that_frees_early_goes_to_the_head_of_the_line_not_to_a_younger_reservation() -> None:
     """In line: `old` holds n2 from 12:20, then `young` holds n1 whole from 12:10. n1 has 4 GPUs free now. `old`
     may take them (room that frees before any bound says goes to the head of the line, as it would were `young`

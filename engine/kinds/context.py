@@ -207,14 +207,11 @@ class ProblemBuilder:
         return self.batch.matcher
 
     def add_resource(self, name: str, free: list[int], capacity: list[int], demand: list[int],
-                     unlimited: Sequence[bool], held: bool = False) -> None:
+                     unlimited: Sequence[bool]) -> None:
         """One more capacity row: each node's free and allocatable amount, each class's demand per pod (volumes
         a node can still take are counted like cpu); `unlimited`: the nodes whose amount only stands for "more than
-        the batch can use" (a provisioner, devices several nodes reach, no attach limit); `held`: room kept for
-        later (a reservation's), no part of what a pod asks of a node."""
+        the batch can use" (a provisioner, devices several nodes reach, no attach limit)."""
         problem = self.problem
-        if held:
-            problem.held = problem.held | {name}
         problem.counted = {**problem.counted, name: tuple(bool(u) for u in unlimited)}
         problem.resources = problem.resources + (name,)
         problem.free = [row + (f,) for row, f in zip(problem.free, free)]

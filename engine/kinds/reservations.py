@@ -116,7 +116,7 @@ class Reservations(Kind):
                 room[on] = list(rows.values())
                 unlimited = np.ones(size, dtype=bool)
                 unlimited[on] = False
-                build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist(), held=True)
+                build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
 
 
 def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:

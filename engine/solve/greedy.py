@@ -9,7 +9,6 @@ now wait and are tried again once others have landed (`requeue`, as kube-schedul
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -499,36 +498,10 @@ def place_gang(state: GreedyState, problem: Problem, gang) -> None:
         state.undo_to(mark)
 
 
-def _units(problem: Problem, order: list[int], alike: Callable[[int], tuple]) -> list[tuple[int, int, int]]:
-    """The greedy's units in `order`, each (number, class, pods): a gang once, at its first class (pods 0: all of
-    it); the pods of classes `alike` (rank and size) in queue order, each run of one class's pods a unit, so an
-    older pod is never left out for a younger one of another class that asks the same (a reservation's holder is
-    a class of its own); a class alone, or beside a gang, one unit."""
-    units: list[tuple[int, int]] = []
-    gangs: set[int] = set()
-    for _, group in itertools.groupby(order, key=alike):
-        classes = [c for c in group if problem.classes[c].gang is not None or problem.classes[c].count]
-        queued = all(len(problem.classes[c].queue) == problem.classes[c].count for c in classes)
-        if len(classes) > 1 and queued and all(problem.classes[c].gang is None for c in classes):
-            pods = sorted((q, c) for c in classes for q in problem.classes[c].queue)
-            units += [(c, len(list(run))) for c, run in itertools.groupby(pods, key=lambda qc: qc[1])]
-            continue
-        for c in classes:  # a gang once, at its first class
-            gang = problem.classes[c].gang
-            if gang is None:
-                units.append((c, problem.classes[c].count))
-            elif gang not in gangs:
-                units.append((c, 0))
-                gangs.add(gang)
-    return [(u, c, k) for u, (c, k) in enumerate(units)]
-
-
-def _sizes(problem: Problem, asked: bool = False) -> list[float]:
-    """Each class's pod as a share of the largest free node, summed over resources (first-fit order); `asked`:
-    over what the pod asks of a node alone, not the rows that hold room for later (a reservation's)."""
+def _sizes(problem: Problem) -> list[float]:
+    """Each class's pod as a share of the largest free node, summed over resources (first-fit order)."""
     biggest = [max(column) for column in zip(*problem.free)] or [0] * len(problem.resources)
-    summed = [k for k, name in enumerate(problem.resources) if not (asked and name in problem.held)]
-    return [sum(cls.demand[k] / biggest[k] for k in summed if biggest[k] > 0) for cls in problem.classes]
+    return [sum(d / b for d, b in zip(cls.demand, biggest) if b > 0) for cls in problem.classes]
 
 
 def requeue(units: Iterable[Unit], attempt: Callable[[Unit], tuple[int, bool]], stop: Stop) -> None:
@@ -571,19 +544,25 @@ def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = Non
     state = GreedyState(problem, stop)
     sign = -1 if largest_first else 1
     size = _sizes(problem)
-    asked = _sizes(problem, asked=True)  # classes alike in it go in queue order, whatever a reservation's row says
-    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * asked[c], sign * size[c]))
-    units = _units(problem, order, lambda c: (problem.classes[c].rank, asked[c]))
-    left = {u: k for u, (_, c, k) in enumerate(units)}
+    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
+    units: list[int] = []
+    gangs: set[int] = set()
+    for c in order:  # a gang once, at its first class
+        gang = problem.classes[c].gang
+        if gang is None and not problem.classes[c].count:
+            continue  # nothing to place (the other classes of a problem asking about a few, as a gang's fit alone)
+        if gang is None or gang not in gangs:
+            units.append(c)
+        if gang is not None:
+            gangs.add(gang)
 
-    def attempt(unit: tuple[int, int, int]) -> tuple[int, bool]:
-        u, c, _ = unit
+    def attempt(c: int) -> tuple[int, bool]:
         cls = problem.classes[c]
         if cls.gang is not None:
             return attempt_gang(state, problem, problem.gangs[cls.gang])
-        placed = state.fill(c, left[u])
-        left[u] -= placed
-        return placed, left[u] > 0 and state.waits(c)
+        left = cls.count - state.placed_count[c]
+        placed = state.fill(c, left)
+        return placed, placed < left and state.waits(c)
 
     requeue(units, attempt, state.stop)
     out: dict[tuple[int, int], int] = defaultdict(int)

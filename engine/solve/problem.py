@@ -201,8 +201,6 @@ class Problem:
     unchecked: tuple[int, ...] = ()  # classes the compiler had no time to check: no candidates, not proven unplaceable
     # rows counted beside the nodes' allocatable (devices, volumes): per node, whether it has no limit there
     counted: dict[str, tuple[bool, ...]] = field(default_factory=dict)
-    # rows that hold room for later, not a node's own (a reservation's): a pod's size for the greedy's order leaves them out
-    held: frozenset[str] = frozenset()
 
     def has_soft_terms(self) -> bool:
         return (
