@@ -39,8 +39,7 @@ class Held:
 
     reservation: Reservation
     left: dict[str, dict[int, int]]
-    ahead: frozenset[str] = frozenset()  # the holders of the reservations before it in line
-
+    exempt: frozenset[str] = frozenset()  # its holder and those of the reservations before it in line
 
     def row(self, resource: str) -> str:
         return f"{resource} {RESERVED} {self.reservation.holder} from {rfc3339(self.reservation.start)}"
@@ -49,8 +48,8 @@ class Held:
         """Whether a pod placed now takes from this room: it would still run at the start and is neither the
         holder's nor that of a unit holding a reservation before it in line (room that frees early goes to the head
         of the line, as it would with no reservation after it: a younger unit's promise never holds back an older)."""
-        r = self.reservation
-        return ends_after(pod, now, r.start) and not {r.holder, *self.ahead} & {pod.gang, pod.key}
+        return (ends_after(pod, now, self.reservation.start) and pod.key not in self.exempt
+                and (pod.gang is None or pod.gang not in self.exempt))
 
 
 class Reservations(Kind):
@@ -128,7 +127,7 @@ def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
     reservations = tuple(cluster.reservations)
     return index.memo(("reservations", now, reservations), lambda: tuple(
         h for k, r in enumerate(reservations)
-        if (h := Held(r, _tight(r, index, now), frozenset(q.holder for q in reservations[:k]))).left))
+        if (h := Held(r, _tight(r, index, now), frozenset(q.holder for q in reservations[:k + 1]))).left))
 
 
 def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], int]]:
