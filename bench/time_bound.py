@@ -41,12 +41,6 @@ GANG = "gang"
 STEP = 10.0  # seconds between the gang starts tried
 
 
-def p95(waits: list[float]) -> float:
-    """The same percentile `simulate` reports (engine.simulate.waits)."""
-    w = sorted(waits)
-    return w[min(len(w) - 1, math.ceil(0.95 * len(w)) - 1)]
-
-
 def fifo_waits(small: list[S.Job], gpus: int, gang: tuple[float, float, int] | None) -> list[float]:
     """Each small job's wait on a pool of `gpus` GPUs in arrival order, as early as a GPU is free; `gang`
     (start, end, GPUs) takes that many out of the pool while it runs (the jobs already running keep theirs)."""
@@ -61,10 +55,10 @@ def fifo_waits(small: list[S.Job], gpus: int, gang: tuple[float, float, int] | N
             room = gpus - (gang[2] if gang and gang[0] <= t < gang[1] else 0)
             if len(ends) < room:
                 break
-            later = [ends[0]] if ends else []
-            if gang and t < gang[1]:
-                later.append(gang[0] if t < gang[0] else gang[1])
-            t = max(t, min(x for x in later if x > t)) if any(x > t for x in later) else t
+            nxt = [ends[0]] if ends else []  # (every end left is past t)
+            if gang and gang[0] <= t < gang[1]:
+                nxt.append(gang[1])
+            t = min(nxt)
         heapq.heappush(ends, t + job.runtime)
         waits.append(t - job.arrival)
     return waits
@@ -101,10 +95,10 @@ def reserved_waits(small: list[S.Job], gpus: int, gang: S.Job, size: int, promis
                 fits = past <= gpus - size
             if fits:
                 break
-            nxt = [running[0][0]] if running else []
-            if start is not None and t < start + gang.runtime:
+            nxt = [running[0][0]] if running else []  # (every end left is past t)
+            if holding:
                 nxt.append(start + gang.runtime)
-            t = min(x for x in nxt if x > t)
+            t = min(nxt)
         heapq.heappush(running, (t + job.runtime, t + (job.limit or math.inf)))
         waits.append(t - job.arrival)
     ended(math.inf)
@@ -124,11 +118,11 @@ def bound_row(trace: S.Trace) -> dict:
     gpus = sum(s.count * int(s.allocatable["nvidia.com/gpu"]) for s in trace.nodes)
     size = gang.pods * int(gang.requests["nvidia.com/gpu"])
     limit = latest_bound(trace, gang.arrival)
-    best = min(((p95(fifo_waits(small, gpus, (s, s + gang.runtime, size))), s)
+    best = min(((S.p95(fifo_waits(small, gpus, (s, s + gang.runtime, size))), s)
                 for s in itertools.chain(_steps(gang.arrival, limit), [limit])), key=lambda x: x[0])
     rule, start = reserved_waits(small, gpus, gang, size, limit)
-    return {"p95 no gang": p95(fifo_waits(small, gpus, None)), "p95 bound": best[0], "gang start": best[1],
-            "gang limit": limit, "p95 rule": p95(rule), "gang start rule": start}
+    return {"p95 no gang": S.p95(fifo_waits(small, gpus, None)), "p95 bound": best[0], "gang start": best[1],
+            "gang limit": limit, "p95 rule": S.p95(rule), "gang start rule": start}
 
 
 def _steps(start: float, stop: float):

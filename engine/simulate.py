@@ -437,8 +437,14 @@ def waits(trace: Trace, run: Replay) -> list[ClassWaits]:
     for kind, jobs in sorted(by_kind.items()):
         w = sorted(run.starts[j.name] - j.arrival for j in jobs if j.name in run.starts)
         out.append(ClassWaits(kind, len(jobs), len(w), statistics.median(w) if w else None,
-                              w[min(len(w) - 1, math.ceil(0.95 * len(w)) - 1)] if w else None, w[-1] if w else None))
+                              p95(w) if w else None, w[-1] if w else None))
     return out
+
+
+def p95(waits: list[float]) -> float:
+    """The 95th percentile of some waits (nearest rank), as the report gives it."""
+    w = sorted(waits)
+    return w[min(len(w) - 1, math.ceil(0.95 * len(w)) - 1)]
 
 
 def utilisation(run: Replay, until: float | None = None) -> float:

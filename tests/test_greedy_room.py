@@ -67,4 +67,3 @@ def test_with_room_keeps_every_node_below_the_threshold_or_for_amounts_not_integ
     fractional = _toy([(4.5, 8), (0.5, 0)], [(2, 2)])
     with patch.object(G, "ROOM_SCAN_MIN", 0):
         assert G.GreedyState(fractional).with_room(0, (0, 1)) == [0, 1]
-
