@@ -136,3 +136,71 @@ def rejection(f: ClassFacts, i: int, bound: BoundState) -> Rejection | None:
         if found is not None:
             return found
     return None
+
+
+# --- upstream's Filter for one pod given the bound pods alone (what preemption asks after its moves) ---------------
+
+def _value(bound: BoundState, i: int, key: str) -> str | None:
+    return bound.nodes[i].labels.get(key)
+
+
+def spread_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState, i: int) -> Rejection | None:
+    """PodTopologySpread's Filter: a node without a hard constraint's key is rejected; else the skew of node i's domain
+    (its matching pods in the pod's namespace, plus the pod if it matches, less the fewest of any eligible domain, or
+    0 with fewer domains than minDomains) must not exceed maxSkew. Eligible nodes pass the pod's node affinity (and
+    its taints when asked); a node outside them is left to those filters."""
+    tolerations = tuple(t for c in constraints if isinstance(c, Tolerations) for t in c.tolerations)
+    node_rules = [c for c in constraints if isinstance(c, NodeRule) and c.weight is None]
+    for c in constraints:
+        if not (isinstance(c, SpreadRule) and c.spread.hard):
+            continue
+        s = c.spread
+        if _value(bound, i, s.topology_key) is None:
+            return Rejection("PodTopologySpread", (spread.ERR_REASON_LABEL,), resolvable=False)
+        eligible = [j for j, n in enumerate(bound.nodes)
+                    if s.topology_key in n.labels
+                    and (not s.honor_affinity or all(r.predicate.matches(n) for r in node_rules))
+                    and (not s.honor_taints or all(t.effect not in HARD_EFFECTS or tolerated(tolerations, t)
+                                                   for t in n.taints))]
+        if i not in eligible:
+            continue
+        counts: dict[str, int] = defaultdict(int)
+        for j in eligible:
+            value = _value(bound, j, s.topology_key)
+            assert value is not None
+            counts[value] += sum(1 for p in bound.pods_on[j] if p.namespace == pod.namespace and s.selector.matches(p.labels))
+        fewest = 0 if len(counts) < (s.min_domains or 1) else min(counts.values())
+        here = counts[_value(bound, i, s.topology_key) or ""] + int(s.selector.matches(pod.labels))
+        if here - fewest > s.max_skew:
+            return Rejection("PodTopologySpread", (spread.ERR_REASON_SKEW,))
+    return None
+
+
+def pod_affinity_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState, i: int) -> Rejection | None:
+    """InterPodAffinity's Filter: no bound pod in node i's domain whose required anti-affinity matches the pod, none the
+    pod's own required anti-affinity matches, and for its required affinity a bound pod matching every term in node
+    i's domain of each — or, upstream's first pod of a series, no such pod anywhere, the pod matching its own terms
+    and node i carrying every term's key."""
+    placed = [(j, p) for j, pods in enumerate(bound.pods_on) for p in pods]
+    for j, p in placed:
+        for t in p.anti_affinity_required:
+            v = _value(bound, j, t.topology_key)
+            if v is not None and v == _value(bound, i, t.topology_key) and t.matches(pod):
+                return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_EXISTING,))
+    hard = [c for c in constraints if isinstance(c, PodProximity) and c.weight is None]
+    for c in (c for c in hard if c.anti):
+        v = _value(bound, i, c.term.topology_key)
+        if v is not None and any(_value(bound, j, c.term.topology_key) == v and c.term.matches(p) for j, p in placed):
+            return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_ANTI,))
+    terms = [c.term for c in hard if not c.anti]
+    if not terms:
+        return None
+    if any(_value(bound, i, t.topology_key) is None for t in terms):
+        return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_AFFINITY,), resolvable=False)
+    support = [(j, p) for j, p in placed if all(t.matches(p) for t in terms)]
+    if all(any(_value(bound, j, t.topology_key) == _value(bound, i, t.topology_key) for j, _ in support) for t in terms):
+        return None
+    anywhere = any(_value(bound, j, t.topology_key) is not None for j, _ in support for t in terms)
+    if not anywhere and all(t.matches(pod) for t in terms):
+        return None
+    return Rejection("InterPodAffinity", (pod_affinity.ERR_REASON_AFFINITY,), resolvable=False)

@@ -119,3 +119,43 @@ def mixed_apps(draw, max_nodes: int = 12, max_pods: int = 40) -> list[dict]:
         doc["metadata"]["creationTimestamp"] = f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}Z"
         docs.append(doc)
     return docs
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+@st.composite
+def alike_preemptors(draw) -> list[dict]:
+    """Zoned nodes full of running pods of low priorities, and preemptors most of which share one class (replicas of
+    one spec: the same labels, requests and rules, so the per-node search serves them one after the other against
+    one ledger and the batch model counts them as one class): a zone spread over their own label, anti-affinity to
+    each other or to a running app, a host port; sometimes a second, smaller class beside them."""
+    docs: list[dict] = []
+    count = draw(st.integers(2, 5))
+    for i in range(count):
+        room = draw(st.integers(1, 3))
+        docs.append(node(f"n{i}", cpu=str(room), pods=10, labels={ZONE: "ab"[i % 2] if count > 2 else "a"}))
+        for j in range(room):
+            docs.append(pod(f"r{i}-{j}", cpu="1", node_name=f"n{i}", priority=draw(st.sampled_from([0, 0, 5])),
+                            labels={"app": draw(st.sampled_from(["web", "db"]))}))
+
+    def spec(labels: dict) -> dict:
+        extra: dict = {}
+        if draw(st.booleans()):
+            extra["topologySpreadConstraints"] = [spread(labels, ZONE, skew=1)]
+        rule = draw(st.sampled_from([None, "self", "db"]))
+        if rule is not None:
+            extra["affinity"] = anti(term(labels if rule == "self" else {"app": "db"},
+                                          draw(st.sampled_from([HOSTNAME, ZONE]))))
+        if draw(st.integers(0, 3)) == 0:
+            extra["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+        return extra
+
+    shared = spec({"app": "train"})
+    for k in range(draw(st.integers(2, 4))):
+        docs.append(pod(f"p{k}", cpu="1", priority=100, labels={"app": "train"}, **shared))
+    if draw(st.booleans()):
+        other = spec({"app": "serve"})
+        docs += [pod(f"q{k}", cpu="1", priority=50, labels={"app": "serve"}, **other)
+                 for k in range(draw(st.integers(1, 2)))]
+    return docs

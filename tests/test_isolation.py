@@ -88,6 +88,20 @@ def test_a_failure_only_the_whole_batch_has_refuses_everyone_with_the_error(monk
     assert all("MemoryError: only together" in r[0] for r in plan.unschedulable.values())
 
 
+def test_pods_sharing_a_claim_are_refused_together_when_one_makes_planning_raise(monkeypatch) -> None:
+    """Two pods share one unallocated ResourceClaim: the first allocates it, the second follows onto its node. They are
+    one unit of the bisection, so when the follower makes planning raise both are refused, rather than the claim
+    allocated for the first alone while its other user is left out."""
+    _poisoned(monkeypatch, "follower")
+    docs = [node("n0", cpu="8"), resource_slice("n0", [gpu("g0")]), device_class(), resource_claim("shared"),
+            pod("leader", resourceClaims=claims("shared")), pod("follower", resourceClaims=claims("shared")),
+            *(pod(f"web-{i}") for i in range(6))]
+    plan = _plan(docs)
+    assert set(plan.assignments) == {f"default/web-{i}" for i in range(6)}
+    assert [sorted(f.pods) for f in plan.details.failures] == [["default/follower", "default/leader"]]
+    assert set(plan.unschedulable) == {"default/follower", "default/leader"}
+
+
 def test_culprits_bisects_units_and_keeps_what_succeeds() -> None:
     tried: list[list[int]] = []
 

@@ -245,10 +245,11 @@ def test_a_reservation_leaving_nothing_filters_its_nodes_and_one_leaving_some_ma
 
 
 def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -> None:
-    """n1 held whole from 12:03: a pod running past it is refused there; once one of n1's pods running at 12:03 is
-    evicted (upstream's RemovePod), one GPU is left at the start and a 1-GPU pod is not; a pod arriving there that
-    also runs past the start takes that GPU again, one that ends before it does not."""
-    cluster = reserved_on_n1(8, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    """n1 held from 12:03 for the 4 GPUs its running pods leave then: a pod running past it is refused there; once one
+    of n1's pods running at 12:03 is evicted (upstream's RemovePod), one GPU is left at the start and a 1-GPU pod is
+    not; a pod arriving there that also runs past the start takes that GPU again, one that ends before it does not.
+    (Held for all 8, n1 would be 4 short at 12:03: one eviction leaves it 3 short, and no pod running past it fits.)"""
+    cluster = reserved_on_n1(4, gpu_pod("long", deadline=4 * 3600, created=NOON))
     index = BoundState.of(cluster.nodes, cluster.bound)
     batch = Batch(cluster, index, [()], ClassMatcher(cluster.pending))
     spec = ClassSpec(0, cluster.pending[0], ())
@@ -261,6 +262,12 @@ def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -
     assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {n1: [late]})) is not None
     assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {n1: [early]})) is None
     assert KIND.sways(spec, batch, victim)
+    ending = replace(victim, runtime=60)  # it ends before 12:03: its GPU was never counted against the reservation
+    assert KIND.after(spec, batch, n1, Moves({n1: [ending]}, {})) is not None
+    whole = reserved_on_n1(8, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    index = BoundState.of(whole.nodes, whole.bound)
+    batch = Batch(whole, index, [()], ClassMatcher(whole.pending))
+    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {})) is not None
 
 
 def test_a_promise_made_keeps_its_place_before_older_units_of_its_priority() -> None:

@@ -80,7 +80,7 @@ class Reservations(Kind):
         """Node i once `moves` happened: the evicted pods that would have run at the start give their room back,
         the arriving ones that will take theirs."""
         now = batch.cluster.now
-        for h, resource, lefts, want in _asks(batch, spec.sample):
+        for h, resource, lefts, want in _asks(batch, spec.sample, binding=False):
             if now is None or i not in lefts:
                 continue
             start = h.reservation.start
@@ -92,7 +92,7 @@ class Reservations(Kind):
         return None
 
     def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        return any(pod.requests.get(resource, 0) for h in held_in(batch.cluster, batch.index) for resource in h.left)
+        return any(pod.requests.get(resource, 0) for h in held_anywhere(batch.cluster, batch.index) for resource in h.left)
 
     def emit(self, build: ProblemBuilder) -> None:
         """A row per reserved resource where some room is left that several pods of the batch could overrun
@@ -119,44 +119,63 @@ class Reservations(Kind):
 
 
 def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
-    """The cluster's reservations that may bind, with what they leave (worked out once per index: the class key,
-    the filter and the rows all ask)."""
+    """The cluster's reservations that may bind, with what they leave where it is less than the node has free now
+    (worked out once per index: the class key, the filter and the rows all ask)."""
+    every = held_anywhere(cluster, index)
+    return index.memo(("reservations binding", cluster.now, tuple(cluster.reservations)), lambda: tuple(
+        h for h in (Held(h.reservation, _tight(h.left, index), h.exempt) for h in every) if h.left))
+
+
+def held_anywhere(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
+    """Every reservation of the cluster with what it leaves on each of its nodes at its start, binding or not: what
+    an eviction gives room back to (`after`; a node with nothing free now binds nothing until pods leave it)."""
     now = cluster.now
     if now is None or not cluster.reservations:
         return ()
     reservations = tuple(cluster.reservations)
     return index.memo(("reservations", now, reservations), lambda: tuple(
-        h for k, r in enumerate(reservations)
-        if (h := Held(r, _tight(r, index, now), frozenset(q.holder for q in reservations[:k + 1]))).left))
+        Held(r, _left_at_start(r, index, now), frozenset(q.holder for q in reservations[:k + 1]))
+        for k, r in enumerate(reservations)))
 
 
-def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], int]]:
+def _asks(batch: Batch, pod: Pod, binding: bool = True) -> Iterator[tuple[Held, str, dict[int, int], int]]:
     """Each reserved resource one pod of a class placed now would take from: the reservation, the resource, what
-    is left of it per node, what the pod asks."""
+    is left of it per node (where it binds; with `binding` False, on every node of the reservation), what the pod
+    asks."""
     now = batch.cluster.now
-    for h in held_in(batch.cluster, batch.index):
+    for h in (held_in if binding else held_anywhere)(batch.cluster, batch.index):
         if now is not None and h.counts(pod, now):
             for resource, lefts in sorted(h.left.items()):
                 if (want := pod.requests.get(resource, 0)) > 0:
                     yield h, resource, lefts, want
 
 
-def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
-    """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
-    the pods still running then and the reservation itself are counted — only where it is less than the node has free
+def _tight(left: dict[str, dict[int, int]], index: BoundState) -> dict[str, dict[int, int]]:
+    """Of what a reservation leaves at its start (`_left_at_start`), only where it is less than the node has free
     now (elsewhere the node's own capacity row already keeps pods placed now within it: the reservation binds
-    nothing there, and its pods' runtimes would split classes for nothing)."""
+    nothing there, and its pods' runtimes would split classes for nothing); nothing when none of its nodes has any
+    of what it needs free now (what is left at its start cannot be less)."""
+    if not any(index.free(i, resource) > 0 for resource, lefts in left.items() for i in lefts):
+        return {}
+    out: dict[str, dict[int, int]] = {}
+    for resource, lefts in left.items():
+        for i, amount in lefts.items():
+            if amount < index.free(i, resource):
+                out.setdefault(resource, {})[i] = amount
+    return out
+
+
+def _left_at_start(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
+    """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
+    the pods still running then and the reservation itself are counted. Not clamped at 0: an eviction gives its room
+    back to this figure (`after`), and a reservation its running pods overrun needs them all gone."""
     position = index.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
-    if not any(index.free(i, resource) > 0 for i, need in needs.items() for resource in need):
-        return {}  # nothing free there now: what is left at its start cannot be less
     still = _running_at(index, now, r.start, list(needs))
     out: dict[str, dict[int, int]] = {}
     for i, need in needs.items():
         for resource, amount in need.items():
-            left = max(0, index.nodes[i].allocatable.get(resource, 0) - still[i].get(resource, 0) - amount)
-            if left < index.free(i, resource):
-                out.setdefault(resource, {})[i] = left
+            out.setdefault(resource, {})[i] = index.nodes[i].allocatable.get(resource, 0) - still[i].get(resource, 0) - amount
     return out
 
 

@@ -1,0 +1,30 @@
+"""Preemption run on a snapshot with a chosen set of victim strategies, on the same first plan: what the property
+tests and the strategies' own tests share. The deadline never passes (a stopped clock): what the stage decides, not
+how fast this machine decides it."""
+from __future__ import annotations
+
+import time
+
+from clocks import StoppedClock
+from engine.compile import Deadline
+from engine.ir import Rules
+from engine.load import build_cluster
+from engine.plan import Plan, make_plan
+from engine.policy.lower import lower
+from engine.policy.sources import check_sources
+from engine.preempt import PreemptionSettings, preempt
+
+# the victim strategies a test may ask for alone, and the default: every one the stage has
+SEARCH, BOTH = "search", "search+model"
+STRATEGIES = (SEARCH, BOTH)
+
+
+def preempted(docs: list[dict], strategy: str = BOTH, policy: str = "", seconds: float = 10.0) -> Plan:
+    """The plan after preemption by `strategy` (SEARCH: the per-node search alone; BOTH: the batch model too)."""
+    rules = lower(check_sources({"test.policy": policy})) if policy else Rules()
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], gangs=rules.gangs)
+    first = make_plan(cluster, rules.placement, time_limit=5, workers=1)
+    clock = StoppedClock()
+    deadline = Deadline(clock.now + seconds, clock)
+    settings = PreemptionSettings(rules.placement, deadline, 1, 0, batch_model=strategy == BOTH)
+    return preempt(cluster, first, rules.victims, settings, time.perf_counter())

@@ -1,0 +1,142 @@
+"""Each way of choosing victims, tested alone (issue 48, point 1): a strategy's wrong answer must fail a test of its
+own, not be repaired unseen by another strategy or by the re-plans that settle the outcome.
+
+The per-node search (upstream's DefaultPreemption, pod by pod against one ledger) runs alone with the batch model off;
+the batch model's own outcome is read before anything settles it (`preempt._batch_ledger`). The property tests run
+with each strategy alone and together, on preemptors that share a class (tests/strategies.alike_preemptors): the
+search serves such replicas one after the other, and its cache of a node's answer must see what the last one moved.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clocks import StoppedClock
+from engine import preempt as stage
+from engine.compile import Deadline
+from engine.load import build_cluster
+from engine.plan import make_plan
+from engine.preempt import PreemptionSettings
+from preempting import BOTH, SEARCH, STRATEGIES, preempted
+from strategies import ZONE, alike_preemptors
+from testkit.checker import check_in_order
+from testkit.manifests import node, pod, spread
+
+PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _keys(docs: list[dict], pending: bool) -> dict[str, dict]:
+    return {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs
+            if d["kind"] == "Pod" and bool(d["spec"].get("nodeName")) != pending}
+
+
+def test_two_zone_spread_replicas_are_both_placed_by_the_search_alone() -> None:
+    """a1 and a2 in zone a, b1 in zone b, each full of priority-0 pods; two replicas with maxSkew 1 over the zones.
+    The first takes one node; the second's skew on a node of the same zone depends on a move on another node (the
+    spread is domain-wide), so the search must not reuse an answer it gave before that move: one replica per zone."""
+    docs = [node(n, cpu="1", labels={ZONE: n[0]}) for n in ("a1", "a2", "b1")]
+    docs += [pod(f"low-{n}", cpu="1", node_name=n, priority=0) for n in ("a1", "a2", "b1")]
+    docs += [pod(f"rep-{k}", cpu="1", priority=100, labels={"app": "s"}, topologySpreadConstraints=[spread({"app": "s"})])
+             for k in range(2)]
+    for strategy in STRATEGIES:
+        plan = preempted(docs, strategy)
+        assert len(plan.assignments) == 2, (strategy, plan.unschedulable)
+        assert {plan.assignments[f"default/rep-{k}"][0] for k in range(2)} == {"a", "b"}, strategy
+        assert check_in_order(docs, plan.assignments, set(plan.preemptions), {v.pod for v in plan.evictions}) == []
+
+
+@PROPERTY
+@given(alike_preemptors(), st.sampled_from(STRATEGIES))
+def test_every_plan_a_strategy_makes_alone_holds_once_its_victims_are_gone(docs, strategy) -> None:
+    plan = preempted(docs, strategy)
+    running, pending = _keys(docs, pending=False), _keys(docs, pending=True)
+    evicted = {v.pod for v in plan.evictions}
+    assert len(evicted) == len(plan.evictions)
+    assert check_in_order(docs, plan.assignments, set(plan.preemptions), evicted) == []
+    for preemptor, p in plan.preemptions.items():
+        for v in p.victims:
+            assert running[v.pod]["spec"].get("priority", 0) < pending[preemptor]["spec"]["priority"]
+
+
+@PROPERTY
+@given(alike_preemptors())
+def test_replicas_are_served_alike_by_the_search_and_the_batch(docs) -> None:
+    """Preemptors of one class are interchangeable: the batch model never places fewer of a priority than the search
+    alone (it replaces the search's victims only when better in upstream's order), and the search alone places every
+    replica a fresh look at every node would (its reuse of a node's answer changes nothing)."""
+    alone, both = preempted(docs, SEARCH), preempted(docs, BOTH)
+    pending = _keys(docs, pending=True)
+
+    def placed(plan) -> list[int]:
+        levels = sorted({d["spec"]["priority"] for d in pending.values()}, reverse=True)
+        return [-sum(1 for k in plan.assignments if pending[k]["spec"]["priority"] == level) for level in levels]
+
+    assert placed(both) <= placed(alone)
+
+
+# --- the batch model alone: its outcome before anything settles it ---------------------------------------------
+
+def model_alone(docs: list[dict]):
+    """The batch model's victims and its plan of the preemptors, as `preempt._batch` receives them."""
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    first = make_plan(cluster, time_limit=5, workers=1)
+    clock = StoppedClock()
+    settings = PreemptionSettings(None, Deadline(clock.now + 10, clock), 1, 0)
+    preemptors = [p for p in cluster.pending if p.key in first.unschedulable]
+    search = stage._stage(cluster, first, None, preemptors, settings.deadline)
+    assert search is not None
+    feasible = stage.Feasible.of(search, None, preemptors)
+    for p in preemptors:
+        feasible.nodes_of(p)
+    ledger, note, plan = stage._batch_ledger(search, preemptors, feasible, stage.Wall(settings), stage.PLAIN)
+    return (set() if ledger is None else set(ledger.evicted)), plan, note
+
+
+def test_the_model_keeps_a_running_pod_over_a_pending_pod_of_its_priority() -> None:
+    """n1 runs r5 (priority 5), n2 runs r1 (priority 1), room for one pod each; p10 (priority 10) and q5 (priority 5)
+    wait. p10 evicts r1 on n2; q5 may evict nothing (r5 is its equal): r5 stays, q5 waits."""
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), pod("r5", cpu="1", node_name="n1", priority=5),
+            pod("r1", cpu="1", node_name="n2", priority=1), pod("p10", cpu="1", priority=10),
+            pod("q5", cpu="1", priority=5)]
+    victims, plan, note = model_alone(docs)
+    assert victims == {"default/r1"}, note
+    assert plan is not None and plan.assignments == {"default/p10": "n2"}
+
+
+@st.composite
+def levelled(draw) -> list[dict]:
+    """Full nodes of running pods of three priorities, preemptors of the same priorities: the model's weights must
+    keep each running pod above every pending pod of its own priority and below every one of a higher priority."""
+    docs: list[dict] = []
+    levels = st.sampled_from([0, 5, 10])
+    for i in range(draw(st.integers(1, 4))):
+        room = draw(st.integers(1, 3))
+        docs.append(node(f"n{i}", cpu=str(room), pods=10))
+        docs += [pod(f"r{i}-{j}", cpu="1", node_name=f"n{i}", priority=draw(levels)) for j in range(room)]
+    docs += [pod(f"p{k}", cpu="1", priority=draw(levels)) for k in range(draw(st.integers(1, 4)))]
+    return docs
+
+
+@PROPERTY
+@given(levelled())
+def test_each_victim_of_the_model_alone_makes_room_for_a_preemptor_that_outranks_it(docs) -> None:
+    """With room the only rule, a running pod left out is worth it only for a pod of a higher priority placed on its
+    node: never for one of its own priority or lower (upstream: a pod never preempts its equal)."""
+    victims, plan, _ = model_alone(docs)
+    running, pending = _keys(docs, pending=False), _keys(docs, pending=True)
+    for v in victims:
+        node_name = running[v]["spec"]["nodeName"]
+        assert plan is not None
+        assert any(n == node_name and pending[k]["spec"]["priority"] > running[v]["spec"]["priority"]
+                   for k, n in plan.assignments.items()), (v, plan.assignments)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_each_strategy_is_named_by_what_the_stage_says(strategy) -> None:
+    docs = [node("n1", cpu="1"), pod("low", cpu="1", node_name="n1", priority=0), pod("high", cpu="1", priority=100)]
+    plan = preempted(docs, strategy)
+    assert plan.stats.preemption is not None
+    said = plan.stats.preemption.model or ""
+    assert said.startswith("off") if strategy == SEARCH else not said.startswith("off")
+    assert plan.assignments == {"default/high": "n1"}
