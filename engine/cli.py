@@ -26,6 +26,7 @@ from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
 from .plan import Plan
 from .planner import Options, plan_batch
+from .solve.cpsat import MAX_WORKERS
 
 DEMO = "demo-cluster.yaml"
 EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
@@ -85,9 +86,9 @@ scheduler_option = click.option(
 time_option = click.option("--time-limit", type=Seconds(0.1), default=5.0, show_default=True,
                            metavar="SECONDS", help="Time limit for compiling and solving (loading not included); the best "
                            "plan found so far is returned.")
-workers_option = click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+workers_option = click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=1, show_default=True,
                               help="CP-SAT worker threads (1, the scheduler's, gives reproducible plans with --seed; "
-                              "more may find better plans sooner).")
+                              f"more may find better plans sooner; at most {MAX_WORKERS}, CP-SAT's own limit).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",
