@@ -26,6 +26,7 @@ from .manifests import load_cluster
 from .output import print_table, render_json, render_yaml
 from .plan import Plan
 from .planner import Options, plan_batch
+from .solve.cpsat import MAX_WORKERS
 
 DEMO = "demo-cluster.yaml"
 EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
@@ -85,9 +86,9 @@ scheduler_option = click.option(
 time_option = click.option("--time-limit", type=Seconds(0.1), default=5.0, show_default=True,
                            metavar="SECONDS", help="Time limit for compiling and solving (loading not included); the best "
                            "plan found so far is returned.")
-workers_option = click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+workers_option = click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=1, show_default=True,
                               help="CP-SAT worker threads (1, the scheduler's, gives reproducible plans with --seed; "
-                              "more may find better plans sooner).")
+                              f"more may find better plans sooner; at most {MAX_WORKERS}, CP-SAT's own limit).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",
@@ -97,17 +98,24 @@ policy_option = click.option(
 
 def _policies(paths) -> Rules:
     """The rules the policies add (none without policies), or every diagnostic and exit 2."""
+    return _read_policies(paths)[0]
+
+
+def _read_policies(paths) -> tuple[Rules, list, dict[str, str]]:
+    """The rules the policies add, the checked policies and their sources (none without paths), or every
+    diagnostic and exit 2."""
     if not paths:
-        return Rules()
+        return Rules(), [], {}
     from .policy.lower import lower
     from .policy.parse import PolicyError
-    from .policy.sources import load_policies
+    from .policy.sources import check_sources, read_sources
 
     try:
-        policies = load_policies(list(paths))
+        sources = read_sources(list(paths))
+        policies = check_sources(sources)
     except PolicyError as exc:
         _fail_policies(exc, 2)
-    return lower(policies)
+    return lower(policies), policies, sources
 
 
 def _fail_policies(exc, code: int, count: bool = False) -> None:
@@ -156,10 +164,13 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     --fail-on-unschedulable when a pending pod could not be placed. Progress and notes go to stderr.
     """
     progress = _Progress(quiet)
-    rules = _policies(policies)
+    rules, checked, sources = _read_policies(policies)
     started = time.perf_counter()
     cluster = (_load(clusters, scheduler_name, rules.gangs) if kubeconfig is None
                else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
+    if sources:
+        from .policy.lint import notes
+        cluster.notes.extend(notes(checked, cluster, sources))  # warnings `check` gives, as the plan's notes
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
     cluster.now = (_epoch(now) if now is not None else time.time() if kubeconfig is not None
@@ -334,12 +345,13 @@ def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> No
 def check_command(paths, clusters, scheduler_name) -> None:
     """Parse and type-check policy files, directories or ConfigMap manifests.
 
-    Prints every error as file:line:col with the source line and a caret; exit 1 on errors, 0 when clean
-    (lint warnings alone do not fail).
+    Prints every error and warning as file:line:col with the source line and a caret; exit 1 on errors, 0 when
+    clean (warnings alone do not fail).
     """
-    from .policy.lint import lint
+    from .policy.lint import Finding, lint
     from .policy.lower import gang_rules
     from .policy.parse import PolicyError
+    from .policy.plausible import warnings
     from .policy.sources import check_sources, read_sources
 
     try:
@@ -347,15 +359,14 @@ def check_command(paths, clusters, scheduler_name) -> None:
         policies = check_sources(sources)
     except PolicyError as exc:
         _fail_policies(exc, 1, count=True)
-    errors = 0
+    findings = [Finding(d, False) for d in warnings(policies, sources)]
     if clusters:
-        cluster = _load(clusters, scheduler_name, gang_rules(policies))
-        findings = lint(policies, cluster, sources)
-        for f in findings:
-            click.echo(f.diagnostic.render(), err=True)
-        errors = sum(1 for f in findings if f.error)
-        if findings:
-            click.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
+        findings += lint(policies, _load(clusters, scheduler_name, gang_rules(policies)), sources)
+    for f in sorted(findings, key=lambda f: (f.diagnostic.file, f.diagnostic.line, f.diagnostic.column)):
+        click.echo(f.diagnostic.render(), err=True)
+    errors = sum(1 for f in findings if f.error)
+    if findings:
+        click.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
     noun = f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'}"
     click.echo(f"{noun} type-check, but the snapshot lint failed" if errors else f"{noun} OK")
     sys.exit(1 if errors else 0)

@@ -3,14 +3,18 @@ leave a pod in scope no node at all (the latter are errors: those pods could nev
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..compile import compile_cluster
+from ..dra import extended_classes
 from ..ir import Source
 from ..model import Cluster
 from . import ast as A
 from .lower import policy_rules
 from .parse import Diagnostic
+from .plausible import positioned, resource_uses, warnings
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,10 +27,7 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
     out: list[Finding] = []
 
     def report(pos: A.Pos, message: str, error: bool = False) -> None:
-        lines = sources.get(pos.file, "").splitlines()
-        source = lines[pos.line - 1] if 0 < pos.line <= len(lines) else ""
-        kind = "error" if error else "warning"
-        out.append(Finding(Diagnostic(pos.file, pos.line, pos.column, f"{kind}: {message}", source), error))
+        out.append(Finding(positioned(pos, f"{'error' if error else 'warning'}: {message}", sources), error))
 
     pods = cluster.pending + cluster.bound
     for policy in policies:
@@ -54,8 +55,33 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
                   and not any(s.pods.expr.matches(p) for p in pods)):
                     report(s.pods.pos, f"'pods where {s.pods.expr}' matches no pod in the snapshot")
 
+    for pos, message in unknown_resources(policies, cluster):
+        report(pos, message)
     _lint_rejections(policies, cluster, report)
     return out
+
+
+def unknown_resources(policies: list[A.Policy], cluster: Cluster) -> Iterator[tuple[A.Pos, str]]:
+    """Resources a policy names that no node advertises and no pod asks for (a typo such as 'nvidia.com/gpus'):
+    a quota on one never counts anything, a rule on one sees 0 on every node."""
+    known = {r for n in cluster.nodes for r in n.allocatable} | set(extended_classes(cluster.devices))
+    for p in cluster.pending + cluster.bound:
+        known.update(p.requests)
+        known.update(e.resource for e in p.extended)
+    for policy in policies:
+        for resource, pos in resource_uses(policy):
+            if resource not in known:
+                close = difflib.get_close_matches(resource, sorted(known), n=1, cutoff=0.75)
+                yield pos, (f"no node in the snapshot advertises {resource!r} and no pod asks for it"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""))
+
+
+def notes(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) -> list[str]:
+    """What a dry run says about its policies, a line each: the static warnings and the resources the snapshot
+    does not know (not the rest of the lint: a rule matching nothing in one snapshot is common and harmless)."""
+    found = warnings(policies, sources) + [positioned(pos, f"warning: {message}", sources)
+                                           for pos, message in unknown_resources(policies, cluster)]
+    return [d.headline() for d in sorted(found, key=lambda d: (d.file, d.line, d.column))]
 
 
 def _lint_rejections(policies: list[A.Policy], cluster: Cluster, report) -> None:

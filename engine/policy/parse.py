@@ -31,9 +31,13 @@ class Diagnostic:
     message: str
     source_line: str = ""
 
+    def headline(self) -> str:
+        """`file:line:col: message`, on one line."""
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
     def render(self) -> str:
         """`file:line:col: message`, then the source line with a caret under the column."""
-        out = f"{self.file}:{self.line}:{self.column}: {self.message}"
+        out = self.headline()
         if self.source_line:
             out += f"\n    {self.source_line}\n    {' ' * (self.column - 1)}^"
         return out

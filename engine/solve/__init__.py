@@ -264,6 +264,9 @@ class _Search:
         self.phases.solve += time.perf_counter() - started
         if result.infeasible:  # cannot happen with a correct model: the hint is feasible
             self.notes.append("CP-SAT reported a model infeasible; kept the best plan so far")
+        refused = f"CP-SAT refused to solve ({result.refused}); kept the best plan so far"
+        if result.refused and refused not in self.notes:  # said once, however many rounds it refuses
+            self.notes.append(refused)
         return result
 
     def _take_tier1(self, result: TierResult, full: bool) -> None:

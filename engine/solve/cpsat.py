@@ -34,12 +34,16 @@ def _lazy(name: str) -> ModuleType:
 
 cp_model: Any = _lazy("ortools.sat.python.cp_model")
 
+# CP-SAT's own bound on num_workers (kMaxReasonableParallelism in ortools/sat/parameters_validation.cc, 0 meaning
+# "every core"): above it CP-SAT refuses the parameters and solves nothing (MODEL_INVALID)
+MAX_WORKERS = 10_000
+
 
 @dataclass(slots=True)
 class TierResult:
     """One CP-SAT run: did it find a plan (`found`), was it proven best (`proven`), the plan, its
     objective value and CP-SAT's bound on it; `infeasible` would mean the model is wrong (the greedy
-    hint is always feasible)."""
+    hint is always feasible); `refused` is why CP-SAT would not solve at all (its parameters or model invalid)."""
 
     found: bool
     proven: bool = False
@@ -47,6 +51,7 @@ class TierResult:
     placed: dict[tuple[int, int], int] = field(default_factory=dict)
     value: int = 0
     bound: int = 0
+    refused: str = ""
 
 
 class ClassModel:
@@ -397,6 +402,8 @@ class ClassModel:
         solver.parameters.random_seed = seed
         callback = _progress(on_solution) if on_solution else None
         status = solver.solve(self.m, callback)
+        if status == cp_model.MODEL_INVALID:
+            return TierResult(False, refused=solver.solution_info() or "the model or its parameters are invalid")
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return TierResult(False, infeasible=status == cp_model.INFEASIBLE)
         placed = {k: int(solver.value(v)) for k, v in self.y.items()}
