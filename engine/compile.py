@@ -16,13 +16,13 @@ import numpy as np
 
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
 from .heap import collector_paused
-from .index import BoundState
 from .kinds import KINDS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
 from .rejections import Rejections
 from .solve.problem import PodClass, Problem
 from .tenants import Asking, Usage
+from .view import View
 
 if TYPE_CHECKING:
     from .kinds.gangs import GangInfo
@@ -36,7 +36,7 @@ class Compiled:
     problem: Problem
     classes: list[ClassInfo]
     gangs: list[GangInfo]
-    bound: BoundState
+    view: View  # the cluster's pods as compile read them
     notes: list[str] = field(default_factory=list)
     usage: Usage | None = None  # what the tenants' bound pods use before the plan (None: no quotas)
     # answers explanations reuse across the batch's classes (kinds.gangs: a gang's members that fit, by shape)
@@ -95,38 +95,38 @@ class ClassesChecked:
 
 
 def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadline: Deadline | None = None,
-                    index: BoundState | None = None, usage: Usage | None = None) -> Compiled:
+                    view: View | None = None, usage: Usage | None = None) -> Compiled:
     """The class-level problem of a cluster snapshot (and policies).
 
     Classes are checked (static filters, candidates, scores) highest priority first; once `deadline` has
     passed the rest are left unchecked — no candidates, every node rejected as not checked, and the
     solver's status and strategy say so — so compile cannot overrun a time limit on any input. The caller
     gives it the time limit of the whole solve (`Deadline.after(time_limit)`): the starting plans that
-    follow cost a fraction of compile. `index` is the cluster's index of bound pods when the caller has it
-    already (preemption re-plans on views of one index); it must describe `cluster.nodes` and `cluster.bound`;
+    follow cost a fraction of compile. `view` is the view of the cluster's bound pods when the caller has it
+    already (preemption re-plans on views of one table); it must describe `cluster.nodes` and `cluster.bound`;
     `usage`, what the bound pods use of `cluster.quotas`, likewise (the loop keeps it across cycles).
     """
     with collector_paused():
-        return _compile(cluster, policy, deadline or Deadline(), index or BoundState.of(cluster.nodes, cluster.bound),
+        return _compile(cluster, policy, deadline or Deadline(), view or View.of(cluster.nodes, cluster.bound),
                         usage)
 
 
-def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, bound: BoundState,
+def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, view: View,
              usage: Usage | None) -> Compiled:
     if usage is None and cluster.quotas:
         usage = Usage.of(cluster.quotas, cluster.bound)
     asking = Asking.of(usage, cluster.pending) if usage is not None else None
     lending = asking.borrowing if asking is not None else frozenset()
-    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, bound), fields_in(cluster, bound),
+    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, view), fields_in(cluster, view),
                          lending)
-    batch = Batch(cluster, bound, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
+    batch = Batch(cluster, view, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
                   usage=usage, asking=asking)
     checked = _check_classes(grouped, batch, deadline, lending)
     classes = checked.infos
     notes: list[str] = []
     problem = Problem(resources=(), free=[])
     problem.classes = _pod_classes(cluster, classes, checked.candidates, notes)
-    build = ProblemBuilder(batch, classes, Partitions(bound), problem, frozenset(checked.unchecked))
+    build = ProblemBuilder(batch, classes, Partitions(view), problem, frozenset(checked.unchecked))
     for kind in KINDS:
         kind.emit(build)
     _rank(build)
@@ -137,7 +137,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, b
         notes.append(f"compile reached the time limit: {len(classes) - len(skip)} of {len(classes)} pod classes "
                      f"checked (highest priority first); {sum(len(classes[a].pods) for a in skip)} pod(s) of "
                      "the rest are left unplaced")
-    return Compiled(cluster, problem, classes, build.gangs, bound, notes, usage)
+    return Compiled(cluster, problem, classes, build.gangs, view, notes, usage)
 
 
 # -- steps ----------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def _check_classes(grouped: list[tuple[list[Pod], tuple]], batch: Batch, deadlin
                    lending: frozenset[str]) -> ClassesChecked:
     """Rejected nodes, candidates and soft scores per class, highest priority first, while the deadline
     allows; classes after it are left unchecked (every node rejected as not checked)."""
-    size, nodes = len(grouped), len(batch.index.nodes)
+    size, nodes = len(grouped), len(batch.view.nodes)
     infos: list[ClassInfo | None] = [None] * size
     candidates = [Candidates()] * size
     shared = NodeTuples(nodes)

@@ -14,13 +14,13 @@ from typing import Any
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
 from .heap import collector_paused
-from .index import BoundState
 from .kinds import KINDS
 from .model import Cluster, Pod, Reservation
 from .solve import solve
 from .solve.problem import Solution
 from .tenants import Usage
 from .timeline import Estimate, rfc3339
+from .view import View
 
 # how long past a plan's time limit its left-out classes are still explained node by node: half the limit, at
 # least a second (the rest are explained by the static filters alone: `explain.late_explanation`)
@@ -235,7 +235,7 @@ def make_plan(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     baseline: bool = False,
-    index: BoundState | None = None,
+    view: View | None = None,
     preference_limit: float | None = None,
     usage: Usage | None = None,
     on_placed: OnPlaced | None = None,
@@ -245,15 +245,15 @@ def make_plan(
     many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second.
     `on_placed` is given the placements (`placed_plan`) before the pods left out are explained."""
     with collector_paused():
-        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, index, preference_limit, usage,
+        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, view, preference_limit, usage,
                           on_placed)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
-               progress: Callable[[str], None] | None, baseline: bool, index: BoundState | None,
+               progress: Callable[[str], None] | None, baseline: bool, view: View | None,
                preference_limit: float | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
     start = time.perf_counter()
-    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), index, usage)
+    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), view, usage)
     compile_seconds = time.perf_counter() - start
     if progress:
         progress(
@@ -398,7 +398,7 @@ def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:
         placed[n] = placed.get(n, 0) + k
     rows = [(r, resources.index(r), unlimited) for r, unlimited in compiled.problem.counted.items()]
     for i, node in enumerate(compiled.cluster.nodes):
-        used = dict(compiled.bound.used[i])
+        used = compiled.view.used_on(i)
         for r, v in extra.get(i, {}).items():
             used[r] = used.get(r, 0) + v
         counted = {r: None if unlimited[i] else compiled.problem.free[i][k] for r, k, unlimited in rows}

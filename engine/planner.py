@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 
 from . import timeline
 from .compile import Deadline
-from .index import BoundState
 from .ir import Rules
 from .isolation import plan_isolated
 from .model import Cluster, Quota
@@ -23,6 +22,7 @@ from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_p
 from .reclaim import may_reclaim
 from .tenants import Usage
 from .timed_plan import Later
+from .view import View
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +54,7 @@ def with_quotas(cluster: Cluster, quotas: tuple[Quota, ...]) -> Cluster:
 
 def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Options,
                       now_plan: Callable[[Cluster, OnPlaced | None], Plan], on_placed: OnPlaced | None,
-                      index: BoundState | None = None) -> Plan:
+                      view: View | None = None) -> Plan:
     """Time in the plan (engine.timeline): the first units in line that cannot start now get reservations at their
     shadow times, and the batch is planned again beside them, pods running past a reservation's start kept out of
     its room (backfill). The plan says where and when the reserved pods start, and when the other waiting pods are
@@ -66,7 +66,7 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
     kept = tuple(r for r in cluster.reservations if not {key for key, _ in r.pods} & batch) if options.carried else ()
     if not plan.unschedulable:  # no one waits: nothing to reserve or estimate
         return replace(plan, reservations=kept)
-    base = index if index is not None else BoundState.of(cluster.nodes, cluster.bound)
+    base = view if view is not None else View.of(cluster.nodes, cluster.bound)
     room = Later.of(cluster, base, rules.placement, options.time_limit * 0.1, options.seed, rules.runtimes)
     if options.carried:
         prior = tuple(r for r in cluster.reservations if r not in kept)
@@ -96,24 +96,24 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
 
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),
-               progress: Callable[[str], None] | None = None, index: BoundState | None = None,
+               progress: Callable[[str], None] | None = None, view: View | None = None,
                lowest: int | None = None, usage: Usage | None = None, on_placed: OnPlaced | None = None) -> Plan:
-    """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `index` is
-    the bound pods' index, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
+    """The plan for the cluster's pending pods: placements, reasons for the rest, evictions it needs. `view` is
+    the view of the bound pods, `lowest` the lowest priority of a running pod and `usage` what they use of the quotas
     (the cluster's, then the rules') when the caller keeps them (the scheduler loop's cache; None: worked out
     here); they must describe the cluster. Should planning raise, only the pods it raises for are refused
     (engine.isolation; `Plan.details.failures` holds the errors for the caller's log). `on_placed` is given the
     first placements as soon as they are final, before the rest is explained and preemption runs (the loop binds
     them meanwhile); the plan returned lists them too."""
     def plan(batch: Cluster, time_limit: float, placed: OnPlaced | None) -> Plan:
-        same = batch.bound is cluster.bound  # else placements handed on are bound in `batch`: work the index out again
-        return _plan_batch(batch, rules, replace(options, time_limit=time_limit), progress, index if same else None,
+        same = batch.bound is cluster.bound  # else placements handed on are bound in `batch`: work the view out again
+        return _plan_batch(batch, rules, replace(options, time_limit=time_limit), progress, view if same else None,
                            lowest if same else None, usage if same else None, placed)
     return plan_isolated(cluster, plan, options.time_limit, on_placed)
 
 
 def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Callable[[str], None] | None,
-                index: BoundState | None, lowest: int | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
+                view: View | None, lowest: int | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
     started = time.perf_counter()
     cluster = timeline.with_estimates(with_quotas(cluster, rules.quotas), rules.runtimes)
     if lowest is None:
@@ -121,16 +121,16 @@ def _plan_batch(cluster: Cluster, rules: Rules, options: Options, progress: Call
     hopeful = options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster, usage))
     share = 1 - PREEMPTION_SHARE if hopeful else 1.0
     timed = timeline.timed(cluster)  # then placements are final only once the reservations are known
-    if timed and index is None:  # one index for every plan with time makes (else each plan builds its own)
-        index = BoundState.of(cluster.nodes, cluster.bound)
+    if timed and view is None:  # one view for every plan with time makes (else each plan builds its own)
+        view = View.of(cluster.nodes, cluster.bound)
 
     def now_plan(batch: Cluster, placed: OnPlaced | None) -> Plan:
         return make_plan(batch, rules.placement, time_limit=options.time_limit * share, workers=options.workers,
-                         seed=options.seed, progress=progress, baseline=options.baseline, index=index,
+                         seed=options.seed, progress=progress, baseline=options.baseline, view=view,
                          preference_limit=options.preference_limit, usage=usage, on_placed=placed)
     plan = now_plan(cluster, None if timed and not options.carried else on_placed)
     if timed:
-        plan = with_reservations(cluster, plan, rules, options, now_plan, on_placed, index)
+        plan = with_reservations(cluster, plan, rules, options, now_plan, on_placed, view)
     if options.preemption:
         plan = say_never(cluster, plan, lowest)
     if not hopeful:

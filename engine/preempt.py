@@ -5,14 +5,14 @@ plan left out are taken together, highest priority first, against one ledger of 
 1. The planner (`engine.planner.plan_batch`) makes the plan without preemption (`make_plan`), then calls
    `preempt` here.
 2. Pods it left out that may preempt (`preemptionPolicy` not `Never`) choose victims node by node as
-   upstream does, asking every constraint kind (`kinds.after`: upstream's filters after RemovePod/AddPod)
-   whether the pod passes with the ledger's moves (remove every lower-priority pod, then give back all that
-   are not needed, those whose eviction would break a PodDisruptionBudget first, highest priority first; a
-   node's answer for a class is reused while nothing it depends on moved: `_standing_key`), and take the node with
-   the fewest budget violations, then the lowest highest victim priority, the smallest priority sum, the
-   fewest victims. Victims chosen for one pod free room for the next and draw on the same budgets; a gang
-   gets room for all its members or evicts nothing. When those choices break a budget, a bounded search over
-   the served pods' nodes looks for victims that serve them all with fewer violations (one pod's best node
+   upstream does, asking every kind whose verdict pods can sway (`kinds.filter_node` on the ledger's view of the
+   trial: upstream's filters after RemovePod/AddPod) whether the pod passes (remove every lower-priority pod, then
+   give back all that are not needed, those whose eviction would break a PodDisruptionBudget first, highest
+   priority first), and take the node with the fewest budget violations, then the lowest highest victim
+   priority, the smallest priority sum, the fewest victims. Victims chosen for one pod free room for the next and
+   draw on the same budgets; a gang gets room for all its members or evicts nothing. When those choices break a
+   budget, a bounded search over the served pods' nodes looks for victims that serve them all with fewer
+   violations (one pod's best node
    can spend a budget another pod's node would have kept).
 3. The same compile → solve path re-plans the preemptors on the cluster without the victims, with the
    first plan's placements fixed (freed room goes to preemptors only).
@@ -40,8 +40,9 @@ whatever its priority, and takes back only that borrowed room; other pods evict 
 their side of the quotas. The ledger keeps a quota account beside node room: a pod must pass its quota rows too,
 and borrowed pods anywhere join its victims when those rows need them.
 
-Every re-plan compiles on a view of one index (the first plan's, with its placements bound: `BoundState.changed`),
-so the node facts (label columns, predicate masks, taint groups) are computed once for the whole stage.
+Every trial and re-plan reads a view of one table (the first plan's, with its placements bound: `View.moved`),
+so the node table (label columns, predicate masks, taint groups) and what kinds work out of the table's pods are
+computed once for the whole stage.
 
 Pure, like the rest of the core: the scheduler loop evicts what the plan says.
 """
@@ -49,7 +50,7 @@ Pure, like the rest of the core: the scheduler loop evicts what the plan says.
 from __future__ import annotations
 
 import time
-from collections import ChainMap, Counter, defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -57,16 +58,16 @@ from . import kinds, preempt_model
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .gangs import disruption_unit
 from .heap import collector_paused
-from .index import BoundState
 from .ir import EvictionCap, PreemptionRules, Source
-from .kinds import KINDS, Kind, Moves
-from .kinds.context import Batch, ClassMatcher, ClassSpec
+from .kinds import KINDS, Kind
+from .kinds.context import Batch, ClassSpec
 from .kinds.protection import cap_key, cap_reason, protected_reason
-from .model import NEVER_PREEMPT, Cluster, Pod, PodAffinityTerm
+from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, PreemptionStats, Stats, make_plan
 from .reclaim import Account, Reclaim, Stance
 from .rejections import Rejection
 from .tenants import Usage
+from .view import View
 
 LOWEST = -(2**63)
 MAX_ROUNDS = 4  # re-plans after giving back unneeded victims; in practice 1-2 suffice
@@ -100,42 +101,33 @@ Unit = tuple[Candidate, ...]  # what is evicted together: one pod, or every runn
 
 @dataclass(slots=True)
 class Ledger:
-    """The batch's running account: victims chosen (and why), the pods leaving and arriving per node index (what
-    the kinds are asked about: `moves`), budgets and caps left."""
+    """The batch's running account: victims chosen (and why), the stage's view with them gone and the preemptors
+    served bound where they go (what the kinds are asked about), budgets and caps left."""
 
+    view: View
     evicted: dict[str, Candidate] = field(default_factory=dict)
-    gone: dict[int, list[Pod]] = field(default_factory=dict)  # node index -> victims leaving it
-    come: dict[int, list[Pod]] = field(default_factory=dict)  # node index -> preemptors served onto it
     budget_left: dict[str, int] = field(default_factory=dict)
     cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
     violations: int = 0  # evictions so far that broke some budget
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
     needed_by: dict[str, str] = field(default_factory=dict)  # victim key -> the placed preemptor that needs it gone
-    version: dict[int, int] = field(default_factory=dict)  # node index -> the stage's count at its last move
-    nodes: set[int] = field(default_factory=set)  # every node in `gone` or `come`
-    terms: set[PodAffinityTerm] = field(default_factory=set)  # served preemptors' required anti-affinity terms
+    version: dict[int, int] = field(default_factory=dict)  # node index -> the stage's count at its last move there
+    stamp: int = 0  # the stage's count at the ledger's last move: two ledgers with one stamp stand alike
 
     def copy(self) -> Ledger:
-        return Ledger(dict(self.evicted), {i: list(p) for i, p in self.gone.items()},
-                      {i: list(p) for i, p in self.come.items()}, dict(self.budget_left), dict(self.cap_used),
-                      self.violations, self.account.copy() if self.account is not None else None, dict(self.why),
-                      dict(self.needed_by), dict(self.version), set(self.nodes), set(self.terms))
+        return Ledger(self.view, dict(self.evicted), dict(self.budget_left), dict(self.cap_used), self.violations,
+                      self.account.copy() if self.account is not None else None, dict(self.why), dict(self.needed_by),
+                      dict(self.version), self.stamp)
 
-    def moves(self, trial: dict[int, list[Pod]] | None = None) -> Moves:
-        """The ledger's moves, with `trial`'s pods (per node index) leaving too."""
-        if not trial:
-            return Moves(self.gone, self.come, self.nodes, self.terms)
-        return self.over(self.overlay(trial))
+    def moved(self, search: Search, i: int, view: View) -> None:
+        """A pod left or reached node i: the ledger's view is `view` from now on."""
+        self.view = view
+        self.stamp = self.version[i] = search.tick()
 
-    def overlay(self, trial: dict[int, list[Pod]]) -> dict[int, list[Pod]]:
-        """Per node of `trial`: the ledger's victims there and the trial's."""
-        return {i: [*self.gone.get(i, ()), *pods] for i, pods in trial.items()}
-
-    def over(self, overlay: dict[int, list[Pod]]) -> Moves:
-        """The ledger's moves with `overlay` laid over its victims without a copy (a trial may edit it in place)."""
-        chain: ChainMap[int, list[Pod]] = ChainMap(overlay, self.gone)
-        return Moves(chain, self.come, self.nodes, self.terms, tuple(overlay))
+    def without(self, pods: list[Pod]) -> View:
+        """The ledger's view with `pods` gone too (a trial's)."""
+        return self.view.moved(removed=pods) if pods else self.view
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +155,7 @@ class Search:
     its index, the running pods preemptors may evict by node, and the pods policies protect."""
 
     cluster: Cluster
-    index: BoundState
+    view: View
     by_node: dict[str, list[Candidate]]
     node_order: dict[str, int]
     protected: dict[str, tuple[Pod, Source]]  # pod key -> the pod and the rule protecting it
@@ -171,36 +163,24 @@ class Search:
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
+    answers: dict[tuple, Answer] = field(default_factory=dict)  # a node's answer for a class while it stands
+    moves_made: list[int] = field(default_factory=lambda: [0])  # moves any ledger made: a node's version is one
+    covering_node: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> budgets covering its candidates
+    entangled: frozenset[str] = frozenset()  # nodes whose answers depend on more than the node (caps, PodGroup units)
     covering: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pod -> its budgets' keys, once asked
     ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
-    covering_node: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> budgets covering its candidates
-    answers: dict[tuple, Answer] = field(default_factory=dict)  # a node's answer for a class while it stands (_reused)
-    moves_made: list[int] = field(default_factory=lambda: [0])  # moves any ledger made: a node's version is one
+    batch: Batch | None = None  # what the kinds read when asked about a trial (the stage's view), set by _search
+    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
 
     def tick(self) -> int:
         self.moves_made[0] += 1
         return self.moves_made[0]
-    batch: Batch | None = None  # what the kinds read when asked about moves (the stage's index), set by _search
-    entangled: frozenset[str] = frozenset()  # nodes whose answers depend on more than the node (caps, PodGroup units)
-    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
-    sway: dict[tuple[int, int], tuple[Kind, ...]] = field(default_factory=dict)  # (class, unit) -> kinds it sways
 
-    def after(self, pod: Pod | ClassSpec, node: str, moves: Moves, only: tuple[Kind, ...] = kinds.MOVED) -> Rejection | None:
-        """Every kind's verdict (or `only` these kinds') on `pod` (or one of its class) on `node` once `moves` happened
-        (engine.kinds.after)."""
+    def filter(self, pod: Pod | ClassSpec, node: str, view: View) -> Rejection | None:
+        """Every kind's verdict on `pod` (or one of its class) on `node` in `view` (engine.kinds.filter_node)."""
         assert self.batch is not None
         spec = pod if isinstance(pod, ClassSpec) else self.specs[pod.key]
-        return kinds.after(spec, self.batch, self.node_order[node], moves, only)
-
-    def swaying(self, pod: Pod | ClassSpec, unit: Unit) -> tuple[Kind, ...]:
-        """The kinds whose verdict for `pod` (or its class) the unit's pods leaving or coming back can change
-        (engine.kinds.swayed), asked once per class and unit."""
-        assert self.batch is not None
-        spec = pod if isinstance(pod, ClassSpec) else self.specs[pod.key]
-        key = (spec.a, id(unit[0].pod))  # a unit is known by its first pod (the same object through the stage)
-        if key not in self.sway:
-            self.sway[key] = kinds.swayed(spec, self.batch, (c.pod for c in unit))
-        return self.sway[key]
+        return kinds.filter_node(spec, self.batch.on(view), self.node_order[node], kinds.READ_PODS)
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
@@ -238,11 +218,13 @@ class Search:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What `_victims_on` found for a class on a node, and what it told the hints: kept while it stands."""
+    """What `_select_on` found for a class on a node, and what it told the hints: kept while it stands. `stamp`: when
+    the kinds read beyond the node (a domain's counts, pods added anywhere), the ledger state alone it stands for."""
 
     choice: Choice | None
     blocked: Rejection | None = None
     capped: Source | None = None
+    stamp: int | None = None
 
 
 @dataclass(slots=True)
@@ -352,7 +334,7 @@ def _stage(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preempto
         return None
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
-    search = _search(fixed, compiled.bound.changed(added=placed), rules, preemptors, set(plan.assignments),
+    search = _search(fixed, compiled.view.moved(added=placed).settled(), rules, preemptors, set(plan.assignments),
                      Reclaim.of(fixed, preemptors, _start(plan, placed)), deadline)
     return None if search is None else replace(search, deadline=_within(deadline, VICTIMS_SHARE))
 
@@ -405,7 +387,7 @@ def lowest_running(cluster: Cluster) -> int | None:
     return min((p.priority for p in cluster.bound if not p.terminating), default=None)
 
 
-def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, preemptors: list[Pod],
+def _search(fixed: Cluster, view: View, rules: PreemptionRules | None, preemptors: list[Pod],
             placed: set[str], reclaim: Reclaim | None, deadline: Deadline) -> Search | None:
     """Running pods some preemptor may evict (below the highest preemptor priority, without quotas), by node,
     minus those a policy protects (pods the first plan just placed are not running yet and are never victims). A
@@ -435,10 +417,10 @@ def _search(fixed: Cluster, index: BoundState, rules: PreemptionRules | None, pr
         by_node[c.node].append(c)
         if c.unit is not None:
             units[c.unit].append(c)
-    order = {n.name: i for i, n in enumerate(index.nodes)}
+    order = view.positions()
     entangled = frozenset(n for n, cs in by_node.items() if any(c.caps or c.unit is not None for c in cs))
-    search = Search(fixed, index, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
-                    batch=Batch(fixed, index, [], ClassMatcher([])), entangled=entangled)
+    search = Search(fixed, view, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
+                    batch=Batch.alone_on(fixed, view), entangled=entangled)
     if reclaim is not None:
         search = replace(search, quota_order=_quota_order(search, reclaim))
     return search
@@ -538,7 +520,7 @@ def _serve(search: Search, hints: Hints, units: list[list[Pod]], feasible: Feasi
 
 def _fresh_ledger(search: Search) -> Ledger:
     account = search.reclaim.start.copy() if search.reclaim is not None else None
-    return Ledger(budget_left={b.key: b.allowed for b in search.cluster.budgets}, account=account)
+    return Ledger(search.view, budget_left={b.key: b.allowed for b in search.cluster.budgets}, account=account)
 
 
 def _fewer_violations(search: Search, pods: list[Pod], feasible: Feasible, best: Ledger) -> Ledger:
@@ -613,7 +595,7 @@ class Feasible:
         going = [c for bucket in self.buckets if search.may_evict(pods[0], bucket[0]) for c in bucket]
         gone = frozenset(c.key for c in going)
         cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods)
-        compiled = compile_cluster(cluster, self.policy, search.deadline, search.index.changed(removed=gone),
+        compiled = compile_cluster(cluster, self.policy, search.deadline, search.view.moved(removed=going).settled(),
                                    self._usage(going))
         unchecked = set(compiled.problem.unchecked)
         for a, info in enumerate(compiled.classes):
@@ -681,11 +663,7 @@ def _claim(search: Search, ledger: Ledger, pod: Pod, choice: Choice) -> None:
         _evict(search, ledger, victim)
         ledger.why[victim.key] = why
     ledger.violations += choice.violations
-    i = search.node_order[choice.node]
-    ledger.come.setdefault(i, []).append(pod)
-    ledger.nodes.add(i)
-    ledger.version[i] = search.tick()
-    ledger.terms.update(pod.anti_affinity_required)
+    ledger.moved(search, search.node_order[choice.node], ledger.view.moved(added=[replace(pod, node_name=choice.node)]))
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, pod, 1)
 
@@ -702,8 +680,8 @@ def _no_node_reason(search: Search, hints: Hints, pod: Pod, left: list[tuple[Rej
         return protected_reason(shielded, str(search.protected[shielded[0]][1]))
     stance = search.reclaim.stances[pod.key] if search.reclaim is not None else None
     if stance is not None and stance.tenant is not None:
-        return _quota_reason(search, stance, len(left) < len(search.index.nodes))
-    return _no_victims(len(search.index.nodes), [*left, *((r, 1) for r in hints.blocked.get(pod.key, {}).values())])
+        return _quota_reason(search, stance, len(left) < len(search.view.nodes))
+    return _no_victims(len(search.view.nodes), [*left, *((r, 1) for r in hints.blocked.get(pod.key, {}).values())])
 
 
 def _no_victims(nodes: int, still: list[tuple[Rejection, int]]) -> str:
@@ -741,14 +719,19 @@ def _quota_reachable(search: Search, ledger: Ledger, pod: Pod) -> bool:
 
 
 def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
-    """`_select_on`'s answer, reused while it stands (`_standing_key`): the pods of a Deployment ask the same
-    nodes the same question, and a preemptor served changes one node's answer, not the others'."""
+    """`_select_on`'s answer, reused while it stands (`_standing_key`): the pods of a Deployment ask the same nodes the
+    same question, and a preemptor served changes one node's answer, not the others'. Whether an answer read beyond
+    its node is read off the view (`View.reads`), not declared: such an answer stands only for the same ledger."""
     key = _standing_key(search, ledger, pod, node, sparing)
     answer = search.answers.get(key) if key is not None else None
+    if answer is not None and answer.stamp is not None and answer.stamp != ledger.stamp:
+        answer = None
     if answer is None:
         mine = Hints()
-        answer = Answer(_select_on(search, mine, ledger, pod, node, sparing), mine.blocked.get(pod.key, {}).get(node),
-                        mine.capped.get(pod.key))
+        with ledger.view.reads() as reached:
+            choice = _select_on(search, mine, ledger, pod, node, sparing)
+        answer = Answer(choice, mine.blocked.get(pod.key, {}).get(node), mine.capped.get(pod.key),
+                        ledger.stamp if reached[0] else None)
         if key is not None:
             search.answers[key] = answer
     if answer.blocked is not None:
@@ -760,18 +743,16 @@ def _victims_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: st
 
 def _standing_key(search: Search, ledger: Ledger, pod: Pod, node: str, sparing: bool) -> tuple | None:
     """What a node's answer for the pod's class depends on, when nothing else can change it: the class, its
-    priority, the node's last move, what is left of the budgets covering the pods there. None (asked afresh) under
-    quotas (the account is cluster-wide), on a node with eviction caps or PodGroup-mode members (their state lies
-    elsewhere), or when some kind's verdict for the class reads other nodes (kinds.wide)."""
+    priority, the node's last move, what is left of the budgets covering the pods there, the anti-affinity the pods
+    added anywhere carry over domains wider than a node (the one way a pod added elsewhere reaches it). None (asked
+    afresh) under quotas (the account is cluster-wide), or on a node with eviction caps or PodGroup-mode members
+    (their state lies elsewhere)."""
     if search.reclaim is not None or node in search.entangled:
-        return None
-    spec = search.specs[pod.key]
-    assert search.batch is not None
-    if kinds.wide(spec, search.batch, ledger.moves()):
         return None
     i = search.node_order[node]
     budgets = tuple(ledger.budget_left.get(b) for b in search.node_budgets(node))
-    return spec.a, pod.priority, node, sparing, ledger.version.get(i, 0), budgets
+    return (search.specs[pod.key].a, pod.priority, node, sparing, ledger.version.get(i, 0), budgets,
+            ledger.view.far_terms())
 
 
 def _select_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
@@ -783,8 +764,8 @@ def _select_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str
     reclaim takes at most each tenant's borrowed room: if what is left after the give-back takes more, the choice is
     made again from the lowest-priority units that room holds. `sparing`: every budget's pods given back first, as
     if each budget were spent already."""
-    if search.after(pod, node, ledger.moves()) is None and not _short(search, ledger.account, pod):
-        return Choice(node, (), 0, _leftover(search, ledger.moves(), pod, node))
+    if search.filter(pod, node, ledger.view) is None and not _short(search, ledger.account, pod):
+        return Choice(node, (), 0, _leftover(search, ledger.view, pod, node))
     found = _select(search, hints, ledger, pod, node, limited=False, sparing=sparing)
     if found is not None and search.reclaim is not None and ledger.account is not None:
         room, stance = search.reclaim.borrowed(ledger.account), search.reclaim.stances[pod.key]
@@ -797,7 +778,7 @@ def _select_on(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str
     if cap is not None:
         hints.capped.setdefault(pod.key, cap.source)
         return None
-    leftover = _leftover(search, ledger.moves(_leaving(search, [tuple(victims)])), pod, node)
+    leftover = _leftover(search, ledger.without([c.pod for c in victims]), pod, node)
     return Choice(node, tuple(victims), violations, leftover, _own(search, pod, victims), tuple(why))
 
 
@@ -808,7 +789,7 @@ def _select(search: Search, hints: Hints, ledger: Ledger, pod: Pod, node: str, l
     pod it may evict gone (the first kind's reason is kept for the pod's explanation), or its quota rows cannot pass."""
     room = search.reclaim.borrowed(ledger.account) if search.reclaim and ledger.account else {}
     units = _evictable_on(search, ledger, pod, node, room if limited else None)
-    rejection = search.after(pod, node, ledger.moves(_leaving(search, units)))
+    rejection = search.filter(pod, node, ledger.without([c.pod for unit in units for c in unit]))
     if rejection is not None:
         hints.blocked[pod.key][node] = rejection
         return None
@@ -830,25 +811,23 @@ def _own(search: Search, pod: Pod, victims: list[Candidate]) -> int:
 def _reprieve(search: Search, ledger: Ledger, pod: Pod, node: str, units: list[Unit], account: Account | None,
               sparing: bool = False) -> tuple[list[Candidate], int, list[str]]:
     """Give back each unit the pod does without, in upstream's order: back if every kind still passes the pod on
-    `node` with it there (those the unit sways are asked: the others passed with it gone and still do) and the quota
-    rows on `account` still pass. (victims, how many break a budget, why each
+    `node` with it there and the quota rows on `account` still pass. (victims, how many break a budget, why each
     goes: the reason the kind that needs it gone gives, or its quota row.)"""
     victims: list[Candidate] = []
     why: list[str] = []
     violations = 0
-    overlay = ledger.overlay(_leaving(search, units))
-    moves = ledger.over(overlay)  # every unit's pods leaving; a unit tried back is taken out of `overlay`
+    leaving = {c.key: c.pod for unit in units for c in unit}  # every unit's pods; a unit given back leaves this
     spec = search.specs[pod.key]
     for unit, breaks in _split_by_budget(search, units, {} if sparing else dict(ledger.budget_left), pod):
-        only = search.swaying(spec, unit)  # the pod passes every kind with `leaving` gone: only these can change that
-        before = _put_back(overlay, unit, search.node_order)
-        rejection = search.after(spec, node, moves, only) if only else None
+        back = {c.key for c in unit}
+        rejection = search.filter(spec, node, ledger.without([p for k, p in leaving.items() if k not in back]))
         if rejection is None and not _short(search, account, pod, unit):
+            for key in back:
+                del leaving[key]
             if search.reclaim is not None and account is not None:  # given back: the pod (or the whole group) stays
                 for c in unit:
                     search.reclaim.add(account, c.pod, 1)
             continue
-        overlay.update(before)
         victims.extend(unit)
         violations += breaks
         why.extend([_blocking(rejection)] * len(unit))
@@ -874,29 +853,6 @@ def _blocking(rejection: Rejection | None) -> str:
     if rejection is None:
         return "the preemptor's quota needs its room"
     return f"{rejection.plugin}: " + "; ".join(rejection.reasons)
-
-
-def _leaving(search: Search, units: list[Unit] | list[tuple[Candidate, ...]]) -> dict[int, list[Pod]]:
-    """The units' pods by node index: what a trial takes out."""
-    out: dict[int, list[Pod]] = defaultdict(list)
-    for c in (c for unit in units for c in unit):
-        out[search.node_order[c.node]].append(c.pod)
-    return dict(out)
-
-
-def _put_back(overlay: dict[int, list[Pod]], unit: Unit, order: dict[str, int]) -> dict[int, list[Pod]]:
-    """Take the unit's pods out of a trial's leaving pods (`Ledger.overlay`), in place; what the overlay held on their
-    nodes before, to restore it if they must go after all."""
-    back = {id(c.pod) for c in unit}
-    before = {i: overlay[i] for i in {order[c.node] for c in unit}}
-    for i, pods in before.items():
-        overlay[i] = [p for p in pods if id(p) not in back]
-    return before
-
-
-def _without_unit(leaving: dict[int, list[Pod]], unit: Unit) -> dict[int, list[Pod]]:
-    back = {id(c.pod) for c in unit}
-    return {i: kept for i, pods in leaving.items() if (kept := [p for p in pods if id(p) not in back])}
 
 
 def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str,
@@ -968,15 +924,11 @@ def _units_of(search: Search, candidates: list[Candidate]) -> list[Unit]:
     return out
 
 
-def _leftover(search: Search, moves: Moves, pod: Pod, node: str) -> tuple[int, int]:
-    """Free cpu and memory on `node` after `moves` and the pod: among equal choices the node left roomier (for the
+def _leftover(search: Search, view: View, pod: Pod, node: str) -> tuple[int, int]:
+    """Free cpu and memory on `node` in `view`, less the pod's: among equal choices the node left roomier (for the
     batch's next preemptors)."""
-    i, index = search.node_order[node], search.index
-
-    def left(r: str) -> int:
-        return index.free(i, r) - moves.net(i, lambda p: p.requests.get(r, 0)) - pod.requests.get(r, 0)
-
-    return left("cpu"), left("memory")
+    i = search.node_order[node]
+    return (view.free(i, "cpu") - pod.requests.get("cpu", 0), view.free(i, "memory") - pod.requests.get("memory", 0))
 
 
 def _split_by_budget(search: Search, units: list[Unit], budgets: dict[str, int], pod: Pod) -> list[tuple[Unit, int]]:
@@ -1016,10 +968,7 @@ def _evict(search: Search, ledger: Ledger, c: Candidate) -> None:
     """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
     (later choices see both)."""
     ledger.evicted[c.key] = c
-    i = search.node_order[c.node]
-    ledger.gone.setdefault(i, []).append(c.pod)
-    ledger.nodes.add(i)
-    ledger.version[i] = search.tick()
+    ledger.moved(search, search.node_order[c.node], ledger.view.moved(removed=[c.pod]))
     if search.reclaim is not None and ledger.account is not None:
         search.reclaim.add(ledger.account, c.pod, -1)
     for budget in search.budgets_of(c.pod):
@@ -1140,9 +1089,9 @@ def _solve_without(search: Search, preemptors: list[Pod], ledger: Ledger, wall: 
     gone = frozenset(ledger.evicted)
     cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone],
                       pending=list(preemptors))
-    index = search.index.changed(removed=gone)
+    view = search.view.moved(removed=[c.pod for c in ledger.evicted.values()]).settled()
     plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
-                     seed=settings.seed, index=index)
+                     seed=settings.seed, view=view)
     wall.needs = clock() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
     return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 
@@ -1199,7 +1148,7 @@ def _batch_ledger(search: Search, preemptors: list[Pod], feasible: Feasible, wal
     if not wall.affords() or not preempt_model.fits(len(running), size, wall.left()):
         return None, f"skipped: {len(running)} running pods on {size} preemptor nodes do not fit the time left", None
     settings = wall.settings
-    outcome = preempt_model.plan_together(search.cluster, search.index, preemptors, running, settings.policy,
+    outcome = preempt_model.plan_together(search.cluster, search.view, preemptors, running, settings.policy,
                                           wall.left() / 2, settings.workers, settings.seed)
     if outcome is None:
         return None, "cut short: its compile reached the time limit", None
@@ -1233,7 +1182,7 @@ def _optional(search: Search, preemptors: list[Pod], feasible: Feasible, budgets
             for c in search.by_node.get(node, ()):
                 if c.key not in chosen and search.may_evict(p, c.pod):
                     chosen.update((m.key, m) for m in search.unit_of(c))
-    full = {n.name for i, n in enumerate(search.index.nodes) if any(search.index.free(i, r) < 0 for r in n.allocatable)}
+    full = {n.name for i, n in enumerate(search.view.nodes) if any(search.view.free(i, r) < 0 for r in n.allocatable)}
     held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended or c.node in full}
     unspared = _unspared(search, chosen) if budgets != PLAIN else []
     if budgets == SPARED:
@@ -1272,15 +1221,13 @@ def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Po
     the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     placed = [preemptors[key] for key in plan.assignments]
-    come: dict[int, list[Pod]] = defaultdict(list)
-    for key, node in plan.assignments.items():
-        come[search.node_order[node]].append(preemptors[key])
-    gone = _leaving(search, [(c,) for c in ledger.evicted.values()])
+    served = Placed([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()])
+    gone = dict(ledger.evicted)
     account = _final_account(search, ledger, placed)
     needed: set[str] = set()
     for unit in _units_of(search, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
-        back = _without_unit(gone, unit)
-        blocked = _blocks(search, unit, back, dict(come))
+        back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
+        blocked = _blocks(search, unit, list(back.values()), served)
         if blocked is not None:
             for m in unit:
                 ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], _blocking(blocked[1])
@@ -1294,27 +1241,36 @@ def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Po
     return needed
 
 
-def _blocks(search: Search, unit: Unit, gone: dict[int, list[Pod]],
-            come: dict[int, list[Pod]]) -> tuple[str, Rejection | None] | None:
+@dataclass(slots=True)
+class Placed:
+    """The placed preemptors, bound where the plan puts them, and which of them the kinds asked about read beyond
+    their own node (learnt the first time each is asked: a victim elsewhere can matter to those alone)."""
+
+    pods: list[Pod]
+    reaching: dict[str, bool] = field(default_factory=dict)
+
+
+def _blocks(search: Search, unit: Unit, gone: list[Candidate], served: Placed) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
-    still leaving; `come`: the placed preemptors, each asked about without itself): one on a member's node, or one
-    anywhere whose domain-wide kinds (`Kind.wide`: spread, pod affinity, limits) the unit sways, since the re-plan
-    may have put it on another node of the domain its victim emptied: (that preemptor, the kind's rejection), or None.
-    A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection to tell)."""
-    here, batch = {search.node_order[c.node] for c in unit}, search.batch
-    assert batch is not None
-    for i, p in ((i, p) for i, pods in come.items() for p in pods):
-        if not all(search.may_evict(p, c.pod) for c in unit):
+    still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
+    member's node, or one anywhere whose verdict reads beyond its node (a domain's counts, a claim's users), since the
+    re-plan may have put it on another node of the domain its victim emptied: (that preemptor, the kind's rejection),
+    or None. A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection
+    to tell)."""
+    here = {c.node for c in unit}
+    view = search.view.moved(added=served.pods, removed=[c.pod for c in gone])
+    for p in served.pods:
+        node = p.node_name or ""
+        if not all(search.may_evict(p, c.pod) for c in unit) or (node not in here and not served.reaching.get(p.key, True)):
             continue
         if p.key not in search.specs:
-            if i in here:
+            if node in here:
                 return p.key, None
             continue
-        others = ChainMap({i: [q for q in come[i] if q is not p]}, come)
-        moves, swaying = Moves(gone, others), search.swaying(p, unit)
-        if i not in here and not any(k.wide(search.specs[p.key], batch, moves) for k in swaying):
-            continue
-        rejection = search.after(p, search.index.nodes[i].name, moves, swaying)
+        asked = view.moved(removed=[p])
+        with asked.reads() as reaching:
+            rejection = search.filter(p, node, asked)
+        served.reaching[p.key] = reaching[0]
         if rejection is not None:
             return p.key, rejection
     return None

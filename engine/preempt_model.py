@@ -3,7 +3,7 @@
 engine.preempt's search serves the preemptors one at a time, highest priority first, as upstream's DefaultPreemption
 does: one pod's best node can cost the next pod a more important victim, or more of them. Here the running pods the
 preemptors may evict on the nodes they could use become pending pods *pinned* to their node, planned beside the
-preemptors by the ordinary compile → solve path (`make_plan`, on a view of the stage's index without them), so one
+preemptors by the ordinary compile → solve path (`make_plan`, on the stage's view without them), so one
 solve decides placements and evictions together: the pinned pods the plan leaves out are the victims.
 
 A pinned pod may go only on its own node (required node affinity on the field `metadata.name`, as a DaemonSet pod's),
@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .compile import PolicyRules
-from .index import BoundState
 from .model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
 from .plan import Plan, PlanDetails, make_plan
+from .view import View
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -69,9 +69,9 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
     return size <= MAX_VARS and size <= VARS_PER_SECOND * MODEL_SHARE * seconds
 
 
-def plan_together(cluster: Cluster, index: BoundState, preemptors: list[Pod], running: list[Running],
+def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Running],
                   policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> BatchOutcome | None:
-    """Plan the preemptors and the running pods pinned to their nodes at once, on `cluster` (its index `index`)
+    """Plan the preemptors and the running pods pinned to their nodes at once, on `cluster` (its view `view`)
     without those running pods; None when compile could not check every class in `time_limit`."""
     keys = frozenset(r.pod.key for r in running)
     mine = {p.key for p in preemptors}
@@ -85,7 +85,7 @@ def plan_together(cluster: Cluster, index: BoundState, preemptors: list[Pod], ru
     batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending, gangs=gangs,
                     notes=[], skipped={})
     plan = make_plan(batch, _unpinned(policy, keys), time_limit=time_limit, workers=workers, seed=seed,
-                     index=index.changed(removed=keys))
+                     view=view.moved(removed=[r.pod for r in running]).settled())
     if plan.details.compiled is None or plan.details.compiled.problem.unchecked:
         return None
     return BatchOutcome(_theirs(plan, mine), keys - set(plan.assignments), plan.stats.status or "")

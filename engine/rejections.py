@@ -44,11 +44,28 @@ class Rejections:
     and lets a filter reject thousands of nodes in one numpy operation; the rejections are few.
     """
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, asked: np.ndarray | None = None):
         self.size = size
         self.code = np.full(size, -1, dtype=np.int32)  # per node: index into `keys`, -1 while it passes
         self.keys: list[Rejection] = []
         self._known: dict[Rejection, int] = {}
+        # the nodes a run of the filters is about (None: every node): a filter need not look at the others, and
+        # what it says of them is not kept (preemption asks about one node after each trial)
+        self.asked = asked
+        self._asked_mask: np.ndarray | None = None
+        if asked is not None:
+            self._asked_mask = np.zeros(size, dtype=bool)
+            self._asked_mask[asked] = True
+
+    @classmethod
+    def about(cls, size: int, i: int) -> Rejections:
+        """A run of the filters about node i alone (what preemption asks after each trial: kept as one entry, not an
+        array over every node)."""
+        return NodeRejections(size, i)
+
+    def nodes(self) -> np.ndarray:
+        """The nodes asked about, as positions."""
+        return np.arange(self.size) if self.asked is None else self.asked
 
     @classmethod
     def unchecked(cls, size: int) -> Rejections:
@@ -60,6 +77,8 @@ class Rejections:
     def add(self, rejection: Rejection, nodes: Nodes) -> None:
         """Reject `nodes` for this reason, unless an earlier filter already rejected them."""
         index = _indices(nodes)
+        if self._asked_mask is not None:
+            index = index[self._asked_mask[index]]
         new = index[self.code[index] < 0]
         if not new.size:
             return
@@ -104,3 +123,27 @@ def _indices(nodes: Nodes) -> np.ndarray:
     if isinstance(nodes, np.ndarray):
         return np.flatnonzero(nodes) if nodes.dtype == bool else nodes
     return np.fromiter(nodes, dtype=np.int64)
+
+
+class NodeRejections(Rejections):
+    """`Rejections` for a run about one node: the same answers, kept as that node's first rejection alone."""
+
+    def __init__(self, size: int, i: int):  # (no array over every node: a trial asks thousands of times)
+        self.size, self.i = size, i
+        self.asked = np.array([i], dtype=np.int64)
+        self.first: Rejection | None = None
+
+    def add(self, rejection: Rejection, nodes: Nodes) -> None:
+        if self.first is None and bool((_indices(nodes) == self.i).any()):
+            self.first = rejection
+
+    def rejected(self) -> np.ndarray:
+        mask = np.zeros(self.size, dtype=bool)
+        mask[self.i] = self.first is not None
+        return mask
+
+    def get(self, i: int) -> Rejection | None:
+        return self.first if i == self.i else None
+
+    def __contains__(self, i: int) -> bool:
+        return i == self.i and self.first is not None

@@ -28,12 +28,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .index import BoundState
 from .load import build_cluster
 from .model import Cluster, Gang, Pod, PodGroup, Reservation
 from .plan import make_plan
 from .planner import Options, plan_batch
 from .timeline import rfc3339
+from .view import View
 
 MODES = ("one-at-a-time", "batch", "batch-time")
 EPOCH = 1_800_000_000.0  # the virtual clock's zero, in seconds since the epoch (any fixed time serves)
@@ -201,12 +201,12 @@ class _Running:
 class _World:
     """What the replay keeps between cycles: the nodes (converted once), the jobs waiting (converted at arrival)
     and running (in start order, with a heap of their ends), their pods bound in that order and the planner's
-    index of them (engine.index: kept as jobs start and end, not worked out again by every plan), and how much of
+    view of them (engine.view: kept as jobs start and end, not worked out again by every plan), and how much of
     the reported resource is in use."""
 
     base: Cluster  # the nodes alone, as build_cluster reads them
     resource: str
-    index: BoundState
+    view: View
     waiting: list[_Models] = field(default_factory=list)
     running: dict[str, _Running] = field(default_factory=dict)  # job name -> what runs
     ends: list[tuple[float, str]] = field(default_factory=list)  # heap: (end, job name)
@@ -217,7 +217,7 @@ class _World:
     @classmethod
     def of(cls, trace: Trace) -> _World:
         base = build_cluster(_node_docs(trace), SCHEDULER)
-        return cls(base, _shared_resource(trace), BoundState.of(base.nodes, []))
+        return cls(base, _shared_resource(trace), View.of(base.nodes, []))
 
     def begin(self, started: Iterable[tuple[_Models, list[str]]], t: float) -> None:
         """The jobs that start at t, bound after those running (as a snapshot would list them)."""
@@ -228,23 +228,23 @@ class _World:
             self.used += run.use
         added = tuple(p for run in runs for p in run.pods)
         self.bound += added
-        self.index = self.index.changed(added=added) if added else self.index
+        self.view = self.view.moved(added=added).settled() if added else self.view
 
     def retire(self, t: float) -> list[tuple[float, float]]:
         """Take out the jobs that ended by t; each distinct time they ended, with what was in use from then on
         (what the usage must say between cycles)."""
-        gone: list[str] = []
+        gone: list[Pod] = []
         drops: list[tuple[float, float]] = []
         while self.ends and self.ends[0][0] <= t:
             end, name = heapq.heappop(self.ends)
             run = self.running.pop(name)
             self.used -= run.use
-            gone += [p.key for p in run.pods]
+            gone += run.pods
             if not self.ends or self.ends[0][0] > end:
                 drops.append((end, self.used))
         if gone:
             self.bound = [p for r in self.running.values() for p in r.pods]
-            self.index = self.index.changed(removed=frozenset(gone))
+            self.view = self.view.moved(removed=gone).settled()
         return drops
 
     def cluster(self, waiting: Iterable[_Models], also: Iterable[_Running], t: float, timed: bool) -> Cluster:
@@ -305,7 +305,7 @@ def _place(world: _World, t: float, mode: str, time_limit: float,
     cluster = replace(cluster, reservations=tuple(r for r in world.held if all(k in waiting for k, _ in r.pods)))
     # the replay reads no waiting pod's estimated start: none are swept for (a sweep is a dozen plans per cycle)
     options = Options(time_limit=time_limit, workers=1, preemption=False, estimated={})
-    plan = plan_batch(cluster, options=options, index=world.index)
+    plan = plan_batch(cluster, options=options, view=world.view)
     world.held = plan.reservations
     got = plan.assignments
     return [(m, [got[p.key] for p in m.pods]) for m in world.waiting
@@ -318,7 +318,7 @@ def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> l
     either: with `prune` it is not planned."""
     placed: list[tuple[_Models, list[str]]] = []
     now: list[_Running] = []
-    index = world.index
+    view = world.view
     failed: dict[tuple[tuple[str, str], ...], int] = {}  # requests -> fewest pods that did not fit this cycle
     for models in sorted(world.waiting, key=lambda m: (-m.job.priority, m.job.arrival, m.job.name)):
         job = models.job
@@ -326,12 +326,12 @@ def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> l
         if prune and failed.get(shape, math.inf) <= job.pods:
             continue
         cluster = world.cluster([models], now, t, timed=False)
-        got = make_plan(cluster, time_limit=time_limit, workers=1, index=index).assignments
+        got = make_plan(cluster, time_limit=time_limit, workers=1, view=view).assignments
         if all(p.key in got for p in models.pods):
             nodes = [got[p.key] for p in models.pods]
             placed.append((models, nodes))
             now.append(_running(models, tuple(nodes), t, world.resource))
-            index = index.changed(added=now[-1].pods)
+            view = view.moved(added=now[-1].pods).settled()
         else:
             failed[shape] = min(job.pods, failed.get(shape, job.pods))
     return placed

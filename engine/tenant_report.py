@@ -123,6 +123,6 @@ def of_plan(plan: Plan, cluster: Cluster) -> list[TenantLine]:
     evicted = frozenset(v.pod for v in plan.evictions)
     if compiled is None:
         return report(planned.quotas, planned.bound, placed, cluster_allocatable(planned.nodes), left, evicted)
-    index = compiled.bound.usage  # the cluster's allocatable from the index's matrix, as the quota rows read it
-    allocatable = {r: int(index.allocatable[:, k].sum()) for r, k in index.names.items()}
+    rows = compiled.view.usage  # the cluster's allocatable from the view's matrix, as the quota rows read it
+    allocatable = {r: int(rows.allocatable[:, k].sum()) for r, k in rows.names.items()}
     return report(planned.quotas, planned.bound, placed, allocatable, left, evicted, compiled.usage)

@@ -2,10 +2,10 @@
 
 The cluster at time t is today's with the running pods that end by t gone and each held reservation's pods bound
 where they are to start (their room is theirs from then on). Every bound pod's end is worked out once, as an
-array over the index's positions (from its per-pod columns, which the loop's cache keeps), and each time asked is
-a view of the index (`BoundState.ending`): at 50,000 running pods, parsing start times and copying pod lists per
-step and pod was most of a plan with time. `enough` answers from capacity alone, so the shadow search plans only
-where resources already suffice.
+array over the table's positions (from its per-pod columns, which the loop's cache keeps), and each time asked is
+a view of the table without the pods ended by then (`View.without`): at 50,000 running pods, parsing start times
+and copying pod lists per step and pod was most of a plan with time. `enough` answers from capacity alone, so the
+shadow search plans only where resources already suffice.
 """
 
 from __future__ import annotations
@@ -16,19 +16,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .index import BoundState
 from .ir import PlacementRules
 from .model import Cluster, Pod, Reservation
 from .plan import make_plan
+from .tables import FEW
 from .timeline import ends
+from .view import View
 
 NEVER = float("inf")
-FEW = 64  # pods gone by a time counted one by one; past it, summed per node from the index's request columns
 Runtimes = Callable[[Pod], int | None]
 
 
-def end_times(base: BoundState, now: float, runtimes: Runtimes | None = None) -> np.ndarray:
-    """When each of the index's pods ends at the latest (engine.timeline.ends; inf: no bound): from the index's
+def end_times(base: View, now: float, runtimes: Runtimes | None = None) -> np.ndarray:
+    """When each of the view's pods ends at the latest (engine.timeline.ends; inf: no bound): from the table's
     lifetimes, or pod by pod where the policies give runtimes the pods' specs do not."""
     if runtimes is None:
         starts, bounds = base.lifetimes()
@@ -45,7 +45,7 @@ class Later:
     """A cluster's answers at times t ≥ now: where pods would go, and whether capacity alone could take them."""
 
     cluster: Cluster
-    base: BoundState  # the bound pods' index, now
+    base: View  # the bound pods, now
     placement: PlacementRules | None
     time_limit: float  # per plan asked
     seed: int
@@ -55,12 +55,13 @@ class Later:
     position: dict[str, int]  # node name -> position
 
     @classmethod
-    def of(cls, cluster: Cluster, base: BoundState, placement: PlacementRules | None, time_limit: float,
+    def of(cls, cluster: Cluster, base: View, placement: PlacementRules | None, time_limit: float,
            seed: int, runtimes: Runtimes | None = None) -> Later:
-        """`base` is the index of the cluster's bound pods, `runtimes` the policies' estimates the cluster's were
-        given (engine.timeline.with_estimates), which the index's pods may lack. Pods bound to nodes the index
+        """`base` is the view of the cluster's bound pods, `runtimes` the policies' estimates the cluster's were
+        given (engine.timeline.with_estimates), which the view's pods may lack. Pods bound to nodes the view
         does not know are left out at later times (they hold no room)."""
         assert cluster.now is not None
+        base = base.settled()
         return cls(cluster, base, placement, time_limit, seed, end_times(base, cluster.now, runtimes),
                    {p.key: p for p in cluster.pending}, base.node_array(), base.positions())
 
@@ -74,10 +75,10 @@ class Later:
               ) -> dict[str, str]:
         """Where `pods` go at t, beside `held` and `running` (pods bound, each on its node_name, while they run)."""
         extra = (*self._reserved(held), *running)
-        view = self.base.ending(self.ends <= t, extra)
+        view = self.base.without(self.ends <= t, extra)
         at = replace(self.cluster, bound=view.pods, pending=list(pods))
         return make_plan(at, self.placement, time_limit=self.time_limit, workers=1, seed=self.seed,
-                         preference_limit=0.0, index=view).assignments
+                         preference_limit=0.0, view=view).assignments
 
     def enough(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Pod] = ()) -> bool:
         """Whether the nodes' free capacity at t could hold `pods` at all: each shape of request counted in the
@@ -124,10 +125,10 @@ class Later:
             asked[only] = True
             gone &= asked[where]
         positions = np.flatnonzero(gone)
-        if len(positions) > FEW:  # from the index's request columns, summed per node
-            free += self.base.summed(gone)
+        if len(positions) > FEW:  # from the table's request columns, summed per node
+            free += self.base.table.summed(gone)
         else:
-            pods = self.base.pods
+            pods = self.base.table.pods
             for k in positions.tolist():
                 for r, v in pods[k].requests.items():
                     if r in names:

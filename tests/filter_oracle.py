@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from engine.index import BoundState
 from engine.ir import Constraint, CountLimit, NodeRule, PodProximity, Source, SpreadRule, Tolerations
 from engine.kinds import count_limit, node_affinity, pod_affinity, ports, resources, spread, taints, unschedulable
 from engine.model import HARD_EFFECTS, Node, Pod, PodAffinityTerm, Toleration, tolerated
 from engine.rejections import Rejection
+from engine.view import View
 
 
 @dataclass(slots=True)
@@ -32,7 +32,7 @@ class ClassFacts:
     limit_blocked: dict[tuple[str, int, Source], set[str]]
 
     @classmethod
-    def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState, batch_support: bool) -> ClassFacts:
+    def of(cls, pod: Pod, constraints: tuple[Constraint, ...], bound: View, batch_support: bool) -> ClassFacts:
         tolerations = tuple(t for c in constraints if isinstance(c, Tolerations) for t in c.tolerations)
         node_rules = tuple(c for c in constraints if isinstance(c, NodeRule) and c.weight is None)
         hard = [c for c in constraints if isinstance(c, PodProximity) and c.weight is None]
@@ -41,7 +41,7 @@ class ClassFacts:
             if c.anti:
                 anti_own[(c.term.topology_key, c.source if c.source.policy else None)] |= bound.domains_with(c.term)
         anti_existing: dict[str, set[str]] = defaultdict(set)
-        for term, i in bound.anti_terms:
+        for term, i in bound.anti_terms():
             value = bound.nodes[i].labels.get(term.topology_key)
             if value is not None and term.matches(pod):
                 anti_existing[term.topology_key].add(value)
@@ -60,33 +60,33 @@ class ClassFacts:
                    dict(limit_blocked))
 
 
-def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def node_unschedulable(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     if node.unschedulable and not tolerated(f.tolerations, unschedulable.CORDON):
         return Rejection("NodeUnschedulable", (unschedulable.ERR_REASON,), resolvable=False)
     return None
 
 
-def taint_toleration(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def taint_toleration(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     for taint in node.taints:
         if taint.effect in HARD_EFFECTS and not tolerated(f.tolerations, taint):
             return Rejection("TaintToleration", (taints.untolerated(taint),), resolvable=False)
     return None
 
 
-def node_affinity_filter(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def node_affinity_filter(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     for rule in f.node_rules:
         if not rule.predicate.matches(node):
             return node_affinity.rejection(rule)
     return None
 
 
-def node_ports(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
-    if any(p.conflicts(q) for p in f.sample.host_ports for q in bound.ports[i]):
+def node_ports(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
+    if any(p.conflicts(q) for p in f.sample.host_ports for q in bound.ports_on(i)):
         return Rejection("NodePorts", (ports.ERR_REASON,))
     return None
 
 
-def resources_fit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def resources_fit(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     short = resources.shortages(f.sample.requests, lambda r: bound.free(i, r))
     if not short:
         return None
@@ -94,7 +94,7 @@ def resources_fit(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejec
     return Rejection("NodeResourcesFit", tuple(short), resolvable=not hopeless)
 
 
-def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     labels = node.labels
     for key, values in f.anti_blocked.items():
         if labels.get(key) in values:
@@ -111,13 +111,13 @@ def inter_pod_affinity(f: ClassFacts, node: Node, i: int, bound: BoundState) -> 
     return None
 
 
-def topology_spread(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def topology_spread(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     if any(k not in node.labels for k in f.spread_keys):
         return Rejection("PodTopologySpread", (spread.ERR_REASON_LABEL,), resolvable=False)
     return None
 
 
-def count_limit_filter(f: ClassFacts, node: Node, i: int, bound: BoundState) -> Rejection | None:
+def count_limit_filter(f: ClassFacts, node: Node, i: int, bound: View) -> Rejection | None:
     for (key, most, source), held in f.limit_blocked.items():
         if node.labels.get(key) in held:
             return Rejection("CountLimit", (count_limit.full(key, most, str(source)),), source=source)
@@ -128,7 +128,7 @@ FILTERS = (node_unschedulable, taint_toleration, node_affinity_filter, node_port
            topology_spread, count_limit_filter)
 
 
-def rejection(f: ClassFacts, i: int, bound: BoundState) -> Rejection | None:
+def rejection(f: ClassFacts, i: int, bound: View) -> Rejection | None:
     """The first filter's rejection of node i, or None if the node passes."""
     node = bound.nodes[i]
     for check in FILTERS:
@@ -140,11 +140,11 @@ def rejection(f: ClassFacts, i: int, bound: BoundState) -> Rejection | None:
 
 # --- upstream's Filter for one pod given the bound pods alone (what preemption asks after its moves) ---------------
 
-def _value(bound: BoundState, i: int, key: str) -> str | None:
+def _value(bound: View, i: int, key: str) -> str | None:
     return bound.nodes[i].labels.get(key)
 
 
-def spread_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState, i: int) -> Rejection | None:
+def spread_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: View, i: int) -> Rejection | None:
     """PodTopologySpread's Filter: a node without a hard constraint's key is rejected; else the skew of node i's domain
     (its matching pods in the pod's namespace, plus the pod if it matches, less the fewest of any eligible domain, or
     0 with fewer domains than minDomains) must not exceed maxSkew. Eligible nodes pass the pod's node affinity (and
@@ -168,7 +168,7 @@ def spread_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: BoundSta
         for j in eligible:
             value = _value(bound, j, s.topology_key)
             assert value is not None
-            counts[value] += sum(1 for p in bound.pods_on[j] if p.namespace == pod.namespace and s.selector.matches(p.labels))
+            counts[value] += sum(1 for p in bound.pods_on(j) if p.namespace == pod.namespace and s.selector.matches(p.labels))
         fewest = 0 if len(counts) < (s.min_domains or 1) else min(counts.values())
         here = counts[_value(bound, i, s.topology_key) or ""] + int(s.selector.matches(pod.labels))
         if here - fewest > s.max_skew:
@@ -176,12 +176,12 @@ def spread_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: BoundSta
     return None
 
 
-def pod_affinity_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: BoundState, i: int) -> Rejection | None:
+def pod_affinity_filter(pod: Pod, constraints: tuple[Constraint, ...], bound: View, i: int) -> Rejection | None:
     """InterPodAffinity's Filter: no bound pod in node i's domain whose required anti-affinity matches the pod, none the
     pod's own required anti-affinity matches, and for its required affinity a bound pod matching every term in node
     i's domain of each — or, upstream's first pod of a series, no such pod anywhere, the pod matching its own terms
     and node i carrying every term's key."""
-    placed = [(j, p) for j, pods in enumerate(bound.pods_on) for p in pods]
+    placed = [(j, p) for j in range(len(bound.nodes)) for p in bound.pods_on(j)]
     for j, p in placed:
         for t in p.anti_affinity_required:
             v = _value(bound, j, t.topology_key)

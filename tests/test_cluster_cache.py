@@ -3,7 +3,7 @@
 Hypothesis drives a store through random watch deltas (nodes, pods pending, bound, finished or deleted, namespaces,
 PriorityClasses, PodGroups, budgets, claims) and assumptions; after each step the cache's snapshot of the pending
 batch must equal `build_cluster` over the store's snapshot: the same nodes in the same order, the same bound,
-pending and skipped pods (gangs, volumes, priorities resolved alike), the same budgets and refusals, and an index
+pending and skipped pods (gangs, volumes, priorities resolved alike), the same budgets and refusals, and a view
 that says what a fresh one says.
 """
 
@@ -16,14 +16,15 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.index import BoundState, PodColumns
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.store import Store, pod_key, source_name
 from engine.model import LabelSelector, Pod, PodAffinityTerm, Quota
 from engine.objects import NATIVE_POD_GROUP
 from engine.preempt import lowest_running
+from engine.tables import PodColumns
 from engine.tenants import Usage
+from engine.view import View
 from testkit.manifests import (
     POD_GROUP_LABEL,
     ZONE_KEY,
@@ -197,24 +198,26 @@ def same_cluster(world: World) -> None:
         expected.pod_groups, expected.native_groups, expected.namespaces)
     assert cluster.devices == expected.devices  # claims an assumed pod allocates show allocated, until its bind is seen
     assert got.lowest == lowest_running(expected)
-    fresh = BoundState.of(expected.nodes, expected.bound)
-    assert got.index.used == fresh.used
-    assert sorted(p.key for p in got.index.pods) == sorted(p.key for p in fresh.pods)
-    assert sorted(map(repr, got.index.anti_terms)) == sorted(map(repr, fresh.anti_terms))
-    assert [sorted(map(repr, ports)) for ports in got.index.ports] == [sorted(map(repr, ports)) for ports in fresh.ports]
-    assert all(p.node_name == fresh.nodes[i].name for p, i in zip(got.index.pods, got.index.node_of))
-    for i in range(len(fresh.nodes)):
+    fresh = View.of(expected.nodes, expected.bound)
+    view, table = got.view, got.view.table
+    every = range(len(fresh.nodes))
+    assert [view.used_on(i) for i in every] == [fresh.used_on(i) for i in every]
+    assert sorted(p.key for p in view.pods) == sorted(p.key for p in fresh.pods)
+    assert sorted(map(repr, view.anti_terms())) == sorted(map(repr, fresh.anti_terms()))
+    assert [sorted(map(repr, view.ports_on(i))) for i in every] == [sorted(map(repr, fresh.ports_on(i))) for i in every]
+    assert all(p.node_name == fresh.nodes[i].name for i, p in view.placed())
+    for i in every:
         for r in fresh.usage.names:
-            assert got.index.free(i, r) == fresh.free(i, r)
-    kept, read = got.index.pod_columns(), PodColumns.of(got.index.pods, got.index.usage.names)  # by position
-    assert kept.size == read.size == len(got.index.pods)
+            assert view.free(i, r) == fresh.free(i, r)
+    kept, read = table.pod_columns(), PodColumns.of(table.pods, table.usage.names)  # by position
+    assert kept.size == read.size == len(table.pods)
     for ours, theirs in zip((kept.amounts, kept.named, kept.starts, kept.runtimes),
                             (read.amounts, read.named, read.starts, read.runtimes)):
         np.testing.assert_array_equal(ours[:kept.size], theirs)
     for ns in ("default", "team", "absent"):  # the kept namespace codes find a namespace's pods as a walk would
         everyone = PodAffinityTerm(LabelSelector(), frozenset({ns}), "kubernetes.io/hostname")
-        walk = [(i, p.key) for p, i in zip(got.index.pods, got.index.node_of) if p.namespace == ns]
-        assert [(i, p.key) for i, p in got.index.matching(everyone)] == walk
+        walk = [(i, p.key) for i, p in view.placed() if p.namespace == ns]
+        assert [(i, p.key) for i, p in view.matching(everyone)] == walk
 
 
 def setup() -> list[tuple[str, str, dict]]:
@@ -358,7 +361,7 @@ def test_a_gang_mark_of_one_cycle_does_not_outlive_its_pending_member() -> None:
 
 
 def test_placed_pods_with_equal_anti_affinity_terms_share_one_term_object() -> None:
-    """Each cycle groups the placed pods' required anti-affinity terms in a dict (BoundState.anti_domains): equal
+    """Each cycle groups the placed pods' required anti-affinity terms in a dict (View.anti_domains): equal
     terms the cache converted apart are made one object there, so they compare by identity; a different term
     stays its own, and the domains each term holds are what a fresh index says (same_cluster)."""
     from testkit.manifests import anti, term
@@ -372,7 +375,7 @@ def test_placed_pods_with_equal_anti_affinity_terms_share_one_term_object() -> N
     snap = world.cache.snapshot(world.batch(), SCHEDULER, None)
     terms = {p.name: p.anti_affinity_required[0] for p in snap.cluster.bound}
     assert terms["web-1"] is terms["web-2"] and terms["web-1"] is not terms["db-1"]
-    held = dict(snap.index.anti_domains())
+    held = dict(snap.view.anti_domains())
     assert held[terms["web-1"]] == {"n1", "n2"} and held[terms["db-1"]] == {"n3"}
     same_cluster(world)
     pool = world.cache._terms
@@ -414,7 +417,7 @@ def test_one_ledger_of_assumptions_ends_them_for_the_store_and_the_cache_alike()
     assert not world.store.is_assumed("default/p")
     snap = world.cache.snapshot(world.batch(), SCHEDULER, None)
     assert snap.cluster.bound == [] and [p.key for p in snap.cluster.pending] == ["default/p"]
-    assert snap.index.free(0, "cpu") == 1000
+    assert snap.view.free(0, "cpu") == 1000
     same_cluster(world)
 
 

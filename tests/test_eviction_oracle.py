@@ -1,15 +1,14 @@
-"""What an eviction frees, held against the cluster with the eviction made (issue 48, point 1).
+"""What an eviction frees, held against the cluster with the eviction made (issue 48, points 1 and 3).
 
-Preemption asks each kind about a node once pods have left and arrived (`Kind.after` over `Moves`: upstream's Filter
-after RemovePod/AddPod). The oracle is the same question asked of the cluster where those moves already happened:
-the bound pods without the leaving ones and with the arriving ones bound. The two must agree node by node for every
-kind eviction can sway, whatever the moves. Where a kind's static filter is its whole Filter (room, ports, limits,
-reservations, volumes), that filter on the moved cluster is the oracle too; for spread and pod affinity the plain
-per-node functions of tests/filter_oracle.py are.
+Preemption asks each kind about a node on a view of the trial (`View.moved`: pods gone and added, upstream's Filter
+after RemovePod/AddPod). The oracle is the same filter on the cluster where those moves already happened: the bound
+pods without the leaving ones and with the arriving ones bound, read into tables of their own. The two must agree
+node by node for every kind pods can sway, whatever the moves. Where a kind's static filter is its whole Filter
+(room, ports, limits, reservations, volumes), the batch's filter on the moved cluster is the oracle too; for spread
+and pod affinity the plain per-node functions of tests/filter_oracle.py are.
 
-The caching contracts preemption relies on are held the same way: a kind that says moves on other nodes cannot
-change a node's verdict (`wide` False) must give the same verdict with those moves dropped, and a pod a kind says
-it is not swayed by (`sways` False) must not change any verdict by leaving or arriving.
+What preemption reads off a view about its own questions is held the same way: an answer whose questions did not
+reach beyond the node asked about (`View.reads`) is the same with the moves on other nodes dropped.
 """
 from __future__ import annotations
 
@@ -21,15 +20,14 @@ from hypothesis import strategies as st
 import filter_oracle
 from engine import kinds
 from engine.compile import compile_cluster
-from engine.index import BoundState
 from engine.ir import Rules
-from engine.kinds import Moves
 from engine.kinds.context import Batch, ClassMatcher, ClassSpec
 from engine.load import build_cluster
-from engine.model import Cluster, Pod, Reservation
+from engine.model import Cluster, Reservation
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
 from engine.rejections import Rejections
+from engine.view import View
 from testkit.manifests import claim, csinode, mounts, node, pod, storage_class, volume
 
 HOST = "kubernetes.io/hostname"
@@ -118,8 +116,7 @@ def _timed(doc: dict, deadline: int | None) -> dict:
 
 
 class Scene:
-    """One scene built: the cluster, the class asked about, the moves by node index, and the kinds' answers asked
-    either way."""
+    """One scene built: the cluster, the class asked about, its view and the view with the moves made."""
 
     def __init__(self, docs: list[dict], limited: bool, leaving: list[tuple[str, int]], coming: list[tuple[int, int]],
                  reserved: bool) -> None:
@@ -131,37 +128,26 @@ class Scene:
                 Reservation("default/held", (("default/held", "n0"),), NOW + 1800, (("n0", (("nvidia.com/gpu", 2),)),)),))
         asked = next(p for p in cluster.pending if p.name == "asked")
         self.cluster = replace(cluster, pending=[asked])
-        self.index = BoundState.of(cluster.nodes, cluster.bound)
-        self.position = self.index.positions()
+        self.view = View.of(cluster.nodes, cluster.bound)
+        self.position = self.view.positions()
         arriving = {p.name: p for p in cluster.pending if p.name.startswith("come")}
-        gone: dict[int, list[Pod]] = {}
-        for name, _ in leaving:
-            p = next(b for b in cluster.bound if b.name == name)
-            gone.setdefault(self.position[p.node_name or ""], []).append(p)
-        come: dict[int, list[Pod]] = {}
-        for k, i in coming:
-            come.setdefault(i, []).append(arriving[f"come{k}"])
-        self.moves = Moves(gone, come)
-        self.spec = self._spec(self.cluster, self.index)
+        names = [n.name for n in cluster.nodes]
+        self.gone = [next(b for b in cluster.bound if b.name == name) for name, _ in leaving]
+        self.come = [replace(arriving[f"come{k}"], node_name=names[i]) for k, i in coming]
+        self.spec = self._spec(self.cluster, self.view)
+        self.trial = self.view.moved(added=self.come, removed=self.gone)
 
-    def _spec(self, cluster: Cluster, index: BoundState) -> ClassSpec:
-        compiled = compile_cluster(cluster, self.rules.placement, index=index)
+    def _spec(self, cluster: Cluster, view: View) -> ClassSpec:
+        compiled = compile_cluster(cluster, self.rules.placement, view=view)
         info = compiled.classes[0]
         return ClassSpec(0, info.sample, info.constraints)
 
-    def batch(self) -> Batch:
-        return Batch(self.cluster, self.index, [self.spec.constraints], ClassMatcher([self.spec.sample]))
-
-    def moved(self, moves: Moves) -> tuple[Batch, ClassSpec]:
-        """The cluster with `moves` made: the leaving pods gone, the arriving ones bound where they come."""
-        leaving = {id(p) for _, p in moves.gone_pods()}
-        names = [n.name for n in self.index.nodes]
-        bound = [p for p in self.cluster.bound if id(p) not in leaving]
-        bound += [replace(p, node_name=names[i]) for i, p in moves.come_pods()]
-        cluster = replace(self.cluster, bound=bound)
-        index = BoundState.of(cluster.nodes, bound)
-        spec = self._spec(cluster, index)
-        return Batch(cluster, index, [spec.constraints], ClassMatcher([spec.sample])), spec
+    def moved(self) -> tuple[Cluster, View, ClassSpec]:
+        """The cluster with the moves made, and its own view: the leaving pods gone, the arriving ones bound."""
+        leaving = {p.key for p in self.gone}
+        cluster = replace(self.cluster, bound=[p for p in self.cluster.bound if p.key not in leaving] + self.come)
+        view = View.of(cluster.nodes, cluster.bound)
+        return cluster, view, self._spec(cluster, view)
 
 
 def _scene(case, reserved: bool) -> Scene:
@@ -169,8 +155,8 @@ def _scene(case, reserved: bool) -> Scene:
     return Scene(docs, limited, leaving, coming, reserved)
 
 
-def _verdicts(kind, spec: ClassSpec, batch: Batch, moves: Moves) -> list[bool]:
-    return [kind.after(spec, batch, i, moves) is not None for i in range(len(batch.index.nodes))]
+def _verdicts(kind, spec: ClassSpec, batch: Batch) -> list[bool]:
+    return [kinds.filter_node(spec, batch, i, (kind,)) is not None for i in range(len(batch.view.nodes))]
 
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -178,84 +164,63 @@ PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[Heal
 
 @PROPERTY
 @given(scenes(), st.booleans())
-def test_each_kinds_answer_after_moves_is_its_answer_on_the_cluster_with_the_moves_made(case, reserved) -> None:
+def test_each_kinds_answer_on_a_trial_is_its_answer_on_the_cluster_with_the_moves_made(case, reserved) -> None:
     scene = _scene(case, reserved)
-    moved, spec = scene.moved(scene.moves)
-    for kind in kinds.MOVED:
-        delta = _verdicts(kind, scene.spec, scene.batch(), scene.moves)
-        fresh = _verdicts(kind, spec, moved, Moves({}, {}))
-        assert delta == fresh, kind.name
+    cluster, view, spec = scene.moved()
+    for kind in kinds.READ_PODS:
+        trial = _verdicts(kind, scene.spec, Batch.alone_on(scene.cluster, scene.trial))
+        fresh = _verdicts(kind, spec, Batch.alone_on(cluster, view))
+        assert trial == fresh, kind.name
 
 
 @PROPERTY
 @given(scenes(), st.booleans())
-def test_a_whole_filter_on_the_moved_cluster_agrees_with_after(case, reserved) -> None:
-    """Where a kind's static filter is its whole Filter, `after` with no moves is that filter node by node: the first
-    of those kinds (in filter order) to reject a node is the same either way. (A filter may leave out what an earlier
-    kind already rejects: a reservation binds nothing where the node's own room is less than it leaves.)"""
+def test_a_whole_filter_in_a_batch_on_the_moved_cluster_agrees_with_the_trial(case, reserved) -> None:
+    """Where a kind's static filter is its whole Filter, compile's run of it (a batch, no changes) on the moved
+    cluster and a trial's (a pod alone, the changes laid over the table) agree: the first of those kinds (in filter
+    order) to reject a node is the same either way."""
     scene = _scene(case, reserved)
-    moved, spec = scene.moved(scene.moves)
-    whole = [kind for kind in kinds.MOVED if kind.name in WHOLE_FILTER]
-    size = len(moved.index.nodes)
-    filtered: list[str | None] = [None] * size
-    for kind in reversed(whole):
-        out = Rejections(size)
-        kind.filter(spec, moved, out)
-        for i in range(size):
-            if out.code[i] >= 0:
-                filtered[i] = kind.name
-    asked = [next((k.name for k in whole if k.after(spec, moved, i, Moves({}, {})) is not None), None) for i in range(size)]
+    cluster, view, spec = scene.moved()
+    whole = [kind for kind in kinds.READ_PODS if kind.name in WHOLE_FILTER]
+    size = len(view.nodes)
+    batch = Batch(cluster, view, [spec.constraints], ClassMatcher([spec.sample]))
+    out = Rejections(size)
+    for kind in whole:
+        kind.filter(spec, batch, out)
+    filtered = [None if (r := out.get(i)) is None else r.plugin for i in range(size)]
+    alone = Batch.alone_on(scene.cluster, scene.trial)
+    asked = [None if (r := kinds.filter_node(scene.spec, alone, i, tuple(whole))) is None else r.plugin
+             for i in range(size)]
     assert asked == filtered
 
 
 @PROPERTY
 @given(scenes())
-def test_spread_and_pod_affinity_after_moves_match_the_plain_per_node_filters(case) -> None:
+def test_spread_and_pod_affinity_on_a_trial_match_the_plain_per_node_filters(case) -> None:
     """Upstream's PodTopologySpread and InterPodAffinity Filter for one pod, written plainly node by node
     (tests/filter_oracle.py), on the cluster with the moves made."""
     scene = _scene(case, False)
-    moved, spec = scene.moved(scene.moves)
-    index = moved.index
+    _, view, spec = scene.moved()
     for name, plain in (("PodTopologySpread", filter_oracle.spread_filter),
                         ("InterPodAffinity", filter_oracle.pod_affinity_filter)):
         kind = kinds.BY_NAME[name]
-        delta = _verdicts(kind, scene.spec, scene.batch(), scene.moves)
-        assert delta == [plain(spec.sample, spec.constraints, index, i) is not None for i in range(len(index.nodes))], name
-
-
-def _only_on(moves: Moves, i: int) -> Moves:
-    return Moves({i: list(moves.gone_from(i))} if moves.gone_from(i) else {},
-                 {i: list(moves.come_to(i))} if moves.come_to(i) else {})
+        trial = _verdicts(kind, scene.spec, Batch.alone_on(scene.cluster, scene.trial))
+        assert trial == [plain(spec.sample, spec.constraints, view, i) is not None for i in range(len(view.nodes))], name
 
 
 @PROPERTY
 @given(scenes(), st.booleans())
-def test_a_kind_that_is_not_wide_answers_for_a_node_from_that_nodes_moves_alone(case, reserved) -> None:
-    """`wide` False promises that moves on other nodes cannot change a node's verdict: preemption then reuses a
-    node's answer while only other nodes change."""
+def test_an_answer_that_read_no_other_node_stands_without_the_moves_elsewhere(case, reserved) -> None:
+    """`View.reads` says whether a kind's answer for a node read beyond it (a domain's counts, a claim's users
+    anywhere): when it did not, the moves on other nodes cannot change it."""
     scene = _scene(case, reserved)
-    batch = scene.batch()
-    for kind in kinds.MOVED:
-        if kind.wide(scene.spec, batch, scene.moves):
-            continue
-        for i in range(len(batch.index.nodes)):
-            assert ((kind.after(scene.spec, batch, i, scene.moves) is None)
-                    == (kind.after(scene.spec, scene.batch(), i, _only_on(scene.moves, i)) is None)), (kind.name, i)
-
-
-@PROPERTY
-@given(scenes(), st.booleans())
-def test_a_pod_a_kind_is_not_swayed_by_changes_none_of_its_verdicts(case, reserved) -> None:
-    """`sways` False promises that the pod leaving (or arriving) cannot change the kind's verdict anywhere:
-    preemption asks only the swayed kinds again when it gives a unit back."""
-    scene = _scene(case, reserved)
-    batch = scene.batch()
-    leaving = {id(p) for _, p in scene.moves.gone_pods()}
-    for kind in kinds.MOVED:
-        for p in scene.cluster.bound:
-            if id(p) in leaving or kind.sways(scene.spec, batch, p):
+    for kind in kinds.READ_PODS:
+        for i in range(len(scene.view.nodes)):
+            with scene.trial.reads() as reached:
+                verdict = kinds.filter_node(scene.spec, Batch.alone_on(scene.cluster, scene.trial), i, (kind,))
+            if reached[0]:
                 continue
-            i = scene.position[p.node_name or ""]
-            more = Moves({**scene.moves.gone, i: [*scene.moves.gone_from(i), p]}, scene.moves.come)
-            assert (_verdicts(kind, scene.spec, batch, scene.moves)
-                    == _verdicts(kind, scene.spec, scene.batch(), more)), (kind.name, p.name)
+            here = scene.view.moved(added=[p for p in scene.come if scene.position[p.node_name] == i],
+                                    removed=[p for p in scene.gone if scene.position[p.node_name] == i])
+            alone = kinds.filter_node(scene.spec, Batch.alone_on(scene.cluster, here), i, (kind,))
+            assert (verdict is None) == (alone is None), (kind.name, i)

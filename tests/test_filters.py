@@ -18,10 +18,10 @@ from strategies import clusters
 def test_bulk_rejections_equal_per_node_rejections(docs):
     compiled = compile_cluster(build_cluster([("test", d) for d in docs]))
     rules = [info.constraints for info in compiled.classes]
-    batch = Batch(compiled.cluster, compiled.bound, rules, ClassMatcher([info.sample for info in compiled.classes]))
+    batch = Batch(compiled.cluster, compiled.view, rules, ClassMatcher([info.sample for info in compiled.classes]))
     for a, info in enumerate(compiled.classes):
-        facts = ClassFacts.of(info.sample, info.constraints, compiled.bound, Series.of(batch).batch_can_support(a))
+        facts = ClassFacts.of(info.sample, info.constraints, compiled.view, Series.of(batch).batch_can_support(a))
         one_by_one = {i: why for i in range(len(compiled.cluster.nodes))
-                      if (why := rejection(facts, i, compiled.bound)) is not None}
+                      if (why := rejection(facts, i, compiled.view)) is not None}
         assert info.rejected.as_dict() == one_by_one
         assert all(info.rejected.get(i) == why for i, why in one_by_one.items())

@@ -1,5 +1,5 @@
 """Every constraint kind takes part in eviction (issue 26, point 1): per kind, a case where only evicting a
-lower-priority pod clears that kind's rejection (it fails when the kind's `after` hook is dropped: see
+lower-priority pod clears that kind's rejection (it fails when the kind is not asked again on the trial's view: see
 `test_each_case_needs_its_kinds_hook`), and one where eviction cannot help, told in upstream's words."""
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_only_evicting_the_lower_priority_pod_places_it(case: str) -> None:
 
 def searched(docs: list[dict]):
     """The plan after preemption by the per-pod search alone (the batch model off: it compiles every kind's rows, so it
-    would make the room without any kind's `after`)."""
+    would make the room without the search asking any kind about its trials)."""
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
     first = make_plan(cluster, time_limit=2, workers=1)
     clock = StoppedClock()  # the deadline never passes: what the search does, not how fast this machine does it
@@ -112,11 +112,12 @@ def searched(docs: list[dict]):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_each_case_needs_its_kinds_hook(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search makes the room with the kind's `after` and not without it: the hook, not something else, makes it."""
+    """The search makes the room by asking the kind about its trials, and not without: the kind, not something else,
+    makes it."""
     name, victim, docs = CASES[case]
     assert victims(searched(docs())) == {victim}
     kind = kinds.BY_NAME[name]
-    monkeypatch.setattr(kinds, "MOVED", tuple(k for k in kinds.MOVED if k is not kind))
+    monkeypatch.setattr(kinds, "READ_PODS", tuple(k for k in kinds.READ_PODS if k is not kind))
     plan = searched(docs())
     assert "default/high" not in plan.assignments or not plan.evictions
 
@@ -251,23 +252,8 @@ def crowded_clusters(draw) -> list[dict]:
 def test_every_plan_with_evictions_holds_for_every_kind(docs) -> None:
     plan = plan_for(*docs)  # plan_for checks the plan in the order things happen (testkit.checker.check_in_order)
     pods = {f"{d['metadata']['namespace']}/{d['metadata']['name']}": d for d in docs if d["kind"] == "Pod"}
-    local = tuple(k.name for k in kinds.MOVED if type(k).wide is kinds.Kind.wide)  # kinds reading their node alone
+    local = ("NodeResourcesFit", "NodePorts", "NodeVolumeLimits", "Reservations")  # kinds reading their node alone
     for preemptor, p in plan.preemptions.items():
         for v in p.victims:  # on its preemptor's node, unless a domain-wide kind (spread, affinity) needs it gone
             assert v.why and (pods[v.pod]["spec"]["nodeName"] == p.node or not v.why.startswith(local))
             assert pods[v.pod]["spec"].get("priority", 0) < pods[preemptor]["spec"]["priority"]
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(docs=crowded_clusters())
-def test_a_nodes_answer_reused_while_it_stands_changes_nothing(docs, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The search reuses a node's answer for a class until that node, the budgets over its pods or (for kinds that
-    read a domain) anything else changes: the same plan as asking every node afresh."""
-    from engine import preempt as stage
-
-    reused = searched(docs)
-    with monkeypatch.context() as m:
-        m.setattr(stage, "_standing_key", lambda *args: None)
-        afresh = searched(docs)
-    assert reused.assignments == afresh.assignments
-    assert [(v.pod, v.why) for v in reused.evictions] == [(v.pod, v.why) for v in afresh.evictions]

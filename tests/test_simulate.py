@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from engine import simulate as S
-from engine.index import BoundState
 from engine.plan import make_plan
 from engine.planner import Options, plan_batch
 from engine.simulate import (
@@ -24,6 +23,7 @@ from engine.simulate import (
     utilisation,
     waits,
 )
+from engine.view import View
 
 CONTENDED = mixed(jobs=40, nodes=3, seed=2, load=2)  # three nodes asked for about 140% of their GPUs: queues form
 
@@ -81,7 +81,7 @@ def test_one_at_a_time_places_in_queue_order() -> None:
 def test_the_cluster_assembled_from_models_is_what_the_manifests_build() -> None:
     """Each job's pods are converted once and a snapshot is assembled from them: it must equal, field by field, the
     cluster build_cluster makes of the same manifests (running pods bound, a waiting gang with its PodGroup), and
-    plan alike; the index kept as jobs start and end must be the one worked out afresh."""
+    plan alike; the view kept as jobs start and end must be the one worked out afresh."""
     trace = kai_starvation(small_jobs=8)
     world = S._World.of(trace)
     world.begin([(S._models(job), [f"gpu-{k % 2}"]) for k, job in enumerate(trace.jobs[:6])], 0.0)
@@ -94,17 +94,17 @@ def test_the_cluster_assembled_from_models_is_what_the_manifests_build() -> None
         new = world.cluster(waiting, also, 90.0, timed)
         old = S._manifest_cluster(trace, [m.job for m in waiting], [*world.running.values(), *also], 90.0, timed)
         assert new == old and new.bound and new.gangs and new.pod_groups
-        plans = [plan_batch(c, options=Options(time_limit=2.0, workers=1, preemption=False), index=index)
-                 for c, index in ((new, world.index.changed(added=also[0].pods)), (old, None))]
+        plans = [plan_batch(c, options=Options(time_limit=2.0, workers=1, preemption=False), view=view)
+                 for c, view in ((new, world.view.moved(added=also[0].pods)), (old, None))]
         assert plans[0].assignments == plans[1].assignments and plans[0].reservations == plans[1].reservations
     assert make_plan(new, workers=1).assignments == make_plan(old, workers=1).assignments
-    fresh = BoundState.of(world.base.nodes, world.bound)
-    assert (world.index.pods, world.index.node_of) == (fresh.pods, fresh.node_of) == (world.bound, fresh.node_of)
-    assert (world.index.usage.used == fresh.usage.used).all() and world.index.usage.names == fresh.usage.names
+    fresh = View.of(world.base.nodes, world.bound)
+    assert world.view.placed() == fresh.placed() and world.view.pods == world.bound
+    assert (world.view.usage.used == fresh.usage.used).all() and world.view.usage.names == fresh.usage.names
 
 
 def test_a_replay_of_models_is_a_replay_of_manifests(monkeypatch) -> None:
-    """The whole replay, every mode, with the cluster built from manifests at every cycle instead and its index
+    """The whole replay, every mode, with the cluster built from manifests at every cycle instead and its view
     worked out by every plan (as it was)."""
     fast = {mode: replay(CONTENDED, mode) for mode in S.MODES}
 
@@ -112,8 +112,8 @@ def test_a_replay_of_models_is_a_replay_of_manifests(monkeypatch) -> None:
         return S._manifest_cluster(CONTENDED, [m.job for m in waiting], [*self.running.values(), *also], t, timed)
 
     monkeypatch.setattr(S._World, "cluster", from_manifests)
-    monkeypatch.setattr(S, "make_plan", lambda cluster, index, **kw: make_plan(cluster, **kw))
-    monkeypatch.setattr(S, "plan_batch", lambda cluster, index, **kw: plan_batch(cluster, **kw))
+    monkeypatch.setattr(S, "make_plan", lambda cluster, view, **kw: make_plan(cluster, **kw))
+    monkeypatch.setattr(S, "plan_batch", lambda cluster, view, **kw: plan_batch(cluster, **kw))
     for mode, run in fast.items():
         slow = replay(CONTENDED, mode)
         assert (run.starts, run.usage, run.cycles, run.promised) == (slow.starts, slow.usage, slow.cycles, slow.promised)

@@ -17,10 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.compile import compile_cluster
-from engine.index import BoundState, PodColumns
 from engine.ir import Rules
-from engine.kinds.base import Moves
-from engine.kinds.context import Batch, ClassMatcher, ClassSpec
+from engine.kinds import filter_node
+from engine.kinds.context import Batch, ClassSpec
 from engine.kinds.reservations import KIND
 from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
@@ -29,8 +28,10 @@ from engine.loop.profile import Profile, Settings
 from engine.loop.store import Store
 from engine.model import Cluster, Reservation
 from engine.planner import Options, plan_batch
+from engine.tables import PodColumns
 from engine.timed_plan import Later
 from engine.timeline import fits, reserve, seconds
+from engine.view import View
 from test_timeline import GPU, NOON, at, gpu_pod, plan, running, snapshot, timed_clusters
 
 
@@ -41,31 +42,33 @@ def cluster_of(docs: list[dict], now: str | None = NOON) -> Cluster:
 
 
 def later(cluster: Cluster) -> Later:
-    return Later.of(cluster, BoundState.of(cluster.nodes, cluster.bound), None, 2.0, 0)
+    return Later.of(cluster, View.of(cluster.nodes, cluster.bound), None, 2.0, 0)
 
 
-# --- the index at a later time -----------------------------------------------------------------------------------
+# --- the view at a later time ------------------------------------------------------------------------------------
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timed_clusters(), st.integers(0, 400))
-def test_the_index_at_a_later_time_is_the_one_made_pod_by_pod(docs, minutes) -> None:
+def test_the_view_at_a_later_time_is_the_one_made_pod_by_pod(docs, minutes) -> None:
     cluster = cluster_of(docs)
     room = later(cluster)
     t = seconds(NOON) + 60 * minutes
     added = tuple(replace(p, node_name=cluster.nodes[k % len(cluster.nodes)].name)
                   for k, p in enumerate(cluster.pending[:3]))
-    view = room.base.ending(room.ends <= t, added)
-    gone = frozenset(p.key for p, e in zip(room.base.pods, room.ends) if e <= t)
-    slow = room.base.changed(added=added, removed=gone)
-    assert [p.key for p in view.pods] == [p.key for p in slow.pods] and view.node_of == slow.node_of
+    view = room.base.without(room.ends <= t, added).settled()
+    gone = [p for p, e in zip(room.base.pods, room.ends) if e <= t]
+    slow = View.of(cluster.nodes, [p for p in room.base.pods if p not in gone] + list(added))
+    assert [p.key for p in view.pods] == [p.key for p in slow.pods] and view.placed() == slow.placed()
     np.testing.assert_array_equal(view.usage.used, slow.usage.used)
     np.testing.assert_array_equal(view.usage.requested, slow.usage.requested)
-    assert view.ports == slow.ports and view.anti_terms == slow.anti_terms
+    every = range(len(view.nodes))
+    assert [view.ports_on(i) for i in every] == [slow.ports_on(i) for i in every]
+    assert view.anti_terms() == slow.anti_terms()
     # the view's own columns and node positions (its later questions read them) are the ones read afresh
-    kept, fresh = view.pod_columns(), PodColumns.of(slow.pods, slow.usage.names)
+    kept, fresh = view.table.pod_columns(), PodColumns.of(slow.pods, slow.usage.names)
     for column in ("amounts", "named", "starts", "runtimes"):
         np.testing.assert_array_equal(getattr(kept, column)[:kept.size], getattr(fresh, column))
-    np.testing.assert_array_equal(view.node_array(), np.asarray(slow.node_of, dtype=np.int64))
+    np.testing.assert_array_equal(view.node_array(), np.asarray([i for i, _ in slow.placed()], dtype=np.int64))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -250,24 +253,29 @@ def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -
     not; a pod arriving there that also runs past the start takes that GPU again, one that ends before it does not.
     (Held for all 8, n1 would be 4 short at 12:03: one eviction leaves it 3 short, and no pod running past it fits.)"""
     cluster = reserved_on_n1(4, gpu_pod("long", deadline=4 * 3600, created=NOON))
-    index = BoundState.of(cluster.nodes, cluster.bound)
-    batch = Batch(cluster, index, [()], ClassMatcher(cluster.pending))
+    view = View.of(cluster.nodes, cluster.bound)
     spec = ClassSpec(0, cluster.pending[0], ())
-    n1 = index.positions()["n1"]
+    n1 = view.positions()["n1"]
     victim = next(p for p in cluster.bound if p.node_name == "n1")
     late = replace(cluster.pending[0], name="late", node_name="n1")
     early = replace(late, name="early", runtime=60)
-    assert KIND.after(spec, batch, n1, Moves({}, {})) is not None
-    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {})) is None
-    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {n1: [late]})) is not None
-    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {n1: [early]})) is None
-    assert KIND.sways(spec, batch, victim)
-    ending = replace(victim, runtime=60)  # it ends before 12:03: its GPU was never counted against the reservation
-    assert KIND.after(spec, batch, n1, Moves({n1: [ending]}, {})) is not None
+
+    def refused(on: View, where: Cluster = cluster) -> bool:
+        return filter_node(spec, Batch.alone_on(where, on), n1, (KIND,)) is not None
+
+    assert refused(view)
+    assert not refused(view.moved(removed=[victim]))
+    assert refused(view.moved(removed=[victim], added=[late]))
+    assert not refused(view.moved(removed=[victim], added=[early]))
+    # a pod that ends before 12:03 gives nothing back by leaving: held for 5, n1 has 8 - 3 (running then) - 5 = 0
+    ending = replace(victim, runtime=60)
+    held5 = reserved_on_n1(5, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    short = replace(held5, bound=[ending if p.key == victim.key else p for p in held5.bound])
+    assert refused(View.of(short.nodes, short.bound), short)
+    assert refused(View.of(short.nodes, short.bound).moved(removed=[ending]), short)
     whole = reserved_on_n1(8, gpu_pod("long", deadline=4 * 3600, created=NOON))
-    index = BoundState.of(whole.nodes, whole.bound)
-    batch = Batch(whole, index, [()], ClassMatcher(whole.pending))
-    assert KIND.after(spec, batch, n1, Moves({n1: [victim]}, {})) is not None
+    on_whole = View.of(whole.nodes, whole.bound)
+    assert filter_node(spec, Batch.alone_on(whole, on_whole.moved(removed=[victim])), n1, (KIND,)) is not None
 
 
 def test_a_promise_made_keeps_its_place_before_older_units_of_its_priority() -> None:

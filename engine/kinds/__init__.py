@@ -8,16 +8,16 @@ and a line here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index import BoundState
 from ..ir import Constraint
 from ..model import Cluster, Pod
-from ..rejections import Rejection
+from ..rejections import Rejection, Rejections
 from ..solve.problem import Check
+from ..view import View
 from . import (
     count_limit,
     dynamic_resources,
@@ -39,7 +39,7 @@ from . import (
     volume_restrictions,
     volume_zone,
 )
-from .base import Action, ClusterEvent, Guard, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
+from .base import Action, ClusterEvent, Guard, Kind, ModelChange, ReadsPods, Resource, ScorePart, Spot, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -68,17 +68,17 @@ KINDS: tuple[Kind, ...] = (
 )
 
 BY_NAME: dict[str, Kind] = {kind.name: kind for kind in KINDS}
-MOVED: tuple[Kind, ...] = tuple(k for k in KINDS if type(k).after is not Kind.after)  # kinds running pods can sway
+READ_PODS: tuple[Kind, ...] = tuple(k for k in KINDS if isinstance(k, ReadsPods))  # kinds pods moving can sway
 FIELD_READERS: tuple[Kind, ...] = tuple(k for k in KINDS if type(k).class_fields is not Kind.class_fields)
 # (the kinds whose verdicts read pod fields: the others' say nothing, and a batch would ask each once per pod)
 BY_CHECK: dict[Check, Kind] = {check: kind for kind in KINDS for check in kind.checks}
 
 
-def visible_label_keys(rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> frozenset[str] | None:
+def visible_label_keys(rule_sets: list[tuple[Constraint, ...]], view: View) -> frozenset[str] | None:
     """Every pod label some selector of this problem reads (None when some selector cannot say)."""
     keys: set[str] = set()
     for kind in KINDS:
-        for read in kind.label_keys(rule_sets, index):
+        for read in kind.label_keys(rule_sets, view):
             if read is None:
                 return None
             keys |= read
@@ -101,33 +101,24 @@ def _compact(points: np.ndarray) -> np.ndarray:
     return out
 
 
-def fields_in(cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
+def fields_in(cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
     """What every kind reads of a pod in this cluster beyond its rules and labels (Kind.class_fields_in): part of
     its class's key."""
-    readers = tuple(kind.class_fields_in(cluster, index) for kind in FIELD_READERS)
+    readers = tuple(kind.class_fields_in(cluster, view) for kind in FIELD_READERS)
     return lambda pod: tuple(read(pod) for read in readers)
 
 
 
-def after(spec: ClassSpec, batch: Batch, i: int, moves: Moves, only: tuple[Kind, ...] = MOVED) -> Rejection | None:
-    """Every kind's Filter on node i once `moves` happened (upstream's preemption re-running the filters with the
-    victims removed): the first rejection in filter order, None when the pod passes them all. `only`: the kinds to
-    ask (`swayed`), when the others passed before and what changed since cannot sway them."""
+def filter_node(spec: ClassSpec, batch: Batch, i: int, only: tuple[Kind, ...] = READ_PODS) -> Rejection | None:
+    """Every kind's Filter on node i of the batch's view (upstream's preemption re-running the filters on a node with
+    the victims removed): the first rejection in filter order, None when the pod passes them all. `only`: the kinds
+    to ask (by default those whose verdict the pods can sway: the others passed when the candidates were found)."""
+    out = Rejections.about(len(batch.view.nodes), i)
     for kind in only:
-        if (rejection := kind.after(spec, batch, i, moves)) is not None:
+        kind.filter(spec, batch, out)
+        if (rejection := out.get(i)) is not None:
             return rejection
     return None
-
-
-def swayed(spec: ClassSpec, batch: Batch, pods: Iterable[Pod]) -> tuple[Kind, ...]:
-    """The kinds whose verdict for the class one of `pods` leaving or arriving can change, in filter order."""
-    pods = list(pods)
-    return tuple(kind for kind in MOVED if any(kind.sways(spec, batch, pod) for pod in pods))
-
-
-def wide(spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
-    """Some kind's verdict for the class on a node can change with moves on other nodes (Kind.wide)."""
-    return any(kind.wide(spec, batch, moves) for kind in MOVED)
 
 
 def helped_by(plugins: frozenset[str], waiting: Waiting, change: ModelChange) -> bool:
@@ -142,22 +133,20 @@ __all__ = [
     "BY_CHECK",
     "BY_NAME",
     "KINDS",
-    "MOVED",
+    "READ_PODS",
     "Action",
     "ClusterEvent",
     "Guard",
     "Kind",
     "ModelChange",
-    "Moves",
+    "ReadsPods",
     "Resource",
     "ScorePart",
     "Spot",
     "Waiting",
-    "after",
     "fields_in",
+    "filter_node",
     "helped_by",
     "score_parts",
-    "swayed",
     "visible_label_keys",
-    "wide",
 ]

@@ -9,17 +9,15 @@ upstream's filter order; compile, explain, preemption and the loop iterate that 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
-from itertools import chain
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
-from ..model import Cluster, Node, Pod, PodAffinityTerm
+from ..model import Cluster, Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import GreedyState
 from ..solve.problem import Blocker, Check
@@ -27,8 +25,8 @@ from ..solve.problem import Blocker, Check
 if TYPE_CHECKING:
     from ..classes import ClassInfo
     from ..compile import Compiled
-    from ..index import BoundState
     from ..solve.problem import Solution
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 
@@ -104,60 +102,6 @@ class Waiting:
 
 
 @dataclass(frozen=True, slots=True)
-class Moves:
-    """Pods leaving and arriving as preemption tries victims (upstream's RemovePod and AddPod on a cycle's state):
-    running pods evicted (`gone`, by node index) and pods nominated onto nodes (`come`: preemptors already served).
-    A kind's `after` reads the index's bound pods minus `gone` plus `come`. Who builds one over a long-lived account
-    may pass what it keeps up to date anyway (`nodes`: every node in `gone` or `come`; `terms`: the arriving pods'
-    required anti-affinity terms), so that a check does not walk every move of the batch."""
-
-    gone: Mapping[int, Sequence[Pod]]
-    come: Mapping[int, Sequence[Pod]]
-    nodes: AbstractSet[int] | None = None
-    terms: AbstractSet[PodAffinityTerm] | None = None
-    more_nodes: tuple[int, ...] = ()  # with `nodes`: nodes a trial adds to `gone`
-
-    def gone_from(self, i: int) -> Sequence[Pod]:
-        return self.gone.get(i, ())
-
-    def come_to(self, i: int) -> Sequence[Pod]:
-        return self.come.get(i, ())
-
-    def gone_pods(self) -> Iterator[tuple[int, Pod]]:
-        """Every evicted pod with its node index."""
-        for i, pods in self.gone.items():
-            for pod in pods:
-                yield i, pod
-
-    def come_pods(self) -> Iterator[tuple[int, Pod]]:
-        for i, pods in self.come.items():
-            for pod in pods:
-                yield i, pod
-
-    def come_terms(self) -> AbstractSet[PodAffinityTerm]:
-        """The arriving pods' required anti-affinity terms, each once (they may repel the pod asked about)."""
-        if self.terms is not None:
-            return self.terms
-        return {t for _, p in self.come_pods() for t in p.anti_affinity_required}
-
-    def net(self, i: int, counts: Callable[[Pod], int]) -> int:
-        """On node i: what `counts` gives the arriving pods minus what it gives the leaving ones."""
-        total = 0
-        for p in self.come.get(i, ()):
-            total += counts(p)
-        for p in self.gone.get(i, ()):
-            total -= counts(p)
-        return total
-
-    def touched(self) -> Iterable[int]:
-        """The nodes some pod leaves or reaches."""
-        if self.nodes is not None:
-            nodes = self.nodes
-            return chain(nodes, (j for j in self.more_nodes if j not in nodes)) if self.more_nodes else nodes
-        return set(self.gone) | set(self.come)
-
-
-@dataclass(frozen=True, slots=True)
 class ScorePart:
     """One soft term in words, with its points for one pod of a class on each candidate node."""
 
@@ -174,6 +118,12 @@ class Guard:
     caps: tuple[EvictionCap, ...] = ()
 
 
+class ReadsPods:
+    """A kind whose Filter reads the pods a view holds (upstream's plugins with PreFilterExtensions AddPod/RemovePod:
+    room, ports, pod affinity, spread, limits, reservations, volumes in use): preemption asks it again on a node after
+    each trial, and a later time's view after pods end. The others' verdicts are the same whichever pods are bound."""
+
+
 class Kind:
     """A constraint kind. `name` is the upstream plugin it follows (or ours), used in rejections;
     `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise."""
@@ -182,7 +132,7 @@ class Kind:
     events: ClassVar[tuple[ClusterEvent, ...]] = ()
     checks: ClassVar[tuple[Check, ...]] = ()
 
-    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
+    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], view: View) -> Iterable[frozenset[str] | None]:
         """Pod labels this kind's selectors read (None: cannot say): pods differing only in other labels share
         a class."""
         return ()
@@ -192,7 +142,7 @@ class Kind:
         read: pods that differ there never share a class (a kind reading a new field says so here, not in classes)."""
         return ()
 
-    def class_fields_in(self, cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
+    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
         """`class_fields` as this cluster needs them: a kind that decides less there may read less (and split no
         pods into classes that would otherwise be one)."""
         return self.class_fields
@@ -227,26 +177,6 @@ class Kind:
         the rest of the batch is to blame; None when the kind has nothing to say. `state` is the plan replayed
         (to try pods beside it; leave it as found)."""
         return None
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """Upstream's Filter on one node after RemovePod/AddPod: would this kind reject one pod of the class on node `i`
-        once `moves` happened (victims gone, nominated pods there)? What preemption asks every kind while it chooses
-        and gives back victims. Kinds no running pod can sway keep the base's None: their static filter, run with
-        every pod the preemptor may evict gone, already chose the nodes preemption looks at."""
-        return None
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        """Could `pod` leaving or arriving change `after`'s verdict for the class (upstream's plugins skip a
-        RemovePod/AddPod of a pod they do not count)? A kind with an `after` says so, and only then is it asked again
-        when a unit of such pods is given back. The base's: no."""
-        return False
-
-    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
-        """Could pods leaving or arriving on other nodes than the one asked about change `after`'s verdict for the
-        class (a domain's counts, a cluster-wide claim)? When no kind says so, preemption reuses a node's answer
-        while only other nodes change. The base's: no (kinds whose `after` reads only the node asked about: room,
-        ports, attach limits; and kinds without an `after`)."""
-        return False
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """Upstream's QueueingHint, for a change one of `events` covers: could it make `waiting` schedulable as far

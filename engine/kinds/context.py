@@ -4,19 +4,18 @@ term matches (filters and scores), and the problem under construction (emitters)
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..classes import ClassInfo
-from ..index import BoundState
 from ..ir import Constraint, PodTerm
 from ..model import Cluster, LabelSelector, Pod
 from ..solve.problem import NO_DOMAIN, Problem
 from ..tenants import Asking, Usage
+from ..view import View
 
 if TYPE_CHECKING:
-    from .base import Moves
     from .gangs import GangInfo
 
 
@@ -88,46 +87,30 @@ class ClassMatcher:
 
 @dataclass(slots=True)
 class Batch:
-    """The batch being compiled, as filters and scores read it: the cluster, the index of its bound pods, the
-    classes' rules and which classes a term matches; `memo` keeps a kind's per-batch state (upstream's
-    CycleState), keyed by the kind's name."""
+    """The batch being compiled, as filters and scores read it: the cluster, the view of its pods, the classes' rules
+    and which classes a term matches; `memo` keeps a kind's per-batch state (upstream's CycleState), keyed by the
+    kind's name. `alone`: each pod is asked about by itself, every other pod bound in the view (upstream's Filter for
+    one pod, as preemption asks it after each trial), rather than as one of a batch placed together (compile)."""
 
     cluster: Cluster
-    index: BoundState
+    view: View
     rules: list[tuple[Constraint, ...]]
     matcher: ClassMatcher
     memo: dict[str, Any] = field(default_factory=dict)
     usage: Usage | None = None  # what the tenants' bound pods use (None: no quotas)
     asking: Asking | None = None  # what the batch's pods ask of their tenants
+    alone: bool = False
 
+    @classmethod
+    def alone_on(cls, cluster: Cluster, view: View) -> Batch:
+        """A batch of pods each asked about alone on `view` (preemption's): no classes of its own to place together."""
+        return cls(cluster, view, [], ClassMatcher([]), alone=True)
 
-def label_of(index: BoundState, i: int, key: str) -> str | None:
-    """Node i's value of label `key` (None: it lacks it)."""
-    return index.nodes[i].labels.get(key)
-
-
-def domain_net(index: BoundState, moves: Moves, key: str, i: int, counts: Callable[[Pod], int]) -> int:
-    """Across node i's domain of label `key`: what `counts` gives the pods arriving there minus the pods leaving
-    (Moves.net summed over a topology domain), for kinds that count pods per domain. A key every node carries with
-    its own value (the hostname) has node i alone in the domain."""
-    if one_node_domains(index, key):
-        return moves.net(i, counts)
-    value = label_of(index, i, key)
-    return sum(moves.net(j, counts) for j in moves.touched() if label_of(index, j, key) == value)
-
-
-def one_node_domains(index: BoundState, key: str) -> bool:
-    """Every node carries `key`, each with its own value (cached with the node facts: the same for every view)."""
-    cache = index.facts.cache
-    if ("one-node domains", key) not in cache:
-        column = index.label(key)
-        cache[("one-node domains", key)] = len(column.values) == len(index.nodes) and bool((column.codes >= 0).all())
-    return bool(cache[("one-node domains", key)])
-
-
-def matched_by(term: PodTerm) -> Callable[[Pod], int]:
-    """1 for a pod `term` matches, else 0: what domain_net counts for a term."""
-    return lambda pod: int(term.matches(pod))
+    def on(self, view: View) -> Batch:
+        """The same batch asked about `view` (a trial's: some pods gone, some added), sharing what the kinds worked
+        out of the table the views share."""
+        assert view.table is self.view.table
+        return Batch(self.cluster, view, self.rules, self.matcher, self.memo, self.usage, self.asking, self.alone)
 
 
 WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key
@@ -139,8 +122,8 @@ class Partitions:
 
     A partition is the cluster index's label column (value codes, -1 = NO_DOMAIN for nodes without it)."""
 
-    def __init__(self, bound: BoundState):
-        self.bound = bound
+    def __init__(self, view: View):
+        self.view = view
         self.index: dict[str, int] = {}
         self.parts: list[list[int]] = []
         self.values: list[dict[str, int]] = []
@@ -148,7 +131,7 @@ class Partitions:
 
     def of(self, key: str) -> int:
         if key not in self.index:
-            column = self.bound.label(key)
+            column = self.view.label(key)
             self.index[key] = len(self.parts)
             self.parts.append(column.codes.tolist())
             self.values.append(column.values)
@@ -161,11 +144,11 @@ class Partitions:
 
     def whole(self) -> int:
         """A partition with every node in one domain: for rows that count pods across the whole cluster."""
-        return self.of_column(WHOLE, [0] * len(self.bound.nodes), {"": 0})
+        return self.of_column(WHOLE, [0] * len(self.view.nodes), {"": 0})
 
     def each_node(self) -> int:
         """A partition with every node a domain of its own (whatever labels the nodes carry)."""
-        nodes = self.bound.nodes
+        nodes = self.view.nodes
         return self.of_column(EACH_NODE, list(range(len(nodes))), {n.name: i for i, n in enumerate(nodes)})
 
     def of_column(self, key: str, part: list[int], values: dict[str, int]) -> int:
@@ -199,8 +182,8 @@ class ProblemBuilder:
     memo: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def index(self) -> BoundState:
-        return self.batch.index
+    def view(self) -> View:
+        return self.batch.view
 
     @property
     def matcher(self) -> ClassMatcher:

@@ -68,23 +68,23 @@ class DynamicResources(Kind):
         tried, and so only the devices they reach meet the claims' selectors: a selector that fails on one of those
         (a CEL runtime error) refuses the pod with upstream's words, an error; one that would fail on a device no
         such node reaches (another team's devices, without the attribute it reads) is never evaluated."""
-        dra, index = spec.sample.dra, batch.index
+        dra, view = spec.sample.dra, batch.view
         for terms in dra.allocated_terms:
             out.add(Rejection(self.name, (ERR_NOT_AVAILABLE,), resolvable=False),
-                    ~index.matching_mask(NodeTerms(terms)))
+                    ~view.matching_mask(NodeTerms(terms)))
         if not (dra.to_allocate or dra.follows):
             return
         allocator, taken = self._allocator(batch)
         known = batch.cluster.devices.claims
         claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
         alive = np.flatnonzero(~out.rejected())
-        error = self._selector_error(claims, allocator, [index.nodes[i] for i in alive.tolist()], batch)
+        error = self._selector_error(claims, allocator, [view.nodes[i] for i in alive.tolist()], batch)
         if error:
             out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
             return
-        met = np.zeros(len(index.nodes), dtype=bool)
+        met = np.zeros(len(view.nodes), dtype=bool)
         for i in alive.tolist():
-            node = index.nodes[i]
+            node = view.nodes[i]
             met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
         out.add(Rejection(self.name, (ERR_ALLOCATE,)), ~met)
 
@@ -136,7 +136,7 @@ class DynamicResources(Kind):
         if not asks:
             return
         allocator, taken = self._allocator(build.batch)
-        nodes = build.index.nodes
+        nodes = build.view.nodes
         where = {n.name: i for i, n in enumerate(nodes)}
         free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
                         and _serves(allocator, d, shape)] for shape in asks}
@@ -185,7 +185,7 @@ def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
     Reserve allocates exactly."""
     counters = allocator.counters
     names = sorted({name for shape in asks for d in free[shape] for _, name, _ in d.consumes} - {""})
-    nodes = build.index.nodes
+    nodes = build.view.nodes
     where = {n.name: i for i, n in enumerate(nodes)}
     for counter in names:
         demand = [0] * len(build.classes)
@@ -210,7 +210,7 @@ def _emit_capacity(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
     capacity. A relaxation: Reserve allocates exactly."""
     names = sorted({(domain, name) for shape in asks for d in free[shape] if d.multiple
                     for domain, name, _ in d.capacity})
-    nodes = build.index.nodes
+    nodes = build.view.nodes
     where = {n.name: i for i, n in enumerate(nodes)}
     for capacity in names:
         demand = [0] * len(build.classes)

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index import BoundState
 from ..model import SCHEDULING_GROUP, Cluster, Pod
 from ..solve.greedy import GreedyState, greedy, members_that_fit
 from ..solve.problem import GangRow, Problem, Solution, Status
+from ..view import View
 from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class Coscheduling(Kind):
 
     def emit(self, build: ProblemBuilder) -> None:
         """One Gang row per gang that still needs pending members; its classes point at it."""
-        build.gangs = gang_infos(build.batch.cluster, build.index, build.classes)
+        build.gangs = gang_infos(build.batch.cluster, build.view, build.classes)
         for g, gi in enumerate(build.gangs):
             partition = domains = None
             if gi.within is not None:
@@ -77,7 +77,7 @@ class Coscheduling(Kind):
         return None if g is None else _reason(compiled, solution, g, state)
 
 
-def gang_infos(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) -> list[GangInfo]:
+def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[GangInfo]:
     """The batch's gangs in order of their first class, with their bound members counted; gangs whose quorum
     bound members already reach are not gangs of this batch."""
     members: dict[str, list[int]] = defaultdict(list)
@@ -94,7 +94,7 @@ def gang_infos(cluster: Cluster, index: BoundState, classes: list[ClassInfo]) ->
     for key, in_batch in members.items():
         gang = cluster.gangs[key]
         found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
-                         gang.within, _domains(cluster, gang.within, bound[key]), _short_of(index, gang.min_resources),
+                         gang.within, _domains(cluster, gang.within, bound[key]), _short_of(view, gang.min_resources),
                          gang.created, "minCount" if gang.label == SCHEDULING_GROUP else "minMember")
         if found.min_member - found.bound > 0:
             out.append(found)
@@ -109,12 +109,12 @@ def _domains(cluster: Cluster, within: str | None, members: list[Pod]) -> frozen
                      if p.node_name in labels and within in labels[p.node_name])
 
 
-def _short_of(index: BoundState, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
+def _short_of(view: View, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
     """Resources of a PodGroup's minResources beyond the cluster's total free room: Coscheduling's
     PreFilter rejects such a gang before trying any member."""
     if not min_resources:
         return ()
-    free = np.maximum(index.free_of(tuple(r for r, _ in min_resources)), 0).sum(axis=0).tolist()
+    free = np.maximum(view.free_of(tuple(r for r, _ in min_resources)), 0).sum(axis=0).tolist()
     return tuple(f"{r} {want} > {room} free" for (r, want), room in zip(min_resources, free) if want > room)
 
 

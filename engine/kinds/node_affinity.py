@@ -36,7 +36,7 @@ class NodeAffinity(Kind):
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         for rule in hard_rules(spec.constraints):
-            out.add(rejection(rule), ~batch.index.matching_mask(rule.predicate))
+            out.add(rejection(rule), ~batch.view.matching_mask(rule.predicate))
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A node added or relabelled helps only if it matches every hard rule (the pod's own and its policies')."""
@@ -44,12 +44,12 @@ class NodeAffinity(Kind):
         return not isinstance(node, Node) or all(rule.predicate.matches(node) for rule in hard_rules(waiting.constraints))
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
-        index = batch.index
+        view = batch.view
         parts = []
         for rule in info.constraints:
             if not isinstance(rule, NodeRule) or rule.weight is None:
                 continue
-            members = index.matching_mask(rule.predicate)[candidates]  # cached per rule
+            members = view.matching_mask(rule.predicate)[candidates]  # cached per rule
             what = rule.reason if rule.source.policy else "preferred node affinity"
             parts.append(ScorePart(f"{what} [{rule.source}]", np.where(members, rule.weight, 0)))
         return parts

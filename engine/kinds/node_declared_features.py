@@ -31,7 +31,7 @@ class NodeDeclaredFeatures(Kind):
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         required = spec.sample.required_features
         if required:
-            bad = [i for i, node in enumerate(batch.index.nodes) if lacks(node, required)]
+            bad = [i for i, node in enumerate(batch.view.nodes) if lacks(node, required)]
             if bad:
                 out.add(Rejection(self.name, (ERR_REASON,), resolvable=False), bad)
 

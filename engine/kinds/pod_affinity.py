@@ -20,12 +20,11 @@ from ..ir import Constraint, PodProximity, PodTerm, Source
 from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Colocation, Separation
-from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, ScorePart, Spot, Waiting
-from .context import domain_net, label_of, matched_by, one_node_domains
+from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, ScorePart, Spot, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from ..index import BoundState
+    from ..view import Counts, View
     from .context import Batch, ClassMatcher, ClassSpec, ProblemBuilder
 
 ERR_REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -56,7 +55,7 @@ class Series:
     pod's required terms, so classes are grouped by their whole term set."""
 
     matcher: ClassMatcher
-    index: BoundState
+    view: View
     sets: list[Terms]
     carriers: dict[Terms, list[int]] = field(default_factory=lambda: defaultdict(list))
 
@@ -65,7 +64,7 @@ class Series:
         memo = batch.memo
         if InterPodAffinity.name not in memo:
             sets = [tuple(c.term for c in required(rules, anti=False)) for rules in batch.rules]
-            series = cls(batch.matcher, batch.index, sets)
+            series = cls(batch.matcher, batch.view, sets)
             for a, terms in enumerate(sets):
                 if terms:
                     series.carriers[terms].append(a)
@@ -74,7 +73,7 @@ class Series:
 
     def seeders(self, terms: Terms) -> list[int]:
         """Upstream: the first pod of a self-affine series may start anywhere while nothing matches yet."""
-        if any(self.index.domains_matching(terms, t.topology_key) for t in terms):
+        if any(self.view.domains_matching(terms, t.topology_key) for t in terms):
             return []
         return [j for j in self.matcher.matching_all(terms) if j in self.carriers.get(terms, ())]
 
@@ -84,69 +83,46 @@ class Series:
         return bool(set(self.matcher.matching_all(terms)) - {a} or self.seeders(terms))
 
 
-class InterPodAffinity(Kind):
+class InterPodAffinity(Kind, ReadsPods):
     name = "InterPodAffinity"
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
               ClusterEvent(Resource.NAMESPACE, Action.ADD | Action.UPDATE))
     checks = (Check.SEPARATION, Check.AFFINITY, Check.ONE_PER_NODE)
 
-    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
+    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], view: View) -> Iterable[frozenset[str] | None]:
         """The batch's pod terms, and bound pods' anti-affinity terms (checked against incoming pods)."""
-        terms: set[PodTerm] = {term for term, _ in index.anti_domains()}  # (each distinct term once)
+        terms: set[PodTerm] = {term for term, _ in view.anti_domains()}  # (each distinct term once)
         terms.update(c.term for rules in rule_sets for c in rules if isinstance(c, PodProximity))
         return (t.label_keys() for t in terms)
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        """Existing pods' anti-affinity, then the class's own anti-affinity, then its affinity (only domains
-        with bound support pass, unless the batch itself may support it: then only the label is asked)."""
-        index, pod = batch.index, spec.sample
-        existing: dict[str, set[str]] = defaultdict(set)
-        for term, held in index.anti_domains():
-            if held and term.matches(pod):
-                existing[term.topology_key] |= held
-        for key, values in existing.items():
-            out.add(Rejection(self.name, (ERR_REASON_EXISTING,)), index.nodes_with(key, values))
-        own: dict[tuple[str, Source | None], set[str]] = defaultdict(set)
+        """Upstream's Filter on the view (its pods gone and added counted): existing pods' anti-affinity, then the
+        class's own anti-affinity, then its affinity. Affinity passes only in domains with support, unless the batch
+        itself may support it (then only the label is asked; the solver's rows decide) or, for a pod asked about
+        alone, nothing anywhere matches and the pod matches its own terms (upstream's first pod of a series)."""
+        view, pod, asked = batch.view, spec.sample, out.asked
+        for key, repelled in _repelled(batch, spec).items():
+            out.add(Rejection(self.name, (ERR_REASON_EXISTING,)),
+                    view.nodes_where(key, asked, repelled.holds, repelled.among))
+        own: dict[tuple[str, Source | None], list[Counts]] = defaultdict(list)
         for c in required(spec.constraints, anti=True):
-            own[(c.term.topology_key, _policy(c.source))] |= index.domains_with(c.term)
-        for (key, source), values in own.items():
+            own[(c.term.topology_key, _policy(c.source))].append(view.domain_counts(c.term))
+        for (key, source), counted in own.items():
             reason = ERR_REASON_ANTI + (source.cite if source else "")
-            out.add(Rejection(self.name, (reason,), source=source), index.nodes_with(key, values))
+            out.add(Rejection(self.name, (reason,), source=source),
+                    view.nodes_where(key, asked, _any_positive(counted), _keys(counted)))
         rules = required(spec.constraints, anti=False)
         terms = tuple(c.term for c in rules)
-        supported = Series.of(batch).batch_can_support(spec.a) if terms else False
+        supported = bool(terms) and (_first_of_series(view, pod, terms) if batch.alone
+                                     else Series.of(batch).batch_can_support(spec.a))
         for c in rules:
             key = c.term.topology_key
-            nodes = index.nodes_with(key, [None]) if supported else index.nodes_outside(
-                key, index.domains_matching(terms, key))
-            out.add(Rejection(self.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
-                              source=_policy(c.source)), nodes)
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """Upstream's Filter after RemovePod/AddPod: the three checks of `filter` on node i, with the pods' counts per
-        domain moved by `moves` (a victim gone may clear anti-affinity, or take away the support affinity needs)."""
-        counts = AfterCounts.of(batch)
-        rules = counts.rules_of(spec)
-        return (_existing_after(counts, rules, spec, i, moves) or _anti_after(counts, rules, i, moves)
-                or _affinity_after(counts, rules, spec, i, moves))
-
-    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
-        """The class has required affinity (support anywhere counts: upstream's first pod of a series), or an
-        anti-affinity term of its own, of a bound pod or of an arriving one that repels it is over a domain wider than
-        one node."""
-        counts = AfterCounts.of(batch)
-        rules = counts.rules_of(spec)
-        if rules.affinity:
-            return True
-        terms = [*(c.term for c in rules.anti), *rules.repelled_by, *(t for t in moves.come_terms() if counts.repels(t, spec))]
-        return any(not one_node_domains(batch.index, t.topology_key) for t in terms)
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        """Its anti-affinity may repel the class's pods, or one of the class's required terms counts it."""
-        rules = AfterCounts.of(batch).rules_of(spec)
-        return (any(t.matches(spec.sample) for t in pod.anti_affinity_required)
-                or any(c.term.matches(pod) for c in (*rules.anti, *rules.affinity)))
+            rejection = Rejection(self.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
+                                  source=_policy(c.source))
+            out.add(rejection, view.nodes_with(key, [None]))
+            if not supported:
+                out.add(rejection, view.nodes_where(key, asked, _unsupported(view.counts_per(key, terms))))
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod appearing, leaving or relabelled helps only if one of the pod's required terms counts it (support
@@ -160,14 +136,14 @@ class InterPodAffinity(Kind):
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         """Preferred (anti-)affinity towards bound pods: points per candidate in a domain hosting them."""
-        index = batch.index
+        view = batch.view
         parts = []
         for c in info.constraints:
-            if isinstance(c, PodProximity) and c.weight is not None and (domains := index.domains_with(c.term)):
+            if isinstance(c, PodProximity) and c.weight is not None and (domains := view.domains_with(c.term)):
                 kind = "anti-affinity" if c.anti else "affinity"
                 key = c.term.topology_key
                 parts.append(ScorePart(f"preferred pod {kind} to running pods {c.term.selector} per {key} [{c.source}]",
-                                       np.where(index.label(key).mask(domains)[candidates],
+                                       np.where(view.label(key).mask(domains)[candidates],
                                                 -c.weight if c.anti else c.weight, 0)))
         return parts
 
@@ -196,120 +172,65 @@ class InterPodAffinity(Kind):
         return f"node(s) are in a domain holding pods of this batch whose {rule.why} excludes it"  # type: ignore[attr-defined]
 
 
-@dataclass(slots=True)
-class AfterCounts:
-    """What `after` counts of the bound pods, per batch and built as asked: holders of each anti-affinity term per
-    domain, pods matching a term set per domain, and per class the bound pods' anti terms that match its pods."""
-
-    index: BoundState
-    holders: dict[tuple[PodTerm, str], int]
-    matching: dict[tuple[Terms, str], dict[str, int]] = field(default_factory=dict)
-    rules: dict[int, ClassRules] = field(default_factory=dict)
-    repelling: dict[tuple[int, PodTerm], bool] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, batch: Batch) -> AfterCounts:
-        key = InterPodAffinity.name + ":after"
-        if key not in batch.memo:
-            holders: dict[tuple[PodTerm, str], int] = defaultdict(int)
-            for term, i in batch.index.anti_terms:
-                value = label_of(batch.index, i, term.topology_key)
-                if value is not None:
-                    holders[(term, value)] += 1
-            batch.memo[key] = cls(batch.index, dict(holders))
-        return batch.memo[key]
-
-    def repels(self, term: PodTerm, spec: ClassSpec) -> bool:
-        """Whether `term` (an arriving pod's anti-affinity) matches the class's pods, asked once."""
-        if (spec.a, term) not in self.repelling:
-            self.repelling[(spec.a, term)] = term.matches(spec.sample)
-        return self.repelling[(spec.a, term)]
-
-    def rules_of(self, spec: ClassSpec) -> ClassRules:
-        if spec.a not in self.rules:
-            self.rules[spec.a] = ClassRules([t for t, _ in self.index.anti_domains() if t.matches(spec.sample)],
-                                            required(spec.constraints, anti=True), required(spec.constraints, anti=False))
-        return self.rules[spec.a]
-
-    def per_domain(self, terms: Terms, key: str) -> dict[str, int]:
-        """Bound pods matching every one of `terms`, per value of `key`."""
-        if (terms, key) not in self.matching:
-            out: dict[str, int] = defaultdict(int)
-            for i, p in self.index.matching(terms[0]):
-                value = label_of(self.index, i, key)
-                if value is not None and all(t.matches(p) for t in terms[1:]):
-                    out[value] += 1
-            self.matching[(terms, key)] = dict(out)
-        return self.matching[(terms, key)]
+def _repelled(batch: Batch, spec: ClassSpec) -> dict[str, Repelled]:
+    """Per topology key, the pods' required anti-affinity terms the class's pods match (the table's, asked once per
+    class, and those of pods the view adds), with how many pods hold each per domain."""
+    view, pod = batch.view, spec.sample
+    memo = batch.memo.setdefault(InterPodAffinity.name + ":repelled", {})
+    if spec.a not in memo:
+        memo[spec.a] = [(t, held) for t, held in view.base().anti_domains() if t.matches(pod)]
+    terms: dict[str, dict[PodTerm, frozenset[str]]] = defaultdict(dict)
+    for t, held in memo[spec.a]:
+        terms[t.topology_key][t] = held
+    arriving = view.arriving_terms()
+    if view.far_terms():  # pods added elsewhere in a domain may repel it
+        view.reaching()
+    for t in arriving:
+        if t.matches(pod):
+            terms[t.topology_key].setdefault(t, frozenset())
+    if not terms:
+        return {}
+    holders = view.anti_holders()
+    for key in terms:
+        view.reaching(key)
+    return {key: Repelled(held, holders) for key, held in terms.items()}
 
 
 @dataclass(frozen=True, slots=True)
-class ClassRules:
-    """One class's part in `after`: the bound pods' anti-affinity terms that match its pods, its own required
-    anti-affinity and affinity."""
+class Repelled:
+    """One topology key's anti-affinity terms a class's pods match, each with the domains its table's holders are
+    in, and how many pods hold each term per domain in the view."""
 
-    repelled_by: list[PodTerm]
-    anti: list[PodProximity]
-    affinity: list[PodProximity]
+    terms: dict[PodTerm, frozenset[str]]
+    holders: Counts
 
+    def holds(self, value: str) -> bool:
+        return any(self.holders.get((t, value), 0) > 0 for t in self.terms)
 
-def _existing_after(counts: AfterCounts, rules: ClassRules, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
-    """Some pod in node i's domain, bound and staying or arriving, has a required anti-affinity term the pod matches."""
-    index = counts.index
-    arriving = [t for t in moves.come_terms() if t not in rules.repelled_by and counts.repels(t, spec)]
-    for term in [*rules.repelled_by, *arriving]:
-        value = label_of(index, i, term.topology_key)
-        if value is None:
-            continue
-        held = counts.holders.get((term, value), 0) + domain_net(index, moves, term.topology_key, i, _holding(term))
-        if held > 0:
-            return Rejection(InterPodAffinity.name, (ERR_REASON_EXISTING,))
-    return None
+    def among(self) -> set[str]:
+        """The domains that may hold one: the table's and those the view's changes touch."""
+        return {v for values in self.terms.values() for v in values} | {v for t, v in self.holders.touched()
+                                                                         if t in self.terms}
 
 
-def _holding(term: PodTerm) -> Callable[[Pod], int]:
-    return lambda pod: pod.anti_affinity_required.count(term)
+def _any_positive(counted: list[Counts]) -> Callable[[str], bool]:
+    return lambda value: any(counts.get(value, 0) > 0 for counts in counted)
 
 
-def _anti_after(counts: AfterCounts, rules: ClassRules, i: int, moves: Moves) -> Rejection | None:
-    """The pod's own required anti-affinity: no pod it repels in node i's domain, once the moves happened."""
-    index = counts.index
-    for c in rules.anti:
-        key = c.term.topology_key
-        value = label_of(index, i, key)
-        if value is None:
-            continue
-        there = counts.per_domain((c.term,), key).get(value, 0) + domain_net(index, moves, key, i, matched_by(c.term))
-        if there > 0:
-            source = _policy(c.source)
-            return Rejection(InterPodAffinity.name, (ERR_REASON_ANTI + (source.cite if source else ""),), source=source)
-    return None
+def _unsupported(support: Counts) -> Callable[[str], bool]:
+    return lambda value: support.get(value, 0) <= 0
 
 
-def _affinity_after(counts: AfterCounts, rules: ClassRules, spec: ClassSpec, i: int, moves: Moves) -> Rejection | None:
-    """The pod's required affinity: support in node i's domain of each term once the moves happened, or (upstream's
-    first pod of a series) nothing matching anywhere and the pod matching its own terms."""
-    if not rules.affinity:
-        return None
-    index, terms = counts.index, tuple(c.term for c in rules.affinity)
+def _keys(counted: list[Counts]) -> Callable[[], set[str]]:
+    return lambda: {k for counts in counted for k in counts}
 
-    def matches(p: Pod) -> int:
-        return int(all(t.matches(p) for t in terms))
 
-    for c in rules.affinity:
-        key = c.term.topology_key
-        value = label_of(index, i, key)
-        there = 0 if value is None else counts.per_domain(terms, key).get(value, 0) + domain_net(
-            index, moves, key, i, matches)
-        if there > 0:
-            continue
-        keyed = [(j, p, -1) for j, p in moves.gone_pods()] + [(j, p, 1) for j, p in moves.come_pods()]
-        anywhere = sum(counts.per_domain(terms, key).values()) + sum(
-            sign * matches(p) for j, p, sign in keyed if label_of(index, j, key) is not None)
-        if value is None or anywhere > 0 or not matches(spec.sample):
-            return Rejection(InterPodAffinity.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
-                             source=_policy(c.source))
-    return None
+def _first_of_series(view: View, pod: Pod, terms: Terms) -> bool:
+    """Upstream's exception for a pod asked about alone: no pod anywhere matches all of its terms (on a node with one
+    of their keys), and it matches them itself: it may start the series wherever the keys are."""
+    view.reaching()  # anywhere
+    return all(t.matches(pod) for t in terms) and not any(view.counts_per(t.topology_key, terms).positive()
+                                                           for t in terms)
 
 
 def _self_anti_per_node(build: ProblemBuilder, a: int, c: PodProximity) -> bool:
@@ -357,7 +278,7 @@ def _emit_required(build: ProblemBuilder, series: Series) -> None:
         rules = {c.term: c for c in required(build.classes[members[0]].constraints, anti=False)}
         for t in terms:
             p = partitions.of(t.topology_key)
-            supported = partitions.ids(p, build.index.domains_matching(terms, t.topology_key))
+            supported = partitions.ids(p, build.view.domains_matching(terms, t.topology_key))
             build.problem.colocations.append(
                 Colocation(p, tuple(members), tuple(sup), supported, tuple(seed), chained,
                            seed_group=seed_groups.get(terms, -1), why=describe(rules[t]))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
-from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -18,35 +18,24 @@ if TYPE_CHECKING:
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
-class NodePorts(Kind):
+class NodePorts(Kind, ReadsPods):
     name = "NodePorts"
     events = (ClusterEvent(Resource.POD, Action.DELETE), ClusterEvent(Resource.NODE, Action.ADD))
     checks = (Check.PORTS,)
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """The ports the node's pods hold (its pods gone and added counted) against the pod's."""
         wanted = spec.sample.host_ports
         if not wanted:
             return
-        taken = batch.index.ports
-        clash = [i for i in batch.index.with_ports if any(p.conflicts(q) for p in wanted for q in taken[i])]
+        view = batch.view
+        nodes = view.with_ports() if out.asked is None else out.asked.tolist()
+        clash = [i for i in nodes if any(p.conflicts(q) for p in wanted for q in view.ports_on(i))]
         if clash:
             out.add(Rejection(self.name, (ERR_REASON,)), clash)
 
     def class_fields(self, pod: Pod) -> tuple:
         return pod.host_ports
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """The ports the node's pods hold once the leaving ones are gone and the arriving ones there."""
-        wanted = spec.sample.host_ports
-        if not wanted:
-            return None
-        gone = {p.key for p in moves.gone_from(i) if p.host_ports}
-        staying = (p for p in batch.index.pods_on[i] if p.host_ports and p.key not in gone)
-        held = [q for p in (*staying, *moves.come_to(i)) for q in p.host_ports]
-        return Rejection(self.name, (ERR_REASON,)) if any(p.conflicts(q) for p in wanted for q in held) else None
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        return bool(spec.sample.host_ports and pod.host_ports)
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod leaving helps only if it held a port the pod wants, on a node the pod could use."""

@@ -14,7 +14,7 @@ from .base import Kind, ScorePart
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from ..index import BoundState
+    from ..view import View
     from .context import Batch, ProblemBuilder
 
 UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit
@@ -24,21 +24,21 @@ class CostPreferences(Kind):
     name = "CostPreferences"
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
-        index = batch.index
+        view = batch.view
         parts = []
         for cost in (c for c in info.constraints if isinstance(c, (NodeScore, PodCost))):
             if isinstance(cost, NodeScore):
-                values = index.node_numbers(cost.attr, cost.key)[candidates]
+                values = view.node_numbers(cost.attr, cost.key)[candidates]
                 what = f"lowest {cost.attr} {cost.key}"
             else:
-                values = _request_costs(info.requests, cost, index)[candidates]
+                values = _request_costs(info.requests, cost, view)[candidates]
                 what = "lowest cost of the requests"
             parts.append(ScorePart(f"{what} [{cost.source}]", -_cost_penalties(values, cost.weight)))
         return parts
 
     def emit(self, build: ProblemBuilder) -> None:
         """Pack / spread nodes: classes grouped by their cost per empty node opened."""
-        build.problem.empty = frozenset(np.flatnonzero(build.index.empty()).tolist())
+        build.problem.empty = frozenset(np.flatnonzero(build.view.empty()).tolist())
         by_cost: dict[int, list[int]] = defaultdict(list)
         for a, info in enumerate(build.classes):
             for cost in {c.weight for c in info.constraints if isinstance(c, NodeOpening)}:
@@ -46,15 +46,15 @@ class CostPreferences(Kind):
         build.problem.openings = [(tuple(members), cost) for cost, members in sorted(by_cost.items())]
 
 
-def _request_costs(requests: dict[str, int], cost: PodCost, index: BoundState) -> np.ndarray:
+def _request_costs(requests: dict[str, int], cost: PodCost, view: View) -> np.ndarray:
     """Per node, what the pod's requests cost at its per-unit prices (nan: a price is missing)."""
-    total = np.zeros(len(index.nodes), dtype=np.float64)
+    total = np.zeros(len(view.nodes), dtype=np.float64)
     for resource, attr, key in cost.prices:
         amount = requests.get(resource, 0)
         if not amount:
             continue
         unit = UNIT.get(resource, 2**30 if resource.startswith("hugepages-") else 1)
-        total += amount / unit * index.node_numbers(attr, key)  # nan stays nan: the price is missing
+        total += amount / unit * view.node_numbers(attr, key)  # nan stays nan: the price is missing
     return total
 
 

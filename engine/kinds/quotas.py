@@ -124,8 +124,8 @@ class CapacityScheduling(Kind):
 
     def _shares(self, build: ProblemBuilder, used: T.Usage, tenant_of: dict[int, Quota | None]) -> None:
         """Per tenant with pods in the batch, its weighted dominant share over the shared resources."""
-        index = build.batch.index.usage
-        totals = T.shared(used.quotas, {r: int(index.allocatable[:, k].sum()) for r, k in index.names.items()})
+        rows = build.batch.view.usage
+        totals = T.shared(used.quotas, {r: int(rows.allocatable[:, k].sum()) for r, k in rows.names.items()})
         weights = T.integer_weights(used.tenants())
         for t in used.tenants():
             classes = tuple(a for a, q in tenant_of.items() if q is t)

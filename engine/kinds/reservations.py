@@ -13,7 +13,7 @@ node in the solver's problem, a filter costs nothing there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,11 +22,11 @@ import numpy as np
 from ..model import Cluster, Pod, Reservation
 from ..rejections import Rejection, Rejections
 from ..timeline import ends, ends_after, rfc3339
-from .base import Action, ClusterEvent, Kind, Moves, Resource
+from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
 from .resources import shortage
 
 if TYPE_CHECKING:
-    from ..index import BoundState
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 RESERVED = "reserved for"  # a reservation row's name: "<resource> reserved for ml/train from <time>"
@@ -52,7 +52,7 @@ class Held:
                 and (pod.gang is None or pod.gang not in self.exempt))
 
 
-class Reservations(Kind):
+class Reservations(Kind, ReadsPods):
     name = "Reservations"
     # the room a reservation keeps grows as pods leave (or shrink) and as nodes join or grow
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
@@ -61,38 +61,30 @@ class Reservations(Kind):
     def class_fields(self, pod: Pod) -> tuple:
         return (pod.runtime,)  # pods ending before a reservation starts and those running past it differ
 
-    def class_fields_in(self, cluster: Cluster, index: BoundState) -> Callable[[Pod], tuple]:
+    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
         """Per reservation that may bind: whether a pod placed now takes from its room (`Held.counts`, all the
         filter and rows read); nothing else (pods of any runtime then share a class)."""
         now = cluster.now
-        held = held_in(cluster, index)
+        held = held_in(cluster, view)
         if now is None or not held:
             return lambda pod: ()
         return lambda pod: tuple(h.counts(pod, now) for h in held)
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        """The reserved nodes where one pod of the class, running past the start, asks for more than is left."""
-        for h, resource, lefts, want in _asks(batch, spec.sample):
-            if short := [i for i, left in lefts.items() if want > left]:
-                out.add(Rejection(self.name, (shortage(h.row(resource)),)), np.array(short, dtype=np.int64))
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """Node i once `moves` happened: the evicted pods that would have run at the start give their room back,
-        the arriving ones that will take theirs."""
-        now = batch.cluster.now
-        for h, resource, lefts, want in _asks(batch, spec.sample, binding=False):
-            if now is None or i not in lefts:
+        """The reserved nodes where one pod of the class, running past the start, asks for more than is left there
+        then: what the table leaves, plus what the view's pods gone would have held then, less what its pods added
+        will (a node whose room now is less than the reservation leaves is NodeResourcesFit's first)."""
+        now, view, pod = batch.cluster.now, batch.view, spec.sample
+        if now is None:
+            return
+        for h in held_anywhere(batch.cluster, view.base()):
+            if not h.counts(pod, now):
                 continue
-            start = h.reservation.start
-            back = sum(p.requests.get(resource, 0) for p in moves.gone_from(i)
-                       if (end := ends(p, now)) is None or end > start)
-            taken = sum(p.requests.get(resource, 0) for p in moves.come_to(i) if h.counts(p, now))
-            if want > lefts[i] + back - taken:
-                return Rejection(self.name, (shortage(h.row(resource)),))
-        return None
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        return any(pod.requests.get(resource, 0) for h in held_anywhere(batch.cluster, batch.index) for resource in h.left)
+            for resource, lefts in sorted(h.left.items()):
+                want = pod.requests.get(resource, 0)
+                nodes = lefts if out.asked is None else [i for i in out.asked.tolist() if i in lefts]
+                if want > 0 and (short := [i for i in nodes if want > lefts[i] + _moved(view, h, resource, i, now)]):
+                    out.add(Rejection(self.name, (shortage(h.row(resource)),)), np.array(short, dtype=np.int64))
 
     def emit(self, build: ProblemBuilder) -> None:
         """A row per reserved resource where some room is left that several pods of the batch could overrun
@@ -100,8 +92,8 @@ class Reservations(Kind):
         now = build.batch.cluster.now
         if now is None:
             return
-        size = len(build.index.nodes)
-        for h in held_in(build.batch.cluster, build.index):
+        size = len(build.view.nodes)
+        for h in held_in(build.batch.cluster, build.view):
             for resource, lefts in sorted(h.left.items()):
                 rows = {i: left for i, left in lefts.items() if left > 0}
                 on = list(rows)
@@ -118,80 +110,78 @@ class Reservations(Kind):
                 build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
 
 
-def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
+def held_in(cluster: Cluster, view: View) -> tuple[Held, ...]:
     """The cluster's reservations that may bind, with what they leave where it is less than the node has free now
-    (worked out once per index: the class key, the filter and the rows all ask)."""
-    every = held_anywhere(cluster, index)
-    return index.memo(("reservations binding", cluster.now, tuple(cluster.reservations)), lambda: tuple(
-        h for h in (Held(h.reservation, _tight(h.left, index), h.exempt) for h in every) if h.left))
+    (worked out once per view: the class key, the filter and the rows all ask)."""
+    every = held_anywhere(cluster, view)
+    return view.memo(("reservations binding", cluster.now, tuple(cluster.reservations)), lambda: tuple(
+        h for h in (Held(h.reservation, _tight(h.left, view), h.exempt) for h in every) if h.left))
 
 
-def held_anywhere(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
+def held_anywhere(cluster: Cluster, view: View) -> tuple[Held, ...]:
     """Every reservation of the cluster with what it leaves on each of its nodes at its start, binding or not: what
-    an eviction gives room back to (`after`; a node with nothing free now binds nothing until pods leave it)."""
+    the filter lays a view's changes over (a node with nothing free now binds nothing until pods leave it)."""
     now = cluster.now
     if now is None or not cluster.reservations:
         return ()
     reservations = tuple(cluster.reservations)
-    return index.memo(("reservations", now, reservations), lambda: tuple(
-        Held(r, _left_at_start(r, index, now), frozenset(q.holder for q in reservations[:k + 1]))
+    return view.memo(("reservations", now, reservations), lambda: tuple(
+        Held(r, _left_at_start(r, view, now), frozenset(q.holder for q in reservations[:k + 1]))
         for k, r in enumerate(reservations)))
 
 
-def _asks(batch: Batch, pod: Pod, binding: bool = True) -> Iterator[tuple[Held, str, dict[int, int], int]]:
-    """Each reserved resource one pod of a class placed now would take from: the reservation, the resource, what
-    is left of it per node (where it binds; with `binding` False, on every node of the reservation), what the pod
-    asks."""
-    now = batch.cluster.now
-    for h in (held_in if binding else held_anywhere)(batch.cluster, batch.index):
-        if now is not None and h.counts(pod, now):
-            for resource, lefts in sorted(h.left.items()):
-                if (want := pod.requests.get(resource, 0)) > 0:
-                    yield h, resource, lefts, want
+def _moved(view: View, h: Held, resource: str, i: int, now: float) -> int:
+    """What the view's changes on node i do to what `h` leaves of `resource` at its start: the pods gone that would
+    still have run then give their room back, the pods added that will take it (upstream's RemovePod/AddPod)."""
+    if not view.changed:
+        return 0
+    start = h.reservation.start
+    back = sum(p.requests.get(resource, 0) for p in view.gone_from(i) if (end := ends(p, now)) is None or end > start)
+    return back - sum(p.requests.get(resource, 0) for p in view.added_to(i) if h.counts(p, now))
 
 
-def _tight(left: dict[str, dict[int, int]], index: BoundState) -> dict[str, dict[int, int]]:
+def _tight(left: dict[str, dict[int, int]], view: View) -> dict[str, dict[int, int]]:
     """Of what a reservation leaves at its start (`_left_at_start`), only where it is less than the node has free
     now (elsewhere the node's own capacity row already keeps pods placed now within it: the reservation binds
     nothing there, and its pods' runtimes would split classes for nothing); nothing when none of its nodes has any
     of what it needs free now (what is left at its start cannot be less)."""
-    if not any(index.free(i, resource) > 0 for resource, lefts in left.items() for i in lefts):
+    if not any(view.free(i, resource) > 0 for resource, lefts in left.items() for i in lefts):
         return {}
     out: dict[str, dict[int, int]] = {}
     for resource, lefts in left.items():
         for i, amount in lefts.items():
-            if amount < index.free(i, resource):
+            if amount < view.free(i, resource):
                 out.setdefault(resource, {})[i] = amount
     return out
 
 
-def _left_at_start(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
+def _left_at_start(r: Reservation, view: View, now: float) -> dict[str, dict[int, int]]:
     """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
     the pods still running then and the reservation itself are counted. Not clamped at 0: an eviction gives its room
-    back to this figure (`after`), and a reservation its running pods overrun needs them all gone."""
-    position = index.positions()
+    back to this figure (the filter), and a reservation its running pods overrun needs them all gone."""
+    position = view.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
-    still = _running_at(index, now, r.start, list(needs))
+    still = _running_at(view, now, r.start, list(needs))
     out: dict[str, dict[int, int]] = {}
     for i, need in needs.items():
         for resource, amount in need.items():
-            out.setdefault(resource, {})[i] = index.nodes[i].allocatable.get(resource, 0) - still[i].get(resource, 0) - amount
+            out.setdefault(resource, {})[i] = view.nodes[i].allocatable.get(resource, 0) - still[i].get(resource, 0) - amount
     return out
 
 
-def _running_at(index: BoundState, now: float, start: float, nodes: list[int]) -> dict[int, dict[str, int]]:
+def _running_at(view: View, now: float, start: float, nodes: list[int]) -> dict[int, dict[str, int]]:
     """Per node of `nodes` (by position), what its bound pods still running at `start` request (their positions
     found in the index's arrays, not by a walk over every bound pod)."""
-    starts, bounds = index.lifetimes()
-    where = index.node_array()
-    asked = np.zeros(len(index.nodes), dtype=bool)
+    starts, bounds = view.lifetimes()
+    where = view.node_array()
+    asked = np.zeros(len(view.nodes), dtype=bool)
     asked[nodes] = True
     on = asked[where]
     ending = np.maximum(now, np.where(np.isnan(starts[on]), now, starts[on]) + bounds[on])
     out: dict[int, dict[str, int]] = {i: {} for i in nodes}
     for k in np.flatnonzero(on)[ending > start].tolist():
         running = out[int(where[k])]
-        for resource, amount in index.pods[k].requests.items():
+        for resource, amount in view.pods[k].requests.items():
             running[resource] = running.get(resource, 0) + amount
     return out
 

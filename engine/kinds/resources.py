@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
-from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -24,20 +24,21 @@ def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]
     return [shortage(r) for r, want in requests.items() if want > free(r)]
 
 
-class NodeResourcesFit(Kind):
+class NodeResourcesFit(Kind, ReadsPods):
     name = "NodeResourcesFit"
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE))
     checks = (Check.RESOURCES,)
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        """Upstream marks a node unresolvable when a request exceeds its allocatable (no eviction helps)."""
+        """Upstream's Fit on the view's free room (its pods gone and added counted); a node whose allocatable is below
+        a request is unresolvable (no eviction helps)."""
         requests = spec.sample.requests
         beyond = None
-        for short, members in batch.index.short_of(requests).items():
+        for short, members in batch.view.short_of(requests, out.asked).items():
             reasons = tuple(shortage(r) for r in short)
             if beyond is None:
-                beyond = batch.index.beyond_allocatable(requests)
+                beyond = batch.view.beyond_allocatable(requests)
             hopeless = beyond[members]
             if hopeless.any():
                 out.add(Rejection(self.name, reasons, resolvable=False), members[hopeless])
@@ -46,26 +47,6 @@ class NodeResourcesFit(Kind):
 
     def class_fields(self, pod: Pod) -> tuple:
         return tuple(sorted(pod.requests.items()))
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """Node i's free room once the leaving pods' requests are back and the arriving pods' taken (upstream's
-        NodeInfo after RemovePod/AddPod)."""
-        index, gone, come = batch.index, moves.gone_from(i), moves.come_to(i)
-        allocatable, used = index.nodes[i].allocatable, index.used[i]
-        short = []
-        for r, want in spec.sample.requests.items():
-            if want > 0:
-                free = allocatable.get(r, 0) - used.get(r, 0)
-                for p in gone:
-                    free += p.requests.get(r, 0)
-                for p in come:
-                    free -= p.requests.get(r, 0)
-                if want > free:
-                    short.append(r)
-        return Rejection(self.name, tuple(shortage(r) for r in short)) if short else None
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        return any(want > 0 and pod.requests.get(r, 0) for r, want in spec.sample.requests.items())
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """Upstream's: a node helps only if its allocatable fits the requests (and, when it changed, grew in one
@@ -81,11 +62,11 @@ class NodeResourcesFit(Kind):
 
     def emit(self, build: ProblemBuilder) -> None:
         """The resources the batch asks for, each node's free and allocatable amounts, each class's demand."""
-        problem, index = build.problem, build.index
+        problem, view = build.problem, build.view
         resources = tuple(sorted({r for info in build.classes for r in info.requests}))
         problem.resources = resources
-        problem.free = list(map(tuple, index.free_of(resources).tolist()))
-        problem.capacity = list(map(tuple, index.allocatable_of(resources).tolist()))
+        problem.free = list(map(tuple, view.free_of(resources).tolist()))
+        problem.capacity = list(map(tuple, view.allocatable_of(resources).tolist()))
         for info, cls in zip(build.classes, problem.classes):
             cls.demand = tuple(info.requests.get(r, 0) for r in resources)
 

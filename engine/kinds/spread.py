@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..classes import ClassInfo
 from ..ir import Constraint, SpreadRule
-from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, tolerated
+from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, SpreadConstraint, tolerated
 from ..rejections import Rejection, Rejections
 from ..solve.problem import NO_DOMAIN, Blocker, Check, Spread
-from .base import Action, ClusterEvent, Kind, ModelChange, Moves, Resource, Spot, Waiting
+from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, Spot, Waiting
 from .node_affinity import hard_rules
 from .taints import tolerations
 
 if TYPE_CHECKING:
-    from ..index import BoundState
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON_SKEW = "node(s) didn't match pod topology spread constraints"
@@ -42,7 +42,7 @@ class SpreadDomains:
     domain_of: np.ndarray  # per node: its eligible domain, NO_DOMAIN if not eligible
 
 
-class PodTopologySpread(Kind):
+class PodTopologySpread(Kind, ReadsPods):
     name = "PodTopologySpread"
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.UPDATE_POD_TOLERATION
                            | Action.DELETE),
@@ -50,34 +50,23 @@ class PodTopologySpread(Kind):
                            | Action.UPDATE_NODE_TAINT))
     checks = (Check.SPREAD,)
 
-    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], index: BoundState) -> Iterable[frozenset[str] | None]:
+    def label_keys(self, rule_sets: list[tuple[Constraint, ...]], view: View) -> Iterable[frozenset[str] | None]:
         return (c.spread.selector.label_keys() for rules in rule_sets for c in rules if isinstance(c, SpreadRule))
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        """Nodes without a hard constraint's key can never count in its domains (UnschedulableAndUnresolvable)."""
-        for c in spec.constraints:
-            if isinstance(c, SpreadRule) and c.spread.hard:
-                out.add(Rejection(self.name, (ERR_REASON_LABEL,), resolvable=False),
-                        batch.index.nodes_with(c.spread.topology_key, [None]))
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """Upstream's Filter after RemovePod/AddPod: every hard spread's skew on node i, with the leaving and arriving
-        pods the spread counts moved out of and into their domains."""
+        """Nodes without a hard constraint's key can never count in its domains (UnschedulableAndUnresolvable). For a
+        pod asked about alone (every other pod bound in the view: preemption's trials), upstream's skew too: its
+        domain's matching pods plus itself, less the fewest of any eligible domain, within maxSkew. In a batch the
+        skew is the solver's rows' (other pods of the batch move the minimum)."""
         for c in spec.constraints:
             if isinstance(c, SpreadRule) and c.spread.hard:
                 s = c.spread
-                skew = Counted.of(batch, spec, c).skew(i, moves, int(s.selector.matches(spec.sample.labels)),
-                                                        s.min_domains)
-                if skew is not None and skew > s.max_skew:
-                    return Rejection(self.name, (ERR_REASON_SKEW,))
-        return None
-
-    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
-        return any(isinstance(c, SpreadRule) and c.spread.hard for c in spec.constraints)
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        return pod.namespace == spec.sample.namespace and any(
-            isinstance(c, SpreadRule) and c.spread.hard and c.spread.selector.matches(pod.labels) for c in spec.constraints)
+                out.add(Rejection(self.name, (ERR_REASON_LABEL,), resolvable=False),
+                        batch.view.nodes_with(s.topology_key, [None]))
+                if batch.alone:
+                    me = int(s.selector.matches(spec.sample.labels))
+                    skewed = Counted.of(batch, spec, c).over(batch.view, out.nodes(), me, s)
+                    out.add(Rejection(self.name, (ERR_REASON_SKEW,)), skewed)
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
         """A pod appearing, leaving or changing helps only if a hard spread of the pod counts it; node changes may
@@ -104,7 +93,7 @@ def _emit(build: ProblemBuilder, a: int, info: ClassInfo, c: SpreadRule) -> None
     domains = _spread_domains(build, info, c)
     term = PodAffinityTerm(s.selector, frozenset({pod.namespace}), s.topology_key)
     existing: dict[int, int] = defaultdict(int)
-    for i, k in build.index.node_counts(term).items():
+    for i, k in build.view.node_counts(term).items():
         d = int(domains.domain_of[i])
         if d != NO_DOMAIN:
             existing[d] += k
@@ -115,10 +104,10 @@ def _emit(build: ProblemBuilder, a: int, info: ClassInfo, c: SpreadRule) -> None
 
 
 def _spread_domains(build: ProblemBuilder, info: ClassInfo, c: SpreadRule) -> SpreadDomains:
-    return _domains(build.memo, build.index, info.constraints, c)
+    return _domains(build.memo, build.view, info.constraints, c)
 
 
-def _domains(memo: dict, index: BoundState, constraints: tuple[Constraint, ...], c: SpreadRule) -> SpreadDomains:
+def _domains(memo: dict, view: View, constraints: tuple[Constraint, ...], c: SpreadRule) -> SpreadDomains:
     """Eligible nodes per domain: nodes with the key, passing node affinity and (if asked) taints; the same
     for every class with the same node rules and tolerations, so computed once for them."""
     s = c.spread
@@ -126,32 +115,35 @@ def _domains(memo: dict, index: BoundState, constraints: tuple[Constraint, ...],
     key = (s.topology_key, s.honor_affinity and rules, s.honor_taints and have)
     shared = memo.setdefault(PodTopologySpread.name, {})
     if key not in shared:
-        shared[key] = _eligible_by_domain(index, s.topology_key, rules if s.honor_affinity else (),
+        shared[key] = _eligible_by_domain(view, s.topology_key, rules if s.honor_affinity else (),
                                           have if s.honor_taints else None)
     return shared[key]
 
 
 @dataclass(frozen=True, slots=True)
 class Counted:
-    """One hard spread's bound matching pods per eligible domain (`counts[position[d]]`), for `after`."""
+    """One hard spread's matching pods per eligible domain (`counts[position[d]]`) in the table, for a pod asked about
+    alone: a view's changes are laid over them (`over`)."""
 
     domains: SpreadDomains
     term: PodAffinityTerm
     position: dict[int, int]
     counts: np.ndarray
+    seen: dict[int, tuple[Pod, int]] = field(default_factory=dict)  # id(pod) -> the pod, whether the spread counts it
+    nets: dict[int, tuple[tuple[Pod, ...], tuple[Pod, ...], int]] = field(default_factory=dict)  # node -> its changes, net
 
     @classmethod
     def of(cls, batch: Batch, spec: ClassSpec, c: SpreadRule) -> Counted:
-        s, memo = c.spread, batch.memo.setdefault(PodTopologySpread.name + ":after", {})
+        s, memo = c.spread, batch.memo.setdefault(PodTopologySpread.name + ":alone", {})
         if (spec.a, c) in memo:
             return memo[(spec.a, c)]
-        domains = _domains(batch.memo, batch.index, spec.constraints, c)
+        domains = _domains(batch.memo, batch.view, spec.constraints, c)
         term = PodAffinityTerm(s.selector, frozenset({spec.sample.namespace}), s.topology_key)
         key = (id(domains), term)
         if key not in memo:
             position = {d: k for k, d in enumerate(domains.nodes)}
             counts = np.zeros(len(position), dtype=np.int64)
-            for i, k in batch.index.node_counts(term).items():
+            for i, k in batch.view.base().node_counts(term).items():
                 d = int(domains.domain_of[i])
                 if d != NO_DOMAIN:
                     counts[position[d]] += k
@@ -159,33 +151,57 @@ class Counted:
         memo[(spec.a, c)] = memo[key]
         return memo[key]
 
-    def skew(self, i: int, moves: Moves, me: int, min_domains: int | None) -> int | None:
-        """Upstream's skew on node i once `moves` happened: its domain's matching pods plus the pod itself, less
-        the fewest in an eligible domain (0 when there are fewer eligible domains than `min_domains`); None when
-        node i is in no eligible domain."""
-        d = int(self.domains.domain_of[i])
-        if d == NO_DOMAIN:
-            return None
+    def over(self, view: View, nodes: np.ndarray, me: int, s: SpreadConstraint) -> np.ndarray:
+        """Of `nodes`, those in an eligible domain whose skew once the pod is there exceeds maxSkew, the view's pods
+        gone and added counted: its domain's matching pods plus `me`, less the fewest in an eligible domain (0 when
+        there are fewer eligible domains than minDomains). Nodes in no eligible domain are left to the filters that
+        exclude them (node affinity, taints)."""
+        view.reaching()  # the fewest, across every domain
         counts = self.counts
-        moved = [(self.position[dj], moves.net(j, lambda p: int(self.term.matches(p))))
-                 for j in moves.touched() if (dj := int(self.domains.domain_of[j])) != NO_DOMAIN]
-        if any(delta for _, delta in moved):
+        moved = [(self.position[d], delta) for j, delta in self._net(view).items()
+                 if (d := int(self.domains.domain_of[j])) != NO_DOMAIN and delta]
+        if moved:
             counts = counts.copy()
             for k, delta in moved:
                 counts[k] += delta
-        fewest = 0 if not len(counts) or (min_domains is not None and len(counts) < min_domains) else int(counts.min())
-        return int(counts[self.position[d]]) + me - fewest
+        if not len(counts):
+            return np.zeros(0, dtype=np.int64)
+        fewest = 0 if s.min_domains is not None and len(counts) < s.min_domains else int(counts.min())
+        domain = self.domains.domain_of[nodes]
+        eligible = nodes[domain != NO_DOMAIN]
+        here = counts[[self.position[int(d)] for d in self.domains.domain_of[eligible]]]
+        return eligible[here + me - fewest > s.max_skew]
+
+    def _net(self, view: View) -> dict[int, int]:
+        """Per node the view changes, its matching pods added less those gone (a node's changes are the same objects
+        in every view derived from one another: each node's count is worked out once per change of it)."""
+        out = {}
+        for j in view.touched():
+            added, gone = view.added_to(j), view.gone_from(j)
+            known = self.nets.get(j)
+            if known is None or known[0] is not added or known[1] is not gone:
+                known = self.nets[j] = (added, gone, sum(map(self._matches, added)) - sum(map(self._matches, gone)))
+            out[j] = known[2]
+        return out
+
+    def _matches(self, pod: Pod) -> int:
+        """Whether the spread counts `pod`, asked once per pod (a stage's trials ask of the same pods again and
+        again; the pod is kept with its answer, so its id stays its own)."""
+        found = self.seen.get(id(pod))
+        if found is None:
+            found = self.seen[id(pod)] = (pod, int(self.term.matches(pod)))
+        return found[1]
 
 
-def _eligible_by_domain(index: BoundState, topology_key: str, rules, have) -> SpreadDomains:
-    eligible = np.ones(len(index.nodes), dtype=bool)
+def _eligible_by_domain(view: View, topology_key: str, rules, have) -> SpreadDomains:
+    eligible = np.ones(len(view.nodes), dtype=bool)
     for rule in rules:
-        eligible &= index.matching_mask(rule.predicate)
+        eligible &= view.matching_mask(rule.predicate)
     if have is not None:
-        for taints, members in index.taint_groups().items():
+        for taints, members in view.taint_groups().items():
             if any(t.effect in HARD_EFFECTS and not tolerated(have, t) for t in taints):
                 eligible[members] = False
-    domain_of = np.where(eligible, index.label(topology_key).codes, NO_DOMAIN)
+    domain_of = np.where(eligible, view.label(topology_key).codes, NO_DOMAIN)
     order = np.argsort(domain_of, kind="stable")
     ids = domain_of[order]
     starts = np.searchsorted(ids, np.arange(ids.max() + 1 if len(ids) else 0))

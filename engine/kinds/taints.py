@@ -14,7 +14,7 @@ from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, 
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from ..index import BoundState
+    from ..view import View
     from .context import Batch, ClassSpec
 
 PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on the 1..100 preference scale
@@ -41,7 +41,7 @@ class TaintToleration(Kind):
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         have = tolerations(spec.constraints)
-        for taints, members in batch.index.taint_groups().items():  # nodes with equal taints answer alike
+        for taints, members in batch.view.taint_groups().items():  # nodes with equal taints answer alike
             taint = repelling(taints, have)
             if taint is not None:
                 out.add(Rejection(self.name, (untolerated(taint),), resolvable=False), members)
@@ -53,18 +53,18 @@ class TaintToleration(Kind):
         return repelling(change.new.taints, tolerations(waiting.constraints)) is None
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
-        index = batch.index
-        if not index.soft_tainted:
+        view = batch.view
+        if not view.soft_tainted:
             return []
-        return [ScorePart("untolerated PreferNoSchedule taint(s)", _prefer_no_schedule(info, index)[candidates])]
+        return [ScorePart("untolerated PreferNoSchedule taint(s)", _prefer_no_schedule(info, view)[candidates])]
 
 
-def _prefer_no_schedule(info: ClassInfo, index: BoundState) -> np.ndarray:
+def _prefer_no_schedule(info: ClassInfo, view: View) -> np.ndarray:
     """Per node: the penalty of its PreferNoSchedule taints the class does not tolerate (one check per
     distinct taint set)."""
-    out = np.zeros(len(index.nodes), dtype=np.int64)
+    out = np.zeros(len(view.nodes), dtype=np.int64)
     have = tolerations(info.constraints)
-    for taints, members in index.taint_groups().items():
+    for taints, members in view.taint_groups().items():
         count = sum(1 for t in taints if t.effect == "PreferNoSchedule" and not tolerated(have, t))
         if count:
             out[members] = -PREFER_NO_SCHEDULE_PENALTY * count

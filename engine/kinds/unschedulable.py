@@ -23,7 +23,7 @@ class NodeUnschedulable(Kind):
               ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        cordoned = batch.index.cordoned
+        cordoned = batch.view.cordoned
         if cordoned and not tolerated(tolerations(spec.constraints), CORDON):
             out.add(Rejection(self.name, (ERR_REASON,), resolvable=False), cordoned)
 

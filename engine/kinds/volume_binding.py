@@ -24,7 +24,7 @@ from .base import Action, ClusterEvent, Kind, Resource, ScorePart
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
-    from ..index import BoundState
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -43,25 +43,25 @@ class Served:
     nodes: np.ndarray  # boolean mask over the index's nodes
 
 
-def served_volumes(cluster_volumes: list[Volume], index: BoundState) -> dict[str, list[Served]]:
+def served_volumes(cluster_volumes: list[Volume], view: View) -> dict[str, list[Served]]:
     """Available, unclaimed PVs by storage class, each with its nodes (masks shared by PVs pinned alike)."""
     out: dict[str, list[Served]] = defaultdict(list)
-    everywhere = np.ones(len(index.nodes), dtype=bool)
+    everywhere = np.ones(len(view.nodes), dtype=bool)
     for v in cluster_volumes:
         if v.available and v.claim is None and not v.deleting:
-            mask = everywhere if v.node_terms is None else index.matching_mask(NodeTerms(v.node_terms))
+            mask = everywhere if v.node_terms is None else view.matching_mask(NodeTerms(v.node_terms))
             out[v.storage_class].append(Served(v, mask))
     return out
 
 
-def provisioning_mask(use: ClaimUse, index: BoundState, capacity: bool = True) -> np.ndarray:
+def provisioning_mask(use: ClaimUse, view: View, capacity: bool = True) -> np.ndarray:
     """Nodes a provisioner can serve the claim on (with `capacity`: where its tracked capacity holds it too)."""
     if not use.provisioner:
-        return np.zeros(len(index.nodes), dtype=bool)
-    mask = np.ones(len(index.nodes), dtype=bool) if use.topology is None else index.matching_mask(NodeTerms(use.topology))
+        return np.zeros(len(view.nodes), dtype=bool)
+    mask = np.ones(len(view.nodes), dtype=bool) if use.topology is None else view.matching_mask(NodeTerms(use.topology))
     if capacity and use.capacities is not None:
-        mask = mask & np.fromiter((node_capacity(use, n) is not False for n in index.nodes), dtype=bool,
-                                  count=len(index.nodes))
+        mask = mask & np.fromiter((node_capacity(use, n) is not False for n in view.nodes), dtype=bool,
+                                  count=len(view.nodes))
     return mask
 
 
@@ -82,11 +82,11 @@ class VolumeBinding(Kind):
         return Rejection(self.name, (blocked,), resolvable=False) if blocked else None
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        volumes, index = spec.sample.volumes, batch.index
+        volumes, view = spec.sample.volumes, batch.view
         if volumes.pv_missing:
-            out.add(Rejection(self.name, (ERR_PV_NOT_EXIST,), resolvable=False), np.ones(len(index.nodes), dtype=bool))
+            out.add(Rejection(self.name, (ERR_PV_NOT_EXIST,), resolvable=False), np.ones(len(view.nodes), dtype=bool))
         for terms in volumes.bound_terms:
-            out.add(Rejection(self.name, (ERR_NODE_CONFLICT,), resolvable=False), ~index.matching_mask(NodeTerms(terms)))
+            out.add(Rejection(self.name, (ERR_NODE_CONFLICT,), resolvable=False), ~view.matching_mask(NodeTerms(terms)))
         if volumes.waiting:
             met = self._claims_met(volumes.waiting, batch, capacity=False)
             out.add(Rejection(self.name, (ERR_BIND_CONFLICT,), resolvable=False), ~met)
@@ -97,15 +97,15 @@ class VolumeBinding(Kind):
     def _claims_met(self, uses: tuple[ClaimUse, ...], batch: Batch, capacity: bool = True) -> np.ndarray:
         """Nodes where every waiting claim gets its own PV or a provisioned one (upstream's matching, smallest
         claim first, smallest PV each); `capacity`: a provisioned one only where tracked capacity holds it."""
-        index = batch.index
+        view = batch.view
         usable = self._usable(uses, batch)
         if len(uses) == 1:
-            met = provisioning_mask(uses[0], index, capacity).copy()
+            met = provisioning_mask(uses[0], view, capacity).copy()
             for s in usable:
                 met |= s.nodes
             return met
-        return np.fromiter((_met_on(uses, usable, node, i, capacity) for i, node in enumerate(index.nodes)),
-                           dtype=bool, count=len(index.nodes))
+        return np.fromiter((_met_on(uses, usable, node, i, capacity) for i, node in enumerate(view.nodes)),
+                           dtype=bool, count=len(view.nodes))
 
     def _usable(self, uses: tuple[ClaimUse, ...], batch: Batch) -> list[Served]:
         return [s for sc in {u.storage_class for u in uses} for s in self._served(batch).get(sc, ())
@@ -118,7 +118,7 @@ class VolumeBinding(Kind):
         every node has them or none does."""
         uses = info.sample.volumes.waiting
         if uses:
-            usable, nodes = self._usable(uses, batch), batch.index.nodes
+            usable, nodes = self._usable(uses, batch), batch.view.nodes
             if not usable and all(u.capacities is None for u in uses):
                 return []  # nothing known of any storage's size: no points anywhere
             points = np.fromiter((capacity_points(uses, [s.volume for s in usable if s.nodes[i]], nodes[i])
@@ -134,10 +134,10 @@ class VolumeBinding(Kind):
         created, which matching does not offer yet, as upstream; its pods are on their way too)."""
         memo = batch.memo.setdefault(self.name, {})
         if "local" not in memo:
-            local = np.zeros(len(batch.index.nodes), dtype=np.int64)
+            local = np.zeros(len(batch.view.nodes), dtype=np.int64)
             for v in batch.cluster.storage.volumes.values():
                 if (v.available or v.pending) and v.claim is None and not v.deleting and v.node_terms is not None:
-                    where = np.flatnonzero(batch.index.matching_mask(NodeTerms(v.node_terms)))
+                    where = np.flatnonzero(batch.view.matching_mask(NodeTerms(v.node_terms)))
                     if len(where) == 1:
                         local[where[0]] = 1
             memo["local"] = local
@@ -146,7 +146,7 @@ class VolumeBinding(Kind):
     def _served(self, batch: Batch) -> dict[str, list[Served]]:
         memo = batch.memo.setdefault(self.name, {})
         if "served" not in memo:
-            memo["served"] = served_volumes(list(batch.cluster.storage.volumes.values()), batch.index)
+            memo["served"] = served_volumes(list(batch.cluster.storage.volumes.values()), batch.view)
         return memo["served"]
 
     def emit(self, build: ProblemBuilder) -> None:
@@ -165,10 +165,10 @@ class VolumeBinding(Kind):
     def _emit_row(self, build: ProblemBuilder, use: ClaimUse, served: list[Served], demand: list[int]) -> None:
         """Local PVs (those admitting one node) that fit `use`, per node; unbounded where a provisioner or a
         PV admitting several nodes could serve instead."""
-        nodes = len(build.index.nodes)
+        nodes = len(build.view.nodes)
         unbounded = sum(c.count * d for c, d in zip(build.problem.classes, demand)) + 1
         local = np.zeros(nodes, dtype=np.int64)
-        shared = provisioning_mask(use, build.index).copy()
+        shared = provisioning_mask(use, build.view).copy()
         for s in served:
             if fits(use, s.volume):
                 where = np.flatnonzero(s.nodes)

@@ -8,70 +8,41 @@ from typing import TYPE_CHECKING
 
 from ..model import PodVolumes
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, Moves, Resource
+from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
 
 if TYPE_CHECKING:
-    from ..model import Pod
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON = "node(s) exceed max volume count"
 
 
-class NodeVolumeLimits(Kind):
+class NodeVolumeLimits(Kind, ReadsPods):
     name = "NodeVolumeLimits"
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD))
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """Each node's attached volumes per driver (the view's pods: a volume is detached only when no pod left there
+        uses it), plus the pod's new ones, against the node's CSI attach limits."""
         volumes = spec.sample.volumes
         if not volumes.attach and not volumes.provisioned:
             return
-        limits, attached = batch.cluster.storage.limits, self._attached(batch)
+        limits, view = batch.cluster.storage.limits, batch.view
+        nodes = range(len(view.nodes)) if out.asked is None else out.asked.tolist()
         over = []
-        for i, node in enumerate(batch.index.nodes):
-            limit = limits.get(node.name)
+        for i in nodes:
+            limit = limits.get(view.nodes[i].name)
             if not limit:
                 continue
-            held = attached.get(i, {})
+            held = _attached_on(view, i)
             new = Counter(volumes.provisioned)
             new.update(driver for driver, volume in volumes.attach if volume not in held.get(driver, ()))
             if any(driver in limit and len(held.get(driver, ())) + k > limit[driver] for driver, k in new.items()):
                 over.append(i)
         if over:
             out.add(Rejection(self.name, (ERR_REASON,)), over)
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """Node i's attached volumes once `moves` happened: a volume is detached only when no staying pod uses it."""
-        volumes = spec.sample.volumes
-        limit = batch.cluster.storage.limits.get(batch.index.nodes[i].name)
-        if not limit or not (volumes.attach or volumes.provisioned):
-            return None
-        gone = {p.key for p in moves.gone_from(i)}
-        held: dict[str, set[str]] = defaultdict(set)
-        for p in (*(p for p in batch.index.pods_on[i] if p.key not in gone), *moves.come_to(i)):
-            for driver, volume in p.volumes.attach:
-                held[driver].add(volume)
-        new = Counter(volumes.provisioned)
-        new.update(driver for driver, volume in volumes.attach if volume not in held[driver])
-        if any(driver in limit and len(held[driver]) + k > limit[driver] for driver, k in new.items()):
-            return Rejection(self.name, (ERR_REASON,))
-        return None
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        volumes = spec.sample.volumes
-        return bool((volumes.attach or volumes.provisioned) and pod.volumes.attach)
-
-    def _attached(self, batch: Batch) -> dict[int, dict[str, set[str]]]:
-        """Per node index, each driver's unique volumes its bound pods use (built once per batch)."""
-        memo = batch.memo.setdefault(self.name, {})
-        if "attached" not in memo:
-            held: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-            for pod, i in zip(batch.index.pods, batch.index.node_of):
-                for driver, volume in pod.volumes.attach:
-                    held[i][driver].add(volume)
-            memo["attached"] = held
-        return memo["attached"]
 
     def emit(self, build: ProblemBuilder) -> None:
         """Per driver some pod of the batch attaches: a node's volumes left under its limit, and each class's
@@ -80,14 +51,14 @@ class NodeVolumeLimits(Kind):
         drivers = sorted({d for _, info in build.checked() for d in _drivers(info.sample.volumes)})
         if not drivers:
             return  # (the bound pods' volumes are not even counted: a pass over every pod)
-        limits, attached = build.batch.cluster.storage.limits, self._attached(build.batch)
+        limits, attached = build.batch.cluster.storage.limits, _attached(build.batch.view)
         held = {v for per_node in attached.values() for volumes in per_node.values() for v in volumes}
         for driver in drivers:
             demand = [_new_volumes(info.sample.volumes, driver, held) if a not in build.unchecked else 0
                       for a, info in enumerate(build.classes)]
             unbounded = sum(c.count * k for c, k in zip(build.problem.classes, demand)) + 1
-            unlimited = [driver not in limits.get(n.name, {}) for n in build.index.nodes]
-            capacity = [limits.get(n.name, {}).get(driver, unbounded) for n in build.index.nodes]
+            unlimited = [driver not in limits.get(n.name, {}) for n in build.view.nodes]
+            capacity = [limits.get(n.name, {}).get(driver, unbounded) for n in build.view.nodes]
             free = [max(0, c - len(attached.get(i, {}).get(driver, ()))) for i, c in enumerate(capacity)]
             build.add_resource(f"attachable volumes: {driver}", free, capacity, demand, unlimited)
 
@@ -101,3 +72,25 @@ def _new_volumes(volumes: PodVolumes, driver: str, held: set[str]) -> int:
 
 
 KIND = NodeVolumeLimits()
+
+
+def _attached(view: View) -> dict[int, dict[str, set[str]]]:
+    """Per node position, each driver's unique volumes the table's pods use there (built once per table)."""
+    def make() -> dict[int, dict[str, set[str]]]:
+        held: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        for pod, i in zip(view.table.pods, view.table.node_of):
+            for driver, volume in pod.volumes.attach:
+                held[i][driver].add(volume)
+        return held
+    return view.memo_of_table((NodeVolumeLimits.name,), make)
+
+
+def _attached_on(view: View, i: int) -> dict[str, set[str]]:
+    """Node i's volumes per driver, its pods gone and added counted."""
+    if i not in view.touched():
+        return _attached(view).get(i, {})
+    held: dict[str, set[str]] = defaultdict(set)
+    for p in view.pods_on(i):
+        for driver, volume in p.volumes.attach:
+            held[driver].add(volume)
+    return held

@@ -6,61 +6,30 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Limit
-from .base import Action, ClusterEvent, Kind, Moves, Resource
+from ..view import Counts
+from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
 
 if TYPE_CHECKING:
-    from ..model import Pod
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "
               "by another pod")
 
 
-class VolumeRestrictions(Kind):
+class VolumeRestrictions(Kind, ReadsPods):
     name = "VolumeRestrictions"
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE))
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
+        """A ReadWriteOncePod claim some pod of the view uses anywhere (free once its last user is gone, taken again
+        by a pod added that uses it)."""
         claims = spec.sample.volumes.read_write_once_pod
-        if claims and any(c in self._in_use(batch) for c in claims):
-            out.add(Rejection(self.name, (ERR_REASON,)), np.ones(len(batch.index.nodes), dtype=bool))
-
-    def after(self, spec: ClassSpec, batch: Batch, i: int, moves: Moves) -> Rejection | None:
-        """A ReadWriteOncePod claim is free once every bound pod using it is gone (upstream's RemovePod), and taken
-        again by an arriving pod that uses it."""
-        claims = spec.sample.volumes.read_write_once_pod
-        if not claims:
-            return None
-        users = self._users(batch)
-        for claim in claims:
-            held = users.get(claim, 0) + sum(claim in p.volumes.read_write_once_pod for _, p in moves.come_pods()) - sum(
-                claim in p.volumes.read_write_once_pod for _, p in moves.gone_pods())
-            if held > 0:
-                return Rejection(self.name, (ERR_REASON,))
-        return None
-
-    def wide(self, spec: ClassSpec, batch: Batch, moves: Moves) -> bool:
-        return bool(spec.sample.volumes.read_write_once_pod)
-
-    def sways(self, spec: ClassSpec, batch: Batch, pod: Pod) -> bool:
-        return not set(spec.sample.volumes.read_write_once_pod).isdisjoint(pod.volumes.read_write_once_pod)
-
-    def _users(self, batch: Batch) -> Counter[str]:
-        memo = batch.memo.setdefault(self.name, {})
-        if "users" not in memo:
-            memo["users"] = Counter(c for pod in batch.index.pods for c in pod.volumes.read_write_once_pod)
-        return memo["users"]
-
-    def _in_use(self, batch: Batch) -> frozenset[str]:
-        memo = batch.memo.setdefault(self.name, {})
-        if "in_use" not in memo:
-            memo["in_use"] = frozenset(c for pod in batch.index.pods for c in pod.volumes.read_write_once_pod)
-        return memo["in_use"]
+        if claims and any(_users(batch.view).get(c, 0) > 0 for c in claims):
+            out.add(Rejection(self.name, (ERR_REASON,)), out.nodes())
 
     def emit(self, build: ProblemBuilder) -> None:
         """At most one pod, cluster-wide, among the classes sharing a ReadWriteOncePod claim."""
@@ -78,3 +47,18 @@ class VolumeRestrictions(Kind):
 
 
 KIND = VolumeRestrictions()
+
+
+def _users(view: View) -> Counts:
+    """How many of the view's pods use each ReadWriteOncePod claim (a question about the whole cluster)."""
+    base = view.memo_of_table((VolumeRestrictions.name,), lambda: Counter(
+        c for pod in view.table.pods for c in pod.volumes.read_write_once_pod))
+    view.reaching()
+    if not view.changed:
+        return Counts(base)
+    delta: Counter[str] = Counter()
+    for moves, sign in ((view.leaving(), -1), (view.arriving(), 1)):
+        for _, p in moves:
+            for c in p.volumes.read_write_once_pod:
+                delta[c] += sign
+    return Counts(base, delta.__getitem__, delta.keys)

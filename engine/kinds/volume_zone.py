@@ -24,7 +24,7 @@ class VolumeZone(Kind):
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         zones = spec.sample.volumes.zones
         if zones:
-            bad = [i for i, node in enumerate(batch.index.nodes) if not zone_ok(zones, node)]
+            bad = [i for i, node in enumerate(batch.view.nodes) if not zone_ok(zones, node)]
             if bad:
                 out.add(Rejection(self.name, (ERR_REASON,), resolvable=False), bad)
 

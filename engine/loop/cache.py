@@ -1,7 +1,7 @@
 """The cluster model kept up to date from watch deltas (kube-scheduler's cache and its UpdateSnapshot).
 
 The store holds raw objects; this cache holds what planning reads of them, converted once per change: the
-nodes with their index facts, the pods holding capacity (bound, or assumed while their bind is under way) with
+nodes with their table, the pods holding capacity (bound, or assumed while their bind is under way) with
 the capacity they use per node, and everything else (namespaces, PriorityClasses, PodGroups, storage,
 workloads, devices, budgets) converted again only when one of those objects changed. A cycle's `snapshot`
 then costs what changed since the last one plus the batch, not the cluster: `build_cluster` over every object
@@ -25,7 +25,6 @@ import numpy as np
 
 from .. import tenants
 from ..convert.fields import refusal
-from ..index import BoundState, NodeFacts, NodeRequests, PodColumns, PodNamespaces
 from ..ir import GangRules
 from ..kinds.base import Action, ModelChange, Resource
 from ..load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
@@ -33,6 +32,8 @@ from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, 
 from ..objects import OBJECT_KINDS, is_terminal
 from ..resolve import resolve_cluster
 from ..storage import held_volumes
+from ..tables import NodeRequests, NodeTable, PodColumns, PodNamespaces, PodTable
+from ..view import View
 from .ports import Obj
 from .store import Assumptions, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
@@ -59,22 +60,22 @@ class _Rest:
 
 @dataclass(slots=True)
 class Snapshot:
-    """One cycle's view: the cluster with its batch, and the index of what the bound and assumed pods hold."""
+    """One cycle's snapshot: the cluster with its batch, and the view of what the bound and assumed pods hold."""
 
     cluster: Cluster
-    index: BoundState
+    view: View
     lowest: int | None  # the lowest priority of a running pod (preemption's first question)
     usage: tenants.Usage | None = None  # what the placed pods use of the quotas (None: there are none)
 
 
 @dataclass(slots=True)
 class _Rows:
-    """What the index needs, kept per change: the nodes with their positions and facts, the placed pods on known
+    """What the view needs, kept per change: the nodes with their positions and table, the placed pods on known
     nodes as parallel lists (pod, its node's position), and the capacity they use on each node (rows)."""
 
     nodes: list[Node]
     at: dict[str, int]
-    facts: NodeFacts
+    node_table: NodeTable
     names: dict[str, int]  # resource -> column
     allocatable: np.ndarray
     used: np.ndarray
@@ -92,7 +93,7 @@ class _Rows:
         pods = [p for p in placed if p.node_name in at]
         node_of = [at[p.node_name or ""] for p in pods]
         usage = NodeRequests.of(nodes, pods, node_of)
-        rows = cls(nodes, at, NodeFacts.of(nodes), usage.names, usage.allocatable, usage.used, usage.requested, pods,
+        rows = cls(nodes, at, NodeTable(nodes), usage.names, usage.allocatable, usage.used, usage.requested, pods,
                    node_of, {p.key: k for k, p in enumerate(pods)})
         rows.special = {p.key for p in pods if p.host_ports or p.anti_affinity_required}
         rows.columns = PodColumns.of(pods, usage.names)
@@ -141,14 +142,15 @@ class _Rows:
             self.used[i, k] += sign * v
             self.requested[i, k] += sign
 
-    def index(self) -> BoundState:
-        """This cycle's index: the lists and capacity copied (the next changes do not reach it)."""
+    def view(self) -> View:
+        """This cycle's view: a pod table of its own, the lists and capacity copied (the next changes do not reach
+        it)."""
         usage = NodeRequests(self.names, self.allocatable, self.used.copy(), self.requested.copy())
         special = sorted(self.slot[key] for key in self.special)
         columns = self.columns.copy() if self.columns is not None and _timed(self.columns) else None
         namespaces = self.namespaces.copy() if self.namespaces is not None else None
-        return BoundState.of_parts(self.nodes, list(self.pods), list(self.node_of), usage, self.facts, special,
-                                   columns, namespaces)
+        return View(PodTable(self.node_table, list(self.pods), list(self.node_of), usage, special, columns,
+                             namespaces))
 
 
 def _timed(columns: PodColumns) -> bool:
@@ -158,7 +160,7 @@ def _timed(columns: PodColumns) -> bool:
 
 class SharedTerms:
     """One object for each distinct required anti-affinity term among the pods converted: every cycle groups the
-    placed pods' terms in a dict (`BoundState.anti_domains`), and equal terms that are one object compare by
+    placed pods' terms in a dict (`View.anti_domains`), and equal terms that are one object compare by
     identity there, not field by field (1,350 comparisons a cycle at 1,000 nodes with 4,500 pods bound). Held
     weakly: a term no pod holds any more leaves the pool."""
 
@@ -249,7 +251,7 @@ class ClusterCache:
             self._nodes = None
             return None
         if after == before:
-            return None  # a heartbeat, a condition, an annotation nothing reads: the index stays
+            return None  # a heartbeat, a condition, an annotation nothing reads: the table stays
         self._node_models[name] = after
         self._node_changed(before, after)
         return ModelChange(Resource.NODE, node_action(before, after), before, after)
@@ -262,7 +264,7 @@ class ClusterCache:
             return
         i = rows.at[after.name]
         rows.nodes = [*rows.nodes[:i], after, *rows.nodes[i + 1:]]
-        rows.facts = NodeFacts.of(rows.nodes)
+        rows.node_table = NodeTable(rows.nodes)
         rows.allocatable = rows.allocatable.copy()
         rows.allocatable[i] = 0
         for r, v in after.allocatable.items():
@@ -453,7 +455,7 @@ class ClusterCache:
     def snapshot(self, batch: list[tuple[str, Obj]], scheduler_name: str, gangs: GangRules | None,
                  quotas: tuple[Quota, ...] = ()) -> Snapshot:
         """The cluster of one cycle: every node and placed pod, the rest, and `batch` ((source name, pending
-        pod manifest) pairs) as pending or skipped; with the index of what the placed pods hold, and what they use
+        pod manifest) pairs) as pending or skipped; with the view of what the placed pods hold, and what they use
         of the cluster's quotas and then `quotas` (the policies')."""
         with self._lock:
             rest = self._rest_or_build()
@@ -469,7 +471,7 @@ class ClusterCache:
             cluster = resolve_cluster(cluster, gangs, bound=False)
             every = [*cluster.quotas, *quotas]
             usage = self._tenancy.usage(every, cluster.bound) if every else None
-            return Snapshot(cluster, rows.index(), min(self._running, default=None), usage)
+            return Snapshot(cluster, rows.view(), min(self._running, default=None), usage)
 
     def waiting_model(self, key: str) -> Pod | None:
         """A pending pod's model as last converted (None: not yet): a dict read, safe from the queue's thread."""

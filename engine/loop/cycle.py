@@ -142,6 +142,6 @@ def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
 def run_cycle(snapshot: Snapshot, rules: Rules, options: Options, on_placed: OnPlaced | None = None) -> CycleResult:
     """Plan the batch of a cache snapshot (made with the same rules' gangs); `on_placed` as for `plan_batch`."""
     cluster = snapshot.cluster
-    plan = plan_batch(cluster, rules, options, index=snapshot.index, lowest=snapshot.lowest, usage=snapshot.usage,
+    plan = plan_batch(cluster, rules, options, view=snapshot.view, lowest=snapshot.lowest, usage=snapshot.usage,
                       on_placed=on_placed)
     return CycleResult(plan, cluster, cluster.refused)
