@@ -23,7 +23,7 @@ from .ir import GangRules, Rules
 from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
 from .loop.live import LIVE_KINDS
 from .manifests import load_cluster
-from .output import print_table, render_json, render_yaml
+from .output import now_line, print_table, render_json, render_yaml
 from .plan import Plan
 from .planner import Options, plan_batch
 
@@ -89,6 +89,11 @@ workers_option = click.option("--workers", type=click.IntRange(min=1), default=1
                               help="CP-SAT worker threads (1, the scheduler's, gives reproducible plans with --seed; "
                               "more may find better plans sooner).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
+now_option = click.option(
+    "--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z"]), metavar="RFC3339",
+    help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count [default: a live "
+    "cluster's clock; a snapshot's newest pod creation or start time, leaving out times far beyond the rest]. The "
+    "plan says which it used (the table, stats.now).")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",
     help="Policy files, directories of *.policy files, or a ConfigMap manifest of them. Repeatable.",
@@ -145,9 +150,7 @@ def main() -> None:
               "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")
 @click.option("--no-preemption", "no_preemption", is_flag=True,
               help="Never plan evictions: pods that only fit by evicting lower-priority pods stay unschedulable.")
-@click.option("--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z"]), metavar="RFC3339",
-              help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count "
-              "[default: a live cluster's clock; a snapshot's newest pod creation or start time].")
+@now_option
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
             kubeconfig, baseline, no_preemption, now) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
@@ -162,11 +165,10 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
                else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    cluster.now = (_epoch(now) if now is not None else time.time() if kubeconfig is not None
-                   else timeline.snapshot_time(cluster))
+    chosen = _set_now(cluster, now, live=kubeconfig is not None)
     options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
     plan = plan_batch(cluster, rules, options, progress)
-    plan = _with_load(plan, loaded)
+    plan = _with_load(plan, loaded, chosen)
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)
@@ -188,12 +190,22 @@ def _epoch(at: datetime.datetime) -> float:
     return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp()
 
 
-def _with_load(plan: Plan, seconds: float) -> Plan:
-    """The plan with the snapshot's load time first in its phases (a plan without phases, planning failed, as is)."""
+def _set_now(cluster, flag: datetime.datetime | None, live: bool) -> timeline.Now | None:
+    """The plan's now (timeline.choose_now: --now, else a live cluster's clock, else the snapshot's) set on the
+    cluster, with a note when pod times were left out choosing it."""
+    chosen = timeline.choose_now(cluster, None if flag is None else _epoch(flag), time.time() if live else None)
+    cluster.now = None if chosen is None else chosen.at
+    cluster.notes.extend(chosen.notes() if chosen is not None else ())
+    return chosen
+
+
+def _with_load(plan: Plan, seconds: float, now: timeline.Now | None) -> Plan:
+    """The plan with the snapshot's load time first in its phases (a plan without phases, planning failed, keeps
+    none) and the now it was made at in its stats."""
     phases = plan.stats.phases
-    if phases is None:
-        return plan
-    return replace(plan, stats=replace(plan.stats, phases=replace(phases, load=round(seconds, 3))))
+    if phases is not None:
+        phases = replace(phases, load=round(seconds, 3))
+    return replace(plan, stats=replace(plan.stats, phases=phases, now=now))
 
 
 def _report_failures(plan: Plan) -> None:
@@ -241,12 +253,16 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
 @workers_option
 @seed_option
 @click.option("--no-preemption", "no_preemption", is_flag=True, help="Explain the plan made without evictions.")
-def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption) -> None:
+@now_option
+def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption, now) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .explain import node_table, score_breakdown
 
     rules = _policies(policies)
     cluster = _load(clusters, scheduler_name, rules.gangs)
+    chosen = _set_now(cluster, now, live=False)
+    for note in chosen.notes() if chosen is not None else ():
+        click.echo(f"policy-scheduler: note: {note}", err=True)
     skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
     target = _explain_target(cluster, pod, scheduler_name, bool(skipped))
     if target is None:
@@ -271,9 +287,11 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
             "preemption": preemption.to_dict() if preemption else None,
             "score": [{"term": term, "points": points} for term, points in score],
             "nodes": [{"node": name, "verdict": verdict, "reason": reason} for name, verdict, reason in rows],
+            "now": chosen.to_dict() if chosen is not None else None,
         }, indent=2))
     else:
         _print_explanation(target.key, rows, plan, score)
+        Console(highlight=False).print(escape(now_line(chosen)))
 
 
 def _explain_target(cluster, pod, scheduler_name, skipped: bool):
