@@ -9,7 +9,7 @@ import datetime
 import json
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from importlib import resources
 
 import click
@@ -484,7 +484,7 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
     runs = [S.replay(workload, mode, horizon, period=period) for mode in (modes or S.MODES)]
     stream = max(j.arrival for j in workload.jobs)  # utilisation while jobs arrive (the drain after says little)
     report = {run.mode: {"utilisation": round(S.utilisation(run, stream), 4), "cycles": run.cycles,
-                         "classes": [asdict(c) for c in S.waits(workload, run)],
+                         "classes": [c.to_dict() for c in S.waits(workload, run)],
                          **({"reserved": len(run.promised), "delayed": run.delayed()} if run.promised else {})}
               for run in runs}
     if output == "json":
@@ -511,19 +511,29 @@ def _trace(path: str):
 
 
 def _print_simulation(report: dict, console: Console) -> None:
+    """The JSON's figures under the JSON's words (simulate.WAIT_WORDS), a section per mode with its utilisation on
+    its first row; at a narrow width a class's name folds onto more lines, never cut."""
+    from .simulate import WAIT_WORDS
+
     t = Table(title="Waits per job class (seconds from arrival to start)", title_justify="left")
-    for column in ("mode", "class", "jobs", "started", "p50", "p95", "max", "utilisation"):
-        t.add_column(column, justify="left" if column in ("mode", "class") else "right")
+    for column in ("mode", *WAIT_WORDS, "utilisation"):
+        text = column in ("mode", "class")
+        t.add_column(column, justify="left" if text else "right", no_wrap=column != "class",
+                     overflow="fold" if column == "class" else "ellipsis")
     for mode, r in report.items():
-        for c in r["classes"]:
-            t.add_row(mode, escape(c["kind"]), str(c["jobs"]), str(c["started"]),
-                      *(("-" if c[k] is None else f"{c[k]:,.0f}") for k in ("p50", "p95", "most")),
-                      f"{100 * r['utilisation']:.1f}%")
+        t.add_section()
+        for i, c in enumerate(r["classes"]):
+            t.add_row(mode if i == 0 else "", escape(c["class"]), str(c["jobs"]), str(c["started"]),
+                      *(("-" if c[k] is None else f"{c[k]:,.0f}") for k in ("p50", "p95", "max")),
+                      f"{100 * r['utilisation']:.1f}%" if i == 0 else "")
     console.print(t)
     for mode, r in report.items():
         if "reserved" in r:
             console.print(f"{mode}: {r['reserved']} job(s) reserved, {len(r['delayed'])} started later than their "
                           f"reservation first promised{': ' + ', '.join(r['delayed'][:5]) if r['delayed'] else ''}")
+
+
+LINE_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))  # one per mode: lines that overlap stay apart
 
 
 def _plot_simulation(runs, workload, directory: str) -> None:
@@ -533,29 +543,44 @@ def _plot_simulation(runs, workload, directory: str) -> None:
         _fail("--plots needs matplotlib (pip install matplotlib)")
     from pathlib import Path
 
-    from . import simulate as S
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    utilisation_figure(runs).savefig(out / "simulate_utilisation.png", dpi=110)
+    waits_figure(runs, workload).savefig(out / "simulate_waits.png", dpi=110)
+    click.echo(f"plots in {out}: simulate_utilisation.png, simulate_waits.png", err=True)
+
+
+def utilisation_figure(runs):
+    """The share in use over time, a step per mode (each in its own dashes)."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    for run in runs:
-        ax.step([t / 3600 for t, _ in run.usage], [100 * u for _, u in run.usage], where="post", label=run.mode)
+    for run, (dashes, _) in zip(runs, LINE_STYLES * len(runs), strict=False):
+        ax.step([t / 3600 for t, _ in run.usage], [100 * u for _, u in run.usage], where="post", linestyle=dashes,
+                label=run.mode)
     ax.set(xlabel="hours", ylabel="% in use", title="Utilisation over time")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "simulate_utilisation.png", dpi=110)
+    return fig
+
+
+def waits_figure(runs, workload):
+    """The waits' distribution (the share of started jobs that waited at most x minutes) per mode, drawn as the
+    steps it is — it rises only at a job's wait — from (0, 0), each mode in its own dashes and markers (about ten
+    per line) so that modes with the same waits stay visible one over the other."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    for run in runs:
+    for run, (dashes, marker) in zip(runs, LINE_STYLES * len(runs), strict=False):
         w = sorted((run.starts[j.name] - j.arrival) / 60 for j in workload.jobs if j.name in run.starts)
-        ax.plot(w, [k / max(1, len(w)) for k in range(1, len(w) + 1)], label=run.mode)
-    ax.set(xlabel="minutes waited", ylabel="share of started jobs", title="Waits")
+        shares = [k / max(1, len(w)) for k in range(len(w) + 1)]
+        ax.step([0.0, *w], shares, where="post", linestyle=dashes, marker=marker, markevery=max(1, len(w) // 10),
+                markerfacecolor="none", label=run.mode)
+    ax.set(xlabel="minutes waited", ylabel="share of started jobs", title="Waits (cumulative)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "simulate_waits.png", dpi=110)
-    click.echo(f"plots in {out}: simulate_utilisation.png, simulate_waits.png ({S.__name__})", err=True)
+    return fig
 
 
 if __name__ == "__main__":  # pragma: no cover
