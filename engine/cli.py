@@ -358,7 +358,7 @@ def check_command(paths, clusters, scheduler_name) -> None:
     from .policy.lint import lint
     from .policy.lower import gang_rules
     from .policy.parse import PolicyError
-    from .policy.sources import check_sources, read_sources
+    from .policy.sources import check_sources, line_order, read_sources
 
     try:
         sources = read_sources(list(paths))
@@ -368,7 +368,8 @@ def check_command(paths, clusters, scheduler_name) -> None:
     errors = 0
     if clusters:
         cluster = _load(clusters, scheduler_name, gang_rules(policies))
-        findings = lint(policies, cluster, sources)
+        in_order = line_order(sources)
+        findings = sorted(lint(policies, cluster, sources), key=lambda f: in_order(f.diagnostic))
         for f in findings:
             click.echo(f.diagnostic.render(), err=True)
         errors = sum(1 for f in findings if f.error)
