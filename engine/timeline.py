@@ -126,7 +126,7 @@ class Now:
 
     def words(self) -> str:
         """"2026-11-25T12:00:00Z, the snapshot's newest pod time (default/p's creationTimestamp)", and so on."""
-        why = {FLAG: "from --now", CLOCK: "the live cluster's clock"}.get(
+        why = {FLAG: "from --now", CLOCK: "the clock (a live cluster's state)"}.get(
             self.source, f"the snapshot's newest pod time ({self.pod}'s {self.field}"
             f"{f'; {len(self.outliers)} pod time(s) far beyond the rest left out' if self.outliers else ''})")
         return f"{rfc3339(self.at)}, {why}"

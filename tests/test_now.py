@@ -17,7 +17,7 @@ import sys
 import yaml
 
 from engine.load import build_cluster
-from engine.timeline import OUTLIER_GAP, SNAPSHOT, first_outlier, seconds, snapshot_now
+from engine.timeline import CLOCK, FLAG, OUTLIER_GAP, SNAPSHOT, choose_now, first_outlier, seconds, snapshot_now
 from testkit.manifests import node, pod
 
 GPU = "nvidia.com/gpu"
@@ -66,6 +66,16 @@ def test_a_pod_time_far_beyond_the_rest_is_left_out_and_named() -> None:
     assert "1 pod time(s) far beyond the rest left out" in now.words()
     plain = snapshot_now(build_cluster([(f"doc{i}", d) for i, d in enumerate(docs())]))
     assert plain is not None and plain.at == seconds(NOON) and not plain.outliers and not plain.notes()
+
+
+def test_now_comes_from_the_flag_else_the_clock_else_the_snapshot() -> None:
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs())])
+    flag, clock = choose_now(cluster, 1.0, 2.0), choose_now(cluster, None, 2.0)
+    assert flag is not None and (flag.at, flag.source, flag.words()) == (1.0, FLAG, "1970-01-01T00:00:01Z, from --now")
+    assert clock is not None and (clock.at, clock.source, clock.to_dict()) == (2.0, CLOCK, {
+        "at": "1970-01-01T00:00:02Z", "source": "clock"})
+    assert choose_now(cluster) == snapshot_now(cluster)
+    assert choose_now(build_cluster([("n", node("a")), ("p", pod("p"))])) is None  # no pod times, no flag, no clock
 
 
 def test_what_counts_as_far_beyond_the_rest() -> None:
