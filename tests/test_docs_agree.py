@@ -27,7 +27,7 @@ def section(text: str, heading: str) -> str:
     """The text under `heading` up to the next heading of its level or higher."""
     level = heading.split(" ", 1)[0]
     body = text.split(f"\n{heading}\n", 1)[1]
-    ends = [m.start() for m in re.finditer(r"^#{1,%d} " % len(level), body, re.M)]
+    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", body, re.M)]
     return body[:ends[0]] if ends else body
 
 
