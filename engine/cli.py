@@ -9,7 +9,7 @@ import datetime
 import json
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from importlib import resources
 
 import click
@@ -23,7 +23,7 @@ from .ir import GangRules, Rules
 from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
 from .loop.live import LIVE_KINDS
 from .manifests import load_cluster
-from .output import print_table, render_json, render_yaml
+from .output import now_line, print_table, render_json, render_yaml
 from .plan import Plan
 from .planner import Options, plan_batch
 from .solve.cpsat import MAX_WORKERS
@@ -90,6 +90,11 @@ workers_option = click.option("--workers", type=click.IntRange(min=1, max=MAX_WO
                               help="CP-SAT worker threads (1, the scheduler's, gives reproducible plans with --seed; "
                               f"more may find better plans sooner; at most {MAX_WORKERS}, CP-SAT's own limit).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
+now_option = click.option(
+    "--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z"]), metavar="RFC3339",
+    help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count [default: a live "
+    "cluster's clock; a snapshot's newest pod creation or start time, leaving out times far beyond the rest]. The "
+    "plan says which it used (the table, stats.now).")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",
     help="Policy files, directories of *.policy files, or a ConfigMap manifest of them. Repeatable.",
@@ -153,9 +158,7 @@ def main() -> None:
               "stats.sequential_placed (it runs anyway when the first plan leaves pods out).")
 @click.option("--no-preemption", "no_preemption", is_flag=True,
               help="Never plan evictions: pods that only fit by evicting lower-priority pods stay unschedulable.")
-@click.option("--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z"]), metavar="RFC3339",
-              help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count "
-              "[default: a live cluster's clock; a snapshot's newest pod creation or start time].")
+@now_option
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
             kubeconfig, baseline, no_preemption, now) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
@@ -173,11 +176,10 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
         cluster.notes.extend(notes(checked, cluster, sources))  # warnings `check` gives, as the plan's notes
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    cluster.now = (_epoch(now) if now is not None else time.time() if kubeconfig is not None
-                   else timeline.snapshot_time(cluster))
+    chosen = _set_now(cluster, now, live=kubeconfig is not None)
     options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
     plan = plan_batch(cluster, rules, options, progress)
-    plan = _with_load(plan, loaded)
+    plan = _with_load(plan, loaded, chosen)
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
             click.echo(f"policy-scheduler: note: {note}", err=True)
@@ -199,12 +201,22 @@ def _epoch(at: datetime.datetime) -> float:
     return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp()
 
 
-def _with_load(plan: Plan, seconds: float) -> Plan:
-    """The plan with the snapshot's load time first in its phases (a plan without phases, planning failed, as is)."""
+def _set_now(cluster, flag: datetime.datetime | None, live: bool) -> timeline.Now | None:
+    """The plan's now (timeline.choose_now: --now, else a live cluster's clock, else the snapshot's) set on the
+    cluster, with a note when pod times were left out choosing it."""
+    chosen = timeline.choose_now(cluster, None if flag is None else _epoch(flag), time.time() if live else None)
+    cluster.now = None if chosen is None else chosen.at
+    cluster.notes.extend(chosen.notes() if chosen is not None else ())
+    return chosen
+
+
+def _with_load(plan: Plan, seconds: float, now: timeline.Now | None) -> Plan:
+    """The plan with the snapshot's load time first in its phases (a plan without phases, planning failed, keeps
+    none) and the now it was made at in its stats."""
     phases = plan.stats.phases
-    if phases is None:
-        return plan
-    return replace(plan, stats=replace(plan.stats, phases=replace(phases, load=round(seconds, 3))))
+    if phases is not None:
+        phases = replace(phases, load=round(seconds, 3))
+    return replace(plan, stats=replace(plan.stats, phases=phases, now=now))
 
 
 def _report_failures(plan: Plan) -> None:
@@ -252,12 +264,16 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
 @workers_option
 @seed_option
 @click.option("--no-preemption", "no_preemption", is_flag=True, help="Explain the plan made without evictions.")
-def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption) -> None:
+@now_option
+def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption, now) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .explain import node_table, score_breakdown
 
     rules = _policies(policies)
     cluster = _load(clusters, scheduler_name, rules.gangs)
+    chosen = _set_now(cluster, now, live=False)
+    for note in chosen.notes() if chosen is not None else ():
+        click.echo(f"policy-scheduler: note: {note}", err=True)
     skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
     target = _explain_target(cluster, pod, scheduler_name, bool(skipped))
     if target is None:
@@ -282,9 +298,11 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
             "preemption": preemption.to_dict() if preemption else None,
             "score": [{"term": term, "points": points} for term, points in score],
             "nodes": [{"node": name, "verdict": verdict, "reason": reason} for name, verdict, reason in rows],
+            "now": chosen.to_dict() if chosen is not None else None,
         }, indent=2))
     else:
         _print_explanation(target.key, rows, plan, score)
+        Console(highlight=False).print(escape(now_line(chosen)))
 
 
 def _explain_target(cluster, pod, scheduler_name, skipped: bool):
@@ -352,7 +370,7 @@ def check_command(paths, clusters, scheduler_name) -> None:
     from .policy.lower import gang_rules
     from .policy.parse import PolicyError
     from .policy.plausible import warnings
-    from .policy.sources import check_sources, read_sources
+    from .policy.sources import check_sources, line_order, read_sources
 
     try:
         sources = read_sources(list(paths))
@@ -362,7 +380,8 @@ def check_command(paths, clusters, scheduler_name) -> None:
     findings = [Finding(d, False) for d in warnings(policies, sources)]
     if clusters:
         findings += lint(policies, _load(clusters, scheduler_name, gang_rules(policies)), sources)
-    for f in sorted(findings, key=lambda f: (f.diagnostic.file, f.diagnostic.line, f.diagnostic.column)):
+    in_order = line_order(sources)
+    for f in sorted(findings, key=lambda f: in_order(f.diagnostic)):
         click.echo(f.diagnostic.render(), err=True)
     errors = sum(1 for f in findings if f.error)
     if findings:
@@ -477,7 +496,7 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
     runs = [S.replay(workload, mode, horizon, period=period) for mode in (modes or S.MODES)]
     stream = max(j.arrival for j in workload.jobs)  # utilisation while jobs arrive (the drain after says little)
     report = {run.mode: {"utilisation": round(S.utilisation(run, stream), 4), "cycles": run.cycles,
-                         "classes": [asdict(c) for c in S.waits(workload, run)],
+                         "classes": [c.to_dict() for c in S.waits(workload, run)],
                          **({"reserved": len(run.promised), "delayed": run.delayed()} if run.promised else {})}
               for run in runs}
     if output == "json":
@@ -504,19 +523,29 @@ def _trace(path: str):
 
 
 def _print_simulation(report: dict, console: Console) -> None:
+    """The JSON's figures under the JSON's words (simulate.WAIT_WORDS), a section per mode with its utilisation on
+    its first row; at a narrow width a class's name folds onto more lines, never cut."""
+    from .simulate import WAIT_WORDS
+
     t = Table(title="Waits per job class (seconds from arrival to start)", title_justify="left")
-    for column in ("mode", "class", "jobs", "started", "p50", "p95", "max", "utilisation"):
-        t.add_column(column, justify="left" if column in ("mode", "class") else "right")
+    for column in ("mode", *WAIT_WORDS, "utilisation"):
+        text = column in ("mode", "class")
+        t.add_column(column, justify="left" if text else "right", no_wrap=column != "class",
+                     overflow="fold" if column == "class" else "ellipsis")
     for mode, r in report.items():
-        for c in r["classes"]:
-            t.add_row(mode, escape(c["kind"]), str(c["jobs"]), str(c["started"]),
-                      *(("-" if c[k] is None else f"{c[k]:,.0f}") for k in ("p50", "p95", "most")),
-                      f"{100 * r['utilisation']:.1f}%")
+        t.add_section()
+        for i, c in enumerate(r["classes"]):
+            t.add_row(mode if i == 0 else "", escape(c["class"]), str(c["jobs"]), str(c["started"]),
+                      *(("-" if c[k] is None else f"{c[k]:,.0f}") for k in ("p50", "p95", "max")),
+                      f"{100 * r['utilisation']:.1f}%" if i == 0 else "")
     console.print(t)
     for mode, r in report.items():
         if "reserved" in r:
             console.print(f"{mode}: {r['reserved']} job(s) reserved, {len(r['delayed'])} started later than their "
                           f"reservation first promised{': ' + ', '.join(r['delayed'][:5]) if r['delayed'] else ''}")
+
+
+LINE_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))  # one per mode: lines that overlap stay apart
 
 
 def _plot_simulation(runs, workload, directory: str) -> None:
@@ -526,29 +555,44 @@ def _plot_simulation(runs, workload, directory: str) -> None:
         _fail("--plots needs matplotlib (pip install matplotlib)")
     from pathlib import Path
 
-    from . import simulate as S
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
+    utilisation_figure(runs).savefig(out / "simulate_utilisation.png", dpi=110)
+    waits_figure(runs, workload).savefig(out / "simulate_waits.png", dpi=110)
+    click.echo(f"plots in {out}: simulate_utilisation.png, simulate_waits.png", err=True)
+
+
+def utilisation_figure(runs):
+    """The share in use over time, a step per mode (each in its own dashes)."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    for run in runs:
-        ax.step([t / 3600 for t, _ in run.usage], [100 * u for _, u in run.usage], where="post", label=run.mode)
+    for run, (dashes, _) in zip(runs, LINE_STYLES * len(runs), strict=False):
+        ax.step([t / 3600 for t, _ in run.usage], [100 * u for _, u in run.usage], where="post", linestyle=dashes,
+                label=run.mode)
     ax.set(xlabel="hours", ylabel="% in use", title="Utilisation over time")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "simulate_utilisation.png", dpi=110)
+    return fig
+
+
+def waits_figure(runs, workload):
+    """The waits' distribution (the share of started jobs that waited at most x minutes) per mode, drawn as the
+    steps it is — it rises only at a job's wait — from (0, 0), each mode in its own dashes and markers (about ten
+    per line) so that modes with the same waits stay visible one over the other."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(8, 3.5))
-    for run in runs:
+    for run, (dashes, marker) in zip(runs, LINE_STYLES * len(runs), strict=False):
         w = sorted((run.starts[j.name] - j.arrival) / 60 for j in workload.jobs if j.name in run.starts)
-        ax.plot(w, [k / max(1, len(w)) for k in range(1, len(w) + 1)], label=run.mode)
-    ax.set(xlabel="minutes waited", ylabel="share of started jobs", title="Waits")
+        shares = [k / max(1, len(w)) for k in range(len(w) + 1)]
+        ax.step([0.0, *w], shares, where="post", linestyle=dashes, marker=marker, markevery=max(1, len(w) // 10),
+                markerfacecolor="none", label=run.mode)
+    ax.set(xlabel="minutes waited", ylabel="share of started jobs", title="Waits (cumulative)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "simulate_waits.png", dpi=110)
-    click.echo(f"plots in {out}: simulate_utilisation.png, simulate_waits.png ({S.__name__})", err=True)
+    return fig
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,7 +13,7 @@ from rich.table import Table
 from .plan import NodeUsage, Plan
 from .tenant_report import TenantLine
 from .tenants import SHARE_UNIT, shown
-from .timeline import rfc3339
+from .timeline import Now, rfc3339
 
 WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
 
@@ -120,6 +120,7 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
     _print_usage(plan, console, max_rows)
     if tenants:
         print_tenants(tenants, console)
+    console.print(escape(now_line(s.now)))
     skipped = f" · {s.skipped} skipped" if s.skipped else ""
     evicted = len(plan.evictions)
     skipped += f" · {evicted} eviction{'s' if evicted != 1 else ''}" if evicted else ""
@@ -128,6 +129,13 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
         f"gap {100 * (s.gap or 0.0):.2f}% · {s.classes} pod classes · solver {s.solver_seconds or 0.0:.2f}s · "
         f"total {s.seconds or 0.0:.2f}s"
     )
+
+
+def now_line(now: Now | None) -> str:
+    """Which now the plan was made at, and where it came from (engine.timeline.Now)."""
+    if now is None:
+        return "now: none known (no pod in the snapshot has a creation or start time; --now sets one)"
+    return f"now: {now.words()}"
 
 
 def _print_preemptions(plan: Plan, console: Console, max_rows: int) -> None:

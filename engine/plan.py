@@ -19,7 +19,7 @@ from .model import Cluster, Pod, Reservation
 from .solve import solve
 from .solve.problem import Solution
 from .tenants import Usage
-from .timeline import Estimate, rfc3339
+from .timeline import Estimate, Now, rfc3339
 from .view import View
 
 # how long past a plan's time limit its left-out classes are still explained node by node: half the limit, at
@@ -104,7 +104,8 @@ def _json(record: Any) -> dict[str, Any]:
     for f in fields(record):
         value = getattr(record, f.name)
         if value is not None:
-            out[f.name] = _json(value) if is_dataclass(value) else value
+            out[f.name] = (value.to_dict() if hasattr(value, "to_dict") else _json(value) if is_dataclass(value)
+                           else value)
     return out
 
 
@@ -164,6 +165,7 @@ class Stats:
     sequential_placed: int | None = None  # pods the one-at-a-time baseline placed, when it ran
     preemption: PreemptionStats | None = None
     failed: int | None = None  # pods refused because planning them raised (engine.isolation)
+    now: Now | None = None  # the plan's now and where it came from, when the caller knows it (the dry-run's)
 
     def to_dict(self) -> dict[str, Any]:
         return _json(self)

@@ -420,12 +420,21 @@ def _amount(value: str) -> float:
 
 @dataclass(frozen=True, slots=True)
 class ClassWaits:
+    """One job class's waits (seconds from arrival to start) in one replay."""
+
     kind: str
     jobs: int
     started: int
     p50: float | None
     p95: float | None
-    most: float | None
+    max: float | None
+
+    def to_dict(self) -> dict[str, str | int | float | None]:
+        """The report's words (WAIT_WORDS), the same in the JSON and as the table's columns."""
+        return dict(zip(WAIT_WORDS, (self.kind, self.jobs, self.started, self.p50, self.p95, self.max), strict=True))
+
+
+WAIT_WORDS = ("class", "jobs", "started", "p50", "p95", "max")  # a job class's report, as JSON keys and columns
 
 
 def waits(trace: Trace, run: Replay) -> list[ClassWaits]:

@@ -102,11 +102,92 @@ def with_estimates(cluster: Cluster, runtimes: Callable[[Pod], int | None] | Non
     return replace(cluster, bound=estimated(cluster.bound), pending=estimated(cluster.pending))
 
 
-def snapshot_time(cluster: Cluster) -> float | None:
-    """A snapshot's time, as near as it says: its newest pod creation or start (None: it has no times)."""
-    times = [t for p in (*cluster.bound, *cluster.pending) for t in (seconds(p.created), seconds(p.started))
+FLAG, CLOCK, SNAPSHOT = "flag", "clock", "snapshot"  # where a plan's now came from (`Now.source`)
+OUTLIER_GAP = 24 * 3600  # a pod time this far (and farther than the rest spread) after the others is not "now"
+
+
+@dataclass(frozen=True, slots=True)
+class Now:
+    """The plan's now and where it came from: `--now`, a live cluster's clock, or a snapshot's newest pod time
+    (then whose, which field, and the pods whose times lie so far beyond the rest that they were left out). The
+    table and `stats.now` show it, so a plan's times can be read against it."""
+
+    at: float
+    source: str  # FLAG, CLOCK or SNAPSHOT
+    pod: str = ""  # SNAPSHOT: the pod whose time it is
+    field: str = ""  # SNAPSHOT: creationTimestamp or startTime
+    outliers: tuple[tuple[str, str, float], ...] = ()  # SNAPSHOT: (pod, field, time) left out, newest last
+
+    def to_dict(self) -> dict[str, object]:
+        """`stats.now` (docs/dry-run-contract.md)."""
+        return {"at": rfc3339(self.at), "source": self.source, **({"pod": self.pod, "field": self.field}
+                if self.pod else {}), **({"ignored": {pod: rfc3339(t) for pod, _, t in self.outliers}}
+                                         if self.outliers else {})}
+
+    def words(self) -> str:
+        """"2026-11-25T12:00:00Z, the snapshot's newest pod time (default/p's creationTimestamp)", and so on."""
+        why = {FLAG: "from --now", CLOCK: "the clock (a live cluster's state)"}.get(
+            self.source, f"the snapshot's newest pod time ({self.pod}'s {self.field}"
+            f"{f'; {len(self.outliers)} pod time(s) far beyond the rest left out' if self.outliers else ''})")
+        return f"{rfc3339(self.at)}, {why}"
+
+    def notes(self) -> list[str]:
+        """What a reader must know: pod times that were not taken as now, and why."""
+        if not self.outliers:
+            return []
+        shown = ", ".join(f"{pod} ({field} {rfc3339(t)})" for pod, field, t in self.outliers[-3:])
+        more = f" and {len(self.outliers) - 3} more" if len(self.outliers) > 3 else ""
+        return [f"now is {rfc3339(self.at)} ({self.pod}'s {self.field}), not the snapshot's newest pod time: "
+                f"{len(self.outliers)} pod time(s) far beyond the rest were left out: {shown}{more}; --now plans "
+                "from another time"]
+
+
+def choose_now(cluster: Cluster, flag: float | None = None, clock: float | None = None) -> Now | None:
+    """The plan's now: `--now` when given, else a live cluster's clock, else the snapshot's (None: none known)."""
+    if flag is not None:
+        return Now(flag, FLAG)
+    if clock is not None:
+        return Now(clock, CLOCK)
+    return snapshot_now(cluster)
+
+
+def snapshot_now(cluster: Cluster) -> Now | None:
+    """A snapshot's time, as near as it says: its newest pod creation or start (None: it has no times), leaving
+    out pod times far beyond the rest (`first_outlier`): a clock set wrong or a hand-edited year would otherwise
+    end every running pod at once."""
+    times = sorted((newest[0], pod.key, newest[1]) for pod in (*cluster.bound, *cluster.pending)
+                   if (newest := _newest(pod)) is not None)
+    if not times:
+        return None
+    cut = first_outlier([t for t, _, _ in times])
+    at, pod, field = times[cut - 1]
+    return Now(at, SNAPSHOT, pod, field, tuple((p, f, t) for t, p, f in times[cut:]))
+
+
+def _newest(pod: Pod) -> tuple[float, str] | None:
+    """A pod's newest time and the field it is in (None: it has none)."""
+    times = [(t, name) for t, name in ((seconds(pod.created), "creationTimestamp"), (seconds(pod.started), "startTime"))
              if t is not None]
     return max(times, default=None)
+
+
+def first_outlier(times: Sequence[float]) -> int:
+    """Where the times (sorted) far beyond the rest begin (len(times): none are). The newest few — fewer than the
+    rest — are left out when they all come more than OUTLIER_GAP after the rest, and more than the rest's newer
+    half spans (a cluster that ran for weeks and was quiet for two days is not suspect; one whose pods came within
+    an hour and one a year later is); of several such gaps, the widest."""
+    n, cut, widest = len(times), len(times), 0.0
+    for i in range(n // 2 + 1, n):  # times[i:] are fewer than times[:i]
+        gap, spread = times[i] - times[i - 1], times[i - 1] - times[(i - 1) // 2]
+        if gap > max(OUTLIER_GAP, spread) and gap > widest:
+            cut, widest = i, gap
+    return cut
+
+
+def snapshot_time(cluster: Cluster) -> float | None:
+    """A snapshot's time (`snapshot_now`), in seconds since the epoch."""
+    now = snapshot_now(cluster)
+    return None if now is None else now.at
 
 
 def timed(cluster: Cluster) -> bool:

@@ -17,6 +17,10 @@ from loopfake import FakeAPI
     (["--policy-configmap", "no-slash"], "'--policy-configmap': must be NAMESPACE/NAME"),
     (["--profile", "a=ns/cm", "--profile", "a=ns/other"], "--profile 'a' is given twice"),
     (["--profile", "a=ns/cm", "--policy-configmap", "ns/cm"], "with --profile give each profile its ConfigMap"),
+    (["--profile", "a=ns/cm", "--scheduler-name", "b"], "--scheduler-name 'b' goes with --policy-configmap; with "
+     "--profile name every scheduler in a --profile (add --profile b=NAMESPACE/CONFIGMAP, or b= for no policies)"),
+    (["--scheduler-name", "policy-scheduler", "--profile", "a="], "--scheduler-name 'policy-scheduler' goes with"),
+    (["--profile", "a=", "--kubeconfig", "/nonexistent/kubeconfig"], "cannot load kubeconfig"),  # alone: fine
     (["--batch-window", "-1"], "Invalid value for '--batch-window'"),
     (["--profile", "bad-format"], "--profile must be NAME=NAMESPACE/CONFIGMAP"),
     (["--profile", "Web=ns/cm"], "scheduler name 'Web' must be lowercase"),

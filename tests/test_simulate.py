@@ -166,7 +166,7 @@ def test_waits_and_utilisation_are_summed_per_class() -> None:
                                                   Job("b", 0, 10, {"cpu": "8"}, kind="k")))
     run = Replay("batch", {"a": 0.0, "b": 10.0}, [(0.0, 1.0), (10.0, 1.0), (20.0, 0.0), (40.0, 0.0)])
     (k,) = waits(trace, run)
-    assert (k.jobs, k.started, k.p50, k.p95, k.most) == (2, 2, 5.0, 10.0, 10.0)
+    assert (k.jobs, k.started, k.p50, k.p95, k.max) == (2, 2, 5.0, 10.0, 10.0)
     assert utilisation(run) == pytest.approx(0.5)
 
 

@@ -19,6 +19,7 @@ import uuid
 from typing import TYPE_CHECKING, NoReturn
 
 import click
+from click.core import ParameterSource
 
 from ..flags import Name, Namespaced, Seconds, name_problem, namespaced
 from ..heap import collector_paused
@@ -42,15 +43,20 @@ def _fail(message: str) -> NoReturn:
 
 
 def _profiles(scheduler_name: str, policy_configmap: tuple[str, str] | None,
-              profiles: tuple[str, ...]) -> tuple[Profile, ...]:
+              profiles: tuple[str, ...], named: bool = False) -> tuple[Profile, ...]:
     """--profile NAME=NS/CONFIGMAP (repeatable; NAME= for one without policies) replaces the single
-    --scheduler-name/--policy-configmap profile."""
+    --scheduler-name/--policy-configmap profile; either of those given (`named`: --scheduler-name was) beside it is
+    refused, not ignored."""
     from .scheduler import Profile
 
     if not profiles:
         return (Profile(scheduler_name, policy_configmap),)
     if policy_configmap:
         _fail("--policy-configmap goes with --scheduler-name; with --profile give each profile its ConfigMap")
+    if named:
+        _fail(f"--scheduler-name {scheduler_name!r} goes with --policy-configmap; with --profile name every "
+              f"scheduler in a --profile (add --profile {scheduler_name}=NAMESPACE/CONFIGMAP, or "
+              f"{scheduler_name}= for no policies)")
     out: list[Profile] = []
     for item in profiles:
         name, sep, where = item.partition("=")
@@ -83,7 +89,8 @@ def _configure_logging(level: str) -> None:
 @click.option("--policy-configmap", type=Namespaced(), metavar="NS/NAME",
               help="ConfigMap of policy files (hot-reloaded). Default: none, pods are placed by their own specs.")
 @click.option("--profile", "profiles", multiple=True, metavar="NAME=NS/CONFIGMAP",
-              help="Serve several scheduler names, each with its own policies (NAME= for none). Repeatable.")
+              help="Serve several scheduler names, each with its own policies (NAME= for none), in place of "
+              "--scheduler-name and --policy-configmap (given beside it, they are refused). Repeatable.")
 @click.option("--batch-window", type=Seconds(0.0), default=0.0, show_default=True, metavar="SECONDS",
               help="Collect pending pods this long before solving (0: each cycle takes what arrived while the "
                    "previous one ran, so a pod arriving alone is placed at once).")
@@ -123,7 +130,8 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
     from .scheduler import Scheduler, Settings, connections
 
     _configure_logging(log_level)
-    settings = Settings(_profiles(scheduler_name, policy_configmap, profiles),
+    named = click.get_current_context().get_parameter_source("scheduler_name") != ParameterSource.DEFAULT
+    settings = Settings(_profiles(scheduler_name, policy_configmap, profiles, named),
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
                                     batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
                         time_per_pod=time_per_pod, bind_workers=bind_workers, preemption=preemption)

@@ -5,6 +5,7 @@ The only place the policy front end touches the file system.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -77,5 +78,12 @@ def check_sources(sources: dict[str, str]) -> list[A.Policy]:
             problems.extend(exc.diagnostics)
     problems.extend(check(policies, sources))
     if problems:
-        raise PolicyError(problems)
+        raise PolicyError(sorted(problems, key=line_order(sources)))
     return policies
+
+
+def line_order(sources: dict[str, str]) -> Callable[[Diagnostic], tuple[int, int, int]]:
+    """The order a reader meets diagnostics in: file by file as the sources were given, then by line and column
+    (parse errors and the checker's come in separate passes, the checker's policy by policy)."""
+    files = {name: i for i, name in enumerate(sources)}
+    return lambda d: (files.get(d.file, len(files)), d.line, d.column)
