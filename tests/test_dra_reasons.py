@@ -15,9 +15,12 @@ from testkit.manifests import (
     device_class,
     device_request,
     gpu,
+    in_group,
     mounts,
+    native_group,
     node,
     pod,
+    podgroup,
     resource_claim,
     resource_slice,
 )
@@ -134,10 +137,16 @@ def test_pods_of_one_template_share_words_that_name_no_claim() -> None:
     assert "c0" not in said(plan, "p0") and "selectors exclude" in said(plan, "p0")
 
 
+def _from_template(name: str, **spec) -> dict:
+    """A pod whose claim comes from template t and is not created yet (no status.resourceClaimStatuses)."""
+    waiting = pod(name, **spec)
+    waiting["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    return waiting
+
+
 def test_a_claim_not_created_yet_is_said_without_a_node_count() -> None:
     """Upstream's FitError after a PreFilter rejection: "0/3 nodes are available: <reason>.", not "3 <reason>"."""
-    waiting = pod("p")
-    waiting["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    waiting = _from_template("p")
     docs = [node("n1"), node("n2"), node("n3"), device_class(), resource_slice("n1", [gpu("g0")]), claim_template("t"),
             waiting]
     line = said(plan_for(docs))
@@ -151,6 +160,27 @@ def test_a_missing_claim_and_a_missing_volume_claim_are_said_without_a_node_coun
     plan = plan_for(docs)
     assert said(plan) == '0/2 nodes are available: resourceclaim.resource.k8s.io "c" not found.'
     assert said(plan, "v") == '0/2 nodes are available: persistentvolumeclaim "data" not found.'
+
+
+def test_a_gang_whose_member_waits_for_its_claim_says_so_not_only_that_too_few_fit() -> None:
+    """A native gang of two, one member's claim not created yet from its template: the other is told that member
+    cannot go on any node yet and why, not merely "only 1 fit, even alone" (the nodes have room)."""
+    waiting = _from_template("b", schedulingGroup=in_group("g"))
+    docs = [node("n1"), node("n2"), device_class(), resource_slice("n1", [gpu("g0")]), claim_template("t"),
+            native_group("g", 2), pod("a", schedulingGroup=in_group("g")), waiting]
+    plan = plan_for(docs)
+    assert plan.unschedulable["default/a"][1] == (
+        "gang default/g could not be completed: needs 2 (minCount 2); only 1 fit, even alone, and 1 member(s) cannot "
+        "go on any node yet (default/b: pod \"default/b\": ResourceClaim not created yet (spec.resourceClaims 'gpu' "
+        "from a template))")
+
+
+def test_a_coscheduling_gang_whose_member_misses_its_claim_says_so() -> None:
+    label = {"scheduling.x-k8s.io/pod-group": "g"}
+    docs = [node("n1"), device_class(), resource_slice("n1", [gpu("g0")]), resource_claim("other"), podgroup("g", 2),
+            pod("a", labels=label), pod("b", labels=label, resourceClaims=claims("gone"))]
+    assert plan_for(docs).unschedulable["default/a"][1].endswith(
+        '1 member(s) cannot go on any node yet (default/b: resourceclaim.resource.k8s.io "gone" not found)')
 
 
 # --- a snapshot without the DRA kinds its pods need -----------------------------------------------------------
@@ -174,8 +204,7 @@ def test_a_snapshot_with_claims_but_no_devices_names_only_the_kinds_it_lacks() -
 
 def test_no_note_when_the_claims_are_allocated_or_not_created_yet() -> None:
     """An allocated claim needs no devices to be placed, and a claim from a template waits for its controller."""
-    waiting = pod("w")
-    waiting["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    waiting = _from_template("w")
     docs = [node("n1"), resource_claim("c", allocated=[("n1", "g0")], node="n1"),
             pod("p", resourceClaims=claims("c")), waiting]
     assert not any("ResourceClaims" in n for n in notes_of(docs))
