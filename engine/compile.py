@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -173,7 +173,7 @@ def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:
     rejected = Rejections(nodes)
     for kind in KINDS:
         if (verdict := kind.prefilter(spec, batch)) is not None:
-            rejected.add(verdict, np.ones(nodes, dtype=bool))
+            rejected.add(replace(verdict, pre_filter=True), np.ones(nodes, dtype=bool))
             return rejected
     for kind in KINDS:
         kind.filter(spec, batch, rejected)

@@ -13,8 +13,9 @@ claims mean, once per snapshot (engine.resolve puts it on the snapshot's copy of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from enum import IntEnum
 from typing import Any
 
 from .dra_capacity import Consumed, consumed
@@ -91,6 +92,30 @@ class Selectors:
             except cel.CelError as exc:
                 self.verdicts[key] = exc
         return self.verdicts[key]
+
+
+class Shortfall(IntEnum):
+    """Where a request's devices on a node ran short, in the order the allocator narrows them down (later: closer to
+    fitting). Upstream's allocator says only that the claims cannot all be allocated; these tell the causes apart."""
+
+    CLASS = 0  # too few devices of its DeviceClass reachable from the node
+    SELECTORS = 1  # too few of those match the request's own selectors
+    CAPACITY = 2  # too few of those have the capacity it asks for
+    TAINTS = 3  # too few of those without a NoSchedule/NoExecute taint it does not tolerate
+    IN_USE = 4  # too few of those free: the others are allocated to other claims (or their shared counters are)
+
+
+@dataclass(frozen=True, slots=True)
+class Unmet:
+    """A request that cannot be met on a node even alone: the alternative whose devices got furthest, and whether
+    some (too few) got past its shortfall or none did."""
+
+    request: str  # the request's name, or request/subrequest (upstream's qualified name)
+    device_class: str
+    shortfall: Shortfall
+    some: bool
+    count: int = 1
+    all: bool = False  # allocationMode All: every device it selects, none of them in use
 
 
 @dataclass
@@ -186,6 +211,48 @@ class Allocator:
         return (cls is not None and self.counters.usable(device) and not device.untolerated(sub.tolerations)
                 and self.selectors.matches(device, cls.selectors, cls.name)
                 and self.selectors.matches(device, sub.selectors))
+
+    def unmet(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Unmet | None:
+        """The first request of `claims` (in order) that cannot be met on `node` beside `taken` even alone, told by
+        the alternative that got furthest (the first such); None when each could be met alone (the claims fail only
+        together: counts across requests, matchAttribute, shared counters)."""
+        for claim in claims:
+            for request in claim.requests:
+                found = [self._unmet(sub, node, taken) for sub in request.alternatives]
+                if all(f is not None for f in found):
+                    return max((f for f in found if f is not None), key=lambda f: f.shortfall)
+        return None
+
+    def _unmet(self, sub: SubRequest, node: Node, taken: set[str]) -> Unmet | None:
+        """How far `sub`'s devices on `node` get (None: far enough to be met alone)."""
+        cls = self.devices.classes.get(sub.device_class)
+        need = 1 if sub.all else sub.count
+        stages: list[tuple[Shortfall, Callable[[Device], bool]]] = [
+            (Shortfall.CLASS, lambda d: cls is not None and self.counters.usable(d)
+             and self._selects(d, cls.selectors, cls.name)),
+            (Shortfall.SELECTORS, lambda d: self._selects(d, sub.selectors)),
+            (Shortfall.CAPACITY, lambda d: not (d.multiple or sub.capacity) or consumed(d, sub) is not None),
+            (Shortfall.TAINTS, lambda d: not d.untolerated(sub.tolerations)),
+            (Shortfall.IN_USE, lambda d: self.free(d, sub, taken))]
+        left = self.near(node)
+        for stage, keep in stages:
+            kept = [d for d in left if keep(d)]
+            if len(kept) < need or (sub.all and stage is Shortfall.IN_USE and len(kept) < len(left)):
+                return Unmet(sub.name, sub.device_class, stage, bool(kept), sub.count, sub.all)
+            left = kept
+        return None
+
+    def _selects(self, device: Device, expressions: tuple[str, ...], device_class: str | None = None) -> bool:
+        """`selectors.matches`, an error taken as no (the filter reports selector errors before asking why not)."""
+        from .cel import CelError
+        try:
+            return self.selectors.matches(device, expressions, device_class)
+        except CelError:
+            return False
+
+    def invalid_near(self, node: Node) -> bool:
+        """Some device reachable from `node` is in a pool upstream's allocator finds invalid (engine.dra_counters)."""
+        return any(not self.counters.usable(d) for d in self.near(node))
 
     def allocate(self, claims: list[ResourceClaim], node: Node, taken: set[str]) -> Allocation | None:
         """Devices for every request of every claim on `node`, none of them in `taken` (which gains them);

@@ -13,7 +13,7 @@ from . import tenants as T
 from .compile import Compiled
 from .kinds import BY_CHECK, BY_NAME, KINDS, Spot
 from .model import Quota
-from .rejections import Rejection
+from .rejections import Rejection, joined
 from .solve.greedy import GreedyState
 from .solve.greedy import replay as greedy_replay
 from .solve.problem import Blocker, Check, Solution, Status
@@ -69,8 +69,9 @@ class Explanation:
         errors = [reason for rejection in self.rejected if rejection.error for reason in rejection.reasons]
         if errors:
             return errors
-        if self.pre_filter:  # upstream's FitError: no node counts after a PreFilter rejection
-            return [f"0/{self.nodes} nodes are available: {'; '.join(self.pre_filter)}."]
+        said = [*self.pre_filter, *(reason for r in self.rejected if r.pre_filter for reason in r.reasons)]
+        if said:  # upstream's FitError: no node counts after a PreFilter rejection
+            return [f"0/{self.nodes} nodes are available: {joined(said).rstrip('.')}."]
         counts: Counter[str] = Counter()
         for rejection, n in self.rejected.items():
             for reason in rejection.reasons:
@@ -78,7 +79,9 @@ class Explanation:
         for blocked, n in self.blocked.items():
             counts[blocked.text] += n
         parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        out = [f"0/{self.nodes} nodes are available: {parts}.", *self.reasons]
+        head = f"0/{self.nodes} nodes are available: {parts}." if parts else \
+            f"0/{self.nodes} nodes are available{': the cluster has no Nodes' if not self.nodes else ''}."
+        out = [head, *self.reasons]
         if self.taken:
             out.append(f"the room on those nodes went to {_who(self.taken, self.priority)} of this batch")
         return out
@@ -311,7 +314,7 @@ def node_table(compiled: Compiled, c: int, here: str | None = None) -> list[tupl
             else:
                 rows.append((node.name, "placed here" if node.name == here else "fits", ""))
         else:
-            rows.append((node.name, why.plugin, "; ".join(why.reasons)))
+            rows.append((node.name, why.plugin, joined(why.reasons)))
     return rows
 
 

@@ -284,6 +284,8 @@ def _notes(cluster: Cluster, ignored: dict[str, int], other_scheduler: int, sche
     if mounting and not cluster.storage.claims:
         out.append(f"{mounting} pending pod(s) mount PersistentVolumeClaims but the snapshot has none, so they wait "
                    "(include storage: kubectl get pvc,pv,storageclasses,csinodes,csidrivers,csistoragecapacities -A -o yaml)")
+    if dra := _dra_missing(cluster):
+        out.append(dra)
     if bare_nodes:
         out.append(f"{len(bare_nodes)} Node(s) without status.allocatable or status.capacity have 0 allocatable "
                    f"(only pods requesting nothing fit): {', '.join(('Node ' + n) for n in bare_nodes[:5])}")
@@ -309,6 +311,28 @@ def _selects_namespaces(obj: dict[str, Any]) -> bool:
                for t in terms):
             return True
     return False
+
+
+def _dra_missing(cluster: Cluster) -> str | None:
+    """A snapshot whose pending pods use ResourceClaims but that lacks the DRA kinds they need: ResourceClaims (a pod
+    names one and the snapshot has none), ResourceSlices and DeviceClasses (a claim the snapshot lacks or has
+    unallocated needs devices). Its pods wait, each told the upstream reason (`resourceclaim ... not found`), which
+    alone reads as a cluster fault rather than an export that left the kinds out."""
+    devices = cluster.devices
+    wanting = [p for p in cluster.pending if any(name for _, name in p.resource_claims)]
+    found = [devices.claims.get(f"{p.namespace}/{name}") for p in wanting for _, name in p.resource_claims if name]
+    allocating = any(claim is None or claim.allocated is None for claim in found)
+    missing = [kind for kind, lacks in (("ResourceClaims", bool(wanting) and not devices.claims),
+                                        ("ResourceSlices", allocating and not devices.pools),
+                                        ("DeviceClasses", allocating and not devices.classes)) if lacks]
+    if not missing:
+        return None
+    return (f"{len(wanting)} pending pod(s) use ResourceClaims but the snapshot has no {_or(missing)}, so they wait "
+            f"(include them: kubectl get {','.join(k.lower() for k in missing)} -A -o yaml)")
+
+
+def _or(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def _skip_reason(obj: dict[str, Any], pod: Pod, cluster: Cluster, priorities: Priorities) -> str | None:

@@ -129,7 +129,7 @@ class PodAffinityTerm:
     """Pods matching `selector` in `namespaces` (None = every namespace), within `topology_key` domains.
 
     Its hash is taken once, when it is made: every cycle puts each bound pod's required anti-affinity terms in a
-    dict (engine.index.BoundState.anti_domains), and hashing the nested selector again each time was a third of
+    dict (engine.view.View.anti_domains), and hashing the nested selector again each time was a third of
     a one-pod cycle late in a stream."""
 
     selector: LabelSelector

@@ -65,7 +65,7 @@ from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod
 from .plan import Eviction, NodeUsage, Plan, Preemption, PreemptionStats, Stats, make_plan
 from .reclaim import Account, Reclaim, Stance
-from .rejections import Rejection
+from .rejections import Rejection, joined
 from .tenants import Usage
 from .view import View
 
@@ -690,7 +690,7 @@ def _no_victims(nodes: int, still: list[tuple[Rejection, int]]) -> str:
     never clear); then what still rejects it, by kind and reason, most nodes first."""
     counts: Counter[tuple[str, str]] = Counter()
     for r, k in still:
-        counts[(r.plugin, "; ".join(r.reasons))] += k
+        counts[(r.plugin, joined(r.reasons))] += k
     helpless = sum(k for r, k in still if not r.resolvable)
     parts = [f"{nodes - helpless} No preemption victims found for incoming pod" if nodes > helpless else "",
              f"{helpless} Preemption is not helpful for scheduling" if helpless else ""]
@@ -852,7 +852,7 @@ def _blocking(rejection: Rejection | None) -> str:
     """Why a victim goes, in the words of the kind that would reject the preemptor with it there."""
     if rejection is None:
         return "the preemptor's quota needs its room"
-    return f"{rejection.plugin}: " + "; ".join(rejection.reasons)
+    return f"{rejection.plugin}: {joined(rejection.reasons)}"
 
 
 def _evictable_on(search: Search, ledger: Ledger, pod: Pod, node: str,
@@ -1304,7 +1304,7 @@ def _merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: 
     unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in replan.assignments}
     for key in unschedulable:
         said = hints.why.get(key) or (replan.unschedulable.get(key) and ["preemption did not help: "
-                                                                         + "; ".join(replan.unschedulable[key])])
+                                                                         + joined(replan.unschedulable[key])])
         if said:
             unschedulable[key] = unschedulable[key] + list(said)
     victims = [v for p in preemptions.values() for v in p.victims]

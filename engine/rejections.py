@@ -31,6 +31,14 @@ class Rejection:
     resolvable: bool = True
     source: Source | None = None
     error: bool = False  # an error about an object the pod needs (upstream's Error status), not a lack of room
+    pre_filter: bool = False  # a PreFilter's verdict for every node at once: said without node counts, as upstream
+
+
+def joined(reasons: Iterable[str]) -> str:
+    """Reasons in one line (an event's message, preemption quoting a re-plan): separated by "; ", each but the last
+    without its closing full stop (never ".;"), empty ones left out."""
+    said = [r.strip() for r in reasons if r and r.strip()]
+    return "; ".join([r.rstrip(".") for r in said[:-1]] + said[-1:])
 
 
 Nodes = np.ndarray | Iterable[int]  # a boolean mask over every node, or node indices

@@ -202,7 +202,9 @@ def test_a_device_a_lower_priority_pod_holds_is_not_freed_in_the_same_cycle() ->
     plan = plan_for(*docs)
     assert plan.assignments == {} and not plan.evictions
     said = " ".join(plan.unschedulable["default/high"])
-    assert "No preemption victims found" in said and "cannot allocate all claims (DynamicResources)" in said
+    assert "No preemption victims found" in said
+    assert "cannot allocate all claims (request gpu: every device it selects on the node is in use by other claims) " \
+           "(DynamicResources)" in said
 
 
 def test_a_victim_that_would_break_a_placed_preemptors_spread_is_kept_out() -> None:

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..dra import Allocator, ClaimAllocation, allocation_results, claim_shapes, taken_devices
+from ..dra import Allocator, ClaimAllocation, Shortfall, Unmet, allocation_results, claim_shapes, taken_devices
 from ..dra_capacity import consumed, shares_left
 from ..dra_counters import Counters
 from ..ir import NodeTerms
-from ..model import DEVICE_ROW, Device, Devices, Node, Pod, ResourceClaim, SubRequest
+from ..model import DEVICE_ROW, EXTENDED_CLAIM, Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
 from .base import Action, ClusterEvent, Kind, Resource
@@ -36,12 +36,27 @@ if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_ALLOCATE = "cannot allocate all claims"
+ERR_INVALID_POOLS = "invalid resource pools were encountered"  # upstream's allocator: a pool the node reaches is invalid
+ERR_NO_CLASS = "request {request}: device class {device_class} does not exist"  # upstream's PreFilter
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_RESERVE = "its ResourceClaims' devices went to other pods of this batch"
 
 
 def claims_of(pod: Pod, batch_claims: dict[str, ResourceClaim]) -> list[ResourceClaim]:
     return [batch_claims[key] for key in pod.dra.to_allocate]
+
+
+def _missing_class(pod: Pod, devices: Devices) -> SubRequest | None:
+    """The first request (or firstAvailable alternative) of the claims the pod allocates or follows whose DeviceClass
+    does not exist, as upstream's PreFilter checks them (not its extended resources' claim, made for classes that do)."""
+    for key in (*pod.dra.to_allocate, *(k for k, _ in pod.dra.follows)):
+        claim = devices.claims[key]
+        if claim.name.startswith(EXTENDED_CLAIM):
+            continue
+        for sub in (sub for request in claim.requests for sub in request.alternatives):
+            if sub.device_class not in devices.classes:
+                return sub
+    return None
 
 
 class DynamicResources(Kind):
@@ -56,10 +71,14 @@ class DynamicResources(Kind):
         return claim_shapes(pod)
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
-        """A claim missing, not created yet or being deleted: the pod is refused with upstream's words."""
+        """A claim missing, not created yet or being deleted, or a request naming a DeviceClass that does not exist: the
+        pod is refused with upstream's words (a DeviceClass being created wakes it: `events`)."""
         blocked = spec.sample.dra.blocked
         if blocked:
             return Rejection(self.name, (blocked,), resolvable=False)
+        if (missing := _missing_class(spec.sample, batch.cluster.devices)) is not None:
+            return Rejection(self.name, (ERR_NO_CLASS.format(request=missing.name, device_class=missing.device_class),),
+                             resolvable=False)
         return None
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
@@ -82,11 +101,13 @@ class DynamicResources(Kind):
         if error:
             out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
             return
-        met = np.zeros(len(view.nodes), dtype=bool)
+        unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
         for i in alive.tolist():
             node = view.nodes[i]
-            met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
-        out.add(Rejection(self.name, (ERR_ALLOCATE,)), ~met)
+            if not (allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None):
+                unmet[_why_not(allocator, claims, node, taken)].append(i)
+        for (why, resolvable), nodes in unmet.items():
+            out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
 
     def _selector_error(self, claims: list[ResourceClaim], allocator: Allocator, nodes: list[Node],
                         batch: Batch) -> str:
@@ -175,6 +196,40 @@ class DynamicResources(Kind):
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
+
+
+def _why_not(allocator: Allocator, claims: list[ResourceClaim], node: Node, taken: set[str]) -> tuple[str, bool]:
+    """Why the claims cannot be allocated on `node`, and whether evicting pods could ever help there: upstream's words
+    ("invalid resource pools were encountered" when a pool the node reaches is invalid, else "cannot allocate all
+    claims"), told apart by the first request that cannot be met there even alone and where its devices ran short
+    (devices the node lacks, the selectors exclude, lack capacity, carry taints, or are in use)."""
+    if allocator.invalid_near(node):
+        return ERR_INVALID_POOLS, False
+    unmet = allocator.unmet(claims, node, taken)
+    if unmet is None:  # each request could be met alone: only together they cannot
+        return ERR_ALLOCATE, True
+    return f"{ERR_ALLOCATE} ({_shortfall(unmet)})", unmet.shortfall is Shortfall.IN_USE
+
+
+def _shortfall(unmet: Unmet) -> str:
+    """Where a request's devices on a node ran short, in words naming the request (as upstream's allocator: "request
+    gpu", "request gpu/a100" for a firstAvailable alternative) and its device class, never a claim (the pods of a
+    class each have their own)."""
+    cls = f"device class {unmet.device_class}"
+    words = {
+        Shortfall.CLASS: (f"the node has no device of {cls}", f"the node has too few devices of {cls}"),
+        Shortfall.SELECTORS: (f"its selectors exclude every device of {cls} on the node",
+                              f"its selectors leave too few devices of {cls} on the node"),
+        Shortfall.CAPACITY: ("no device it selects on the node has the capacity it asks for",
+                             "too few devices it selects on the node have the capacity it asks for"),
+        Shortfall.TAINTS: ("every device it selects on the node has a taint it does not tolerate",
+                           "too many devices it selects on the node have a taint it does not tolerate"),
+        Shortfall.IN_USE: ("every device it selects on the node is in use by other claims",
+                           "some devices it selects on the node are in use by other claims" if unmet.all else
+                           "too few devices it selects on the node are free, the others are in use by other claims"),
+    }[unmet.shortfall]
+    asked = " (all devices)" if unmet.all else f" ({unmet.count} devices)" if unmet.count > 1 else ""
+    return f"request {unmet.request}{asked}: {words[unmet.some]}"
 
 
 def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import SCHEDULING_GROUP, Cluster, Pod
+from ..rejections import joined
 from ..solve.greedy import GreedyState, greedy, members_that_fit
 from ..solve.problem import GangRow, Problem, Solution, Status
 from ..view import View
@@ -193,6 +194,18 @@ def _quorum(gi: GangInfo) -> str:
     return f"{gi.quorum} {gi.min_member}{bound}"
 
 
+def _held_back(compiled: Compiled, gi: GangInfo) -> str:
+    """Members refused before any node is looked at (a PreFilter: a claim not created yet, or missing), said with the
+    first one's reason: it, not the nodes, is what the gang waits for ("" if none is)."""
+    held = [(a, r) for a in gi.classes for r in compiled.classes[a].rejected.keys if r.pre_filter]
+    if not held:
+        return ""
+    a, rejection = held[0]
+    count = sum(len(compiled.classes[b].pods) for b, _ in held)
+    return (f", and {count} member(s) cannot go on any node yet ({compiled.classes[a].pods[0].key}: "
+            f"{joined(rejection.reasons)})")
+
+
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
     """Why gang g did not start, and whether the rest of the batch is to blame (None if it started); `state` is
     the plan replayed, to count the members that fit beside it."""
@@ -211,7 +224,7 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
     where = f" in one {gi.within} domain" if gi.within else ""
     if fit < need:
-        return f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone", False
+        return f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone{_held_back(compiled, gi)}", False
     beside = _asked(compiled, ("beside", state, shape),
                     lambda: members_that_fit(state, compiled.problem, compiled.problem.gangs[g]))
     if solution.status is Status.OPTIMAL and beside < need:

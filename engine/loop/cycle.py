@@ -20,7 +20,7 @@ from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import OnPlaced, Plan
 from ..planner import Options, plan_batch
 from ..preempt import OUT_OF_TIME
-from ..rejections import Rejections
+from ..rejections import Rejections, joined
 from ..storage import VolumeStep, volume_steps
 from ..tenant_report import TenantLine, of_plan
 from .cache import Snapshot
@@ -106,7 +106,7 @@ class CycleResult:
             if not left:
                 out[key] = (True, "", f"{len(members)} pod(s) of the group placed")
             else:
-                out[key] = (False, GROUP_UNSCHEDULABLE, "; ".join(self.plan.unschedulable[left[0]]) or "no node fits")
+                out[key] = (False, GROUP_UNSCHEDULABLE, joined(self.plan.unschedulable[left[0]]) or "no node fits")
         for key, why in self.cluster.refused_groups.items():
             out[key] = (False, GROUP_SCHEDULER_ERROR, why)
         return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..isolation import failure
 from ..objects import NATIVE_POD_GROUP
 from ..plan import Stats
+from ..rejections import joined
 from .binder import SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
 from .cycle import CycleResult
 from .metrics import Metrics
@@ -56,7 +57,7 @@ class Reporter:
                 errors.add(key)
         for key, reasons in unplaced.items():
             if key in pods:
-                self.events.unschedulable(pods[key], "; ".join(reasons) or "no node fits",
+                self.events.unschedulable(pods[key], joined(reasons) or "no node fits",
                                           SCHEDULER_ERROR if key in errors else UNSCHEDULABLE)
         for key, (scheduled, reason, message) in result.group_conditions().items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:

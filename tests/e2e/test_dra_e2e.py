@@ -308,3 +308,37 @@ def _allocated(kube: Kube, ns: str, claims: int) -> list[str]:
     return sorted(r["device"] for i in range(claims)
                   for r in ((_claim(kube, ns, f"c{i}").get("status") or {}).get("allocation") or {})
                   .get("devices", {}).get("results", []))
+
+
+def test_waiting_pods_are_told_a_missing_device_class_and_devices_their_selectors_exclude(
+        control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
+    """The apiserver takes a claim naming a DeviceClass that does not exist; its pod is told so in upstream's PreFilter
+    words, with no node counts, and is placed once the class is created (a DeviceClass event wakes it). A pod whose
+    request's selector excludes the node's only GPU is told that, not only "cannot allocate all claims". Each event is
+    one line without a full stop before a separator."""
+    ns, sel = "sched-dra-reasons", {"e2e": "dra-reasons"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("dra-reasons-gpu", labels=sel)
+    kube.create(created(device_class("e2e-reasons-gpu")))
+    kube.create(created(resource_slice("dra-reasons-gpu", [gpu("g0", model="a100")], pool="dra-reasons-gpu")))
+    kube.create(created(resource_claim("later", {"name": "gpu", "exactly": {"deviceClassName": "e2e-reasons-late"}},
+                                       ns=ns)))
+    h100 = {"name": "gpu", "exactly": {"deviceClassName": "e2e-reasons-gpu", "selectors": [
+        {"cel": {"expression": 'device.attributes["gpu.example.com"].model == "h100"'}}]}}
+    kube.create(created(resource_claim("h100", h100, ns=ns)))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    kube.create(api_pod("late", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("later")))
+    kube.create(api_pod("picky", ns, scheduler=SCHEDULER, nodeSelector=sel, resourceClaims=claims("h100")))
+
+    def message(pod: str) -> str:
+        return next((e.get("message") or "" for e in kube.events(ns)
+                     if e["involvedObject"]["name"] == pod and e["reason"] == "FailedScheduling"), "")
+
+    wait_for("the missing class told", lambda: "request gpu: device class e2e-reasons-late does not exist"
+             in message("late"), timeout=60)
+    assert message("late").startswith("0/") and " 1 request gpu" not in message("late")
+    wait_for("the selector told", lambda: "its selectors exclude every device of device class e2e-reasons-gpu on the "
+             "node" in message("picky"), timeout=60)
+    assert ".;" not in message("late") + message("picky")
+    kube.create(created(device_class("e2e-reasons-late")))
+    wait_for("placed once the class exists", lambda: node_of(kube.pods(ns)["late"]) == "dra-reasons-gpu", timeout=60)
