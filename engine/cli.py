@@ -478,14 +478,18 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
 
 
 def _trace(path: str):
+    """The trace file, or one error line and exit 2: a YAML or JSON file of one document (engine.simulate says
+    what is wrong with its content, naming the job)."""
     import yaml
 
-    from .simulate import TraceError, trace_of
+    from .simulate import TraceError, trace_of_documents
     try:
         with open(path, encoding="utf-8") as f:
-            return trace_of(yaml.safe_load(f), path)
+            return trace_of_documents(list(yaml.safe_load_all(f)), path)
     except OSError as exc:
         _fail(f"{path}: cannot read file: {exc.strerror}")
+    except UnicodeDecodeError:
+        _fail(f"{path}: not UTF-8 text; a trace is YAML or JSON")
     except yaml.YAMLError as exc:
         _fail(f"{path}: not YAML or JSON: {str(exc).splitlines()[0]}")
     except TraceError as exc:
