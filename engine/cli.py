@@ -67,7 +67,7 @@ def _fail_input(exc: InputError) -> None:
     """The first object the snapshot's model refused, and how many more there are."""
     if exc.more:
         click.echo(f"policy-scheduler: error: {exc}", err=True)
-        _fail(f"… and {exc.more} more object(s) that cannot be read")
+        _fail(f"… and {exc.more} more {exc.more_what}")
     _fail(str(exc))
 
 
@@ -89,6 +89,10 @@ workers_option = click.option("--workers", type=click.IntRange(min=1), default=1
                               help="CP-SAT worker threads (1, the scheduler's, gives reproducible plans with --seed; "
                               "more may find better plans sooner).")
 seed_option = click.option("--seed", type=int, default=0, show_default=True, help="Solver random seed.")
+strict_option = click.option(
+    "--strict", is_flag=True,
+    help="Refuse a snapshot whose objects have fields their kind's schema lacks (exit 2), as the apiserver's strict "
+    "field validation refuses them (unknown field \"spec.nodeSelectr\"); without it they are ignored, with a note.")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",
     help="Policy files, directories of *.policy files, or a ConfigMap manifest of them. Repeatable.",
@@ -148,8 +152,9 @@ def main() -> None:
 @click.option("--now", type=click.DateTime(["%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S%z"]), metavar="RFC3339",
               help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count "
               "[default: a live cluster's clock; a snapshot's newest pod creation or start time].")
+@strict_option
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
-            kubeconfig, baseline, no_preemption, now) -> None:
+            kubeconfig, baseline, no_preemption, now, strict) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
@@ -158,7 +163,7 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     progress = _Progress(quiet)
     rules = _policies(policies)
     started = time.perf_counter()
-    cluster = (_load(clusters, scheduler_name, rules.gangs) if kubeconfig is None
+    cluster = (_load(clusters, scheduler_name, rules.gangs, strict) if kubeconfig is None
                else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
@@ -205,12 +210,19 @@ def _report_failures(plan: Plan) -> None:
                    "it out (please report this bug)", err=True)
 
 
-def _load(clusters, scheduler_name, gangs: GangRules | None = None):
-    """The snapshot (the bundled demo without --cluster), or one error line and exit 2."""
+def _load(clusters, scheduler_name, gangs: GangRules | None = None, strict: bool = False):
+    """The snapshot (the bundled demo without --cluster), or one error line and exit 2 (`strict`: unknown fields
+    too, engine.field_validation)."""
     try:
-        return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs)
+        return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs, strict)
     except InputError as exc:
         _fail_input(exc)
+
+
+def _print_notes(notes: list[str]) -> None:
+    """What the snapshot's reading noted (unknown fields, objects ignored), on stderr: stdout is the answer alone."""
+    for note in notes:
+        click.echo(f"policy-scheduler: note: {note}", err=True)
 
 
 def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules | None):
@@ -241,12 +253,14 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
 @workers_option
 @seed_option
 @click.option("--no-preemption", "no_preemption", is_flag=True, help="Explain the plan made without evictions.")
-def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption) -> None:
+@strict_option
+def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption, strict) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .explain import node_table, score_breakdown
 
     rules = _policies(policies)
-    cluster = _load(clusters, scheduler_name, rules.gangs)
+    cluster = _load(clusters, scheduler_name, rules.gangs, strict)
+    _print_notes(cluster.notes)
     skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
     target = _explain_target(cluster, pod, scheduler_name, bool(skipped))
     if target is None:
@@ -331,7 +345,8 @@ def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> No
 @click.option("--cluster", "clusters", multiple=True, metavar="FILE",
               help="Also lint against a snapshot: rules that match nothing, pods left with no node.")
 @scheduler_option
-def check_command(paths, clusters, scheduler_name) -> None:
+@strict_option
+def check_command(paths, clusters, scheduler_name, strict) -> None:
     """Parse and type-check policy files, directories or ConfigMap manifests.
 
     Prints every error as file:line:col with the source line and a caret; exit 1 on errors, 0 when clean
@@ -349,7 +364,8 @@ def check_command(paths, clusters, scheduler_name) -> None:
         _fail_policies(exc, 1, count=True)
     errors = 0
     if clusters:
-        cluster = _load(clusters, scheduler_name, gang_rules(policies))
+        cluster = _load(clusters, scheduler_name, gang_rules(policies), strict)
+        _print_notes(cluster.notes)
         findings = lint(policies, cluster, sources)
         for f in findings:
             click.echo(f.diagnostic.render(), err=True)

@@ -16,11 +16,13 @@ from ..quantity import QuantityError, to_int, to_milli
 class InputError(Exception):
     """A problem with user input; its message is the whole one-line explanation. `source` is where the object
     came from (a file, or the loop's 'Pod ns/name'), `ref` which object it is (None: it has no name, or the
-    problem is not one object's); `more` counts further objects refused in the same pass."""
+    problem is not one object's); `more` counts further objects refused in the same pass, `more_what` says what
+    they are."""
 
-    def __init__(self, message: str, source: str = "", ref: ObjectRef | None = None, more: int = 0):
+    def __init__(self, message: str, source: str = "", ref: ObjectRef | None = None, more: int = 0,
+                 more_what: str = "object(s) that cannot be read"):
         super().__init__(message)
-        self.source, self.ref, self.more = source, ref, more
+        self.source, self.ref, self.more, self.more_what = source, ref, more, more_what
 
     def refusal(self) -> Refusal:
         return Refusal(self.source, str(self), self.ref)
