@@ -72,18 +72,21 @@ def parse_objects(text: str, name: str = "<input>") -> list[tuple[str, dict[str,
 @dataclass(slots=True)
 class _Parsed:
     """A text's objects, and where each is: `lines`, by id, the line its mapping starts on (YAML); `places`, by id,
-    its path in the document (JSON: `items[3]`), for finding a field's line again."""
+    its path in the document (`items[3]`; what finds a field's line in JSON, one document), for finding a field's
+    line again."""
 
     objects: list[tuple[str, dict[str, Any]]]
     lines: dict[int, int]
     places: dict[int, str]
+    json: bool = False
 
 
 def _parse(text: str, name: str) -> _Parsed:
     text = text.removeprefix("\ufeff")
     lines: dict[int, int] = {}
+    is_json = text.lstrip()[:1] in ("{", "[")
     try:
-        if text.lstrip()[:1] in ("{", "["):
+        if is_json:
             docs: list[Any] = [_load_json(text, name)]
         else:
             docs = parse_list(text, lines, _yaml_documents) or _yaml_documents(text, lines)
@@ -100,7 +103,7 @@ def _parse(text: str, name: str) -> _Parsed:
     if all(d is None for d in docs):
         raise InputError(f"{name}: no Kubernetes objects (the input is empty)")
     places: dict[int, str] = {}
-    return _Parsed(list(_flatten(docs, name, lines, places=places)), lines, places)
+    return _Parsed(list(_flatten(docs, name, lines, places=places)), lines, places, is_json)
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -373,8 +376,9 @@ def _unknown_fields(parsed: _Parsed, text: str) -> list[UnknownFields]:
         if not paths:
             continue
         meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-        line = _field_line(text, parsed.lines.get(id(obj)), parsed.places.get(id(obj), ""), paths[0]) \
-            if len(out) < NOTED else None
+        start = parsed.lines.get(id(obj))
+        line = _field_line(text, start, parsed.places.get(id(obj), ""), paths[0]) \
+            if len(out) < NOTED and (start is not None or parsed.json) else None
         source = f"{src.rsplit(':', 1)[0] if id(obj) in parsed.lines else src}:{line}" if line else src
         out.append(UnknownFields(source, describe(obj.get("kind"), meta), tuple(paths)))
     return out
