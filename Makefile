@@ -6,12 +6,13 @@ POLICIES_CONFIGMAP = deploy/components/example-policies/policies-configmap.yaml
 # deploy/'s files the Helm chart renders from: copies, because helm warns on every command about a symlink
 CHART_FILES = deploy/clusterrole.yaml deploy/components/podgroup-crd/podgroup-crd.yaml
 
-.PHONY: help check-policies policies-configmap chart-files test bench bench-quick bench-medium
+.PHONY: help check-policies policies-configmap chart-files schemas test bench bench-quick bench-medium
 
 help:
 	@echo "make check-policies      check and test the policy library ($(POLICIES)/)"
 	@echo "make policies-configmap  regenerate $(POLICIES_CONFIGMAP) from $(POLICIES)/"
 	@echo "make chart-files         copy $(CHART_FILES) into the Helm chart's files/"
+	@echo "make schemas             regenerate engine/data/schemas.json (the fields of every kind read; testkit/schemas.py)"
 	@echo "make test                run the whole test suite"
 	@echo "make bench-quick         side by side with kube-scheduler and Coscheduling, 100 nodes (minutes)"
 	@echo "make bench-medium        the same at 500 and 1,000 nodes"
@@ -28,6 +29,10 @@ policies-configmap:
 
 chart-files:
 	cp $(CHART_FILES) deploy/helm/policy-scheduler/files/
+
+# The schemas unknown fields are found against: the client's models, deploy/'s CRDs, 1.36.3's OpenAPI (Go module cache).
+schemas:
+	$(PYTHON) -c "from engine.objects import API_VERSIONS; from testkit.schemas import write; write(API_VERSIONS)"
 
 test:
 	$(PYTHON) -m pytest -q

@@ -68,7 +68,7 @@ def _fail_input(exc: InputError) -> None:
     """The first object the snapshot's model refused, and how many more there are."""
     if exc.more:
         click.echo(f"policy-scheduler: error: {exc}", err=True)
-        _fail(f"… and {exc.more} more object(s) that cannot be read")
+        _fail(f"… and {exc.more} more {exc.more_what}")
     _fail(str(exc))
 
 
@@ -95,6 +95,11 @@ now_option = click.option(
     help="The plan's now, from which running pods' ends (startTime + activeDeadlineSeconds) count [default: a live "
     "cluster's clock; a snapshot's newest pod creation or start time, leaving out times far beyond the rest]. The "
     "plan says which it used (the table, stats.now).")
+
+strict_option = click.option(
+    "--strict", is_flag=True,
+    help="Refuse a snapshot whose objects have fields their kind's schema lacks (exit 2), as the apiserver's strict "
+    "field validation refuses them (unknown field \"spec.nodeSelectr\"); without it they are ignored, with a note.")
 policy_option = click.option(
     "--policy", "policies", multiple=True, metavar="PATH",
     help="Policy files, directories of *.policy files, or a ConfigMap manifest of them. Repeatable.",
@@ -159,8 +164,9 @@ def main() -> None:
 @click.option("--no-preemption", "no_preemption", is_flag=True,
               help="Never plan evictions: pods that only fit by evicting lower-priority pods stay unschedulable.")
 @now_option
+@strict_option
 def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, seed, quiet, fail_on_unschedulable,
-            kubeconfig, baseline, no_preemption, now) -> None:
+            kubeconfig, baseline, no_preemption, now, strict) -> None:
     """Solve a cluster snapshot and print the plan; binds nothing.
 
     Exit 0 when a plan was made (even with unschedulable pods), 2 on bad input, 3 with
@@ -169,7 +175,7 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     progress = _Progress(quiet)
     rules, checked, sources = _read_policies(policies)
     started = time.perf_counter()
-    cluster = (_load(clusters, scheduler_name, rules.gangs) if kubeconfig is None
+    cluster = (_load(clusters, scheduler_name, rules.gangs, strict) if kubeconfig is None
                else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
     if sources:
         from .policy.lint import notes
@@ -228,12 +234,19 @@ def _report_failures(plan: Plan) -> None:
                    "it out (please report this bug)", err=True)
 
 
-def _load(clusters, scheduler_name, gangs: GangRules | None = None):
-    """The snapshot (the bundled demo without --cluster), or one error line and exit 2."""
+def _load(clusters, scheduler_name, gangs: GangRules | None = None, strict: bool = False):
+    """The snapshot (the bundled demo without --cluster), or one error line and exit 2 (`strict`: unknown fields
+    too, engine.field_validation)."""
     try:
-        return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs)
+        return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs, strict)
     except InputError as exc:
         _fail_input(exc)
+
+
+def _print_notes(notes: list[str]) -> None:
+    """What the snapshot's reading noted (unknown fields, objects ignored), on stderr: stdout is the answer alone."""
+    for note in notes:
+        click.echo(f"policy-scheduler: note: {note}", err=True)
 
 
 def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules | None):
@@ -265,12 +278,15 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
 @seed_option
 @click.option("--no-preemption", "no_preemption", is_flag=True, help="Explain the plan made without evictions.")
 @now_option
-def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption, now) -> None:
+@strict_option
+def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption, now,
+            strict) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
     from .explain import node_table, score_breakdown
 
     rules = _policies(policies)
-    cluster = _load(clusters, scheduler_name, rules.gangs)
+    cluster = _load(clusters, scheduler_name, rules.gangs, strict)
+    _print_notes(cluster.notes)
     chosen = _set_now(cluster, now, live=False)
     for note in chosen.notes() if chosen is not None else ():
         click.echo(f"policy-scheduler: note: {note}", err=True)
@@ -360,7 +376,8 @@ def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> No
 @click.option("--cluster", "clusters", multiple=True, metavar="FILE",
               help="Also lint against a snapshot: rules that match nothing, pods left with no node.")
 @scheduler_option
-def check_command(paths, clusters, scheduler_name) -> None:
+@strict_option
+def check_command(paths, clusters, scheduler_name, strict) -> None:
     """Parse and type-check policy files, directories or ConfigMap manifests.
 
     Prints every error and warning as file:line:col with the source line and a caret; exit 1 on errors, 0 when
@@ -379,7 +396,9 @@ def check_command(paths, clusters, scheduler_name) -> None:
         _fail_policies(exc, 1, count=True)
     findings = [Finding(d, False) for d in warnings(policies, sources)]
     if clusters:
-        findings += lint(policies, _load(clusters, scheduler_name, gang_rules(policies)), sources)
+        cluster = _load(clusters, scheduler_name, gang_rules(policies), strict)
+        _print_notes(cluster.notes)
+        findings += lint(policies, cluster, sources)
     in_order = line_order(sources)
     for f in sorted(findings, key=lambda f: in_order(f.diagnostic)):
         click.echo(f.diagnostic.render(), err=True)
@@ -508,14 +527,18 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
 
 
 def _trace(path: str):
+    """The trace file, or one error line and exit 2: a YAML or JSON file of one document (engine.simulate says
+    what is wrong with its content, naming the job)."""
     import yaml
 
-    from .simulate import TraceError, trace_of
+    from .simulate import TraceError, trace_of_documents
     try:
         with open(path, encoding="utf-8") as f:
-            return trace_of(yaml.safe_load(f), path)
+            return trace_of_documents(list(yaml.safe_load_all(f)), path)
     except OSError as exc:
         _fail(f"{path}: cannot read file: {exc.strerror}")
+    except UnicodeDecodeError:
+        _fail(f"{path}: not UTF-8 text; a trace is YAML or JSON")
     except yaml.YAMLError as exc:
         _fail(f"{path}: not YAML or JSON: {str(exc).splitlines()[0]}")
     except TraceError as exc:

@@ -8,28 +8,12 @@ so a typo fails at start instead of leaving pods waiting for a scheduler that ca
 from __future__ import annotations
 
 import math
-import re
 import sys
 from typing import Any
 
 import click
 
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS_LABEL = re.compile(rf"^{_LABEL}$")
-DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-
-
-def name_problem(value: str, label: bool = False) -> str | None:
-    """Why `value` is not a valid Kubernetes object name (a DNS-1123 label with `label`), or None."""
-    limit, pattern = (63, DNS_LABEL) if label else (253, DNS_SUBDOMAIN)
-    if not value:
-        return "must not be empty"
-    if len(value) > limit:
-        return f"must be at most {limit} characters"
-    if not pattern.match(value):
-        return "must be lowercase letters, digits and '-'" + ("" if label else " or '.'") + \
-            ", starting and ending with a letter or digit"
-    return None
+from .convert.fields import name_problem
 
 
 class Name(click.ParamType):

@@ -11,13 +11,15 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .convert.fields import show_value
+from .convert.fields import describe, show_value
+from .field_validation import UnknownFields, schemas
 from .heap import collector_paused
 from .ir import GangRules
 from .load import DEFAULT_SCHEDULER, InputError, build_cluster
@@ -64,10 +66,27 @@ def parse_documents(text: str, name: str = "<input>") -> list[dict[str, Any]]:
 
 def parse_objects(text: str, name: str = "<input>") -> list[tuple[str, dict[str, Any]]]:
     """Top-level objects with their source (`name:line` for YAML); empty input is an error."""
+    return _parse(text, name).objects
+
+
+@dataclass(slots=True)
+class _Parsed:
+    """A text's objects, and where each is: `lines`, by id, the line its mapping starts on (YAML); `places`, by id,
+    its path in the document (`items[3]`; what finds a field's line in JSON, one document), for finding a field's
+    line again."""
+
+    objects: list[tuple[str, dict[str, Any]]]
+    lines: dict[int, int]
+    places: dict[int, str]
+    json: bool = False
+
+
+def _parse(text: str, name: str) -> _Parsed:
     text = text.removeprefix("\ufeff")
     lines: dict[int, int] = {}
+    is_json = text.lstrip()[:1] in ("{", "[")
     try:
-        if text.lstrip()[:1] in ("{", "["):
+        if is_json:
             docs: list[Any] = [_load_json(text, name)]
         else:
             docs = parse_list(text, lines, _yaml_documents) or _yaml_documents(text, lines)
@@ -83,7 +102,8 @@ def parse_objects(text: str, name: str = "<input>") -> list[tuple[str, dict[str,
         raise InputError(f"{where}: invalid YAML: {problem}") from None
     if all(d is None for d in docs):
         raise InputError(f"{name}: no Kubernetes objects (the input is empty)")
-    return list(_flatten(docs, name, lines))
+    places: dict[int, str] = {}
+    return _Parsed(list(_flatten(docs, name, lines, places=places)), lines, places, is_json)
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -279,14 +299,18 @@ def _attach(stack: list[Any], keys: list[Any], docs: list[Any], value: Any, ev: 
         keys[-1] = _NO_KEY
 
 
-def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int = 0) -> Iterator[tuple[str, dict[str, Any]]]:
+def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int = 0, places: dict[int, str] | None = None,
+             at: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """The objects of the documents, Lists flattened; `places` receives each object's path below the document
+    (`items[3]`; the documents themselves are the top level's items, `[i]`, only in a JSON list)."""
     if depth > 3:
         raise InputError(f"{name}: lists of objects nested more than 3 deep")
     for i, doc in enumerate(docs):
         if doc is None:
             continue
+        here = f"{at}[{i}]" if depth else ""
         if isinstance(doc, list):
-            yield from _flatten(doc, name, lines, depth + 1)
+            yield from _flatten(doc, name, lines, depth + 1, places, here)
             continue
         src = f"{name}:{lines[id(doc)]}" if id(doc) in lines else name
         if not isinstance(doc, dict):
@@ -296,15 +320,143 @@ def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int =
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise InputError(f"{src}: {kind}.items is not a list")
-            yield from _flatten(items, name, lines, depth + 1)
+            yield from _flatten(items, name, lines, depth + 1, places, f"{here}.items" if here else "items")
         else:
+            if places is not None:
+                places[id(doc)] = here
             yield src, doc
 
 
-def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, gangs: GangRules | None = None) -> Cluster:
-    """Read every file and build one cluster model (objects from all files are merged), the collector paused."""
+def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, gangs: GangRules | None = None,
+                 strict: bool = False) -> Cluster:
+    """Read every file and build one cluster model (objects from all files are merged), the collector paused.
+
+    Fields an object's schema does not have (engine.field_validation) are ignored and said in notes, first in
+    `cluster.notes`; with `strict` they are an InputError naming the first object, as the apiserver's strict field
+    validation refuses them. Not strict by default: a snapshot of a newer cluster holds fields this release's
+    schemas lack, and is still right."""
     docs: list[tuple[str, dict[str, Any]]] = []
+    unknown: list[UnknownFields] = []
     with collector_paused():
         for path in paths:
-            docs.extend(read_objects(path))
-        return build_cluster(docs, scheduler_name, gangs)
+            name = "<stdin>" if path == "-" else path
+            text = _read_text(path, name)
+            parsed = _parse(text, name)
+            unknown += _unknown_fields(parsed, text)
+            docs.extend(parsed.objects)
+        if unknown and strict:
+            raise InputError(str(unknown[0]), unknown[0].source, more=len(unknown) - 1,
+                             more_what="object(s) with unknown fields")
+        cluster = build_cluster(docs, scheduler_name, gangs)
+    cluster.notes[:0] = unknown_field_notes(unknown)
+    return cluster
+
+
+NOTED = 5  # objects with unknown fields named one by one in the notes; the rest are counted
+
+
+def unknown_field_notes(unknown: list[UnknownFields]) -> list[str]:
+    """What the notes say of unknown fields: the first objects' (with file, line and path), how many more, and
+    what it means."""
+    if not unknown:
+        return []
+    more = [f"… and {len(unknown) - NOTED} more object(s) with unknown fields"] if len(unknown) > NOTED else []
+    return [*(str(u) for u in unknown[:NOTED]), *more,
+            "unknown fields are ignored (a typo leaves its field unset): the apiserver's strict field validation "
+            "would refuse them; --strict makes them an error"]
+
+
+def _unknown_fields(parsed: _Parsed, text: str) -> list[UnknownFields]:
+    """Each object with fields its kind's schema lacks, named with the file and, for the first few (those a message
+    shows), the first such field's line."""
+    check = schemas()
+    out: list[UnknownFields] = []
+    for src, obj in parsed.objects:
+        paths = check.unknown_fields(obj)
+        if not paths:
+            continue
+        meta = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+        start = parsed.lines.get(id(obj))
+        line = _field_line(text, start, parsed.places.get(id(obj), ""), paths[0]) \
+            if len(out) < NOTED and (start is not None or parsed.json) else None
+        source = f"{src.rsplit(':', 1)[0] if id(obj) in parsed.lines else src}:{line}" if line else src
+        out.append(UnknownFields(source, describe(obj.get("kind"), meta), tuple(paths)))
+    return out
+
+
+_STEP = re.compile(r"\[(\d+)\]")
+JSON_LOCATED = 8 << 20  # a JSON object's line is found by parsing the text up to it: only in files below this
+
+
+def _field_line(text: str, start: int | None, place: str, path: str) -> int | None:
+    """The line of the field at `path` in the object starting on line `start` (YAML, parsed from that line on), or
+    at `place` in the document (JSON, parsed from the start); None where it cannot be told (aliases, merge keys, an
+    object sharing its first line, a large JSON file)."""
+    if start is None and len(text) > JSON_LOCATED:
+        return None
+    target = f"{place}.{path}" if place and start is None else path
+    try:
+        events = yaml.parse(text if start is None else text[_line_offset(text, start):], Loader=_Loader)
+        first: Any = next(ev for ev in events if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)))
+        if start is not None and isinstance(first, yaml.SequenceStartEvent):  # `- apiVersion: ...`: a List's item
+            first = next(events)
+        found = _find(events, first, target)
+    except (yaml.YAMLError, StopIteration):
+        return None
+    return None if found is None else found + (start or 1)
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Where 1-based `line` starts in `text`."""
+    at = 0
+    for _ in range(line - 1):
+        at = text.index("\n", at) + 1
+    return at
+
+
+def _find(events: Iterator[Any], node: Any, rest: str) -> int | None:
+    """The 0-based line (relative to where parsing began) of `rest` below `node`, whose start event was just read;
+    the events are consumed up to there."""
+    if isinstance(node, yaml.SequenceStartEvent):
+        step = _STEP.match(rest)
+        if step is None:
+            return None
+        index, rest = int(step.group(1)), rest[step.end():].removeprefix(".")
+        for i, item in enumerate(_items(events)):
+            if i == index:
+                return _line(item) if not rest else _find(events, item, rest)
+            _skip(events, item)
+        return None
+    if not isinstance(node, yaml.MappingStartEvent):
+        return None
+    for key in _items(events):
+        name = key.value if isinstance(key, yaml.ScalarEvent) else None
+        if name is not None and rest == name:
+            return _line(key)
+        value = next(events)
+        if name is not None and rest.startswith(name) and rest[len(name):][:1] in (".", "["):
+            return _find(events, value, rest[len(name):].removeprefix("."))
+        _skip(events, key, value)
+    return None
+
+
+def _line(event: Any) -> int | None:
+    return None if event.start_mark is None else event.start_mark.line
+
+
+def _items(events: Iterator[Any]) -> Iterator[Any]:
+    """The start events of a collection's entries (a mapping's keys, a list's items), until its end."""
+    for ev in events:
+        if isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            return
+        yield ev
+
+
+def _skip(events: Iterator[Any], *starts: Any) -> None:
+    """Consume the rest of each node whose start event is in `starts`."""
+    for ev in starts:
+        depth = 1 if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) else 0
+        while depth:
+            e = next(events)
+            depth += isinstance(e, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) - \
+                isinstance(e, (yaml.MappingEndEvent, yaml.SequenceEndEvent))

@@ -21,9 +21,9 @@ from .model import TERMINAL_PHASES
 NATIVE_POD_GROUP = "PodGroup.scheduling.k8s.io"
 POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 # KEP-4671's PodGroup: v1alpha2 in 1.36; v1beta1 in 1.37 (v1alpha3, its alpha twin, has the same shape); the shapes
-# differ (engine.convert.native_groups reads both into one model)
-NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1beta1",
-                     "scheduling.k8s.io/v1")
+# differ (engine.convert.native_groups reads both into one model). No release serves it at v1 yet (1.38.0-beta.0's
+# scheduling.k8s.io/v1 holds PriorityClasses alone), so a PodGroup there is refused as a Pod at v2 is.
+NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1beta1")
 QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
@@ -88,7 +88,7 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("PriorityClass", ("scheduling.k8s.io/v1",), "priorityclasses", False, "priority_class", "PriorityClass"),
     ObjectKind("PodGroup", POD_GROUP_APIS, "podgroups", True, "pod_group", "PodGroup"),
     ObjectKind(NATIVE_POD_GROUP, NATIVE_GROUP_APIS, "podgroups", True, "native_group", "PodGroup", kind="PodGroup",
-               served=("v1", "v1beta1", "v1alpha3", "v1alpha2")),
+               served=("v1beta1", "v1alpha3", "v1alpha2")),
     ObjectKind("ElasticQuota", QUOTA_APIS, "elasticquotas", True, "quota", "ElasticQuota"),
     ObjectKind("PodDisruptionBudget", ("policy/v1",), "poddisruptionbudgets", True, "budget"),
     ObjectKind("PersistentVolumeClaim", ("v1",), "persistentvolumeclaims", True, "storage", "PersistentVolumeClaim"),

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .convert.fields import as_int, as_mapping, as_text, required, resource_amounts, show_value
 from .load import build_cluster
 from .model import Cluster, Gang, Pod, PodGroup, Reservation
 from .plan import make_plan
@@ -74,26 +75,115 @@ class Trace:
     jobs: tuple[Job, ...]
 
 
+NODE_KEYS = ("count", "allocatable", "prefix")
+JOB_KEYS = ("name", "arrival", "runtime", "requests", "pods", "priority", "limit", "class")
+
+
 def trace_of(doc: Any, where: str = "trace") -> Trace:
     """A trace from its YAML/JSON form: `nodes: [{count, allocatable, prefix?}]`, `jobs: [{name, arrival, runtime,
-    requests, pods?, priority?, limit?, class?}]`."""
+    requests, pods?, priority?, limit?, class?}]`. Whatever the replay could not honour is refused naming the node
+    entry or job: an unknown key, a negative time, a runtime past its limit, a job that fits no empty cluster."""
+    if isinstance(doc, dict) and ("kind" in doc or "apiVersion" in doc):
+        raise TraceError(f"{where}: a Kubernetes object ({show_value(doc.get('kind'))}), not a trace: " + NOT_A_SNAPSHOT)
     if not isinstance(doc, dict):
         raise TraceError(f"{where}: a mapping with nodes and jobs expected")
-    try:
-        nodes = tuple(NodeShape(int(n["count"]), {k: str(v) for k, v in n["allocatable"].items()},
-                                str(n.get("prefix", f"pool{i}"))) for i, n in enumerate(doc.get("nodes") or ()))
-        jobs = tuple(Job(str(j["name"]), float(j["arrival"]), float(j["runtime"]),
-                         {k: str(v) for k, v in j["requests"].items()}, int(j.get("pods", 1)), int(j.get("priority", 0)),
-                         None if j.get("limit") is None else float(j["limit"]), str(j.get("class", "")))
-                     for j in doc.get("jobs") or ())
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise TraceError(f"{where}: {type(exc).__name__}: {exc} (nodes need count and allocatable; jobs need name, "
-                         "arrival, runtime and requests)") from None
+    _known_keys(doc, ("nodes", "jobs"), where, "a trace")
+    nodes = tuple(_node_shape(n, i, f"{where}: nodes[{i}]") for i, n in enumerate(_entries(doc, "nodes", where)))
+    jobs = tuple(_job(j, i, where) for i, j in enumerate(_entries(doc, "jobs", where)))
     if not nodes or not jobs:
         raise TraceError(f"{where}: no nodes or no jobs")
     if len({j.name for j in jobs}) != len(jobs):
         raise TraceError(f"{where}: job names must be unique")
+    for job in jobs:
+        _fits_the_cluster(job, nodes, where)
     return Trace(nodes, tuple(sorted(jobs, key=lambda j: (j.arrival, j.name))))
+
+
+NOT_A_SNAPSHOT = ("simulate replays a trace of nodes and jobs (docs/time.md); a cluster snapshot is for dry-run "
+                  "and explain")
+
+
+def trace_of_documents(docs: list[Any], where: str = "trace") -> Trace:
+    """A trace from a file's YAML documents: exactly one, the trace (a snapshot's objects are refused as such)."""
+    docs = [d for d in docs if d is not None]
+    if len(docs) == 1:
+        return trace_of(docs[0], where)
+    kinds = sorted({str(d.get("kind")) for d in docs if isinstance(d, dict) and "kind" in d})
+    if kinds:
+        raise TraceError(f"{where}: {len(docs)} YAML documents holding Kubernetes objects ({', '.join(kinds[:5])}), "
+                         "not a trace: " + NOT_A_SNAPSHOT)
+    raise TraceError(f"{where}: {len(docs)} YAML documents; a trace is one (a mapping with nodes and jobs)"
+                     if docs else f"{where}: empty; a trace is a mapping with nodes and jobs")
+
+
+def _entries(doc: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = doc.get(key) or []
+    if not isinstance(value, list):
+        raise TraceError(f"{where}: {key} must be a list, got {show_value(value)}")
+    return value
+
+
+def _known_keys(entry: Any, known: tuple[str, ...], where: str, what: str) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise TraceError(f"{where}: {what} must be a mapping, got {show_value(entry)}")
+    unknown = [str(k) for k in entry if k not in known]
+    if unknown:
+        raise TraceError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+                         f"({what} has {', '.join(known)})")
+    return entry
+
+
+def _node_shape(entry: Any, i: int, where: str) -> NodeShape:
+    n = _known_keys(entry, NODE_KEYS, where, "a node entry")
+    try:
+        count = as_int(required(n, "count", "node"), "count", 1)
+        allocatable = {str(k): str(v) for k, v in as_mapping(required(n, "allocatable", "node"), "allocatable").items()}
+        resource_amounts(allocatable, "allocatable")
+    except ValueError as exc:
+        raise TraceError(f"{where}: {exc}") from None
+    return NodeShape(count, allocatable, str(n.get("prefix", f"pool{i}")))
+
+
+def _job(entry: Any, i: int, file: str) -> Job:
+    named = isinstance(entry, dict) and entry.get("name") not in (None, "")
+    where = f"{file}: job {str(entry['name'])!r}" if named else f"{file}: jobs[{i}]"
+    j = _known_keys(entry, JOB_KEYS, where, "a job")
+    try:
+        name = as_text(required(j, "name", "job"), "name")
+        arrival, runtime = _seconds(j, "arrival", 0.0), _seconds(j, "runtime", 0.0, positive=True)
+        limit = None if j.get("limit") is None else _seconds(j, "limit", 0.0, positive=True)
+        requests = {str(k): str(v) for k, v in as_mapping(required(j, "requests", "job"), "requests").items()}
+        resource_amounts(requests, "requests")
+        job = Job(name, arrival, runtime, requests, as_int(j.get("pods", 1), "pods", 1), as_int(j.get("priority", 0), "priority"),
+                  limit, str(j.get("class", "")))
+    except ValueError as exc:
+        raise TraceError(f"{where}: {exc}") from None
+    if limit is not None and runtime > limit:
+        raise TraceError(f"{where}: runtime {runtime:g} is past its limit {limit:g} (the limit is its pods' "
+                         "activeDeadlineSeconds: they are stopped there)")
+    return job
+
+
+def _seconds(entry: dict[str, Any], key: str, low: float, positive: bool = False) -> float:
+    value = required(entry, key, "job")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{key} must be a number of seconds, got {show_value(value)}")
+    if not math.isfinite(value) or value < low or (positive and value <= low):
+        raise ValueError(f"{key} must be {'above' if positive else 'at least'} {low:g} seconds, got {value:g}")
+    return float(value)
+
+
+def _fits_the_cluster(job: Job, nodes: tuple[NodeShape, ...], where: str) -> None:
+    """Refuse a job whose pods could not all run at once even on the empty cluster: it would wait forever."""
+    wants = {"pods": 1, **resource_amounts(job.requests, "requests")}
+    room = 0
+    for shape in nodes:
+        has = {"pods": 110, **resource_amounts(shape.allocatable, "allocatable")}
+        room += shape.count * min((has.get(r, 0) // v for r, v in wants.items() if v > 0), default=job.pods)
+    if room < job.pods:
+        each = ", ".join(f"{v} {k}" for k, v in sorted(job.requests.items()))
+        raise TraceError(f"{where}: job {job.name!r}: {job.pods} pod(s) of {each} each do not fit the whole cluster, even "
+                         f"empty (room for {room}): it could never start")
 
 
 # --- synthetic traces -----------------------------------------------------------------------------------------

@@ -103,6 +103,31 @@ def test_the_workload_a_group_came_from_is_read_at_either_version_and_optional()
         "job", "old", None)
 
 
+@pytest.mark.parametrize("version, spec, words", [
+    (BETA, {"workloadRef": {"workloadName": "job"}}, "spec.workloadRef: missing field 'templateName'"),
+    (BETA, {"workloadRef": {"templateName": "workers"}}, "spec.workloadRef: missing field 'workloadName'"),
+    (BETA, {"workloadRef": {}}, "spec.workloadRef: missing field 'workloadName'"),
+    (BETA, {"workloadRef": {"workloadName": "job", "templateName": ""}}, "missing field 'templateName'"),
+    (BETA, {"workloadRef": {"workloadName": "Job_1", "templateName": "w"}}, "spec.workloadRef.workloadName: 'Job_1' must"),
+    (BETA, {"workloadRef": {"workloadName": "job", "templateName": "a.b"}}, "spec.workloadRef.templateName: 'a.b' must"),
+    (BETA, {"parentCompositePodGroupName": "parent"}, "spec.workloadRef: must be set when parentCompositePodGroupName"),
+    (NATIVE_V1ALPHA2, {"podGroupTemplateRef": {}}, "spec.podGroupTemplateRef: must specify one of: `workload`"),
+    (NATIVE_V1ALPHA2, {"podGroupTemplateRef": {"workload": {"workloadName": "job"}}},
+     "spec.podGroupTemplateRef.workload: missing field 'podGroupTemplateName'"),
+])
+def test_a_workload_reference_without_the_names_the_apiserver_requires_is_refused(version, spec, words) -> None:
+    """k8s.io/api 1.37 (and 1.36's v1alpha2): a reference's Workload and template names are `+k8s:required`, a DNS
+    subdomain and a DNS label; `parentCompositePodGroupName` needs `workloadRef`."""
+    group = beta_group("g", 2, **spec) if version == BETA else native_group("g", 2)
+    group["spec"].update(spec)
+    with pytest.raises(InputError, match="PodGroup default/g") as err:
+        build_cluster(_docs(node("n1"), group, *members("g", 2)))
+    assert words in str(err.value)
+    cluster = build_cluster(_docs(node("n1"), group, *members("g", 2), pod("other")), strict=False)
+    assert "pod group 'g' (scheduling.k8s.io) to appear" in cluster.skipped["default/g-0"]  # only its pods wait
+    assert [p.key for p in cluster.pending] == ["default/other"]
+
+
 @pytest.mark.parametrize("version, mode, words", [
     (NATIVE_V1ALPHA2, {"all": {}}, "must be one of Pod, PodGroup in scheduling.k8s.io/v1alpha2, got a mapping"),
     (BETA, "PodGroup", "spec.disruptionMode must be a mapping with one of single, all"),

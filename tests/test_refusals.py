@@ -99,3 +99,18 @@ def test_a_pod_at_v2_stops_the_dry_run_with_one_line_naming_it(tmp_path) -> None
     [line] = out.stderr.strip().splitlines()
     assert line.startswith(f"policy-scheduler: error: {snapshot}:")
     assert line.endswith(": Pod team/p: apiVersion: Pod is not served at 'v2' (want v1)"), line
+
+
+@pytest.mark.parametrize("api_version", ["scheduling.k8s.io/v1", "scheduling.k8s.io/v1alpha1", "scheduling.x-k8s.io/v2"])
+def test_a_pod_group_at_an_api_version_no_release_serves_stops_the_dry_run_as_a_pod_at_v2_does(tmp_path, api_version) -> None:
+    """scheduling.k8s.io serves PodGroups at v1alpha2 (1.36), v1beta1 and v1alpha3 (1.37) only: 1.38.0-beta.0's
+    scheduling.k8s.io/v1 holds PriorityClasses alone, and v1alpha1 (1.35) had Workloads, no PodGroups."""
+    import yaml
+
+    snapshot = tmp_path / "snap.yaml"
+    group = {**podgroup("g", 2, ns="team"), "apiVersion": api_version}
+    snapshot.write_text(yaml.safe_dump_all([node("n1"), group]))
+    out = CliRunner().invoke(main, ["dry-run", "--cluster", str(snapshot), "-o", "json"])
+    assert out.exit_code == 2 and out.stdout == ""
+    [line] = out.stderr.strip().splitlines()
+    assert f": PodGroup team/g: apiVersion: PodGroup is not served at '{api_version}' (want one of " in line, line

@@ -183,6 +183,57 @@ def test_a_bad_trace_says_where() -> None:
             trace_of(doc, "t.yaml")
 
 
+NODES = [{"count": 2, "allocatable": {"cpu": "8", "nvidia.com/gpu": "8"}}]
+
+
+@pytest.mark.parametrize("job, words", [
+    ({"arrival": -5}, "t.yaml: job 'j': arrival must be at least 0 seconds, got -5"),
+    ({"runtime": -10}, "t.yaml: job 'j': runtime must be above 0 seconds, got -10"),
+    ({"runtime": float("nan")}, "t.yaml: job 'j': runtime must be above 0 seconds, got nan"),
+    ({"runtime": "an hour"}, "t.yaml: job 'j': runtime must be a number of seconds, got 'an hour'"),
+    ({"runtime": 3600, "limit": 600}, "t.yaml: job 'j': runtime 3600 is past its limit 600"),
+    ({"arival": 0}, "t.yaml: job 'j': unknown key 'arival' (a job has name, arrival, runtime, requests, pods, "),
+    ({"requests": {"nvidia.com/gpu": "1x"}}, "t.yaml: job 'j': requests.nvidia.com/gpu: invalid quantity"),
+    ({"pods": 3, "requests": {"nvidia.com/gpu": "8"}},
+     "t.yaml: job 'j': 3 pod(s) of 8 nvidia.com/gpu each do not fit the whole cluster, even empty (room for 2)"),
+    ({"requests": {"nvidia.com/gpu": "9"}}, "t.yaml: job 'j': 1 pod(s) of 9 nvidia.com/gpu each do not fit"),
+    ({"pods": 0}, "t.yaml: job 'j': pods must be in 1.."),
+])
+def test_a_job_the_replay_could_not_honour_is_refused_naming_it(job, words) -> None:
+    """Issue 47: a negative time, a runtime past its bound, an unknown key or a gang no empty cluster holds would
+    replay as nonsense (or wait forever); each is one error naming the job."""
+    entry = {"name": "j", "arrival": 0, "runtime": 60, "requests": {"nvidia.com/gpu": "1"}, **job}
+    entry = {k: v for k, v in entry.items() if not (k == "arrival" and "arival" in job)}
+    with pytest.raises(TraceError) as err:
+        trace_of({"nodes": NODES, "jobs": [{"name": "ok", "arrival": 0, "runtime": 60, "requests": {}}, entry]}, "t.yaml")
+    assert words in str(err.value), str(err.value)
+
+
+def test_an_unnamed_job_or_a_node_entry_is_named_by_its_place() -> None:
+    with pytest.raises(TraceError, match=r"t.yaml: jobs\[0\]: job.name: missing field 'name'"):
+        trace_of({"nodes": NODES, "jobs": [{"arrival": 0, "runtime": 1, "requests": {}}]}, "t.yaml")
+    with pytest.raises(TraceError, match=r"t.yaml: nodes\[0\]: unknown key 'prefx'"):
+        trace_of({"nodes": [{**NODES[0], "prefx": "gpu"}], "jobs": []}, "t.yaml")
+    with pytest.raises(TraceError, match=r"t.yaml: unknown key 'job' \(a trace has nodes, jobs\)"):
+        trace_of({"nodes": NODES, "job": []}, "t.yaml")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+     "2 YAML documents holding Kubernetes objects (Node, Pod), not a trace: simulate replays a trace of nodes and jobs"),
+    ("apiVersion: v1\nkind: List\nitems: []\n", "a Kubernetes object ('List'), not a trace"),
+    ("nodes: []\n---\njobs: []\n", "2 YAML documents; a trace is one"),
+])
+def test_a_snapshot_or_a_multi_document_file_given_to_simulate_is_refused_clearly(tmp_path, text, words) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    out = subprocess.run([sys.executable, "-m", "engine", "simulate", str(path)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    [line] = out.stderr.strip().splitlines()
+    assert line.startswith(f"policy-scheduler: error: {path}: ") and words in line, line
+
+
 def test_the_command(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-m", "engine", "simulate", "--generate", "kai", "--jobs", "10", "-o", "json"],
                          capture_output=True, text=True, timeout=300)

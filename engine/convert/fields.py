@@ -16,11 +16,13 @@ from ..quantity import QuantityError, to_int, to_milli
 class InputError(Exception):
     """A problem with user input; its message is the whole one-line explanation. `source` is where the object
     came from (a file, or the loop's 'Pod ns/name'), `ref` which object it is (None: it has no name, or the
-    problem is not one object's); `more` counts further objects refused in the same pass."""
+    problem is not one object's); `more` counts further objects refused in the same pass, `more_what` says what
+    they are."""
 
-    def __init__(self, message: str, source: str = "", ref: ObjectRef | None = None, more: int = 0):
+    def __init__(self, message: str, source: str = "", ref: ObjectRef | None = None, more: int = 0,
+                 more_what: str = "object(s) that cannot be read"):
         super().__init__(message)
-        self.source, self.ref, self.more = source, ref, more
+        self.source, self.ref, self.more, self.more_what = source, ref, more, more_what
 
     def refusal(self) -> Refusal:
         return Refusal(self.source, str(self), self.ref)
@@ -207,6 +209,24 @@ def timestamp(value: Any, what: str) -> str:
 
 def weight(item: Any, what: str) -> int:
     return as_int(as_mapping(item, what).get("weight", 0), f"{what}.weight", 1, 100)
+
+
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL = re.compile(rf"^{_LABEL}$")
+DNS_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+
+
+def name_problem(value: str, label: bool = False) -> str | None:
+    """Why `value` is not a valid Kubernetes object name (a DNS-1123 label with `label`), or None."""
+    limit, pattern = (63, DNS_LABEL) if label else (253, DNS_SUBDOMAIN)
+    if not value:
+        return "must not be empty"
+    if len(value) > limit:
+        return f"must be at most {limit} characters"
+    if not pattern.match(value):
+        return "must be lowercase letters, digits and '-'" + ("" if label else " or '.'") + \
+            ", starting and ending with a letter or digit"
+    return None
 
 
 def optional_text(value: Any, what: str) -> str | None:

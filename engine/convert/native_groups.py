@@ -6,7 +6,8 @@ versions differ in what a reader sees:
 | field | v1alpha2 (1.36) | v1beta1 (1.37) |
 |---|---|---|
 | `disruptionMode` | `Pod` / `PodGroup` (default `Pod`) | `{single: {}}` / `{all: {}}` (default `single`) |
-| the template it came from | `podGroupTemplateRef.workload.workloadName` | `workloadRef.workloadName` (optional) |
+| the template it came from (optional) | `podGroupTemplateRef.workload` | `workloadRef` |
+| … its names (both required) | `workloadName`, `podGroupTemplateName` | `workloadName`, `templateName` |
 | `preemptionPolicy` | — | `Never` / `PreemptLowerPriority` (PodGroupPreemptionPolicy gate) |
 | pods vs group | the group's priority is its pods' | members must agree with it (below) |
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import PodGroup
-from .fields import as_int, as_list, as_mapping, as_text, choice, required, show_value, timestamp
+from .fields import as_int, as_list, as_mapping, as_text, choice, name_problem, required, show_value, timestamp
 from .pods import PREEMPTION_POLICIES, Priorities
 
 LEGACY_API = "scheduling.k8s.io/v1alpha2"  # 1.36: string disruptionMode, podGroupTemplateRef, PodGroupScheduled
@@ -106,12 +107,41 @@ def _preemption_policy(spec: dict[str, Any]) -> str | None:
     return None if policy is None else choice(policy, "spec.preemptionPolicy", PREEMPTION_POLICIES)
 
 
+# where each version names the Workload template a group was made from, and its two fields: required, the Workload's
+# name a DNS subdomain and the template's a DNS label (k8s.io/api scheduling v1alpha2, v1beta1: `+k8s:required`,
+# `+k8s:format=k8s-long-name` / `k8s-short-name`)
+_REFERENCES = {True: ("spec.podGroupTemplateRef.workload", "workloadName", "podGroupTemplateName"),
+               False: ("spec.workloadRef", "workloadName", "templateName")}
+
+
 def _workload(spec: dict[str, Any], legacy: bool) -> str | None:
-    """The Workload the group was made from: optional in both versions, named where each version names it."""
+    """The Workload the group was made from: optional in both versions; where given, with both names the apiserver
+    requires (a group it would not hold is refused)."""
+    where, workload, template = _REFERENCES[legacy]
     if legacy:
-        ref = as_mapping(spec.get("podGroupTemplateRef"), "spec.podGroupTemplateRef")
-        where = "spec.podGroupTemplateRef.workload"
-        ref = as_mapping(ref.get("workload"), where)
+        outer = spec.get("podGroupTemplateRef")
+        if outer is None:
+            return None
+        ref = as_mapping(outer, "spec.podGroupTemplateRef").get("workload")
+        if ref is None:
+            raise ValueError("spec.podGroupTemplateRef: must specify one of: `workload`")
     else:
-        where, ref = "spec.workloadRef", as_mapping(spec.get("workloadRef"), "spec.workloadRef")
-    return as_text(required(ref, "workloadName", where), f"{where}.workloadName") if ref else None
+        ref = spec.get("workloadRef")
+        if ref is None:
+            if spec.get("parentCompositePodGroupName") is not None:
+                raise ValueError(f"{where}: must be set when parentCompositePodGroupName is set")
+            return None
+    ref = as_mapping(ref, where)
+    name = _reference_name(ref, where, workload, label=False)
+    _reference_name(ref, where, template, label=True)
+    return name
+
+
+def _reference_name(ref: dict[str, Any], where: str, key: str, label: bool) -> str:
+    value = ref.get(key)
+    if value is None or value == "":
+        raise ValueError(f"{where}: missing field {key!r} (the apiserver requires it)")
+    name = as_text(value, f"{where}.{key}")
+    if problem := name_problem(name, label):
+        raise ValueError(f"{where}.{key}: {show_value(name)} {problem}")
+    return name
