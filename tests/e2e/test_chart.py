@@ -40,11 +40,11 @@ def _deletes_pods(docs: list[dict]) -> bool:
 def _run_settings(args: list[str]) -> dict:
     """What `policy-scheduler run` makes of a Deployment's arguments (click's own parser: the last flag wins)."""
     from engine.cli import main
-    from engine.loop.command import _profiles
+    from engine.loop.command import parse_profiles
 
     assert args[0] == "run"
     params = main.commands["run"].make_context("run", args[1:]).params
-    profiles = _profiles(params.pop("scheduler_name"), params.pop("policy_configmap"), params.pop("profiles"))
+    profiles = parse_profiles(params.pop("scheduler_name"), params.pop("policy_configmap"), params.pop("profiles"))
     return {**params, "profiles": profiles}
 
 
