@@ -40,7 +40,7 @@ class Reader:
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class LiveFinding:
     """What the check says about the live policies: an `error` (the ConfigMap a scheduler reads does not check), a
     `warning` (a policy set nobody reads, a required ConfigMap that does not exist), or a `note`."""
 
@@ -76,46 +76,46 @@ def looks_like_policies(configmap: Obj) -> bool:
     return labels.get(NAME_LABEL) == INSTALLED or any(str(k).endswith(SUFFIX) for k in configmap.get("data") or {})
 
 
-def findings(deployments: list[Obj], configmaps: list[Obj]) -> list[Finding]:
+def findings(deployments: list[Obj], configmaps: list[Obj]) -> list[LiveFinding]:
     """Every read ConfigMap checked (or missing), and every policy set no deployed scheduler reads."""
-    out: list[Finding] = []
+    out: list[LiveFinding] = []
     read: list[Reader] = []
     for deployment in deployments:
         if (meta(deployment).get("labels") or {}).get(NAME_LABEL) != INSTALLED:
             continue
         got = readers(deployment)
         if isinstance(got, str):
-            out.append(Finding("warning", got))
+            out.append(LiveFinding("warning", got))
         else:
             read.extend(got)
     by_name = {(str(meta(c).get("namespace") or ""), str(meta(c).get("name") or "")): c for c in configmaps}
     for reader in read:
         out.extend(_checked(reader, by_name.get(reader.configmap)))
     if not any(d for d in deployments if (meta(d).get("labels") or {}).get(NAME_LABEL) == INSTALLED):
-        out.append(Finding("warning", f"no policy-scheduler Deployment found (label {NAME_LABEL}={INSTALLED}): no "
+        out.append(LiveFinding("warning", f"no policy-scheduler Deployment found (label {NAME_LABEL}={INSTALLED}): no "
                                       "ConfigMap below is known to be read"))
     wanted = {r.configmap for r in read}
     for key, configmap in sorted(by_name.items()):
         if key not in wanted and looks_like_policies(configmap):
-            out.append(Finding("warning", _unread(key, configmap, read)))
+            out.append(LiveFinding("warning", _unread(key, configmap, read)))
     return out
 
 
-def _checked(reader: Reader, configmap: Obj | None) -> list[Finding]:
+def _checked(reader: Reader, configmap: Obj | None) -> list[LiveFinding]:
     """A ConfigMap a scheduler reads, checked as the scheduler checks it (or missing)."""
     where = "/".join(reader.configmap)
     if configmap is None:
         if reader.optional:
-            return [Finding("note", f"ConfigMap {where} does not exist: {reader.words()}; pods are placed by their "
+            return [LiveFinding("note", f"ConfigMap {where} does not exist: {reader.words()}; pods are placed by their "
                                     "own specs until it does")]
-        return [Finding("warning", f"ConfigMap {where} does not exist: {reader.words()}; that profile schedules "
+        return [LiveFinding("warning", f"ConfigMap {where} does not exist: {reader.words()}; that profile schedules "
                                    f"nothing until it does (unless it kept a last valid set, {where}-last-valid)")]
     try:
         rules_from_configmap(configmap)
     except PolicyError as exc:
-        return [Finding("error", f"ConfigMap {where} has errors: {reader.words()}; that profile schedules with the "
+        return [LiveFinding("error", f"ConfigMap {where} has errors: {reader.words()}; that profile schedules with the "
                                  "last valid policies it kept, or nothing\n" + "\n".join(d.render() for d in exc.diagnostics))]
-    return [Finding("note", f"ConfigMap {where} checks clean: {reader.words()}")]
+    return [LiveFinding("note", f"ConfigMap {where} checks clean: {reader.words()}")]
 
 
 def _unread(key: tuple[str, str], configmap: Obj, read: list[Reader]) -> str:
@@ -127,7 +127,7 @@ def _unread(key: tuple[str, str], configmap: Obj, read: list[Reader]) -> str:
             "--namespace NS --name NAME`), or point a profile at it")
 
 
-def live_findings(api: ClusterAPI) -> list[Finding]:
+def live_findings(api: ClusterAPI) -> list[LiveFinding]:
     """The findings for a live cluster: its Deployments and ConfigMaps, listed once."""
     deployments, _ = api.list(WatchTarget("Deployment"))
     configmaps, _ = api.list(WatchTarget("ConfigMap"))
