@@ -346,8 +346,9 @@ def check_command(paths, clusters, kubeconfig, scheduler_name) -> None:
     from .policy.parse import PolicyError
     from .policy.sources import check_sources, read_sources
 
-    if not paths and kubeconfig is None:
-        _fail("check needs PATH... (policy files or directories), --kubeconfig (the live policies), or both")
+    if not paths and (kubeconfig is None or clusters):
+        _fail("check needs PATH... (policy files or directories; --cluster lints them), --kubeconfig (the live "
+              "policies), or both")
     live = 0 if kubeconfig is None else _check_live(kubeconfig)
     if not paths:
         sys.exit(1 if live else 0)

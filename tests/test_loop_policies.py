@@ -300,3 +300,29 @@ def test_a_read_configmap_with_errors_fails_the_check_and_a_missing_required_one
     assert _check_live(FakeAPI(), monkeypatch).output.startswith("warning: no policy-scheduler Deployment found")
     paths_too = _check_live(api, monkeypatch, "policies/lowest-price")
     assert paths_too.exit_code == 1 and "1 policy OK" in paths_too.output  # the files are fine, the live set is not
+
+
+def test_after_a_bad_edit_a_new_leader_keeps_its_set_only_where_no_version_of_that_configmap_is_kept() -> None:
+    """A replica that loaded version 3 and missed version 5 (a relist) must not put 3 over a kept 5: resourceVersions
+    do not say which is later. Into an empty copy it does keep 3 (the last valid set it knows)."""
+    holder = PolicyHolder((NS, NAME), kept_name=KEPT)
+    good = {**_configmap(_policy("gold")), "metadata": {"name": NAME, "namespace": NS, "resourceVersion": "3", "uid": "u"}}
+    holder.refresh(good, lambda *_: None)
+    bad = {**_configmap(BROKEN), "metadata": {"name": NAME, "namespace": NS, "resourceVersion": "6", "uid": "u"}}
+    holder.refresh(bad, lambda *_: None)
+    assert holder.standing is Standing.PREVIOUS
+    later = {"metadata": {"name": KEPT, "namespace": NS, "resourceVersion": "9",
+                          "annotations": {KEPT_FROM: f"{NS}/{NAME}", "policy-scheduler/kept-uid": "u", KEPT_VERSION: "5"}}}
+    assert holder.to_keep(later) is None
+    empty = {"metadata": {"name": KEPT, "namespace": NS, "resourceVersion": "2"}}
+    copy = holder.to_keep(empty)
+    assert copy is not None and copy["metadata"]["annotations"][KEPT_VERSION] == "3"
+
+
+def test_check_without_paths_needs_the_live_policies() -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    for args in ([], ["--cluster", "snap.yaml"]):
+        done = CliRunner().invoke(main, ["check", *args])
+        assert done.exit_code == 2 and "check needs PATH..." in done.output, done.output

@@ -46,7 +46,7 @@ class ProfileError(ValueError):
 
 
 def parse_profiles(scheduler_name: str, policy_configmap: tuple[tuple[str, str], bool] | None,
-              profiles: tuple[str, ...]) -> tuple[Profile, ...]:
+                   profiles: tuple[str, ...]) -> tuple[Profile, ...]:
     """--profile NAME=NS/CONFIGMAP[,optional] (repeatable; NAME= for one without policies) replaces the single
     --scheduler-name/--policy-configmap profile. Raises ProfileError."""
     if not profiles:

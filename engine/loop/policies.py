@@ -165,7 +165,8 @@ class PolicyHolder:
         if current is None:
             self.problem = f"policy ConfigMap {where} does not exist"
             self._stale()
-            log.warning("policy configmap missing configmap=%s", where)
+            log.log(logging.INFO if self.optional else logging.WARNING, "policy configmap missing configmap=%s "
+                    "optional=%s", where, self.optional)
             return None
         try:
             rules = rules_from_configmap(current)
@@ -203,10 +204,17 @@ class PolicyHolder:
             self.standing = Standing.ABSENT if self.optional and absent else Standing.NOTHING
 
     def to_keep(self, kept: Obj | None) -> Obj | None:
-        """The kept copy as it should be, when it is not so yet (the set loaded here is not what it holds)."""
+        """The kept copy as it should be, when it is not so yet: the set loaded here, while it is the ConfigMap as it
+        is now; once the ConfigMap has gone bad, only into a copy that holds no version of it (another version there
+        may be a later one this process never saw: resourceVersions do not order)."""
         if self.loaded is None or self.origin is None or self.standing not in (Standing.CURRENT, Standing.PREVIOUS):
             return None
-        return None if self.origin.of(kept) else kept_copy(self.loaded, self.kept_name)
+        if self.origin.of(kept):
+            return None
+        notes = meta(kept or {}).get("annotations") or {}
+        if self.standing is Standing.PREVIOUS and notes.get(KEPT_UID) == self.origin.uid:
+            return None
+        return kept_copy(self.loaded, self.kept_name)
 
     def describe(self) -> str:
         """What is in force, in words: for events, logs, the pod's condition."""
