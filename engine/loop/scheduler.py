@@ -152,9 +152,11 @@ class ProfileLoop:
             self.reports.policies_reloaded()
         if before == (holder.standing, holder.problem, holder.origin, holder.kept_problem):
             return changed
+        self.on_standing()
+        if holder.standing is before[0] and not changed:
+            return False  # (another bad version: the same set stays in force, nobody to wake)
         if holder.standing is not before[0]:
             self.reports.standing(holder, kept if current is None else None)
-        self.on_standing()
         self.queue.wake_all()
         return True
 
