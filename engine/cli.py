@@ -372,12 +372,16 @@ def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> No
 
 
 @main.command("check")
-@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option("--cluster", "clusters", multiple=True, metavar="FILE",
               help="Also lint against a snapshot: rules that match nothing, pods left with no node.")
+@click.option("--kubeconfig", metavar="FILE",
+              help="Also check the live policies (read only): each ConfigMap a deployed scheduler reads, as it reads it, "
+              "and a warning for each ConfigMap that looks like a policy set but that no scheduler reads. PATHs may "
+              "then be left out.")
 @scheduler_option
 @strict_option
-def check_command(paths, clusters, scheduler_name, strict) -> None:
+def check_command(paths, clusters, kubeconfig, scheduler_name, strict) -> None:
     """Parse and type-check policy files, directories or ConfigMap manifests.
 
     Prints every error and warning as file:line:col with the source line and a caret; exit 1 on errors, 0 when
@@ -389,6 +393,12 @@ def check_command(paths, clusters, scheduler_name, strict) -> None:
     from .policy.plausible import warnings
     from .policy.sources import check_sources, line_order, read_sources
 
+    if not paths and (kubeconfig is None or clusters):
+        _fail("check needs PATH... (policy files or directories; --cluster lints them), --kubeconfig (the live "
+              "policies), or both")
+    live = 0 if kubeconfig is None else _check_live(kubeconfig)
+    if not paths:
+        sys.exit(1 if live else 0)
     try:
         sources = read_sources(list(paths))
         policies = check_sources(sources)
@@ -407,7 +417,25 @@ def check_command(paths, clusters, scheduler_name, strict) -> None:
         click.echo(f"{errors} error(s), {len(findings) - errors} warning(s)", err=True)
     noun = f"{len(policies)} polic{'y' if len(policies) == 1 else 'ies'}"
     click.echo(f"{noun} type-check, but the snapshot lint failed" if errors else f"{noun} OK")
-    sys.exit(1 if errors else 0)
+    sys.exit(1 if errors or live else 0)
+
+
+def _check_live(kubeconfig: str) -> int:
+    """The live policies' findings on stderr, one per line (`error:`, `warning:`, `note:`); how many are errors."""
+    from .loop.api import ConfigError, KubeAPI, load_client
+    from .loop.policy_sources import live_findings
+    from .loop.ports import ApiError, ApiUnavailable
+
+    try:
+        found = live_findings(KubeAPI(load_client(kubeconfig)))
+    except (ConfigError, ApiUnavailable, ApiError) as exc:
+        _fail(f"{kubeconfig}: {exc}")
+    for f in found:
+        click.echo(f"{f.level}: {f.message}", err=True)
+    errors = sum(1 for f in found if f.level == "error")
+    warnings = sum(1 for f in found if f.level == "warning")
+    click.echo(f"live policies: {errors} error(s), {warnings} warning(s)", err=True)
+    return errors
 
 
 @main.command("test")

@@ -56,6 +56,30 @@ class Namespaced(click.ParamType):
         return got
 
 
+OPTIONAL = ",optional"  # NAMESPACE/NAME,optional: a policy ConfigMap that may be absent
+
+
+def policy_source(value: str) -> tuple[tuple[str, str], bool] | str:
+    """NAMESPACE/NAME[,optional] as ((namespace, name), optional), or why it is not one."""
+    optional = value.endswith(OPTIONAL)
+    got = namespaced(value.removesuffix(OPTIONAL))
+    return got if isinstance(got, str) else (got, optional)
+
+
+class PolicySource(click.ParamType):
+    """A policy ConfigMap: NAMESPACE/NAME, with `,optional` when it may be absent."""
+
+    name = "namespace/name[,optional]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[tuple[str, str], bool]:
+        if isinstance(value, tuple):
+            return value
+        got = policy_source(str(value))
+        if isinstance(got, str):
+            self.fail(got, param, ctx)
+        return got
+
+
 class Seconds(click.ParamType):
     """A finite number of seconds, at least `minimum` (nan and inf are refused: a time limit must end)."""
 

@@ -113,6 +113,9 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("Pod", ("v1",), "pods", True, "pod", "Pod", pruned=_POD_PRUNED),
     # not part of the model: the policies' ConfigMap, watched by the loop for policy reloads
     ObjectKind("ConfigMap", ("v1",), "configmaps", True, None, watched=False),
+    # not part of the model: the scheduler's own Deployments, whose arguments say which ConfigMaps they read
+    # (`check --kubeconfig`)
+    ObjectKind("Deployment", ("apps/v1",), "deployments", True, None, watched=False),
 )
 BY_NAME: dict[str, ObjectKind] = {k.name: k for k in OBJECT_KINDS}
 MODEL_KINDS: tuple[ObjectKind, ...] = tuple(k for k in OBJECT_KINDS if k.family is not None)

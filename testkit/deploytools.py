@@ -73,6 +73,12 @@ def chart_rbac(release: str, namespace: str, values: dict | None = None) -> list
     return [d for d in helm_template_values(release, namespace, values) if d["kind"] in RBAC_KINDS]
 
 
+def chart_kept_copies(release: str, namespace: str, values: dict | None = None) -> list[dict]:
+    """The empty ConfigMaps the chart makes for the scheduler to keep each profile's policy set in force in."""
+    return [d for d in helm_template_values(release, namespace, values) if d["kind"] == "ConfigMap"
+            and d["metadata"]["labels"].get("app.kubernetes.io/component") == "last-valid-policies"]
+
+
 def container_args(docs: list[dict]) -> list[str]:
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     return deployment["spec"]["template"]["spec"]["containers"][0]["args"]

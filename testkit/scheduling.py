@@ -102,12 +102,13 @@ def deploy_manifests(*components: str) -> list[dict]:
 def install_chart_identity(cp: ControlPlane, release: str, namespace: str, values: dict | None = None) -> Path:
     """The Helm chart's ServiceAccount with exactly the chart's RBAC (`helm template` with `values`, its
     ServiceAccount, ClusterRoles, Roles and bindings applied as the admin), and a token kubeconfig for it: the
-    scheduler running with it may do what an install of the chart may, nothing more."""
-    from .deploytools import chart_rbac
+    scheduler running with it may do what an install of the chart may, nothing more. The empty ConfigMaps the chart
+    makes for the scheduler to keep its policies in (it may patch them, not create them) are applied too."""
+    from .deploytools import chart_kept_copies, chart_rbac
 
     cp.ensure_namespace(namespace)  # helm install --create-namespace
     kube = Kube(cp.kubeconfig)
-    for doc in chart_rbac(release, namespace, values):
+    for doc in chart_rbac(release, namespace, values) + chart_kept_copies(release, namespace, values):
         status, body = apply(kube, doc)
         assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
     return cp.service_account_kubeconfig(namespace, release)  # the chart names its ServiceAccount after the release
@@ -201,12 +202,13 @@ class Schedulers:
     kubeconfig: Path | None = None  # whom they run as by default (None: the admin)
     started: list[Scheduler] = field(default_factory=list)
 
-    def start(self, *args: str, kubeconfig: Path | None = None, name: str = "scheduler", ready: bool = True) -> Scheduler:
+    def start(self, *args: str, kubeconfig: Path | None = None, name: str = "scheduler", ready: bool = True,
+              env: dict[str, str] | None = None) -> Scheduler:
         port = free_port()
         kubeconfig = kubeconfig or self.kubeconfig or self.cp.kubeconfig
         argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig),
                 "--metrics-port", str(port), "--batch-window", "0.3", "--time-limit", "2", *args]
-        process = Process(name, argv, self.workdir / f"{name}-{len(self.started)}.log")
+        process = Process(name, argv, self.workdir / f"{name}-{len(self.started)}.log", env=env or {})
         process.start()
         scheduler = Scheduler(process, port)
         self.started.append(scheduler)

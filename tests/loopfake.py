@@ -37,6 +37,7 @@ class FakeAPI:
     binds: list[tuple[str, str]] = field(default_factory=list)
     conditions: dict[str, str] = field(default_factory=dict)
     condition_reasons: dict[str, str] = field(default_factory=dict)  # PodScheduled=False's reason, per pod
+    pod_conditions: list[tuple[str, Obj]] = field(default_factory=list)  # pod key, condition: every set_condition
     events: list[tuple[str, str, str, str]] = field(default_factory=list)  # created: kind/name, type, reason, message
     event_objects: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> count, message (as patched)
     leases: dict[tuple[str, str], Obj] = field(default_factory=dict)
@@ -187,6 +188,10 @@ class FakeAPI:
     def set_unschedulable(self, namespace: str, name: str, message: str, reason: str = "Unschedulable") -> None:
         self.conditions[f"{namespace}/{name}"] = message
         self.condition_reasons[f"{namespace}/{name}"] = reason
+
+    def set_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        self._check()
+        self.pod_conditions.append((f"{namespace}/{name}", copy.deepcopy(condition)))
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
                      count: int = 1) -> None:

@@ -26,7 +26,8 @@ NA = "—"
 # settings that are the same only where these say: a local `run` is one process (no leader election, no replicas),
 # and the chart's Lease is in its release namespace
 ONLY_IN = {"leader election": ("kustomize", "helm"), "replicas": ("kustomize", "helm"),
-           "lease namespace": ("run", "kustomize")}
+           "lease namespace": ("run", "kustomize"), "policy ConfigMap, once it exists": ("kustomize", "helm")}
+OPTIONAL = "policy ConfigMap, once it exists"  # the installs read one when it exists: pod specs only until then
 
 
 def _params(command: str, args: list[str] | None = None) -> dict:
@@ -40,9 +41,19 @@ def _solver_workers() -> int:
     return next(f.default for f in dataclasses.fields(Settings) if f.name == "solver_workers")
 
 
+def _policies(source: tuple[tuple[str, str], bool] | None) -> tuple[str, str]:
+    """What a --policy-configmap value makes active by default (a ConfigMap read once it exists adds nothing until
+    then), and the name of such a ConfigMap."""
+    if source is None:
+        return "none", "none"
+    (namespace, name), optional = source
+    return ("none", name) if optional else (f"{namespace}/{name}", "none")
+
+
 def _from_run(params: dict) -> dict:
     """The table's settings for `run` with these parsed options."""
-    return {"scheduler name": params["scheduler_name"], "policies": params["policy_configmap"] or "none",
+    policies, optional = _policies(params["policy_configmap"])
+    return {"scheduler name": params["scheduler_name"], "policies": policies, OPTIONAL: optional,
             "preemption": params["preemption"], "time limit (seconds)": params["time_limit"],
             "time per pod (seconds)": params["time_per_pod"], "batch window (seconds)": params["batch_window"],
             "solver workers": _solver_workers(), "bind workers": params["bind_workers"],
@@ -55,6 +66,7 @@ def dry_run_defaults() -> dict:
     p = _params("dry-run")
     settings = dict.fromkeys(_from_run(_params("run")))
     settings.update({"scheduler name": p["scheduler_name"], "policies": ", ".join(p["policies"] or ()) or "none",
+                     OPTIONAL: None,
                      "preemption": not p["no_preemption"], "time limit (seconds)": p["time_limit"],
                      "solver workers": p["workers"]})
     return settings
@@ -76,8 +88,9 @@ def helm_defaults() -> dict:
     not pass is `run`'s default)."""
     values = yaml.safe_load(VALUES.read_text())
     profile = values["profiles"][0]
-    return {**run_defaults(), "scheduler name": profile["name"],
-            "policies": "set" if profile.get("policies") or profile.get("existingConfigMap") else "none",
+    own = profile.get("policies") or profile.get("existingConfigMap")  # else NAME-policies, once it exists
+    return {**run_defaults(), "scheduler name": profile["name"], "policies": "set" if own else "none",
+            OPTIONAL: "none" if own else f"{profile['name']}-policies",
             "preemption": values["preemption"]["enabled"], "time limit (seconds)": values["timeLimit"],
             "batch window (seconds)": values["batchWindow"], "leader election": True,  # always --leader-elect
             "lease namespace": "the release namespace", "lease duration (seconds)": values["leaderElection"]["leaseDuration"],
@@ -139,6 +152,22 @@ def test_the_defaults_are_the_ones_asked_for() -> None:
         assert shown(settings["policies"]) == "none", column
         assert settings["scheduler name"] == "policy-scheduler", column
     assert kustomize_defaults()["leader election"] is True
+
+
+def test_the_readme_configmap_is_the_one_both_default_installs_read() -> None:
+    """One policy workflow: the README's `policy-scheduler configmap DIR | kubectl apply -f -` writes the ConfigMap a
+    default kustomize install and a default Helm install (in the README's namespace) read once it exists."""
+    params = _params("configmap", ["policies/"])
+    written = (params["namespace"], params["name"])
+    readme = (ROOT / "README.md").read_text()
+    assert f"policy-scheduler configmap my-policies/ | kubectl apply -f -   # the live ConfigMap: {'/'.join(written)}" \
+        in readme
+    helm_install = next(line for line in readme.splitlines() if line.startswith("helm install "))
+    assert f" -n {written[0]} " in helm_install, helm_install  # the release namespace: where the chart reads it
+    deployment = yaml.safe_load(DEPLOYMENT.read_text())
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert _params("run", args[1:])["policy_configmap"] == (written, True)
+    assert kustomize_defaults()[OPTIONAL] == helm_defaults()[OPTIONAL] == written[1]
 
 
 def _lookup(values: dict, dotted: str) -> object:

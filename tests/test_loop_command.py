@@ -25,6 +25,8 @@ from loopfake import FakeAPI
     (["--profile", "bad-format"], "--profile must be NAME=NAMESPACE/CONFIGMAP"),
     (["--profile", "Web=ns/cm"], "scheduler name 'Web' must be lowercase"),
     (["--profile", "web=ns/"], "the ConfigMap name '' must not be empty"),
+    (["--profile", "web=ns/cm,sometimes"], "the ConfigMap name 'cm,sometimes' must be lowercase"),
+    (["--policy-configmap", f"ns/{'a' * 243}"], "is too long: the copy kept beside it, 'aaa"),
     (["--scheduler-name", ""], "'--scheduler-name': '' must not be empty"),
     (["--scheduler-name", "a b"], "'--scheduler-name': 'a b' must be lowercase"),
     (["--policy-configmap", "ns/a/b"], "must be NAMESPACE/NAME, got 'ns/a/b'"),
@@ -48,11 +50,23 @@ def test_user_mistakes_exit_2_with_one_line(args: list[str], message: str, tmp_p
 
 
 def test_profile_with_an_empty_configmap_means_pod_specs_only() -> None:
-    from engine.loop.command import _profiles
+    from engine.loop.command import parse_profiles
     from engine.loop.scheduler import Profile
 
-    assert _profiles("policy-scheduler", None, ("web=", "batch=ml/policies")) == (
+    assert parse_profiles("policy-scheduler", None, ("web=", "batch=ml/policies")) == (
         Profile("web"), Profile("batch", ("ml", "policies")))
+
+
+def test_an_optional_policy_configmap_is_marked_so_and_keeps_its_last_valid_set_beside_it() -> None:
+    from engine.loop.command import parse_profiles, run
+    from engine.loop.scheduler import Profile
+
+    params = run.make_context("run", ["--policy-configmap", "ps/policies,optional"]).params
+    [profile] = parse_profiles(params["scheduler_name"], params["policy_configmap"], params["profiles"])
+    assert profile == Profile("policy-scheduler", ("ps", "policies"), optional=True)
+    assert profile.kept_configmap == ("ps", "policies-last-valid")
+    assert parse_profiles("x", None, ("web=ps/web,optional", "batch=ps/batch")) == (
+        Profile("web", ("ps", "web"), True), Profile("batch", ("ps", "batch")))
 
 
 def test_run_defaults_agree_with_deploy() -> None:

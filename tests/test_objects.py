@@ -28,9 +28,12 @@ def test_every_event_a_kind_raises_is_one_the_queueing_hints_know() -> None:
 
 
 def test_the_loop_watches_and_the_live_dry_run_lists_what_the_registry_says() -> None:
-    watched = [w.kind for w in resources((Profile("policy-scheduler", ("ns", "policies")),))]
-    assert watched[:-1] == [k.name for k in WATCHED] == list(LIVE_KINDS)
-    assert watched[-1] == "ConfigMap"  # the profile's policies, beside the model's kinds
+    targets = resources((Profile("policy-scheduler", ("ns", "policies")),))
+    watched = [w.kind for w in targets]
+    assert watched[:-2] == [k.name for k in WATCHED] == list(LIVE_KINDS)
+    # the profile's policies and the copy of the set in force kept beside them, beside the model's kinds
+    assert [(w.kind, w.namespace, w.name) for w in targets[-2:]] == [("ConfigMap", "ns", "policies"),
+                                                                      ("ConfigMap", "ns", "policies-last-valid")]
     assert LIVE_KINDS[-1] == "Pod"  # pods last: what they read is listed by then
     assert {"Service", "ReplicationController", "ReplicaSet", "StatefulSet"} == SPEC_ONLY
     assert REST_RESOURCES[NATIVE_POD_GROUP] is Resource.POD_GROUP and "Node" not in REST_RESOURCES

@@ -276,8 +276,11 @@ class KubeAPI:
         return ApiResult(ok, status, "" if ok else _message(data), obj=_object(data) if ok and status != 404 else None)
 
     def set_unschedulable(self, namespace: str, name: str, message: str, reason: str = "Unschedulable") -> None:
-        condition = {"type": "PodScheduled", "status": "False", "reason": reason,
-                     "message": message, "lastTransitionTime": _now(), "lastProbeTime": None}
+        self.set_condition(namespace, name, {"type": "PodScheduled", "status": "False", "reason": reason,
+                                             "message": message, "lastTransitionTime": _now(), "lastProbeTime": None})
+
+    def set_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        """A strategic merge patch: the pod's other conditions (the kubelet's) stay."""
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
                    body={"status": {"conditions": [condition]}},
                    content_type="application/strategic-merge-patch+json")

@@ -227,6 +227,10 @@ class EventSink:
             log.warning("podgroup condition write failed podgroup=%s/%s status=%s message=%r", namespace, name,
                         result.status, result.message)
 
+    def pod_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        """One condition of a pod's status (merged by type), at once."""
+        self.status.submit(self.api.set_condition, namespace, name, condition)
+
     def nominate(self, pod: Obj, node: str, victims: int) -> None:
         """status.nominatedNodeName (as kube-scheduler sets it) and a Nominated event: the pod waits for room."""
         m = meta(pod)

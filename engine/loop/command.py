@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 from click.core import ParameterSource
 
-from ..flags import Name, Namespaced, Seconds, name_problem, namespaced
+from ..flags import Name, PolicySource, Seconds, name_problem, policy_source
 from ..heap import collector_paused
 from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 from ..solve import load_solver
@@ -42,35 +42,52 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _profiles(scheduler_name: str, policy_configmap: tuple[str, str] | None,
-              profiles: tuple[str, ...], named: bool = False) -> tuple[Profile, ...]:
-    """--profile NAME=NS/CONFIGMAP (repeatable; NAME= for one without policies) replaces the single
-    --scheduler-name/--policy-configmap profile; either of those given (`named`: --scheduler-name was) beside it is
-    refused, not ignored."""
-    from .scheduler import Profile
+class ProfileError(ValueError):
+    """--profile or --policy-configmap cannot be served as given."""
 
+
+def parse_profiles(scheduler_name: str, policy_configmap: tuple[tuple[str, str], bool] | None,
+                   profiles: tuple[str, ...], named: bool = False) -> tuple[Profile, ...]:
+    """--profile NAME=NS/CONFIGMAP[,optional] (repeatable; NAME= for one without policies) replaces the single
+    --scheduler-name/--policy-configmap profile; either of those given (`named`: --scheduler-name was) beside it is
+    refused, not ignored. Raises ProfileError."""
     if not profiles:
-        return (Profile(scheduler_name, policy_configmap),)
+        return (_profile(scheduler_name, policy_configmap, "--policy-configmap"),)
     if policy_configmap:
-        _fail("--policy-configmap goes with --scheduler-name; with --profile give each profile its ConfigMap")
+        raise ProfileError("--policy-configmap goes with --scheduler-name; with --profile give each profile its ConfigMap")
     if named:
-        _fail(f"--scheduler-name {scheduler_name!r} goes with --policy-configmap; with --profile name every "
-              f"scheduler in a --profile (add --profile {scheduler_name}=NAMESPACE/CONFIGMAP, or "
-              f"{scheduler_name}= for no policies)")
+        raise ProfileError(f"--scheduler-name {scheduler_name!r} goes with --policy-configmap; with --profile name every "
+                           f"scheduler in a --profile (add --profile {scheduler_name}=NAMESPACE/CONFIGMAP, or "
+                           f"{scheduler_name}= for no policies)")
     out: list[Profile] = []
     for item in profiles:
         name, sep, where = item.partition("=")
         if not sep:
-            _fail(f"--profile must be NAME=NAMESPACE/CONFIGMAP (or NAME= for no policies), got {item!r}")
+            raise ProfileError(f"--profile must be NAME=NAMESPACE/CONFIGMAP[,optional] (or NAME= for no policies), got {item!r}")
         if problem := name_problem(name):
-            _fail(f"--profile {item!r}: scheduler name {name!r} {problem}")
+            raise ProfileError(f"--profile {item!r}: scheduler name {name!r} {problem}")
         if any(p.name == name for p in out):
-            _fail(f"--profile {name!r} is given twice")
-        configmap = namespaced(where) if where else None
-        if isinstance(configmap, str):
-            _fail(f"--profile {item!r}: the ConfigMap {configmap}")
-        out.append(Profile(name, configmap))
+            raise ProfileError(f"--profile {name!r} is given twice")
+        source = policy_source(where) if where else None
+        if isinstance(source, str):
+            raise ProfileError(f"--profile {item!r}: the ConfigMap {source}")
+        out.append(_profile(name, source, f"--profile {item!r}"))
     return tuple(out)
+
+
+def _profile(name: str, source: tuple[tuple[str, str], bool] | None, flag: str) -> Profile:
+    """One profile; its ConfigMap's name leaves room for the copy kept beside it (NAME-last-valid)."""
+    from .profile import Profile
+
+    if source is None:
+        return Profile(name)
+    (namespace, configmap), optional = source
+    profile = Profile(name, (namespace, configmap), optional)
+    kept = profile.kept_configmap
+    if kept is not None and (problem := name_problem(kept[1])):
+        raise ProfileError(f"{flag}: the ConfigMap name {configmap!r} is too long: the copy kept beside it, "
+                           f"{kept[1]!r}, {problem}")
+    return profile
 
 
 def _configure_logging(level: str) -> None:
@@ -86,9 +103,12 @@ def _configure_logging(level: str) -> None:
               help="Kubeconfig to use; default: the in-cluster config, else $KUBECONFIG / ~/.kube/config.")
 @click.option("--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
               help="Schedule pods whose spec.schedulerName is this.")
-@click.option("--policy-configmap", type=Namespaced(), metavar="NS/NAME",
-              help="ConfigMap of policy files (hot-reloaded). Default: none, pods are placed by their own specs.")
-@click.option("--profile", "profiles", multiple=True, metavar="NAME=NS/CONFIGMAP",
+@click.option("--policy-configmap", type=PolicySource(), metavar="NS/NAME[,optional]",
+              help="ConfigMap of policy files (hot-reloaded; the set in force is kept in NAME-last-valid beside it, for "
+                   "a start while it has errors). Until it loads the scheduler schedules nothing; with ',optional', "
+                   "until it first exists pods are placed by their own specs. Default: none, pods are placed by their "
+                   "own specs.")
+@click.option("--profile", "profiles", multiple=True, metavar="NAME=NS/CONFIGMAP[,optional]",
               help="Serve several scheduler names, each with its own policies (NAME= for none), in place of "
               "--scheduler-name and --policy-configmap (given beside it, they are refused). Repeatable.")
 @click.option("--batch-window", type=Seconds(0.0), default=0.0, show_default=True, metavar="SECONDS",
@@ -131,10 +151,14 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
 
     _configure_logging(log_level)
     named = click.get_current_context().get_parameter_source("scheduler_name") != ParameterSource.DEFAULT
-    settings = Settings(_profiles(scheduler_name, policy_configmap, profiles, named),
+    try:
+        served = parse_profiles(scheduler_name, policy_configmap, profiles, named)
+    except ProfileError as exc:
+        _fail(str(exc))
+    settings = Settings(served,
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
                                     batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
-                        time_per_pod=time_per_pod, bind_workers=bind_workers, preemption=preemption)
+                        time_per_pod=time_per_pod, bind_workers=bind_workers, preemption=preemption, own_pod=_own_pod())
     try:
         api = KubeAPI(load_client(kubeconfig, pool_size=connections(settings)))
     except ConfigError as exc:
@@ -163,6 +187,12 @@ def _start_health(scheduler: Scheduler, port: int) -> HealthServer | None:
     except OSError as exc:
         _fail(f"cannot serve metrics on port {port}: {exc.strerror or exc}")
     return server
+
+
+def _own_pod() -> tuple[str, str] | None:
+    """The pod this process runs in (POD_NAMESPACE, POD_NAME: the installs set them from the downward API)."""
+    namespace, name = os.environ.get("POD_NAMESPACE"), os.environ.get("POD_NAME")
+    return (namespace, name) if namespace and name else None
 
 
 def _identity() -> str:
@@ -225,8 +255,8 @@ def _log_profiles(scheduler: Scheduler) -> None:
         log.info("scheduling profiles=%s", ",".join(ready))
     for loop in scheduler.loops:
         if not loop.ready():
-            log.warning("not scheduling profile=%s reason=%r: its pods wait until a valid policy set loads", loop.name,
-                        loop.policies.problem or "policies not loaded yet")
+            log.warning("not scheduling profile=%s reason=%r kept=%r: its pods wait until a valid policy set loads",
+                        loop.name, loop.policies.problem or "policies not loaded yet", loop.policies.kept_problem)
 
 
 def _lost(lost: threading.Event, stop: threading.Event) -> None:

@@ -33,7 +33,8 @@ class State:
 
     waiting: Callable[[], Mapping[str, int]]
     leading: Callable[[], bool]
-    policies: Callable[[], Mapping[str, tuple[bool, bool]]]  # profile -> (a valid set is loaded, the current one is)
+    policies: Callable[[], Mapping[str, tuple[bool, bool, bool]]]  # profile -> (a valid set is loaded, the current
+    # one is, the set in force was restored from the copy an earlier run kept)
 
 
 class _StateCollector(Collector):
@@ -53,11 +54,16 @@ class _StateCollector(Collector):
                                    "(or needs none); 0: it schedules nothing", labels=["profile"])
         valid = GaugeMetricFamily(f"{PREFIX}_policies_valid", "1 when the profile's policy ConfigMap, as it is now, "
                                   "is the active policy set; 0: it is missing or has errors", labels=["profile"])
-        for profile, (is_loaded, is_valid) in sorted(self.state.policies().items()):
+        restored = GaugeMetricFamily(f"{PREFIX}_policies_restored", "1 when the profile schedules with the last valid "
+                                     "policy set an earlier run kept (NAME-last-valid), its ConfigMap being missing "
+                                     "or invalid since this replica started", labels=["profile"])
+        for profile, (is_loaded, is_valid, is_restored) in sorted(self.state.policies().items()):
             loaded.add_metric([profile], 1 if is_loaded else 0)
             valid.add_metric([profile], 1 if is_valid else 0)
+            restored.add_metric([profile], 1 if is_restored else 0)
         yield loaded
         yield valid
+        yield restored
 
 
 class TenantBoard:

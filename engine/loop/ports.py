@@ -110,6 +110,10 @@ class ClusterAPI(Protocol):
         error rather than a lack of room, as kube-scheduler words them) / message."""
         ...
 
+    def set_condition(self, namespace: str, name: str, condition: Obj) -> None:
+        """Merge one condition (by type) into a pod's status: the scheduler's own pod tells what it schedules with."""
+        ...
+
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
                      count: int = 1) -> None:
         """Record an Event about `involved` (a manifest with kind, metadata): named `name` (else a fresh name),

@@ -16,12 +16,26 @@ CYCLE_BASE_SECONDS = 0.2
 PREFERENCE_SHARE = 0.2  # of a cycle's time limit, for preferences once every pod is placed
 
 
+KEPT_SUFFIX = "-last-valid"  # the set in force is kept in ConfigMap NAME-last-valid beside policy ConfigMap NAME
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """A scheduler name served by this process, and where its policies live (namespace, name)."""
+    """A scheduler name served by this process, and where its policies live (namespace, name). An `optional`
+    ConfigMap may be absent: until it first exists the profile places pods by their own specs (the installs'
+    default); a required one that has never loaded leaves the profile scheduling nothing."""
 
     name: str
     policy_configmap: tuple[str, str] | None = None
+    optional: bool = False
+
+    @property
+    def kept_configmap(self) -> tuple[str, str] | None:
+        """Where the policy set in force is kept for the next start (engine.loop.policies), beside its ConfigMap."""
+        if self.policy_configmap is None:
+            return None
+        namespace, name = self.policy_configmap
+        return namespace, name + KEPT_SUFFIX
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +48,7 @@ class Settings:
     bind_workers: int = 16
     preemption: bool = True
     victims_timeout: float = 120.0  # seconds a preemptor waits for its victims to leave before giving up
+    own_pod: tuple[str, str] | None = None  # the scheduler's pod (namespace, name): its condition says what it schedules with
 
     def limit_for(self, pods: int) -> float:
         """A cycle's time limit, sized to its batch: what a starting plan and a short CP-SAT run need for a few

@@ -7,17 +7,19 @@ loop's other parts say what happened, this module says it to the cluster and to 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..isolation import failure
 from ..objects import NATIVE_POD_GROUP
 from ..plan import Stats
 from ..rejections import joined
-from .binder import SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
+from .binder import CONDITION_MESSAGE_LIMIT, SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
 from .cycle import CycleResult
 from .metrics import Metrics
+from .policies import PolicyHolder, Standing
 from .ports import Obj
 from .store import Store
 
@@ -94,9 +96,22 @@ class Reporter:
             self.events.unschedulable(pod, f"not scheduled: scheduler profile {self.name} has no valid policy set "
                                       f"({why}); pods wait until the policies load", SCHEDULER_ERROR)
 
-    def bad_policies(self, configmap: Obj, message: str) -> None:
+    def bad_policies(self, configmap: Obj, message: str, standing: str) -> None:
+        """A new version of the policy ConfigMap has errors: an event on it, saying what is in force instead."""
         self.metrics.policy_reloads.labels(self.name, "failed").inc()
-        self.events.event(configmap, "Warning", "InvalidPolicy", f"policies not reloaded, previous ones stay active: {message}")
+        self.events.event(configmap, "Warning", "InvalidPolicy", f"policies not loaded: {message}; {standing}")
+
+    def standing(self, holder: PolicyHolder, missing: Obj | None) -> None:
+        """What the profile schedules with changed: logged; while its ConfigMap does not exist, also an event on the
+        copy kept beside it (`missing`), the object the operator finds there instead."""
+        words = holder.describe()
+        if holder.valid:
+            log.info("policies profile=%s standing=%s: %s", self.name, holder.standing.value, words)
+            return
+        log.warning("policies profile=%s standing=%s problem=%r: %s", self.name, holder.standing.value,
+                    holder.problem, words)
+        if missing is not None and holder.standing in (Standing.RESTORED, Standing.NOTHING):
+            self.events.event(missing, "Warning", "MissingPolicy", f"{holder.problem}; {words}")
 
     def policies_reloaded(self) -> None:
         self.metrics.policy_reloads.labels(self.name, "ok").inc()
@@ -117,3 +132,45 @@ class Reporter:
         log.info("cycle profile=%s pods=%d bound=%d unschedulable=%d bind_errors=%d status=%s solve_s=%.3f total_s=%.3f",
                  name, len(o.batch), len(report.bound), o.unplaced, len(report.failed) + len(report.gone),
                  o.stats.status, o.solved, time.perf_counter() - o.started)
+
+
+POLICY_CONDITION = "policy-scheduler/PoliciesValid"  # the condition on the scheduler's own pod
+
+
+def policy_condition(profiles: Iterable[tuple[str, PolicyHolder]]) -> tuple[str, str, str]:
+    """(status, reason, message) of the scheduler pod's policy condition: True when every profile schedules with its
+    ConfigMap as it is now; False with LastValidPolicies when some profile schedules with the last valid set (kept in
+    memory or restored from its kept copy), NoValidPolicies when some profile has none and schedules nothing."""
+    off = [(name, holder) for name, holder in profiles if not holder.valid]
+    if not off:
+        return "True", "PoliciesValid", "every profile schedules with its policy ConfigMap as it is now"
+    reason = "NoValidPolicies" if any(not holder.ready for _, holder in off) else "LastValidPolicies"
+    return "False", reason, "; ".join(f"profile {name}: {holder.problem or 'not loaded'}: {holder.describe()}"
+                                      for name, holder in off)
+
+
+@dataclass
+class PolicyCondition:
+    """The scheduler's own pod says what its profiles schedule with (`POLICY_CONDITION`), written when that changes.
+    Every replica writes its own (a standby holds policies too); none without the pod's name (`run` outside a pod)."""
+
+    events: EventSink
+    pod: tuple[str, str] | None  # namespace, name
+    _last: tuple[str, str, str] | None = None
+    _since: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def update(self, profiles: Iterable[tuple[str, PolicyHolder]]) -> None:
+        profiles = list(profiles)
+        if self.pod is None or any(holder.standing is Standing.UNLOADED for _, holder in profiles):
+            return  # (at the start, until every profile has read its ConfigMap)
+        status, reason, message = policy_condition(profiles)
+        with self._lock:
+            if self._last == (status, reason, message):
+                return
+            if self._last is None or self._last[0] != status:
+                self._since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self._last = status, reason, message
+            condition = {"type": POLICY_CONDITION, "status": status, "reason": reason,
+                         "message": message[:CONDITION_MESSAGE_LIMIT], "lastTransitionTime": self._since}
+            self.events.pod_condition(*self.pod, condition)

@@ -27,11 +27,11 @@ from .groups import GroupStatus
 from .metrics import Metrics, State
 from .pace import GilPace
 from .plan_stage import PlanStage
-from .policies import PolicyHolder
+from .policies import KEPT_VERSION, PolicyHolder, Standing, kept_patch
 from .ports import ClusterAPI, Obj, WatchTarget
 from .profile import Profile, Settings, head_rank, unit_of
 from .queue import PodQueue
-from .reports import Outcome, Reporter
+from .reports import Outcome, PolicyCondition, Reporter
 from .store import Change, Store
 from .sync import Reflector
 
@@ -56,6 +56,7 @@ class ProfileLoop:
     cache: ClusterCache
     announce: Callable[[ModelChange], None]  # a change this loop made (a pod assumed): every profile's queue hears it
     pace: GilPace  # the pods in hand set the GIL's switch interval
+    on_standing: Callable[[], None] = lambda: None  # what a profile schedules with changed (the pod's condition)
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
     reports: Reporter = field(init=False)
@@ -63,11 +64,13 @@ class ProfileLoop:
     bind_stage: BindStage = field(init=False)
     feed: QueueFeed = field(init=False)
     _told_at: float = field(init=False, default=float("-inf"))  # when waiting pods were last told (no policies)
+    _keep_after: float = field(init=False, default=float("-inf"))  # no write of the kept copy before (a failed one)
 
     def __post_init__(self) -> None:
         name = self.profile.name
         self.queue = PodQueue(self.settings.queue, rank=lambda key: head_rank(self.cache.waiting_model(key)))
-        self.policies = PolicyHolder(self.profile.policy_configmap)
+        kept = self.profile.kept_configmap
+        self.policies = PolicyHolder(self.profile.policy_configmap, self.profile.optional, kept[1] if kept else "")
         self.reports = Reporter(name, self.store, self.events, self.metrics)
         self.planner = PlanStage(name, self.settings, self.store, self.cache, self.cycle_lock)
         self.bind_stage = BindStage(name, self.settings.victims_timeout, self.binder, self.store, self.cache,
@@ -95,6 +98,7 @@ class ProfileLoop:
                     self._tell_waiting()
                     stop.wait(1.0)
                 continue
+            self._keep_policies()
             self._give_up_late_nominations()
             batch = self.queue.next_batch(stop, idle=1.0)
             if batch:
@@ -134,15 +138,51 @@ class ProfileLoop:
         return self._refresh_policies()
 
     def _refresh_policies(self) -> bool:
-        """Reload a changed ConfigMap between cycles; a good change wakes every waiting pod."""
-        if self.profile.policy_configmap is None:
+        """Reload a changed ConfigMap between cycles (or restore the set kept beside it while it is missing or has
+        errors); a change of what is in force wakes every waiting pod, and is told."""
+        if self.profile.policy_configmap is None or self.profile.kept_configmap is None:
             return False
-        namespace, name = self.profile.policy_configmap
-        changed = self.policies.refresh(self.store.get("ConfigMap", namespace, name), self.reports.bad_policies)
-        if changed:
+        holder = self.policies
+        before = holder.standing, holder.problem, holder.origin, holder.kept_problem
+        current = self.store.get("ConfigMap", *self.profile.policy_configmap)
+        kept = self.store.get("ConfigMap", *self.profile.kept_configmap)
+        changed = holder.refresh(current, lambda cm, errors: self.reports.bad_policies(cm, errors, holder.describe()),
+                                 kept)
+        if changed and holder.standing is Standing.CURRENT:
             self.reports.policies_reloaded()
-            self.queue.wake_all()
-        return changed
+        if before == (holder.standing, holder.problem, holder.origin, holder.kept_problem):
+            return changed
+        self.on_standing()
+        if holder.standing is before[0] and not changed:
+            return False  # (another bad version: the same set stays in force, nobody to wake)
+        if holder.standing is not before[0]:
+            self.reports.standing(holder, kept if current is None else None)
+        self.queue.wake_all()
+        return True
+
+    def _keep_policies(self) -> None:
+        """The leader keeps the set it loaded where the next start finds it (NAME-last-valid beside the ConfigMap):
+        written when that copy holds another version; a failed write is tried again 30 s later (a conflict sooner,
+        once the watch has shown the copy as it is)."""
+        where = self.profile.kept_configmap
+        if where is None or time.monotonic() < self._keep_after:
+            return
+        kept = self.store.get("ConfigMap", *where)
+        copy = self.policies.to_keep(kept)
+        if copy is None:
+            return
+        result = (self.api.patch("ConfigMap", where[0], where[1], kept_patch(copy, kept)) if kept is not None
+                  else self.api.create_object("ConfigMap", where[0], copy))
+        if result.ok:
+            log.info("policies kept profile=%s configmap=%s version=%s", self.name, "/".join(where),
+                     copy["metadata"]["annotations"][KEPT_VERSION])
+            return
+        retry = 2.0 if result.status == 409 else 30.0
+        self._keep_after = time.monotonic() + retry
+        if result.status != 409:
+            log.warning("cannot keep the policies in force profile=%s configmap=%s status=%d error=%r: a restart "
+                        "while the policy ConfigMap is invalid would schedule nothing; retry_in=%.0fs", self.name,
+                        "/".join(where), result.status, result.message, retry)
 
     def _tell_waiting(self) -> None:
         """No valid policy set: nothing is scheduled, and each waiting pod is told why (again only when the
@@ -151,7 +191,11 @@ class ProfileLoop:
         if now - self._told_at < TELL_EVERY:  # a scan of the store's pods: not every second
             return
         self._told_at = now
-        self.reports.no_policies(self.waiting(), self.policies.problem or "no policy set is loaded yet")
+        holder = self.policies
+        why = holder.problem or "no policy set is loaded yet"
+        if holder.kept_problem:
+            why += f"; no last valid set to fall back on: {holder.kept_problem}"
+        self.reports.no_policies(self.waiting(), why)
 
     def cycle(self, batch: list[str]) -> Future[BindReport]:
         """Plan `batch` and assume its placements; the binds go to the bind stage, so the next batch can be
@@ -188,11 +232,13 @@ def connections(settings: Settings) -> int:
 
 
 def resources(profiles: tuple[Profile, ...]) -> list[WatchTarget]:
-    """What the store watches: the cluster's scheduling state and each profile's policy ConfigMap."""
+    """What the store watches: the cluster's scheduling state, each profile's policy ConfigMap and the copy of its
+    last valid set kept beside it."""
     out = [WatchTarget(k.name) for k in WATCHED]
     for p in profiles:
-        if p.policy_configmap and WatchTarget("ConfigMap", *p.policy_configmap) not in out:
-            out.append(WatchTarget("ConfigMap", *p.policy_configmap))
+        for configmap in (p.policy_configmap, p.kept_configmap):
+            if configmap and WatchTarget("ConfigMap", *configmap) not in out:
+                out.append(WatchTarget("ConfigMap", *configmap))
     return out
 
 
@@ -211,6 +257,7 @@ class Scheduler:
     binder: Binder = field(init=False)
     loops: list[ProfileLoop] = field(init=False)
     groups: GroupStatus = field(init=False)
+    condition: PolicyCondition = field(init=False)  # the pod's word on what its profiles schedule with
     resources: list[WatchTarget] = field(init=False)
     leading: threading.Event = field(init=False, default_factory=threading.Event)  # set while the loops run
     built: threading.Event = field(init=False, default_factory=threading.Event)  # the cache's model, after the sync
@@ -223,8 +270,10 @@ class Scheduler:
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers,
                              pace=self.pace)
         lock = threading.Lock()
+        self.condition = PolicyCondition(self.events, self.settings.own_pod)
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock,
-                                  self.cache, self.announce, self.pace) for p in self.settings.profiles]
+                                  self.cache, self.announce, self.pace, self.policies_changed)
+                      for p in self.settings.profiles]
         self.store.subscribe(self.on_change)
         self.store.on_forget(self._forgotten)
         self.resources = resources(self.settings.profiles)
@@ -233,8 +282,12 @@ class Scheduler:
         self.metrics.watch_state(State(
             waiting=lambda: {loop.name: len(loop.waiting()) for loop in self.loops},
             leading=self.leading.is_set,
-            policies=lambda: {loop.name: (loop.policies.ready, loop.policies.ready and loop.policies.problem is None)
-                              for loop in self.loops}))
+            policies=lambda: {loop.name: (loop.policies.ready, loop.policies.valid,
+                                          loop.policies.standing is Standing.RESTORED) for loop in self.loops}))
+
+    def policies_changed(self) -> None:
+        """What some profile schedules with changed: the pod's condition says what all of them do now."""
+        self.condition.update((loop.name, loop.policies) for loop in self.loops)
 
     def on_change(self, change: Change) -> None:
         """Every watch delta: into the cache first, then to each profile's queue with what it means."""

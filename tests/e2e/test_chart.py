@@ -40,21 +40,26 @@ def _deletes_pods(docs: list[dict]) -> bool:
 def _run_settings(args: list[str]) -> dict:
     """What `policy-scheduler run` makes of a Deployment's arguments (click's own parser: the last flag wins)."""
     from engine.cli import main
-    from engine.loop.command import _profiles
+    from engine.loop.command import parse_profiles
 
     assert args[0] == "run"
     params = main.commands["run"].make_context("run", args[1:]).params
-    profiles = _profiles(params.pop("scheduler_name"), params.pop("policy_configmap"), params.pop("profiles"))
+    profiles = parse_profiles(params.pop("scheduler_name"), params.pop("policy_configmap"), params.pop("profiles"))
     return {**params, "profiles": profiles}
 
 
 def test_the_chart_defaults_are_the_kustomize_defaults() -> None:
     docs, base = helm_template(), kustomize()
     kinds = {d["kind"] for d in docs}
-    assert "ConfigMap" not in kinds and "CustomResourceDefinition" not in kinds
+    assert "CustomResourceDefinition" not in kinds
+    # no policy: the one ConfigMap is the empty copy the scheduler keeps its policies in, as kustomize's
+    assert [(d["metadata"]["name"], d.get("data")) for d in _kind(docs, "ConfigMap")] == [
+        (d["metadata"]["name"], d.get("data")) for d in _kind(base, "ConfigMap")] == [
+        ("policy-scheduler-policies-last-valid", None)]
     assert _deletes_pods(docs)
     args = container_args(docs)
-    assert "--preemption" in args and "--profile=policy-scheduler=" in args  # preempting; pod specs only
+    # preempting; pod specs only until the README's ConfigMap exists
+    assert "--preemption" in args and "--profile=policy-scheduler=policy-scheduler/policy-scheduler-policies,optional" in args
     assert "--lease-namespace=policy-scheduler" in args and "--lease-name=policy-scheduler" in args
     # the same run, whichever way it is written (tests/test_deploy_defaults.py: the same as the CLI's defaults)
     assert _run_settings(args) == _run_settings(container_args(base))
@@ -74,17 +79,20 @@ def test_the_values_reach_the_objects(tmp_path) -> None:
         "image": {"repository": "registry.example/ps", "tag": "1.2.3"},
         "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}}))
     docs = helm_template("ps", "ops", "-f", str(values))
-    configmap = _kind(docs, "ConfigMap")[0]
-    assert configmap["metadata"] == {**configmap["metadata"], "name": "ps-web-policies", "namespace": "ops"}
-    assert configmap["data"] == {"cheap.policy": POLICY}
+    configmaps = {d["metadata"]["name"]: d for d in _kind(docs, "ConfigMap")}
+    assert configmaps["ps-web-policies"]["metadata"]["namespace"] == "ops"
+    assert configmaps["ps-web-policies"]["data"] == {"cheap.policy": POLICY}
+    kept = ["ps-web-policies-last-valid", "mine-last-valid", "plain-policies-last-valid"]
+    assert sorted(configmaps) == sorted(["ps-web-policies", *kept])  # and one empty copy each to keep their sets in
     args = container_args(docs)
     assert [a for a in args if a.startswith("--profile")] == [
-        "--profile=web=ops/ps-web-policies", "--profile=batch=ops/mine", "--profile=plain="]
+        "--profile=web=ops/ps-web-policies", "--profile=batch=ops/mine", "--profile=plain=ops/plain-policies,optional"]
     assert args.count("--no-preemption") == 1 and "--preemption" not in args
     assert "--lease-namespace=ops" in args and "--lease-name=ps" in args
     role = next(d for d in _kind(docs, "Role") if d["metadata"]["name"] == "ps")
-    assert {"resources": ["configmaps"], "resourceNames": ["ps-web-policies", "mine"], "verbs": ["list", "watch"],
-            "apiGroups": [""]} in role["rules"]
+    assert {"resources": ["configmaps"], "resourceNames": ["ps-web-policies", "mine", "plain-policies", *kept],
+            "verbs": ["list", "watch"], "apiGroups": [""]} in role["rules"]
+    assert {"resources": ["configmaps"], "resourceNames": kept, "verbs": ["patch"], "apiGroups": [""]} in role["rules"]
     assert list(_rules(docs)) == ["ps"] and not _deletes_pods(docs)
     assert [d["metadata"]["name"] for d in _kind(docs, "CustomResourceDefinition")] == ["podgroups.scheduling.x-k8s.io"]
     deployment = _kind(docs, "Deployment")[0]
@@ -129,3 +137,70 @@ def test_the_rendered_chart_runs_the_scheduler_under_its_service_account(control
     assert "policies loaded configmap=ps-helm/ps-helm-helm-web-policies" in log and "scheduling profiles=helm-web" in log
     assert not refusals(log), log[-3000:]
     assert s.get("/leaderz")[0] == 200 and s.metric("policy_scheduler_policies_valid", profile="helm-web") == 1
+
+
+def _readme_configmap(policy: str, tmp_path) -> dict:
+    """`policy-scheduler configmap DIR` as the README runs it (its defaults: no --name, no --namespace)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "cheap.policy").write_text(policy)
+    made = subprocess.run([sys.executable, "-m", "engine", "configmap", str(tmp_path / "mine")], capture_output=True,
+                          text=True)
+    assert made.returncode == 0, made.stderr
+    return yaml.safe_load(made.stdout)
+
+
+def test_the_readme_configmap_is_read_by_a_default_helm_install(control_plane: ControlPlane, kube: Kube, schedulers,
+                                                                tmp_path) -> None:
+    """One policy workflow (issue 47, point 8): the chart with its default values, installed as the README says
+    (`-n policy-scheduler`), reads what `policy-scheduler configmap DIR | kubectl apply -f -` writes, without a
+    restart, under its own ServiceAccount; a release in another namespace does not, and `check --kubeconfig` says so."""
+    import subprocess
+    import sys
+
+    release, namespace = "readme-helm", "policy-scheduler"
+    docs = helm_template(release, namespace)
+    control_plane.ensure_namespace(namespace)
+    for doc in docs:
+        if doc["kind"] not in ("Deployment", "Service"):
+            status, body = apply(kube, doc)
+            assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
+    token_config = control_plane.service_account_kubeconfig(namespace, release)
+    args = [a for a in container_args(docs)[1:] if not a.startswith("--metrics-port")]
+    s = schedulers.start(*args, kubeconfig=token_config, name="readme-helm")
+    wait_for("leadership", lambda: "became leader" in s.log())
+    ns, sel = "sched-readme-helm", {"e2e": "readme-helm"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("readme-helm-cheap", labels={**sel, "cost": "low"})
+    control_plane.create_ready_node("readme-helm-dear", labels={**sel, "cost": "high"})
+    policy = f'policy cheap {{\n  applies to pods where namespace == "{ns}"\n  require node label "cost" == "low"\n}}\n'
+    configmap = _readme_configmap(policy, tmp_path)
+    assert (configmap["metadata"]["namespace"], configmap["metadata"]["name"]) == (namespace, "policy-scheduler-policies")
+    elsewhere = next(d for d in helm_template("elsewhere", "ps-elsewhere") if d["kind"] == "Deployment")
+    control_plane.ensure_namespace("ps-elsewhere")
+    try:
+        assert apply(kube, configmap)[0] in (200, 201)  # kubectl apply -f -
+        wait_for("loaded by the default install", lambda: "policies loaded configmap=policy-scheduler/policy-scheduler-"
+                 "policies" in s.log())
+        for i in range(3):
+            kube.create(api_pod(f"cheap-{i}", ns, nodeSelector=sel))
+        wait_for("placed by the policy", lambda: {node_of(p) for p in kube.pods(ns).values()} == {"readme-helm-cheap"})
+        assert apply(kube, elsewhere)[0] in (200, 201)  # a release in another namespace (no controller runs it)
+        checked = subprocess.run([sys.executable, "-m", "engine", "check", "--kubeconfig", str(control_plane.kubeconfig)],
+                                 capture_output=True, text=True)
+        reads = "Deployment ps-elsewhere/elsewhere reads ps-elsewhere/policy-scheduler-policies (profile policy-scheduler, " \
+                "once it exists)"
+        assert f"note: ConfigMap ps-elsewhere/policy-scheduler-policies does not exist: {reads}" in checked.stderr, \
+            checked.stderr
+        # the README's ConfigMap beside a release elsewhere: nothing deployed reads it (this process is no Deployment)
+        warned = next(line for line in checked.stderr.splitlines() if "policy-scheduler/policy-scheduler-policies looks" in line)
+        assert warned.startswith("warning: ConfigMap policy-scheduler/policy-scheduler-policies looks like a policy set "
+                                 "(cheap.policy) but no policy-scheduler reads it") and reads in warned, warned
+        assert not refusals(s.log()), s.log()[-3000:]
+    finally:
+        kube.request("DELETE", "/apis/apps/v1/namespaces/ps-elsewhere/deployments/elsewhere")
+        kube.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/policy-scheduler-policies")
+        kube.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/policy-scheduler-policies-last-valid")
+        apply(kube, next(d for d in docs if d["kind"] == "ConfigMap"))  # empty again: later tests start without policies

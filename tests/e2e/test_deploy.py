@@ -16,6 +16,8 @@ from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of
 NAMESPACE = "policy-scheduler"
 COMPONENTS = ("example-policies", "no-preemption", "podgroup-crd", "elasticquota-crd")
 PREEMPTION = "policy-scheduler-preemption"  # deploy/preemption.yaml's ClusterRole and ClusterRoleBinding
+POLICIES = "policy-scheduler-policies"  # the policy ConfigMap both installs read, and `policy-scheduler configmap` writes
+KEPT = "policy-scheduler-policies-last-valid"  # where the scheduler keeps the set in force
 
 
 def _rules(docs: list[dict]) -> list[dict]:
@@ -31,10 +33,14 @@ def test_the_default_install_places_by_pod_specs_only_and_preempts() -> None:
     kinds = {d["kind"] for d in docs}
     assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment",
             "Service", "PodDisruptionBudget"} <= kinds
-    assert "ConfigMap" not in kinds and "CustomResourceDefinition" not in kinds  # no example policy, no CRD
+    assert "CustomResourceDefinition" not in kinds  # no CRD
+    # no policy: the one ConfigMap is the empty copy the scheduler keeps its policies in, once there are some
+    assert [(d["metadata"]["name"], d.get("data")) for d in docs if d["kind"] == "ConfigMap"] == [(KEPT, None)]
     assert _grants_pod_delete(docs)  # preemption, as kube-scheduler's (run's default: no flag needed)
     args = container_args(docs)
-    assert not any("preemption" in a for a in args) and not any(a.startswith("--policy-configmap") for a in args)
+    assert not any("preemption" in a for a in args)
+    # the README's ConfigMap once it exists (pod specs only until then)
+    assert [a for a in args if a.startswith("--policy-configmap")] == [f"--policy-configmap={NAMESPACE}/{POLICIES},optional"]
     assert "--lease-namespace=policy-scheduler" in args  # where the Role grants the Lease
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     spec = deployment["spec"]["template"]["spec"]
@@ -53,8 +59,8 @@ def test_each_component_adds_what_it_says() -> None:
     assert container_args(policies)[-1] == "--policy-configmap=policy-scheduler/policy-scheduler-policies"
     assert {d["kind"] for d in policies} == {d["kind"] for d in base}  # the ConfigMap is the user's own
     examples = deploy_manifests("example-policies")
-    configmap = next(d for d in examples if d["kind"] == "ConfigMap")
-    assert (configmap["metadata"]["namespace"], configmap["metadata"]["name"]) == (NAMESPACE, "policy-scheduler-policies")
+    configmap = next(d for d in examples if d["kind"] == "ConfigMap" and d["metadata"]["name"] == POLICIES)
+    assert configmap["metadata"]["namespace"] == NAMESPACE
     assert "lowest-price.policy" in configmap["data"] and container_args(examples) == container_args(policies)
     off = deploy_manifests("no-preemption")
     assert not _grants_pod_delete(off) and container_args(off)[-1] == "--no-preemption"  # the last flag wins
@@ -144,10 +150,72 @@ def test_with_the_policies_component_pods_wait_for_the_configmap_and_are_told(co
     assert s.get("/readyz")[0] == 503 and node_of(kube.pods(ns)["waits"]) is None
     assert "not scheduling profile=policy-scheduler" in s.log() and "scheduling profiles=" not in s.log()
     assert s.metric("policy_scheduler_policies_loaded", profile="policy-scheduler") == 0
-    configmap = next(d for d in deploy_manifests("example-policies") if d["kind"] == "ConfigMap")
-    assert apply(kube, configmap)[0] in (200, 201)
-    wait_for("bound once the policies load", lambda: node_of(kube.pods(ns)["waits"]) == "policies-1")
-    assert "policies loaded configmap=policy-scheduler/policy-scheduler-policies" in s.log()
+    configmap = next(d for d in deploy_manifests("example-policies")
+                     if d["kind"] == "ConfigMap" and d["metadata"]["name"] == POLICIES)
+    try:
+        assert apply(kube, configmap)[0] in (200, 201)
+        wait_for("bound once the policies load", lambda: node_of(kube.pods(ns)["waits"]) == "policies-1")
+        assert "policies loaded configmap=policy-scheduler/policy-scheduler-policies" in s.log()
+        wait_for("the set kept beside it, with the ServiceAccount's rights", lambda: _kept(kube) == configmap["data"])
+        assert not refusals(s.log()), s.log()[-3000:]
+    finally:
+        _forget_policies(kube)
+
+
+def _kept(kube: Kube) -> dict | None:
+    return kube.ok("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{KEPT}").get("data")
+
+
+def _forget_policies(kube: Kube) -> None:
+    """The policy ConfigMap deleted and its kept copy emptied: later tests of the session start without policies."""
+    kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{POLICIES}")
+    kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/configmaps/{KEPT}")
+    _install(kube, [d for d in deploy_manifests() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == KEPT])
+
+
+def test_the_readme_workflow_with_the_default_install(control_plane: ControlPlane, kube: Kube, schedulers) -> None:
+    """One policy workflow: `policy-scheduler configmap DIR | kubectl apply -f -` (the README's) writes the ConfigMap a
+    default install reads; it loads without a restart, and `check --kubeconfig` says it is read, checked clean."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    docs = deploy_manifests()
+    _install(kube, docs)
+    token_config = control_plane.service_account_kubeconfig(NAMESPACE, "policy-scheduler")
+    ns, sel = "sched-readme", {"e2e": "readme"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("readme-big", cpu="8", labels=sel)
+    control_plane.create_ready_node("readme-small", cpu="2", labels=sel)
+    s = schedulers.start(*_deployment_args(docs), kubeconfig=token_config, name="readme-scheduler")
+    wait_for("leadership", lambda: "became leader" in s.log())
+    policy = 'policy big-nodes {\n  applies to pods where namespace == "sched-readme"\n  require node allocatable "cpu" >= 4\n}\n'
+    try:
+        (tmp := control_plane.workdir / "readme-policies").mkdir(exist_ok=True)
+        (tmp / "big-nodes.policy").write_text(policy)
+        made = subprocess.run([sys.executable, "-m", "engine", "configmap", str(tmp)], capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+        assert apply(kube, yaml.safe_load(made.stdout))[0] in (200, 201)  # kubectl apply -f -
+        wait_for("loaded by the default install", lambda: f"policies loaded configmap={NAMESPACE}/{POLICIES}" in s.log())
+        kube.create(api_pod("placed", ns, nodeSelector=sel))
+        wait_for("placed by the policy", lambda: node_of(kube.pods(ns)["placed"]) == "readme-big")
+        checked = subprocess.run([sys.executable, "-m", "engine", "check", "--kubeconfig", str(control_plane.kubeconfig)],
+                                 capture_output=True, text=True)
+        assert f"ConfigMap {NAMESPACE}/{POLICIES} looks like a policy set (big-nodes.policy) but no policy-scheduler " \
+               "reads it" in checked.stderr, checked.stderr  # no Deployment of it exists here: nothing is known to read it
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        assert apply(kube, deployment)[0] in (200, 201)  # the Deployment object (no controller runs it here)
+        checked = subprocess.run([sys.executable, "-m", "engine", "check", "--kubeconfig", str(control_plane.kubeconfig)],
+                                 capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr
+        assert f"note: ConfigMap {NAMESPACE}/{POLICIES} checks clean: Deployment {NAMESPACE}/policy-scheduler reads " \
+               f"{NAMESPACE}/{POLICIES} (profile policy-scheduler, once it exists)" in checked.stderr, checked.stderr
+        assert f"ConfigMap {NAMESPACE}/{POLICIES} looks like a policy set" not in checked.stderr
+        assert not refusals(s.log()), s.log()[-3000:]
+    finally:
+        kube.request("DELETE", f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/policy-scheduler")
+        _forget_policies(kube)
 
 
 def test_with_no_preemption_the_scheduler_may_not_delete_pods_and_does_not_try(control_plane: ControlPlane, kube: Kube,

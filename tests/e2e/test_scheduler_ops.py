@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
 from testkit.manifests import api_pod
-from testkit.scheduling import Kube, node_of, wait_for
+from testkit.scheduling import Kube, condition, node_of, wait_for
 
 
 def _policy(ns: str, label: str, value: str) -> str:
@@ -48,6 +48,81 @@ def test_policy_configmap_hot_reload_good_and_bad(control_plane: ControlPlane, k
     kube.create(api_pod("third", ns, scheduler="policy-sched", nodeSelector=sel))
     wait_for("third on plain: the new policies", lambda: _bound_to(kube, ns, "third") == "pol-plain")
     assert "policy reload failed" in s.log()
+
+
+KEEP_NS = "keep-c"  # a chart release whose two profiles read ConfigMaps of their own there
+KEEP_VALUES = {"profiles": [{"name": "keep-sched", "existingConfigMap": "keep-policies"},
+                            {"name": "lost-sched", "existingConfigMap": "lost-policies"}]}
+CONDITION = "policy-scheduler/PoliciesValid"
+
+
+def _stand_in(kube: Kube, name: str) -> dict[str, str]:
+    """A pod object for a scheduler process to report on (no kubelet runs it; nobody schedules it): the environment
+    the installs give the scheduler's container."""
+    kube.create(api_pod(name, KEEP_NS, scheduler="nobody"))
+    return {"POD_NAMESPACE": KEEP_NS, "POD_NAME": name}
+
+
+def _policy_condition(kube: Kube, pod: str) -> dict | None:
+    return condition(kube.pods(KEEP_NS)[pod], CONDITION)
+
+
+def test_a_restart_while_the_configmap_is_invalid_schedules_with_the_last_valid_policies(
+        control_plane: ControlPlane, kube: Kube, chart_schedulers, chart_identity) -> None:
+    """Issue 47, point 7, as the chart's ServiceAccount: the leader keeps the set it loaded (a patch of the copy the
+    chart made); after a bad edit a replica that starts schedules with that set, is ready, and says so in an event,
+    its pod's condition and a metric."""
+    sel = {"e2e": "keep"}
+    identity = chart_identity("keep-chart", KEEP_NS, KEEP_VALUES)
+    control_plane.create_ready_node("keep-gold", labels={**sel, "tier": "gold"})
+    control_plane.create_ready_node("keep-plain", labels={**sel, "tier": "plain"})
+    cm_path = f"/api/v1/namespaces/{KEEP_NS}/configmaps/keep-policies"
+    kube.create(_configmap(KEEP_NS, "keep-policies", _policy(KEEP_NS, "tier", "gold")))
+    args = ("--profile", f"keep-sched={KEEP_NS}/keep-policies")
+    first = chart_schedulers.start(*args, kubeconfig=identity, name="keep-first", env=_stand_in(kube, "scheduler-a"))
+    wait_for("the loaded set kept", lambda: kube.ok("GET", f"{cm_path}-last-valid").get("data") ==
+             {"rules.policy": _policy(KEEP_NS, "tier", "gold")})
+    wait_for("its pod says its policies are valid", lambda: (_policy_condition(kube, "scheduler-a") or {}).get("status")
+             == "True")
+    assert first.stop() == 0
+
+    kube.ok("PUT", cm_path, _configmap(KEEP_NS, "keep-policies", "policy broken {\n  require nonsense\n}\n"))
+    s = chart_schedulers.start(*args, kubeconfig=identity, name="keep-second", env=_stand_in(kube, "scheduler-b"))
+    assert s.get("/readyz")[0] == 200  # (start() waited for it)
+    assert s.metric("policy_scheduler_policies_restored", profile="keep-sched") == 1
+    assert s.metric("policy_scheduler_policies_loaded", profile="keep-sched") == 1
+    assert s.metric("policy_scheduler_policies_valid", profile="keep-sched") == 0
+    kube.create(api_pod("kept-rules", KEEP_NS, scheduler="keep-sched", nodeSelector=sel))
+    wait_for("placed by the kept policy", lambda: _bound_to(kube, KEEP_NS, "kept-rules") == "keep-gold")
+    said = wait_for("its pod's condition", lambda: _policy_condition(kube, "scheduler-b"))
+    assert (said["status"], said["reason"]) == ("False", "LastValidPolicies"), said
+    assert "kept in ConfigMap keep-policies-last-valid" in said["message"], said
+    event = wait_for("a Warning event on the ConfigMap", lambda: [
+        e for e in kube.events(KEEP_NS) if e["reason"] == "InvalidPolicy" and e["involvedObject"]["name"] == "keep-policies"])
+    assert f"{KEEP_NS}/keep-policies[rules.policy]:2:" in event[0]["message"]
+    assert "the last valid policies (version" in event[0]["message"] and "are in force" in event[0]["message"]
+    assert "policies restored configmap=keep-c/keep-policies" in s.log()
+
+    kube.ok("PUT", cm_path, _configmap(KEEP_NS, "keep-policies", _policy(KEEP_NS, "tier", "plain")))  # fixed
+    wait_for("its own policies again", lambda: s.metric("policy_scheduler_policies_restored", profile="keep-sched") == 0)
+    wait_for("the condition back to True", lambda: _policy_condition(kube, "scheduler-b")["status"] == "True")
+    wait_for("the fixed set kept", lambda: kube.ok("GET", f"{cm_path}-last-valid").get("data") ==
+             {"rules.policy": _policy(KEEP_NS, "tier", "plain")})
+
+
+def test_with_no_valid_set_kept_a_replica_schedules_nothing_and_says_why(control_plane: ControlPlane, kube: Kube,
+                                                                         chart_schedulers, chart_identity) -> None:
+    identity = chart_identity("keep-chart", KEEP_NS, KEEP_VALUES)
+    kube.create(_configmap(KEEP_NS, "lost-policies", "policy broken {\n  require nonsense\n}\n"))
+    s = chart_schedulers.start("--profile", f"lost-sched={KEEP_NS}/lost-policies", kubeconfig=identity, name="lost",
+                               ready=False, env=_stand_in(kube, "scheduler-c"))
+    said = wait_for("its pod's condition", lambda: _policy_condition(kube, "scheduler-c"))
+    assert (said["status"], said["reason"]) == ("False", "NoValidPolicies"), said
+    assert f"ConfigMap {KEEP_NS}/lost-policies-last-valid holds no policy set yet" in said["message"], said
+    event = wait_for("a Warning event on the ConfigMap", lambda: [
+        e for e in kube.events(KEEP_NS) if e["reason"] == "InvalidPolicy" and e["involvedObject"]["name"] == "lost-policies"])
+    assert "no valid policy set is in force" in event[0]["message"] and "nothing is scheduled" in event[0]["message"]
+    assert s.get("/readyz")[0] == 503 and s.metric("policy_scheduler_policies_loaded", profile="lost-sched") == 0
 
 
 def test_two_profiles_in_one_process(control_plane: ControlPlane, kube: Kube, schedulers) -> None:

@@ -15,8 +15,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 
-{{/* The ConfigMap a profile reads, or nothing (pod specs only). Both a ConfigMap of your own and policies here
-would leave the policies unread: refused. */}}
+{{/* The ConfigMap a profile reads: the chart's of its `policies`, your `existingConfigMap`, or else
+NAME-policies (NAME: the profile's), read once it exists (`policy-scheduler configmap DIR -n NAMESPACE | kubectl apply
+-f -` writes policy-scheduler-policies, the default profile's). Both a ConfigMap of your own and policies here would
+leave the policies unread: refused. */}}
 {{- define "policy-scheduler.configmap" -}}
 {{- if and .profile.existingConfigMap .profile.policies -}}
 {{- fail (printf "profiles: profile %q sets both existingConfigMap and policies; the scheduler would read ConfigMap %q only and ignore the policies written here: keep one of the two (put the policies in your ConfigMap, or drop existingConfigMap)" .profile.name .profile.existingConfigMap) -}}
@@ -25,5 +27,13 @@ would leave the policies unread: refused. */}}
 {{ .profile.existingConfigMap }}
 {{- else if .profile.policies -}}
 {{ include "policy-scheduler.fullname" .root }}-{{ .profile.name }}-policies
+{{- else -}}
+{{ .profile.name }}-policies
 {{- end -}}
+{{- end -}}
+
+{{/* `--profile`'s value: NAME=NAMESPACE/CONFIGMAP, with ",optional" for NAME-policies (pod specs only until it
+exists; the ConfigMaps the chart makes or you name are required: nothing is scheduled until they load). */}}
+{{- define "policy-scheduler.profile" -}}
+{{ .profile.name }}={{ .root.Release.Namespace }}/{{ include "policy-scheduler.configmap" . }}{{ if not (or .profile.existingConfigMap .profile.policies) }},optional{{ end }}
 {{- end -}}
