@@ -120,9 +120,10 @@ class Allocator:
         for claim in self.devices.claims.values():
             if claim.allocated is not None:
                 for i, (key, amount) in enumerate(claim.shares):
-                    self._share(share_token(key, f"{claim.key}#{i}"), key, amount)
+                    self.record_share(share_token(key, f"{claim.key}#{i}"), key, amount)
 
-    def _share(self, token: str, key: str, amount: Consumed) -> None:
+    def record_share(self, token: str, key: str, amount: Consumed) -> None:
+        """One share of device `key`, standing as `token` in a set of taken devices, consumes `amount`."""
         self.amounts[token] = amount
         self.shares.setdefault(key, {})[token] = None
 
@@ -156,7 +157,7 @@ class Allocator:
             device = self.by_key[key]
             if device.multiple and (amount := consumed(device, subs[request])) is not None:
                 token = share_token(key, f"{claim}/{request}")
-                self._share(token, key, amount)
+                self.record_share(token, key, amount)
                 out.add(token)
         return out
 

@@ -22,7 +22,7 @@ from .plan import OnPlaced, Plan, make_plan
 from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
 from .tenants import Usage
-from .timed_plan import Later
+from .timed_plan import Later, placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
                     f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running "
                     "pods there have ended (their runtime bounds)")
     if options.estimated is None:
-        estimates = timeline.estimate(cluster, waiting, now, room, held, backfilled.assignments)
+        estimates = timeline.estimate(cluster, waiting, now, room, held, placed(backfilled, cluster))
     else:
         reserved = {key for r in held for key, _ in r.pods}
         estimates = {k: e for k, e in options.estimated.items() if k in waiting and k not in reserved}

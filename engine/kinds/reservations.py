@@ -21,7 +21,7 @@ import numpy as np
 
 from ..model import Cluster, Pod, Reservation
 from ..rejections import Rejection, Rejections
-from ..timeline import ends, ends_after, rfc3339
+from ..timeline import ends, exempt, rfc3339, takes_from
 from .base import Action, ClusterEvent, Kind, Moves, Resource
 from .resources import shortage
 
@@ -45,11 +45,9 @@ class Held:
         return f"{resource} {RESERVED} {self.reservation.holder} from {rfc3339(self.reservation.start)}"
 
     def counts(self, pod: Pod, now: float) -> bool:
-        """Whether a pod placed now takes from this room: it would still run at the start and is neither the
-        holder's nor that of a unit holding a reservation before it in line (room that frees early goes to the head
-        of the line, as it would with no reservation after it: a younger unit's promise never holds back an older)."""
-        return (ends_after(pod, now, self.reservation.start) and pod.key not in self.exempt
-                and (pod.gang is None or pod.gang not in self.exempt))
+        """Whether a pod placed now takes from this room (engine.timeline.takes_from: it would still run at the
+        start, and is neither the holder's nor that of a unit holding a reservation before it in line)."""
+        return takes_from(self.reservation, self.exempt, pod, now)
 
 
 class Reservations(Kind):
@@ -127,7 +125,7 @@ def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
     reservations = tuple(cluster.reservations)
     return index.memo(("reservations", now, reservations), lambda: tuple(
         h for k, r in enumerate(reservations)
-        if (h := Held(r, _tight(r, index, now), frozenset(q.holder for q in reservations[:k + 1]))).left))
+        if (h := Held(r, _tight(r, index, now), exempt(reservations, k))).left))
 
 
 def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], int]]:
