@@ -68,10 +68,13 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
         return replace(plan, reservations=kept)
     base = index if index is not None else BoundState.of(cluster.nodes, cluster.bound)
     room = Later.of(cluster, base, rules.placement, options.time_limit * 0.1, options.seed, rules.runtimes)
-    if options.carried:
+    if options.carried:  # the plan's placements are final: later reservations are made beside them
         prior = tuple(r for r in cluster.reservations if r not in kept)
-        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, kept, plan.assignments, prior,
-                                options.earlier)
+        begun = placed(plan, cluster)
+        pods = {p.key: p for p in cluster.pending}
+        held = timeline.reserve(cluster, plan.unschedulable, now, room.with_started(
+            [timeline.Begun.of(pods[k], n, now, begun.claims.get(k, ())) for k, n in begun.where.items()]),
+            rules.reserving, kept, plan.assignments, prior, options.earlier)
         backfilled = plan
     else:
         # every pod in line, those placed now too: one the reservations then displace keeps its place in line

@@ -52,9 +52,13 @@ def placed(plan: Plan, cluster: Cluster) -> Placed:
                                            and (got := placed_claims(claims, plan.details.reserved, p))})
 
 
-def split(held: Sequence[Reservation], t: float) -> tuple[list[Reservation], tuple[Reservation, ...]]:
-    """The reservations whose start has come by t (their pods start there), and those still ahead of it."""
-    return [r for r in held if r.start <= t], tuple(r for r in held if r.start > t)
+def split(held: Sequence[Reservation], t: float, pods: Sequence[Pod] = ()) -> tuple[list[Reservation],
+                                                                                    tuple[Reservation, ...]]:
+    """The reservations whose start has come by t (their pods started there), and those still ahead of it, or due
+    with their pods among `pods` (planned at t with the batch, as a cycle then plans a holder: its room kept)."""
+    planned = {p.key for p in pods}
+    started = [r for r in held if r.start <= t and not any(key in planned for key, _ in r.pods)]
+    return started, tuple(r for r in held if all(r is not s for s in started))
 
 
 @dataclass(slots=True)
@@ -71,6 +75,7 @@ class Later:
     where: np.ndarray  # per pod of base.pods: its node's position
     position: dict[str, int]  # node name -> position
     claim_ends: dict[str, float]  # allocated ResourceClaims that free: claim key -> when (engine.dra_time)
+    started: tuple[Begun, ...] = ()  # pods placed now for good (a carried cycle's): running beside every answer
 
     @classmethod
     def of(cls, cluster: Cluster, base: BoundState, placement: PlacementRules | None, time_limit: float,
@@ -85,6 +90,11 @@ class Later:
         return cls(cluster, base, placement, time_limit, seed, found, {p.key: p for p in cluster.pending},
                    base.node_array(), base.positions(), freed)
 
+    def with_started(self, started: Sequence[Begun]) -> Later:
+        """This cluster with `started` running from now (a carried cycle's placements, bound before its
+        reservations are worked out: they hold their room until they end)."""
+        return replace(self, started=tuple(started))
+
     def times(self, horizon: float, held: Sequence[Reservation] = ()) -> list[float]:
         """The distinct times within the horizon at which a running pod, or a pod of a `held` reservation, ends,
         earliest first."""
@@ -94,13 +104,15 @@ class Later:
         more = {end for r in held for key, _ in r.pods
                 if (p := self.pending.get(key)) is not None and p.runtime is not None
                 and (end := r.start + p.runtime) <= until}
+        more.update(b.until for b in self.started if b.until is not None and b.until <= until)
         return sorted({float(t) for t in np.unique(found[found <= until])} | more)
 
     def place(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Begun] = ()
               ) -> Placed:
         """Where `pods` go at t, beside `held` and `running` (each on its node while it runs), with the planner at
         a `now` of t: reservations still ahead keep their room from pods that would run past their starts."""
-        started, ahead = split(held, t)
+        started, ahead = split(held, t, pods)
+        running = self._running(running, t)
         extra = (*self._reserved(started, t), *(b.pod for b in running))
         view = self.base.ending(self.ends <= t, extra)
         at = replace(self.cluster, now=t, bound=view.pods, pending=list(pods), reservations=ahead,
@@ -114,7 +126,8 @@ class Later:
         """Whether the nodes' free capacity at t could hold `pods` at all: each shape of request counted in the
         whole pods that fit node by node, and all together in total. A necessary condition only (every other
         kind still decides in `place`), and cheap: no plan."""
-        started, _ = split(held, t)
+        started, _ = split(held, t, pods)
+        running = self._running(running, t)
         names, free = self._free_at(t, (*self._reserved(started, t), *(b.pod for b in running)))
         self._keep_off(free, names, t, held, pods)
         need = np.zeros(len(names), dtype=np.int64)
@@ -142,14 +155,20 @@ class Later:
             return False
         start = reservation.start
         started, ahead = split(held, start)
-        names, free = self._free_at(start, self._reserved(started, start), [where[n] for n, _ in reservation.need])
+        running = self._running((), start)
+        names, free = self._free_at(start, (*self._reserved(started, start), *(b.pod for b in running)),
+                                    [where[n] for n, _ in reservation.need])
         pods = [Pod("", "", gang=reservation.holder)]  # its pods run past any later start, as far as it knows
         self._keep_off(free, names, start, held, pods)
         if not all(v <= 0 or (r in names and free[where[node], names[r]] >= v) for node, need in reservation.need
                    for r, v in need):
             return False
         return not reservation.claims or still_free(
-            self._devices(start, started, (), [c for r in ahead for c in r.claims]), reservation.claims)
+            self._devices(start, started, running, [c for r in ahead for c in r.claims]), reservation.claims)
+
+    def _running(self, running: Sequence[Begun], t: float) -> tuple[Begun, ...]:
+        """`running` and the pods `started` now that still run at t."""
+        return (*running, *(b for b in self.started if b.runs_at(t))) if self.started else tuple(running)
 
     def _keep_off(self, free: np.ndarray, names: dict[str, int], t: float, held: Sequence[Reservation],
                   pods: Sequence[Pod]) -> None:

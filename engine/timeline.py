@@ -389,9 +389,10 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
     the times pods end (running ones, the reservations' once started, and those the sweep starts: at most `steps`
     of them, spread when there are more), the waiting pods are planned together as a batch, as a cycle then would:
     beside the reservations started by then, backfilling those still ahead, and beside the pods started earlier
-    (while they run, with the devices their claims got). A pod placed at a time is expected to start then (at the
-    latest, where the sweep stepped over some ends). The batch decides among them as it does now (priority,
-    gangs whole)."""
+    (while they run, with the devices their claims got); a reservation's holder joins the batch at its start, its
+    room kept for it, and may start elsewhere, as a cycle would plan it. A pod placed at a time is expected to start
+    then (at the latest, where the sweep stepped over some ends). The batch decides among them as it does now
+    (priority, gangs whole)."""
     reserved = {key for r in held for key, _ in r.pods}
     wanted = set(waiting) - reserved
     objects = waits_for_objects(cluster)
@@ -400,17 +401,21 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
     pods = {p.key: p for p in cluster.pending}
     begun = [Begun.of(pods[k], n, now, started.claims.get(k, ())) for k, n in started.where.items() if k in pods]
     times = {*room.times(horizon, held), *(b.until for b in begun if b.until is not None)}
+    ahead = list(held)  # the reservations whose holders the sweep has not started yet
     t: float | None = now
     last, budget = now, steps
     while t is not None and left:
         last = t
         running = [b for b in begun if b.runs_at(t)]
-        if any(room.enough(t, held, [p], running) for p in _shapes(left)):  # else no plan: nothing fits yet
-            got = room.place(t, held, left, running)
-            for pod in (p for p in left if p.key in got.where):
-                out[pod.key] = Estimate(t, _expected(t, now))
+        due = [pods[key] for r in ahead if r.start <= t for key, _ in r.pods if key in pods]  # planned with the batch
+        if due or any(room.enough(t, ahead, [p], running) for p in _shapes(left)):  # else no plan: nothing fits yet
+            got = room.place(t, ahead, [*due, *left], running)
+            for pod in (p for p in [*due, *left] if p.key in got.where):
+                if pod.key in wanted:
+                    out[pod.key] = Estimate(t, _expected(t, now))
                 begun.append(Begun.of(pod, got.where[pod.key], t, got.claims.get(pod.key, ())))
                 times.update(u for u in (begun[-1].until,) if u is not None and u <= now + horizon)
+            ahead = [r for r in ahead if not all(key in got.where for key, _ in r.pods)]
             left = [p for p in left if p.key not in got.where]
         t, budget = next_time(sorted(times), t, budget), budget - 1
     for pod in left:
@@ -429,5 +434,5 @@ def _expected(t: float, now: float) -> str:
 
 
 def _shapes(pods: list[Pod]) -> list[Pod]:
-    """One pod per distinct request shape."""
-    return list({tuple(sorted(p.requests.items())): p for p in pods}.values())
+    """One pod per distinct request shape and runtime (the backfill rule reads it)."""
+    return list({(tuple(sorted(p.requests.items())), p.runtime): p for p in pods}.values())

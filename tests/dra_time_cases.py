@@ -145,3 +145,12 @@ def gang_on_busy_nodes(shape: str, small: int = 4) -> list[dict]:
     for k in range(small):
         docs += waiting(f"quick-{k}", 1, shape, 600, at(11, 50))
     return docs
+
+
+def three_for_two(shape: str) -> list[dict]:
+    """Point 2's first case: one node, two free GPUs, three pending 30-minute 1-GPU pods: two start now; the third
+    fits again at 12:30, when they end (nothing frees before: it was told "the next cycle")."""
+    docs = nodes(1, 2, shape)
+    for k in range(3):
+        docs += waiting(f"job-{k}", 1, shape, 1800, at(11, 40 + k))
+    return docs

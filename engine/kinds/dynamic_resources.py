@@ -194,6 +194,8 @@ class DynamicResources(Kind):
             off = taken_devices(Devices(claims={c.key: c for k in keeps_off(compiled.cluster, pod)
                                                 for c in reservations[k].claims})) - taken if held else set()
             trial = taken | off
+            allocator.preferred = frozenset(d for r in reservations if r.holder in (pod.key, pod.gang)
+                                            for c in r.claims for d in c.allocated or ())  # its own, kept for it
             allocation = None if why else allocator.allocate(claims_of(pod, devices.claims), node, trial)
             taken.update(trial - off)
             if allocation is None:

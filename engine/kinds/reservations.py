@@ -123,9 +123,15 @@ def held_in(cluster: Cluster, index: BoundState) -> tuple[Held, ...]:
     if now is None or not cluster.reservations:
         return ()
     reservations = tuple(cluster.reservations)
+    pending = {p.key: p for p in cluster.pending}
+
+    def there(q: Reservation, r: Reservation) -> bool:  # whether q's pods (some) still run at r's start
+        pods = [pending.get(key) for key, _ in q.pods]
+        return q.start <= r.start and any(p is None or p.runtime is None or q.start + p.runtime > r.start for p in pods)
     return index.memo(("reservations", now, reservations), lambda: tuple(
         h for k, r in enumerate(reservations)
-        if (h := Held(r, _tight(r, index, now), exempt(reservations, k))).left))
+        if (h := Held(r, _tight(r, index, now, [q for q in reservations[:k] if there(q, r)]),
+                      exempt(reservations, k))).left))
 
 
 def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], int]]:
@@ -139,16 +145,23 @@ def _asks(batch: Batch, pod: Pod) -> Iterator[tuple[Held, str, dict[int, int], i
                     yield h, resource, lefts, want
 
 
-def _tight(r: Reservation, index: BoundState, now: float) -> dict[str, dict[int, int]]:
+def _tight(r: Reservation, index: BoundState, now: float, before: list[Reservation]) -> dict[str, dict[int, int]]:
     """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
-    the pods still running then and the reservation itself are counted — only where it is less than the node has free
-    now (elsewhere the node's own capacity row already keeps pods placed now within it: the reservation binds
-    nothing there, and its pods' runtimes would split classes for nothing)."""
+    the pods still running then, the reservations before it in line whose pods run then (`before`: their holders take
+    nothing from this room, being before it in line; their own room is theirs) and the reservation itself are
+    counted —
+    only where it is less than the node has free now (elsewhere the node's own capacity row already keeps pods placed
+    now within it: the reservation binds nothing there, and its pods' runtimes would split classes for nothing)."""
     position = index.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
     if not any(index.free(i, resource) > 0 for i, need in needs.items() for resource in need):
         return {}  # nothing free there now: what is left at its start cannot be less
     still = _running_at(index, now, r.start, list(needs))
+    for q in before:
+        for node, amounts in q.need:
+            if (i := position.get(node)) in needs:
+                for resource, amount in amounts:
+                    still[i][resource] = still[i].get(resource, 0) + amount
     out: dict[str, dict[int, int]] = {}
     for i, need in needs.items():
         for resource, amount in need.items():
