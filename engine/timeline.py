@@ -356,7 +356,7 @@ def waits_for_objects(cluster: Cluster) -> dict[str, str]:
     """The waiting pods whose wait no running pod's end can shorten, by key, with what they wait for: a
     ResourceClaim not created yet, missing or being deleted, or members of their gang not yet pending. They get
     neither a reservation nor an estimate (an estimate would say they do not fit once every running pod has ended)."""
-    out = {p.key: f"not estimated: it waits for its ResourceClaims, not for room ({p.dra.blocked})"
+    out = {p.key: "not estimated: it waits for its ResourceClaims (as said), not for running pods to end"
            for p in cluster.pending if p.dra.blocked}
     gangs = {p.gang for p in cluster.pending if p.gang is not None}
     if not gangs:
@@ -368,8 +368,8 @@ def waits_for_objects(cluster: Cluster) -> dict[str, str]:
     for pod in cluster.pending:
         gang = cluster.gangs.get(pod.gang) if pod.gang is not None else None
         if gang is not None and members.get(gang.key, 0) < gang.min_member and pod.key not in out:
-            out[pod.key] = (f"not estimated: it waits for members of its gang {gang.key} to be pending ("
-                            f"{members.get(gang.key, 0)} of {gang.min_member}), not for room")
+            out[pod.key] = (f"not estimated: it waits for members of its gang {gang.key} to be pending, not for "
+                            "running pods to end")
     return out
 
 

@@ -125,3 +125,21 @@ def test_without_bounds_a_running_pod_holds_its_device_for_ever() -> None:
     run = next(d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"] == "a")
     del run["spec"]["activeDeadlineSeconds"]
     assert "does not fit even once" in starts(plan_at(docs))["default/eval"]
+
+
+def test_a_pod_waiting_for_objects_is_not_told_it_does_not_fit_once_pods_end() -> None:
+    """A pod whose ResourceClaim is not created yet (from a template) or missing, or whose gang lacks members, waits
+    for objects, not for room: no running pod's end helps, so it is neither reserved for nor said not to fit."""
+    from testkit.manifests import podgroup
+
+    template = waiting("tmpl", 1, "plain", 600, at(11, 40))[0]
+    template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    missing = waiting("missing", 1, "plain", 600, at(11, 41))[0]  # (its claim is not in the snapshot)
+    gang = [podgroup("g", 3), *(d for k in range(2) for d in waiting(
+        f"g-{k}", 1, "plain", 600, at(11, 42), labels={"scheduling.x-k8s.io/pod-group": "g"}))]
+    got = plan_at([*nodes(1, 1, "plain"), *running("a", "n0", 0, at(12, 30), "plain"), template, missing, *gang])
+    assert not got.reservations
+    told = starts(got)
+    assert set(told) == {"default/tmpl", "default/missing", "default/g-0", "default/g-1"}
+    assert all("not for running pods to end" in why and "does not fit" not in why for why in told.values())
+    assert "ResourceClaims" in told["default/tmpl"] and "gang default/g" in told["default/g-0"]
