@@ -356,15 +356,18 @@ def waits_for_objects(cluster: Cluster) -> dict[str, str]:
     """The waiting pods whose wait no running pod's end can shorten, by key, with what they wait for: a
     ResourceClaim not created yet, missing or being deleted, or members of their gang not yet pending. They get
     neither a reservation nor an estimate (an estimate would say they do not fit once every running pod has ended)."""
-    out = {p.key: "not estimated: it waits for its ResourceClaims (as said), not for running pods to end"
+    out = {p.key: "not estimated: it waits for its ResourceClaims, not for running pods to end"
            for p in cluster.pending if p.dra.blocked}
-    gangs = {p.gang for p in cluster.pending if p.gang is not None}
-    if not gangs:
-        return out
     members: dict[str, int] = {}
-    for pod in chain(cluster.pending, cluster.bound):
-        if pod.gang in gangs:
+    for pod in cluster.pending:
+        if pod.gang is not None:
             members[pod.gang] = members.get(pod.gang, 0) + 1
+    short = {key for key, count in members.items() if (g := cluster.gangs.get(key)) is not None and count < g.min_member}
+    if not short:
+        return out
+    for pod in cluster.bound:  # (bound members count toward the quorum)
+        if pod.gang in short:
+            members[pod.gang] += 1
     for pod in cluster.pending:
         gang = cluster.gangs.get(pod.gang) if pod.gang is not None else None
         if gang is not None and members.get(gang.key, 0) < gang.min_member and pod.key not in out:
