@@ -73,7 +73,7 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
         begun = placed(plan, cluster)
         pods = {p.key: p for p in cluster.pending}
         held = timeline.reserve(cluster, plan.unschedulable, now, room.with_started(
-            [timeline.Begun.of(pods[k], n, now, begun.claims.get(k, ())) for k, n in begun.where.items()]),
+            [timeline.Begun(pods[k], n, now, begun.claims.get(k, ())) for k, n in begun.where.items()]),
             rules.reserving, kept, plan.assignments, prior, options.earlier)
         backfilled = plan
     else:

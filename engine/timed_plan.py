@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 
 import numpy as np
 
@@ -104,7 +105,7 @@ class Later:
         more = {end for r in held for key, _ in r.pods
                 if (p := self.pending.get(key)) is not None and p.runtime is not None
                 and (end := r.start + p.runtime) <= until}
-        more.update(b.until for b in self.started if b.until is not None and b.until <= until)
+        more.update(u for b in self.started if (u := b.until) is not None and u <= until)
         return sorted({float(t) for t in np.unique(found[found <= until])} | more)
 
     def place(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Begun] = ()
@@ -113,7 +114,7 @@ class Later:
         a `now` of t: reservations still ahead keep their room from pods that would run past their starts."""
         started, ahead = split(held, t, pods)
         running = self._running(running, t)
-        extra = (*self._reserved(started, t), *(b.pod for b in running))
+        extra = (*self._reserved(started, t), *(b.bound() for b in running))
         view = self.base.ending(self.ends <= t, extra)
         at = replace(self.cluster, now=t, bound=view.pods, pending=list(pods), reservations=ahead,
                      devices=self._devices(t, started, running))
@@ -128,7 +129,7 @@ class Later:
         kind still decides in `place`), and cheap: no plan."""
         started, _ = split(held, t, pods)
         running = self._running(running, t)
-        names, free = self._free_at(t, (*self._reserved(started, t), *(b.pod for b in running)))
+        names, free = self._free_at(t, self._reserved(started, t), running)
         self._keep_off(free, names, t, held, pods)
         need = np.zeros(len(names), dtype=np.int64)
         for shape, count in Counter(tuple(sorted(p.requests.items())) for p in pods).items():
@@ -156,8 +157,7 @@ class Later:
         start = reservation.start
         started, ahead = split(held, start)
         running = self._running((), start)
-        names, free = self._free_at(start, (*self._reserved(started, start), *(b.pod for b in running)),
-                                    [where[n] for n, _ in reservation.need])
+        names, free = self._free_at(start, self._reserved(started, start), running, [where[n] for n, _ in reservation.need])
         pods = [Pod("", "", gang=reservation.holder)]  # its pods run past any later start, as far as it knows
         self._keep_off(free, names, start, held, pods)
         if not all(v <= 0 or (r in names and free[where[node], names[r]] >= v) for node, need in reservation.need
@@ -180,7 +180,7 @@ class Later:
             if r.start <= t or not all(takes_from(r, exempt(held, k), p, t) for p in pods):
                 continue
             nodes = [self.position[n] for n, _ in r.need if n in self.position]
-            _, then = self._free_at(r.start, (), nodes)
+            _, then = self._free_at(r.start, (), (), nodes)
             for node, need in r.need:
                 i = self.position.get(node)
                 for resource, amount in need:
@@ -205,10 +205,10 @@ class Later:
                 and p.runtime is not None and r.start + p.runtime <= t}
         return [c for c in r.claims if not gone.issuperset(c.reserved_for)] if gone else list(r.claims)
 
-    def _free_at(self, t: float, extra: Sequence[Pod], only: list[int] | None = None
+    def _free_at(self, t: float, extra: Sequence[Pod], running: Sequence[Begun] = (), only: list[int] | None = None
                  ) -> tuple[dict[str, int], np.ndarray]:
-        """Free capacity per node and resource at t, beside `extra` (pods bound, each on its node_name); `only`:
-        the nodes asked about (the others' rows are left as they are now)."""
+        """Free capacity per node and resource at t, beside `extra` (pods bound, each on its node_name) and
+        `running`; `only`: the nodes asked about (the others' rows are left as they are now)."""
         names, free = self.base.free_matrix()
         free = free.copy()
         where = self.where
@@ -226,9 +226,10 @@ class Later:
                 for r, v in pods[k].requests.items():
                     if r in names:
                         free[where[k], names[r]] += v
-        for pod in extra:
-            i = self.position.get(pod.node_name or "")
-            for r, v in pod.requests.items():
+        for node, requests in chain(((p.node_name or "", p.requests) for p in extra),
+                                    ((b.node, b.pod.requests) for b in running)):
+            i = self.position.get(node)
+            for r, v in requests.items():
                 if i is not None and r in names:
                     free[i, names[r]] -= v
         return names, free

@@ -31,20 +31,25 @@ class Placed:
 
 @dataclass(frozen=True, slots=True)
 class Begun:
-    """A waiting pod the plan starts at a time ≥ now: bound to its node (its `started` that time), holding its
-    claims' devices until it ends (`until`; None: it has no bound)."""
+    """A waiting pod the plan starts on `node` at a time ≥ now (`begin`), holding its claims' devices until it ends."""
 
-    pod: Pod
-    until: float | None
+    pod: Pod  # as it waits
+    node: str
+    begin: float
     claims: tuple[ResourceClaim, ...] = ()
 
-    @classmethod
-    def of(cls, pod: Pod, node: str, begin: float, claims: tuple[ResourceClaim, ...] = ()) -> Begun:
-        return cls(replace(pod, node_name=node, gang=None, started=rfc3339(begin)),
-                   None if pod.runtime is None else begin + pod.runtime, claims)
+    @property
+    def until(self) -> float | None:
+        """When it ends at the latest (None: it has no bound)."""
+        return None if self.pod.runtime is None else self.begin + self.pod.runtime
 
     def runs_at(self, t: float) -> bool:
-        return self.until is None or self.until > t
+        return self.pod.runtime is None or self.begin + self.pod.runtime > t
+
+    def bound(self) -> Pod:
+        """The pod as it runs: bound to its node, started at `begin` (made only where a plan needs it: a copy of a
+        pod costs more than the rest of what a cycle asks of it)."""
+        return replace(self.pod, node_name=self.node, gang=None, started=rfc3339(self.begin))
 
 
 class Room(Protocol):
@@ -402,8 +407,10 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
     out = {key: Estimate(None, why) for key, why in objects.items() if key in wanted}
     left = [p for p in cluster.pending if p.key in wanted and p.key not in out]
     pods = {p.key: p for p in cluster.pending}
-    begun = [Begun.of(pods[k], n, now, started.claims.get(k, ())) for k, n in started.where.items() if k in pods]
-    times = {*room.times(horizon, held), *(b.until for b in begun if b.until is not None)}
+    if not left:
+        return out
+    begun = [Begun(pods[k], n, now, started.claims.get(k, ())) for k, n in started.where.items() if k in pods]
+    times = {*room.times(horizon, held), *(u for b in begun if (u := b.until) is not None)}
     ahead = list(held)  # the reservations whose holders the sweep has not started yet
     t: float | None = now
     last, budget = now, steps
@@ -416,7 +423,7 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
             for pod in (p for p in [*due, *left] if p.key in got.where):
                 if pod.key in wanted:
                     out[pod.key] = Estimate(t, _expected(t, now))
-                begun.append(Begun.of(pod, got.where[pod.key], t, got.claims.get(pod.key, ())))
+                begun.append(Begun(pod, got.where[pod.key], t, got.claims.get(pod.key, ())))
                 times.update(u for u in (begun[-1].until,) if u is not None and u <= now + horizon)
             ahead = [r for r in ahead if not all(key in got.where for key, _ in r.pods)]
             left = [p for p in left if p.key not in got.where]

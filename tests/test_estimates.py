@@ -144,7 +144,7 @@ def timed_gpu_clusters(draw) -> list[dict]:
     return docs
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timed_gpu_clusters())
 def test_stepping_the_clock_to_an_estimate_starts_the_pod_by_then(docs) -> None:
     assert_no_later_than_estimated(docs)
