@@ -27,14 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.heap import collector_paused  # noqa: E402
-from engine.index import BoundState  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
 from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY  # noqa: E402
 from engine.model import Cluster, Reservation  # noqa: E402
 from engine.plan import Plan  # noqa: E402
 from engine.planner import Options, plan_batch  # noqa: E402
 from engine.preempt import lowest_running  # noqa: E402
+from engine.tables import PodTable  # noqa: E402
 from engine.timeline import Estimate, seconds  # noqa: E402
+from engine.view import View  # noqa: E402
 from testkit.manifests import POD_GROUP_LABEL, node, pod, podgroup, priority_class  # noqa: E402
 
 GPU = "nvidia.com/gpu"
@@ -79,7 +80,7 @@ def stream_pod(cycle: int, k: int, rng: random.Random) -> dict:
 
 def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tuple[list[float], list[float], Plan]:
     """The scheduler loop's cycles (engine.loop.plan_stage): one a second, each planning the gang (retried) and
-    `stream` new 1-GPU pods, with the index and the lowest running priority as the loop's cache keeps them, the
+    `stream` new 1-GPU pods, with the view and the lowest running priority as the loop's cache keeps them, the
     collector paused (as the plan stage runs a cycle), the last cycle's reservations carried and the last sweep's
     estimates told again while fresh (ESTIMATE_EVERY), carried reservations asked whether to move earlier every
     EARLIER_EVERY. Plain cycles plan the same batches without a now. Each repeat
@@ -87,7 +88,7 @@ def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tup
     one mode: interleaving them cycle by cycle made a run 2 ms slower or faster by which ran before it). Per cycle
     after the first (the loop's steady state): the median of `repeats`."""
     rng = random.Random(11)
-    kept = BoundState.of(cluster.nodes, cluster.bound)
+    kept = View.of(cluster.nodes, cluster.bound).table
     columns = kept.pod_columns()
     lowest = lowest_running(cluster)  # the loop's cache keeps it too
     gang = [p for p in cluster.pending if p.gang]
@@ -104,7 +105,7 @@ def loop_cycles(cluster: Cluster, cycles: int, stream: int, repeats: int) -> tup
     return ([statistics.median(r) for r in runs[False][1:]], [statistics.median(r) for r in runs[True][1:]], plan)
 
 
-def _cycles(cluster: Cluster, batches: list[list], kept: BoundState, columns, lowest: int | None, with_time: bool
+def _cycles(cluster: Cluster, batches: list[list], kept: PodTable, columns, lowest: int | None, with_time: bool
             ) -> Iterator[tuple[float, Plan]]:
     """One mode's cycles in turn, a second apart: seconds each plan took, and the plan."""
     start = seconds(NOW)
@@ -120,12 +121,12 @@ def _cycles(cluster: Cluster, batches: list[list], kept: BoundState, columns, lo
         options = Options(time_limit=10.0, workers=1, carried=True, estimated=estimates if fresh else None,
                           earlier=earlier)
         batch_cluster = replace(cluster, pending=batch, now=now if with_time else None, reservations=held)
-        index = BoundState.of_parts(  # each cycle's own, from the parts the loop's cache keeps
+        view = View(PodTable(  # each cycle's own, from the parts the loop's cache keeps
             kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
-            kept.facts, kept.special(), columns.copy())
+            kept.special, columns.copy()))
         with collector_paused():  # as the loop's plan stage runs a cycle
             began = time.perf_counter()
-            plan = plan_batch(batch_cluster, options=options, index=index, lowest=lowest)
+            plan = plan_batch(batch_cluster, options=options, view=view, lowest=lowest)
             took = time.perf_counter() - began
         held = plan.reservations
         if not fresh and plan.estimates:

@@ -127,6 +127,7 @@ class Allocator:
     pinned: dict[str, list[Device]] = field(init=False)  # node name -> the devices only it reaches
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
     contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
+    preferred: frozenset[str] = frozenset()  # devices tried first (those a reservation holds for the pod allocating)
     counters: Counters = field(init=False)  # partitionable devices' shared counters
     # consumable capacity: each share of a device allowing multiple allocations, by its token in `taken`
     amounts: dict[str, Consumed] = field(default_factory=dict)  # share token -> what it consumes
@@ -145,9 +146,10 @@ class Allocator:
         for claim in self.devices.claims.values():
             if claim.allocated is not None:
                 for i, (key, amount) in enumerate(claim.shares):
-                    self._share(share_token(key, f"{claim.key}#{i}"), key, amount)
+                    self.record_share(share_token(key, f"{claim.key}#{i}"), key, amount)
 
-    def _share(self, token: str, key: str, amount: Consumed) -> None:
+    def record_share(self, token: str, key: str, amount: Consumed) -> None:
+        """One share of device `key`, standing as `token` in a set of taken devices, consumes `amount`."""
         self.amounts[token] = amount
         self.shares.setdefault(key, {})[token] = None
 
@@ -181,7 +183,7 @@ class Allocator:
             device = self.by_key[key]
             if device.multiple and (amount := consumed(device, subs[request])) is not None:
                 token = share_token(key, f"{claim}/{request}")
-                self._share(token, key, amount)
+                self.record_share(token, key, amount)
                 out.add(token)
         return out
 
@@ -323,11 +325,12 @@ class Allocator:
     def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str], agree: dict[str, object],
                  budget: list[int]) -> Iterator[list[tuple[str, str]]]:
         """The ways to serve one request, best first: its alternatives in order, and for each the devices
-        (contested by the fewest pods, then the smallest partitions, first)."""
+        (those `preferred`, then those contested by the fewest pods, then the smallest partitions, first)."""
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
-                           key=lambda d: (bool(d.binding_conditions), self.contested.get(d.key, 0),
+                           key=lambda d: (bool(d.binding_conditions), d.key not in self.preferred,
+                                          self.contested.get(d.key, 0),
                                           self.counters.share(d)))
             if sub.all:  # every matching device, none of them taken, their counters all met at once, and no pool
                 # the node reaches invalid or still being published (upstream cannot know what "all" is then)

@@ -427,7 +427,7 @@ class ResourceClaim:
     match_attributes: tuple[tuple[tuple[str, ...], str], ...] = ()  # (requests or () for all, domain/attribute)
     allocated: tuple[str, ...] | None = None  # device keys; None while unallocated
     allocation_terms: tuple[NodeSelectorTerm, ...] | None = None  # status.allocation.nodeSelector
-    reserved_for: tuple[str, ...] = ()  # pod names in status.reservedFor
+    reserved_for: tuple[str, ...] = ()  # status.reservedFor: pods by name, other consumers as `resource.group/name`
     deleting: bool = False
     config: tuple[tuple[tuple[str, ...], str], ...] = ()  # spec.devices.config[]: (requests, DeviceConfiguration JSON)
     extended_owner: str | None = None  # the pod whose extended resources it serves (upstream's special claim)
@@ -674,14 +674,15 @@ class Workloads:
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """Room held for a pending pod or gang that cannot start now (engine.timeline): where each of its pods starts
-    and when enough room has freed there (its shadow time), what it needs on each node. Pods placed meanwhile may
-    use that room only if they end before `start` (backfill)."""
+    and when enough room has freed there (its shadow time), what it needs on each node and the devices it holds
+    (DRA). Pods placed meanwhile may use that room only if they end before `start` (backfill)."""
 
     holder: str  # the gang's key, or the pod's
     pods: tuple[tuple[str, str], ...]  # (pod key, node) for each of its pods
     start: float  # seconds since the epoch
     need: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]  # (node, ((resource, amount), ...)) it needs there
     scope: str = ""  # the `reserve` statement it counts under ("": the defaults), kept for the cycles it is carried
+    claims: tuple[ResourceClaim, ...] = ()  # its pods' ResourceClaims as allocated at its start: the devices it holds
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ from .plan import OnPlaced, Plan, make_plan
 from .preempt import PREEMPTION_SHARE, PreemptionSettings, lowest_running, may_preempt_any, preempt, say_never
 from .reclaim import may_reclaim
 from .tenants import Usage
-from .timed_plan import Later
+from .timed_plan import Later, placed
 from .view import View
 
 
@@ -68,10 +68,13 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
         return replace(plan, reservations=kept)
     base = view if view is not None else View.of(cluster.nodes, cluster.bound)
     room = Later.of(cluster, base, rules.placement, options.time_limit * 0.1, options.seed, rules.runtimes)
-    if options.carried:
+    if options.carried:  # the plan's placements are final: later reservations are made beside them
         prior = tuple(r for r in cluster.reservations if r not in kept)
-        held = timeline.reserve(cluster, plan.unschedulable, now, room, rules.reserving, kept, plan.assignments, prior,
-                                options.earlier)
+        begun = placed(plan, cluster)
+        pods = {p.key: p for p in cluster.pending}
+        held = timeline.reserve(cluster, plan.unschedulable, now, room.with_started(
+            [timeline.Begun(pods[k], n, now, begun.claims.get(k, ())) for k, n in begun.where.items()]),
+            rules.reserving, kept, plan.assignments, prior, options.earlier)
         backfilled = plan
     else:
         # every pod in line, those placed now too: one the reservations then displace keeps its place in line
@@ -86,7 +89,7 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
                     f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running "
                     "pods there have ended (their runtime bounds)")
     if options.estimated is None:
-        estimates = timeline.estimate(cluster, waiting, now, room, held, backfilled.assignments)
+        estimates = timeline.estimate(cluster, waiting, now, room, held, placed(backfilled, cluster))
     else:
         reserved = {key for r in held for key, _ in r.pods}
         estimates = {k: e for k, e in options.estimated.items() if k in waiting and k not in reserved}

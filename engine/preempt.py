@@ -1221,7 +1221,7 @@ def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Po
     the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     placed = [preemptors[key] for key in plan.assignments]
-    served = Placed([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()])
+    served = PlacedPreemptors([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()])
     gone = dict(ledger.evicted)
     account = _final_account(search, ledger, placed)
     needed: set[str] = set()
@@ -1242,7 +1242,7 @@ def _needed(search: Search, plan: Plan, ledger: Ledger, preemptors: dict[str, Po
 
 
 @dataclass(slots=True)
-class Placed:
+class PlacedPreemptors:
     """The placed preemptors, bound where the plan puts them, and which of them the kinds asked about read beyond
     their own node (learnt the first time each is asked: a victim elsewhere can matter to those alone)."""
 
@@ -1250,7 +1250,7 @@ class Placed:
     reaching: dict[str, bool] = field(default_factory=dict)
 
 
-def _blocks(search: Search, unit: Unit, gone: list[Candidate], served: Placed) -> tuple[str, Rejection | None] | None:
+def _blocks(search: Search, unit: Unit, gone: list[Candidate], served: PlacedPreemptors) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
     still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
     member's node, or one anywhere whose verdict reads beyond its node (a domain's counts, a claim's users), since the

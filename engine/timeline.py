@@ -12,32 +12,70 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain
+from math import ceil
 from typing import Protocol
 
-from .model import Cluster, Pod, Reservation
+from .model import Cluster, Pod, Reservation, ResourceClaim
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """Where pods start (pod key -> node) and the ResourceClaims each allocated there (pod key -> its claims as the
+    plan's Reserve allocated them: the devices it holds while it runs)."""
+
+    where: dict[str, str]
+    claims: dict[str, tuple[ResourceClaim, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """A waiting pod the plan starts on `node` at a time ≥ now (`begin`), holding its claims' devices until it ends."""
+
+    pod: Pod  # as it waits
+    node: str
+    begin: float
+    claims: tuple[ResourceClaim, ...] = ()
+
+    @property
+    def until(self) -> float | None:
+        """When it ends at the latest (None: it has no bound)."""
+        return None if self.pod.runtime is None else self.begin + self.pod.runtime
+
+    def runs_at(self, t: float) -> bool:
+        return self.pod.runtime is None or self.begin + self.pod.runtime > t
+
+    def bound(self) -> Pod:
+        """The pod as it runs: bound to its node, started at `begin` (made only where a plan needs it: a copy of a
+        pod costs more than the rest of what a cycle asks of it)."""
+        return replace(self.pod, node_name=self.node, gang=None, started=rfc3339(self.begin))
 
 
 class Room(Protocol):
-    """The planner's answers about the cluster at a time t ≥ now (engine.timed_plan): the running pods that end by
-    t gone, each `held` reservation's pods bound where they are to start, `running` pods bound where they run."""
+    """The planner's answers about the cluster at a time t ≥ now (engine.timed_plan), as the planner would see it
+    then: the running pods that end by t gone (and the devices their claims hold freed), each `held` reservation
+    whose start has come bound where it starts (until its pods end), those still ahead keeping their room from
+    pods that would run past their starts (backfill), `running` pods bound where they run."""
 
-    def times(self, horizon: float) -> list[float]:
-        """The distinct times within the horizon at which a running pod ends, earliest first."""
+    def times(self, horizon: float, held: Sequence[Reservation] = ()) -> list[float]:
+        """The distinct times within the horizon at which a running pod, or a pod of a `held` reservation, ends,
+        earliest first."""
         ...
 
-    def place(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Pod] = ()
-              ) -> dict[str, str]:
-        """Where those of `pods` that fit at t go (pod key -> node), every constraint kind taking part."""
+    def place(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Begun] = ()
+              ) -> Placed:
+        """Where those of `pods` that fit at t go, every constraint kind taking part."""
         ...
 
-    def enough(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Pod] = ()) -> bool:
+    def enough(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Begun] = ()
+               ) -> bool:
         """Whether capacity alone could take `pods` at t: a necessary condition for `place` to place them all."""
         ...
 
     def holds(self, reservation: Reservation, held: Sequence[Reservation]) -> bool:
-        """Whether what `reservation` needs on its nodes is still free there at its start, beside `held`."""
+        """Whether what `reservation` needs on its nodes (its devices too) is still free there at its start, beside
+        `held`."""
         ...
 
     def before(self, t: float) -> float | None:
@@ -45,12 +83,26 @@ class Room(Protocol):
         ...
 
 
-def fits(room: Room, t: float, held: Sequence[Reservation], unit: Sequence[Pod]) -> dict[str, str] | None:
-    """Where each pod of `unit` starts at t (pod key -> node), or None when it does not fit there whole."""
+def fits(room: Room, t: float, held: Sequence[Reservation], unit: Sequence[Pod]) -> Placed | None:
+    """Where each pod of `unit` starts at t, or None when it does not fit there whole."""
     if not room.enough(t, held, unit):
         return None
     got = room.place(t, held, unit)
-    return dict(got) if len(got) == len(unit) else None
+    return got if len(got.where) == len(unit) else None
+
+
+def exempt(reservations: Sequence[Reservation], k: int) -> frozenset[str]:
+    """Whose pods take nothing from the room reservations[k] keeps: its holder and those of the reservations before
+    it in line (room that frees early goes to the head of the line, as it would with no reservation after it: a
+    younger unit's promise never holds back an older)."""
+    return frozenset(r.holder for r in reservations[:k + 1])
+
+
+def takes_from(reservation: Reservation, exempted: frozenset[str], pod: Pod, now: float) -> bool:
+    """Whether a pod placed at `now` takes from the room `reservation` keeps (the backfill rule): it would still run
+    at its start, and its unit is not `exempted` (`exempt`)."""
+    return (ends_after(pod, now, reservation.start) and pod.key not in exempted
+            and (pod.gang is None or pod.gang not in exempted))
 
 
 DEFAULT_RESERVATIONS = 2  # units holding a reservation at once (a policy sets another number)
@@ -203,18 +255,44 @@ def end_times(cluster: Cluster, now: float, horizon: float) -> list[float]:
 
 @dataclass(frozen=True, slots=True)
 class Shadow:
-    """When a unit fits whole, and where its pods go then."""
+    """When a unit fits whole, and where its pods go then (and the devices they get)."""
 
     start: float
-    where: dict[str, str]
+    placed: Placed
 
 
 def shadow(room: Room, unit: tuple[Pod, ...], horizon: float, held: tuple[Reservation, ...] = ()) -> Shadow | None:
     """The earliest end time of a running pod (within the horizon) after which `unit` fits whole, beside the room
-    `held` reservations keep; None if it does not fit even once every bounded pod has ended. Room only grows as
-    pods end, so it bisects: first on capacity alone (no plan), then with plans from where capacity suffices —
-    where capacity is all that stands in the way, one plan."""
-    times = room.times(horizon)
+    `held` reservations keep; None if it does not fit even once every bounded pod has ended. Room grows as pods
+    end, but the backfill rule changes at a held reservation's start and where the unit, started then, would first
+    run past it (a unit ending before it fits in its room, and not a little later): between those times it
+    bisects, earliest part first."""
+    times = room.times(horizon, held)
+    for part in _segments(times, unit, held):
+        found = _bisect(room, unit, part, held)
+        if found is not None:
+            return found
+    return None
+
+
+def _segments(times: list[float], unit: tuple[Pod, ...], held: tuple[Reservation, ...]) -> list[list[float]]:
+    """`times` cut where the backfill rule changes for `unit`: each held reservation's start, and the times from
+    which a pod of it would run past that start."""
+    cuts = sorted({cut for r in held for cut in (r.start, *(r.start - p.runtime for p in unit if p.runtime is not None))})
+    out: list[list[float]] = [[]]
+    k = 0
+    for t in times:
+        if k < len(cuts) and t >= cuts[k]:
+            while k < len(cuts) and t >= cuts[k]:
+                k += 1
+            out.append([])
+        out[-1].append(t)
+    return [part for part in out if part]
+
+
+def _bisect(room: Room, unit: tuple[Pod, ...], times: list[float], held: tuple[Reservation, ...]) -> Shadow | None:
+    """The earliest of `times` at which `unit` fits whole, room growing over them: first on capacity alone (no
+    plan), then with plans from where capacity suffices — where capacity is all that stands in the way, one plan."""
     low, high = 0, len(times)
     while low < high:  # the first time capacity suffices
         mid = (low + high) // 2
@@ -252,17 +330,20 @@ def in_line(cluster: Cluster, waiting: Iterable[str]) -> list[tuple[Pod, ...]]:
 
 
 def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow, scope: str = "") -> Reservation:
-    """A reservation for `unit` at its shadow: its pods' nodes and what they need on each; `scope`: the `reserve`
-    statement it counts under."""
+    """A reservation for `unit` at its shadow: its pods' nodes, what they need on each and the devices their claims
+    get there; `scope`: the `reserve` statement it counts under."""
     need: dict[str, dict[str, int]] = {}
+    where = found.placed.where
     for pod in unit:
-        node = found.where.get(pod.key)
+        node = where.get(pod.key)
         if node is None:
             continue
         for resource, amount in pod.requests.items():
             need.setdefault(node, {})[resource] = need.get(node, {}).get(resource, 0) + amount
-    return Reservation(holder, tuple(sorted(found.where.items())), found.start,
-                       tuple((node, tuple(sorted(amounts.items()))) for node, amounts in sorted(need.items())), scope)
+    claims = {c.key: c for pod in unit for c in found.placed.claims.get(pod.key, ())}
+    return Reservation(holder, tuple(sorted(where.items())), found.start,
+                       tuple((node, tuple(sorted(amounts.items()))) for node, amounts in sorted(need.items())), scope,
+                       tuple(claims[k] for k in sorted(claims)))
 
 
 # a unit's reservation limits (engine.ir.ReserveRules: a `reserve` statement in scope), or None for the defaults
@@ -295,10 +376,11 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
     others = [pods[k] for k in now_placed if k in pods]
     line = in_line(cluster, waiting)  # those holding one first among their priority: a promise is kept while it can
     line.sort(key=lambda u: (-max(p.priority for p in u), (u[0].gang or u[0].key) not in before))
+    objects = waits_for_objects(cluster)
     for unit in line[:DEFAULT_RESERVATIONS * LOOKED_AT]:
         scope, most, horizon = _limits(unit[0], limits)
-        if count.get(scope, 0) >= most:
-            continue
+        if count.get(scope, 0) >= most or any(p.key in objects for p in unit):
+            continue  # (no time helps a unit waiting for objects: it holds no room)
         alone = fits(room, now, held, unit)
         promised = before.get(unit[0].gang or unit[0].key)
         if alone is not None and promised is None and (all(p.key in now_placed for p in unit)
@@ -311,7 +393,7 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
     return tuple(held)
 
 
-def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: dict[str, str] | None, horizon: float,
+def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: Placed | None, horizon: float,
                  held: tuple[Reservation, ...], prior: Reservation | None, scope: str, earlier: bool = True
                  ) -> Reservation | None:
     """A unit's reservation: from now where it fits alone now; else its last one while that still holds and
@@ -356,52 +438,92 @@ class Estimate:
     why: str
 
 
-def sweep_times(times: list[float], steps: int) -> list[float]:
-    """At most `steps` of the running pods' end `times`, spread over them (the last one always): the times the
-    estimate sweep plans at."""
-    if len(times) <= steps:
-        return times
-    return sorted({times[min(len(times) - 1, (k + 1) * len(times) // steps - 1)] for k in range(steps)})
+def waits_for_objects(cluster: Cluster) -> dict[str, str]:
+    """The waiting pods whose wait no running pod's end can shorten, by key, with what they wait for: a
+    ResourceClaim not created yet, missing or being deleted, or members of their gang not yet pending. They get
+    neither a reservation nor an estimate (an estimate would say they do not fit once every running pod has ended)."""
+    out = {p.key: "not estimated: it waits for its ResourceClaims, not for running pods to end"
+           for p in cluster.pending if p.dra.blocked}
+    members: dict[str, int] = {}
+    for pod in cluster.pending:
+        if pod.gang is not None:
+            members[pod.gang] = members.get(pod.gang, 0) + 1
+    short = {key for key, count in members.items() if (g := cluster.gangs.get(key)) is not None and count < g.min_member}
+    if not short:
+        return out
+    for pod in cluster.bound:  # (bound members count toward the quorum)
+        if pod.gang in short:
+            members[pod.gang] += 1
+    for pod in cluster.pending:
+        gang = cluster.gangs.get(pod.gang) if pod.gang is not None else None
+        if gang is not None and members.get(gang.key, 0) < gang.min_member and pod.key not in out:
+            out[pod.key] = (f"not estimated: it waits for members of its gang {gang.key} to be pending, not for "
+                            "running pods to end")
+    return out
+
+
+def next_time(times: list[float], after: float, steps: int) -> float | None:
+    """The next time the estimate sweep plans at, after `after`, with `steps` plans left: the next of `times`
+    (sorted) while there are steps enough for each, else one spread over those left so that the last is reached."""
+    left = [t for t in times if t > after]
+    if not left or steps <= 0:
+        return None
+    return left[0] if len(left) <= steps else left[ceil(len(left) / steps) - 1]
 
 
 def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, held: tuple[Reservation, ...],
-             started: dict[str, str], horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS
-             ) -> dict[str, Estimate]:
-    """An estimated start for each waiting pod that holds no reservation, by sweeping time forward: at now (beside
-    the pods `started` now) and then at up to `steps` of the running pods' end times, the waiting pods are planned
-    together as a batch, beside the reservations held and the pods estimated to start earlier (while they run);
-    a pod placed at a time is expected to start then (at the latest: the sweep steps over some end times). The
-    batch decides among them as it does now (priority, gangs whole)."""
+             started: Placed, horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS) -> dict[str, Estimate]:
+    """An estimated start for each waiting pod that holds no reservation: the earliest time the same planner,
+    stepped forward with every pod keeping its bound, starts it. At now (beside the pods `started` now) and then at
+    the times pods end (running ones, the reservations' once started, and those the sweep starts: at most `steps`
+    of them, spread when there are more), the waiting pods are planned together as a batch, as a cycle then would:
+    beside the reservations started by then, backfilling those still ahead, and beside the pods started earlier
+    (while they run, with the devices their claims got); a reservation's holder joins the batch at its start, its
+    room kept for it, and may start elsewhere, as a cycle would plan it. A pod placed at a time is expected to start
+    then (at the latest, where the sweep stepped over some ends). The batch decides among them as it does now
+    (priority, gangs whole)."""
     reserved = {key for r in held for key, _ in r.pods}
     wanted = set(waiting) - reserved
-    left = [p for p in cluster.pending if p.key in wanted]
-    out: dict[str, Estimate] = {}
+    objects = waits_for_objects(cluster)
+    out = {key: Estimate(None, why) for key, why in objects.items() if key in wanted}
+    left = [p for p in cluster.pending if p.key in wanted and p.key not in out]
+    pods = {p.key: p for p in cluster.pending}
     if not left:
         return out
-    pods = {p.key: p for p in cluster.pending}
-    begun: list[tuple[Pod, float]] = [(replace(pods[k], node_name=n, gang=None), now) for k, n in started.items()
-                                      if k in pods]
-    for t in [now, *sweep_times(room.times(horizon), steps)]:
-        if not left:
-            break
-        running = [p for p, begin in begun if p.runtime is None or begin + p.runtime > t]
-        if not any(room.enough(t, held, [p], running) for p in _shapes(left)):
-            continue  # no waiting pod's requests fit anywhere yet: no plan
-        got = room.place(t, held, left, running)
-        for pod in left:
-            if pod.key in got:
-                out[pod.key] = Estimate(t, "expected to start in the next cycle (pods of this batch took the room "
-                                           "first)" if t == now else f"expected to start by {rfc3339(t)}, when "
-                                           "enough running pods have ended (their runtime bounds)")
-                begun.append((replace(pod, node_name=got[pod.key], gang=None), t))
-        left = [p for p in left if p.key not in got]
+    begun = [Begun(pods[k], n, now, started.claims.get(k, ())) for k, n in started.where.items() if k in pods]
+    times = {*room.times(horizon, held), *(u for b in begun if (u := b.until) is not None)}
+    ahead = list(held)  # the reservations whose holders the sweep has not started yet
+    t: float | None = now
+    last, budget = now, steps
+    while t is not None and left:
+        last = t
+        running = [b for b in begun if b.runs_at(t)]
+        due = [pods[key] for r in ahead if r.start <= t for key, _ in r.pods if key in pods]  # planned with the batch
+        if due or any(room.enough(t, ahead, [p], running) for p in _shapes(left)):  # else no plan: nothing fits yet
+            got = room.place(t, ahead, [*due, *left], running)
+            for pod in (p for p in [*due, *left] if p.key in got.where):
+                if pod.key in wanted:
+                    out[pod.key] = Estimate(t, _expected(t, now))
+                begun.append(Begun(pod, got.where[pod.key], t, got.claims.get(pod.key, ())))
+                times.update(u for u in (begun[-1].until,) if u is not None and u <= now + horizon)
+            ahead = [r for r in ahead if not all(key in got.where for key, _ in r.pods)]
+            left = [p for p in left if p.key not in got.where]
+        t, budget = next_time(sorted(times), t, budget), budget - 1
     for pod in left:
-        out[pod.key] = Estimate(None, "not estimated: it does not fit even once every running pod with a runtime "
+        out[pod.key] = Estimate(None, f"not estimated: it does not fit by {rfc3339(last)}, the last of the {steps} "
+                                      "times the estimate sweep plans at" if any(u > last for u in times) else
+                                      "not estimated: it does not fit even once every running pod with a runtime "
                                       "bound has ended (pods without activeDeadlineSeconds or a policy's runtime "
                                       f"are taken as never ending), within {horizon / 3600:g} h")
     return out
 
 
+def _expected(t: float, now: float) -> str:
+    if t == now:
+        return "expected to start in the next cycle (pods of this batch took the room first)"
+    return f"expected to start by {rfc3339(t)}, when enough running pods have ended (their runtime bounds)"
+
+
 def _shapes(pods: list[Pod]) -> list[Pod]:
-    """One pod per distinct request shape."""
-    return list({tuple(sorted(p.requests.items())): p for p in pods}.values())
+    """One pod per distinct request shape and runtime (the backfill rule reads it)."""
+    return list({(tuple(sorted(p.requests.items())), p.runtime): p for p in pods}.values())

@@ -371,8 +371,10 @@ def device_request(name: str = "gpu", device_class_name: str = "gpu", count: int
 
 
 def resource_claim(name: str, *requests: dict, ns: str = "default", match_attribute: str | None = None,
-                   allocated: list[tuple[str, str]] | None = None, node: str | None = None) -> dict:
-    """A ResourceClaim with `requests`; `allocated` = [(pool, device)] of the GPU driver, usable on `node`."""
+                   allocated: list[tuple[str, str]] | None = None, node: str | None = None,
+                   reserved_for: list[str] | None = None) -> dict:
+    """A ResourceClaim with `requests`; `allocated` = [(pool, device)] of the GPU driver, usable on `node`, in use by
+    the pods named in `reserved_for` (status.reservedFor)."""
     devices: dict[str, Any] = {"requests": list(requests) or [device_request()]}
     if match_attribute:
         devices["constraints"] = [{"matchAttribute": match_attribute}]
@@ -383,6 +385,8 @@ def resource_claim(name: str, *requests: dict, ns: str = "default", match_attrib
         obj["status"] = {"allocation": {"devices": {"results": [
             {"request": "gpu", "driver": GPU_DRIVER, "pool": p, "device": d} for p, d in allocated]},
             **({"nodeSelector": selector} if node else {})}}
+        if reserved_for:
+            obj["status"]["reservedFor"] = [{"resource": "pods", "name": n, "uid": f"uid-{n}"} for n in reserved_for]
     return obj
 
 

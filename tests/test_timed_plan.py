@@ -78,7 +78,7 @@ def test_capacity_alone_never_refuses_what_a_plan_places(docs, minutes) -> None:
     room = later(cluster)
     t = seconds(NOON) + 60 * minutes
     for unit in ([p for p in cluster.pending if p.gang], [p for p in cluster.pending if not p.gang][:4]):
-        if unit and len(room.place(t, (), unit)) == len(unit):
+        if unit and len(room.place(t, (), unit).where) == len(unit):
             assert room.enough(t, (), unit)
 
 
@@ -200,18 +200,32 @@ ROW = f"{GPU} reserved for default/x from 2026-11-25T12:03:00Z"
 
 
 def test_holders_of_reservations_go_first_among_their_priority() -> None:
-    """n1: 4 GPUs free now, its 4 running pods there till 12:10. `a` then `b` hold 2 GPUs of n1 each from 12:03, so
-    pods running past 12:03 may take 2 of the 4 beside either: `b` counts against `a`'s room, the younger pods
-    against both. A plan may place three; the holders are two of them (they come first in line, though a
-    younger pod's class asks more of the rows and the largest go first)."""
+    """n1: 4 GPUs free now, its 4 running pods there till 12:10. `a` then `b` hold 2 GPUs of n1 each, from 12:03 and
+    12:02, so pods running past their starts may take 2 of the 4 beside either: `b` counts against `a`'s room, the
+    younger pods against both. A plan may place three; the holders are two of them (they come first in line, though
+    a younger pod's class asks more of the rows and the largest go first)."""
     pods = [gpu_pod(name, deadline=4 * 3600, created=created)
             for name, created in (("a", at(10, 0)), ("b", at(10, 30)), *((f"young-{k}", at(11, 30)) for k in range(4)))]
     cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + pods)
     cluster = replace(cluster, reservations=tuple(
-        Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, 2),)),))
-        for h in ("a", "b")))
+        Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, m)), (("n1", ((GPU, 2),)),))
+        for h, m in (("a", 3), ("b", 2))))
     got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True)).assignments
     assert len(got) == 3 and {"default/a", "default/b"} <= set(got)
+
+
+def test_two_reservations_starting_together_on_one_node_leave_room_for_both() -> None:
+    """n1: 4 GPUs free now, its 4 running pods there till 12:10; `a` and `b` each hold 2 of its GPUs from 12:03 (all
+    4 that are free then). A pod running past 12:03 would break one of them: the room `b` keeps is what is left
+    beside `a`'s too, so a 4-hour pod takes none of it, a 2-minute one may."""
+    cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")]
+                         + [gpu_pod("long", deadline=4 * 3600, created=NOON), gpu_pod("quick", deadline=120, created=NOON)])
+    cluster = replace(cluster, reservations=tuple(
+        Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, 2),)),))
+        for h in ("a", "b")))
+    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True))
+    assert got.assignments == {"default/quick": "n1"}
+    assert any(f"reserved for default/b from {at(12, 3)}" in why for why in got.unschedulable["default/long"])
 
 
 def test_room_that_frees_early_goes_to_the_head_of_the_line_not_to_a_younger_reservation() -> None:

@@ -268,6 +268,13 @@ def _device_config(raw: Any, what: str) -> tuple[tuple[str, ...], str]:
     return requests, json.dumps({k: v for k, v in c.items() if k != "requests"}, sort_keys=True)
 
 
+def _consumer(ref: dict[str, Any]) -> str:
+    """A status.reservedFor entry: a pod by its name, any other consumer (a PodGroup) as `resource.group/name`."""
+    name = as_text(ref.get("name") or "", "status.reservedFor.name")
+    resource, group = ref.get("resource") or "", ref.get("apiGroup") or ""
+    return name if resource == "pods" and not group else f"{resource}.{group}/{name}"
+
+
 def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
     spec, status = as_mapping(obj.get("spec"), "spec"), as_mapping(obj.get("status"), "status")
     devices = as_mapping(spec.get("devices"), "spec.devices")
@@ -308,7 +315,7 @@ def _resource_claim(obj: dict[str, Any], ns: str, name: str) -> ResourceClaim:
         if status.get("allocation") is not None else None,
         tuple(node_term(t, "status.allocation.nodeSelector.nodeSelectorTerms") for t in
               as_list(selector.get("nodeSelectorTerms"), "status.allocation.nodeSelector")) if selector else None,
-        tuple(str(as_mapping(r, "reservedFor").get("name")) for r in as_list(status.get("reservedFor"), "status.reservedFor")),
+        tuple(_consumer(as_mapping(r, "status.reservedFor")) for r in as_list(status.get("reservedFor"), "status.reservedFor")),
         bool(obj["metadata"].get("deletionTimestamp")),
         tuple(_device_config(c, f"spec.devices.config[{i}]") for i, c in enumerate(as_list(devices.get("config"),
                                                                                         "spec.devices.config"))),

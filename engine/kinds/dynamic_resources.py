@@ -11,6 +11,7 @@ its devices are (a colocation row with that pod, one node a domain) and Reserve 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from functools import reduce
 from itertools import combinations
 from math import gcd
@@ -21,25 +22,29 @@ import numpy as np
 from ..dra import Allocator, ClaimAllocation, Shortfall, Unmet, allocation_results, claim_shapes, taken_devices
 from ..dra_capacity import consumed, shares_left
 from ..dra_counters import Counters
+from ..dra_time import later_devices
 from ..ir import NodeTerms
-from ..model import DEVICE_ROW, EXTENDED_CLAIM, Device, Devices, Node, Pod, ResourceClaim, SubRequest
+from ..model import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
+from ..timeline import exempt, rfc3339, takes_from
 from .base import Action, ClusterEvent, Kind, Resource
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from ..cel import CelError
     from ..classes import ClassInfo
     from ..compile import Compiled
+    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_ALLOCATE = "cannot allocate all claims"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_INVALID_POOLS = "invalid resource pools were encountered"  # upstream's allocator: a pool the node reaches is invalid
 ERR_NO_CLASS = "request {request}: device class {device_class} does not exist"  # upstream's PreFilter
-ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_RESERVE = "its ResourceClaims' devices went to other pods of this batch"
+RESERVED = "reserved for"  # a row of the devices reservations leave: "<row> reserved for ml/train from <time>"
 
 
 def claims_of(pod: Pod, batch_claims: dict[str, ResourceClaim]) -> list[ResourceClaim]:
@@ -70,6 +75,12 @@ class DynamicResources(Kind):
     def class_fields(self, pod: Pod) -> tuple:
         return claim_shapes(pod)
 
+    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
+        """Beside what its claims ask: which reservations holding devices a pod placed now keeps off (backfill)."""
+        if cluster.now is None or not any(r.claims for r in cluster.reservations):
+            return self.class_fields
+        return lambda pod: (*claim_shapes(pod), keeps_off(cluster, pod)) if pod.resource_claims else ()
+
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         """A claim missing, not created yet or being deleted, or a request naming a DeviceClass that does not exist: the
         pod is refused with upstream's words (a DeviceClass being created wakes it: `events`)."""
@@ -93,7 +104,8 @@ class DynamicResources(Kind):
                     ~view.matching_mask(NodeTerms(terms)))
         if not (dra.to_allocate or dra.follows):
             return
-        allocator, taken = self._allocator(batch)
+        off = keeps_off(batch.cluster, spec.sample)
+        allocator, taken = self._allocator(batch, off)
         known = batch.cluster.devices.claims
         claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
         alive = np.flatnonzero(~out.rejected())
@@ -101,11 +113,23 @@ class DynamicResources(Kind):
         if error:
             out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
             return
-        unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
+        met = np.zeros(len(view.nodes), dtype=bool)
         for i in alive.tolist():
             node = view.nodes[i]
-            if not (allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None):
-                unmet[_why_not(allocator, claims, node, taken)].append(i)
+            met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
+        if off:  # nodes refused only for the devices reservations hold there: the reason names them
+            plain, free = self._allocator(batch)
+            kept = np.zeros(len(view.nodes), dtype=bool)
+            for i in np.flatnonzero(~met[alive]).tolist():
+                node = view.nodes[alive[i]]
+                kept[alive[i]] = plain.reaches(node) and plain.allocate(claims, node, set(free)) is not None
+            held = batch.cluster.reservations
+            out.add(Rejection(self.name, (f"{ERR_ALLOCATE}: devices {RESERVED} " + " and ".join(
+                f"{held[k].holder} from {rfc3339(held[k].start)}" for k in off),)), kept)
+            met |= kept
+        unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
+        for i in alive[~met[alive]].tolist():
+            unmet[_why_not(allocator, claims, view.nodes[i], taken)].append(i)
         for (why, resolvable), nodes in unmet.items():
             out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
 
@@ -129,48 +153,48 @@ class DynamicResources(Kind):
                         return error.words(claim.key)
         return ""
 
-    def _allocator(self, batch: Batch) -> tuple[Allocator, set[str]]:
+    def _allocator(self, batch: Batch, off: tuple[int, ...] = ()) -> tuple[Allocator, set[str]]:
+        """The batch's allocator and the devices taken; with `off`, the reservations (by position) whose devices a
+        class keeps off taken too (what they consume known to the allocator)."""
         memo = batch.memo.setdefault(self.name, {})
         if "allocator" not in memo:
             memo["allocator"] = Allocator(batch.cluster.devices)
             memo["taken"] = taken_devices(batch.cluster.devices)
-        return memo["allocator"], memo["taken"]
+        if not off:
+            return memo["allocator"], memo["taken"]
+        if off not in memo:
+            claims = [c for k in off for c in batch.cluster.reservations[k].claims]
+            held = later_devices(batch.cluster.devices, (), claims)
+            memo[off] = (Allocator(held, memo["allocator"].selectors),
+                         memo["taken"] | taken_devices(Devices(claims={c.key: c for c in claims})))
+        return memo[off]
 
     def emit(self, build: ProblemBuilder) -> None:
         """Per kind of device asked for (a class and selectors, `exactly` requests): each node's free devices
         of that kind that only it reaches, and each class's devices of that kind per pod; pods following a
-        shared claim's allocation stay with the pod that allocates it."""
-        asks: dict[SubRequest, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-        askers: dict[SubRequest, dict[str, None]] = defaultdict(dict)  # the requests asking for each kind, in order
-        claims = build.batch.cluster.devices.claims
-        for a, info in _judged(build):
-            for claim in claims_of(info.sample, claims):
-                for request in claim.requests:
-                    if len(request.alternatives) == 1 and not request.alternatives[0].all \
-                            and not request.alternatives[0].admin:  # admin access holds no device
-                        sub = request.alternatives[0]
-                        shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations,
-                                           capacity=sub.capacity)
-                        asks[shape][a] += sub.count
-                        askers[shape][f"claim {claim.key} request {request.name}"] = None
+        shared claim's allocation stay with the pod that allocates it. Where reservations hold devices, the
+        same rows once more over the devices they leave, for the classes keeping off them (backfill)."""
+        asks, askers = _asks(build)
         _emit_followers(build)
         if not asks:
             return
         allocator, taken = self._allocator(build.batch)
-        nodes = build.view.nodes
-        where = {n.name: i for i, n in enumerate(nodes)}
-        free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
-                        and _serves(allocator, d, shape)] for shape in asks}
-        for group in _rows(list(asks), free):
-            devices = list({d.key: d for shape in group for d in free[shape]}.values())
-            per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
-            unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
-            room, shared = _room(devices, nodes, where, unbounded, allocator, taken, group)
-            name = DEVICE_ROW + " or ".join(_kind_name(shape, list(askers[shape])) for shape in group)
-            build.add_resource(name, room, room, per_class, shared)
-            _cluster_limit(build, name, room, per_class, unbounded)
-        _emit_counters(build, asks, free, allocator, taken)
-        _emit_capacity(build, asks, free, allocator, taken)
+        rows = _device_rows(build, asks, askers, allocator, taken)
+        for row in rows:
+            build.add_resource(row.name, row.room, row.room, row.demand, row.unlimited)
+            if row.unbounded:
+                _cluster_limit(build, row.name, row.room, row.demand, row.unbounded)
+        plain = {row.name: row.room for row in rows}
+        cluster = build.batch.cluster
+        offs = [keeps_off(cluster, info.sample) for info in build.classes]
+        for off in sorted({o for o in offs if o}):
+            counted = {a for a, o in enumerate(offs) if set(off) <= set(o)}
+            mine = {shape: kept for shape, per in asks.items() if (kept := {a: n for a, n in per.items() if a in counted})}
+            held = " and ".join(f"{cluster.reservations[k].holder} from {rfc3339(cluster.reservations[k].start)}"
+                                for k in off)
+            for row in _device_rows(build, mine, askers, *self._allocator(build.batch, off)):
+                if row.room != plain.get(row.name):
+                    build.add_resource(f"{row.name} {RESERVED} {held}", row.room, row.room, row.demand, row.unlimited)
 
     def reserving(self, compiled: Compiled) -> bool:
         return any(info.sample.dra.to_allocate or info.sample.dra.follows for info in compiled.classes)
@@ -181,14 +205,22 @@ class DynamicResources(Kind):
         claim before those that follow it); the allocation goes into `reserved` (the binder writes it as
         upstream's PreBind does), a pod that cannot be served is returned."""
         devices = compiled.cluster.devices
-        allocator, taken = Allocator(devices), taken_devices(devices)
+        reservations = compiled.cluster.reservations
+        held = [c for r in reservations for c in r.claims]
+        allocator, taken = Allocator(later_devices(devices, (), held) if held else devices), taken_devices(devices)
         dropped: dict[str, str] = {}
         results: dict[str, ClaimAllocation] = {}
         for pod, node in _reserve_order(allocator, placements):
             if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
             why = _unfollowable(pod, node, results, devices)
-            allocation = None if why else allocator.allocate(claims_of(pod, devices.claims), node, taken)
+            off = taken_devices(Devices(claims={c.key: c for k in keeps_off(compiled.cluster, pod)
+                                                for c in reservations[k].claims})) - taken if held else set()
+            trial = taken | off
+            allocator.preferred = frozenset(d for r in reservations if r.holder in (pod.key, pod.gang)
+                                            for c in r.claims for d in c.allocated or ())  # its own, kept for it
+            allocation = None if why else allocator.allocate(claims_of(pod, devices.claims), node, trial)
+            taken.update(trial - off)
             if allocation is None:
                 dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why or ERR_RESERVE}"
                 continue
@@ -232,8 +264,67 @@ def _shortfall(unmet: Unmet) -> str:
     return f"request {unmet.request}{asked}: {words[unmet.some]}"
 
 
-def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
-                   allocator: Allocator, taken: set[str]) -> None:
+@dataclass(frozen=True, slots=True)
+class DeviceRow:
+    """A capacity row of devices: each node's room, each class's demand per pod, the nodes whose room stands for
+    "more than the batch can use"; `unbounded`: that amount, for a row of devices counted (the cluster-wide limit)."""
+
+    name: str
+    room: list[int]
+    demand: list[int]
+    unlimited: list[bool]
+    unbounded: int = 0
+
+
+def keeps_off(cluster: Cluster, pod: Pod) -> tuple[int, ...]:
+    """The reservations holding devices (by position) whose devices a pod placed now must keep off: those it takes
+    from (engine.timeline.takes_from: it would still run at their starts, and they are not its own or after it)."""
+    now, held = cluster.now, cluster.reservations
+    if now is None or not pod.resource_claims:
+        return ()
+    return tuple(k for k, r in enumerate(held) if r.claims and takes_from(r, exempt(held, k), pod, now))
+
+
+def _asks(build: ProblemBuilder) -> tuple[dict[SubRequest, dict[int, int]], dict[SubRequest, dict[str, None]]]:
+    """Per kind of device asked for (`exactly` requests), how many each class asks per pod, and the requests asking
+    for it, in order."""
+    asks: dict[SubRequest, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    askers: dict[SubRequest, dict[str, None]] = defaultdict(dict)
+    claims = build.batch.cluster.devices.claims
+    for a, info in _judged(build):
+        for claim in claims_of(info.sample, claims):
+            for request in claim.requests:
+                if len(request.alternatives) == 1 and not request.alternatives[0].all \
+                        and not request.alternatives[0].admin:  # admin access holds no device
+                    sub = request.alternatives[0]
+                    shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations,
+                                       capacity=sub.capacity)
+                    asks[shape][a] += sub.count
+                    askers[shape][f"claim {claim.key} request {request.name}"] = None
+    return asks, askers
+
+
+def _device_rows(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]],
+                 askers: dict[SubRequest, dict[str, None]], allocator: Allocator, taken: set[str]) -> list[DeviceRow]:
+    """The rows for `asks` over the devices free beside `taken`: free devices per kind (and union of kinds that
+    share devices), partitionable devices' shared counters, consumable capacity."""
+    nodes = build.view.nodes
+    where = {n.name: i for i, n in enumerate(nodes)}
+    free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
+                    and _serves(allocator, d, shape)] for shape in asks}
+    rows: list[DeviceRow] = []
+    for group in _rows(list(asks), free):
+        devices = list({d.key: d for shape in group for d in free[shape]}.values())
+        per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
+        unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
+        room, shared = _room(devices, nodes, where, unbounded, allocator, taken, group)
+        rows.append(DeviceRow(DEVICE_ROW + " or ".join(_kind_name(shape, list(askers[shape])) for shape in group),
+                              room, per_class, shared, unbounded))
+    return rows + _counter_rows(build, asks, free, allocator, taken) + _capacity_rows(build, asks, free, allocator, taken)
+
+
+def _counter_rows(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
+                  allocator: Allocator, taken: set[str]) -> list[DeviceRow]:
     """Partitionable devices: per counter name (`memory`), each node's free amount of it in the counter sets its
     devices consume, and each class's least use of it per pod (its kinds' smallest consumer, times the count), so
     that pods of different kinds (a whole GPU, its halves) never count on one physical device twice. A relaxation:
@@ -242,6 +333,7 @@ def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
     names = sorted({name for shape in asks for d in free[shape] for _, name, _ in d.consumes} - {""})
     nodes = build.view.nodes
     where = {n.name: i for i, n in enumerate(nodes)}
+    rows: list[DeviceRow] = []
     for counter in names:
         demand = [0] * len(build.classes)
         for shape, per_class in asks.items():
@@ -254,11 +346,12 @@ def _emit_counters(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
         scale = reduce(gcd, [*demand, *room])
         most = sum(build.problem.classes[a].count * d for a, d in enumerate(demand)) // scale + 1
         row = [most if u else r // scale for r, u in zip(room, unlimited)]
-        build.add_resource(f"{DEVICE_ROW}shared counter {counter}", row, row, [d // scale for d in demand], unlimited)
+        rows.append(DeviceRow(f"{DEVICE_ROW}shared counter {counter}", row, [d // scale for d in demand], unlimited))
+    return rows
 
 
-def _emit_capacity(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
-                   allocator: Allocator, taken: set[str]) -> None:
+def _capacity_rows(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]], free: dict[SubRequest, list[Device]],
+                   allocator: Allocator, taken: set[str]) -> list[DeviceRow]:
     """Consumable capacity: per capacity of devices allowing multiple allocations (`memory`), each node's free
     amount of it on such devices only it reaches, and each class's least use of it per pod (0 where its kind has
     a device not shared, which the count rows hold), so that pods of different kinds never share past a device's
@@ -267,6 +360,7 @@ def _emit_capacity(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
                     for domain, name, _ in d.capacity})
     nodes = build.view.nodes
     where = {n.name: i for i, n in enumerate(nodes)}
+    rows: list[DeviceRow] = []
     for capacity in names:
         demand = [0] * len(build.classes)
         for shape, per_class in asks.items():
@@ -288,8 +382,9 @@ def _emit_capacity(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]]
         scale = reduce(gcd, [*demand, *room])
         most = sum(build.problem.classes[a].count * d for a, d in enumerate(demand)) // scale + 1
         row = [most if u else r // scale for r, u in zip(room, unlimited)]
-        build.add_resource(f"{DEVICE_ROW}capacity {'/'.join(capacity)}", row, row, [d // scale for d in demand],
-                           unlimited)
+        rows.append(DeviceRow(f"{DEVICE_ROW}capacity {'/'.join(capacity)}", row, [d // scale for d in demand],
+                              unlimited))
+    return rows
 
 
 def _use(device: Device, shape: SubRequest, capacity: tuple[str, str]) -> int:

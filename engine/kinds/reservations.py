@@ -21,7 +21,7 @@ import numpy as np
 
 from ..model import Cluster, Pod, Reservation
 from ..rejections import Rejection, Rejections
-from ..timeline import ends, ends_after, rfc3339
+from ..timeline import ends, exempt, rfc3339, takes_from
 from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
 from .resources import shortage
 
@@ -45,11 +45,9 @@ class Held:
         return f"{resource} {RESERVED} {self.reservation.holder} from {rfc3339(self.reservation.start)}"
 
     def counts(self, pod: Pod, now: float) -> bool:
-        """Whether a pod placed now takes from this room: it would still run at the start and is neither the
-        holder's nor that of a unit holding a reservation before it in line (room that frees early goes to the head
-        of the line, as it would with no reservation after it: a younger unit's promise never holds back an older)."""
-        return (ends_after(pod, now, self.reservation.start) and pod.key not in self.exempt
-                and (pod.gang is None or pod.gang not in self.exempt))
+        """Whether a pod placed now takes from this room (engine.timeline.takes_from: it would still run at the
+        start, and is neither the holder's nor that of a unit holding a reservation before it in line)."""
+        return takes_from(self.reservation, self.exempt, pod, now)
 
 
 class Reservations(Kind, ReadsPods):
@@ -125,8 +123,13 @@ def held_anywhere(cluster: Cluster, view: View) -> tuple[Held, ...]:
     if now is None or not cluster.reservations:
         return ()
     reservations = tuple(cluster.reservations)
+    pending = {p.key: p for p in cluster.pending}
+
+    def there(q: Reservation, r: Reservation) -> bool:  # whether q's pods (some) still run at r's start
+        pods = [pending.get(key) for key, _ in q.pods]
+        return q.start <= r.start and any(p is None or p.runtime is None or q.start + p.runtime > r.start for p in pods)
     return view.memo(("reservations", now, reservations), lambda: tuple(
-        Held(r, _left_at_start(r, view, now), frozenset(q.holder for q in reservations[:k + 1]))
+        Held(r, _left_at_start(r, view, now, [q for q in reservations[:k] if there(q, r)]), exempt(reservations, k))
         for k, r in enumerate(reservations)))
 
 
@@ -155,13 +158,20 @@ def _tight(left: dict[str, dict[int, int]], view: View) -> dict[str, dict[int, i
     return out
 
 
-def _left_at_start(r: Reservation, view: View, now: float) -> dict[str, dict[int, int]]:
+def _left_at_start(r: Reservation, view: View, now: float, before: list[Reservation]) -> dict[str, dict[int, int]]:
     """Per resource the reservation needs, on each of its nodes (by position): what is left there at its start once
-    the pods still running then and the reservation itself are counted. Not clamped at 0: an eviction gives its room
-    back to this figure (the filter), and a reservation its running pods overrun needs them all gone."""
+    the pods still running then, the reservations before it in line whose pods run then (`before`: their holders take
+    nothing from this room, being before it in line; their own room is theirs) and the reservation itself are
+    counted. Not clamped at 0: an eviction gives its room back to this figure (the filter), and a reservation its
+    running pods overrun needs them all gone."""
     position = view.positions()
     needs = {position[node]: dict(amounts) for node, amounts in r.need if node in position}
     still = _running_at(view, now, r.start, list(needs))
+    for q in before:
+        for node, amounts in q.need:
+            if (i := position.get(node)) in needs:
+                for resource, amount in amounts:
+                    still[i][resource] = still[i].get(resource, 0) + amount
     out: dict[str, dict[int, int]] = {}
     for i, need in needs.items():
         for resource, amount in need.items():
