@@ -85,12 +85,16 @@ def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKe
     return out
 
 
-def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[tuple[bool, int], int]:
+def priority_weights(classes: list[ClassInfo], notes: list[str],
+                     more: dict[tuple[bool, int], int] | None = None) -> dict[tuple[bool, int], int]:
     """Lexicographic weights by level (`ClassInfo.level`): one pod a min serves outweighs every borrowing pod,
-    and among those one pod of a higher priority outweighs every pod of all lower ones."""
+    and among those one pod of a higher priority outweighs every pod of all lower ones. `more`: pods counted at a
+    level besides the classes' (a Keep row's shortfall, engine.solve.problem.Keep)."""
     per_level: dict[tuple[bool, int], int] = defaultdict(int)
     for info in classes:
         per_level[info.level] += len(info.pods)
+    for level, count in (more or {}).items():
+        per_level[level] += count
     weights: dict[tuple[bool, int], int] = {}
     below = 0
     for level in sorted(per_level):

@@ -134,14 +134,16 @@ class Objective:
 
 @dataclass(frozen=True, slots=True)
 class PreemptionStats:
-    """What batch preemption did: preemptors placed, victims, budgets broken, its seconds, and what became of
-    the batch model (engine.preempt_model), when it was considered."""
+    """What batch preemption did: preemptors placed, victims, budgets broken, its seconds, the strategy that chose
+    the victims (engine.preempt: "batch model", "per-node search", "quota reclaim"; "none" when every one declined)
+    and what became of it and of those before it, in words."""
 
     preemptors: int
     victims: int
     budget_violations: int
     seconds: float
-    model: str | None = None
+    strategy: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Victims chosen for the whole batch in the same model (issue 26, point 2): engine/preempt_model.py.
+"""Victims chosen for the whole batch in the same model (issue 26, point 2; issue 48: a strategy of its own,
+disruption budgets as rows): engine/preempt/model.py.
 
 The per-pod search serves the preemptors highest priority first; the batch model weighs every placement and eviction
 at once. Its victims are kept only when they are better in upstream's order, so the batch is never worse than the
@@ -6,28 +7,19 @@ search alone (the property test), and where the search's order costs a more impo
 """
 from __future__ import annotations
 
-import time
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clocks import StoppedClock
-from engine import preempt_model
-from engine.compile import Deadline
-from engine.load import build_cluster
-from engine.plan import make_plan
-from engine.preempt import PreemptionSettings, preempt
+from engine.preempt import model as preempt_model
+from preempting import MODEL, SEARCH
+from preempting import preempted as by_strategy
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import anti, budget, in_group, native_group, node, pod, term
 
 
 def preempted(docs: list[dict], model: bool = True, seconds: float = 10.0):
-    """The plan after preemption, the batch model on or off (the search alone), on the same first plan."""
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    first = make_plan(cluster, time_limit=5, workers=1)
-    clock = StoppedClock()  # the deadline never passes: what the stage does, not how fast this machine does it
-    deadline = Deadline(clock.now + seconds, clock)
-    return preempt(cluster, first, None, PreemptionSettings(None, deadline, 1, 0, batch_model=model), time.perf_counter())
+    """The plan after preemption by the batch model or the search alone, on the same first plan."""
+    return by_strategy(docs, MODEL if model else SEARCH, seconds=seconds)
 
 
 def victims(plan) -> set[str]:
@@ -70,7 +62,7 @@ def test_the_batch_spares_a_victim_the_search_in_priority_order_evicts() -> None
     assert victims(batch) == {"x", "y"} and batch.assignments["default/high"] == "n2"
     assert batch.assignments["default/low"] == "n1"
     assert valid(docs, batch) == []
-    assert "its victims chosen" in batch.stats.preemption.model
+    assert batch.stats.preemption.strategy == "batch model"
     assert all(v.why == "NodeResourcesFit: Insufficient cpu" for v in batch.evictions)
     priorities = {"default/high": 100, "default/low": 50}
     assert standing(batch, priorities) < standing(alone, priorities)
@@ -106,10 +98,10 @@ def test_a_podgroup_mode_group_is_kept_or_evicted_whole_by_the_model() -> None:
     assert victims(plan) == {"g-0", "g-1"} and len(plan.preemptions) == 2
 
 
-def test_the_model_tried_again_sparing_budgets_breaks_none() -> None:
+def test_the_models_budget_rows_break_none_the_search_breaks() -> None:
     """`p0` must not share a node with app=db pods. The search serves it on n0, evicting the db pod a budget allowing
     no disruption covers (the re-plan gave n1's room to `p2`, which may not evict n1's pods, so it kept none of
-    them); the model, tried again with the budget's pods held, evicts n1's two web pods instead: no violation."""
+    them); the model, the budget a row of it, evicts n1's two web pods instead: no violation."""
     docs = [node("n0", cpu="3"), pod("r0-0", cpu="2", node_name="n0", priority=0, labels={"app": "db"}),
             node("n1", cpu="2"), pod("r1-0", cpu="1", node_name="n1", priority=60, labels={"app": "web"}),
             pod("r1-1", cpu="1", node_name="n1", priority=20, labels={"app": "web"}),
@@ -119,15 +111,16 @@ def test_the_model_tried_again_sparing_budgets_breaks_none() -> None:
     alone, batch = preempted(docs, model=False), preempted(docs)
     assert victims(alone) == {"r0-0"} and alone.stats.preemption.budget_violations == 1
     assert victims(batch) == {"r1-0", "r1-1"} and batch.stats.preemption.budget_violations == 0
-    assert "budgets spared" in batch.stats.preemption.model and valid(docs, batch) == []
+    assert batch.stats.preemption.strategy == "batch model" and valid(docs, batch) == []
 
 
 def test_the_model_is_skipped_when_it_would_not_fit_the_time_left(monkeypatch) -> None:
     monkeypatch.setattr(preempt_model, "MAX_VARS", 1)
     docs = two_preemptors()
-    plan = preempted(docs)
-    assert plan.stats.preemption.model.startswith("skipped:") and "do not fit the time left" in \
-        plan.stats.preemption.model
+    plan = by_strategy(docs)  # the stage's default: the model, the search when it declines
+    assert plan.stats.preemption.strategy == "per-node search"
+    assert "batch model: skipped" in plan.stats.preemption.note and "do not fit the time left" in \
+        plan.stats.preemption.note
     assert victims(plan) == {"x", "w"}  # the search alone
 
 
@@ -181,7 +174,7 @@ def contested(draw) -> list[dict]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(contested())
 def test_the_batch_is_valid_and_never_worse_than_one_pod_at_a_time(docs) -> None:
-    batch, alone = preempted(docs), preempted(docs, model=False)
+    batch, alone = by_strategy(docs), preempted(docs, model=False)  # the stage's default: the model, or the search
     assert valid(docs, alone) == []
     assert valid(docs, batch) == []
     assert len({v.pod for v in batch.evictions}) == len(batch.evictions)

@@ -1,12 +1,21 @@
-"""Protection from preemption (ours, from policies): `protect from preemption` keeps running pods from ever
-being victims; `at most N evictions [per namespace] per cycle` caps how many of the pods it covers one cycle
-may evict. Read by batch preemption (engine.preempt) through the `guard` phase."""
+"""Protection from preemption: a policy's `protect from preemption` keeps running pods from ever being victims, and
+`at most N evictions [per namespace] per cycle` caps how many of the pods it covers one cycle may evict (read by
+batch preemption, engine.preempt, through the `guard` phase); a PodDisruptionBudget's disruptions allowed are rows of
+the batch model of preemption (`emit`: a Keep row per budget over the running pods it may evict, engine.preempt.model).
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..ir import EvictionCap, PreemptionRules, Protected, Source
-from ..model import Pod
+from ..model import Cluster, Pod
+from ..solve.problem import Keep
 from .base import Guard, Kind
+
+if TYPE_CHECKING:
+    from ..view import View
+    from .context import ProblemBuilder
 
 
 def protected_reason(pods: list[str], source: str) -> str:
@@ -33,5 +42,33 @@ class Protection(Kind):
         caps = tuple(r for r in found if isinstance(r, EvictionCap))
         return Guard(shield.source if shield else None, caps)
 
+    def class_fields(self, pod: Pod) -> tuple:
+        return ()
+
+    def class_fields_in(self, cluster: Cluster, view: View):  # type: ignore[override]
+        """Running pods the batch model may evict split by the budgets covering them (their rows count them)."""
+        if not cluster.budgets or not any(p.running_on for p in cluster.pending):
+            return self.class_fields
+        budgets = cluster.budgets
+        return lambda pod: tuple(b.key for b in budgets if b.covers(pod)) if pod.running_on else ()
+
+    def emit(self, build: ProblemBuilder) -> None:
+        """Per disruption budget, the running pods it covers that the batch model may evict kept but for what it
+        allows: a Keep row counted just below the lowest preemptor that may evict them (engine.solve.problem.Keep)."""
+        cluster = build.batch.cluster
+        if not cluster.budgets:
+            return
+        classes = build.problem.classes
+        for budget in cluster.budgets:
+            covered = [a for a, info in enumerate(build.classes) if info.sample.running_on and budget.covers(info.sample)]
+            least = sum(classes[a].count for a in covered) - budget.allowed
+            if least <= 0:
+                continue
+            top = max(build.classes[a].sample.priority for a in covered)
+            above = [info.level for info in build.classes if not info.sample.running_on and info.sample.priority > top]
+            if above:
+                served, lowest = min(above)
+                build.problem.keeps.append(Keep(tuple(covered), least, (served, lowest - 1),
+                                                why=f"PodDisruptionBudget {budget.key} allows {budget.allowed}"))
 
 KIND = Protection()
