@@ -52,6 +52,12 @@ class Explanation:
         return frozenset({r.plugin for r in self.rejected} | {BY_CHECK[b.check].name for b in self.blocked
                                                                if b.check is not None} | self.said_by)
 
+    def before_any_node(self) -> bool:
+        """Refused before any node was looked at (upstream's PreFilter: a claim or volume not there, a DeviceClass
+        missing, a gang short of members) or for an error about an object it needs: what it waits for is an object,
+        not room, so no running pod's end can bring its start nearer."""
+        return bool(self.pre_filter) or (bool(self.rejected) and all(r.pre_filter or r.error for r in self.rejected))
+
     def count(self, check: Check | None = None, plugin: str | None = None) -> int:
         """Nodes blocked by a check of the plan, or rejected by a filter plugin."""
         if plugin is not None:

@@ -89,13 +89,26 @@ def with_reservations(cluster: Cluster, plan: Plan, rules: Rules, options: Optio
                     f"reserved: expected to start on {node} at {timeline.rfc3339(r.start)}, when enough running "
                     "pods there have ended (their runtime bounds)")
     if options.estimated is None:
-        estimates = timeline.estimate(cluster, waiting, now, room, held, placed(backfilled, cluster))
+        errors, before_any_node = _waits_for_objects(backfilled)
+        estimates = timeline.estimate(cluster, set(waiting) - errors, now, room, held, placed(backfilled, cluster),
+                                      waiting_for=dict.fromkeys(before_any_node, OBJECTS))
     else:
         reserved = {key for r in held for key, _ in r.pods}
         estimates = {k: e for k, e in options.estimated.items() if k in waiting and k not in reserved}
     for key, found in estimates.items():
         waiting[key].append(found.why)
     return replace(backfilled, reservations=held, estimates=estimates, unschedulable=waiting)
+
+
+OBJECTS = "not estimated: it waits for the objects it needs (above), not for running pods to end"
+
+
+def _waits_for_objects(plan: Plan) -> tuple[frozenset[str], set[str]]:
+    """The pods left out for an error about an object they need (told the error alone), and those left out before
+    any node was looked at (upstream's PreFilter): no time is estimated for either (an estimate would tell them they
+    do not fit once running pods have ended)."""
+    errors = plan.details.errors
+    return errors, {key for key, why in plan.details.explanations.items() if why.before_any_node() and key not in errors}
 
 
 def plan_batch(cluster: Cluster, rules: Rules = Rules(), options: Options = Options(),

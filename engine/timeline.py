@@ -11,7 +11,7 @@ pods placed meanwhile only if they end before it starts (engine.kinds.reservatio
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from math import ceil
@@ -472,7 +472,8 @@ def next_time(times: list[float], after: float, steps: int) -> float | None:
 
 
 def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, held: tuple[Reservation, ...],
-             started: Placed, horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS) -> dict[str, Estimate]:
+             started: Placed, horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS,
+             waiting_for: Mapping[str, str] | None = None) -> dict[str, Estimate]:
     """An estimated start for each waiting pod that holds no reservation: the earliest time the same planner,
     stepped forward with every pod keeping its bound, starts it. At now (beside the pods `started` now) and then at
     the times pods end (running ones, the reservations' once started, and those the sweep starts: at most `steps`
@@ -481,10 +482,11 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
     (while they run, with the devices their claims got); a reservation's holder joins the batch at its start, its
     room kept for it, and may start elsewhere, as a cycle would plan it. A pod placed at a time is expected to start
     then (at the latest, where the sweep stepped over some ends). The batch decides among them as it does now
-    (priority, gangs whole)."""
+    (priority, gangs whole). `waiting_for`: pods the planner found waiting for objects too, with what they are told
+    instead (those waits_for_objects finds are told so without it)."""
     reserved = {key for r in held for key, _ in r.pods}
     wanted = set(waiting) - reserved
-    objects = waits_for_objects(cluster)
+    objects = {**(waiting_for or {}), **waits_for_objects(cluster)}
     out = {key: Estimate(None, why) for key, why in objects.items() if key in wanted}
     left = [p for p in cluster.pending if p.key in wanted and p.key not in out]
     pods = {p.key: p for p in cluster.pending}

@@ -213,3 +213,26 @@ def test_no_note_when_the_claims_are_allocated_or_not_created_yet() -> None:
 def test_a_pod_mounting_volumes_only_gets_no_dra_note() -> None:
     docs = [node("n1"), claim("data"), pod("p", volumes=mounts("data"))]
     assert not any("ResourceClaims" in n for n in notes_of(docs))
+
+
+def test_a_pod_waiting_for_an_object_or_refused_for_an_error_is_not_told_it_does_not_fit_with_time() -> None:
+    """With time in the plan, a pod refused before any node (a missing DeviceClass, a claim not created yet) or for an
+    error about an object it needs (a selector failing at run time) is told that alone: no running pod's end helps
+    it, so it gets no estimate saying it does not fit once running pods have ended."""
+    docs = [node("n1"), device_class(), resource_slice("n1", [gpu("g0")]),
+            resource_claim("c", device_request(device_class_name="gpus")), pod("p", resourceClaims=claims("c")),
+            resource_claim("e", device_request(selectors=('device.attributes["gpu.example.com"].nosuchattr == "x"',))),
+            pod("q", resourceClaims=claims("e")),
+            pod("r", resourceClaims=[{"name": "t", "resourceClaimTemplateName": "t"}]),
+            claim_template("t", device_request()),
+            pod("running", cpu="1", node_name="n1", activeDeadlineSeconds=600)]  # a bound: time is in the plan
+    docs[-1]["status"]["startTime"] = "2027-01-15T07:55:00Z"
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    cluster.now = 1_800_000_000.0
+    plan = plan_batch(cluster, Rules(), Options(time_limit=3, workers=1))
+    for name in ("p", "q", "r"):
+        reasons = plan.unschedulable[f"default/{name}"]
+        assert not any("does not fit" in r for r in reasons), (name, reasons)
+        assert f"default/{name}" not in plan.estimates or plan.estimates[f"default/{name}"].start is None
+    assert len(plan.unschedulable["default/q"]) == 1 and "nosuchattr" in plan.unschedulable["default/q"][0]  # alone
+    assert all("not for running pods to end" in plan.unschedulable[f"default/{name}"][-1] for name in ("p", "r"))
