@@ -6,6 +6,7 @@ the batch model of preemption (`emit`: a Keep row per budget over the running po
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..ir import EvictionCap, PreemptionRules, Protected, Source
@@ -45,7 +46,7 @@ class Protection(Kind):
     def class_fields(self, pod: Pod) -> tuple:
         return ()
 
-    def class_fields_in(self, cluster: Cluster, view: View):  # type: ignore[override]
+    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
         """Running pods the batch model may evict split by the budgets covering them (their rows count them)."""
         if not cluster.budgets or not any(p.running_on for p in cluster.pending):
             return self.class_fields
