@@ -100,7 +100,7 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
         gang = cluster.gangs[key]
         found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
                          gang.within, _domains(cluster, gang.within, bound[key]), _short_of(view, gang.min_resources),
-                         gang.created, _quorum_name(gang))
+                         gang.created, quorum_name(gang))
         if found.min_member - found.bound > 0:
             out.append(found)
     return out
@@ -180,7 +180,7 @@ def _asked(compiled: Compiled, key: tuple, answer: Callable[[], int]) -> int:
 
 
 def _waiting_in(batch: Batch) -> dict[str, str]:
-    """The batch's gangs that cannot start whatever the nodes hold, with why (`_waiting`): their pending members
+    """The batch's gangs that cannot start whatever the nodes hold, with why (`waiting_for_members`): their pending members
     (the batch's pods) and bound ones (the cluster's) counted once per batch (`batch.memo`)."""
     if (known := batch.memo.get(Coscheduling.name)) is not None:
         return known
@@ -195,14 +195,14 @@ def _waiting_in(batch: Batch) -> dict[str, str]:
     out = {}
     for key, count in pending.items():
         gang = batch.cluster.gangs.get(key)
-        if gang is not None and (reason := _waiting(GangInfo(key, gang.min_member, bound[key], count,
-                                                             quorum=_quorum_name(gang)))) is not None:
+        if gang is not None and (reason := waiting_for_members(GangInfo(key, gang.min_member, bound[key], count,
+                                                                         quorum=quorum_name(gang)))) is not None:
             out[key] = reason
     batch.memo[Coscheduling.name] = out
     return out
 
 
-def _waiting(gi: GangInfo) -> str | None:
+def waiting_for_members(gi: GangInfo) -> str | None:
     """Why gang gi cannot start whatever the nodes hold: fewer members pending than it needs, None if enough are. No
     count of the members pending: the message stays the same while they arrive one by one, so the loop patches each
     member's condition once, not once per arrival (a gang of n created pod by pod: n, not n²/2). Only a new member or
@@ -214,7 +214,7 @@ def _waiting(gi: GangInfo) -> str | None:
     return None
 
 
-def _quorum_name(gang: Gang) -> str:
+def quorum_name(gang: Gang) -> str:
     """What the group calls its minimum: minCount for a scheduling.k8s.io PodGroup, else minMember."""
     return "minCount" if gang.label == SCHEDULING_GROUP else "minMember"
 
