@@ -59,7 +59,7 @@ from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .gangs import disruption_unit
 from .heap import collector_paused
 from .ir import EvictionCap, PreemptionRules, Source
-from .kinds import KINDS, Kind
+from .kinds import GUARDS
 from .kinds.context import Batch, ClassSpec
 from .kinds.protection import cap_key, cap_reason, protected_reason
 from .model import NEVER_PREEMPT, Cluster, Pod
@@ -395,7 +395,7 @@ def _search(fixed: Cluster, view: View, rules: PreemptionRules | None, preemptor
     evictable = _evictable_by(preemptors, reclaim)
     found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
-    guarding = [kind for kind in KINDS if type(kind).guard is not Kind.guard]  # kinds with a word on victims
+    guarding = GUARDS  # kinds with a word on victims
     for k, pod in enumerate(fixed.bound):
         if k % SEARCH_CHECK == 0 and deadline.passed():
             return None
@@ -594,7 +594,8 @@ class Feasible:
             return
         going = [c for bucket in self.buckets if search.may_evict(pods[0], bucket[0]) for c in bucket]
         gone = frozenset(c.key for c in going)
-        cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods)
+        cluster = replace(search.cluster, bound=[b for b in search.cluster.bound if b.key not in gone], pending=pods,
+                          gangs={})  # the filters alone: the preemptors' gangs have their quorum (_short_of_members)
         compiled = compile_cluster(cluster, self.policy, search.deadline, search.view.moved(removed=going).settled(),
                                    self._usage(going))
         unchecked = set(compiled.problem.unchecked)

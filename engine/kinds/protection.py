@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir import EvictionCap, PreemptionRules, Protected, Source
 from ..model import Pod
-from .base import Guard, Kind
+from .base import EvictionGuard, Guard
 
 
 def protected_reason(pods: list[str], source: str) -> str:
@@ -24,7 +24,7 @@ def cap_key(cap: EvictionCap, pod: Pod) -> tuple[Source, str]:
     return cap.source, pod.namespace if cap.per_namespace else ""
 
 
-class Protection(Kind):
+class Protection(EvictionGuard):
     name = "Protection"
 
     def guard(self, pod: Pod, rules: PreemptionRules | None) -> Guard:
