@@ -43,7 +43,7 @@ from engine import planner as planner_module  # noqa: E402
 from engine import preempt as preempt_module  # noqa: E402
 from engine import solve as solve_module  # noqa: E402
 from engine.ir import Rules  # noqa: E402
-from engine.kinds import KINDS  # noqa: E402
+from engine.kinds import EMITTERS, FILTERS, PRE_FILTERS, SCORES  # noqa: E402
 from engine.loop import cycle as cycle_module  # noqa: E402
 from engine.loop.cache import ClusterCache  # noqa: E402
 from engine.loop.profile import Settings  # noqa: E402
@@ -163,8 +163,8 @@ def instrumented() -> Iterator[Timers]:
     timers = Timers()
     for owner, attr, label in PHASES:
         timers.wrap(owner, attr, label)
-    for kind in KINDS:  # each kind's steps, on its instance (the registry calls them through it)
-        for step in ("prefilter", "filter", "score", "emit"):
+    for step, kinds in (("prefilter", PRE_FILTERS), ("filter", FILTERS), ("score", SCORES), ("emit", EMITTERS)):
+        for kind in kinds:  # each kind's steps, on its instance (the registry calls them through it)
             timers.wrap(kind, step, f"{kind.name}.{step}")
     try:
         yield timers

@@ -2,7 +2,7 @@
 
 Pending pods become classes (`classes.py`); every constraint kind's static filter rejects the nodes a class
 cannot use and its score rates the rest; then every kind emits its rows into one `ProblemBuilder` (as DCM
-has one function per constraint kind). The kinds are `engine.kinds.KINDS`; nothing here names one.
+has one function per constraint kind). The kinds are `engine.kinds`' tuples per phase; nothing here names one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
 from .heap import collector_paused
-from .kinds import KINDS, ScorePart, fields_in, score_parts, visible_label_keys
+from .kinds import EMITTERS, FILTERS, PRE_FILTERS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
 from .rejections import Rejections
@@ -128,7 +128,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, v
     problem = Problem(resources=(), free=[])
     problem.classes = _pod_classes(cluster, classes, checked.candidates, notes)
     build = ProblemBuilder(batch, classes, Partitions(view), problem, frozenset(checked.unchecked))
-    for kind in KINDS:
+    for kind in EMITTERS:
         kind.emit(build)
     if problem.keeps:
         _weigh_keeps(build, notes)
@@ -174,11 +174,11 @@ def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:
     """Every kind's verdict on every node: the first PreFilter that fails rejects them all (upstream stops
     there), else each filter in order."""
     rejected = Rejections(nodes)
-    for kind in KINDS:
-        if (verdict := kind.prefilter(spec, batch)) is not None:
+    for pre in PRE_FILTERS:
+        if (verdict := pre.prefilter(spec, batch)) is not None:
             rejected.add(replace(verdict, pre_filter=True), np.ones(nodes, dtype=bool))
             return rejected
-    for kind in KINDS:
+    for kind in FILTERS:
         kind.filter(spec, batch, rejected)
     return rejected
 

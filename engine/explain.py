@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from . import tenants as T
 from .compile import Compiled
-from .kinds import BY_CHECK, BY_NAME, KINDS, Spot
+from .kinds import BY_CHECK, BY_NAME, CLASS_REASONS, Spot
 from .model import Quota
 from .rejections import Rejection, joined
 from .solve.greedy import GreedyState
@@ -42,7 +42,6 @@ class Explanation:
     reasons: list[str] = field(default_factory=list)
     taken: dict[int, int] = field(default_factory=dict)
     said_by: frozenset[str] = frozenset()  # the kinds that gave `reasons`
-    pre_filter: list[str] = field(default_factory=list)  # upstream's PreFilter: the class was rejected before any node
 
     def plugins(self) -> frozenset[str] | None:
         """The kinds that kept the pod out (the scheduler loop's queue wakes it on what may help them); None when
@@ -75,7 +74,7 @@ class Explanation:
         errors = [reason for rejection in self.rejected if rejection.error for reason in rejection.reasons]
         if errors:
             return errors
-        said = [*self.pre_filter, *(reason for r in self.rejected if r.pre_filter for reason in r.reasons)]
+        said = [reason for r in self.rejected if r.pre_filter for reason in r.reasons]
         if said:  # upstream's FitError: no node counts after a PreFilter rejection
             return [f"0/{self.nodes} nodes are available: {joined(said).rstrip('.')}."]
         counts: Counter[str] = Counter()
@@ -102,23 +101,10 @@ def late_explanation(compiled: Compiled, c: int) -> Explanation:
     """A class explained after the time for explanations ran out: the static filters' part, and the nodes that
     passed them said as not checked (no kind kept the pods out: the loop's queue backs them off and they try again,
     nothing has to change). Explaining every class of a huge batch whose start was cut short took 44 s once."""
-    if (out := pre_filtered(compiled, c)) is not None:
-        return out
     out = static_explanation(compiled, c)
     if candidates := len(compiled.problem.classes[c].candidates):
         out.blocked[NOT_CHECKED] = candidates
     return out
-
-
-def pre_filtered(compiled: Compiled, c: int) -> Explanation | None:
-    """The class rejected as a whole before any node is looked at (a gang short of members), as upstream's
-    PreFilter: said alone, so the message does not change as the nodes fill (each change is a status write on
-    every waiting pod); None if no kind rejects it so."""
-    said = {kind.name: reason for kind in KINDS if (reason := kind.pre_filter(compiled, c)) is not None}
-    if not said:
-        return None
-    return Explanation(len(compiled.cluster.nodes), compiled.classes[c].priority, pre_filter=list(said.values()),
-                       said_by=frozenset(said))
 
 
 def static_explanation(compiled: Compiled, c: int) -> Explanation:
@@ -135,7 +121,7 @@ def class_reasons(compiled: Compiled, solution: Solution, c: int,
     reasons: list[str] = []
     crowded = True
     said_by: set[str] = set()
-    for kind in KINDS:
+    for kind in CLASS_REASONS:
         said = kind.class_reason(compiled, solution, c, state)
         if said is not None:
             reasons.append(said[0])
@@ -166,8 +152,6 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     affinity, spread or limit rule), and who took the room when room is what lacks. `alike` (one per plan)
     keeps the node-by-node part of classes no row names and no pod of which was placed, for the next class of
     the same shape: 625 equal gangs left out on 5,000 nodes were 3 M node checks."""
-    if (out := pre_filtered(compiled, c)) is not None:
-        return out
     out = static_explanation(compiled, c)
     candidates = compiled.problem.classes[c].candidates
     if not candidates:

@@ -14,7 +14,7 @@ from typing import Any
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
 from .heap import collector_paused
-from .kinds import KINDS
+from .kinds import RESERVES
 from .model import Cluster, Pod, Reservation
 from .solve import solve
 from .solve.problem import Solution
@@ -290,11 +290,11 @@ def _placements(compiled: Compiled, solution: Solution) -> list[tuple[Pod, int, 
 
 
 def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str, str], dict[str, dict[str, object]]]:
-    """Every kind's Reserve over the placements, in plan order (kinds.base.Kind.reserve). A pod a kind cannot
+    """Every kind's Reserve over the placements, in plan order (kinds.base.Reserve). A pod a kind cannot
     serve after all is taken out of the solution, with the other placed members of its gang (all or nothing)."""
     reserved: dict[str, dict[str, object]] = {}
     dropped: dict[str, str] = {}
-    reserving = [kind for kind in KINDS if kind.reserving(compiled)]
+    reserving = [kind for kind in RESERVES if kind.reserving(compiled)]
     if not reserving:
         return solution, dropped, reserved
     placements = _placements(compiled, solution)

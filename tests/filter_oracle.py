@@ -12,8 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from engine.ir import Constraint, CountLimit, NodeRule, PodProximity, Source, SpreadRule, Tolerations
-from engine.kinds import count_limit, node_affinity, pod_affinity, ports, resources, spread, taints, unschedulable
-from engine.model import HARD_EFFECTS, Node, Pod, PodAffinityTerm, Toleration, tolerated
+from engine.kinds import count_limit, gangs, node_affinity, pod_affinity, ports, resources, spread, taints, unschedulable
+from engine.kinds.gangs import GangInfo
+from engine.model import HARD_EFFECTS, Cluster, Node, Pod, PodAffinityTerm, Toleration, tolerated
 from engine.rejections import Rejection
 from engine.view import View
 
@@ -126,6 +127,21 @@ def count_limit_filter(f: ClassFacts, node: Node, i: int, bound: View) -> Reject
 
 FILTERS = (node_unschedulable, taint_toleration, node_affinity_filter, node_ports, resources_fit, inter_pod_affinity,
            topology_spread, count_limit_filter)
+
+
+def gang_pre_filter(pod: Pod, cluster: Cluster) -> Rejection | None:
+    """Coscheduling's PreFilter, plainly: the pod's gang has fewer members pending (in the batch) than its quorum
+    needs beyond those bound; every node is rejected for it, before any filter."""
+    gang = cluster.gangs.get(pod.gang) if pod.gang is not None else None
+    if gang is None:
+        return None
+    bound = sum(1 for p in cluster.bound if p.gang == gang.key)
+    pending = sum(1 for p in cluster.pending if p.gang == gang.key)
+    if pending >= gang.min_member - bound:
+        return None
+    reason = gangs.waiting_for_members(GangInfo(gang.key, gang.min_member, bound, pending,
+                                                quorum=gangs.quorum_name(gang)))
+    return Rejection("Coscheduling", (str(reason),), resolvable=False, pre_filter=True)
 
 
 def rejection(f: ClassFacts, i: int, bound: View) -> Rejection | None:

@@ -199,3 +199,20 @@ def test_a_gang_short_of_members_is_rejected_before_the_nodes_and_its_message_do
     assert said(running=3, members=4, tainted=True)[0] == first
     # with its quorum pending, the nodes are looked at and counted again
     assert "Insufficient cpu" in said(running=3, members=5, tainted=False)[0]
+
+
+def test_a_gang_short_of_members_is_told_so_before_any_other_prefilter():
+    """The gang's verdict comes before every other PreFilter (upstream's PreEnqueue holds a native gang's pods before
+    any PreFilter runs): a member whose claim is missing too is told what the gang waits for, and woken by what helps
+    a gang, as its siblings are."""
+    from testkit.manifests import POD_GROUP_LABEL, claims, podgroup
+
+    group = {POD_GROUP_LABEL: "g"}
+    docs = [node("n0"), podgroup("g", 3), pod("g0", labels=group), pod("g1", labels=group, resourceClaims=claims("gone"))]
+    plan = run(docs)
+    for key in ("default/g0", "default/g1"):
+        assert plan.unschedulable[key] == ["0/1 nodes are available: gang default/g could not be completed: waiting for 3 "
+                                           "of its members to be pending (minMember 3)."]
+        assert plan.details.explanations[key].plugins() == frozenset({"Coscheduling"})
+    plan = run([*docs, pod("g2", labels=group)])  # its quorum pending: the missing claim is what it is told
+    assert "gone" in " ".join(plan.unschedulable["default/g1"])

@@ -9,7 +9,7 @@ from engine.compile import compile_cluster
 from engine.kinds.context import Batch, ClassMatcher
 from engine.kinds.pod_affinity import Series
 from engine.load import build_cluster
-from filter_oracle import ClassFacts, rejection
+from filter_oracle import ClassFacts, gang_pre_filter, rejection
 from strategies import clusters
 
 
@@ -21,7 +21,8 @@ def test_bulk_rejections_equal_per_node_rejections(docs):
     batch = Batch(compiled.cluster, compiled.view, rules, ClassMatcher([info.sample for info in compiled.classes]))
     for a, info in enumerate(compiled.classes):
         facts = ClassFacts.of(info.sample, info.constraints, compiled.view, Series.of(batch).batch_can_support(a))
+        held = gang_pre_filter(info.sample, compiled.cluster)  # a PreFilter: every node, before any filter
         one_by_one = {i: why for i in range(len(compiled.cluster.nodes))
-                      if (why := rejection(facts, i, compiled.view)) is not None}
+                      if (why := held or rejection(facts, i, compiled.view)) is not None}
         assert info.rejected.as_dict() == one_by_one
         assert all(info.rejected.get(i) == why for i, why in one_by_one.items())

@@ -206,6 +206,16 @@ def test_a_gang_short_of_members_does_not_preempt_at_all(monkeypatch) -> None:
     assert asked == [1] and len(whole.evictions) == 3  # the third member there: the gang preempts
 
 
+
+def test_a_gang_whose_members_differ_in_priority_preempts_whole() -> None:
+    # the members' feasible nodes are found per priority level, two of the gang at a time: its quorum (checked on the
+    # whole batch) is no question there, or neither half would find a node
+    group = {"scheduling.x-k8s.io/pod-group": "job"}
+    members = [pod(f"g{i}", cpu="1", priority=10 if i < 2 else 5, labels=group) for i in range(4)]
+    low = [pod(f"low{i}", cpu="1", node_name=f"n{i % 2}", priority=0) for i in range(4)]
+    plan = plan_for(node("n0", cpu="2"), node("n1", cpu="2"), *low, podgroup("job", 4), *members)
+    assert len(plan.assignments) == 4 and victims(plan) == {f"low{i}" for i in range(4)}
+
 # --- native groups: disruptionMode PodGroup -----------------------------------------------------------------
 
 def _running_group(mode: str | None, nodes: int = 2, priority: int = 0) -> list[dict]:

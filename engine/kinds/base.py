@@ -1,14 +1,20 @@
-"""The protocol every constraint kind implements, and the cluster events a kind can name.
+"""The phases a constraint kind takes part in, each a small protocol, and the cluster events a kind can name.
 
-A kind is one module (kube-scheduler's plugin, DCM's function per policy): a static filter over every node at
-once with typed rejections, a soft score, an emitter of rows into the solver's problem, the words for the
-starting plans' checks its rows fail (`Check`), and the cluster events that can make a pod it rejected
-schedulable. Phases a kind has nothing to say in keep the base's no-op. `engine.kinds.KINDS` lists them in
-upstream's filter order; compile, explain, preemption and the loop iterate that list and name no kind.
+A kind is one module (kube-scheduler's plugin, DCM's function per policy) whose class inherits `Kind` (its `name`)
+and the phases it implements, as upstream's plugins implement PreFilterPlugin, FilterPlugin, ScorePlugin,
+ReservePlugin, EnqueueExtensions: what splits pod classes (`ClassLabels`, `ClassFields`), a verdict for every node at
+once (`PreFilter`), a filter over every node at once with typed rejections (`Filter`; `ReadsPods` when the pods a view
+holds sway it), soft points (`Score`), rows of the solver's problem (`Emit`), the words for the starting plans' checks
+its rows fail (`Explain`), a reason for a whole class (`ClassReason`), the cluster events that can help a pod it
+rejected (`Requeue`), a word on evicting a running pod (`EvictionGuard`), and claims after the solve (`ReserveAfterSolve`). A kind
+has no method of a phase it does not declare, and a phase's abstract methods must be defined to declare it.
+`engine.kinds` lists the kinds in upstream's order and, per phase, those that take part (found by `isinstance`);
+compile, explain, plan, preemption and the loop iterate a phase's tuple and name no kind.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
@@ -118,87 +124,134 @@ class Guard:
     caps: tuple[EvictionCap, ...] = ()
 
 
-class ReadsPods:
-    """A kind whose Filter reads the pods a view holds (upstream's plugins with PreFilterExtensions AddPod/RemovePod:
-    room, ports, pod affinity, spread, limits, reservations, volumes in use): preemption asks it again on a node after
-    each trial, and a later time's view after pods end. The others' verdicts are the same whichever pods are bound."""
-
-
 class Kind:
-    """A constraint kind. `name` is the upstream plugin it follows (or ours), used in rejections;
-    `events` what may help a pod it rejected; `checks` the starting-plan checks its rows raise."""
+    """A constraint kind: `name` is the upstream plugin it follows (or ours), used in its rejections. What else it does
+    is the phases below that its class inherits; it has no method of a phase it does not declare."""
 
     name: ClassVar[str] = ""
-    events: ClassVar[tuple[ClusterEvent, ...]] = ()
-    checks: ClassVar[tuple[Check, ...]] = ()
 
+
+class ClassLabels(Kind, ABC):
+    """Its selectors read pod labels: pods differing only in labels no kind reads share a class."""
+
+    @abstractmethod
     def label_keys(self, rule_sets: list[tuple[Constraint, ...]], view: View) -> Iterable[frozenset[str] | None]:
-        """Pod labels this kind's selectors read (None: cannot say): pods differing only in other labels share
-        a class."""
-        return ()
+        """The pod labels this kind's selectors in these rule sets read (None: cannot say)."""
 
+
+class ClassFields(Kind, ABC):
+    """Its verdicts read a pod field beyond its rules, namespace, priority and the labels selectors read: pods that
+    differ there never share a class (a kind reading a new field says so here, not in classes)."""
+
+    @abstractmethod
     def class_fields(self, pod: Pod) -> tuple:
-        """What of a pod, beyond its rules, namespace, priority and the labels selectors read, this kind's verdicts
-        read: pods that differ there never share a class (a kind reading a new field says so here, not in classes)."""
-        return ()
+        """What of `pod` this kind's verdicts read."""
 
     def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
         """`class_fields` as this cluster needs them: a kind that decides less there may read less (and split no
         pods into classes that would otherwise be one)."""
         return self.class_fields
 
+
+class PreFilter(Kind, ABC):
+    """Upstream's PreFilter: a verdict for every node at once, before any filter runs."""
+
+    @abstractmethod
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
-        """A verdict for every node at once, before any filter runs (upstream's PreFilter failing): the pod
-        cannot be placed anywhere now, whatever the node."""
-        return None
+        """Why no pod of the class can be placed anywhere now, whatever the node (None: let it through). Compile
+        rejects every node with it and runs no filter; explain says it alone, without node counts."""
 
+
+class Filter(Kind, ABC):
+    """Upstream's Filter, for every node at once."""
+
+    @abstractmethod
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
-        """Reject, in bulk, the nodes no pod of the class can use given only the bound pods."""
+        """Reject, in bulk, the nodes of `out` no pod of the class can use on the batch's view."""
 
+
+class ReadsPods(Filter):
+    """A Filter that reads the pods a view holds (upstream's plugins with PreFilterExtensions AddPod/RemovePod:
+    room, ports, pod affinity, spread, limits, reservations, volumes in use): preemption asks it again on a node after
+    each trial, and a later time's view after pods end. The others' verdicts are the same whichever pods are bound."""
+
+
+class Score(Kind, ABC):
+    """Upstream's Score: soft points, in words."""
+
+    @abstractmethod
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         """Soft points of one pod of the class on each candidate node (terms worth nothing left out)."""
-        return []
 
+
+class Emit(Kind, ABC):
+    """Rows of the solver's problem: what the batch placed together must respect."""
+
+    @abstractmethod
     def emit(self, build: ProblemBuilder) -> None:
         """Append this kind's rows to the solver's problem, for every checked class."""
 
+
+class Explain(Kind, ABC):
+    """Its rows raise starting-plan checks (`checks`; each check has one kind), said in its words."""
+
+    checks: ClassVar[tuple[Check, ...]] = ()
+
+    @abstractmethod
     def explain(self, blocker: Blocker, spot: Spot) -> str:
         """Why one more pod cannot go on a node in the batch's plan, for a check of `checks`."""
-        raise NotImplementedError(f"{self.name} raises no {blocker.check}")
 
-    def pre_filter(self, compiled: Compiled, c: int) -> str | None:
-        """Upstream's PreFilter rejection of the whole class before any node is looked at (a gang short of
-        members): the pod is told this alone, without node counts, so its message stays the same while the
-        cluster changes around it; None lets the class through."""
-        return None
 
+class ClassReason(Kind, ABC):
+    """A reason for a whole class rather than node by node (a gang that did not start)."""
+
+    @abstractmethod
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
-        """A reason for the whole class rather than node by node (a gang that did not start), and whether
-        the rest of the batch is to blame; None when the kind has nothing to say. `state` is the plan replayed
-        (to try pods beside it; leave it as found)."""
-        return None
+        """The reason, and whether the rest of the batch is to blame; None when the kind has nothing to say. `state`
+        is the plan replayed (to try pods beside it; leave it as found)."""
+
+
+class Requeue(Kind):
+    """Upstream's EnqueueExtensions: the cluster events that can make a pod this kind rejected schedulable (`events`),
+    and its QueueingHint for them. The loop's queue wakes a pod only then (`engine.kinds.helped_by`)."""
+
+    events: ClassVar[tuple[ClusterEvent, ...]] = ()
 
     def hint(self, waiting: Waiting, change: ModelChange) -> bool:
-        """Upstream's QueueingHint, for a change one of `events` covers: could it make `waiting` schedulable as far
-        as this kind is concerned? True unless the kind can tell it cannot (a node too small, taints not
-        tolerated, a pod leaving that no rule of the pod counts)."""
+        """For a change one of `events` covers: could it make `waiting` schedulable as far as this kind is
+        concerned? True unless the kind can tell it cannot (a node too small, taints not tolerated, a pod leaving
+        that no rule of the pod counts), as upstream's event without a hint function."""
         return True
 
+
+class EvictionGuard(Kind, ABC):
+    """Its rules have a word on evicting running pods (protection, eviction caps): preemption asks it of each
+    candidate victim."""
+
+    @abstractmethod
     def guard(self, pod: Pod, rules: PreemptionRules | None) -> Guard:
         """What this kind's rules say about evicting running `pod` to make room."""
-        return Guard()
 
+
+class ReserveAfterSolve(Kind, ABC):
+    """Upstream's Reserve, after the solve: claim concretely what the placed pods need."""
+
+    @abstractmethod
     def reserving(self, compiled: Compiled) -> bool:
         """Whether `reserve` has anything to do for this batch (the plan skips pairing pods with nodes if none
         has)."""
-        return False
 
+    @abstractmethod
     def reserve(self, compiled: Compiled, placements: list[tuple[Pod, Node]],
                 reserved: dict[str, dict[str, object]]) -> dict[str, str]:
-        """Upstream's Reserve, after the solve: claim what the placed pods need (in placement order), record it
-        in `reserved[pod key][kind name]` for the binder, and return the pods that cannot be served after all,
-        with why (the plan takes them out, and their gang with them)."""
-        return {}
+        """Claim what the placed pods need (in placement order), record it in `reserved[pod key][kind name]` for the
+        binder, and return the pods that cannot be served after all, with why (the plan takes them out, and their
+        gang with them)."""
+
+
+PHASES: tuple[type[Kind], ...] = (ClassLabels, ClassFields, PreFilter, Filter, ReadsPods, Score, Emit, Explain,
+                                  ClassReason, Requeue, EvictionGuard, ReserveAfterSolve)
+"""Every phase protocol: a kind class inherits those it takes part in."""
 
 
 @dataclass(frozen=True, slots=True)

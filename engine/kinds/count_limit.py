@@ -11,7 +11,7 @@ from ..ir import Constraint, Source
 from ..ir import CountLimit as Limit_  # the rule; this module's kind is CountLimitKind
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Limit
-from .base import Action, ClusterEvent, Kind, ReadsPods, Resource, Spot
+from .base import Action, ClassLabels, ClusterEvent, Emit, Explain, ReadsPods, Requeue, Resource, Spot
 
 if TYPE_CHECKING:
     from ..view import Counts, View
@@ -26,7 +26,7 @@ def full(key: str, most: int, source: str) -> str:
     return f"node(s) are in a {key} domain that already holds the limit of {most} pod(s) ({source})"
 
 
-class CountLimitKind(Kind, ReadsPods):
+class CountLimitKind(ClassLabels, ReadsPods, Emit, Explain, Requeue):
     name = "CountLimit"
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_LABEL),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))

@@ -28,7 +28,7 @@ from ..model import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Node, 
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
 from ..timeline import exempt, rfc3339, takes_from
-from .base import Action, ClusterEvent, Kind, Resource
+from .base import Action, ClassFields, ClusterEvent, Emit, Filter, PreFilter, Requeue, ReserveAfterSolve, Resource
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -64,7 +64,7 @@ def _missing_class(pod: Pod, devices: Devices) -> SubRequest | None:
     return None
 
 
-class DynamicResources(Kind):
+class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAfterSolve):
     name = "DynamicResources"
     events = (ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.RESOURCE_SLICE, Action.ADD | Action.UPDATE),

@@ -1,7 +1,8 @@
 """Coscheduling gangs: at least minMember pods of a group (bound members included) start in one batch, or
-none; a PodGroup's minResources beyond the cluster's free room keeps the gang out (Coscheduling's PreFilter);
-`within` keeps every member in one topology domain. Which gang a pod belongs to is model data (engine.gangs),
-decided once when the cluster is built."""
+none. A gang with fewer members pending than it needs is rejected before any node is looked at (upstream's
+PreEnqueue for native gangs, Coscheduling's PreFilter); a PodGroup's minResources beyond the cluster's free room keeps
+the gang out too, said with the nodes; `within` keeps every member in one topology domain. Which gang a pod belongs to
+is model data (engine.gangs), decided once when the cluster is built."""
 
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import SCHEDULING_GROUP, Cluster, Pod
-from ..rejections import joined
+from ..model import SCHEDULING_GROUP, Cluster, Gang, Pod
+from ..rejections import Rejection, joined
 from ..solve.greedy import GreedyState, greedy, members_that_fit
 from ..solve.problem import GangRow, Problem, Solution, Status
 from ..view import View
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
+from .base import Action, ClassFields, ClassReason, ClusterEvent, Emit, ModelChange, PreFilter, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
     from ..compile import Compiled
-    from .context import ProblemBuilder
+    from .context import Batch, ClassSpec, ProblemBuilder
 
 
 @dataclass(slots=True)
@@ -41,7 +42,7 @@ class GangInfo:
     quorum: str = "minMember"  # what the group calls its minimum: minCount for a scheduling.k8s.io PodGroup
 
 
-class Coscheduling(Kind):
+class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
     name = "Coscheduling"
     events = (ClusterEvent(Resource.POD, Action.ADD), ClusterEvent(Resource.POD_GROUP, Action.ADD | Action.UPDATE))
 
@@ -69,9 +70,11 @@ class Coscheduling(Kind):
             for a in gi.classes:
                 build.problem.classes[a].gang = g
 
-    def pre_filter(self, compiled: Compiled, c: int) -> str | None:
-        g = compiled.problem.classes[c].gang
-        return None if g is None else _waiting(compiled.gangs[g])
+    def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
+        """A gang with fewer members pending than it needs (upstream's PreEnqueue for native gangs, Coscheduling's
+        PreFilter): no node is looked at, as no node can start it (UnschedulableAndUnresolvable, as upstream's)."""
+        reason = _waiting_in(batch).get(spec.sample.gang) if spec.sample.gang is not None else None
+        return None if reason is None else Rejection(self.name, (reason,), resolvable=False)
 
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         g = compiled.problem.classes[c].gang
@@ -80,10 +83,11 @@ class Coscheduling(Kind):
 
 def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[GangInfo]:
     """The batch's gangs in order of their first class, with their bound members counted; gangs whose quorum
-    bound members already reach are not gangs of this batch."""
+    bound members already reach are not gangs of this batch, nor those the cluster does not list (preemption asks
+    the filters alone of a few members of a gang, without it)."""
     members: dict[str, list[int]] = defaultdict(list)
     for a, info in enumerate(classes):
-        if info.sample.gang is not None:
+        if info.sample.gang is not None and info.sample.gang in cluster.gangs:
             members[info.sample.gang].append(a)
     if not members:
         return []
@@ -96,7 +100,7 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
         gang = cluster.gangs[key]
         found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
                          gang.within, _domains(cluster, gang.within, bound[key]), _short_of(view, gang.min_resources),
-                         gang.created, "minCount" if gang.label == SCHEDULING_GROUP else "minMember")
+                         gang.created, quorum_name(gang))
         if found.min_member - found.bound > 0:
             out.append(found)
     return out
@@ -175,17 +179,44 @@ def _asked(compiled: Compiled, key: tuple, answer: Callable[[], int]) -> int:
     return int(compiled.memo[key])  # type: ignore[call-overload]
 
 
-def _waiting(gi: GangInfo) -> str | None:
-    """Why gang gi cannot start whatever the nodes hold: fewer members pending than it needs (upstream's
-    PreEnqueue for native gangs, Coscheduling's PreFilter), None if enough are. No count of the members pending:
-    the message stays the same while they arrive one by one, so the loop patches each member's condition once,
-    not once per arrival (a gang of n created pod by pod: n, not n²/2). Only a new member or its group can help
-    (the kind's hint), so the queue's wake-ups are unchanged by saying it before the nodes."""
+def _waiting_in(batch: Batch) -> dict[str, str]:
+    """The batch's gangs that cannot start whatever the nodes hold, with why (`waiting_for_members`): their pending members
+    (the batch's pods) and bound ones (the cluster's) counted once per batch (`batch.memo`)."""
+    if (known := batch.memo.get(Coscheduling.name)) is not None:
+        return known
+    pending: dict[str, int] = defaultdict(int)
+    for pod in batch.cluster.pending:
+        if pod.gang is not None:
+            pending[pod.gang] += 1
+    bound: dict[str, int] = defaultdict(int)
+    for pod in batch.cluster.bound:
+        if pod.gang in pending:
+            bound[pod.gang] += 1
+    out = {}
+    for key, count in pending.items():
+        gang = batch.cluster.gangs.get(key)
+        if gang is not None and (reason := waiting_for_members(GangInfo(key, gang.min_member, bound[key], count,
+                                                                         quorum=quorum_name(gang)))) is not None:
+            out[key] = reason
+    batch.memo[Coscheduling.name] = out
+    return out
+
+
+def waiting_for_members(gi: GangInfo) -> str | None:
+    """Why gang gi cannot start whatever the nodes hold: fewer members pending than it needs, None if enough are. No
+    count of the members pending: the message stays the same while they arrive one by one, so the loop patches each
+    member's condition once, not once per arrival (a gang of n created pod by pod: n, not n²/2). Only a new member or
+    its group can help (the kind's hint), so the queue wakes its pods only then."""
     need = gi.min_member - gi.bound
     if gi.pending < need:
         return f"gang {gi.key} could not be completed: waiting for {need} of its members to be pending " \
                f"({_quorum(gi)})"
     return None
+
+
+def quorum_name(gang: Gang) -> str:
+    """What the group calls its minimum: minCount for a scheduling.k8s.io PodGroup, else minMember."""
+    return "minCount" if gang.label == SCHEDULING_GROUP else "minMember"
 
 
 def _quorum(gi: GangInfo) -> str:
@@ -217,8 +248,6 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
     if gi.short_of:  # said with the nodes: room freed anywhere may help it
         return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
                 f"({', '.join(gi.short_of)})"), False
-    if (waiting := _waiting(gi)) is not None:
-        return waiting, False
     head = f"gang {gi.key} could not be completed: needs {need}"
     shape = _members_shape(compiled.problem, g)
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))

@@ -10,7 +10,7 @@ import numpy as np
 from ..ir import Constraint, NodeRule
 from ..model import Node
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, Waiting
+from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Score, ScorePart, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -30,7 +30,7 @@ def rejection(rule: NodeRule) -> Rejection:
                      source=rule.source if rule.source.policy else None)
 
 
-class NodeAffinity(Kind):
+class NodeAffinity(Filter, Score, Requeue):
     name = "NodeAffinity"
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
+from .base import Action, ClassFields, ClusterEvent, Filter, ModelChange, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec
@@ -21,7 +21,7 @@ def lacks(node: Node, required: tuple[str, ...]) -> bool:
     return not set(required).issubset(node.declared_features)
 
 
-class NodeDeclaredFeatures(Kind):
+class NodeDeclaredFeatures(ClassFields, Filter, Requeue):
     name = "NodeDeclaredFeatures"
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_DECLARED_FEATURE),)
 

@@ -20,7 +20,21 @@ from ..ir import Constraint, PodProximity, PodTerm, Source
 from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Colocation, Separation
-from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, ScorePart, Spot, Waiting
+from .base import (
+    Action,
+    ClassLabels,
+    ClusterEvent,
+    Emit,
+    Explain,
+    ModelChange,
+    ReadsPods,
+    Requeue,
+    Resource,
+    Score,
+    ScorePart,
+    Spot,
+    Waiting,
+)
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -83,7 +97,7 @@ class Series:
         return bool(set(self.matcher.matching_all(terms)) - {a} or self.seeders(terms))
 
 
-class InterPodAffinity(Kind, ReadsPods):
+class InterPodAffinity(ClassLabels, ReadsPods, Score, Emit, Explain, Requeue):
     name = "InterPodAffinity"
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),

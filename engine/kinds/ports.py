@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..model import Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
-from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, Spot, Waiting
+from .base import Action, ClassFields, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
-class NodePorts(Kind, ReadsPods):
+class NodePorts(ClassFields, ReadsPods, Emit, Explain, Requeue):
     name = "NodePorts"
     events = (ClusterEvent(Resource.POD, Action.DELETE), ClusterEvent(Resource.NODE, Action.ADD))
     checks = (Check.PORTS,)

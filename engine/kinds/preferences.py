@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import NodeOpening, NodeScore, PodCost
-from .base import Kind, ScorePart
+from .base import Emit, Score, ScorePart
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit
 
 
-class CostPreferences(Kind):
+class CostPreferences(Score, Emit):
     name = "CostPreferences"
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:

@@ -1,6 +1,6 @@
 """Protection from preemption: a policy's `protect from preemption` keeps running pods from ever being victims, and
 `at most N evictions [per namespace] per cycle` caps how many of the pods it covers one cycle may evict (read by
-batch preemption, engine.preempt, through the `guard` phase); a PodDisruptionBudget's disruptions allowed are rows of
+batch preemption, engine.preempt, through the guard phase); a PodDisruptionBudget's disruptions allowed are rows of
 the batch model of preemption (`emit`: a Keep row per budget over the running pods it may evict, engine.preempt.model).
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..ir import EvictionCap, PreemptionRules, Protected, Source
 from ..model import Cluster, Pod
 from ..solve.problem import Keep
-from .base import Guard, Kind
+from .base import ClassFields, Emit, EvictionGuard, Guard
 
 if TYPE_CHECKING:
     from ..view import View
@@ -34,7 +34,7 @@ def cap_key(cap: EvictionCap, pod: Pod) -> tuple[Source, str]:
     return cap.source, pod.namespace if cap.per_namespace else ""
 
 
-class Protection(Kind):
+class Protection(EvictionGuard, ClassFields, Emit):
     name = "Protection"
 
     def guard(self, pod: Pod, rules: PreemptionRules | None) -> Guard:
@@ -71,5 +71,6 @@ class Protection(Kind):
                 served, lowest = min(above)
                 build.problem.keeps.append(Keep(tuple(covered), least, (served, lowest - 1),
                                                 why=f"PodDisruptionBudget {budget.key} allows {budget.allowed}"))
+
 
 KIND = Protection()

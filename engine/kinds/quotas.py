@@ -19,7 +19,7 @@ from .. import tenants as T
 from ..model import Quota
 from ..rejections import Rejection
 from ..solve.problem import Blocker, Budget, Check, Share
-from .base import Action, ClusterEvent, Kind, Resource, Spot
+from .base import Action, ClusterEvent, Emit, Explain, PreFilter, Requeue, Resource, Spot
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -58,7 +58,7 @@ def usage(batch: Batch) -> T.Usage:
     return batch.usage if batch.usage is not None else T.Usage.of(batch.cluster.quotas, batch.cluster.bound)
 
 
-class CapacityScheduling(Kind):
+class CapacityScheduling(PreFilter, Emit, Explain, Requeue):
     name = "CapacityScheduling"
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.ELASTIC_QUOTA, Action.ADD | Action.UPDATE | Action.DELETE))

@@ -22,7 +22,7 @@ import numpy as np
 from ..model import Cluster, Pod, Reservation
 from ..rejections import Rejection, Rejections
 from ..timeline import ends, exempt, rfc3339, takes_from
-from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
+from .base import Action, ClassFields, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 from .resources import shortage
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class Held:
         return takes_from(self.reservation, self.exempt, pod, now)
 
 
-class Reservations(Kind, ReadsPods):
+class Reservations(ClassFields, ReadsPods, Emit, Requeue):
     name = "Reservations"
     # the room a reservation keeps grows as pods leave (or shrink) and as nodes join or grow
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..model import Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
-from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, Spot, Waiting
+from .base import Action, ClassFields, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec, ProblemBuilder
@@ -24,7 +24,7 @@ def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]
     return [shortage(r) for r, want in requests.items() if want > free(r)]
 
 
-class NodeResourcesFit(Kind, ReadsPods):
+class NodeResourcesFit(ClassFields, ReadsPods, Emit, Explain, Requeue):
     name = "NodeResourcesFit"
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE))

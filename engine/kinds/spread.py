@@ -15,7 +15,7 @@ from ..ir import Constraint, SpreadRule
 from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, SpreadConstraint, tolerated
 from ..rejections import Rejection, Rejections
 from ..solve.problem import NO_DOMAIN, Blocker, Check, Spread
-from .base import Action, ClusterEvent, Kind, ModelChange, ReadsPods, Resource, Spot, Waiting
+from .base import Action, ClassLabels, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
 from .node_affinity import hard_rules
 from .taints import tolerations
 
@@ -42,7 +42,7 @@ class SpreadDomains:
     domain_of: np.ndarray  # per node: its eligible domain, NO_DOMAIN if not eligible
 
 
-class PodTopologySpread(Kind, ReadsPods):
+class PodTopologySpread(ClassLabels, ReadsPods, Emit, Explain, Requeue):
     name = "PodTopologySpread"
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.UPDATE_POD_TOLERATION
                            | Action.DELETE),

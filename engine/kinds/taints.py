@@ -10,7 +10,7 @@ import numpy as np
 from ..ir import Constraint, Tolerations
 from ..model import HARD_EFFECTS, Node, Taint, Toleration, tolerated
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, ScorePart, Waiting
+from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Score, ScorePart, Waiting
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -34,7 +34,7 @@ def repelling(taints: tuple[Taint, ...], have: tuple[Toleration, ...]) -> Taint 
     return next((t for t in taints if t.effect in HARD_EFFECTS and not tolerated(have, t)), None)
 
 
-class TaintToleration(Kind):
+class TaintToleration(Filter, Score, Requeue):
     name = "TaintToleration"
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
               ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..model import UNSCHEDULABLE_TAINT_KEY, Node, Taint, tolerated
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, ModelChange, Resource, Waiting
+from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Waiting
 from .taints import tolerations
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ ERR_REASON = "node(s) were unschedulable"
 CORDON = Taint(UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
 
 
-class NodeUnschedulable(Kind):
+class NodeUnschedulable(Filter, Requeue):
     name = "NodeUnschedulable"
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
               ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))

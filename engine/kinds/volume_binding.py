@@ -20,7 +20,7 @@ from ..ir import NodeTerms
 from ..model import ClaimUse, Node, Pod, Volume
 from ..rejections import Rejection, Rejections
 from ..storage import fits, match_claims, node_capacity, provisionable
-from .base import Action, ClusterEvent, Kind, Resource, ScorePart
+from .base import Action, ClassFields, ClusterEvent, Emit, Filter, PreFilter, Requeue, Resource, Score, ScorePart
 
 if TYPE_CHECKING:
     from ..classes import ClassInfo
@@ -65,7 +65,7 @@ def provisioning_mask(use: ClaimUse, view: View, capacity: bool = True) -> np.nd
     return mask
 
 
-class VolumeBinding(Kind):
+class VolumeBinding(ClassFields, PreFilter, Filter, Score, Emit, Requeue):
     name = "VolumeBinding"
     events = (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE),

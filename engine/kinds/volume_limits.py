@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..model import PodVolumes
 from ..rejections import Rejection, Rejections
-from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
+from .base import Action, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 
 if TYPE_CHECKING:
     from ..view import View
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 ERR_REASON = "node(s) exceed max volume count"
 
 
-class NodeVolumeLimits(Kind, ReadsPods):
+class NodeVolumeLimits(ReadsPods, Emit, Requeue):
     name = "NodeVolumeLimits"
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE),

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Limit
 from ..view import Counts
-from .base import Action, ClusterEvent, Kind, ReadsPods, Resource
+from .base import Action, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 
 if TYPE_CHECKING:
     from ..view import View
@@ -19,7 +19,7 @@ ERR_REASON = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOn
               "by another pod")
 
 
-class VolumeRestrictions(Kind, ReadsPods):
+class VolumeRestrictions(ReadsPods, Emit, Requeue):
     name = "VolumeRestrictions"
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..rejections import Rejection, Rejections
 from ..storage import zone_ok
-from .base import Action, ClusterEvent, Kind, Resource
+from .base import Action, ClusterEvent, Filter, Requeue, Resource
 
 if TYPE_CHECKING:
     from .context import Batch, ClassSpec
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 ERR_REASON = "node(s) had no available volume zone"
 
 
-class VolumeZone(Kind):
+class VolumeZone(Filter, Requeue):
     name = "VolumeZone"
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),

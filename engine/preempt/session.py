@@ -18,7 +18,7 @@ from .. import kinds
 from ..compile import Deadline, PolicyRules, compile_cluster
 from ..gangs import disruption_unit
 from ..ir import EvictionCap, PreemptionRules, Source
-from ..kinds import KINDS, Kind
+from ..kinds import GUARDS
 from ..kinds.context import Batch, ClassSpec
 from ..kinds.protection import cap_key
 from ..model import Cluster, Pod
@@ -273,7 +273,7 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
     evictable = evictable_by(preemptors, reclaim)
     found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
-    guarding = [kind for kind in KINDS if type(kind).guard is not Kind.guard]  # kinds with a word on victims
+    guarding = GUARDS  # kinds with a word on victims
     for k, pod in enumerate(fixed.bound):
         if k % SEARCH_CHECK == 0 and deadline.passed():
             return None
@@ -386,7 +386,8 @@ class Feasible:
             return
         going = [c for bucket in self.buckets if session.may_evict(pods[0], bucket[0]) for c in bucket]
         gone = frozenset(c.key for c in going)
-        cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone], pending=pods)
+        cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone], pending=pods,
+                          gangs={})  # the filters alone: the preemptors' gangs have their quorum (short_of_members)
         compiled = compile_cluster(cluster, self.policy, session.deadline, session.view.moved(removed=going).settled(),
                                    self._usage(going))
         unchecked = set(compiled.problem.unchecked)
