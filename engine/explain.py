@@ -55,7 +55,7 @@ class Explanation:
         """Refused before any node was looked at (upstream's PreFilter: a claim or volume not there, a DeviceClass
         missing, a gang short of members) or for an error about an object it needs: what it waits for is an object,
         not room, so no running pod's end can bring its start nearer."""
-        return bool(self.pre_filter) or (bool(self.rejected) and all(r.pre_filter or r.error for r in self.rejected))
+        return bool(self.rejected) and all(r.pre_filter or r.error for r in self.rejected)
 
     def count(self, check: Check | None = None, plugin: str | None = None) -> int:
         """Nodes blocked by a check of the plan, or rejected by a filter plugin."""
