@@ -57,7 +57,6 @@ from dataclasses import dataclass, field, replace
 from . import kinds, preempt_model
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .gangs import disruption_unit
-from .heap import collector_paused
 from .ir import EvictionCap, PreemptionRules, Source
 from .kinds import GUARDS
 from .kinds.context import Batch, ClassSpec
@@ -279,9 +278,7 @@ def _within(deadline: Deadline, share: float) -> Deadline:
 def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,
             progress: Callable[[str], None] | None = None) -> Plan:
     """Steps 2-4 for the pods `plan` left out that may preempt; the plan unchanged when there are none. Within
-    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc). The cyclic garbage
-    collector stays paused, as in make_plan: the stage makes many small objects too (candidates, a ledger copy
-    per unit), and each full pass over a large snapshot costs a good part of a second."""
+    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc)."""
     compiled = plan.details.compiled
     if compiled is None:
         return plan
@@ -290,8 +287,7 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
                   and p.gang not in short]
     if not preemptors:
         return plan
-    with collector_paused():
-        return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
+    return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
 
 
 def _short_of_members(compiled: Compiled) -> frozenset[str]:
