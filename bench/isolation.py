@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import engine.plan  # noqa: E402
+from engine.heap import collector_paused  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
 from engine.planner import Options, plan_batch  # noqa: E402
 from testkit import manifests as m  # noqa: E402
@@ -74,9 +75,10 @@ def poisoned_compile():
 def one(docs: list[dict], time_limit: float) -> tuple[float, int, int]:
     """Seconds from the manifests to the plan, pods placed, pods refused."""
     gc.collect()
-    started = time.perf_counter()
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    plan = plan_batch(cluster, options=Options(time_limit=time_limit, workers=1))
+    with collector_paused():  # as the dry-run runs (engine.cli)
+        started = time.perf_counter()
+        cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+        plan = plan_batch(cluster, options=Options(time_limit=time_limit, workers=1))
     return time.perf_counter() - started, len(plan.assignments), len(plan.unschedulable)
 
 

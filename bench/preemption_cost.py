@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path.cwd()
 sys.path[:0] = [str(ROOT)]
 
+from engine.heap import collector_paused  # noqa: E402
 from engine.load import build_cluster  # noqa: E402
 from engine.planner import Options, plan_batch  # noqa: E402
 from testkit.manifests import anti, node, pod, spread, term  # noqa: E402
@@ -56,8 +57,9 @@ def main() -> int:
             cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(snapshot(workload, nodes))])
             times, plan = [], None
             for _ in range(args.repeats):
-                started = time.perf_counter()
-                plan = plan_batch(cluster, options=Options(time_limit=args.time_limit, workers=1))
+                with collector_paused():  # as the dry-run plans (engine.cli) and the loop's cycle (engine.loop.runtime)
+                    started = time.perf_counter()
+                    plan = plan_batch(cluster, options=Options(time_limit=args.time_limit, workers=1))
                 times.append(time.perf_counter() - started)
             assert plan is not None
             said = (plan.stats.preemption.model or "") if plan.stats.preemption else ""

@@ -621,6 +621,7 @@ def engine_once(docs_path: Path, time_limit: float) -> dict[str, Any]:
 
     import engine
     from engine.compile import compile_cluster
+    from engine.heap import collector_paused
     from engine.load import build_cluster
     from engine.plan import make_plan
 
@@ -630,12 +631,14 @@ def engine_once(docs_path: Path, time_limit: float) -> dict[str, Any]:
     gc.enable()
     gc.collect()
     wall, cpu = time.perf_counter(), time.process_time()
-    compiled = compile_cluster(cluster)
+    with collector_paused():  # as the dry-run (engine.cli) and the loop's cycle (engine.loop.runtime) compile
+        compiled = compile_cluster(cluster)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     classes = len(compiled.classes)
     del compiled
     started = time.perf_counter()
-    stats = make_plan(cluster, None, time_limit=time_limit).stats
+    with collector_paused():
+        stats = make_plan(cluster, None, time_limit=time_limit).stats
     stats = stats.to_dict() if hasattr(stats, "to_dict") else stats  # a checkout before Stats: already the dict
     return {"engine": str(Path(engine.__file__).parent), "compile": wall, "compile_cpu": cpu, "classes": classes,
             "plan": time.perf_counter() - started, "phases": stats.get("phases", {}), "placed": stats["placed"],

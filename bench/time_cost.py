@@ -124,7 +124,7 @@ def _cycles(cluster: Cluster, batches: list[list], kept: PodTable, columns, lowe
         view = View(PodTable(  # each cycle's own, from the parts the loop's cache keeps
             kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
             kept.special, columns.copy()))
-        with collector_paused():  # as the loop's plan stage runs a cycle
+        with collector_paused():  # as the loop runs a cycle (engine.loop.runtime)
             began = time.perf_counter()
             plan = plan_batch(batch_cluster, options=options, view=view, lowest=lowest)
             took = time.perf_counter() - began
@@ -155,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         plain, timed, held, estimated, placed = [], [], 0, 0, ("", "")
         for _ in range(args.repeats):
             for now in ((None, seconds(NOW)) if len(plain) % 2 == 0 else (seconds(NOW), None)):  # each first in turn
-                started = time.perf_counter()
-                plan = plan_batch(replace(cluster, now=now), options=options)
+                with collector_paused():  # as the dry-run plans (engine.cli)
+                    started = time.perf_counter()
+                    plan = plan_batch(replace(cluster, now=now), options=options)
                 (plain if now is None else timed).append(time.perf_counter() - started)
                 if now is None:
                     placed = (str(len(plan.assignments)), placed[1])

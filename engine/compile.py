@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
-from .heap import collector_paused
 from .kinds import EMITTERS, FILTERS, PRE_FILTERS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
@@ -107,9 +106,7 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadlin
     already (preemption re-plans on views of one table); it must describe `cluster.nodes` and `cluster.bound`;
     `usage`, what the bound pods use of `cluster.quotas`, likewise (the loop keeps it across cycles).
     """
-    with collector_paused():
-        return _compile(cluster, policy, deadline or Deadline(), view or View.of(cluster.nodes, cluster.bound),
-                        usage)
+    return _compile(cluster, policy, deadline or Deadline(), view or View.of(cluster.nodes, cluster.bound), usage)
 
 
 def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, view: View,

@@ -20,7 +20,6 @@ import yaml
 
 from .convert.fields import describe, show_value
 from .field_validation import UnknownFields, schemas
-from .heap import collector_paused
 from .ir import GangRules
 from .load import DEFAULT_SCHEDULER, InputError, build_cluster
 from .model import Cluster
@@ -329,7 +328,7 @@ def _flatten(docs: Iterable[Any], name: str, lines: dict[int, int], depth: int =
 
 def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, gangs: GangRules | None = None,
                  strict: bool = False) -> Cluster:
-    """Read every file and build one cluster model (objects from all files are merged), the collector paused.
+    """Read every file and build one cluster model (objects from all files are merged).
 
     Fields an object's schema does not have (engine.field_validation) are ignored and said in notes, first in
     `cluster.notes`; with `strict` they are an InputError naming the first object, as the apiserver's strict field
@@ -337,17 +336,16 @@ def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, 
     schemas lack, and is still right."""
     docs: list[tuple[str, dict[str, Any]]] = []
     unknown: list[UnknownFields] = []
-    with collector_paused():
-        for path in paths:
-            name = "<stdin>" if path == "-" else path
-            text = _read_text(path, name)
-            parsed = _parse(text, name)
-            unknown += _unknown_fields(parsed, text)
-            docs.extend(parsed.objects)
-        if unknown and strict:
-            raise InputError(str(unknown[0]), unknown[0].source, more=len(unknown) - 1,
-                             more_what="object(s) with unknown fields")
-        cluster = build_cluster(docs, scheduler_name, gangs)
+    for path in paths:
+        name = "<stdin>" if path == "-" else path
+        text = _read_text(path, name)
+        parsed = _parse(text, name)
+        unknown += _unknown_fields(parsed, text)
+        docs.extend(parsed.objects)
+    if unknown and strict:
+        raise InputError(str(unknown[0]), unknown[0].source, more=len(unknown) - 1,
+                         more_what="object(s) with unknown fields")
+    cluster = build_cluster(docs, scheduler_name, gangs)
     cluster.notes[:0] = unknown_field_notes(unknown)
     return cluster
 

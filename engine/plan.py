@@ -13,7 +13,6 @@ from typing import Any
 
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
-from .heap import collector_paused
 from .kinds import RESERVES
 from .model import Cluster, Pod, Reservation
 from .solve import solve
@@ -244,13 +243,11 @@ def make_plan(
     usage: Usage | None = None,
     on_placed: OnPlaced | None = None,
 ) -> Plan:
-    """Compile and solve within `time_limit` seconds in all (compiling counts against it). The cyclic garbage
-    collector stays paused throughout, not only in compile: the starting plans and the CP-SAT model make
-    many small objects too, and each full pass over a 20,000-node snapshot costs a good part of a second.
-    `on_placed` is given the placements (`placed_plan`) before the pods left out are explained."""
-    with collector_paused():
-        return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, view, preference_limit, usage,
-                          on_placed)
+    """Compile and solve within `time_limit` seconds in all (compiling counts against it). `on_placed` is given
+    the placements (`placed_plan`) before the pods left out are explained. The cyclic collector is the process's
+    owner's to pause, not planning's (engine.cli for a one-shot command, engine.loop.runtime per cycle)."""
+    return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, view, preference_limit, usage,
+                      on_placed)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,

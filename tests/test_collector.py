@@ -1,4 +1,4 @@
-"""The collector's full passes run at quiet moments, not in the middle of a stream (engine.loop.collector).
+"""The collector's full passes run at quiet moments, not in the middle of a stream (engine.loop.runtime).
 
 The collector itself is the real one: these tests make cyclic garbage, let CPython collect its young generations as
 it does, and watch which generations it walks (gc.callbacks)."""
@@ -10,8 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engine.loop.collector import NEVER, FullPasses
-from engine.loop.pace import GilPace
+from engine.loop.runtime import NEVER, RuntimePolicy
 
 
 class Clock:
@@ -32,7 +31,7 @@ def full_passes_seen() -> Iterator[list[int]]:
             seen.append(info["generation"])
 
     thresholds = gc.get_threshold()
-    was_enabled = gc.isenabled()
+    was_enabled, was_frozen = gc.isenabled(), gc.get_freeze_count()
     gc.enable()
     gc.collect()
     gc.callbacks.append(note)
@@ -40,6 +39,8 @@ def full_passes_seen() -> Iterator[list[int]]:
         yield seen
     finally:
         gc.callbacks.remove(note)
+        if not was_frozen:
+            gc.unfreeze()  # (`started` froze the heap)
         gc.set_threshold(*thresholds)
         if not was_enabled:
             gc.disable()
@@ -56,58 +57,55 @@ def churn(middle_passes: int) -> None:
             kept.append([a] if len(kept) < 50_000 else None)
 
 
-def test_engaged_no_full_pass_runs_by_itself_and_a_quiet_moment_runs_one(full_passes_seen: list[int]) -> None:
+def test_once_started_no_full_pass_runs_by_itself_and_a_quiet_moment_runs_one(full_passes_seen: list[int]) -> None:
     clock = Clock()
-    pace = GilPace(clock=clock)
-    passes = FullPasses(pace, quiet=1.0, gap=30.0, every=300.0)
-    passes.engage()
+    runtime = RuntimePolicy(clock=clock, quiet=1.0, gap=30.0, every=300.0, set_interval=lambda _: None)
+    runtime.started()
     assert gc.get_threshold()[2] == NEVER
-    churn(25)  # without engage, CPython would have walked the oldest generation at least twice by now
+    churn(25)  # without `started`, CPython would have walked the oldest generation at least twice by now
     assert 2 not in full_passes_seen and 1 in full_passes_seen  # the young generations are collected as before
     assert gc.get_count()[2] >= 25
-    clock.now += 31  # 31 s since engaged, and no pod in hand for as long
-    assert passes.tick()
-    assert full_passes_seen[-1] == 2 and gc.get_count()[2] == 0 and passes.runs == 1
+    clock.now += 31  # 31 s since started, and no pod in hand for as long
+    assert runtime.tick()
+    assert full_passes_seen[-1] == 2 and gc.get_count()[2] == 0 and runtime.full_passes == 1
 
 
 def test_no_full_pass_while_pods_are_in_hand_until_every_seconds_passed(full_passes_seen: list[int]) -> None:
     clock = Clock()
-    pace = GilPace(clock=clock)
-    passes = FullPasses(pace, quiet=1.0, gap=30.0, every=300.0)
-    passes.engage()
+    runtime = RuntimePolicy(clock=clock, quiet=1.0, gap=30.0, every=300.0, set_interval=lambda _: None)
+    runtime.started()
     churn(12)
-    with pace.holding(1):  # a stream: a pod in hand at every tick
+    with runtime.holding(1):  # a stream: a pod in hand at every tick
         clock.now += 100
-        assert not passes.tick()
-    with pace.holding(1):
+        assert not runtime.tick()
+    with runtime.holding(1):
         clock.now += 0.5
-    assert pace.quiet_for() == 0.0
-    assert not passes.tick()  # let go just now: not quiet yet
+    assert runtime.quiet_for() == 0.0
+    assert not runtime.tick()  # let go just now: not quiet yet
     clock.now += 0.5
-    assert pace.quiet_for() == 0.5 and not passes.tick()
+    assert runtime.quiet_for() == 0.5 and not runtime.tick()
     assert 2 not in full_passes_seen
-    with pace.holding(1):
-        clock.now += 200  # 300.5 s since engaged: due however busy
-        assert passes.tick()
+    with runtime.holding(1):
+        clock.now += 200  # 300.5 s since started: due however busy
+        assert runtime.tick()
     assert full_passes_seen[-1] == 2
 
 
 def test_quiet_moments_collect_only_what_has_grown_and_at_most_every_gap_seconds(full_passes_seen: list[int]) -> None:
     clock = Clock()
-    pace = GilPace(clock=clock)
-    passes = FullPasses(pace, quiet=1.0, gap=30.0, every=300.0, passes=10)
-    passes.engage()
+    runtime = RuntimePolicy(clock=clock, quiet=1.0, gap=30.0, every=300.0, passes=10, set_interval=lambda _: None)
+    runtime.started()
     churn(3)
     clock.now += 60
-    assert not passes.tick()  # quiet and past the gap, but the old generation has hardly grown
+    assert not runtime.tick()  # quiet and past the gap, but the old generation has hardly grown
     churn(10)
-    assert passes.tick()
+    assert runtime.tick()
     churn(10)
     clock.now += 10
-    assert not passes.tick()  # quiet, grown, but 10 s after the last full pass
+    assert not runtime.tick()  # quiet, grown, but 10 s after the last full pass
     clock.now += 20
-    assert passes.tick()
-    assert full_passes_seen.count(2) == 2 and passes.runs == 2
+    assert runtime.tick()
+    assert full_passes_seen.count(2) == 2 and runtime.full_passes == 2
 
 
 def test_a_paused_stage_leaves_the_collector_as_it_found_it() -> None:

@@ -109,14 +109,14 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
     """The cyclic collector is paused while the first lists decode and convert (each collection walked the growing
     heap again), what startup made is moved out of its reach before the first cycle (a full collection walked it
     all again, stalling every thread for 0.07–0.12 s at 200 nodes), and a thread waiting for the GIL gets it after
-    1 ms, not 5, while few pods are in hand (engine.loop.pace; BENCHMARKS.md, issue 30)."""
+    1 ms, not 5, while few pods are in hand (engine.loop.runtime; BENCHMARKS.md, issue 30). Once `run` stops, the
+    process's settings are as they were."""
     import gc
     import sys
     from types import SimpleNamespace
 
-    from engine.loop.collector import NEVER
     from engine.loop.command import _serve
-    from engine.loop.pace import GilPace
+    from engine.loop.runtime import NEVER, RuntimePolicy
 
     seen: dict[str, int] = {}
     stop = threading.Event()
@@ -125,7 +125,7 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
         settings = SimpleNamespace(profiles=[SimpleNamespace(name="policy-scheduler")])
         loops = ()
         leading = threading.Event()
-        pace = GilPace()
+        runtime = RuntimePolicy()
 
         def start_watches(self, stop):
             seen["collecting while listing"] = gc.isenabled()
@@ -141,19 +141,20 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
             seen["loops"] = gc.get_freeze_count()
             seen["switch"] = sys.getswitchinterval()
             seen["collecting"] = gc.isenabled()
+            seen["full passes"] = gc.get_threshold()[2]
             stop.set()
 
     gc.unfreeze()
     interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
     try:
         assert _serve(Scheduler(), None, stop, None) == 0  # type: ignore[arg-type]
-        seen["full passes"] = gc.get_threshold()[2]
+        after = sys.getswitchinterval(), gc.get_threshold(), gc.get_freeze_count()
     finally:
         gc.unfreeze()
         sys.setswitchinterval(interval)
         gc.set_threshold(*thresholds)
-    assert seen["full passes"] == NEVER  # only at quiet moments from now on (engine.loop.collector)
+    assert seen["full passes"] == NEVER  # only at quiet moments from then on (RuntimePolicy.tick)
     assert seen["synced"] == 0 and seen["loops"] > 1000
     assert interval == 0.005 and seen["switch"] == 0.001
     assert not seen["collecting while listing"] and not seen["collecting while syncing"] and seen["collecting"]
-    assert gc.isenabled()
+    assert after == (interval, thresholds, 0) and gc.isenabled()

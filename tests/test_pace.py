@@ -1,23 +1,40 @@
-"""The GIL's switch interval follows the pods the loop has in hand (engine.loop.pace)."""
+"""The GIL's switch interval follows the pods the loop has in hand, and writes that can wait wait for a moment with
+none (engine.loop.runtime)."""
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from engine.loop.pace import GilPace
 from engine.loop.queue import QueueConfig
+from engine.loop.runtime import RuntimePolicy
 from engine.loop.scheduler import Profile, Scheduler, Settings
 from loopfake import FakeAPI, node, pod
 
 
+@contextmanager
+def started(runtime: RuntimePolicy) -> Iterator[RuntimePolicy]:
+    """`runtime` past its startup (the heap frozen, full passes its own), and the process as it was after."""
+    runtime.started()
+    try:
+        yield runtime
+    finally:
+        runtime.restore()
+
+
 def test_the_interval_is_short_while_few_pods_are_in_hand_and_the_default_while_a_large_batch_is() -> None:
     set_to: list[float] = []
-    pace = GilPace(quick=0.001, busy=0.005, many=64)
+    pace = RuntimePolicy(quick=0.001, busy=0.005, many=64, set_interval=set_to.append)
     with pace.holding(100):
         pass
-    assert set_to == []  # not engaged: the process's interval is left alone (tests, the dry-run)
-    pace.engage(set_to.append)
-    assert set_to == [0.001]
+    assert set_to == []  # not started: the process's interval is left alone (tests, benches)
+    with started(pace):
+        assert set_to == [0.001]
+        _hold_a_stream_then_batches(pace, set_to)
+
+
+def _hold_a_stream_then_batches(pace: RuntimePolicy, set_to: list[float]) -> None:
     with pace.holding(1), pace.holding(3):  # a stream: a pod or a few at a time
         assert set_to == [0.001]
     with pace.holding(40):  # a cycle of 40 while 30 of the last one bind: 70 in hand
@@ -31,18 +48,16 @@ def test_the_interval_is_short_while_few_pods_are_in_hand_and_the_default_while_
 
 def test_a_failing_block_gives_its_pods_back() -> None:
     set_to: list[float] = []
-    pace = GilPace(many=1)
-    pace.engage(set_to.append)
-    try:
-        with pace.holding(5):
+    pace = RuntimePolicy(many=1, set_interval=set_to.append)
+    with started(pace):
+        with pytest.raises(RuntimeError), pace.cycle(5):
             raise RuntimeError("cycle failed")
-    except RuntimeError:
-        pass
-    assert pace.interval == pace.quick and set_to[-1] == pace.quick
+        assert pace.interval == pace.quick and set_to[-1] == pace.quick
+        assert pace.wait_quiet(0.0)  # none in hand: writes that wait go
 
 
 def test_binds_and_cycles_from_many_threads_add_up() -> None:
-    pace = GilPace(many=10)
+    pace = RuntimePolicy(many=10)
     inside = threading.Barrier(4)
     seen: list[float] = []
 
@@ -60,13 +75,13 @@ def test_binds_and_cycles_from_many_threads_add_up() -> None:
     assert seen == [pace.busy] * 4 and pace.interval == pace.quick  # 12 in hand at once; none after
 
 
-def _loop_with_pods(pods: int) -> tuple[Scheduler, FakeAPI, list[str]]:
+def _loop_with_pods(pods: int, set_to: list[float]) -> tuple[Scheduler, FakeAPI, list[str]]:
     api = FakeAPI(emit_binds=False)
     api.put("Node", node("n1", cpu="100"))
     for i in range(pods):
         api.put("Pod", pod(f"p{i}", cpu="100m"))
     s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0), time_limit=2),
-                  pace=GilPace(many=64))
+                  runtime=RuntimePolicy(many=64, set_interval=set_to.append))
     for r in s.resources:
         s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
     return s, api, [f"default/p{i}" for i in range(pods)]
@@ -76,31 +91,32 @@ def _loop_with_pods(pods: int) -> tuple[Scheduler, FakeAPI, list[str]]:
 def test_the_loop_counts_a_cycles_batch_and_its_binds_as_in_hand(pods: int, busy: bool) -> None:
     """A cycle of 70 pods (above 64) is planned at CPython's interval and so are its 70 binds sent, on the bind
     stage's threads, also after the cycle has returned; a cycle of 3 and its binds keep the short one."""
-    s, api, keys = _loop_with_pods(pods)
     set_to: list[float] = []
-    s.pace.engage(set_to.append)
+    s, api, keys = _loop_with_pods(pods, set_to)
+    pace = s.runtime
     at_bind: list[float] = []
     bind = api.bind
-    api.bind = lambda *a: (at_bind.append(s.pace.interval), bind(*a))[1]  # type: ignore[method-assign]
+    api.bind = lambda *a: (at_bind.append(pace.interval), bind(*a))[1]  # type: ignore[method-assign]
     at_plan: list[float] = []
     planner = s.loops[0].planner
     plan = planner.plan
-    planner.plan = lambda *a: (at_plan.append(s.pace.interval), plan(*a))[1]  # type: ignore[method-assign]
-    s.loops[0].cycle_isolated(keys)
-    s.loops[0].flush_binds()
-    s.events.close()
+    planner.plan = lambda *a: (at_plan.append(pace.interval), plan(*a))[1]  # type: ignore[method-assign]
+    with started(pace):
+        s.loops[0].cycle_isolated(keys)
+        s.loops[0].flush_binds()
+        s.events.close()
+        assert set_to[0] == set_to[-1] == pace.quick and (pace.busy in set_to) == busy  # and back once done
     assert len(api.binds) == pods
-    assert at_plan == [s.pace.busy if busy else s.pace.quick]
-    assert at_bind == [s.pace.busy if busy else s.pace.quick] * pods
-    assert set_to[0] == set_to[-1] == s.pace.quick and (s.pace.busy in set_to) == busy  # and back once done
+    assert at_plan == [pace.busy if busy else pace.quick]
+    assert at_bind == [pace.busy if busy else pace.quick] * pods
 
 
 def test_an_outbox_write_waits_for_a_moment_with_no_pod_in_hand() -> None:
     """A Scheduled event does not share the GIL and the apiserver with the next pod's cycle and bind."""
     from engine.loop.binder import Outbox
 
-    pace, written = GilPace(), threading.Event()
-    box = Outbox(workers=1, pace=pace, defer=30.0)
+    pace, written = RuntimePolicy(), threading.Event()
+    box = Outbox(workers=1, runtime=pace, defer=30.0)
     with pace.holding(1):
         box.submit(written.set)
         assert not written.wait(0.2)  # a pod is in hand: the write waits
@@ -112,8 +128,8 @@ def test_an_outbox_write_waits_at_most_defer_seconds_while_pods_stay_in_hand() -
     """In a batch arrival pods are always in hand: writes flow `defer` seconds late, not never."""
     from engine.loop.binder import Outbox
 
-    pace, written = GilPace(), threading.Event()
-    box = Outbox(workers=1, pace=pace, defer=0.3)
+    pace, written = RuntimePolicy(), threading.Event()
+    box = Outbox(workers=1, runtime=pace, defer=0.3)
     with pace.holding(500):
         box.submit(written.set)
         assert not written.wait(0.1)
@@ -121,7 +137,7 @@ def test_an_outbox_write_waits_at_most_defer_seconds_while_pods_stay_in_hand() -
     box.close()
 
 
-def test_without_a_pace_an_outbox_writes_at_once() -> None:
+def test_without_a_runtime_an_outbox_writes_at_once() -> None:
     from engine.loop.binder import Outbox
 
     written = threading.Event()
@@ -135,8 +151,8 @@ def test_a_pods_condition_is_written_at_once_while_its_event_waits_for_a_quiet_m
     """A PodScheduled=False held back could land after the pod's Binding and mark a bound pod unschedulable."""
     from engine.loop.binder import EventSink
 
-    api, pace = FakeAPI(), GilPace()
-    sink = EventSink(api, pace=pace)
+    api, pace = FakeAPI(), RuntimePolicy()
+    sink = EventSink(api, runtime=pace)
     waiting = api.put("Pod", pod("a"))
     with pace.holding(1):  # another pod in a cycle
         sink.unschedulable(waiting, "gang ns/g could not be completed")

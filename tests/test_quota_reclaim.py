@@ -258,6 +258,21 @@ def test_a_gang_larger_than_the_borrowed_room_is_not_reclaimed_at_all() -> None:
     assert valid(docs, plan) == []
 
 
+def test_a_victim_given_back_takes_back_the_room_a_borrower_was_planned_in() -> None:
+    """t0 (no min) borrows 6 of t1's min of 8; t1 reclaims. The re-plan without two t0 victims also lets t0's own
+    pending pod borrow a cpu the second victim freed; that victim is not needed by t1, so it comes back, and with it
+    the room t0's pod borrowed: t0's pod is taken out again (else the tenants' borrowing exceeds the idle mins)."""
+    docs = [node("n0", cpu="1"), node("n1", cpu="3"), elastic_quota("t1", {"cpu": "8"}), elastic_quota("t0", {})]
+    docs += [pod("p0", cpu="1", ns="t0"), pod("p1", cpu="2", ns="t0", node_name="n0"),
+             pod("p2", cpu="3", ns="t0", node_name="n0"), pod("p6", cpu="1", ns="t0", node_name="n0"),
+             pod("p3", cpu="1", ns="t1"), pod("p4", cpu="1", ns="t1"), pod("p5", cpu="2", ns="t1"),
+             pod("p7", cpu="2", ns="t1", node_name="n0")]
+    plan = plan_for(*docs)
+    assert victims(plan) == {"t0/p2"}
+    assert set(plan.assignments) == {"t1/p3", "t1/p4"}
+    assert valid(docs, plan) == []
+
+
 # --- the command line ---------------------------------------------------------------------------------------------
 
 def test_dry_run_names_the_quota_reclaimed_for(tmp_path) -> None:

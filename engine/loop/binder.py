@@ -22,9 +22,9 @@ from ..dra import ClaimAllocation
 from ..objects import NATIVE_POD_GROUP
 from ..storage import VolumeStep
 from .devices import ClaimPreBind
-from .pace import GilPace
 from .ports import ApiResult, ClusterAPI, Obj
 from .recorder import EventRecorder, Write, event_name
+from .runtime import RuntimePolicy
 from .store import Store, meta, node_of, pod_key
 from .volumes import VolumePreBind
 
@@ -71,18 +71,18 @@ class Outbox:
     kube-scheduler's event broadcaster drops the same way. Few writers (2) against many binders (16) keep the
     apiserver's time for bindings; the backlog drains after the batch.
 
-    Given the loop's `pace`, a write also waits (up to `defer` seconds after it was submitted) for a moment with no
-    pod in hand: in a stream the next pod's cycle and bind then do not share the GIL, nor the apiserver, with the
-    last pod's Scheduled event. In a batch, where pods are always in hand, the writes flow `defer` seconds late.
-    Only writes whose lateness harms nothing (events) take a pace (`EventSink`).
+    Given the process's `runtime` (engine.loop.runtime), a write also waits (up to `defer` seconds after it was
+    submitted) for a moment with no pod in hand: in a stream the next pod's cycle and bind then do not share the GIL,
+    nor the apiserver, with the last pod's Scheduled event. In a batch, where pods are always in hand, the writes flow
+    `defer` seconds late. Only writes whose lateness harms nothing (events) wait so (`EventSink`).
     """
 
     def __init__(self, workers: int = EVENT_WRITERS, capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None,
-                 pace: GilPace | None = None, defer: float = DEFER, clock: Callable[[], float] = time.monotonic,
+                 runtime: RuntimePolicy | None = None, defer: float = DEFER, clock: Callable[[], float] = time.monotonic,
                  name: str = "events"):
         self._queue: queue.Queue[tuple[Callable[..., object], tuple[object, ...], float] | None] = queue.Queue(capacity)
         self._on_drop = on_drop
-        self._pace, self._defer, self._clock = pace, defer, clock
+        self._runtime, self._defer, self._clock = runtime, defer, clock
         self._threads = [threading.Thread(target=self._drain, name=f"{name}-{i}", daemon=True) for i in range(workers)]
         for thread in self._threads:
             thread.start()
@@ -96,8 +96,8 @@ class Outbox:
     def _drain(self) -> None:
         while (item := self._queue.get()) is not None:
             call, args, submitted = item
-            if self._pace is not None and (left := submitted + self._defer - self._clock()) > 0:
-                self._pace.wait_quiet(left)
+            if self._runtime is not None and (left := submitted + self._defer - self._clock()) > 0:
+                self._runtime.wait_quiet(left)
             try:
                 call(*args)
             except Exception as exc:
@@ -114,7 +114,7 @@ class Outbox:
 class EventSink:
     """Events and conditions go out through outboxes of their own: a slow event never delays a bind.
 
-    Events wait for a moment with no pod in hand (`Outbox`, given the loop's pace); status writes (a pod's
+    Events wait for a moment with no pod in hand (`Outbox`, given the process's runtime policy); status writes (a pod's
     PodScheduled=False, a nomination, a PodGroup's conditions) go at once, through a second outbox: a condition
     held back could land after the pod's Binding and mark a bound pod unschedulable.
 
@@ -125,9 +125,9 @@ class EventSink:
 
     def __init__(self, api: ClusterAPI, workers: int = EVENT_WRITERS, clock: Callable[[], float] = time.monotonic,
                  capacity: int = 10_000, on_drop: Callable[[], None] = lambda: None, min_interval: float = 10.0,
-                 pace: GilPace | None = None):
+                 runtime: RuntimePolicy | None = None):
         self.api = api
-        self.outbox = Outbox(workers, capacity, on_drop, pace)  # events
+        self.outbox = Outbox(workers, capacity, on_drop, runtime)  # events
         self.status = Outbox(STATUS_WRITERS, capacity, on_drop, name="status")
         self._recorder = EventRecorder(clock, min_interval=min_interval)
         self._writing: set[str] = set()  # pods whose FailedScheduling write is under way
@@ -264,9 +264,9 @@ def _failed_condition(pod: Obj) -> tuple[str, str] | None:
 
 class Binder:
     def __init__(self, api: ClusterAPI, store: Store, events: EventSink, workers: int = 16,
-                 pool: Executor | None = None, pace: GilPace | None = None):
+                 pool: Executor | None = None, runtime: RuntimePolicy | None = None):
         self.api = api
-        self.pace = pace or GilPace()
+        self.runtime = runtime or RuntimePolicy()  # a bind call's placements are pods in hand
         self.store = store
         self.events = events
         self.pool = pool or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
@@ -277,7 +277,7 @@ class Binder:
         """Bind every placement (the caller assumed them); failed ones are forgotten in the store."""
         report = BindReport()
         ready = self._drop_stale_gangs(placements, report)
-        with self.pace.holding(len(ready)):
+        with self.runtime.holding(len(ready)):
             results = [r for chain in self._bind_chains(_claim_chains(ready)) for r in chain]
         for placement, result in results:
             self._settle(placement, result, report)

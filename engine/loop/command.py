@@ -8,7 +8,6 @@ gracefully: the cycle in progress finishes, binds and events are flushed, the le
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import os
 import signal
@@ -22,10 +21,9 @@ import click
 from click.core import ParameterSource
 
 from ..flags import Name, PolicySource, Seconds, name_problem, policy_source
-from ..heap import collector_paused
 from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 from ..solve import load_solver
-from .collector import FullPasses
+from .runtime import RuntimePolicy
 
 if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
     from .leader import LeaderElector
@@ -163,7 +161,7 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
         api = KubeAPI(load_client(kubeconfig, pool_size=connections(settings)))
     except ConfigError as exc:
         _fail(str(exc))
-    scheduler = Scheduler(api, settings)
+    scheduler = Scheduler(api, settings, runtime=RuntimePolicy())  # how this process is tuned, phase by phase
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -201,17 +199,35 @@ def _identity() -> str:
 
 def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.Event,
            health: HealthServer | None) -> int:
-    """Watch, (wait for leadership,) schedule until stopped; returns the exit code."""
+    """Watch, (wait for leadership,) schedule until stopped; returns the exit code. The process is tuned by the
+    scheduler's runtime policy (engine.loop.runtime), phase by phase: startup, cycles, quiet moments, the end."""
     names = ",".join(p.name for p in scheduler.settings.profiles)
     log.info("starting profiles=%s leader_elect=%s", names, elector is not None)
-    with collector_paused():  # until the caches sync: see _tune_interpreter
+    runtime = scheduler.runtime
+    try:
+        if not _start(scheduler, stop, runtime):
+            return _stop(scheduler, None, health, 0)
+        return _schedule(scheduler, elector, stop, health, runtime)
+    finally:
+        runtime.restore()
+
+
+def _start(scheduler: Scheduler, stop: threading.Event, runtime: RuntimePolicy) -> bool:
+    """The solver loaded, the watches started and the caches synced (False: stopped first)."""
+    with runtime.starting():
         load_solver()
         scheduler.start_watches(stop)  # standbys keep their caches warm: takeover needs no relist
         while not scheduler.wait_synced(stop, timeout=5.0):
             if stop.is_set():
-                return _stop(scheduler, None, health, 0)
+                return False
             log.info("waiting for caches to sync")
-        passes = _tune_interpreter(scheduler)
+        runtime.started()
+    return True
+
+
+def _schedule(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.Event,
+              health: HealthServer | None, runtime: RuntimePolicy) -> int:
+    """(Wait for leadership,) run the loops until stopped; the main thread gives the runtime its quiet moments."""
     lost = threading.Event()
     if elector is not None:
         if not elector.acquire(stop, waiting=scheduler.refresh_policies):
@@ -223,29 +239,8 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     scheduler.start_loops(stop)
     _log_profiles(scheduler)
     while not stop.wait(0.5):
-        passes.tick()
+        runtime.tick()
     return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
-
-
-def _tune_interpreter(scheduler: Scheduler) -> FullPasses:
-    """Before the first cycle, three settings for a process whose threads mostly wait on the apiserver:
-
-    - What startup made (modules, the solver, the first lists) leaves the cyclic collector's reach (gc.freeze, as
-      for a server's pre-fork heap). Each full collection walked it all again, stalling every thread, the watches
-      and binds too, for 0.07–0.12 s several times in a 10-second stream at 200 nodes; after it, 0.03 s. Until
-      now the collector was paused (`_serve`): the first lists decode and convert millions of containers and no
-      cycles, and each collection their allocations set off walked the growing heap again (the 25,000-pod list's
-      JSON decodes in 1.0–1.3 s with the collector running, 0.2–0.26 s without). Nor is the heap collected before
-      it is frozen: at 5,000 nodes × 25,000 pods that pass took 0.5–1.5 s and found ~1,200 unreachable objects.
-    - The GIL's switch interval follows the pods in hand (engine.loop.pace): 1 ms while few are, so a watch or bind
-      thread whose answer has come does not wait 5 ms for a cycle; CPython's 5 ms while a large batch is.
-    - The collector's full passes, which walk all the loop has added since, run at quiet moments only
-      (engine.loop.collector): the returned FullPasses is ticked by the main thread."""
-    gc.freeze()
-    scheduler.pace.engage(sys.setswitchinterval)
-    passes = FullPasses(scheduler.pace)
-    passes.engage()
-    return passes
 
 
 def _log_profiles(scheduler: Scheduler) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
-from ..heap import collector_paused
 from ..ir import Rules
 from ..kinds.base import ModelChange
 from ..model import Cluster, Pod, Reservation
@@ -68,7 +67,7 @@ class PlanStage:
         """Plan `batch` with `rules` and assume its placements. With `bind_early`, the placements are assumed and
         handed to it as soon as they are final, while the pods left out are explained and preemption runs."""
         started = time.perf_counter()
-        with self.lock, collector_paused():
+        with self.lock:  # (the collector is paused by the cycle: engine.loop.runtime)
             pods = {key: obj for key in batch if (obj := self.store.get("Pod", *key.split("/", 1))) is not None}
             snapshot = self.cache.snapshot([(source_name("Pod", *k.split("/", 1)), o) for k, o in pods.items()],
                                            self.name, rules.gangs, rules.quotas)

@@ -25,13 +25,13 @@ from .cache import ClusterCache
 from .feed import QueueFeed, pod_updated
 from .groups import GroupStatus
 from .metrics import Metrics, State
-from .pace import GilPace
 from .plan_stage import PlanStage
 from .policies import KEPT_VERSION, PolicyHolder, Standing, kept_patch
 from .ports import ClusterAPI, Obj, WatchTarget
 from .profile import Profile, Settings, head_rank, unit_of
 from .queue import PodQueue
 from .reports import Outcome, PolicyCondition, Reporter
+from .runtime import RuntimePolicy
 from .store import Change, Store
 from .sync import Reflector
 
@@ -55,7 +55,7 @@ class ProfileLoop:
     cycle_lock: threading.Lock
     cache: ClusterCache
     announce: Callable[[ModelChange], None]  # a change this loop made (a pod assumed): every profile's queue hears it
-    pace: GilPace  # the pods in hand set the GIL's switch interval
+    runtime: RuntimePolicy  # the process's tuning: entered once per cycle (`cycle_isolated`)
     on_standing: Callable[[], None] = lambda: None  # what a profile schedules with changed (the pod's condition)
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
@@ -109,17 +109,18 @@ class ProfileLoop:
         """A cycle whose failure is narrowed to its culprits: planning errors are (plan_batch refuses the pods
         it raises for); anything else that raises (the snapshot, what follows the plan) fails the cycle, which
         is then bisected by queue units into cycles of their own (engine.isolation.culprits), so everyone else
-        is still scheduled now, and the units that fail alone are told why and backed off, never the batch."""
-        try:
-            with self.pace.holding(len(batch)):
+        is still scheduled now, and the units that fail alone are told why and backed off, never the batch.
+        The process's runtime policy is entered here, once for all of it: the batch in hand, the collector paused."""
+        with self.runtime.cycle(len(batch)):
+            try:
                 self.cycle(batch)
-        except Exception as exc:
-            log.exception("cycle failed profile=%s pods=%d; narrowing it down", self.name, len(batch))
-            self._forget(batch)
-            for unit, error in culprits(self.feed.units(batch), self._attempt, exc):
-                self.reports.refused_alone(unit, error)
-                for key in unit:
-                    self.queue.requeue(key)
+            except Exception as exc:
+                log.exception("cycle failed profile=%s pods=%d; narrowing it down", self.name, len(batch))
+                self._forget(batch)
+                for unit, error in culprits(self.feed.units(batch), self._attempt, exc):
+                    self.reports.refused_alone(unit, error)
+                    for key in unit:
+                        self.queue.requeue(key)
 
     def _attempt(self, batch: list[str]) -> None:
         try:
@@ -250,7 +251,7 @@ class Scheduler:
     settings: Settings
     metrics: Metrics = field(default_factory=Metrics)
     store: Store = field(default_factory=Store)
-    pace: GilPace = field(default_factory=GilPace)  # engaged by the `run` command only
+    runtime: RuntimePolicy = field(default_factory=RuntimePolicy)  # the `run` command's, started once synced
     cache: ClusterCache = field(init=False)  # reads the store's assumptions
     watch_seconds: int = 300
     events: EventSink = field(init=False)
@@ -266,13 +267,13 @@ class Scheduler:
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(self.store.assumptions)
-        self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc, pace=self.pace)
+        self.events = EventSink(self.api, on_drop=self.metrics.events_dropped.inc, runtime=self.runtime)
         self.binder = Binder(self.api, self.store, self.events, workers=self.settings.bind_workers,
-                             pace=self.pace)
+                             runtime=self.runtime)
         lock = threading.Lock()
         self.condition = PolicyCondition(self.events, self.settings.own_pod)
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock,
-                                  self.cache, self.announce, self.pace, self.policies_changed)
+                                  self.cache, self.announce, self.runtime, self.policies_changed)
                       for p in self.settings.profiles]
         self.store.subscribe(self.on_change)
         self.store.on_forget(self._forgotten)

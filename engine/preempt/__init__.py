@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..compile import Compiled
-from ..heap import collector_paused
 from ..ir import PreemptionRules
 from ..model import NEVER_PREEMPT, Cluster, Pod
 from ..plan import Plan
@@ -63,9 +62,7 @@ __all__ = ["OUT_OF_TIME", "PREEMPTION_SHARE", "STRATEGIES", "PreemptionSettings"
 def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,
             progress: Callable[[str], None] | None = None) -> Plan:
     """The stage for the pods `plan` left out that may preempt; the plan unchanged when there are none. Within
-    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc). The cyclic garbage
-    collector stays paused, as in make_plan: the stage makes many small objects too (candidates, a ledger copy
-    per unit), and each full pass over a large snapshot costs a good part of a second."""
+    `settings.deadline`: what it cuts short waits for the next cycle (see the module's doc)."""
     compiled = plan.details.compiled
     if compiled is None:
         return plan
@@ -74,8 +71,7 @@ def preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, setting
                   and p.gang not in short]
     if not preemptors:
         return plan
-    with collector_paused():
-        return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
+    return _preempt(cluster, plan, rules, settings, started, preemptors, progress)
 
 
 def _short_of_members(compiled: Compiled) -> frozenset[str]:

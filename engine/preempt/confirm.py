@@ -52,6 +52,9 @@ def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
     view = session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
     out = {p.key for p in placed if p.key in session.specs
            and session.filter(p, p.node_name or "", view.moved(removed=[p])) is not None}
+    if session.reclaim is not None:  # the quota rows: a victim given back may leave less to borrow
+        kept = [p for p in placed if p.key not in out]
+        out |= session.reclaim.overborrowing(_before(session, ledger), list(preemptors.values()), kept)
     gangs = {preemptors[k].gang for k in out} - {None}
     return out | {p.key for p in placed if p.gang in gangs}
 
@@ -163,13 +166,20 @@ def _quota_needed(session: Session, account: Account | None, unit: Unit, placed:
 
 
 
+def _before(session: Session, ledger: Ledger) -> Account:
+    """What the quotas' pods use before the preemptors: the stage's start without the ledger's victims."""
+    assert session.reclaim is not None
+    account = session.reclaim.start.copy()
+    for c in ledger.evicted.values():
+        session.reclaim.add(account, c.pod, -1)
+    return account
+
+
 def final_account(session: Session, ledger: Ledger, placed: list[Pod]) -> Account | None:
     """What the quotas' pods use after the plan: the stage's start without the victims, with the placed preemptors."""
     if session.reclaim is None:
         return None
-    account = session.reclaim.start.copy()
-    for c in ledger.evicted.values():
-        session.reclaim.add(account, c.pod, -1)
+    account = _before(session, ledger)
     for pod in placed:
         session.reclaim.add(account, pod, 1)
     return account
