@@ -34,7 +34,7 @@ from ..compile import Compiled
 from ..ir import PreemptionRules
 from ..model import NEVER_PREEMPT, Cluster, Pod
 from ..plan import Plan
-from .confirm import needed, settle
+from .confirm import settle
 from .model import BatchModel
 from .outcome import attribute, merge
 from .search import NodeSearch, explain_left_out
@@ -100,9 +100,6 @@ def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settin
         progress(f"preemption ({name}): {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods "
                  "evicted")
     by_key = {p.key: p for p in preemptors}
-    if ledger.evicted:  # who needs each victim, and why, in the plan kept
-        ledger = replace(ledger, needed_by={}, why=dict(ledger.why))
-        needed(session, replan, ledger, by_key)
     return merge(plan, replan, attribute(replan, ledger, session, by_key), hints, started, name, chosen.note)
 
 

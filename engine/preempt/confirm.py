@@ -25,8 +25,9 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, 
     batch model's), else one re-plan of them without its victims; then the victims no placed preemptor needs (and,
     under quotas, those whose eviction would leave their tenant below its min) given back, and the preemptors that
     leaves without room taken out, until nothing changes (checks on views only); the ledger's view is then the
-    outcome's (victims gone, preemptors placed where the plan puts them). When the wall stops the re-plan,
-    nothing is evicted and the preemptors served are told they are tried next cycle."""
+    outcome's (victims gone, preemptors placed where the plan puts them), its `needed_by` who needs each victim.
+    When the wall stops the re-plan, nothing is evicted and the preemptors served are told they are tried next
+    cycle."""
     assert chosen.ledger is not None
     ledger = chosen.ledger
     plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, wall)
@@ -35,10 +36,15 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, 
         return nothing(preemptors), replace(ledger, evicted={})
     by_key = {p.key: p for p in preemptors}
     while True:
+        ledger = replace(ledger, needed_by={}, why=dict(ledger.why))
         kept = needed(session, plan, ledger, by_key) - overreach(session, plan, ledger, by_key)
+        settled = len(kept) == len(ledger.evicted)  # then who needs each victim is known for the plan kept
         ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in kept})
         stranded = _stranded(session, plan, ledger, by_key)
         if not stranded:
+            if not settled and ledger.evicted:  # asked again with the victims given back gone for good
+                ledger = replace(ledger, needed_by={})
+                needed(session, plan, ledger, by_key)
             placed = [replace(by_key[key], node_name=node) for key, node in plan.assignments.items()]
             return plan, replace(ledger, view=session.view.moved(added=placed,
                                                                  removed=[c.pod for c in ledger.evicted.values()]))
