@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
+from .classes import ClassInfo, Level, PolicyRules, group_pods, priority_weights, queue_positions
 from .kinds import EMITTERS, FILTERS, PRE_FILTERS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
@@ -201,7 +201,7 @@ def _pod_classes(cluster: Cluster, classes: list[ClassInfo], candidates: list[Ca
 def _weigh_keeps(build: ProblemBuilder, notes: list[str]) -> None:
     """The weights again with the Keep rows' levels counted (each row's shortfall as `least` pods of its level), set
     on the classes and the rows."""
-    more: dict[tuple[bool, int], int] = defaultdict(int)
+    more: dict[Level, int] = defaultdict(int)
     for keep in build.problem.keeps:
         more[keep.level] += keep.least
     weights = priority_weights(build.classes, notes, dict(more))

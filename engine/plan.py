@@ -390,7 +390,7 @@ def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:
     out = []
     extra: dict[int, dict[str, int]] = {}
     placed: dict[int, int] = {}
-    resources = compiled.problem.resources
+    resources = compiled.problem.resources[:len(compiled.problem.resources) - compiled.problem.guards]
     for (c, n), k in solution.placed.items():
         demand = compiled.problem.classes[c].demand
         row = extra.setdefault(n, {})

@@ -50,20 +50,26 @@ class Reclaim:
     membership: T.Membership
     resources: tuple[str, ...]  # the pooled ones (some tenant's min names them)
     start: Account
-    over: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tenant -> resources it uses beyond its min
+    over: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tenant -> resources it used beyond its min
+    # before the batch's plan
     stances: dict[str, Stance] = field(default_factory=dict)  # preemptor key -> its stance
     _covering: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _tenant: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, cluster: Cluster, preemptors: Sequence[Pod], start: T.Usage | None = None) -> Reclaim | None:
+    def of(cls, cluster: Cluster, preemptors: Sequence[Pod], start: T.Usage | None = None,
+           before: T.Usage | None = None) -> Reclaim | None:
         """None when the cluster has no quotas: preemption is by priority alone. `start`: what the cluster's bound
-        pods use of its quotas, when the caller has it (the first plan's, with its placements added)."""
+        pods use of its quotas, when the caller has it (the first plan's, with its placements added); `before`: what
+        the running pods used before the batch's plan (default `start`): only room a tenant borrowed then is
+        reclaimed, never room the same batch just lent it (evicting a running pod to start its tenant's pending one
+        of the same priority)."""
         if not cluster.quotas:
             return None
         start = start if start is not None else T.Usage.of(cluster.quotas, cluster.bound)
         rc = cls({q.name: q for q in cluster.quotas}, start.membership, tuple(T.pooled(cluster.quotas)), start)
-        rc.over = {t: over for t in start.held if (over := rc._beyond(start, t))}
+        was = before if before is not None else start
+        rc.over = {t: over for t in was.held if (over := rc._beyond(was, t))}
         rc.stances = rc._stances(preemptors)
         return rc
 

@@ -91,15 +91,34 @@ def model_alone(docs: list[dict]):
     return (set() if chosen.ledger is None else set(chosen.ledger.evicted)), chosen.plan, chosen.note
 
 
-def test_the_model_keeps_a_running_pod_over_a_pending_pod_of_its_priority() -> None:
+def test_the_model_places_a_preemptor_only_in_the_room_of_lower_pods() -> None:
     """n1 runs r5 (priority 5), n2 runs r1 (priority 1), room for one pod each; p10 (priority 10) and q5 (priority 5)
-    wait. p10 evicts r1 on n2; q5 may evict nothing (r5 is its equal): r5 stays, q5 waits."""
+    wait. q5 may evict only r1, p10 either. One at a time, p10 takes the cheaper victim (r1) and q5 waits; the batch
+    places preemptors first (then the fewest violations, then the victims): p10 in r5's room, q5 in r1's. No pod
+    takes its equal's room: r5 goes for p10."""
     docs = [node("n1", cpu="1"), node("n2", cpu="1"), pod("r5", cpu="1", node_name="n1", priority=5),
             pod("r1", cpu="1", node_name="n2", priority=1), pod("p10", cpu="1", priority=10),
             pod("q5", cpu="1", priority=5)]
     victims, plan, note = model_alone(docs)
-    assert victims == {"default/r1"}, note
-    assert plan is not None and plan.assignments == {"default/p10": "n2"}
+    assert victims == {"default/r1", "default/r5"}, note
+    assert plan is not None and plan.assignments == {"default/p10": "n1", "default/q5": "n2"}
+    whole = preempted(docs)
+    assert {k: [v.pod for v in p.victims] for k, p in whole.preemptions.items()} == {
+        "default/p10": ["default/r5"], "default/q5": ["default/r1"]}
+
+
+def test_the_model_leaves_a_preemptor_out_rather_than_in_its_equals_room() -> None:
+    """q5 and q5b (priority 5) wait; n1 runs r5 (5), n2 runs r1 (1), n3 runs r7 (7), one pod of room each; p10 may
+    evict r5 or r7. Three preemptors, three nodes, but q5b may take no room but r1's, which q5 takes too: p10 goes in
+    r5's or r7's room (never the cheaper r1's, which a priority-5 pod needs), one priority-5 pod in r1's, the other
+    waits (it may not take r5's room, nor r7's)."""
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="1"),
+            pod("r5", cpu="1", node_name="n1", priority=5), pod("r1", cpu="1", node_name="n2", priority=1),
+            pod("r7", cpu="1", node_name="n3", priority=7), pod("p10", cpu="1", priority=10),
+            pod("q5", cpu="1", priority=5), pod("q5b", cpu="1", priority=5)]
+    victims, plan, note = model_alone(docs)
+    assert plan is not None and plan.assignments["default/p10"] == "n1" and len(plan.assignments) == 2, note
+    assert victims == {"default/r1", "default/r5"}  # r5 rather than r7: the lower of the two p10 may take
 
 
 @st.composite

@@ -58,11 +58,26 @@ def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
     view = session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
     out = {p.key for p in placed if p.key in session.specs
            and session.filter(p, p.node_name or "", view.moved(removed=[p])) is not None}
-    if session.reclaim is not None:  # the quota rows: a victim given back may leave less to borrow
-        kept = [p for p in placed if p.key not in out]
-        out |= session.reclaim.overborrowing(_before(session, ledger), list(preemptors.values()), kept)
+    if session.reclaim is not None:  # the quota rows: a victim given back takes back its room in them
+        out |= _over_quota(session, ledger, [p for p in placed if p.key not in out], list(preemptors.values()))
     gangs = {preemptors[k].gang for k in out} - {None}
     return out | {p.key for p in placed if p.gang in gangs}
+
+
+def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors: list[Pod]) -> set[str]:
+    """The placed preemptors the quota rows no longer hold with only the ledger's victims gone: counted in queue order,
+    those that would take a max or the tenants' total of mins over (`Reclaim.short`), then those whose borrowing
+    the idle mins no longer lend (`Reclaim.overborrowing`)."""
+    rc = session.reclaim
+    assert rc is not None
+    before = _before(session, ledger)
+    account, out = before.copy(), set()
+    for pod in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)):
+        if rc.short(account, pod):
+            out.add(pod.key)
+        else:
+            rc.add(account, pod, 1)
+    return out | rc.overborrowing(before, preemptors, [p for p in placed if p.key not in out])
 
 
 def _unplaced(plan: Plan, keys: set[str], preemptors: dict[str, Pod]) -> Plan:

@@ -12,25 +12,25 @@ and node affinity, its required pod affinity, its topology spread, its policies'
 (a running pod stays on a node tainted or cordoned since). The running members of a PodGroup-mode group
 (`disruptionMode: PodGroup`) are one gang: kept whole or evicted whole. It is marked `Pod.running_on`.
 
-The objective is compile's tier 1: pods placed weighed lexicographically by priority (`classes.priority_weights`: a
-pod of a higher priority outweighs every pod of all lower ones). Priorities are tripled, plus one for a pinned pod: a
-running pod outweighs the pending pods of its own priority (a preemptor never evicts its equal) and is outweighed by
-every pod of a higher one (the pods that may evict it). Disruption budgets are rows of the same tier (the protection
-kind's Keep rows, counted at the level between: each pod a budget could not spare costs just below the lowest
-preemptor that may evict it, above every pod of a lower priority), so
-the plan places the preemptors by priority, then breaks the fewest budgets, then keeps the most important running
-pods — upstream's candidate order for the batch. Quotas and eviction caps are not rows: under quotas the quota
-reclaim strategy decides; victims over a cap, or a model too large for the time left, hand the stage to the per-node
-search (`stats.preemption` says which).
+The objective is compile's tier 1, lexicographic by level (`ClassInfo.level`, `classes.priority_weights`): every
+preemptor outweighs every running pod, a higher priority every lower one. Disruption budgets are rows of the same
+tier (the protection kind's Keep rows, each pod a budget could not spare costing just below the lowest preemptor and
+above every running pod), so the plan places the preemptors by priority, then breaks the fewest budgets, then keeps
+the most important running pods — upstream's candidate order for the batch. Who may evict whom stays upstream's: a
+preemptor is a candidate only on its feasible nodes (those where it passes every filter with the pods it may evict
+gone, and none else), and uses only the room of pods of a lower priority (the resources kind's room by priority).
+Quotas and eviction caps are not rows: under quotas the quota reclaim strategy decides; victims over a cap, or a model
+too large for the time left, hand the stage to the per-node search (`stats.preemption` says which).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from ..compile import PolicyRules
 from ..model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
-from ..plan import Plan, PlanDetails, make_plan
+from ..plan import NodeUsage, Plan, PlanDetails, make_plan
 from ..view import View
 from .session import Candidate, Chosen, Feasible, Hints, Session, Wall, cap_reached, evict, fresh_ledger, violations
 
@@ -75,11 +75,11 @@ class BatchModel:
         nodes = [feasible.nodes_of(p) for p in preemptors]
         if any(n is None for n in nodes):
             return "not every preemptor's nodes were known in time"
-        if over := _overcommitted(session, {n for found in nodes for n in found or ()}):
-            return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
         running = optional(session, preemptors, feasible)
         if not running:
             return "no running pod it may evict on the preemptors' nodes"
+        if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
+            return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
         size = sum(len(n or ()) for n in nodes)
         if not wall.affords() or not fits(len(running), size, wall.left()):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
@@ -92,7 +92,8 @@ class BatchModel:
             return Chosen(None, f"skipped: {why}")
         running = optional(session, preemptors, feasible)
         settings = wall.settings
-        outcome = plan_together(session.cluster, session.view, preemptors, running, settings.policy, wall.left() / 2,
+        pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
+        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, wall.left() / 2,
                                 settings.workers, settings.seed)
         if outcome is None:
             return Chosen(None, "cut short: its compile reached the time limit")
@@ -143,11 +144,12 @@ def _overcommitted(session: Session, nodes: set[str]) -> str | None:
 
 def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Running],
                   policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> BatchOutcome | None:
-    """Plan the preemptors and the running pods pinned to their nodes at once, on `cluster` (its view `view`)
-    without those running pods; None when compile could not check every class in `time_limit`."""
+    """Plan the preemptors (each marked with its feasible nodes, `Pod.preempts_on`) and the running pods pinned to
+    their nodes at once, on `cluster` (its view `view`) without those running pods; None when compile could not check
+    every class in `time_limit`."""
     keys = frozenset(r.pod.key for r in running)
     mine = {p.key for p in preemptors}
-    pending = [replace(p, priority=3 * p.priority) for p in preemptors] + [pinned(r) for r in running]
+    pending = [*preemptors, *(pinned(r) for r in running)]
     gangs = dict(cluster.gangs)
     for r in running:
         if r.unit is not None:
@@ -171,14 +173,20 @@ def _theirs(plan: Plan, mine: set[str]) -> Plan:
                           compiled=plan.details.compiled)
     return Plan({k: n for k, n in plan.assignments.items() if k in mine},
                 {k: why for k, why in plan.unschedulable.items() if k in mine}, plan.stats,
-                usage_of=lambda: plan.usage, details=details)
+                usage_of=lambda: _usage(plan, mine), details=details)
+
+
+def _usage(plan: Plan, mine: set[str]) -> list[NodeUsage]:
+    """Per node after the batch's plan, its running pods kept not counted as placed (they were bound before)."""
+    kept = Counter(node for key, node in plan.assignments.items() if key not in mine)
+    return [replace(u, placed=u.placed - kept.get(u.node, 0)) for u in plan.usage]
 
 
 def pinned(r: Running) -> Pod:
-    """`r`'s pod as a pending pod that may go only on its node (see the module's doc), a step above the pending pods of
-    its priority (and a step below its budgets' rows: at 3p + 1 against preemptors' 3q)."""
+    """`r`'s pod as a pending pod that may go only on its node (see the module's doc), weighed below every preemptor
+    (`ClassInfo.level`: it is marked `running_on`)."""
     term = NodeSelectorTerm(fields=(Requirement("metadata.name", "In", (r.node,)),))
-    return replace(r.pod, node_name=None, phase="Pending", priority=3 * r.pod.priority + 1, node_selector=(),
+    return replace(r.pod, node_name=None, phase="Pending", node_selector=(),
                    required_node_terms=(term,), preferred_node_terms=(), tolerations=(EVERY_TAINT,),
                    affinity_required=(), affinity_preferred=(), anti_affinity_preferred=(), spread=(),
                    default_spread=None, gang=None if r.unit is None else UNIT_GANG + r.unit, scheduling_group=None,

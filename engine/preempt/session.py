@@ -260,7 +260,7 @@ def start(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptor
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     session = _candidates(fixed, compiled.view.moved(added=placed).settled(), rules, preemptors, set(plan.assignments),
-                     Reclaim.of(fixed, preemptors, quota_start(plan, placed)), deadline)
+                     Reclaim.of(fixed, preemptors, quota_start(plan, placed), compiled.usage), deadline)
     return None if session is None else replace(session, deadline=within(deadline, VICTIMS_SHARE))
 
 

@@ -186,13 +186,13 @@ class Keep:
     """Pods of `classes` kept placed, softly: each pod placed short of `least` costs `weight` of tier 1. A disruption
     budget over the running pods the batch model of preemption may evict (engine.preempt.model): `least` is how many
     of them it keeps. Its cost counts at a level of tier 1's lexicographic weights (`level`, as a class's: compile
-    weighs the shortfall as `least` pods of that level), just below the lowest preemptor that may evict them, so that
-    placing a preemptor outweighs any violations and a violation outweighs keeping every pod of a lower priority
+    weighs the shortfall as `least` pods of that level), just below the lowest preemptor and above every running pod,
+    so that placing a preemptor outweighs any violations and a violation outweighs keeping any running pod
     (upstream's candidate order: preemptors first, then the fewest violations, then the victims)."""
 
     classes: tuple[int, ...]
     least: int
-    level: tuple[bool, int]
+    level: tuple[bool, bool, int]
     weight: int = 0  # set by compile with the classes' weights
     why: str = ""
 
@@ -216,6 +216,7 @@ class Problem:
     budgets: list[Budget] = field(default_factory=list)
     shares: list[Share] = field(default_factory=list)  # tenants' dominant shares: the fairness tier
     keeps: list[Keep] = field(default_factory=list)  # disruption budgets over pods the batch model may evict
+    guards: int = 0  # the last `guards` resources are the batch model's room by priority (engine.kinds.resources)
     openings: list[tuple[tuple[int, ...], int]] = field(default_factory=list)  # (classes, cost per node opened)
     empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
