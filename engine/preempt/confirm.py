@@ -8,7 +8,6 @@ further compile or solve: what a strategy chose is settled by checks on views, n
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from ..model import Pod
@@ -226,14 +225,3 @@ def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
         for c in unit:
             rc.add(account, c.pod, 1)
     return back
-
-
-
-def placed_by_priority(plan: Plan, priorities: dict[str, int]) -> list[tuple[int, int]]:
-    """Placed preemptors per priority level, highest first: compared as a list, a higher priority counts first."""
-    levels: dict[int, int] = defaultdict(int)
-    for key in plan.assignments:
-        levels[priorities[key]] += 1
-    every = sorted(set(priorities.values()), reverse=True)
-    return [(level, levels.get(level, 0)) for level in every]
-

@@ -222,9 +222,9 @@ class PreemptionSettings:
 
 @dataclass(slots=True)
 class Wall:
-    """The stage's deadline as re-plans meet it: each gets half the time left (a give-back trial must leave room for
-    the next), and none starts when less is left than the last one needed besides its solver's session (compile,
-    starting plans, explanations: what a shorter limit does not shorten)."""
+    """The stage's deadline as the strategies and the confirming re-plan meet it: the re-plan gets half the time left
+    and does not start when less is left than a solve needs besides its solver's session (compile, starting plans,
+    explanations: what a shorter limit does not shorten)."""
 
     settings: PreemptionSettings
     needs: float = 0.0  # seconds the last re-plan took besides CP-SAT's session
