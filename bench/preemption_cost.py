@@ -50,7 +50,7 @@ def main() -> int:
     ap.add_argument("-n", "--repeats", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=60.0)
     args = ap.parse_args()
-    print("| workload | nodes | preemptors | seconds (median) | placed | victims | batch model |")
+    print("| workload | nodes | preemptors | seconds (median) | placed | victims | strategy: note |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for workload in args.workload or ["resources", "spread", "anti"]:
         for nodes in args.nodes or [200, 1000]:
@@ -62,10 +62,19 @@ def main() -> int:
                     plan = plan_batch(cluster, options=Options(time_limit=args.time_limit, workers=1))
                 times.append(time.perf_counter() - started)
             assert plan is not None
-            said = (plan.stats.preemption.model or "") if plan.stats.preemption else ""
+            said = _chosen(plan.stats.preemption)
             print(f"| {workload} | {nodes} | {len(cluster.pending)} | {statistics.median(times):.2f} | "
-                  f"{len(plan.assignments)} | {len(plan.evictions)} | {said[:40]} |", flush=True)
+                  f"{len(plan.assignments)} | {len(plan.evictions)} | {said[:70]} |", flush=True)
     return 0
+
+
+def _chosen(stats) -> str:
+    """Which strategy chose the victims and what became of the others; an older checkout's `model` field."""
+    if stats is None:
+        return ""
+    if hasattr(stats, "strategy"):
+        return f"{stats.strategy}: {stats.note or ''}"
+    return f"(before strategies) model: {stats.model or ''}"
 
 
 if __name__ == "__main__":

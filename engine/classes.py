@@ -28,6 +28,8 @@ PolicyRules = PlacementRules  # a pending pod's policy constraints (the compile 
 LabelKeys = Callable[[list[tuple[Constraint, ...]]], frozenset[str] | None]  # pod labels the problem reads
 PodFields = Callable[[Pod], tuple]  # what the kinds read of a pod beyond its rules and labels
 
+Level = tuple[bool, bool, int]  # tier 1's lexicographic level: served by a min, pending (not pinned), priority
+
 
 @dataclass(slots=True)
 class ClassInfo:
@@ -52,9 +54,11 @@ class ClassInfo:
         return self.sample.requests
 
     @property
-    def level(self) -> tuple[bool, int]:
-        """What tier 1 weighs first: pods a min serves (or no quota holds) before borrowing ones, then priority."""
-        return (not self.borrowing, self.priority)
+    def level(self) -> Level:
+        """What tier 1 weighs first: pods a min serves (or no quota holds) before borrowing ones; pending pods before
+        the running pods the batch model of preemption may evict (`Pod.running_on`: placing a preemptor outweighs
+        keeping any of them, upstream's candidate order); then priority."""
+        return (not self.borrowing, self.sample.running_on is None, self.priority)
 
 
 def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[str] | None,
@@ -85,13 +89,17 @@ def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKe
     return out
 
 
-def priority_weights(classes: list[ClassInfo], notes: list[str]) -> dict[tuple[bool, int], int]:
+def priority_weights(classes: list[ClassInfo], notes: list[str],
+                     more: dict[Level, int] | None = None) -> dict[Level, int]:
     """Lexicographic weights by level (`ClassInfo.level`): one pod a min serves outweighs every borrowing pod,
-    and among those one pod of a higher priority outweighs every pod of all lower ones."""
-    per_level: dict[tuple[bool, int], int] = defaultdict(int)
+    and among those one pod of a higher priority outweighs every pod of all lower ones. `more`: pods counted at a
+    level besides the classes' (a Keep row's shortfall, engine.solve.problem.Keep)."""
+    per_level: dict[Level, int] = defaultdict(int)
     for info in classes:
         per_level[info.level] += len(info.pods)
-    weights: dict[tuple[bool, int], int] = {}
+    for level, count in (more or {}).items():
+        per_level[level] += count
+    weights: dict[Level, int] = {}
     below = 0
     for level in sorted(per_level):
         weights[level] = below + 1

@@ -8,13 +8,14 @@ has one function per constraint kind). The kinds are `engine.kinds`' tuples per 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .classes import ClassInfo, PolicyRules, group_pods, priority_weights, queue_positions
+from .classes import ClassInfo, Level, PolicyRules, group_pods, priority_weights, queue_positions
 from .kinds import EMITTERS, FILTERS, PRE_FILTERS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
 from .model import Cluster, Pod
@@ -126,6 +127,8 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, v
     build = ProblemBuilder(batch, classes, Partitions(view), problem, frozenset(checked.unchecked))
     for kind in EMITTERS:
         kind.emit(build)
+    if problem.keeps:
+        _weigh_keeps(build, notes)
     _rank(build)
     problem.partitions = build.partitions.parts
     problem.unchecked = tuple(checked.unchecked)
@@ -193,6 +196,18 @@ def _pod_classes(cluster: Cluster, classes: list[ClassInfo], candidates: list[Ca
     queues = queue_positions(classes, cluster)
     return [PodClass(count=len(info.pods), demand=(), weight=weights[info.level], candidates=candidates[a].nodes,
                      scores=candidates[a].scores, queue=queues[a]) for a, info in enumerate(classes)]
+
+
+def _weigh_keeps(build: ProblemBuilder, notes: list[str]) -> None:
+    """The weights again with the Keep rows' levels counted (each row's shortfall as `least` pods of its level), set
+    on the classes and the rows."""
+    more: dict[Level, int] = defaultdict(int)
+    for keep in build.problem.keeps:
+        more[keep.level] += keep.least
+    weights = priority_weights(build.classes, notes, dict(more))
+    for info, cls in zip(build.classes, build.problem.classes):
+        cls.weight = weights[info.level]
+    build.problem.keeps = [replace(keep, weight=weights[keep.level]) for keep in build.problem.keeps]
 
 
 def _rank(build: ProblemBuilder) -> None:

@@ -527,6 +527,10 @@ class Pod:
     required_features: tuple[str, ...] = ()  # node features its spec needs, sorted (engine.convert.features)
     runtime: int | None = None  # seconds it runs at most: spec.activeDeadlineSeconds, else a policy's estimate
     started: str = ""  # status.startTime: a running pod ends by started + runtime (engine.timeline)
+    # a running pod the batch model of preemption may evict, asked about as pending on this node (engine.preempt.model)
+    running_on: str | None = None
+    # a preemptor in the batch model: the nodes where it passes every filter with only the pods it may evict gone
+    preempts_on: frozenset[str] | None = None
     # "namespace/name", made once: every cycle asks it of every bound pod (a property formatted it each time)
     key: str = field(init=False, repr=False, compare=False)
 

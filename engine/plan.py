@@ -133,14 +133,16 @@ class Objective:
 
 @dataclass(frozen=True, slots=True)
 class PreemptionStats:
-    """What batch preemption did: preemptors placed, victims, budgets broken, its seconds, and what became of
-    the batch model (engine.preempt_model), when it was considered."""
+    """What batch preemption did: preemptors placed, victims, budgets broken, its seconds, the strategy that chose
+    the victims (engine.preempt: "batch model", "per-node search", "quota reclaim"; "none" when every one declined)
+    and what became of it and of those before it, in words."""
 
     preemptors: int
     victims: int
     budget_violations: int
     seconds: float
-    model: str | None = None
+    strategy: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +390,7 @@ def _usage(compiled: Compiled, solution: Solution) -> list[NodeUsage]:
     out = []
     extra: dict[int, dict[str, int]] = {}
     placed: dict[int, int] = {}
-    resources = compiled.problem.resources
+    resources = compiled.problem.resources[:len(compiled.problem.resources) - compiled.problem.guards]
     for (c, n), k in solution.placed.items():
         demand = compiled.problem.classes[c].demand
         row = extra.setdefault(n, {})

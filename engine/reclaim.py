@@ -50,20 +50,26 @@ class Reclaim:
     membership: T.Membership
     resources: tuple[str, ...]  # the pooled ones (some tenant's min names them)
     start: Account
-    over: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tenant -> resources it uses beyond its min
+    over: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tenant -> resources it used beyond its min
+    # before the batch's plan
     stances: dict[str, Stance] = field(default_factory=dict)  # preemptor key -> its stance
     _covering: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _tenant: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, cluster: Cluster, preemptors: Sequence[Pod], start: T.Usage | None = None) -> Reclaim | None:
+    def of(cls, cluster: Cluster, preemptors: Sequence[Pod], start: T.Usage | None = None,
+           before: T.Usage | None = None) -> Reclaim | None:
         """None when the cluster has no quotas: preemption is by priority alone. `start`: what the cluster's bound
-        pods use of its quotas, when the caller has it (the first plan's, with its placements added)."""
+        pods use of its quotas, when the caller has it (the first plan's, with its placements added); `before`: what
+        the running pods used before the batch's plan (default `start`): only room a tenant borrowed then is
+        reclaimed, never room the same batch just lent it (evicting a running pod to start its tenant's pending one
+        of the same priority)."""
         if not cluster.quotas:
             return None
         start = start if start is not None else T.Usage.of(cluster.quotas, cluster.bound)
         rc = cls({q.name: q for q in cluster.quotas}, start.membership, tuple(T.pooled(cluster.quotas)), start)
-        rc.over = {t: over for t in start.held if (over := rc._beyond(start, t))}
+        was = before if before is not None else start
+        rc.over = {t: over for t in was.held if (over := rc._beyond(was, t))}
         rc.stances = rc._stances(preemptors)
         return rc
 
@@ -184,10 +190,36 @@ class Reclaim:
             mins.update(dict(self.quotas[t].min))
         return any(added[r] and sum(h[r] for h in account.held.values()) + added[r] > mins[r] for r in self.resources)
 
+    def overborrowing(self, before: Account, pending: Sequence[Pod], placed: Sequence[Pod]) -> set[str]:
+        """The placed pods (of `pending`) to take out, last in queue order first, until what they newly borrow of
+        each pooled resource fits what the idle mins lend on `before` (tenants.pool: asked-for mins are never
+        lent): the batch's borrowing rule, asked again of an account its plan did not see (victims given back)."""
+        demand = T.Asking.of(before, pending).demand
+        out: set[str] = set()
+        for r in self.resources:
+            pool = T.pool(before, demand, r)
+            kept = [p for p in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)) if p.key not in out]
+            while (beyond := _borrowing(self, kept, pool, r)) and sum(beyond.values()) > pool.lendable:
+                last = next(p for p in reversed(kept) if p.requests.get(r, 0) > 0 and self.tenant(p) in beyond)
+                out.add(last.key)
+                kept.remove(last)
+        return out
+
     def helps(self, rows: list[tuple[str, str]], pods: Iterable[Pod]) -> bool:
         """Whether evicting `pods` lowers some row of `rows`."""
         return any(p.requests.get(r, 0) > 0 and (self.tenant(p) is not None if name == TOTAL else name in self.covering(p))
                    for p in pods for name, r in rows)
+
+
+def _borrowing(rc: Reclaim, pods: list[Pod], pool: T.Pool, resource: str) -> dict[str, int]:
+    """What `pods` newly borrow of `resource`, per tenant that borrows: what they add beyond the room its min
+    leaves."""
+    added: Counter[str] = Counter()
+    for p in pods:
+        tenant = rc.tenant(p)
+        if tenant is not None:
+            added[tenant] += p.requests.get(resource, 0)
+    return {t: v - pool.room.get(t, 0) for t, v in added.items() if v > pool.room.get(t, 0)}
 
 
 def may_reclaim(cluster: Cluster, usage: T.Usage | None = None) -> bool:

@@ -121,6 +121,10 @@ class View:
         `removed` gone (by key: a pod of the table, or one this view added). What it costs is the changes', not the
         view's: the per-node account is carried over and only the nodes these touch are written again (a preemption
         stage derives a view for every trial)."""
+        removed = list(removed)
+        if removed:  # a pod both added and removed here is not added (removed is applied last)
+            out = {p.key for p in removed}
+            added = [p for p in added if p.key not in out]
         gone_on, added_on = self._delta_on()
         gone, keep = set(self.gone), self.added
         drop: set[str] = set()

@@ -107,3 +107,6 @@ def test_a_view_with_pods_moved_answers_as_a_fresh_one(docs, seed) -> None:
     keys = {p.key for p in gone[1:]}
     again = View.of(cluster.nodes, [p for p in cluster.bound if p.key not in keys] + list(added[1:]))
     assert _answers(back, terms) == _answers(again, terms)
+    both = base.moved(added=added, removed=[*gone, *added[:1]])  # added and removed in one call: removed last
+    assert _answers(both, terms) == _answers(View.of(cluster.nodes, [p for p in cluster.bound if p.key not in
+                                                                      {g.key for g in gone}] + list(added[1:])), terms)

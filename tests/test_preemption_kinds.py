@@ -3,22 +3,17 @@ lower-priority pod clears that kind's rejection (it fails when the kind is not a
 `test_each_case_needs_its_kinds_hook`), and one where eviction cannot help, told in upstream's words."""
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clocks import StoppedClock
 from engine import kinds
-from engine.compile import Deadline
 from engine.ir import Rules
 from engine.load import build_cluster
-from engine.plan import make_plan
 from engine.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from engine.preempt import PreemptionSettings, preempt
+from preempting import SEARCH, preempted
 from testkit.checker import check_in_order
 from testkit.manifests import (
     budget,
@@ -101,13 +96,9 @@ def test_only_evicting_the_lower_priority_pod_places_it(case: str) -> None:
 
 
 def searched(docs: list[dict]):
-    """The plan after preemption by the per-pod search alone (the batch model off: it compiles every kind's rows, so it
+    """The plan after preemption by the per-pod search alone (the batch model compiles every kind's rows, so it
     would make the room without the search asking any kind about its trials)."""
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    first = make_plan(cluster, time_limit=2, workers=1)
-    clock = StoppedClock()  # the deadline never passes: what the search does, not how fast this machine does it
-    deadline = Deadline(clock.now + 10, clock)
-    return preempt(cluster, first, None, PreemptionSettings(None, deadline, 1, 0, batch_model=False), time.perf_counter())
+    return preempted(docs, SEARCH)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -1,4 +1,5 @@
-"""Victims chosen for the whole batch in the same model (issue 26, point 2): engine/preempt_model.py.
+"""Victims chosen for the whole batch in the same model (issue 26, point 2; issue 48: a strategy of its own,
+disruption budgets as rows): engine/preempt/model.py.
 
 The per-pod search serves the preemptors highest priority first; the batch model weighs every placement and eviction
 at once. Its victims are kept only when they are better in upstream's order, so the batch is never worse than the
@@ -6,28 +7,19 @@ search alone (the property test), and where the search's order costs a more impo
 """
 from __future__ import annotations
 
-import time
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clocks import StoppedClock
-from engine import preempt_model
-from engine.compile import Deadline
-from engine.load import build_cluster
-from engine.plan import make_plan
-from engine.preempt import PreemptionSettings, preempt
+from engine.preempt import model as preempt_model
+from preempting import MODEL, SEARCH
+from preempting import preempted as by_strategy
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import anti, budget, in_group, native_group, node, pod, term
 
 
 def preempted(docs: list[dict], model: bool = True, seconds: float = 10.0):
-    """The plan after preemption, the batch model on or off (the search alone), on the same first plan."""
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    first = make_plan(cluster, time_limit=5, workers=1)
-    clock = StoppedClock()  # the deadline never passes: what the stage does, not how fast this machine does it
-    deadline = Deadline(clock.now + seconds, clock)
-    return preempt(cluster, first, None, PreemptionSettings(None, deadline, 1, 0, batch_model=model), time.perf_counter())
+    """The plan after preemption by the batch model or the search alone, on the same first plan."""
+    return by_strategy(docs, MODEL if model else SEARCH, seconds=seconds)
 
 
 def victims(plan) -> set[str]:
@@ -70,7 +62,7 @@ def test_the_batch_spares_a_victim_the_search_in_priority_order_evicts() -> None
     assert victims(batch) == {"x", "y"} and batch.assignments["default/high"] == "n2"
     assert batch.assignments["default/low"] == "n1"
     assert valid(docs, batch) == []
-    assert "its victims chosen" in batch.stats.preemption.model
+    assert batch.stats.preemption.strategy == "batch model"
     assert all(v.why == "NodeResourcesFit: Insufficient cpu" for v in batch.evictions)
     priorities = {"default/high": 100, "default/low": 50}
     assert standing(batch, priorities) < standing(alone, priorities)
@@ -106,28 +98,94 @@ def test_a_podgroup_mode_group_is_kept_or_evicted_whole_by_the_model() -> None:
     assert victims(plan) == {"g-0", "g-1"} and len(plan.preemptions) == 2
 
 
-def test_the_model_tried_again_sparing_budgets_breaks_none() -> None:
-    """`p0` must not share a node with app=db pods. The search serves it on n0, evicting the db pod a budget allowing
-    no disruption covers (the re-plan gave n1's room to `p2`, which may not evict n1's pods, so it kept none of
-    them); the model, tried again with the budget's pods held, evicts n1's two web pods instead: no violation."""
-    docs = [node("n0", cpu="3"), pod("r0-0", cpu="2", node_name="n0", priority=0, labels={"app": "db"}),
-            node("n1", cpu="2"), pod("r1-0", cpu="1", node_name="n1", priority=60, labels={"app": "web"}),
-            pod("r1-1", cpu="1", node_name="n1", priority=20, labels={"app": "web"}),
-            node("n2", cpu="2"), pod("r2-0", cpu="2", node_name="n2", priority=60, labels={"app": "db"}),
-            pod("p0", cpu="2", priority=100, affinity=anti(term({"app": "db"}))), pod("p1", cpu="3", priority=50),
-            pod("p2", cpu="2", priority=50), budget("db", {"app": "db"}, allowed=0)]
+N0_DB, N1_WEB = ([node("n0", cpu="3"), pod("r0-0", cpu="2", node_name="n0", priority=0, labels={"app": "db"})],
+                 [node("n1", cpu="2"), pod("r1-0", cpu="1", node_name="n1", priority=60, labels={"app": "web"}),
+                  pod("r1-1", cpu="1", node_name="n1", priority=20, labels={"app": "web"})])
+P0 = pod("p0", cpu="2", priority=100, affinity=anti(term({"app": "db"})))  # must not share a node with app=db pods
+
+
+def test_the_model_breaks_no_budget_a_preemptor_can_spare() -> None:
+    """p0 may go on n0 (its db pod under a budget allowing no disruption) or n1 (two web pods): the model evicts
+    n1's pods, breaking no budget (upstream: the fewest violations first, then the victims)."""
+    docs = [*N0_DB, *N1_WEB, P0, budget("db", {"app": "db"}, allowed=0)]
+    batch = preempted(docs)
+    assert batch.stats.preemption.strategy == "batch model"
+    assert batch.assignments == {"default/p0": "n1"} and victims(batch) == {"r1-0", "r1-1"}
+    assert batch.stats.preemption.budget_violations == 0 and valid(docs, batch) == []
+
+
+def test_the_model_breaks_a_budget_only_for_a_preemptor_nothing_else_places() -> None:
+    """As above, with p1 and p2 (priority 50) waiting too: they may evict n0's db pod (priority 0), not n1's r1-0
+    (60). The search serves p0 on n0, breaking the budget (the re-plan gave n1's room to p2, which may not evict n1's
+    pods, so it kept none of them), and places nobody else. The model puts p0 on n1 (no violation) and breaks the
+    budget only for one of p1 / p2, which nothing else places (upstream: p0 where no budget breaks, then a
+    priority-50 pod evicts n0's db pod, its only way in)."""
+    docs = [*N0_DB, *N1_WEB, node("n2", cpu="2"),
+            pod("r2-0", cpu="2", node_name="n2", priority=60, labels={"app": "db"}),
+            P0, pod("p1", cpu="3", priority=50), pod("p2", cpu="2", priority=50), budget("db", {"app": "db"}, allowed=0)]
     alone, batch = preempted(docs, model=False), preempted(docs)
-    assert victims(alone) == {"r0-0"} and alone.stats.preemption.budget_violations == 1
-    assert victims(batch) == {"r1-0", "r1-1"} and batch.stats.preemption.budget_violations == 0
-    assert "budgets spared" in batch.stats.preemption.model and valid(docs, batch) == []
+    assert victims(alone) == {"r0-0"} and alone.stats.preemption.budget_violations == 1 and len(alone.assignments) == 1
+    assert batch.stats.preemption.strategy == "batch model"
+    assert batch.assignments["default/p0"] == "n1" and len(batch.assignments) == 2
+    assert victims(batch) == {"r0-0", "r1-0", "r1-1"} and batch.stats.preemption.budget_violations == 1
+    broken = [k for k, p in batch.preemptions.items() for v in p.victims if v.over_budget]
+    assert broken and "default/p0" not in broken  # p0's own victims break no budget
+    assert valid(docs, batch) == []
+
+
+def test_a_budget_breaks_for_any_preemptor_that_may_evict_a_pod_it_covers() -> None:
+    """The budget covers d0 (priority 0) and d60 (60) and allows no disruption. p (50) fits only in d0's room; p100
+    (100) fits on n2 as it is. Breaking the budget places p: worth it, though p100 is the only one that may evict
+    d60 (the budget's row costs just below the lowest preemptor that may evict one of its pods, not all of them)."""
+    docs = [node("n0", cpu="2"), pod("d0", cpu="2", node_name="n0", priority=0, labels={"app": "db"}),
+            node("n1", cpu="1"), pod("d60", cpu="1", node_name="n1", priority=60, labels={"app": "db"}),
+            node("n2", cpu="1"), pod("other", cpu="1", node_name="n2", priority=0),
+            pod("p", cpu="2", priority=50), pod("p100", cpu="1", priority=100), budget("db", {"app": "db"}, allowed=0)]
+    batch = preempted(docs)
+    assert batch.stats.preemption.strategy == "batch model"
+    assert batch.assignments == {"default/p": "n0", "default/p100": "n2"} and victims(batch) == {"d0", "other"}
+    assert batch.stats.preemption.budget_violations == 1 and valid(docs, batch) == []
+
+
+def test_the_model_gives_a_preemptor_only_the_room_of_pods_it_may_evict() -> None:
+    """A preemptor evicts only lower-priority pods, even where another's victim would spare a budget. `p` (priority
+    50, n0 only) may not take the room of n0's `r` (60), which `p3` (100) may evict; evicting r for p would break no
+    budget where evicting `t` (0) breaks one. So p takes t's room, the budget broken, and p3 n1's (upstream: p3
+    first, on n1 whose victim is cheaper; then p, whose only victim is t)."""
+    docs = [node("n0", cpu="4", labels={"pool": "a"}), pod("r", cpu="2", node_name="n0", priority=60),
+            pod("t", cpu="2", node_name="n0", priority=0, labels={"app": "db"}),
+            node("n1", cpu="2"), pod("u", cpu="2", node_name="n1", priority=0),
+            pod("p3", cpu="2", priority=100), pod("p", cpu="2", priority=50, nodeSelector={"pool": "a"}),
+            budget("db", {"app": "db"}, allowed=0)]
+    batch = preempted(docs)
+    assert batch.stats.preemption.strategy == "batch model"
+    assert batch.assignments == {"default/p": "n0", "default/p3": "n1"} and victims(batch) == {"t", "u"}
+    assert valid(docs, batch) == []
+
+
+def test_the_model_places_a_preemptor_only_where_it_may_preempt() -> None:
+    """`p` (priority 50) must not share a node with app=db pods; n0 runs `r` (db, 60), which `p3` (100) may evict and
+    p may not, and `s` (0). Evicting both would make room on n0 for p3 and p and break no budget; but n0 is no node
+    of p's (it fails there with every pod it may evict gone), so p goes on n1, whose `u` is under a budget allowing
+    none, and p3 takes s's room: r stays (upstream's candidates: p fails on n0 whatever it evicts)."""
+    docs = [node("n0", cpu="3"), pod("r", cpu="1", node_name="n0", priority=60, labels={"app": "db"}),
+            pod("s", cpu="1", node_name="n0", priority=0),
+            node("n1", cpu="1"), pod("u", cpu="1", node_name="n1", priority=0, labels={"app": "kept"}),
+            pod("p", cpu="1", priority=50, affinity=anti(term({"app": "db"}))), pod("p3", cpu="2", priority=100),
+            budget("kept", {"app": "kept"}, allowed=0)]
+    batch = preempted(docs)
+    assert batch.stats.preemption.strategy == "batch model"
+    assert batch.assignments == {"default/p": "n1", "default/p3": "n0"} and victims(batch) == {"s", "u"}
+    assert valid(docs, batch) == []
 
 
 def test_the_model_is_skipped_when_it_would_not_fit_the_time_left(monkeypatch) -> None:
     monkeypatch.setattr(preempt_model, "MAX_VARS", 1)
     docs = two_preemptors()
-    plan = preempted(docs)
-    assert plan.stats.preemption.model.startswith("skipped:") and "do not fit the time left" in \
-        plan.stats.preemption.model
+    plan = by_strategy(docs)  # the stage's default: the model, the search when it declines
+    assert plan.stats.preemption.strategy == "per-node search"
+    assert "batch model: skipped" in plan.stats.preemption.note and "do not fit the time left" in \
+        plan.stats.preemption.note
     assert victims(plan) == {"x", "w"}  # the search alone
 
 
@@ -181,7 +239,7 @@ def contested(draw) -> list[dict]:
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(contested())
 def test_the_batch_is_valid_and_never_worse_than_one_pod_at_a_time(docs) -> None:
-    batch, alone = preempted(docs), preempted(docs, model=False)
+    batch, alone = by_strategy(docs), preempted(docs, model=False)  # the stage's default: the model, or the search
     assert valid(docs, alone) == []
     assert valid(docs, batch) == []
     assert len({v.pod for v in batch.evictions}) == len(batch.evictions)

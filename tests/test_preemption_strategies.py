@@ -1,10 +1,11 @@
 """Each way of choosing victims, tested alone (issue 48, point 1): a strategy's wrong answer must fail a test of its
 own, not be repaired unseen by another strategy or by the re-plans that settle the outcome.
 
-The per-node search (upstream's DefaultPreemption, pod by pod against one ledger) runs alone with the batch model off;
-the batch model's own outcome is read before anything settles it (`preempt._batch_ledger`). The property tests run
-with each strategy alone and together, on preemptors that share a class (tests/strategies.alike_preemptors): the
-search serves such replicas one after the other, and its cache of a node's answer must see what the last one moved.
+The per-node search (upstream's DefaultPreemption, pod by pod against one ledger) and the batch model each run alone
+(`PreemptionSettings.strategies`), and the batch model's own outcome is read before the confirming step settles it. The
+property tests run with each strategy alone and in the stage's default order, on preemptors that share a class
+(tests/strategies.alike_preemptors): the search serves such replicas one after the other, and its cache of a node's
+answer must see what the last one moved.
 """
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import engine.preempt as stage
 from clocks import StoppedClock
-from engine import preempt as stage
 from engine.compile import Deadline
 from engine.load import build_cluster
 from engine.plan import make_plan
 from engine.preempt import PreemptionSettings
-from preempting import BOTH, SEARCH, STRATEGIES, preempted
+from engine.preempt.session import Feasible, Hints, Wall, start
+from preempting import MODEL, SEARCH, STRATEGIES, preempted
 from strategies import ZONE, alike_preemptors
 from testkit.checker import check_in_order
 from testkit.manifests import node, pod, spread
@@ -62,10 +64,9 @@ def test_every_plan_a_strategy_makes_alone_holds_once_its_victims_are_gone(docs,
 @PROPERTY
 @given(alike_preemptors())
 def test_replicas_are_served_alike_by_the_search_and_the_batch(docs) -> None:
-    """Preemptors of one class are interchangeable: the batch model never places fewer of a priority than the search
-    alone (it replaces the search's victims only when better in upstream's order), and the search alone places every
-    replica a fresh look at every node would (its reuse of a node's answer changes nothing)."""
-    alone, both = preempted(docs, SEARCH), preempted(docs, BOTH)
+    """Preemptors of one class are interchangeable: the batch model, which places the preemptors by priority before
+    it keeps any running pod, never places fewer of a priority than the search alone."""
+    alone, both = preempted(docs, SEARCH), preempted(docs, MODEL)
     pending = _keys(docs, pending=True)
 
     def placed(plan) -> list[int]:
@@ -78,30 +79,46 @@ def test_replicas_are_served_alike_by_the_search_and_the_batch(docs) -> None:
 # --- the batch model alone: its outcome before anything settles it ---------------------------------------------
 
 def model_alone(docs: list[dict]):
-    """The batch model's victims and its plan of the preemptors, as `preempt._batch` receives them."""
+    """The batch model's victims and its plan of the preemptors, before the confirming step settles them."""
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
     first = make_plan(cluster, time_limit=5, workers=1)
     clock = StoppedClock()
     settings = PreemptionSettings(None, Deadline(clock.now + 10, clock), 1, 0)
     preemptors = [p for p in cluster.pending if p.key in first.unschedulable]
-    search = stage._stage(cluster, first, None, preemptors, settings.deadline)
-    assert search is not None
-    feasible = stage.Feasible.of(search, None, preemptors)
-    for p in preemptors:
-        feasible.nodes_of(p)
-    ledger, note, plan = stage._batch_ledger(search, preemptors, feasible, stage.Wall(settings), stage.PLAIN)
-    return (set() if ledger is None else set(ledger.evicted)), plan, note
+    session = start(cluster, first, None, preemptors, settings.deadline)
+    assert session is not None
+    chosen = stage.BATCH_MODEL.choose(session, Hints(), preemptors, Feasible.of(session, None, preemptors), Wall(settings))
+    return (set() if chosen.ledger is None else set(chosen.ledger.evicted)), chosen.plan, chosen.note
 
 
-def test_the_model_keeps_a_running_pod_over_a_pending_pod_of_its_priority() -> None:
+def test_the_model_places_a_preemptor_only_in_the_room_of_lower_pods() -> None:
     """n1 runs r5 (priority 5), n2 runs r1 (priority 1), room for one pod each; p10 (priority 10) and q5 (priority 5)
-    wait. p10 evicts r1 on n2; q5 may evict nothing (r5 is its equal): r5 stays, q5 waits."""
+    wait. q5 may evict only r1, p10 either. One at a time, p10 takes the cheaper victim (r1) and q5 waits; the batch
+    places preemptors first (then the fewest violations, then the victims): p10 in r5's room, q5 in r1's. No pod
+    takes its equal's room: r5 goes for p10."""
     docs = [node("n1", cpu="1"), node("n2", cpu="1"), pod("r5", cpu="1", node_name="n1", priority=5),
             pod("r1", cpu="1", node_name="n2", priority=1), pod("p10", cpu="1", priority=10),
             pod("q5", cpu="1", priority=5)]
     victims, plan, note = model_alone(docs)
-    assert victims == {"default/r1"}, note
-    assert plan is not None and plan.assignments == {"default/p10": "n2"}
+    assert victims == {"default/r1", "default/r5"}, note
+    assert plan is not None and plan.assignments == {"default/p10": "n1", "default/q5": "n2"}
+    whole = preempted(docs)
+    assert {k: [v.pod for v in p.victims] for k, p in whole.preemptions.items()} == {
+        "default/p10": ["default/r5"], "default/q5": ["default/r1"]}
+
+
+def test_the_model_leaves_a_preemptor_out_rather_than_in_its_equals_room() -> None:
+    """q5 and q5b (priority 5) wait; n1 runs r5 (5), n2 runs r1 (1), n3 runs r7 (7), one pod of room each; p10 may
+    evict r5 or r7. Three preemptors, three nodes, but q5b may take no room but r1's, which q5 takes too: p10 goes in
+    r5's or r7's room (never the cheaper r1's, which a priority-5 pod needs), one priority-5 pod in r1's, the other
+    waits (it may not take r5's room, nor r7's)."""
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="1"),
+            pod("r5", cpu="1", node_name="n1", priority=5), pod("r1", cpu="1", node_name="n2", priority=1),
+            pod("r7", cpu="1", node_name="n3", priority=7), pod("p10", cpu="1", priority=10),
+            pod("q5", cpu="1", priority=5), pod("q5b", cpu="1", priority=5)]
+    victims, plan, note = model_alone(docs)
+    assert plan is not None and plan.assignments["default/p10"] == "n1" and len(plan.assignments) == 2, note
+    assert victims == {"default/r1", "default/r5"}  # r5 rather than r7: the lower of the two p10 may take
 
 
 @st.composite
@@ -137,6 +154,16 @@ def test_each_strategy_is_named_by_what_the_stage_says(strategy) -> None:
     docs = [node("n1", cpu="1"), pod("low", cpu="1", node_name="n1", priority=0), pod("high", cpu="1", priority=100)]
     plan = preempted(docs, strategy)
     assert plan.stats.preemption is not None
-    said = plan.stats.preemption.model or ""
-    assert said.startswith("off") if strategy == SEARCH else not said.startswith("off")
+    assert plan.stats.preemption.strategy == (MODEL if strategy != SEARCH else SEARCH)
+    assert plan.assignments == {"default/high": "n1"}
+
+
+def test_the_search_takes_over_when_the_model_does_not_fit_the_time_left(monkeypatch) -> None:
+    from engine.preempt import model
+    monkeypatch.setattr(model, "MAX_VARS", 1)
+    docs = [node("n1", cpu="1"), pod("low", cpu="1", node_name="n1", priority=0), pod("high", cpu="1", priority=100)]
+    plan = preempted(docs)
+    assert plan.stats.preemption is not None and plan.stats.preemption.strategy == SEARCH
+    assert "batch model: skipped" in (plan.stats.preemption.note or "") and "do not fit the time left" in \
+        (plan.stats.preemption.note or "")
     assert plan.assignments == {"default/high": "n1"}

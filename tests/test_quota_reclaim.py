@@ -258,6 +258,49 @@ def test_a_gang_larger_than_the_borrowed_room_is_not_reclaimed_at_all() -> None:
     assert valid(docs, plan) == []
 
 
+def test_a_victim_given_back_takes_back_the_room_a_borrower_was_planned_in() -> None:
+    """t0 (no min) borrows 6 of t1's min of 8; t1 reclaims. The re-plan without two t0 victims also lets t0's own
+    pending pod borrow a cpu the second victim freed; that victim is not needed by t1, so it comes back, and with it
+    the room t0's pod borrowed: t0's pod is taken out again (else the tenants' borrowing exceeds the idle mins)."""
+    docs = [node("n0", cpu="1"), node("n1", cpu="3"), elastic_quota("t1", {"cpu": "8"}), elastic_quota("t0", {})]
+    docs += [pod("p0", cpu="1", ns="t0"), pod("p1", cpu="2", ns="t0", node_name="n0"),
+             pod("p2", cpu="3", ns="t0", node_name="n0"), pod("p6", cpu="1", ns="t0", node_name="n0"),
+             pod("p3", cpu="1", ns="t1"), pod("p4", cpu="1", ns="t1"), pod("p5", cpu="2", ns="t1"),
+             pod("p7", cpu="2", ns="t1", node_name="n0")]
+    plan = plan_for(*docs)
+    assert victims(plan) == {"t0/p2"}
+    assert set(plan.assignments) == {"t1/p3", "t1/p4"}
+    assert valid(docs, plan) == []
+
+
+def test_room_the_batch_lends_a_tenant_is_not_reclaimed_in_the_same_batch() -> None:
+    """t0 runs its min of 3; the first plan lets its pending p0 borrow n1's last cpu. t2 (below its min) may reclaim
+    only t1's borrowed cpu, which is not enough: t0's running r8 is not evicted to make room that the same batch
+    just lent t0 (a running pod swapped for its tenant's pending one of the same priority)."""
+    docs = [node("n0", cpu="2"), node("n1", cpu="3"),
+            elastic_quota("t0", {"cpu": "3"}), elastic_quota("t1", {"cpu": "0"}), elastic_quota("t2", {"cpu": "4"}),
+            pod("r0", cpu="2", ns="t0", node_name="n0"), pod("r8", cpu="1", ns="t0", node_name="n1"),
+            pod("r9", cpu="1", ns="t1", node_name="n1"), pod("p0", cpu="1", ns="t0"), pod("p1", cpu="2", ns="t2")]
+    plan = plan_for(*docs)
+    assert "t0/r8" not in victims(plan)
+    assert valid(docs, plan) == []
+
+
+def test_a_victim_given_back_to_keep_a_min_takes_its_room_in_the_mins_total_back() -> None:
+    """t1 (min 2) runs 3 cpu, t2 (min 1) 2: the tenants use 5 of their mins' total of 3. t1's p0 may evict only
+    t1's lower pods, and needs all three gone to fit the total (2 + 1 <= 3); but that takes t1 below its min of 2,
+    so one comes back (reclaim takes only borrowed room), and with it the total is over again: p0 waits, nobody is
+    evicted."""
+    docs = [node("n0", cpu="4", pods=12), node("n1", cpu="2", pods=12),
+            elastic_quota("t1", {"cpu": "2"}), elastic_quota("t2", {"cpu": "1"}),
+            pod("r0", cpu="1", ns="t1", node_name="n0"), pod("r1", cpu="1", ns="t1", node_name="n1"),
+            pod("r2", cpu="1", ns="t1", node_name="n0"), pod("r3", cpu="2", ns="t2", node_name="n0"),
+            pod("p0", cpu="1", ns="t1", priority=20)]
+    plan = plan_for(*docs)
+    assert plan.assignments == {} and victims(plan) == set()
+    assert valid(docs, plan) == []
+
+
 # --- the command line ---------------------------------------------------------------------------------------------
 
 def test_dry_run_names_the_quota_reclaimed_for(tmp_path) -> None:

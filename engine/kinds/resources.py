@@ -3,6 +3,7 @@ solver's capacity rows. Reasons as upstream: "Insufficient cpu", "Too many pods"
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -69,9 +70,45 @@ class NodeResourcesFit(ClassFields, ReadsPods, Emit, Explain, Requeue):
         problem.capacity = list(map(tuple, view.allocatable_of(resources).tolist()))
         for info, cls in zip(build.classes, problem.classes):
             cls.demand = tuple(info.requests.get(r, 0) for r in resources)
+        if any(info.sample.running_on for info in build.classes):
+            _room_by_priority(build)
 
     def explain(self, blocker: Blocker, spot: Spot) -> str:
         return "node(s) had no room left in this batch's plan (" + ", ".join(shortages(spot.demand, spot.free.__getitem__)) + ")"
+
+
+def _room_by_priority(build: ProblemBuilder) -> None:
+    """The batch model of preemption (engine.preempt.model): a preemptor may use only the room of running pods it
+    may evict, those of a lower priority (upstream's rule), though the model weighs every pending pod above every
+    running one. Per preemptor priority t below some pinned pod's, each resource again as a dimension in which the
+    preemptors of priority t or less and the pinned pods below t count, and the pinned pods of t or more hold their
+    room whether kept or not: what those preemptors place fits beside the pods they may not evict."""
+    problem, classes = build.problem, build.classes
+    pinned = [(info, cls) for info, cls in zip(classes, problem.classes) if info.sample.running_on]
+    top = max(info.priority for info, _ in pinned)
+    thresholds = sorted({info.priority for info in classes if not info.sample.running_on and info.priority <= top})
+    if not thresholds:
+        return
+    where = build.view.node_table.positions()
+    names, free = list(problem.resources), [list(f) for f in problem.free]
+    capacity, demands = [list(c) for c in problem.capacity], [list(cls.demand) for cls in problem.classes]
+    for t in thresholds:
+        for k, resource in enumerate(problem.resources):
+            names.append(f"{resource} beside pods of priority {t} or more")
+            held: dict[int, int] = defaultdict(int)
+            for info, cls in pinned:
+                if info.priority >= t:
+                    held[where[info.sample.running_on or ""]] += cls.demand[k] * cls.count
+            for n, row in enumerate(free):
+                row.append(problem.free[n][k] - held.get(n, 0))
+                capacity[n].append(problem.capacity[n][k])
+            for info, cls, demand in zip(classes, problem.classes, demands):
+                counted = info.priority < t if info.sample.running_on else info.priority <= t
+                demand.append(cls.demand[k] if counted else 0)
+    problem.guards = len(names) - len(problem.resources)
+    problem.resources, problem.free, problem.capacity = tuple(names), [tuple(f) for f in free], [tuple(c) for c in capacity]
+    for cls, demand in zip(problem.classes, demands):
+        cls.demand = tuple(demand)
 
 
 KIND = NodeResourcesFit()

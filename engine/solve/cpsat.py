@@ -164,6 +164,7 @@ class ClassModel:
             self._limit(limit)
         for budget in p.budgets:
             self._budget(budget)
+        self.shortfalls = [keep.weight * self._keep(keep) for keep in p.keeps]
         self.shares = [share.weight * self._share(share) for share in p.shares]
         for classes, cost in p.openings:
             self._opening(classes, cost)
@@ -349,6 +350,13 @@ class ClassModel:
             drawn.append(beyond)
         self.m.add(sum(drawn) <= b.most)
 
+    def _keep(self, keep) -> IntVar | int:
+        """How many pods short of `keep.least` the placement keeps of its classes (its tier-1 cost per pod)."""
+        kept = [self.placed[c] for c in keep.classes]
+        short = self.m.new_int_var(0, keep.least, f"short_{id(keep)}")
+        self.m.add(short >= keep.least - sum(kept))
+        return short
+
     def _share(self, share) -> IntVar:
         """The share's square: divisor · share ≥ 1000 · each term's use."""
         counts = {c: self.p.classes[c].count for c in share.classes}
@@ -372,7 +380,8 @@ class ClassModel:
 
     # -- solving -------------------------------------------------------------------------------
     def tier1(self) -> LinearExpr | int:
-        return sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
+        placed = sum(self.p.classes[c].weight * x for c, x in enumerate(self.placed) if not isinstance(x, int))
+        return placed - sum(self.shortfalls) if self.shortfalls else placed
 
     def fairness(self) -> LinearExpr | int:
         """The fairness tier, to maximise: minus Σ weight · share²."""

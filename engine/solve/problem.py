@@ -181,6 +181,26 @@ class Share:
                     for base, per, divisor in self.terms), default=0)
 
 
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """Pods of `classes` kept placed, softly: each pod placed short of `least` costs `weight` of tier 1. A disruption
+    budget over the running pods the batch model of preemption may evict (engine.preempt.model): `least` is how many
+    of them it keeps. Its cost counts at a level of tier 1's lexicographic weights (`level`, as a class's: compile
+    weighs the shortfall as `least` pods of that level), just below the lowest preemptor and above every running pod,
+    so that placing a preemptor outweighs any violations and a violation outweighs keeping any running pod
+    (upstream's candidate order: preemptors first, then the fewest violations, then the victims)."""
+
+    classes: tuple[int, ...]
+    least: int
+    level: tuple[bool, bool, int]
+    weight: int = 0  # set by compile with the classes' weights
+    why: str = ""
+
+    def short(self, counts: dict[int, int]) -> int:
+        """How many pods short of `least` a placement with `counts` per class keeps."""
+        return max(0, self.least - sum(counts.get(c, 0) for c in self.classes))
+
+
 @dataclass(slots=True)
 class Problem:
     resources: tuple[str, ...]
@@ -195,6 +215,8 @@ class Problem:
     limits: list[Limit] = field(default_factory=list)
     budgets: list[Budget] = field(default_factory=list)
     shares: list[Share] = field(default_factory=list)  # tenants' dominant shares: the fairness tier
+    keeps: list[Keep] = field(default_factory=list)  # disruption budgets over pods the batch model may evict
+    guards: int = 0  # the last `guards` resources are the batch model's room by priority (engine.kinds.resources)
     openings: list[tuple[tuple[int, ...], int]] = field(default_factory=list)  # (classes, cost per node opened)
     empty: frozenset[int] = frozenset()  # nodes no bound pod uses
     exclusive: list[tuple[int, ...]] = field(default_factory=list)  # classes of which a node takes at most one pod
@@ -236,8 +258,14 @@ class Problem:
         return [c.count if c.candidates and i not in hopeless else 0 for i, c in enumerate(self.classes)]
 
     def value(self, placed: dict[tuple[int, int], int]) -> int:
-        """Tier 1 of a placement: pods placed, weighted by priority."""
-        return sum(self.classes[c].weight * k for (c, _), k in placed.items())
+        """Tier 1 of a placement: pods placed, weighted by priority, less what it falls short of the keeps."""
+        value = sum(self.classes[c].weight * k for (c, _), k in placed.items())
+        if self.keeps:
+            counts: dict[int, int] = defaultdict(int)
+            for (c, _), k in placed.items():
+                counts[c] += k
+            value -= sum(keep.weight * keep.short(counts) for keep in self.keeps)
+        return value
 
     def unfairness(self, placed: dict[tuple[int, int], int]) -> int:
         """The fairness tier of a placement (lower is fairer): Σ weight · share² over the tenants."""

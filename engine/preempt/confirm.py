@@ -1,0 +1,227 @@
+"""One confirming re-plan: the preemptors planned by the ordinary compile → solve path on the cluster without the
+chosen victims (the first plan's placements fixed, so the room freed goes to the preemptors), then the victims no placed
+preemptor needs given back (a victim is needed when some kind would reject a placed preemptor that may evict it with
+the victim back: on its node, or anywhere when the preemptor's verdict reads beyond its node; under quotas, anywhere,
+when its return would take a quota row over), and any preemptor the givebacks leave without room taken out again. No
+further compile or solve: what a strategy chose is settled by checks on views, not by trials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..model import Pod
+from ..plan import Plan, make_plan
+from ..reclaim import Account
+from ..rejections import Rejection
+from .session import Candidate, Chosen, Hints, Ledger, Session, Unit, Wall, blocking, not_reached, nothing, units_of
+
+STRANDED = "preemption's victims, settled, leave it no room after all; it is tried again in the next cycle"
+
+
+def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, hints: Hints) -> tuple[Plan, Ledger]:
+    """The strategy's victims settled (see the module's doc): its own plan of the preemptors when it made one (the
+    batch model's), else one re-plan of them without its victims; then the victims no placed preemptor needs (and,
+    under quotas, those whose eviction would leave their tenant below its min) given back, and the preemptors that
+    leaves without room taken out, until nothing changes (checks on views only); the ledger's view is then the
+    outcome's (victims gone, preemptors placed where the plan puts them), its `needed_by` who needs each victim.
+    When the wall stops the re-plan, nothing is evicted and the preemptors served are told they are tried next
+    cycle."""
+    assert chosen.ledger is not None
+    ledger = chosen.ledger
+    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, wall)
+    if plan is None:
+        not_reached(hints, [[p for p in preemptors if not hints.why.get(p.key)]])
+        return nothing(preemptors), replace(ledger, evicted={})
+    by_key = {p.key: p for p in preemptors}
+    while True:
+        ledger = replace(ledger, needed_by={}, why=dict(ledger.why))
+        kept = needed(session, plan, ledger, by_key) - overreach(session, plan, ledger, by_key)
+        settled = len(kept) == len(ledger.evicted)  # then who needs each victim is known for the plan kept
+        ledger = replace(ledger, evicted={k: c for k, c in ledger.evicted.items() if k in kept})
+        stranded = _stranded(session, plan, ledger, by_key)
+        if not stranded:
+            if not settled and ledger.evicted:  # asked again with the victims given back gone for good
+                ledger = replace(ledger, needed_by={})
+                needed(session, plan, ledger, by_key)
+            placed = [replace(by_key[key], node_name=node) for key, node in plan.assignments.items()]
+            return plan, replace(ledger, view=session.view.moved(added=placed,
+                                                                 removed=[c.pod for c in ledger.evicted.values()]))
+        plan = _unplaced(plan, stranded, by_key)
+
+
+def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
+    """The placed preemptors some kind rejects where the plan puts them once only the ledger's victims are gone (a
+    victim given back, which the plan had counted on), with their gangs."""
+    placed = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
+    view = session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
+    out = {p.key for p in placed if p.key in session.specs
+           and session.filter(p, p.node_name or "", view.moved(removed=[p])) is not None}
+    if session.reclaim is not None:  # the quota rows: a victim given back takes back its room in them
+        out |= _over_quota(session, ledger, [p for p in placed if p.key not in out], list(preemptors.values()))
+    gangs = {preemptors[k].gang for k in out} - {None}
+    return out | {p.key for p in placed if p.gang in gangs}
+
+
+def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors: list[Pod]) -> set[str]:
+    """The placed preemptors the quota rows no longer hold with only the ledger's victims gone: counted in queue order,
+    those that would take a max or the tenants' total of mins over (`Reclaim.short`), then those whose borrowing
+    the idle mins no longer lend (`Reclaim.overborrowing`)."""
+    rc = session.reclaim
+    assert rc is not None
+    before = _before(session, ledger)
+    account, out = before.copy(), set()
+    for pod in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)):
+        if rc.short(account, pod):
+            out.add(pod.key)
+        else:
+            rc.add(account, pod, 1)
+    return out | rc.overborrowing(before, preemptors, [p for p in placed if p.key not in out])
+
+
+def _unplaced(plan: Plan, keys: set[str], preemptors: dict[str, Pod]) -> Plan:
+    """`plan` with the preemptors `keys` left out again, told why."""
+    return replace(plan, assignments={k: n for k, n in plan.assignments.items() if k not in keys},
+                   unschedulable={**plan.unschedulable, **{k: [STRANDED] for k in keys}})
+
+
+def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, wall: Wall) -> Plan | None:
+    """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index), in half the
+    time the wall leaves; None when it stops the re-plan: not started for want of time, or its compile cut short."""
+    if not ledger.evicted:
+        return nothing(preemptors)
+    if not wall.affords():
+        return None
+    settings, clock = wall.settings, wall.settings.deadline.clock
+    began = clock()
+    gone = frozenset(ledger.evicted)
+    cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone],
+                      pending=list(preemptors))
+    view = session.view.moved(removed=[c.pod for c in ledger.evicted.values()]).settled()
+    plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
+                     seed=settings.seed, view=view)
+    wall.needs = clock() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
+    return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
+
+
+
+def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
+    """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_blocks`;
+    the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
+    over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
+    placed = [preemptors[key] for key in plan.assignments]
+    served = PlacedPreemptors([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()],
+                              [c.pod for c in ledger.evicted.values()])
+    gone = dict(ledger.evicted)
+    account = final_account(session, ledger, placed)
+    needed: set[str] = set()
+    for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+        back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
+        blocked = _blocks(session, unit, list(back.values()), served)
+        if blocked is not None:
+            for m in unit:
+                ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], blocking(blocked[1])
+        if blocked is not None or _quota_needed(session, account, unit, placed):
+            needed.update(m.key for m in unit)
+            continue
+        gone = back  # given back: every preemptor beside it still passes
+        if session.reclaim is not None and account is not None:
+            for c in unit:
+                session.reclaim.add(account, c.pod, 1)
+    return needed
+
+
+
+@dataclass(slots=True)
+class PlacedPreemptors:
+    """The placed preemptors, bound where the plan puts them, and which of them the kinds asked about read beyond
+    their own node (learnt the first time each is asked: a victim elsewhere can matter to those alone)."""
+
+    pods: list[Pod]
+    victims: list[Pod]  # every victim the stage started settling with
+    reaching: dict[str, bool] = field(default_factory=dict)
+
+    def reaches(self, session: Session, p: Pod) -> bool:
+        """Whether the kinds' verdict on `p` reads beyond its node, asked once where it passes every kind (every victim
+        gone, the others placed), so that no kind's answer is cut short by an earlier one's rejection."""
+        if p.key not in self.reaching:
+            view = session.view.moved(added=self.pods, removed=[*self.victims, p])
+            with view.reads() as reaching:
+                passes = session.filter(p, p.node_name or "", view) is None
+            self.reaching[p.key] = reaching[0] or not passes
+        return self.reaching[p.key]
+
+
+
+def _blocks(session: Session, unit: Unit, gone: list[Candidate], served: PlacedPreemptors) -> tuple[str, Rejection | None] | None:
+    """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
+    still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
+    member's node, or one anywhere whose verdict reads beyond its node (a domain's counts, a claim's users), since the
+    re-plan may have put it on another node of the domain its victim emptied: (that preemptor, the kind's rejection),
+    or None. A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection
+    to tell)."""
+    here = {c.node for c in unit}
+    view = session.view.moved(added=served.pods, removed=[c.pod for c in gone])
+    for p in served.pods:
+        node = p.node_name or ""
+        if not all(session.may_evict(p, c.pod) for c in unit) or (node not in here and not served.reaches(session, p)):
+            continue
+        if p.key not in session.specs:
+            if node in here:
+                return p.key, None
+            continue
+        rejection = session.filter(p, node, view.moved(removed=[p]))
+        if rejection is not None:
+            return p.key, rejection
+    return None
+
+
+
+def _quota_needed(session: Session, account: Account | None, unit: Unit, placed: list[Pod]) -> bool:
+    """Under quotas: some placed preemptor may evict the unit, and its return would take a quota row over."""
+    if session.reclaim is None or account is None:
+        return False
+    return (any(all(session.may_evict(p, c.pod) for c in unit) for p in placed)
+            and session.reclaim.overflows(account, [c.pod for c in unit]))
+
+
+
+def _before(session: Session, ledger: Ledger) -> Account:
+    """What the quotas' pods use before the preemptors: the stage's start without the ledger's victims."""
+    assert session.reclaim is not None
+    account = session.reclaim.start.copy()
+    for c in ledger.evicted.values():
+        session.reclaim.add(account, c.pod, -1)
+    return account
+
+
+def final_account(session: Session, ledger: Ledger, placed: list[Pod]) -> Account | None:
+    """What the quotas' pods use after the plan: the stage's start without the victims, with the placed preemptors."""
+    if session.reclaim is None:
+        return None
+    account = _before(session, ledger)
+    for pod in placed:
+        session.reclaim.add(account, pod, 1)
+    return account
+
+
+
+def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
+    """Under quotas: victims to give back, highest priority first, so that no tenant that used more than its min
+    when the stage began is left below it (in a resource it used beyond it) once `plan`'s preemptors are placed."""
+    rc = session.reclaim
+    account = final_account(session, ledger, [preemptors[k] for k in plan.assignments])
+    if rc is None or account is None:
+        return set()
+    back: set[str] = set()
+    for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+        tenant = rc.tenant(unit[0].pod)
+        if tenant is None or tenant not in rc.over:
+            continue
+        low = dict(rc.quotas[tenant].min)
+        if all(account.held[tenant][r] >= low.get(r, 0) for r in rc.over[tenant]):
+            continue
+        back.update(c.key for c in unit)
+        for c in unit:
+            rc.add(account, c.pod, 1)
+    return back

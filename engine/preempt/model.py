@@ -1,0 +1,201 @@
+"""The batch model (DCM's "the same model + a NULL node"): victims for the whole batch chosen in one solve.
+
+The running pods the preemptors may evict on the nodes they could use become pending pods *pinned* to their node,
+planned beside the preemptors by the ordinary compile → solve path (`make_plan`, on the session's view without them),
+so one solve decides placements and evictions together: the pinned pods the plan leaves out are the victims.
+
+A pinned pod may go only on its own node (required node affinity on the field `metadata.name`, as a DaemonSet pod's),
+grouped by class and node as pending pods are. It keeps what others see of it (labels, requests, host ports, volumes)
+and its required anti-affinity, which still repels other pods (upstream checks a running pod's anti-affinity against
+incoming ones); it drops what upstream checks only when a pod is scheduled (IgnoredDuringExecution: its nodeSelector
+and node affinity, its required pod affinity, its topology spread, its policies' rules) and tolerates every taint
+(a running pod stays on a node tainted or cordoned since). The running members of a PodGroup-mode group
+(`disruptionMode: PodGroup`) are one gang: kept whole or evicted whole. It is marked `Pod.running_on`.
+
+The objective is compile's tier 1, lexicographic by level (`ClassInfo.level`, `classes.priority_weights`): every
+preemptor outweighs every running pod, a higher priority every lower one. Disruption budgets are rows of the same
+tier (the protection kind's Keep rows, each pod a budget could not spare costing just below the lowest preemptor and
+above every running pod), so the plan places the preemptors by priority, then breaks the fewest budgets, then keeps
+the most important running pods — upstream's candidate order for the batch. Who may evict whom stays upstream's: a
+preemptor is a candidate only on its feasible nodes (those where it passes every filter with the pods it may evict
+gone, and none else), and uses only the room of pods of a lower priority (the resources kind's room by priority).
+Quotas and eviction caps are not rows: under quotas the quota reclaim strategy decides; victims over a cap, or a model
+too large for the time left, hand the stage to the per-node search (`stats.preemption` says which).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, replace
+
+from ..compile import PolicyRules
+from ..model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
+from ..plan import NodeUsage, Plan, PlanDetails, make_plan
+from ..view import View
+from .session import Candidate, Chosen, Feasible, Hints, Session, Wall, cap_reached, evict, fresh_ledger, violations
+
+VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
+MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
+MODEL_SHARE = 0.3  # of the time left, what building the model may take; the rest solves it and confirms its victims
+EVERY_TAINT = Toleration(operator="Exists")
+UNIT_GANG = "preemption unit "  # the gang key prefix of a PodGroup-mode group's running members
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """A running pod the batch may evict, on its node; `unit`: the PodGroup it goes or stays with."""
+
+    pod: Pod
+    node: str
+    unit: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome:
+    """The batch's plan: its preemptors' part (a plan of the preemptors alone, as a re-plan's), which running pods it
+    leaves out, how it was solved."""
+
+    plan: Plan
+    victims: frozenset[str]
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class BatchModel:
+    """The strategy: the batch's victims in one solve (see the module's doc). `choose` answers None, with why, when
+    the model declines (quotas, a preemptor's nodes not known in time, a model too large for the time left, victims
+    over an eviction cap): the stage then hands the batch to the per-node search."""
+
+    name: str = "batch model"
+
+    def declines(self, session: Session, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> str | None:
+        """Why the model is not tried (None: it is)."""
+        if session.reclaim is not None or session.cluster.quotas:
+            return "tenant quotas: the quota reclaim strategy decides"
+        nodes = [feasible.nodes_of(p) for p in preemptors]
+        if any(n is None for n in nodes):
+            return "not every preemptor's nodes were known in time"
+        running = optional(session, preemptors, feasible)
+        if not running:
+            return "no running pod it may evict on the preemptors' nodes"
+        if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
+            return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
+        size = sum(len(n or ()) for n in nodes)
+        if not wall.affords() or not fits(len(running), size, wall.left()):
+            return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
+        return None
+
+    def choose(self, session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> Chosen:
+        """The model's victims as a ledger, with its plan of the preemptors and what became of it (no ledger: it
+        declined, was cut short or went over a cap)."""
+        if (why := self.declines(session, preemptors, feasible, wall)) is not None:
+            return Chosen(None, f"skipped: {why}")
+        running = optional(session, preemptors, feasible)
+        settings = wall.settings
+        pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
+        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, wall.left() / 2,
+                                settings.workers, settings.seed)
+        if outcome is None:
+            return Chosen(None, "cut short: its compile reached the time limit")
+        ledger = fresh_ledger(session)
+        candidates = {c.key: c for cs in session.by_node.values() for c in cs}
+        victims = sorted((candidates[k] for k in outcome.victims), key=lambda c: (-c.pod.priority, c.key))
+        cap = cap_reached(ledger, victims)
+        if cap is not None:
+            return Chosen(None, f"its {len(victims)} victims go over the eviction cap of {cap.source}")
+        for c in victims:
+            evict(session, ledger, c)
+        ledger.violations = violations(session, victims, dict(ledger.budget_left))
+        return Chosen(ledger, f"{len(running)} running pods weighed, {len(victims)} left out, {outcome.status}",
+                      outcome.plan)
+
+
+def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
+    """Whether a model of `running` pinned pods and preemptors with `preemptor_nodes` candidate nodes in all (about
+    one variable each) can be built within its share of `seconds`."""
+    size = running + preemptor_nodes
+    return size <= MAX_VARS and size <= VARS_PER_SECOND * MODEL_SHARE * seconds
+
+
+def optional(session: Session, preemptors: list[Pod], feasible: Feasible) -> list[Running]:
+    """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
+    group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them)."""
+    chosen: dict[str, Candidate] = {}
+    seen: set[tuple[int, str]] = set()
+    for p in preemptors:
+        for node in feasible.nodes.get(p.key) or ():
+            if (p.priority, node) in seen:
+                continue
+            seen.add((p.priority, node))
+            for c in session.by_node.get(node, ()):
+                if c.key not in chosen and session.may_evict(p, c.pod):
+                    chosen.update((m.key, m) for m in session.unit_of(c))
+    held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended}
+    return [Running(c.pod, c.node, c.unit) for c in chosen.values() if (c.unit or c.key) not in held]
+
+
+def _overcommitted(session: Session, nodes: set[str]) -> str | None:
+    """The first of `nodes` whose running pods ask more than it has (None: none)."""
+    view = session.view
+    where = view.positions()
+    return next((n for n in sorted(nodes) if any(view.free(where[n], r) < 0 for r in view.nodes[where[n]].allocatable)),
+                None)
+
+
+def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Running],
+                  policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> BatchOutcome | None:
+    """Plan the preemptors (each marked with its feasible nodes, `Pod.preempts_on`) and the running pods pinned to
+    their nodes at once, on `cluster` (its view `view`) without those running pods; None when compile could not check
+    every class in `time_limit`."""
+    keys = frozenset(r.pod.key for r in running)
+    mine = {p.key for p in preemptors}
+    pending = [*preemptors, *(pinned(r) for r in running)]
+    gangs = dict(cluster.gangs)
+    for r in running:
+        if r.unit is not None:
+            members = sum(1 for o in running if o.unit == r.unit)
+            gangs.setdefault(UNIT_GANG + r.unit, Gang(UNIT_GANG + r.unit, r.pod.namespace, members,
+                                                      f"PodGroup {r.unit} (disruptionMode: PodGroup)"))
+    batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending, gangs=gangs,
+                    notes=[], skipped={})
+    plan = make_plan(batch, _unpinned(policy, keys), time_limit=time_limit, workers=workers, seed=seed,
+                     view=view.moved(removed=[r.pod for r in running]).settled())
+    if plan.details.compiled is None or plan.details.compiled.problem.unchecked:
+        return None
+    return BatchOutcome(_theirs(plan, mine), keys - set(plan.assignments), plan.stats.status or "")
+
+
+def _theirs(plan: Plan, mine: set[str]) -> Plan:
+    """The preemptors' part of the batch's plan: what a re-plan of the preemptors alone on the cluster without the
+    victims would say, if it chose the same nodes."""
+    details = PlanDetails(gangs={k: g for k, g in plan.details.gangs.items() if k in mine},
+                          reserved={k: r for k, r in plan.details.reserved.items() if k in mine},
+                          compiled=plan.details.compiled)
+    return Plan({k: n for k, n in plan.assignments.items() if k in mine},
+                {k: why for k, why in plan.unschedulable.items() if k in mine}, plan.stats,
+                usage_of=lambda: _usage(plan, mine), details=details)
+
+
+def _usage(plan: Plan, mine: set[str]) -> list[NodeUsage]:
+    """Per node after the batch's plan, its running pods kept not counted as placed (they were bound before)."""
+    kept = Counter(node for key, node in plan.assignments.items() if key not in mine)
+    return [replace(u, placed=u.placed - kept.get(u.node, 0)) for u in plan.usage]
+
+
+def pinned(r: Running) -> Pod:
+    """`r`'s pod as a pending pod that may go only on its node (see the module's doc), weighed below every preemptor
+    (`ClassInfo.level`: it is marked `running_on`)."""
+    term = NodeSelectorTerm(fields=(Requirement("metadata.name", "In", (r.node,)),))
+    return replace(r.pod, node_name=None, phase="Pending", node_selector=(),
+                   required_node_terms=(term,), preferred_node_terms=(), tolerations=(EVERY_TAINT,),
+                   affinity_required=(), affinity_preferred=(), anti_affinity_preferred=(), spread=(),
+                   default_spread=None, gang=None if r.unit is None else UNIT_GANG + r.unit, scheduling_group=None,
+                   running_on=r.node)
+
+
+def _unpinned(policy: PolicyRules | None, pinned_keys: frozenset[str]) -> PolicyRules | None:
+    """The policies' rules for the preemptors alone: a running pod's were checked when it was scheduled."""
+    if policy is None:
+        return None
+    rules = policy
+    return lambda pod: () if pod.key in pinned_keys else rules(pod)
