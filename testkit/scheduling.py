@@ -58,6 +58,14 @@ class Kube:
     def events(self, namespace: str) -> list[dict]:
         return self.ok("GET", f"/api/v1/namespaces/{namespace}/events")["items"]
 
+    def podgroups_api(self) -> str:
+        """The scheduling.k8s.io version serving native PodGroups, newest first (what the loop's discovery finds)."""
+        for version in ("v1beta1", "v1alpha2"):
+            status, body = self.request("GET", f"/apis/scheduling.k8s.io/{version}")
+            if status == 200 and any(r.get("name") == "podgroups" for r in body.get("resources") or []):
+                return f"scheduling.k8s.io/{version}"
+        raise AssertionError("the test control plane serves no scheduling.k8s.io podgroups")
+
 
 PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "Node": "nodes",
            "PriorityClass": "priorityclasses", "Namespace": "namespaces", "ServiceAccount": "serviceaccounts",

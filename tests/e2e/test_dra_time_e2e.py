@@ -38,15 +38,6 @@ def _rfc3339(at: float) -> str:
     return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _served(kube: Kube) -> str:
-    """The scheduling.k8s.io version serving podgroups, newest first (what the loop's discovery finds)."""
-    for version in ("v1beta1", "v1alpha2"):
-        status, body = kube.request("GET", f"/apis/scheduling.k8s.io/{version}")
-        if status == 200 and any(r.get("name") == "podgroups" for r in body.get("resources") or []):
-            return f"scheduling.k8s.io/{version}"
-    raise AssertionError("the test control plane serves no scheduling.k8s.io podgroups")
-
-
 def _running(kube: Kube, ns: str, name: str, node: str, device: str, ends_at: float) -> None:
     """A pod bound to `node` that started 40 s ago, whose activeDeadlineSeconds ends it at `ends_at`, holding
     `device` through its own claim (allocated there and reserved for it, as the scheduler's PreBind leaves it)."""
@@ -72,7 +63,7 @@ def _message(kube: Kube, ns: str, name: str) -> str:
 
 def test_a_dra_gang_is_reserved_until_the_running_pods_free_their_gpus(control_plane: ControlPlane, kube: Kube,
                                                                         chart_schedulers) -> None:
-    ns, sel, api = "sched-dra-time", {"e2e": "dra-time"}, _served(kube)
+    ns, sel, api = "sched-dra-time", {"e2e": "dra-time"}, kube.podgroups_api()
     control_plane.ensure_namespace(ns)
     nodes = [f"drat-{i}" for i in range(2)]
     kube.create(created(device_class("e2e-time-gpu")))

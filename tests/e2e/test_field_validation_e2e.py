@@ -36,14 +36,6 @@ def strict_refusal(kube: Kube, obj: dict) -> list[str]:
     return fields
 
 
-def _served(kube: Kube) -> str:
-    for version in ("v1beta1", "v1alpha2"):
-        status, body = kube.request("GET", f"/apis/scheduling.k8s.io/{version}")
-        if status == 200 and any(r.get("name") == "podgroups" for r in body.get("resources") or []):
-            return f"scheduling.k8s.io/{version}"
-    raise AssertionError("the test control plane serves no scheduling.k8s.io podgroups")
-
-
 def _objects(kube: Kube) -> list[dict]:
     """Objects with typos at every depth, and whole objects of the shapes snapshots hold."""
     typo = api_pod("typo", NS, cpu="1", nodeSelectr={"disk": "ssd"})
@@ -68,7 +60,7 @@ def _objects(kube: Kube) -> list[dict]:
     group_typo = {**podgroup("g", 2, ns=NS), "spec": {"minMembr": 2, "minResources": {"cpu": "1"}}}
     quota = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota", "metadata": {"name": "q", "namespace": NS},
              "spec": {"min": {"cpu": "1"}, "mx": {"cpu": "2"}}}
-    native = native_group("n", 2, ns=NS, api_version=_served(kube))
+    native = native_group("n", 2, ns=NS, api_version=kube.podgroups_api())
     native["spec"]["schedulingPolicy"]["gang"]["minCnt"] = 1
     native["spec"]["schedulingConstraint"] = {}
     return [typo, rich, budget, budget_typo, claim, claim_typo, podgroup("ok", 2, ns=NS), group_typo, quota, native,

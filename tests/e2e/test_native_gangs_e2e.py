@@ -16,28 +16,19 @@ from testkit.scheduling import Kube, node_of, wait_for
 SCHEDULER = "native-scheduler"
 
 
-def _served(kube: Kube) -> str:
-    """The scheduling.k8s.io version serving podgroups, newest first (what the loop's discovery finds)."""
-    for version in ("v1beta1", "v1alpha2"):
-        status, body = kube.request("GET", f"/apis/scheduling.k8s.io/{version}")
-        if status == 200 and any(r.get("name") == "podgroups" for r in body.get("resources") or []):
-            return f"scheduling.k8s.io/{version}"
-    raise AssertionError("the test control plane serves no scheduling.k8s.io podgroups")
-
-
 def _scheduled_condition(api_version: str) -> str:
     return "PodGroupScheduled" if api_version == NATIVE_V1ALPHA2 else "PodGroupInitiallyScheduled"
 
 
 def _condition(kube: Kube, ns: str, name: str, kind: str | None = None) -> dict | None:
-    api = _served(kube)
+    api = kube.podgroups_api()
     group = kube.ok("GET", f"/apis/{api}/namespaces/{ns}/podgroups/{name}")
     kind = kind or _scheduled_condition(api)
     return next((c for c in (group.get("status") or {}).get("conditions") or [] if c["type"] == kind), None)
 
 
 def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
-    ns, sel, api = "sched-native", {"e2e": "native"}, _served(kube)
+    ns, sel, api = "sched-native", {"e2e": "native"}, kube.podgroups_api()
     control_plane.ensure_namespace(ns)
     for i in range(2):
         control_plane.create_ready_node(f"native-{i}", cpu="2", labels=sel)
@@ -60,7 +51,7 @@ def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: 
 
 
 def test_a_zonal_gang_goes_in_one_zone(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
-    ns, api = "sched-native-zonal", _served(kube)
+    ns, api = "sched-native-zonal", kube.podgroups_api()
     control_plane.ensure_namespace(ns)
     for zone in ("za", "zb"):
         for i in range(2):
@@ -85,7 +76,7 @@ def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: 
     wait_for("told it waits for its group", lambda: any(
         "pod group 'late'" in (c.get("message") or "") for p in kube.pods(ns).values()
         for c in (p.get("status") or {}).get("conditions") or []))
-    kube.create(native_group("late", 2, ns=ns, api_version=_served(kube)))
+    kube.create(native_group("late", 2, ns=ns, api_version=kube.podgroups_api()))
     wait_for("bound once the group exists", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=20)
 
 
@@ -98,7 +89,7 @@ def test_a_podgroup_mode_group_is_preempted_whole_and_told(control_plane: Contro
         assert status in (201, 409), status
     for i in range(2):
         control_plane.create_ready_node(f"disrupt-{i}", cpu="2", labels=sel)
-    group = native_group("train", 2, ns=ns, disruption="PodGroup", api_version=_served(kube))
+    group = native_group("train", 2, ns=ns, disruption="PodGroup", api_version=kube.podgroups_api())
     group["spec"]["priorityClassName"] = "e2e-group-low"
     kube.create(group)
     for i in range(2):  # running already, one on each node
@@ -123,7 +114,7 @@ ONLY_V1BETA1 = pytest.mark.kube_versions(min="1.37", reason="scheduling.k8s.io/v
 @ONLY_V1BETA1
 def test_a_lowered_min_count_lets_the_gang_start(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
     ns, sel = "sched-native-shrink", {"e2e": "native-shrink"}
-    api = _served(kube)
+    api = kube.podgroups_api()
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("shrink-0", cpu="4", labels=sel)
     kube.create(native_group("s", 3, ns=ns, api_version=api))
@@ -142,7 +133,7 @@ def test_a_lowered_min_count_lets_the_gang_start(control_plane: ControlPlane, ku
 def test_a_group_whose_pods_priority_differs_is_refused(control_plane: ControlPlane, kube: Kube,
                                                         chart_schedulers) -> None:
     ns, sel = "sched-native-mixed", {"e2e": "native-mixed"}
-    api = _served(kube)
+    api = kube.podgroups_api()
     control_plane.ensure_namespace(ns)
     control_plane.create_ready_node("mixed-0", cpu="4", labels=sel)
     status, _ = kube.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class("e2e-mixed", 50))
