@@ -52,15 +52,22 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, 
 
 def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
     """The placed preemptors some kind rejects where the plan puts them once only the ledger's victims are gone (a
-    victim given back, which the plan had counted on), with their gangs."""
+    victim given back, which the plan had counted on) and, on its node, only those it may evict (`_held`), with
+    their gangs."""
     placed = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
     view = session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
     out = {p.key for p in placed if p.key in session.specs
-           and session.filter(p, p.node_name or "", view.moved(removed=[p])) is not None}
+           and session.filter(p, p.node_name or "", view.moved(added=_held(session, ledger, p), removed=[p])) is not None}
     if session.reclaim is not None:  # the quota rows: a victim given back takes back its room in them
         out |= _over_quota(session, ledger, [p for p in placed if p.key not in out], list(preemptors.values()))
     gangs = {preemptors[k].gang for k in out} - {None}
     return out | {p.key for p in placed if p.gang in gangs}
+
+
+def _held(session: Session, ledger: Ledger, pod: Pod) -> list[Pod]:
+    """The victims on `pod`'s node it may not evict itself (another preemptor's): their room is not its to take, as
+    upstream's terminating victims hold theirs until they are gone (the pod is placed once they are, next cycle)."""
+    return [c.pod for c in ledger.evicted.values() if c.node == pod.node_name and not session.may_evict(pod, c.pod)]
 
 
 def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors: list[Pod]) -> set[str]:
