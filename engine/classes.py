@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .ir import Constraint, PlacementRules
 from .model import Cluster, Pod
 from .podspec import pod_constraints, with_default_spreading
+from .queue_order import entered, pod_order
 from .rejections import Rejections
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def class_key(pod: Pod, constraints: tuple[Constraint, ...], visible: frozenset[
 
 def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKeys, fields: PodFields,
                borrowing: frozenset[str] = frozenset()) -> list[tuple[list[Pod], tuple]]:
-    """(pods, constraints) per class, pods of a class in queue order (creation time, then name).
+    """(pods, constraints) per class, pods of a class in queue order (engine.queue_order).
     `label_keys` says which pod labels some selector of the problem reads (None: any may be); `fields` what else
     of a pod the kinds read; pods that would borrow beyond their tenant's min (`borrowing`) are classes of their own."""
     rules = [with_default_spreading(pod, pod_constraints(pod) + (policy(pod) if policy else ()))
@@ -84,8 +85,9 @@ def group_pods(cluster: Cluster, policy: PolicyRules | None, label_keys: LabelKe
         key = class_key(pod, constraints, visible, borrowing, fields)
         groups.setdefault(key, ([], constraints))[0].append(pod)
     out = list(groups.values())
+    times = entered(cluster.pending, cluster.gangs)
     for pods, _ in out:
-        pods.sort(key=lambda p: (p.created, p.name))
+        pods.sort(key=lambda p: pod_order(p, times))
     return out
 
 
@@ -111,14 +113,13 @@ def priority_weights(classes: list[ClassInfo], notes: list[str],
 
 
 def queue_positions(classes: list[ClassInfo], cluster: Cluster) -> list[tuple[int, ...]]:
-    """Each pod's place in the active queue, per class: priority, then creation time — the PodGroup's for
-    gang members, as Coscheduling's queue sort does, so a gang's pods come up together."""
+    """Each pod's place in the active queue, per class: its unit's place in line (engine.queue_order: a gang's
+    pods come up together, when the gang entered the line), then within a gang oldest first."""
+    times = entered(cluster.pending, cluster.gangs)
     order = []
     for a, info in enumerate(classes):
-        gang = cluster.gangs.get(info.sample.gang or "")
         for k, pod in enumerate(info.pods):
-            created, group = (gang.created, gang.key) if gang is not None else (pod.created, "")
-            order.append((-info.priority, created, group, pod.created, pod.name, a, k))
+            order.append((*pod_order(pod, times), a, k))
     out: list[list[int]] = [[0] * len(info.pods) for info in classes]
     for position, entry in enumerate(sorted(order)):
         out[entry[-2]][entry[-1]] = position

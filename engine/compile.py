@@ -113,7 +113,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, v
              usage: Usage | None) -> Compiled:
     if usage is None and cluster.quotas:
         usage = Usage.of(cluster.quotas, cluster.bound)
-    asking = Asking.of(usage, cluster.pending) if usage is not None else None
+    asking = Asking.of(usage, cluster.pending, cluster.gangs) if usage is not None else None
     lending = asking.borrowing if asking is not None else frozenset()
     grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, view), fields_in(cluster, view),
                          lending)
@@ -213,8 +213,8 @@ def _weigh_keeps(build: ProblemBuilder, notes: list[str]) -> None:
 def _rank(build: ProblemBuilder) -> None:
     """Greedy order (ascending; the greedy takes the highest first): priority, the holders of reservations (a
     promise is kept first among its priority, as the line that made it; pods alike but for the room a reservation
-    keeps are classes apart, and a younger class must not take the room its holder waits for), gangs (the oldest
-    PodGroup first, as Coscheduling's queue sort), supporters before followers. Within a rank the greedy itself
+    keeps are classes apart, and a younger class must not take the room its holder waits for), gangs (the first in
+    line first, engine.queue_order), supporters before followers. Within a rank the greedy itself
     orders by pod size."""
     gangs = build.gangs
     age = {g: k for k, g in enumerate(sorted(range(len(gangs)), key=lambda g: (gangs[g].created, gangs[g].key)))}

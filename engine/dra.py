@@ -38,6 +38,7 @@ from .model import (
     Taint,
     Toleration,
 )
+from .queue_order import queue_order
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
 
@@ -485,10 +486,11 @@ def pod_claims(pending: list[Pod], claims: dict[str, ResourceClaim],
                namespaces: dict[str, dict[str, str]] | None = None) -> dict[str, PodClaims]:
     """What each pending pod's ResourceClaims mean (pod key -> facts; pods without claims left out): blocked
     (why), the claims it allocates, the nodes its allocated claims are usable on, and the unallocated claims it
-    shares with other pending pods. Such a claim is allocated once, by the first of its pods in queue order that
-    is not blocked otherwise; the others follow that allocation in the same batch (on nodes that reach its
-    devices). Run after `extended_claims`: extended resources served by DeviceClasses are claims too."""
-    queue = sorted((p for p in pending if p.resource_claims), key=lambda p: (p.created, p.name))
+    shares with other pending pods. Such a claim is allocated once, by the first of its pods in queue order
+    (engine.queue_order: the highest priority, then the oldest) that is not blocked otherwise; the others follow
+    that allocation in the same batch (on nodes that reach its devices). Run after `extended_claims`: extended
+    resources served by DeviceClasses are claims too."""
+    queue = queue_order(p for p in pending if p.resource_claims)
     found = {pod.key: _pod_claims(pod, claims, namespaces or {}) for pod in queue}
     users: dict[str, list[str]] = {}
     for pod in queue:

@@ -19,11 +19,12 @@ Beyond upstream:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from . import tenants as T
-from .model import NEVER_PREEMPT, Cluster, Pod, Quota
+from .model import NEVER_PREEMPT, Cluster, Gang, Pod, Quota
+from .queue_order import queue_order
 
 TOTAL = ""  # the row of the tenants' total of mins, among the rows named by quota
 
@@ -53,6 +54,7 @@ class Reclaim:
     over: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tenant -> resources it used beyond its min
     # before the batch's plan
     stances: dict[str, Stance] = field(default_factory=dict)  # preemptor key -> its stance
+    gangs: Mapping[str, Gang] = field(default_factory=dict)  # the cluster's: when each gang entered the line
     _covering: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _tenant: dict[str, str | None] = field(default_factory=dict)
 
@@ -67,14 +69,15 @@ class Reclaim:
         if not cluster.quotas:
             return None
         start = start if start is not None else T.Usage.of(cluster.quotas, cluster.bound)
-        rc = cls({q.name: q for q in cluster.quotas}, start.membership, tuple(T.pooled(cluster.quotas)), start)
+        rc = cls({q.name: q for q in cluster.quotas}, start.membership, tuple(T.pooled(cluster.quotas)), start,
+                 gangs=cluster.gangs)
         was = before if before is not None else start
         rc.over = {t: over for t in was.held if (over := rc._beyond(was, t))}
         rc.stances = rc._stances(preemptors)
         return rc
 
     def _stances(self, preemptors: Sequence[Pod]) -> dict[str, Stance]:
-        borrowing = T.borrowing(self.start, preemptors)
+        borrowing = T.borrowing(self.start, preemptors, self.gangs)
         out = {}
         for pod in preemptors:
             tenant = self.tenant(pod)
@@ -194,11 +197,11 @@ class Reclaim:
         """The placed pods (of `pending`) to take out, last in queue order first, until what they newly borrow of
         each pooled resource fits what the idle mins lend on `before` (tenants.pool: asked-for mins are never
         lent): the batch's borrowing rule, asked again of an account its plan did not see (victims given back)."""
-        demand = T.Asking.of(before, pending).demand
+        demand = T.Asking.of(before, pending, self.gangs).demand
         out: set[str] = set()
         for r in self.resources:
             pool = T.pool(before, demand, r)
-            kept = [p for p in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)) if p.key not in out]
+            kept = [p for p in queue_order(placed, self.gangs, pending) if p.key not in out]
             while (beyond := _borrowing(self, kept, pool, r)) and sum(beyond.values()) > pool.lendable:
                 last = next(p for p in reversed(kept) if p.requests.get(r, 0) > 0 and self.tenant(p) in beyond)
                 out.add(last.key)

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .model import Node, Pod, Quota
+from .model import Gang, Node, Pod, Quota
+from .queue_order import queue_order
 
 SHARE_UNIT = 1000  # shares are counted in thousandths of the cluster (per mille), rounded up
 ALWAYS_SHARED = ("cpu", "memory")  # resources every share counts, besides those the quotas name
@@ -185,16 +186,16 @@ def pool(usage: Usage, demand: Mapping[str, Counter[str]], resource: str) -> Poo
 @dataclass(frozen=True, slots=True)
 class Asking:
     """What a batch's pending pods ask of their tenants: per tenant the sum of their requests (`demand`), and the
-    pods that would borrow (`borrowing`): per tenant, in queue order (priority, then creation), each pod that
+    pods that would borrow (`borrowing`): per tenant, in queue order (engine.queue_order), each pod that
     still fits in the room its min leaves of every pooled resource is served by the min; the rest borrow."""
 
     demand: dict[str, Counter[str]]
     borrowing: frozenset[str]
 
     @classmethod
-    def of(cls, usage: Usage, pending: Iterable[Pod]) -> Asking:
+    def of(cls, usage: Usage, pending: Iterable[Pod], gangs: Mapping[str, Gang] | None = None) -> Asking:
         own: dict[str, list[Pod]] = {t.name: [] for t in usage.tenants()}
-        for pod in pending:
+        for pod in queue_order(pending, gangs):
             tenant = usage.membership.tenant(pod)
             if tenant is not None:
                 own[tenant.name].append(pod)
@@ -217,8 +218,8 @@ def _summed(pods: list[Pod]) -> Counter[str]:
 
 
 def _beyond(pods: list[Pod], room: dict[str, int]) -> Iterator[str]:
-    """The pods, in queue order, that no longer fit in `room` (what fits is taken from it)."""
-    for pod in sorted(pods, key=lambda p: (-p.priority, p.created, p.name)):
+    """The pods (in queue order) that no longer fit in `room` (what fits is taken from it)."""
+    for pod in pods:
         if all(pod.requests.get(r, 0) <= left for r, left in room.items()):
             for r in room:
                 room[r] -= pod.requests.get(r, 0)
@@ -226,9 +227,9 @@ def _beyond(pods: list[Pod], room: dict[str, int]) -> Iterator[str]:
             yield pod.key
 
 
-def borrowing(usage: Usage, pending: Iterable[Pod]) -> frozenset[str]:
+def borrowing(usage: Usage, pending: Iterable[Pod], gangs: Mapping[str, Gang] | None = None) -> frozenset[str]:
     """The pending pods that would borrow (`Asking.borrowing`)."""
-    return Asking.of(usage, pending).borrowing
+    return Asking.of(usage, pending, gangs).borrowing
 
 
 def shared(quotas: Iterable[Quota], allocatable: Mapping[str, int]) -> dict[str, int]:

@@ -17,6 +17,7 @@ from itertools import chain
 from math import ceil
 from typing import Protocol
 
+from . import queue_order
 from .model import Cluster, Pod, Reservation, ResourceClaim
 
 
@@ -317,16 +318,10 @@ def _bisect(room: Room, unit: tuple[Pod, ...], times: list[float], held: tuple[R
 
 
 def in_line(cluster: Cluster, waiting: Iterable[str]) -> list[tuple[Pod, ...]]:
-    """The units (a gang's pending pods, or a pod) among the `waiting` pod keys, first in line first: priority,
-    then age (creation time), then name."""
+    """The units (a gang's pending pods, or a pod) among the `waiting` pod keys, first in line first
+    (engine.queue_order)."""
     pods = {p.key: p for p in cluster.pending}
-    units: dict[str, list[Pod]] = {}
-    for key in waiting:
-        pod = pods.get(key)
-        if pod is not None:
-            units.setdefault(pod.gang or pod.key, []).append(pod)
-    return sorted((tuple(members) for members in units.values()),
-                  key=lambda u: (-max(p.priority for p in u), min(p.created for p in u), u[0].key))
+    return queue_order.in_line((pods[key] for key in waiting if key in pods), cluster.gangs, cluster.pending)
 
 
 def reservation(holder: str, unit: tuple[Pod, ...], found: Shadow, scope: str = "") -> Reservation:
@@ -374,6 +369,7 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
         count[r.scope] = count.get(r.scope, 0) + 1
     now_placed = set(placed)
     others = [pods[k] for k in now_placed if k in pods]
+    times = queue_order.entered(cluster.pending, cluster.gangs)
     line = in_line(cluster, waiting)  # those holding one first among their priority: a promise is kept while it can
     line.sort(key=lambda u: (-max(p.priority for p in u), (u[0].gang or u[0].key) not in before))
     objects = waits_for_objects(cluster)
@@ -384,7 +380,7 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
         alone = fits(room, now, held, unit)
         promised = before.get(unit[0].gang or unit[0].key)
         if alone is not None and promised is None and (all(p.key in now_placed for p in unit)
-                                                       or not _passed_over(unit, others)):
+                                                       or not _passed_over(unit, others, times)):
             continue  # it starts now, or lost to pods like it and before it in line: competition, not starvation
         found = _reservation(room, unit, now, alone, horizon, tuple(held), promised, scope, earlier)
         if found is not None:
@@ -410,7 +406,7 @@ def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: Placed | 
     return None if found is None else reservation(holder, unit, found, scope)
 
 
-def _passed_over(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:
+def _passed_over(unit: tuple[Pod, ...], placed: list[Pod], times: Mapping[str, str]) -> bool:
     """Whether a unit that fits alone now lost its room to pods placed now that should not come first: it is a
     gang, or some placed pod asks for no more of anything it asks for and is smaller (less of one) or behind it in
     line (a lower priority, or the same and younger). Kept waiting by them, a stream of small or newer pods could
@@ -419,10 +415,10 @@ def _passed_over(unit: tuple[Pod, ...], placed: list[Pod]) -> bool:
         return True
     pod = unit[0]
     wants = pod.requests
-    place = (-pod.priority, pod.created, pod.key)
+    place = queue_order.place_of(pod, times)
     return any(all(p.requests.get(r, 0) <= v for r, v in wants.items()) and
                (any(p.requests.get(r, 0) < v for r, v in wants.items() if r != "pods")
-                or (-p.priority, p.created, p.key) > place) for p in placed)
+                or queue_order.place_of(p, times) > place) for p in placed)
 
 
 def _limits(pod: Pod | None, limits: Limits | None) -> tuple[str, int, int]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import SCHEDULING_GROUP, Cluster, Gang, Pod
+from ..queue_order import entered
 from ..rejections import Rejection, joined
 from ..solve.greedy import GreedyState, greedy, members_that_fit
 from ..solve.problem import GangRow, Problem, Solution, Status
@@ -38,7 +39,7 @@ class GangInfo:
     within: str | None = None
     bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
     short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
-    created: str = ""  # the PodGroup's creation time
+    created: str = ""  # when the gang entered the line (engine.queue_order.entered): older gangs go first
     quorum: str = "minMember"  # what the group calls its minimum: minCount for a scheduling.k8s.io PodGroup
 
 
@@ -96,11 +97,12 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
         if pod.gang in members:
             bound[pod.gang].append(pod)
     out = []
+    times = entered(cluster.pending, cluster.gangs)
     for key, in_batch in members.items():
         gang = cluster.gangs[key]
         found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
                          gang.within, _domains(cluster, gang.within, bound[key]), _short_of(view, gang.min_resources),
-                         gang.created, quorum_name(gang))
+                         times.get(key, gang.created), quorum_name(gang))
         if found.min_member - found.bound > 0:
             out.append(found)
     return out

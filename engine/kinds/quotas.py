@@ -109,7 +109,7 @@ class CapacityScheduling(PreFilter, Emit, Explain, Requeue):
         tenants = [t for t in used.tenants() if any(q is t for q in tenant_of.values())]
         group = {id(t): g for g, t in enumerate(tenants)}
         quoted = [a for a, t in tenant_of.items() if t is not None]
-        asking = build.batch.asking or T.Asking.of(used, build.batch.cluster.pending)
+        asking = build.batch.asking or T.Asking.of(used, build.batch.cluster.pending, build.batch.cluster.gangs)
         wanted = asking.demand
         groups = tuple(group[id(tenant_of[a])] for a in quoted)
         for r, (have, most) in _totals(used).items():

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import Pod
 from ..plan import Plan, make_plan
+from ..queue_order import queue_order
 from ..reclaim import Account
 from ..rejections import Rejection
 from .session import Candidate, Chosen, Hints, Ledger, Session, Unit, Wall, blocking, not_reached, nothing, units_of
@@ -78,7 +79,7 @@ def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors:
     assert rc is not None
     before = _before(session, ledger)
     account, out = before.copy(), set()
-    for pod in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)):
+    for pod in queue_order(placed, rc.gangs, preemptors):
         if rc.short(account, pod):
             out.add(pod.key)
         else:

@@ -9,11 +9,12 @@ model's fallback when it would not fit the time left; with the session's quota a
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 
 from ..kinds.protection import cap_reason, protected_reason
-from ..model import Pod
+from ..model import Cluster, Pod
+from ..queue_order import in_line
 from ..reclaim import Account, Stance
 from ..rejections import Rejection, joined
 from ..view import View
@@ -58,7 +59,7 @@ def explain_left_out(session: Session, hints: Hints, left: list[Pod], feasible: 
     """Why preemption left these preemptors out, in upstream's words (no victims on a node, protected pods, a cap,
     a gang that cannot fit whole): each unit asked as this search would ask it, against the confirmed ledger (what
     it finds is discarded: another strategy chose the victims)."""
-    for unit in _units(left, largest_first=False):
+    for unit in _units(left, largest_first=False, cluster=session.cluster):
         if session.deadline.passed():
             return
         trial = ledger.copy()
@@ -67,18 +68,15 @@ def explain_left_out(session: Session, hints: Hints, left: list[Pod], feasible: 
                 hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
 
 
-def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
-    """Gangs as one unit, other pods alone; highest priority first, then (when `largest_first`) the largest
-    requests, then oldest."""
-    groups: dict[str, list[Pod]] = defaultdict(list)
-    for p in preemptors:
-        groups[f"gang:{p.gang}" if p.gang else f"pod:{p.key}"].append(p)
+def _units(preemptors: list[Pod], largest_first: bool, cluster: Cluster) -> list[list[Pod]]:
+    """Gangs as one unit, other pods alone, in line (engine.queue_order); with `largest_first`, within a priority
+    the largest requests first."""
+    units = [list(u) for u in in_line(preemptors, cluster.gangs, cluster.pending)]
 
     def size(unit: list[Pod]) -> tuple[int, int]:
         return (-sum(p.requests.get("cpu", 0) for p in unit), -sum(p.requests.get("memory", 0) for p in unit))
 
-    return sorted(groups.values(), key=lambda u: (-max(p.priority for p in u), size(u) if largest_first else (0, 0),
-                                                  min(p.created for p in u), u[0].key))
+    return sorted(units, key=lambda u: (-max(p.priority for p in u), size(u))) if largest_first else units
 
 
 
@@ -90,11 +88,11 @@ def choose_victims(session: Session, hints: Hints, preemptors: list[Pod], feasib
     who, so it is upstream's then: the oldest first. Each pod's best node alone can break a budget that other
     nodes would have kept for the batch: then a bounded session looks for choices that serve the same pods
     with fewer violations. All of it stops at the search's deadline."""
-    units = _units(preemptors, largest_first=True)
+    units = _units(preemptors, largest_first=True, cluster=session.cluster)
     ledger, served = _serve(session, hints, units, feasible)
     if len(served) < len(units) and not session.deadline.passed():
         other = Hints()
-        second, also = _serve(session, other, _units(preemptors, largest_first=False), feasible)
+        second, also = _serve(session, other, _units(preemptors, largest_first=False, cluster=session.cluster), feasible)
         if len(also) > len(served):  # the smallest first serve more (the time may have ended either pass)
             ledger, served, hints.why, hints.capped = second, also, other.why, other.capped
     if ledger.violations and not session.deadline.passed():
