@@ -26,7 +26,7 @@ from .loop.live import LIVE_KINDS
 from .manifests import load_cluster
 from .output import now_line, print_table, render_json, render_yaml
 from .plan import Plan
-from .planner import Options, plan_batch
+from .planner import Options, TimeInputs, plan_batch
 from .solve.cpsat import MAX_WORKERS
 
 DEMO = "demo-cluster.yaml"
@@ -197,7 +197,7 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
     chosen = _set_now(cluster, now, live=kubeconfig is not None)
     options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
-    plan = plan_batch(cluster, rules, options, progress)
+    plan = plan_batch(cluster, rules, options, progress, time_inputs=_time_inputs(chosen))
     plan = _with_load(plan, loaded, chosen)
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
@@ -221,12 +221,16 @@ def _epoch(at: datetime.datetime) -> float:
 
 
 def _set_now(cluster, flag: datetime.datetime | None, live: bool) -> timeline.Now | None:
-    """The plan's now (timeline.choose_now: --now, else a live cluster's clock, else the snapshot's) set on the
-    cluster, with a note when pod times were left out choosing it."""
+    """The plan's now (timeline.choose_now: --now, else a live cluster's clock, else the snapshot's), with a note
+    on the cluster when pod times were left out choosing it."""
     chosen = timeline.choose_now(cluster, None if flag is None else _epoch(flag), time.time() if live else None)
-    cluster.now = None if chosen is None else chosen.at
     cluster.notes.extend(chosen.notes() if chosen is not None else ())
     return chosen
+
+
+def _time_inputs(chosen: timeline.Now | None) -> TimeInputs:
+    """A one-shot command's time inputs: the plan's now alone (reservations are worked out, none carried)."""
+    return TimeInputs(None if chosen is None else chosen.at)
 
 
 def _with_load(plan: Plan, seconds: float, now: timeline.Now | None) -> Plan:
@@ -308,7 +312,8 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
     if target is None:
         _print_skipped_pod(skipped[0], cluster.skipped[skipped[0]], output)
         return
-    plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption))
+    plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption),
+                      time_inputs=_time_inputs(chosen))
     _report_failures(plan)
     compiled = plan.details.compiled  # the batch as first compiled: the node table shows the cluster as it is now
     classes = compiled.classes if compiled is not None else []
