@@ -94,23 +94,24 @@ class PlanningContext:
     def of(cls, cluster: Cluster, rules: Rules, options: Options, time_inputs: TimeInputs,
            progress: Callable[[str], None] | None = None, view: View | None = None, lowest: int | None = None,
            usage: Usage | None = None, on_placed: OnPlaced | None = None) -> PlanningContext:
-        """The context of `cluster` as the caller hands it (`view`, `lowest` and `usage` describing it, or None)."""
+        """The context of `cluster` as the caller hands it (`view`, `lowest` and `usage` describing it, or None),
+        started now: working out what the stages read counts against the time limit."""
+        started = time.perf_counter()
         cluster = timeline.with_estimates(with_quotas(cluster, rules.quotas), time_inputs.now, rules.runtimes)
-        return cls(cluster, rules, options, time_inputs, view, lowest, usage, progress, on_placed,
-                   time.perf_counter()).settled()
+        return cls(cluster, rules, options, time_inputs, view, lowest, usage, progress, on_placed, started).settled()
 
     @property
     def time_limit(self) -> float:
         return self.options.time_limit
 
     def narrowed(self, cluster: Cluster, time_limit: float, on_placed: OnPlaced | None) -> PlanningContext:
-        """This context for an attempt on `cluster` (this one's, or engine.isolation's: some pods left out, some
-        handed on and bound) within `time_limit`, starting now; what the caller kept of the bound pods is worked out
-        again if they changed."""
-        attempt = replace(self, options=replace(self.options, time_limit=time_limit), on_placed=on_placed,
-                          started=time.perf_counter())
+        """This context for an attempt on `cluster` (this one's: the first attempt, started with the context; or
+        engine.isolation's, starting now: some pods left out, some handed on and bound) within `time_limit`; what the
+        caller kept of the bound pods is worked out again if they changed."""
+        options = replace(self.options, time_limit=time_limit)
         if cluster is self.cluster:
-            return attempt
+            return replace(self, options=options, on_placed=on_placed)
+        attempt = replace(self, options=options, on_placed=on_placed, started=time.perf_counter())
         if cluster.bound is self.cluster.bound:
             return replace(attempt, cluster=cluster).settled()
         return replace(attempt, cluster=cluster, view=None, lowest=None, usage=None).settled()
