@@ -188,7 +188,7 @@ def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]],
         started = time.perf_counter()
         snapshot = cache.snapshot(batch, SCHEDULER, Rules().gangs, Rules().quotas)
         on_placed = None if handed is None else (lambda _plan: handed.append(time.perf_counter() - started))
-        result = cycle_module.run_cycle(snapshot, Rules(), options, on_placed)
+        result = cycle_module.run_cycle(snapshot, Rules(), options, on_placed=on_placed)
         return time.perf_counter() - started, result
     finally:
         gc.enable()

@@ -175,9 +175,9 @@ def stages(file: str) -> dict[str, float]:
     context = load.Context(load.namespace_labels(found.cluster.namespaces, seen), found.priorities,
                            found.cluster.native_groups)
     pods, errors = step("convert_pods", lambda: load.convert_pods(context, found.pods, checked=True))
-    step("assemble (pods placed, budgets)", lambda: load.assemble(found.cluster, pods, found.priorities,
-                                                                  load.DEFAULT_SCHEDULER, found.budgets, errors))
-    step("resolve_cluster", lambda: resolve_cluster(found.cluster, None))
+    assembled = step("assemble (pods placed, budgets)", lambda: load.assemble(
+        found.cluster, pods, found.priorities, load.DEFAULT_SCHEDULER, found.budgets, errors))
+    step("resolve_cluster", lambda: resolve_cluster(assembled[0], None))
     # the converters alone, again on the same objects: the rest of the two steps above is the assembly's
     nodes = [obj for _, obj in docs if obj.get("kind") == "Node"]
     step("  again: node_of_manifest alone", lambda: [node_of_manifest(obj) for obj in nodes])

@@ -31,7 +31,7 @@ from engine.load import build_cluster  # noqa: E402
 from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY  # noqa: E402
 from engine.model import Cluster, Reservation  # noqa: E402
 from engine.plan import Plan  # noqa: E402
-from engine.planner import Options, plan_batch  # noqa: E402
+from engine.planner import Options, TimeInputs, plan_batch  # noqa: E402
 from engine.preempt import lowest_running  # noqa: E402
 from engine.tables import PodTable  # noqa: E402
 from engine.timeline import Estimate, seconds  # noqa: E402
@@ -118,15 +118,16 @@ def _cycles(cluster: Cluster, batches: list[list], kept: PodTable, columns, lowe
         fresh = now - swept < ESTIMATE_EVERY
         earlier = now - looked >= EARLIER_EVERY
         looked = now if earlier else looked
-        options = Options(time_limit=10.0, workers=1, carried=True, estimated=estimates if fresh else None,
-                          earlier=earlier)
-        batch_cluster = replace(cluster, pending=batch, now=now if with_time else None, reservations=held)
+        options = Options(time_limit=10.0, workers=1)
+        time_inputs = TimeInputs(now if with_time else None, held, carried=True,
+                                 estimated=estimates if fresh else None, ask_earlier=earlier)
+        batch_cluster = replace(cluster, pending=batch)
         view = View(PodTable(  # each cycle's own, from the parts the loop's cache keeps
             kept.nodes, list(kept.pods), list(kept.node_of), replace(kept.usage, used=kept.usage.used.copy()),
             kept.special, columns.copy()))
         with collector_paused():  # as the loop runs a cycle (engine.loop.runtime)
             began = time.perf_counter()
-            plan = plan_batch(batch_cluster, options=options, view=view, lowest=lowest)
+            plan = plan_batch(batch_cluster, options=options, view=view, lowest=lowest, time_inputs=time_inputs)
             took = time.perf_counter() - began
         held = plan.reservations
         if not fresh and plan.estimates:
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
             for now in ((None, seconds(NOW)) if len(plain) % 2 == 0 else (seconds(NOW), None)):  # each first in turn
                 with collector_paused():  # as the dry-run plans (engine.cli)
                     started = time.perf_counter()
-                    plan = plan_batch(replace(cluster, now=now), options=options)
+                    plan = plan_batch(cluster, options=options, time_inputs=TimeInputs(now))
                 (plain if now is None else timed).append(time.perf_counter() - started)
                 if now is None:
                     placed = (str(len(plan.assignments)), placed[1])

@@ -24,9 +24,10 @@ from .ir import GangRules, Rules
 from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
 from .loop.live import LIVE_KINDS
 from .manifests import load_cluster
+from .model import Cluster
 from .output import now_line, print_table, render_json, render_yaml
 from .plan import Plan
-from .planner import Options, plan_batch
+from .planner import Options, TimeInputs, plan_batch
 from .solve.cpsat import MAX_WORKERS
 
 DEMO = "demo-cluster.yaml"
@@ -192,12 +193,12 @@ def dry_run(clusters, policies, output, time_limit, scheduler_name, workers, see
                else _load_live(clusters, kubeconfig, scheduler_name, rules.gangs))
     if sources:
         from .policy.lint import notes
-        cluster.notes.extend(notes(checked, cluster, sources))  # warnings `check` gives, as the plan's notes
+        cluster = replace(cluster, notes=[*cluster.notes, *notes(checked, cluster, sources)])  # `check`'s warnings
     loaded = time.perf_counter() - started
     progress(f"loaded {len(cluster.nodes)} nodes, {len(cluster.bound)} bound and {len(cluster.pending)} pending pods")
-    chosen = _set_now(cluster, now, live=kubeconfig is not None)
+    chosen, cluster = _choose_now(cluster, now, live=kubeconfig is not None)
     options = Options(time_limit, workers, seed, baseline, preemption=not no_preemption)
-    plan = plan_batch(cluster, rules, options, progress)
+    plan = plan_batch(cluster, rules, options, progress, time_inputs=_time_inputs(chosen))
     plan = _with_load(plan, loaded, chosen)
     if not quiet:
         for note in plan.notes:  # stdout stays the plan alone, whatever the format
@@ -220,13 +221,18 @@ def _epoch(at: datetime.datetime) -> float:
     return (at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp()
 
 
-def _set_now(cluster, flag: datetime.datetime | None, live: bool) -> timeline.Now | None:
-    """The plan's now (timeline.choose_now: --now, else a live cluster's clock, else the snapshot's) set on the
-    cluster, with a note when pod times were left out choosing it."""
+def _choose_now(cluster: Cluster, flag: datetime.datetime | None, live: bool) -> tuple[timeline.Now | None, Cluster]:
+    """The plan's now (timeline.choose_now: --now, else a live cluster's clock, else the snapshot's), and the
+    cluster with a note when pod times were left out choosing it."""
     chosen = timeline.choose_now(cluster, None if flag is None else _epoch(flag), time.time() if live else None)
-    cluster.now = None if chosen is None else chosen.at
-    cluster.notes.extend(chosen.notes() if chosen is not None else ())
-    return chosen
+    if chosen is None or not (said := chosen.notes()):
+        return chosen, cluster
+    return chosen, replace(cluster, notes=[*cluster.notes, *said])
+
+
+def _time_inputs(chosen: timeline.Now | None) -> TimeInputs:
+    """A one-shot command's time inputs: the plan's now alone (reservations are worked out, none carried)."""
+    return TimeInputs(None if chosen is None else chosen.at)
 
 
 def _with_load(plan: Plan, seconds: float, now: timeline.Now | None) -> Plan:
@@ -276,8 +282,8 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
     except (ConfigError, ApiUnavailable, ApiError) as exc:
         _fail(f"{kubeconfig}: {exc}")
     # the apiserver admitted every object: as the scheduler loop, leave out what the model cannot read and say so
-    cluster.notes.extend(f"left out, the scheduler cannot read it: {r.message}" for r in cluster.refused)
-    return cluster
+    return replace(cluster, notes=[*cluster.notes,
+                                   *(f"left out, the scheduler cannot read it: {r.message}" for r in cluster.refused)])
 
 
 @main.command()
@@ -300,7 +306,7 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
     rules = _policies(policies)
     cluster = _load(clusters, scheduler_name, rules.gangs, strict)
     _print_notes(cluster.notes)
-    chosen = _set_now(cluster, now, live=False)
+    chosen, cluster = _choose_now(cluster, now, live=False)
     for note in chosen.notes() if chosen is not None else ():
         click.echo(f"policy-scheduler: note: {note}", err=True)
     skipped = [key for key in cluster.skipped if pod in (key, key.split("/", 1)[1])]
@@ -308,7 +314,8 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
     if target is None:
         _print_skipped_pod(skipped[0], cluster.skipped[skipped[0]], output)
         return
-    plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption))
+    plan = plan_batch(cluster, rules, Options(time_limit, workers, seed, preemption=not no_preemption),
+                      time_inputs=_time_inputs(chosen))
     _report_failures(plan)
     compiled = plan.details.compiled  # the batch as first compiled: the node table shows the cluster as it is now
     classes = compiled.classes if compiled is not None else []

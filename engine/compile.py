@@ -18,7 +18,7 @@ import numpy as np
 from .classes import ClassInfo, Level, PolicyRules, group_pods, priority_weights, queue_positions
 from .kinds import EMITTERS, FILTERS, PRE_FILTERS, ScorePart, fields_in, score_parts, visible_label_keys
 from .kinds.context import Batch, ClassMatcher, ClassSpec, Partitions, ProblemBuilder
-from .model import Cluster, Pod
+from .model import Cluster, Moment, Pod
 from .rejections import Rejections
 from .solve.problem import PodClass, Problem
 from .tenants import Asking, Usage
@@ -39,6 +39,7 @@ class Compiled:
     view: View  # the cluster's pods as compile read them
     notes: list[str] = field(default_factory=list)
     usage: Usage | None = None  # what the tenants' bound pods use before the plan (None: no quotas)
+    moment: Moment = Moment()  # when the batch is planned, and the reservations it is planned beside
     # answers explanations reuse across the batch's classes (kinds.gangs: a gang's members that fit, by shape)
     memo: dict[tuple, object] = field(default_factory=dict, repr=False, compare=False)
 
@@ -95,7 +96,7 @@ class ClassesChecked:
 
 
 def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadline: Deadline | None = None,
-                    view: View | None = None, usage: Usage | None = None) -> Compiled:
+                    view: View | None = None, usage: Usage | None = None, moment: Moment = Moment()) -> Compiled:
     """The class-level problem of a cluster snapshot (and policies).
 
     Classes are checked (static filters, candidates, scores) highest priority first; once `deadline` has
@@ -104,21 +105,23 @@ def compile_cluster(cluster: Cluster, policy: PolicyRules | None = None, deadlin
     gives it the time limit of the whole solve (`Deadline.after(time_limit)`): the starting plans that
     follow cost a fraction of compile. `view` is the view of the cluster's bound pods when the caller has it
     already (preemption re-plans on views of one table); it must describe `cluster.nodes` and `cluster.bound`;
-    `usage`, what the bound pods use of `cluster.quotas`, likewise (the loop keeps it across cycles).
+    `usage`, what the bound pods use of `cluster.quotas`, likewise (the loop keeps it across cycles). `moment`:
+    the plan's now and the reservations the batch is planned beside (none: no time in the plan).
     """
-    return _compile(cluster, policy, deadline or Deadline(), view or View.of(cluster.nodes, cluster.bound), usage)
+    return _compile(cluster, policy, deadline or Deadline(), view or View.of(cluster.nodes, cluster.bound), usage,
+                    moment)
 
 
 def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, view: View,
-             usage: Usage | None) -> Compiled:
+             usage: Usage | None, moment: Moment) -> Compiled:
     if usage is None and cluster.quotas:
         usage = Usage.of(cluster.quotas, cluster.bound)
     asking = Asking.of(usage, cluster.pending, cluster.gangs) if usage is not None else None
     lending = asking.borrowing if asking is not None else frozenset()
-    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, view), fields_in(cluster, view),
+    grouped = group_pods(cluster, policy, lambda rule_sets: visible_label_keys(rule_sets, view), fields_in(cluster, moment, view),
                          lending)
     batch = Batch(cluster, view, [rules for _, rules in grouped], ClassMatcher([pods[0] for pods, _ in grouped]),
-                  usage=usage, asking=asking)
+                  usage=usage, asking=asking, moment=moment)
     checked = _check_classes(grouped, batch, deadline, lending)
     classes = checked.infos
     notes: list[str] = []
@@ -137,7 +140,7 @@ def _compile(cluster: Cluster, policy: PolicyRules | None, deadline: Deadline, v
         notes.append(f"compile reached the time limit: {len(classes) - len(skip)} of {len(classes)} pod classes "
                      f"checked (highest priority first); {sum(len(classes[a].pods) for a in skip)} pod(s) of "
                      "the rest are left unplaced")
-    return Compiled(cluster, problem, classes, build.gangs, view, notes, usage)
+    return Compiled(cluster, problem, classes, build.gangs, view, notes, usage, moment)
 
 
 # -- steps ----------------------------------------------------------------------------------------
@@ -218,7 +221,7 @@ def _rank(build: ProblemBuilder) -> None:
     orders by pod size."""
     gangs = build.gangs
     age = {g: k for k, g in enumerate(sorted(range(len(gangs)), key=lambda g: (gangs[g].created, gangs[g].key)))}
-    holders = {r.holder for r in build.batch.cluster.reservations}
+    holders = {r.holder for r in build.batch.moment.reservations}
     keys = []
     for a, (info, cls) in enumerate(zip(build.classes, build.problem.classes)):
         gang_age = age.get(cls.gang) if cls.gang is not None else None

@@ -7,6 +7,8 @@ bisected by units (a gang, or pods sharing a ResourceClaim, stay together) until
 are found; they are refused with the error, and the rest is planned without them in the same call. The
 probes run with a time limit shrunk to their share of the batch, so a culprit among 1,000 pods costs about
 two plans, not twenty. The caller (the scheduler loop, the CLI) logs the failures' tracebacks: they are bugs.
+Isolation wraps the planner's whole pipeline (engine.planner.pipeline): each attempt is the pipeline run on the
+planning context narrowed to the attempt's pods and time limit (`Attempt.narrowed`).
 """
 
 from __future__ import annotations
@@ -14,27 +16,50 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Protocol, Self, TypeVar
 
 from .model import Cluster, Pod
 from .plan import Failure, OnPlaced, Plan, Stats
 
 T = TypeVar("T")
+
+
+class Attempt(Protocol):
+    """What isolation narrows down (engine.planner.PlanningContext): a batch's planning with its cluster, its time
+    limit and the caller's `on_placed`."""
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def time_limit(self) -> float: ...
+
+    @property
+    def on_placed(self) -> OnPlaced | None: ...
+
+    def narrowed(self, cluster: Cluster, time_limit: float, on_placed: OnPlaced | None) -> Self:
+        """The same planning for `cluster` (some pods left out, some bound), within `time_limit`, handing on to
+        `on_placed`."""
+        ...
+
+
+A = TypeVar("A", bound=Attempt)
 MAX_ROUNDS = 3  # failures that only appear together: find culprits again on what is left, at most this often
 MIN_PROBE_SECONDS = 0.2
 
 
-def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float, OnPlaced | None], Plan], time_limit: float,
-                  on_placed: OnPlaced | None = None) -> Plan:
-    """`plan(cluster, time_limit, on_placed)`, or, when it raises, the plan of the pods that do not make it raise,
-    with the ones that do refused (in `unschedulable` and `errors`, and listed in `failures`). Placements handed
-    to `on_placed` before an attempt raised are final: later attempts plan around them as bound pods (probes
-    hand nothing on), and the plan returned lists them."""
+def plan_isolated(context: A, pipeline: Callable[[A], Plan]) -> Plan:
+    """`pipeline(context)`, or, when it raises, the plan of the pods that do not make it raise, with the ones that
+    do refused (in `unschedulable` and `errors`, and listed in `failures`). Placements handed to the context's
+    `on_placed` before an attempt raised are final: later attempts plan around them as bound pods (probes hand
+    nothing on), and the plan returned lists them."""
     failures: list[Failure] = []
-    handed = Handed(on_placed)
+    handed = PlacementsHandedOn(context.on_placed)
+    cluster, time_limit = context.cluster, context.time_limit
     for _ in range(MAX_ROUNDS):
         try:
-            return _with_failures(handed.into(plan(cluster, time_limit, handed.hand if on_placed else None)), failures)
+            attempt = context.narrowed(cluster, time_limit, handed.hand if context.on_placed else None)
+            return _with_failures(handed.into(pipeline(attempt)), failures)
         except HandOverFailed as exc:
             raise exc.error from None  # the caller's error, not planning's: the net is not for it
         except Exception as exc:  # the net: anything, narrowed to its culprits below
@@ -43,7 +68,8 @@ def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float, OnPlaced | N
                 raise  # nothing to narrow down: a bug outside any pod's planning
             if not cluster.pending:
                 return handed.into(Plan({}, {}, Stats(pods=0, status="ERROR")))
-            found = culprits(units(cluster.pending), _probe(cluster, plan, time_limit), exc) or [(list(cluster.pending), exc)]
+            found = (culprits(units(cluster.pending), _probe(context, cluster, pipeline), exc)
+                     or [(list(cluster.pending), exc)])
             failures += [failure([p.key for p in unit], err) for unit, err in found]
             refused = {p.key for unit, _ in found for p in unit}
             cluster = replace(cluster, pending=[p for p in cluster.pending if p.key not in refused])
@@ -54,7 +80,7 @@ def plan_isolated(cluster: Cluster, plan: Callable[[Cluster, float, OnPlaced | N
 
 
 @dataclass
-class Handed:
+class PlacementsHandedOn:
     """Placements given on (OnPlaced) before the plan they come from was finished, by pod key."""
 
     on_placed: OnPlaced | None
@@ -117,12 +143,11 @@ def culprits(units: list[list[T]], attempt: Callable[[list[T]], object],
     return found
 
 
-def _probe(cluster: Cluster, plan: Callable[[Cluster, float, OnPlaced | None], Plan],
-           time_limit: float) -> Callable[[list[Pod]], Plan]:
-    """Plan only `pods` of the batch, with their share of the time limit."""
+def _probe(context: A, cluster: Cluster, pipeline: Callable[[A], Plan]) -> Callable[[list[Pod]], Plan]:
+    """Plan only `pods` of the batch (`cluster`'s), with their share of the time limit."""
     def attempt(pods: list[Pod]) -> Plan:
-        share = max(MIN_PROBE_SECONDS, time_limit * len(pods) / max(1, len(cluster.pending)))
-        return plan(replace(cluster, pending=pods), share, None)
+        share = max(MIN_PROBE_SECONDS, context.time_limit * len(pods) / max(1, len(cluster.pending)))
+        return pipeline(context.narrowed(replace(cluster, pending=pods), share, None))
     return attempt
 
 

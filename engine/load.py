@@ -83,7 +83,7 @@ def build_cluster(docs: Iterable[tuple[str, dict[str, Any]]], scheduler_name: st
     seen = {str(o["metadata"].get("namespace") or "default") for _, o in found.pods}
     context = Context(namespace_labels(cluster.namespaces, seen), found.priorities, cluster.native_groups)
     pods, refused = convert_pods(context, found.pods, checked=True)
-    errors, other_scheduler = assemble(cluster, pods, context.priorities, scheduler_name, found.budgets,
+    cluster, errors, other_scheduler = assemble(cluster, pods, context.priorities, scheduler_name, found.budgets,
                                        [*found.errors, *refused])
     if errors and strict:
         first = errors[0]
@@ -160,7 +160,7 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
         except PROBLEMS as exc:
             found.refuse(src, kind, meta, reason_of(exc))
     found.priorities = priorities_of(found.classes)
-    found.cluster.quotas = _one_quota_per_namespace(found)
+    found.cluster = replace(found.cluster, quotas=_one_quota_per_namespace(found))
     for src, obj in found.native:
         try:
             group = native_group(obj, found.priorities)
@@ -232,18 +232,19 @@ def convert_pods(context: Context, docs: Iterable[tuple[str, dict[str, Any]]],
 
 
 def assemble(cluster: Cluster, pods: list[tuple[dict[str, Any], Pod]], priorities: Priorities, scheduler_name: str,
-             budgets: list[tuple[str, dict[str, Any]]], errors: list[InputError]) -> tuple[list[InputError], int]:
+             budgets: list[tuple[str, dict[str, Any]]], errors: list[InputError]
+             ) -> tuple[Cluster, list[InputError], int]:
     """What `build_cluster` and the loop's cache both do once the objects are converted: every pod in its place
     (bound, pending, skipped with a reason), the budgets counted over the bound pods, and every object left out
-    recorded in `cluster.refused`. Returns those refusals and how many pending pods are another scheduler's.
-    `resolve.resolve_cluster` then derives what the pods mean together."""
-    cluster.refused_groups = refused_groups([*(pod for _, pod in pods), *cluster.bound], cluster.native_groups,
-                                            scheduler_name) if cluster.native_groups else {}
-    places = [place_pod(cluster, obj, pod, priorities, scheduler_name, cluster.refused_groups) for obj, pod in pods]
-    cluster.budgets, refused = disruption_budgets(budgets, cluster.bound)
+    recorded in `cluster.refused`. Returns the cluster so assembled, those refusals and how many pending pods are
+    another scheduler's. `resolve.resolve_cluster` then derives what the pods mean together."""
+    groups = refused_groups([*(pod for _, pod in pods), *cluster.bound], cluster.native_groups,
+                            scheduler_name) if cluster.native_groups else {}
+    places = [place_pod(cluster, obj, pod, priorities, scheduler_name, groups) for obj, pod in pods]
+    kept, refused = disruption_budgets(budgets, cluster.bound)
     errors = [*errors, *refused]
-    cluster.refused = [e.refusal() for e in errors]
-    return errors, places.count(OTHER_SCHEDULER)
+    cluster = replace(cluster, refused_groups=groups, budgets=kept, refused=[e.refusal() for e in errors])
+    return cluster, errors, places.count(OTHER_SCHEDULER)
 
 
 BOUND, PENDING, SKIPPED, OTHER_SCHEDULER, GONE = "bound", "pending", "skipped", "other scheduler", "gone"

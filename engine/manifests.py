@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -346,8 +346,7 @@ def load_cluster(paths: Iterable[str], scheduler_name: str = DEFAULT_SCHEDULER, 
         raise InputError(str(unknown[0]), unknown[0].source, more=len(unknown) - 1,
                          more_what="object(s) with unknown fields")
     cluster = build_cluster(docs, scheduler_name, gangs)
-    cluster.notes[:0] = unknown_field_notes(unknown)
-    return cluster
+    return replace(cluster, notes=[*unknown_field_notes(unknown), *cluster.notes]) if unknown else cluster
 
 
 NOTED = 5  # objects with unknown fields named one by one in the notes; the rest are counted

@@ -689,9 +689,21 @@ class Reservation:
     claims: tuple[ResourceClaim, ...] = ()  # its pods' ResourceClaims as allocated at its start: the devices it holds
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """When a plan is made and the room held then for pods that start later: the plan's `now` (seconds since the
+    epoch; running pods' ends are counted from it; None: no time in the plan) and the reservations it is planned
+    beside (engine.timeline; engine.kinds.reservations keeps pods running past their starts out of their room).
+    Beside the cluster, not on it: one snapshot is planned at several moments (time steps, the backfill re-plan)."""
+
+    now: float | None = None
+    reservations: tuple[Reservation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Cluster:
-    """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out."""
+    """A snapshot: nodes, pods already bound, the pending batch, gangs, namespace labels, and pods left out. The
+    time it is planned at is beside it (`Moment`), not on it: a cluster is read, never written, once assembled."""
 
     nodes: list[Node] = field(default_factory=list)
     bound: list[Pod] = field(default_factory=list)
@@ -713,5 +725,3 @@ class Cluster:
     storage: Storage = field(default_factory=Storage)
     devices: Devices = field(default_factory=Devices)
     quotas: list[Quota] = field(default_factory=list)  # tenants' quotas (ElasticQuotas, policies)
-    now: float | None = None  # the plan's "now" (seconds since the epoch): running pods' ends are counted from it
-    reservations: tuple[Reservation, ...] = ()  # room held for pods that start later (engine.timeline)

@@ -14,7 +14,7 @@ from typing import Any
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
 from .kinds import RESERVES
-from .model import Cluster, Pod, Reservation
+from .model import Cluster, Moment, Pod, Reservation
 from .solve import solve
 from .solve.problem import Solution
 from .tenants import Usage
@@ -242,19 +242,22 @@ def make_plan(
     preference_limit: float | None = None,
     usage: Usage | None = None,
     on_placed: OnPlaced | None = None,
+    moment: Moment = Moment(),
 ) -> Plan:
-    """Compile and solve within `time_limit` seconds in all (compiling counts against it). `on_placed` is given
+    """Compile and solve within `time_limit` seconds in all (compiling counts against it), at `moment` (the plan's
+    now and the reservations it is planned beside; none: no time). `on_placed` is given
     the placements (`placed_plan`) before the pods left out are explained. The cyclic collector is the process's
     owner's to pause, not planning's (engine.cli for a one-shot command, engine.loop.runtime per cycle)."""
     return _make_plan(cluster, policy, time_limit, workers, seed, progress, baseline, view, preference_limit, usage,
-                      on_placed)
+                      on_placed, moment)
 
 
 def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
                progress: Callable[[str], None] | None, baseline: bool, view: View | None,
-               preference_limit: float | None, usage: Usage | None, on_placed: OnPlaced | None) -> Plan:
+               preference_limit: float | None, usage: Usage | None, on_placed: OnPlaced | None,
+               moment: Moment) -> Plan:
     start = time.perf_counter()
-    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), view, usage)
+    compiled = compile_cluster(cluster, policy, Deadline.after(time_limit), view, usage, moment)
     compile_seconds = time.perf_counter() - start
     if progress:
         progress(

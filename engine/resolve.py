@@ -44,9 +44,10 @@ def resolve_cluster(cluster: Cluster, gangs: GangRules | None, bound: bool = Tru
     placed = _placed(cluster, members.bound, bound)
     resolved = replace(cluster, pending=out, bound=placed, gangs=members.gangs, devices=devices)
     if missing := missing_controllers(resolved):
-        resolved.notes = [*cluster.notes, f"{missing} pending pod(s) are controlled by ReplicaSets, StatefulSets or "
-                          "ReplicationControllers the snapshot lacks, so their default spreading counts only "
-                          "Services (include them: kubectl get replicasets,statefulsets,services -A -o yaml)"]
+        resolved = replace(resolved, notes=[
+            *cluster.notes, f"{missing} pending pod(s) are controlled by ReplicaSets, StatefulSets or "
+            "ReplicationControllers the snapshot lacks, so their default spreading counts only "
+            "Services (include them: kubectl get replicasets,statefulsets,services -A -o yaml)"])
     return resolved
 
 

@@ -32,7 +32,7 @@ from .convert.fields import as_int, as_mapping, as_text, required, resource_amou
 from .load import build_cluster
 from .model import Cluster, Gang, Pod, PodGroup, Reservation
 from .plan import make_plan
-from .planner import Options, plan_batch
+from .planner import Options, TimeInputs, plan_batch
 from .timeline import rfc3339
 from .view import View
 
@@ -337,15 +337,14 @@ class _World:
             self.view = self.view.moved(removed=gone).settled()
         return drops
 
-    def cluster(self, waiting: Iterable[_Models], also: Iterable[_Running], t: float, timed: bool) -> Cluster:
-        """The cluster at t with `also` running besides, exactly as build_cluster reads the same manifests
+    def cluster(self, waiting: Iterable[_Models], also: Iterable[_Running]) -> Cluster:
+        """The cluster with `also` running besides, exactly as build_cluster reads the same manifests
         (`_manifest_cluster`; the tests hold them equal), but assembled from the models."""
         waiting = list(waiting)
         return replace(self.base, bound=[*self.bound, *(p for r in also for p in r.pods)],
                        pending=[p for m in waiting for p in m.pods], notes=[],
                        pod_groups={m.group.key: m.group for m in waiting if m.group is not None},
-                       gangs={m.gang.key: m.gang for m in waiting if m.gang is not None},
-                       now=EPOCH + t if timed else None)
+                       gangs={m.gang.key: m.gang for m in waiting if m.gang is not None})
 
 
 def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: float = 2.0, period: float = 0.0,
@@ -390,12 +389,13 @@ def _place(world: _World, t: float, mode: str, time_limit: float,
     """The jobs that start at t, each with its pods' nodes, and the reservations the plan holds."""
     if mode == "one-at-a-time":
         return _one_at_a_time(world, t, time_limit, prune), ()
-    cluster = world.cluster(world.waiting, (), t, timed=mode == "batch-time")
+    cluster = world.cluster(world.waiting, ())
     waiting = {p.key for p in cluster.pending}  # the last cycle's reservations of jobs still waiting: kept promises
-    cluster = replace(cluster, reservations=tuple(r for r in world.held if all(k in waiting for k, _ in r.pods)))
+    kept = tuple(r for r in world.held if all(k in waiting for k, _ in r.pods))
     # the replay reads no waiting pod's estimated start: none are swept for (a sweep is a dozen plans per cycle)
-    options = Options(time_limit=time_limit, workers=1, preemption=False, estimated={})
-    plan = plan_batch(cluster, options=options, view=world.view)
+    time_inputs = TimeInputs(EPOCH + t if mode == "batch-time" else None, kept, estimated={})
+    plan = plan_batch(cluster, options=Options(time_limit=time_limit, workers=1, preemption=False), view=world.view,
+                      time_inputs=time_inputs)
     world.held = plan.reservations
     got = plan.assignments
     return [(m, [got[p.key] for p in m.pods]) for m in world.waiting
@@ -415,7 +415,7 @@ def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> l
         shape = tuple(sorted(job.requests.items()))
         if prune and failed.get(shape, math.inf) <= job.pods:
             continue
-        cluster = world.cluster([models], now, t, timed=False)
+        cluster = world.cluster([models], now)
         got = make_plan(cluster, time_limit=time_limit, workers=1, view=view).assignments
         if all(p.key in got for p in models.pods):
             nodes = [got[p.key] for p in models.pods]
@@ -445,18 +445,16 @@ def _running(models: _Models, nodes: tuple[str, ...], t: float, resource: str) -
 
 # --- the manifests: what the models are converted from, and the reference the tests hold them to ---------------
 
-def _manifest_cluster(trace: Trace, waiting: Iterable[Job], running: Iterable[_Running], t: float,
-                     timed: bool) -> Cluster:
-    """The cluster at virtual time t built from manifests as a snapshot is read: what `_World.cluster` assembles
-    from models converted once (the replay used to build this at every event)."""
+def _manifest_cluster(trace: Trace, waiting: Iterable[Job], running: Iterable[_Running]) -> Cluster:
+    """The cluster built from manifests as a snapshot is read: what `_World.cluster` assembles from models converted
+    once (the replay used to build this at every event)."""
     docs = _node_docs(trace)
     for r in running:
         docs += [(f"run[{r.job.name}-{k}]", _pod(r.job, f"{r.job.name}-r{k}", node, EPOCH + r.start))
                  for k, node in enumerate(r.nodes)]
     for job in waiting:
         docs += _job_docs(job)
-    cluster = build_cluster(docs, SCHEDULER)
-    return replace(cluster, now=EPOCH + t) if timed else cluster
+    return build_cluster(docs, SCHEDULER)
 
 
 def _node_docs(trace: Trace) -> list[tuple[str, dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""The planner's answers about a later time, as engine.timeline asks them (one `Later` per plan with time).
+"""The planner's answers about a later time, as engine.timeline asks them (one `FutureRoom` per plan with time).
 
 The cluster at time t is the one a cycle would see then: today's with the running pods that end by t gone (and
 the ResourceClaims only they used deallocated: engine.dra_time), each held reservation whose start has come bound
@@ -22,7 +22,7 @@ import numpy as np
 
 from .dra_time import claim_ends, later_devices, placed_claims, still_free
 from .ir import PlacementRules
-from .model import Cluster, Devices, Pod, Reservation, ResourceClaim
+from .model import Cluster, Devices, Moment, Pod, Reservation, ResourceClaim
 from .plan import Plan, make_plan
 from .tables import FEW
 from .timeline import Begun, Placed, ends, exempt, rfc3339, takes_from
@@ -63,10 +63,12 @@ def split(held: Sequence[Reservation], t: float, pods: Sequence[Pod] = ()) -> tu
 
 
 @dataclass(slots=True)
-class Later:
-    """A cluster's answers at times t ≥ now: where pods would go, and whether capacity alone could take them."""
+class FutureRoom:
+    """A cluster's answers at times t ≥ now (engine.timeline.Room): where pods would go, and whether capacity alone
+    could take them."""
 
     cluster: Cluster
+    now: float  # the plan's
     base: View  # the bound pods, now
     placement: PlacementRules | None
     time_limit: float  # per plan asked
@@ -79,20 +81,19 @@ class Later:
     started: tuple[Begun, ...] = ()  # pods placed now for good (a carried cycle's): running beside every answer
 
     @classmethod
-    def of(cls, cluster: Cluster, base: View, placement: PlacementRules | None, time_limit: float,
-           seed: int, runtimes: Runtimes | None = None) -> Later:
+    def of(cls, cluster: Cluster, now: float, base: View, placement: PlacementRules | None, time_limit: float,
+           seed: int, runtimes: Runtimes | None = None) -> FutureRoom:
         """`base` is the view of the cluster's bound pods, `runtimes` the policies' estimates the cluster's were
         given (engine.timeline.with_estimates), which the view's pods may lack. Pods bound to nodes the view
         does not know are left out at later times (they hold no room)."""
-        assert cluster.now is not None
         base = base.settled()
-        found = end_times(base, cluster.now, runtimes)
+        found = end_times(base, now, runtimes)
         freed = (claim_ends(cluster.devices, {p.key: float(e) for p, e in zip(base.pods, found)}, cluster.pending)
                  if any(c.reserved_for for c in cluster.devices.claims.values()) else {})
-        return cls(cluster, base, placement, time_limit, seed, found, {p.key: p for p in cluster.pending},
+        return cls(cluster, now, base, placement, time_limit, seed, found, {p.key: p for p in cluster.pending},
                    base.node_array(), base.positions(), freed)
 
-    def with_started(self, started: Sequence[Begun]) -> Later:
+    def with_started(self, started: Sequence[Begun]) -> FutureRoom:
         """This cluster with `started` running from now (a carried cycle's placements, bound before its
         reservations are worked out: they hold their room until they end)."""
         return replace(self, started=tuple(started))
@@ -100,8 +101,7 @@ class Later:
     def times(self, horizon: float, held: Sequence[Reservation] = ()) -> list[float]:
         """The distinct times within the horizon at which a running pod, or a pod of a `held` reservation, ends,
         earliest first."""
-        assert self.cluster.now is not None
-        until = self.cluster.now + horizon
+        until = self.now + horizon
         found = self.ends
         more = {end for r in held for key, _ in r.pods
                 if (p := self.pending.get(key)) is not None and p.runtime is not None
@@ -117,10 +117,9 @@ class Later:
         running = self._running(running, t)
         extra = (*self._reserved(started, t), *(b.bound() for b in running))
         view = self.base.without(self.ends <= t, extra)
-        at = replace(self.cluster, now=t, bound=view.pods, pending=list(pods), reservations=ahead,
-                     devices=self._devices(t, started, running))
+        at = replace(self.cluster, bound=view.pods, pending=list(pods), devices=self._devices(t, started, running))
         plan = make_plan(at, self.placement, time_limit=self.time_limit, workers=1, seed=self.seed,
-                         preference_limit=0.0, view=view)
+                         preference_limit=0.0, view=view, moment=Moment(t, ahead))
         return placed(plan, at)
 
     def enough(self, t: float, held: Sequence[Reservation], pods: Sequence[Pod], running: Sequence[Begun] = ()

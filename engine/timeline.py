@@ -144,10 +144,10 @@ def ends_after(pod: Pod, now: float, start: float) -> bool:
     return pod.runtime is None or now + pod.runtime > start
 
 
-def with_estimates(cluster: Cluster, runtimes: Callable[[Pod], int | None] | None) -> Cluster:
+def with_estimates(cluster: Cluster, now: float | None, runtimes: Callable[[Pod], int | None] | None) -> Cluster:
     """The cluster with the policies' runtime estimates on the pods whose spec sets no bound (a `runtime`
-    statement in scope; engine.policy.lower.runtime_rules)."""
-    if runtimes is None or cluster.now is None:
+    statement in scope; engine.policy.lower.runtime_rules), when it is planned with time (a `now`)."""
+    if runtimes is None or now is None:
         return cluster
 
     def estimated(pods: list[Pod]) -> list[Pod]:
@@ -243,10 +243,10 @@ def snapshot_time(cluster: Cluster) -> float | None:
     return None if now is None else now.at
 
 
-def timed(cluster: Cluster) -> bool:
+def timed(cluster: Cluster, now: float | None) -> bool:
     """Whether time is in the plan: a "now" is known and some pod, running or waiting, has a runtime bound (a
     cluster where no one declares one plans as it always has, at no cost)."""
-    return cluster.now is not None and any(p.runtime is not None for p in chain(cluster.bound, cluster.pending))
+    return now is not None and any(p.runtime is not None for p in chain(cluster.bound, cluster.pending))
 
 
 def end_times(cluster: Cluster, now: float, horizon: float) -> list[float]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from engine.ir import Rules
 from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.planner import Options, TimeInputs, plan_batch
 from testkit.manifests import (
     claim,
     claim_template,
@@ -228,8 +228,7 @@ def test_a_pod_waiting_for_an_object_or_refused_for_an_error_is_not_told_it_does
             pod("running", cpu="1", node_name="n1", activeDeadlineSeconds=600)]  # a bound: time is in the plan
     docs[-1]["status"]["startTime"] = "2027-01-15T07:55:00Z"
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = 1_800_000_000.0
-    plan = plan_batch(cluster, Rules(), Options(time_limit=3, workers=1))
+    plan = plan_batch(cluster, Rules(), Options(time_limit=3, workers=1), time_inputs=TimeInputs(1_800_000_000.0))
     for name in ("p", "q", "r"):
         reasons = plan.unschedulable[f"default/{name}"]
         assert not any("does not fit" in r for r in reasons), (name, reasons)

@@ -15,7 +15,7 @@ import pytest
 
 from dra_time_cases import NOON, SHAPES, at, gang_on_busy_nodes, half_and_half, nodes, running, two_devices, waiting
 from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.planner import Options, TimeInputs, plan_batch
 from engine.timeline import seconds
 
 CASE = Path(__file__).parent / "cases" / "dra-time-two-devices.yaml"
@@ -23,8 +23,8 @@ CASE = Path(__file__).parent / "cases" / "dra-time-two-devices.yaml"
 
 def plan_at(docs: list[dict], now: str = NOON, **options):
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = seconds(now)
-    return plan_batch(cluster, options=Options(**{"time_limit": 5.0, "workers": 1, **options}))
+    return plan_batch(cluster, options=Options(**{"time_limit": 5.0, "workers": 1, **options}),
+                      time_inputs=TimeInputs(seconds(now)))
 
 
 def starts(plan) -> dict[str, str]:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dra_time_cases import NOON, SHAPES, at, gang_on_busy_nodes, nodes, running, three_for_two, waiting
 from engine.load import build_cluster
 from engine.loop.devices import allocation_status
-from engine.planner import Options, plan_batch
+from engine.planner import Options, TimeInputs, plan_batch
 from engine.timeline import rfc3339, seconds
 from test_dra_time import plan_at, starts
 
@@ -85,10 +85,10 @@ def replay(docs: list[dict], first, now: float, until: float) -> tuple[dict[str,
     while (t := _next_end(docs, t)) is not None and t <= until:
         docs = _end(docs, t)
         cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-        cluster.now = t
         pending = {p.key for p in cluster.pending}
-        cluster.reservations = tuple(r for r in carried if all(k in pending for k, _ in r.pods))
-        plan = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True, estimated={}))
+        kept = tuple(r for r in carried if all(k in pending for k, _ in r.pods))
+        plan = plan_batch(cluster, options=Options(time_limit=5.0, workers=1),
+                          time_inputs=TimeInputs(t, kept, carried=True, estimated={}))
         _bind(docs, plan, t)
         started.update(dict.fromkeys(plan.assignments, t))
         carried = plan.reservations

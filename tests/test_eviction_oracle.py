@@ -23,7 +23,7 @@ from engine.compile import compile_cluster
 from engine.ir import Rules
 from engine.kinds.context import Batch, ClassMatcher, ClassSpec
 from engine.load import build_cluster
-from engine.model import Cluster, Reservation
+from engine.model import Cluster, Moment, Reservation
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
 from engine.rejections import Rejections
@@ -122,10 +122,9 @@ class Scene:
                  reserved: bool) -> None:
         self.rules = lower(check_sources({"limit.policy": LIMIT_POLICY})) if limited else Rules()
         cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], gangs=self.rules.gangs)
-        cluster = replace(cluster, now=NOW)
-        if reserved:  # n0 held from NOW + 1,800 s for two GPUs: what runs past then leaves less there
-            cluster = replace(cluster, reservations=(
-                Reservation("default/held", (("default/held", "n0"),), NOW + 1800, (("n0", (("nvidia.com/gpu", 2),)),)),))
+        self.moment = Moment(NOW, (  # n0 held from NOW + 1,800 s for two GPUs: what runs past then leaves less there
+            Reservation("default/held", (("default/held", "n0"),), NOW + 1800, (("n0", (("nvidia.com/gpu", 2),)),)),
+        ) if reserved else ())
         asked = next(p for p in cluster.pending if p.name == "asked")
         self.cluster = replace(cluster, pending=[asked])
         self.view = View.of(cluster.nodes, cluster.bound)
@@ -138,7 +137,7 @@ class Scene:
         self.trial = self.view.moved(added=self.come, removed=self.gone)
 
     def _spec(self, cluster: Cluster, view: View) -> ClassSpec:
-        compiled = compile_cluster(cluster, self.rules.placement, view=view)
+        compiled = compile_cluster(cluster, self.rules.placement, view=view, moment=self.moment)
         info = compiled.classes[0]
         return ClassSpec(0, info.sample, info.constraints)
 
@@ -168,8 +167,8 @@ def test_each_kinds_answer_on_a_trial_is_its_answer_on_the_cluster_with_the_move
     scene = _scene(case, reserved)
     cluster, view, spec = scene.moved()
     for kind in kinds.READ_PODS:
-        trial = _verdicts(kind, scene.spec, Batch.alone_on(scene.cluster, scene.trial))
-        fresh = _verdicts(kind, spec, Batch.alone_on(cluster, view))
+        trial = _verdicts(kind, scene.spec, Batch.alone_on(scene.cluster, scene.trial, scene.moment))
+        fresh = _verdicts(kind, spec, Batch.alone_on(cluster, view, scene.moment))
         assert trial == fresh, kind.name
 
 
@@ -183,12 +182,12 @@ def test_a_whole_filter_in_a_batch_on_the_moved_cluster_agrees_with_the_trial(ca
     cluster, view, spec = scene.moved()
     whole = [kind for kind in kinds.READ_PODS if kind.name in WHOLE_FILTER]
     size = len(view.nodes)
-    batch = Batch(cluster, view, [spec.constraints], ClassMatcher([spec.sample]))
+    batch = Batch(cluster, view, [spec.constraints], ClassMatcher([spec.sample]), moment=scene.moment)
     out = Rejections(size)
     for kind in whole:
         kind.filter(spec, batch, out)
     filtered = [None if (r := out.get(i)) is None else r.plugin for i in range(size)]
-    alone = Batch.alone_on(scene.cluster, scene.trial)
+    alone = Batch.alone_on(scene.cluster, scene.trial, scene.moment)
     asked = [None if (r := kinds.filter_node(scene.spec, alone, i, tuple(whole))) is None else r.plugin
              for i in range(size)]
     assert asked == filtered
@@ -204,7 +203,7 @@ def test_spread_and_pod_affinity_on_a_trial_match_the_plain_per_node_filters(cas
     for name, plain in (("PodTopologySpread", filter_oracle.spread_filter),
                         ("InterPodAffinity", filter_oracle.pod_affinity_filter)):
         kind = kinds.BY_NAME[name]
-        trial = _verdicts(kind, scene.spec, Batch.alone_on(scene.cluster, scene.trial))
+        trial = _verdicts(kind, scene.spec, Batch.alone_on(scene.cluster, scene.trial, scene.moment))
         assert trial == [plain(spec.sample, spec.constraints, view, i) is not None for i in range(len(view.nodes))], name
 
 
@@ -217,10 +216,10 @@ def test_an_answer_that_read_no_other_node_stands_without_the_moves_elsewhere(ca
     for kind in kinds.READ_PODS:
         for i in range(len(scene.view.nodes)):
             with scene.trial.reads() as reached:
-                verdict = kinds.filter_node(scene.spec, Batch.alone_on(scene.cluster, scene.trial), i, (kind,))
+                verdict = kinds.filter_node(scene.spec, Batch.alone_on(scene.cluster, scene.trial, scene.moment), i, (kind,))
             if reached[0]:
                 continue
             here = scene.view.moved(added=[p for p in scene.come if scene.position[p.node_name] == i],
                                     removed=[p for p in scene.gone if scene.position[p.node_name] == i])
-            alone = kinds.filter_node(scene.spec, Batch.alone_on(scene.cluster, here), i, (kind,))
+            alone = kinds.filter_node(scene.spec, Batch.alone_on(scene.cluster, here, scene.moment), i, (kind,))
             assert (verdict is None) == (alone is None), (kind.name, i)

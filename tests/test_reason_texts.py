@@ -20,7 +20,7 @@ from engine.explain import node_table
 from engine.ir import Rules
 from engine.load import build_cluster
 from engine.manifests import parse_objects, read_objects
-from engine.planner import Options, plan_batch
+from engine.planner import Options, TimeInputs, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import load_policies
 from engine.rejections import joined
@@ -68,9 +68,7 @@ def texts(plan, cluster) -> Iterator[tuple[str, str]]:
 
 def artefacts(objects: list[tuple[str, dict]], rules: Rules = Rules(), now: float | None = None) -> list[str]:
     cluster = build_cluster(objects, gangs=rules.gangs)
-    if now is not None:
-        cluster.now = now
-    plan = plan_batch(cluster, rules, Options(time_limit=2, workers=1))
+    plan = plan_batch(cluster, rules, Options(time_limit=2, workers=1), time_inputs=TimeInputs(now))
     said = list(texts(plan, cluster))
     assert said or plan.assignments, "a plan that tells nothing and places nothing sweeps nothing"
     return [f"{who}: {text!r}" for who, text in said if ARTEFACT.search(text)]

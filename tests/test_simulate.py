@@ -9,7 +9,7 @@ import pytest
 
 from engine import simulate as S
 from engine.plan import make_plan
-from engine.planner import Options, plan_batch
+from engine.planner import Options, TimeInputs, plan_batch
 from engine.simulate import (
     Job,
     NodeShape,
@@ -90,11 +90,12 @@ def test_the_cluster_assembled_from_models_is_what_the_manifests_build() -> None
     waiting = [S._models(j) for j in trace.jobs[8:]]
     also = [S._running(waiting.pop(), ("gpu-1",), 60.0, world.resource)]
     assert any(m.gang is not None for m in waiting) and len(world.running) == 7
+    new = world.cluster(waiting, also)
+    old = S._manifest_cluster(trace, [m.job for m in waiting], [*world.running.values(), *also])
+    assert new == old and new.bound and new.gangs and new.pod_groups
     for timed in (False, True):
-        new = world.cluster(waiting, also, 90.0, timed)
-        old = S._manifest_cluster(trace, [m.job for m in waiting], [*world.running.values(), *also], 90.0, timed)
-        assert new == old and new.bound and new.gangs and new.pod_groups
-        plans = [plan_batch(c, options=Options(time_limit=2.0, workers=1, preemption=False), view=view)
+        at = TimeInputs(S.EPOCH + 90.0 if timed else None)
+        plans = [plan_batch(c, options=Options(time_limit=2.0, workers=1, preemption=False), view=view, time_inputs=at)
                  for c, view in ((new, world.view.moved(added=also[0].pods)), (old, None))]
         assert plans[0].assignments == plans[1].assignments and plans[0].reservations == plans[1].reservations
     assert make_plan(new, workers=1).assignments == make_plan(old, workers=1).assignments
@@ -108,8 +109,8 @@ def test_a_replay_of_models_is_a_replay_of_manifests(monkeypatch) -> None:
     worked out by every plan (as it was)."""
     fast = {mode: replay(CONTENDED, mode) for mode in S.MODES}
 
-    def from_manifests(self, waiting, also, t, timed):
-        return S._manifest_cluster(CONTENDED, [m.job for m in waiting], [*self.running.values(), *also], t, timed)
+    def from_manifests(self, waiting, also):
+        return S._manifest_cluster(CONTENDED, [m.job for m in waiting], [*self.running.values(), *also])
 
     monkeypatch.setattr(S._World, "cluster", from_manifests)
     monkeypatch.setattr(S, "make_plan", lambda cluster, view, **kw: make_plan(cluster, **kw))

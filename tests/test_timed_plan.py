@@ -26,23 +26,30 @@ from engine.loop.cache import ClusterCache
 from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY, PlanStage
 from engine.loop.profile import Profile, Settings
 from engine.loop.store import Store
-from engine.model import Cluster, Reservation
-from engine.planner import Options, plan_batch
+from engine.model import Cluster, Moment, Reservation
+from engine.planner import Options, TimeInputs, plan_batch
 from engine.tables import PodColumns
-from engine.timed_plan import Later
+from engine.timed_plan import FutureRoom
 from engine.timeline import fits, reserve, seconds
 from engine.view import View
 from test_timeline import GPU, NOON, at, gpu_pod, plan, running, snapshot, timed_clusters
 
-
-def cluster_of(docs: list[dict], now: str | None = NOON) -> Cluster:
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = seconds(now) if now else None
-    return cluster
+NOW = seconds(NOON)
+assert NOW is not None
+CARRIED = Options(time_limit=5.0, workers=1)  # the loop's (its reservations carried: TimeInputs.carried)
 
 
-def later(cluster: Cluster) -> Later:
-    return Later.of(cluster, View.of(cluster.nodes, cluster.bound), None, 2.0, 0)
+def cluster_of(docs: list[dict]) -> Cluster:
+    return build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+
+
+def later(cluster: Cluster) -> FutureRoom:
+    return FutureRoom.of(cluster, NOW, View.of(cluster.nodes, cluster.bound), None, 2.0, 0)
+
+
+def carried(*held: Reservation) -> TimeInputs:
+    """The loop's time inputs at noon: `held` carried from the last cycle."""
+    return TimeInputs(NOW, held, carried=True)
 
 
 # --- the view at a later time ------------------------------------------------------------------------------------
@@ -179,20 +186,19 @@ def test_runtimes_split_classes_only_where_a_reservation_can_bind() -> None:
 
     def held(where: str) -> Reservation:
         return Reservation("default/x", (("default/x", where),), seconds(at(12, 3)), ((where, ((GPU, 8),)),))
-    assert len(compile_cluster(batch).classes) == 1
-    assert len(compile_cluster(replace(batch, reservations=(held("n2"),))).classes) == 1
-    assert len(compile_cluster(replace(batch, reservations=(held("n1"),))).classes) == 2
-    options = Options(time_limit=5.0, workers=1, carried=True)
-    assert len(plan_batch(batch, options=options).assignments) == 4  # n1's 4 free GPUs, to any of them
-    placed = plan_batch(replace(batch, reservations=(held("n1"),)), options=options).assignments
+    assert len(compile_cluster(batch, moment=Moment(NOW)).classes) == 1
+    assert len(compile_cluster(batch, moment=Moment(NOW, (held("n2"),))).classes) == 1
+    assert len(compile_cluster(batch, moment=Moment(NOW, (held("n1"),))).classes) == 2
+    assert len(plan_batch(batch, options=CARRIED, time_inputs=carried()).assignments) == 4  # n1's 4 free GPUs, to any
+    placed = plan_batch(batch, options=CARRIED, time_inputs=carried(held("n1"))).assignments
     assert placed == {f"default/p-{k}": "n1" for k in range(3)}
 
 
-def reserved_on_n1(gpus: int, *pods: dict) -> Cluster:
+def reserved_on_n1(gpus: int, *pods: dict) -> tuple[Cluster, Moment]:
     """The snapshot's running pods, `pods` pending, and n1 (4 GPUs free now, its 4 running pods there till 12:10)
     held from 12:03 for `gpus` GPUs: what is left there at 12:03 is 4 - gpus."""
     cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + list(pods))
-    return replace(cluster, reservations=(
+    return cluster, Moment(NOW, (
         Reservation("default/x", (("default/x", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, gpus),)),)),))
 
 
@@ -207,10 +213,9 @@ def test_holders_of_reservations_go_first_among_their_priority() -> None:
     pods = [gpu_pod(name, deadline=4 * 3600, created=created)
             for name, created in (("a", at(10, 0)), ("b", at(10, 30)), *((f"young-{k}", at(11, 30)) for k in range(4)))]
     cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + pods)
-    cluster = replace(cluster, reservations=tuple(
-        Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, m)), (("n1", ((GPU, 2),)),))
-        for h, m in (("a", 3), ("b", 2))))
-    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True)).assignments
+    held = tuple(Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, m)), (("n1", ((GPU, 2),)),))
+                 for h, m in (("a", 3), ("b", 2)))
+    got = plan_batch(cluster, options=CARRIED, time_inputs=carried(*held)).assignments
     assert len(got) == 3 and {"default/a", "default/b"} <= set(got)
 
 
@@ -220,10 +225,9 @@ def test_two_reservations_starting_together_on_one_node_leave_room_for_both() ->
     beside `a`'s too, so a 4-hour pod takes none of it, a 2-minute one may."""
     cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")]
                          + [gpu_pod("long", deadline=4 * 3600, created=NOON), gpu_pod("quick", deadline=120, created=NOON)])
-    cluster = replace(cluster, reservations=tuple(
-        Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, 2),)),))
-        for h in ("a", "b")))
-    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True))
+    held = tuple(Reservation(f"default/{h}", ((f"default/{h}", "n1"),), seconds(at(12, 3)), (("n1", ((GPU, 2),)),))
+                 for h in ("a", "b"))
+    got = plan_batch(cluster, options=CARRIED, time_inputs=carried(*held))
     assert got.assignments == {"default/quick": "n1"}
     assert any(f"reserved for default/b from {at(12, 3)}" in why for why in got.unschedulable["default/long"])
 
@@ -235,10 +239,9 @@ def test_room_that_frees_early_goes_to_the_head_of_the_line_not_to_a_younger_res
     pods = [gpu_pod(name, deadline=4 * 3600, created=created)
             for name, created in (("old", at(10, 0)), ("young", at(11, 0)), ("later", at(11, 30)))]
     cluster = cluster_of([d for d in snapshot() if d["kind"] != "Pod" or d["spec"].get("nodeName")] + pods)
-    cluster = replace(cluster, reservations=(
+    got = plan_batch(cluster, options=CARRIED, time_inputs=carried(
         Reservation("default/old", (("default/old", "n2"),), seconds(at(12, 20)), (("n2", ((GPU, 1),)),)),
         Reservation("default/young", (("default/young", "n1"),), seconds(at(12, 10)), (("n1", ((GPU, 8),)),))))
-    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1, carried=True))
     assert got.assignments == {"default/old": "n1", "default/young": "n1"}
     assert any(f"Insufficient {GPU} reserved for default/young" in why for why in got.unschedulable["default/later"])
 
@@ -248,15 +251,15 @@ def test_a_reservation_leaving_nothing_filters_its_nodes_and_one_leaving_some_ma
     solver's problem, and the reason names the reservation. Held for 2 of its 4 free GPUs, 2 are left: a row lets
     at most two 1-GPU pods running past the start on n1, and a 3-GPU one is filtered out there."""
     long = [gpu_pod(f"long-{k}", deadline=4 * 3600, created=NOON) for k in range(4)]
-    whole = reserved_on_n1(8, *long)
-    assert not [r for r in compile_cluster(whole).problem.resources if "reserved for" in r]
-    got = plan_batch(whole, options=Options(time_limit=5.0, workers=1, carried=True))
+    whole, held = reserved_on_n1(8, *long)
+    assert not [r for r in compile_cluster(whole, moment=held).problem.resources if "reserved for" in r]
+    got = plan_batch(whole, options=CARRIED, time_inputs=carried(*held.reservations))
     assert not got.assignments
     assert all(any(f"Insufficient {ROW}" in why for why in got.unschedulable[f"default/long-{k}"]) for k in range(4))
 
-    some = reserved_on_n1(2, *long, gpu_pod("wide", gpus=3, deadline=4 * 3600, created=NOON))
-    assert ROW in compile_cluster(some).problem.resources
-    got = plan_batch(some, options=Options(time_limit=5.0, workers=1, carried=True))
+    some, held = reserved_on_n1(2, *long, gpu_pod("wide", gpus=3, deadline=4 * 3600, created=NOON))
+    assert ROW in compile_cluster(some, moment=held).problem.resources
+    got = plan_batch(some, options=CARRIED, time_inputs=carried(*held.reservations))
     assert len(got.assignments) == 2 and set(got.assignments.values()) == {"n1"}
     assert any(f"Insufficient {ROW}" in why for why in got.unschedulable["default/wide"])
 
@@ -266,7 +269,7 @@ def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -
     of n1's pods running at 12:03 is evicted (upstream's RemovePod), one GPU is left at the start and a 1-GPU pod is
     not; a pod arriving there that also runs past the start takes that GPU again, one that ends before it does not.
     (Held for all 8, n1 would be 4 short at 12:03: one eviction leaves it 3 short, and no pod running past it fits.)"""
-    cluster = reserved_on_n1(4, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    cluster, held = reserved_on_n1(4, gpu_pod("long", deadline=4 * 3600, created=NOON))
     view = View.of(cluster.nodes, cluster.bound)
     spec = ClassSpec(0, cluster.pending[0], ())
     n1 = view.positions()["n1"]
@@ -274,8 +277,8 @@ def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -
     late = replace(cluster.pending[0], name="late", node_name="n1")
     early = replace(late, name="early", runtime=60)
 
-    def refused(on: View, where: Cluster = cluster) -> bool:
-        return filter_node(spec, Batch.alone_on(where, on), n1, (KIND,)) is not None
+    def refused(on: View, where: Cluster = cluster, moment: Moment = held) -> bool:
+        return filter_node(spec, Batch.alone_on(where, on, moment), n1, (KIND,)) is not None
 
     assert refused(view)
     assert not refused(view.moved(removed=[victim]))
@@ -283,13 +286,13 @@ def test_preemption_asks_the_reservation_what_an_eviction_frees_at_its_start() -
     assert not refused(view.moved(removed=[victim], added=[early]))
     # a pod that ends before 12:03 gives nothing back by leaving: held for 5, n1 has 8 - 3 (running then) - 5 = 0
     ending = replace(victim, runtime=60)
-    held5 = reserved_on_n1(5, gpu_pod("long", deadline=4 * 3600, created=NOON))
-    short = replace(held5, bound=[ending if p.key == victim.key else p for p in held5.bound])
-    assert refused(View.of(short.nodes, short.bound), short)
-    assert refused(View.of(short.nodes, short.bound).moved(removed=[ending]), short)
-    whole = reserved_on_n1(8, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    five, held5 = reserved_on_n1(5, gpu_pod("long", deadline=4 * 3600, created=NOON))
+    short = replace(five, bound=[ending if p.key == victim.key else p for p in five.bound])
+    assert refused(View.of(short.nodes, short.bound), short, held5)
+    assert refused(View.of(short.nodes, short.bound).moved(removed=[ending]), short, held5)
+    whole, held8 = reserved_on_n1(8, gpu_pod("long", deadline=4 * 3600, created=NOON))
     on_whole = View.of(whole.nodes, whole.bound)
-    assert filter_node(spec, Batch.alone_on(whole, on_whole.moved(removed=[victim])), n1, (KIND,)) is not None
+    assert refused(on_whole.moved(removed=[victim]), whole, held8)
 
 
 def test_a_promise_made_keeps_its_place_before_older_units_of_its_priority() -> None:

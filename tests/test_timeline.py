@@ -10,7 +10,7 @@ gang from 12:20, and the four 5-minute pods start on n1's free GPUs meanwhile (d
 from __future__ import annotations
 
 from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.planner import Options, TimeInputs, plan_batch
 from engine.policy.lower import lower
 from engine.policy.parse import duration
 from engine.policy.sources import check_sources
@@ -57,8 +57,8 @@ def snapshot() -> list[dict]:
 
 def plan(now: str | None = NOON):
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(snapshot())])
-    cluster.now = seconds(now) if now else None
-    return cluster, plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
+    return cluster, plan_batch(cluster, options=Options(time_limit=5.0, workers=1),
+                               time_inputs=TimeInputs(seconds(now) if now else None))
 
 
 def test_running_pods_end_by_their_start_plus_their_bound() -> None:
@@ -98,8 +98,7 @@ def test_every_other_waiting_pod_gets_an_estimated_start() -> None:
     even then cannot be estimated, and says why."""
     docs = snapshot() + [gpu_pod("huge", gpus=16, deadline=600, created=NOON)]
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = seconds(NOON)
-    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
+    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1), time_inputs=TimeInputs(seconds(NOON)))
     estimates = got.to_dict()["estimates"]
     assert {estimates[f"default/long-{k}"]["start"] for k in (1, 2, 3)} == {at(14, 0)}  # (long-0: reserved then)
     assert "does not fit even once" in estimates["default/huge"]["unknown"]
@@ -116,13 +115,12 @@ def test_a_runtime_statement_estimates_pods_without_a_deadline() -> None:
             del d["spec"]["activeDeadlineSeconds"]
             d["metadata"]["labels"] = {"size": "short"}
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = seconds(NOON)
     for label, backfilled in (("short", True), ("other", False)):
         rules = lower(check_sources({"p.policy": f"""policy quick {{
             applies to pods where label "size" == "{label}"
             runtime 5m
         }}"""}))
-        got = plan_batch(cluster, rules, Options(time_limit=5.0, workers=1))
+        got = plan_batch(cluster, rules, Options(time_limit=5.0, workers=1), time_inputs=TimeInputs(seconds(NOON)))
         on_n1 = sorted(k for k, n in got.assignments.items() if n == "n1")
         assert on_n1 == ([f"default/short-{k}" for k in range(4)] if backfilled else [])
         assert got.reservations[0].holder == "default/train"
@@ -132,14 +130,13 @@ def test_a_reserve_statement_sets_how_many_and_how_far_ahead() -> None:
     """`reserve at most N within D` over the gang's pods: none at all, or a horizon short of 12:20, and the 4-hour
     pods take n1 as without time; the default (2 within 7 days) reserves."""
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(snapshot())])
-    cluster.now = seconds(NOON)
     for line, reserved in (("reserve at most 0 within 1d", False), ("reserve at most 1 within 10m", False),
                            ("reserve at most 1 within 30m", True)):
         rules = lower(check_sources({"p.policy": f"""policy train {{
             applies to pods where label "{POD_GROUP_LABEL}" == "train"
             {line}
         }}"""}))
-        got = plan_batch(cluster, rules, Options(time_limit=5.0, workers=1))
+        got = plan_batch(cluster, rules, Options(time_limit=5.0, workers=1), time_inputs=TimeInputs(seconds(NOON)))
         assert [r.holder for r in got.reservations][:1] == (["default/train"] if reserved else []), line
         on_n1 = {k for k, n in got.assignments.items() if n == "n1"}
         assert on_n1 == ({f"default/short-{k}" for k in range(4)} if reserved else {f"default/long-{k}" for k in range(4)})
@@ -226,8 +223,8 @@ def timed_clusters(draw) -> list[dict]:
 @given(timed_clusters())
 def test_no_backfilled_pod_delays_a_reservation_when_every_pod_keeps_its_bound(docs) -> None:
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = now = seconds(NOON)
-    got = plan_batch(cluster, options=Options(time_limit=2.0, workers=1))
+    now = seconds(NOON)
+    got = plan_batch(cluster, options=Options(time_limit=2.0, workers=1), time_inputs=TimeInputs(now))
     pods = {p.key: p for p in (*cluster.bound, *cluster.pending)}
     for r in got.reservations:
         assert not set(dict(r.pods)) & set(got.assignments)  # a reserved pod is not also placed now
@@ -286,16 +283,13 @@ def test_the_head_of_the_line_is_not_beaten_by_smaller_pods() -> None:
              for k in range(2)]
     docs += [gpu_pod(f"small-{k}", deadline=300, created=NOON) for k in range(16)]
     cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
-    cluster.now = None
     plain = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
     assert len(plain.assignments) == 16 and "default/train-0" not in plain.assignments
-    cluster.now = seconds(NOON)
-    timed = plan_batch(cluster, options=Options(time_limit=5.0, workers=1))
+    timed = plan_batch(cluster, options=Options(time_limit=5.0, workers=1), time_inputs=TimeInputs(seconds(NOON)))
     assert {"default/train-0", "default/train-1"} <= set(timed.assignments) and len(timed.assignments) == 2
     assert not timed.reservations  # started now: nothing left held
 
     alike = build_cluster([(f"doc{i}", d) for i, d in enumerate(
         [node("n1", cpu="32", **{GPU: "8"})] + [gpu_pod(f"p-{k}", deadline=300, created=NOON) for k in range(10)])])
-    alike.now = seconds(NOON)
-    got = plan_batch(alike, options=Options(time_limit=5.0, workers=1))
+    got = plan_batch(alike, options=Options(time_limit=5.0, workers=1), time_inputs=TimeInputs(seconds(NOON)))
     assert len(got.assignments) == 8 and not got.reservations

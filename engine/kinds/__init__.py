@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import Constraint
-from ..model import Cluster, Pod
+from ..model import Cluster, Moment, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Check
 from ..view import View
@@ -136,10 +136,11 @@ def _compact(points: np.ndarray) -> np.ndarray:
     return out
 
 
-def fields_in(cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
-    """What every kind reads of a pod in this cluster beyond its rules and labels (ClassFields.class_fields_in): part
-    of its class's key (the kinds that read none are not asked: a batch would ask each once per pod)."""
-    readers = tuple(kind.class_fields_in(cluster, view) for kind in FIELD_READERS)
+def fields_in(cluster: Cluster, moment: Moment, view: View) -> Callable[[Pod], tuple]:
+    """What every kind reads of a pod in this cluster, planned at `moment`, beyond its rules and labels
+    (ClassFields.class_fields_in): part of its class's key (the kinds that read none are not asked: a batch would ask
+    each once per pod)."""
+    readers = tuple(kind.class_fields_in(cluster, moment, view) for kind in FIELD_READERS)
     return lambda pod: tuple(read(pod) for read in readers)
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from ..ir import Constraint, EvictionCap, PreemptionRules, Source
-from ..model import Cluster, Node, Pod
+from ..model import Cluster, Moment, Node, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.greedy import GreedyState
 from ..solve.problem import Blocker, Check
@@ -147,9 +147,9 @@ class ClassFields(Kind, ABC):
     def class_fields(self, pod: Pod) -> tuple:
         """What of `pod` this kind's verdicts read."""
 
-    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
-        """`class_fields` as this cluster needs them: a kind that decides less there may read less (and split no
-        pods into classes that would otherwise be one)."""
+    def class_fields_in(self, cluster: Cluster, moment: Moment, view: View) -> Callable[[Pod], tuple]:
+        """`class_fields` as this cluster, planned at `moment`, needs them: a kind that decides less there may read
+        less (and split no pods into classes that would otherwise be one)."""
         return self.class_fields
 
 

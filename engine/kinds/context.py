@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..classes import ClassInfo
 from ..ir import Constraint, PodTerm
-from ..model import Cluster, LabelSelector, Pod
+from ..model import Cluster, LabelSelector, Moment, Pod
 from ..solve.problem import NO_DOMAIN, Problem
 from ..tenants import Asking, Usage
 from ..view import View
@@ -100,17 +100,19 @@ class Batch:
     usage: Usage | None = None  # what the tenants' bound pods use (None: no quotas)
     asking: Asking | None = None  # what the batch's pods ask of their tenants
     alone: bool = False
+    moment: Moment = Moment()  # the plan's now and the reservations the batch is planned beside
 
     @classmethod
-    def alone_on(cls, cluster: Cluster, view: View) -> Batch:
+    def alone_on(cls, cluster: Cluster, view: View, moment: Moment = Moment()) -> Batch:
         """A batch of pods each asked about alone on `view` (preemption's): no classes of its own to place together."""
-        return cls(cluster, view, [], ClassMatcher([]), alone=True)
+        return cls(cluster, view, [], ClassMatcher([]), alone=True, moment=moment)
 
     def on(self, view: View) -> Batch:
         """The same batch asked about `view` (a trial's: some pods gone, some added), sharing what the kinds worked
         out of the table the views share."""
         assert view.table is self.view.table
-        return Batch(self.cluster, view, self.rules, self.matcher, self.memo, self.usage, self.asking, self.alone)
+        return Batch(self.cluster, view, self.rules, self.matcher, self.memo, self.usage, self.asking, self.alone,
+                     self.moment)
 
 
 WHOLE = "\x00whole cluster"  # no label key can be this: the one-domain partition's key

@@ -24,7 +24,7 @@ from ..dra_capacity import consumed, shares_left
 from ..dra_counters import Counters
 from ..dra_time import later_devices
 from ..ir import NodeTerms
-from ..model import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Node, Pod, ResourceClaim, SubRequest
+from ..model import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Moment, Node, Pod, ResourceClaim, SubRequest
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
 from ..timeline import exempt, rfc3339, takes_from
@@ -75,11 +75,11 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
     def class_fields(self, pod: Pod) -> tuple:
         return claim_shapes(pod)
 
-    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
+    def class_fields_in(self, cluster: Cluster, moment: Moment, view: View) -> Callable[[Pod], tuple]:
         """Beside what its claims ask: which reservations holding devices a pod placed now keeps off (backfill)."""
-        if cluster.now is None or not any(r.claims for r in cluster.reservations):
+        if moment.now is None or not any(r.claims for r in moment.reservations):
             return self.class_fields
-        return lambda pod: (*claim_shapes(pod), keeps_off(cluster, pod)) if pod.resource_claims else ()
+        return lambda pod: (*claim_shapes(pod), keeps_off(moment, pod)) if pod.resource_claims else ()
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         """A claim missing, not created yet or being deleted, or a request naming a DeviceClass that does not exist: the
@@ -104,7 +104,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
                     ~view.matching_mask(NodeTerms(terms)))
         if not (dra.to_allocate or dra.follows):
             return
-        off = keeps_off(batch.cluster, spec.sample)
+        off = keeps_off(batch.moment, spec.sample)
         allocator, taken = self._allocator(batch, off)
         known = batch.cluster.devices.claims
         claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
@@ -123,7 +123,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             for i in np.flatnonzero(~met[alive]).tolist():
                 node = view.nodes[alive[i]]
                 kept[alive[i]] = plain.reaches(node) and plain.allocate(claims, node, set(free)) is not None
-            held = batch.cluster.reservations
+            held = batch.moment.reservations
             out.add(Rejection(self.name, (f"{ERR_ALLOCATE}: devices {RESERVED} " + " and ".join(
                 f"{held[k].holder} from {rfc3339(held[k].start)}" for k in off),)), kept)
             met |= kept
@@ -163,7 +163,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         if not off:
             return memo["allocator"], memo["taken"]
         if off not in memo:
-            claims = [c for k in off for c in batch.cluster.reservations[k].claims]
+            claims = [c for k in off for c in batch.moment.reservations[k].claims]
             held = later_devices(batch.cluster.devices, (), claims)
             memo[off] = (Allocator(held, memo["allocator"].selectors),
                          memo["taken"] | taken_devices(Devices(claims={c.key: c for c in claims})))
@@ -185,13 +185,12 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             if row.unbounded:
                 _cluster_limit(build, row.name, row.room, row.demand, row.unbounded)
         plain = {row.name: row.room for row in rows}
-        cluster = build.batch.cluster
-        offs = [keeps_off(cluster, info.sample) for info in build.classes]
+        reservations = build.batch.moment.reservations
+        offs = [keeps_off(build.batch.moment, info.sample) for info in build.classes]
         for off in sorted({o for o in offs if o}):
             counted = {a for a, o in enumerate(offs) if set(off) <= set(o)}
             mine = {shape: kept for shape, per in asks.items() if (kept := {a: n for a, n in per.items() if a in counted})}
-            held = " and ".join(f"{cluster.reservations[k].holder} from {rfc3339(cluster.reservations[k].start)}"
-                                for k in off)
+            held = " and ".join(f"{reservations[k].holder} from {rfc3339(reservations[k].start)}" for k in off)
             for row in _device_rows(build, mine, askers, *self._allocator(build.batch, off)):
                 if row.room != plain.get(row.name):
                     build.add_resource(f"{row.name} {RESERVED} {held}", row.room, row.room, row.demand, row.unlimited)
@@ -205,7 +204,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         claim before those that follow it); the allocation goes into `reserved` (the binder writes it as
         upstream's PreBind does), a pod that cannot be served is returned."""
         devices = compiled.cluster.devices
-        reservations = compiled.cluster.reservations
+        reservations = compiled.moment.reservations
         held = [c for r in reservations for c in r.claims]
         allocator, taken = Allocator(later_devices(devices, (), held) if held else devices), taken_devices(devices)
         dropped: dict[str, str] = {}
@@ -214,7 +213,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
             why = _unfollowable(pod, node, results, devices)
-            off = taken_devices(Devices(claims={c.key: c for k in keeps_off(compiled.cluster, pod)
+            off = taken_devices(Devices(claims={c.key: c for k in keeps_off(compiled.moment, pod)
                                                 for c in reservations[k].claims})) - taken if held else set()
             trial = taken | off
             allocator.preferred = frozenset(d for r in reservations if r.holder in (pod.key, pod.gang)
@@ -276,10 +275,10 @@ class DeviceRow:
     unbounded: int = 0
 
 
-def keeps_off(cluster: Cluster, pod: Pod) -> tuple[int, ...]:
+def keeps_off(moment: Moment, pod: Pod) -> tuple[int, ...]:
     """The reservations holding devices (by position) whose devices a pod placed now must keep off: those it takes
     from (engine.timeline.takes_from: it would still run at their starts, and they are not its own or after it)."""
-    now, held = cluster.now, cluster.reservations
+    now, held = moment.now, moment.reservations
     if now is None or not pod.resource_claims:
         return ()
     return tuple(k for k, r in enumerate(held) if r.claims and takes_from(r, exempt(held, k), pod, now))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..ir import EvictionCap, PreemptionRules, Protected, Source
-from ..model import Cluster, Pod
+from ..model import Cluster, Moment, Pod
 from ..rejections import Rejection, Rejections
 from ..solve.problem import Keep
 from .base import Action, ClassFields, ClusterEvent, Emit, EvictionGuard, Filter, Guard, Requeue, Resource
@@ -55,7 +55,7 @@ class Protection(EvictionGuard, ClassFields, Filter, Emit, Requeue):
     def class_fields(self, pod: Pod) -> tuple:
         return (pod.preempts_on,) if pod.preempts_on is not None else ()
 
-    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
+    def class_fields_in(self, cluster: Cluster, moment: Moment, view: View) -> Callable[[Pod], tuple]:
         """Running pods the batch model may evict split by the budgets covering them (their rows count them)."""
         if not cluster.budgets or not any(p.running_on for p in cluster.pending):
             return self.class_fields

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import Cluster, Pod, Reservation
+from ..model import Cluster, Moment, Pod, Reservation
 from ..rejections import Rejection, Rejections
 from ..timeline import ends, exempt, rfc3339, takes_from
 from .base import Action, ClassFields, ClusterEvent, Emit, ReadsPods, Requeue, Resource
@@ -59,11 +59,11 @@ class Reservations(ClassFields, ReadsPods, Emit, Requeue):
     def class_fields(self, pod: Pod) -> tuple:
         return (pod.runtime,)  # pods ending before a reservation starts and those running past it differ
 
-    def class_fields_in(self, cluster: Cluster, view: View) -> Callable[[Pod], tuple]:
+    def class_fields_in(self, cluster: Cluster, moment: Moment, view: View) -> Callable[[Pod], tuple]:
         """Per reservation that may bind: whether a pod placed now takes from its room (`Held.counts`, all the
         filter and rows read); nothing else (pods of any runtime then share a class)."""
-        now = cluster.now
-        held = held_in(cluster, view)
+        now = moment.now
+        held = held_in(cluster, moment, view)
         if now is None or not held:
             return lambda pod: ()
         return lambda pod: tuple(h.counts(pod, now) for h in held)
@@ -72,10 +72,10 @@ class Reservations(ClassFields, ReadsPods, Emit, Requeue):
         """The reserved nodes where one pod of the class, running past the start, asks for more than is left there
         then: what the table leaves, plus what the view's pods gone would have held then, less what its pods added
         will (a node whose room now is less than the reservation leaves is NodeResourcesFit's first)."""
-        now, view, pod = batch.cluster.now, batch.view, spec.sample
+        now, view, pod = batch.moment.now, batch.view, spec.sample
         if now is None:
             return
-        for h in held_anywhere(batch.cluster, view.base()):
+        for h in held_anywhere(batch.cluster, batch.moment, view.base()):
             if not h.counts(pod, now):
                 continue
             for resource, lefts in sorted(h.left.items()):
@@ -87,11 +87,11 @@ class Reservations(ClassFields, ReadsPods, Emit, Requeue):
     def emit(self, build: ProblemBuilder) -> None:
         """A row per reserved resource where some room is left that several pods of the batch could overrun
         together (the filter kept out those one pod overruns)."""
-        now = build.batch.cluster.now
+        now = build.batch.moment.now
         if now is None:
             return
         size = len(build.view.nodes)
-        for h in held_in(build.batch.cluster, build.view):
+        for h in held_in(build.batch.cluster, build.batch.moment, build.view):
             for resource, lefts in sorted(h.left.items()):
                 rows = {i: left for i, left in lefts.items() if left > 0}
                 on = list(rows)
@@ -108,21 +108,20 @@ class Reservations(ClassFields, ReadsPods, Emit, Requeue):
                 build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
 
 
-def held_in(cluster: Cluster, view: View) -> tuple[Held, ...]:
-    """The cluster's reservations that may bind, with what they leave where it is less than the node has free now
-    (worked out once per view: the class key, the filter and the rows all ask)."""
-    every = held_anywhere(cluster, view)
-    return view.memo(("reservations binding", cluster.now, tuple(cluster.reservations)), lambda: tuple(
+def held_in(cluster: Cluster, moment: Moment, view: View) -> tuple[Held, ...]:
+    """The reservations the batch is planned beside (`moment`) that may bind, with what they leave where it is less
+    than the node has free now (worked out once per view: the class key, the filter and the rows all ask)."""
+    every = held_anywhere(cluster, moment, view)
+    return view.memo(("reservations binding", moment.now, moment.reservations), lambda: tuple(
         h for h in (Held(h.reservation, _tight(h.left, view), h.exempt) for h in every) if h.left))
 
 
-def held_anywhere(cluster: Cluster, view: View) -> tuple[Held, ...]:
-    """Every reservation of the cluster with what it leaves on each of its nodes at its start, binding or not: what
+def held_anywhere(cluster: Cluster, moment: Moment, view: View) -> tuple[Held, ...]:
+    """Every reservation the batch is planned beside with what it leaves on each of its nodes at its start, binding or not: what
     the filter lays a view's changes over (a node with nothing free now binds nothing until pods leave it)."""
-    now = cluster.now
-    if now is None or not cluster.reservations:
+    now, reservations = moment.now, moment.reservations
+    if now is None or not reservations:
         return ()
-    reservations = tuple(cluster.reservations)
     pending = {p.key: p for p in cluster.pending}
 
     def there(q: Reservation, r: Reservation) -> bool:  # whether q's pods (some) still run at r's start

@@ -466,8 +466,8 @@ class ClusterCache:
             waiting = [(src, o) for src, o in batch if not holds_node(o) and pod_key(o) not in self._placed]
             pods, errors = self._convert_waiting(context, rest.context_parts, waiting)
             # (bound meanwhile, or assumed: it holds its node already)
-            assemble(cluster, pods, context.priorities, scheduler_name, rest.budgets_raw,
-                     [*rest.errors, *self._refused.values(), *errors])
+            cluster, _, _ = assemble(cluster, pods, context.priorities, scheduler_name, rest.budgets_raw,
+                                     [*rest.errors, *self._refused.values(), *errors])
             cluster = resolve_cluster(cluster, gangs, bound=False)
             every = [*cluster.quotas, *quotas]
             usage = self._tenancy.usage(every, cluster.bound) if every else None

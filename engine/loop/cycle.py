@@ -18,7 +18,7 @@ from ..ir import Rules
 from ..kinds import Waiting
 from ..model import SCHEDULING_GROUP, Cluster, Refusal
 from ..plan import OnPlaced, Plan
-from ..planner import Options, plan_batch
+from ..planner import Options, TimeInputs, plan_batch
 from ..preempt import OUT_OF_TIME
 from ..rejections import Rejections, joined
 from ..storage import VolumeStep, volume_steps
@@ -47,6 +47,7 @@ class CycleResult:
     plan: Plan
     cluster: Cluster
     refused: list[Refusal] = field(default_factory=list)  # objects the model could not read, left out
+    now: float | None = None  # the time the plan was made at (None: no time in the plan)
 
     def unplaced(self) -> dict[str, list[str]]:
         """Every batch pod without a node, with its reasons: unschedulable or not pending at all."""
@@ -139,9 +140,11 @@ def _reachable(rejected: Rejections, names: list[str]) -> frozenset[str]:
     return frozenset(names[i] for i in np.flatnonzero(ok).tolist())
 
 
-def run_cycle(snapshot: Snapshot, rules: Rules, options: Options, on_placed: OnPlaced | None = None) -> CycleResult:
-    """Plan the batch of a cache snapshot (made with the same rules' gangs); `on_placed` as for `plan_batch`."""
+def run_cycle(snapshot: Snapshot, rules: Rules, options: Options, time_inputs: TimeInputs = TimeInputs(),
+              on_placed: OnPlaced | None = None) -> CycleResult:
+    """Plan the batch of a cache snapshot (made with the same rules' gangs) at `time_inputs` (the loop's: now, its
+    carried reservations and last estimates); `on_placed` as for `plan_batch`."""
     cluster = snapshot.cluster
     plan = plan_batch(cluster, rules, options, view=snapshot.view, lowest=snapshot.lowest, usage=snapshot.usage,
-                      on_placed=on_placed)
-    return CycleResult(plan, cluster, cluster.refused)
+                      on_placed=on_placed, time_inputs=time_inputs)
+    return CycleResult(plan, cluster, cluster.refused, time_inputs.now)

@@ -9,13 +9,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..ir import Rules
 from ..kinds.base import ModelChange
 from ..model import Cluster, Pod, Reservation
 from ..plan import Plan
-from ..planner import Options
+from ..planner import Options, TimeInputs
 from ..storage import VolumeStep
 from ..timeline import Estimate
 from .binder import BindReport, Placement
@@ -73,14 +73,15 @@ class PlanStage:
                                            self.name, rules.gangs, rules.quotas)
             options = Options(self.settings.limit_for(len(pods)), self.settings.solver_workers,
                               preemption=self.settings.preemption,
-                              preference_limit=self.settings.preferences_for(len(pods)), carried=True)
-            snapshot.cluster.now = now = self.wall()
+                              preference_limit=self.settings.preferences_for(len(pods)))
+            now = self.wall()
             fresh = now - self.swept < ESTIMATE_EVERY
             earlier = now - self.looked_earlier >= EARLIER_EVERY
-            options = replace(options, estimated=self.estimates if fresh else None, earlier=earlier)
-            snapshot.cluster.reservations = self._carried(now)
-            early = _Early(self, pods, {p.key: p for p in snapshot.cluster.pending}, snapshot.cluster, bind_early)
-            result = run_cycle(snapshot, rules, options, early.hand if bind_early is not None else None)
+            time_inputs = TimeInputs(now, self._carried(now), carried=True,
+                                     estimated=self.estimates if fresh else None, ask_earlier=earlier)
+            early = _EarlyPlacements(self, pods, {p.key: p for p in snapshot.cluster.pending}, snapshot.cluster,
+                                     bind_early)
+            result = run_cycle(snapshot, rules, options, time_inputs, early.hand if bind_early is not None else None)
             self.reservations = result.plan.reservations
             if earlier:
                 self.looked_earlier = now
@@ -122,7 +123,7 @@ class PlanStage:
 
 
 @dataclass
-class _Early:
+class _EarlyPlacements:
     """A cycle's placements handed on before its plan is done (engine.plan.placed_plan): assumed at once and
     given to the bind stage, whose binds then run while the rest of the batch is explained."""
 

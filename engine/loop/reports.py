@@ -69,7 +69,7 @@ class Reporter:
 
     def _time(self, result: CycleResult) -> None:
         """Time in the plan: the reservations held, and how long each waiting pod is expected to wait."""
-        plan, now = result.plan, result.cluster.now
+        plan, now = result.plan, result.now
         self.metrics.reservations.labels(self.name).set(len(plan.reservations))
         for estimate in plan.estimates.values():
             if estimate.start is not None and now is not None:

@@ -84,7 +84,7 @@ def _short_of_members(compiled: Compiled) -> frozenset[str]:
 def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,
              preemptors: list[Pod], progress: Callable[[str], None] | None) -> Plan:
     hints = Hints()
-    session = start(cluster, plan, rules, preemptors, settings.deadline)
+    session = start(cluster, plan, rules, preemptors, settings.deadline, settings.moment)
     if session is None:  # the deadline came before the candidates were known
         not_reached(hints, [preemptors])
         return merge(plan, nothing(preemptors), {}, hints, started)

@@ -107,7 +107,7 @@ def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, wall:
                       pending=list(preemptors))
     view = session.view.moved(removed=[c.pod for c in ledger.evicted.values()]).settled()
     plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
-                     seed=settings.seed, view=view)
+                     seed=settings.seed, view=view, moment=session.moment)
     wall.needs = clock() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
     return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 

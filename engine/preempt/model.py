@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from ..compile import PolicyRules
-from ..model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
+from ..model import Cluster, Gang, Moment, NodeSelectorTerm, Pod, Requirement, Toleration
 from ..plan import NodeUsage, Plan, PlanDetails, make_plan
 from ..view import View
 from .session import Candidate, Chosen, Feasible, Hints, Session, Wall, cap_reached, evict, fresh_ledger, violations
@@ -94,7 +94,7 @@ class BatchModel:
         settings = wall.settings
         pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
         outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, wall.left() / 2,
-                                settings.workers, settings.seed)
+                                settings.workers, settings.seed, session.moment)
         if outcome is None:
             return Chosen(None, "cut short: its compile reached the time limit")
         ledger = fresh_ledger(session)
@@ -143,7 +143,8 @@ def _overcommitted(session: Session, nodes: set[str]) -> str | None:
 
 
 def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Running],
-                  policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> BatchOutcome | None:
+                  policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
+                  moment: Moment = Moment()) -> BatchOutcome | None:
     """Plan the preemptors (each marked with its feasible nodes, `Pod.preempts_on`) and the running pods pinned to
     their nodes at once, on `cluster` (its view `view`) without those running pods; None when compile could not check
     every class in `time_limit`."""
@@ -159,7 +160,7 @@ def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: 
     batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending, gangs=gangs,
                     notes=[], skipped={})
     plan = make_plan(batch, _unpinned(policy, keys), time_limit=time_limit, workers=workers, seed=seed,
-                     view=view.moved(removed=[r.pod for r in running]).settled())
+                     view=view.moved(removed=[r.pod for r in running]).settled(), moment=moment)
     if plan.details.compiled is None or plan.details.compiled.problem.unchecked:
         return None
     return BatchOutcome(_theirs(plan, mine), keys - set(plan.assignments), plan.stats.status or "")

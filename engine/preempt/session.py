@@ -21,7 +21,7 @@ from ..ir import EvictionCap, PreemptionRules, Source
 from ..kinds import GUARDS
 from ..kinds.context import Batch, ClassSpec
 from ..kinds.protection import cap_key
-from ..model import Cluster, Pod
+from ..model import Cluster, Moment, Pod
 from ..plan import Plan, Stats
 from ..reclaim import Account, Reclaim, Stance
 from ..rejections import Rejection, joined
@@ -136,6 +136,7 @@ class Session:
     ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
     batch: Batch | None = None  # what the kinds read when asked about a trial (the stage's view), set by _candidates
     specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
+    moment: Moment = Moment()  # the plan's now and the reservations the stage's plans and filters keep beside
 
     def tick(self) -> int:
         self.moves_made[0] += 1
@@ -217,6 +218,7 @@ class PreemptionSettings:
     # the strategies to try, in order, the next taking over when one declines (engine.preempt.STRATEGIES); a test may
     # name one alone
     strategies: tuple[str, ...] = ("batch model", "per-node search")
+    moment: Moment = Moment()  # the plan's now and the reservations preemption plans beside (the carried ones)
 
 
 
@@ -250,7 +252,7 @@ def within(deadline: Deadline, share: float) -> Deadline:
 
 
 def start(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptors: list[Pod],
-           deadline: Deadline) -> Session | None:
+           deadline: Deadline, moment: Moment = Moment()) -> Session | None:
     """What the stage reads (`Session`: the cluster with the first plan's placements bound, the candidates), with
     victim selection's deadline (VICTIMS_SHARE of the time left; the rest is the re-plans'); None when the stage's
     deadline passes first."""
@@ -260,13 +262,13 @@ def start(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptor
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     session = _candidates(fixed, compiled.view.moved(added=placed).settled(), rules, preemptors, set(plan.assignments),
-                     Reclaim.of(fixed, preemptors, quota_start(plan, placed), compiled.usage), deadline)
+                     Reclaim.of(fixed, preemptors, quota_start(plan, placed), compiled.usage), deadline, moment)
     return None if session is None else replace(session, deadline=within(deadline, VICTIMS_SHARE))
 
 
 
 def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preemptors: list[Pod],
-            placed: set[str], reclaim: Reclaim | None, deadline: Deadline) -> Session | None:
+            placed: set[str], reclaim: Reclaim | None, deadline: Deadline, moment: Moment) -> Session | None:
     """Running pods some preemptor may evict (below the highest preemptor priority, without quotas), by node,
     minus those a policy protects (pods the first plan just placed are not running yet and are never victims). A
     PodGroup-mode group is one unit: a protected member protects all of them. None when `deadline` passes first."""
@@ -298,7 +300,7 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
     order = view.positions()
     entangled = frozenset(n for n, cs in by_node.items() if any(c.caps or c.unit is not None for c in cs))
     session = Session(fixed, view, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
-                    batch=Batch.alone_on(fixed, view), entangled=entangled)
+                    batch=Batch.alone_on(fixed, view, moment), entangled=entangled, moment=moment)
     if reclaim is not None:
         session = replace(session, quota_order=quota_order(session, reclaim))
     return session
@@ -389,7 +391,7 @@ class Feasible:
         cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone], pending=pods,
                           gangs={})  # the filters alone: the preemptors' gangs have their quorum (short_of_members)
         compiled = compile_cluster(cluster, self.policy, session.deadline, session.view.moved(removed=going).settled(),
-                                   self._usage(going))
+                                   self._usage(going), session.moment)
         unchecked = set(compiled.problem.unchecked)
         for a, info in enumerate(compiled.classes):
             if a not in unchecked:
