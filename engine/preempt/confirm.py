@@ -14,12 +14,12 @@ from ..model import Pod
 from ..plan import Plan, make_plan
 from ..reclaim import Account
 from ..rejections import Rejection
-from .session import Candidate, Chosen, Hints, Ledger, Session, Unit, Wall, blocking, not_reached, nothing, units_of
+from .session import Candidate, Chosen, Ledger, Session, StageClock, Unit, Unserved, not_reached, nothing, units_of, victim_reason
 
 STRANDED = "preemption's victims, settled, leave it no room after all; it is tried again in the next cycle"
 
 
-def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, hints: Hints) -> tuple[Plan, Ledger]:
+def settle(session: Session, preemptors: list[Pod], chosen: Chosen, clock: StageClock, unserved: Unserved) -> tuple[Plan, Ledger]:
     """The strategy's victims settled (see the module's doc): its own plan of the preemptors when it made one (the
     batch model's), else one re-plan of them without its victims; then the victims no placed preemptor needs (and,
     under quotas, those whose eviction would leave their tenant below its min) given back, and the preemptors that
@@ -29,9 +29,9 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, 
     cycle."""
     assert chosen.ledger is not None
     ledger = chosen.ledger
-    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, wall)
+    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, clock)
     if plan is None:
-        not_reached(hints, [[p for p in preemptors if not hints.why.get(p.key)]])
+        not_reached(unserved, [[p for p in preemptors if not unserved.why.get(p.key)]])
         return nothing(preemptors), replace(ledger, evicted={})
     by_key = {p.key: p for p in preemptors}
     while True:
@@ -85,28 +85,28 @@ def _unplaced(plan: Plan, keys: set[str], preemptors: dict[str, Pod]) -> Plan:
                    unschedulable={**plan.unschedulable, **{k: [STRANDED] for k in keys}})
 
 
-def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, wall: Wall) -> Plan | None:
+def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, clock: StageClock) -> Plan | None:
     """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index), in half the
     time the wall leaves; None when it stops the re-plan: not started for want of time, or its compile cut short."""
     if not ledger.evicted:
         return nothing(preemptors)
-    if not wall.affords():
+    if not clock.affords():
         return None
-    settings, clock = wall.settings, wall.settings.deadline.clock
-    began = clock()
+    settings, now = clock.settings, clock.settings.deadline.clock
+    began = now()
     gone = frozenset(ledger.evicted)
     cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone],
                       pending=list(preemptors))
     view = session.view.moved(removed=[c.pod for c in ledger.evicted.values()]).settled()
-    plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
+    plan = make_plan(cluster, settings.policy, time_limit=clock.left() / 2, workers=settings.workers,
                      seed=settings.seed, view=view)
-    wall.needs = clock() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
+    clock.needs = now() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
     return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 
 
 
 def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
-    """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_blocks`;
+    """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_needing_preemptor`;
     the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     placed = [preemptors[key] for key in plan.assignments]
@@ -117,10 +117,10 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
     needed: set[str] = set()
     for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
-        blocked = _blocks(session, unit, list(back.values()), served)
+        blocked = _needing_preemptor(session, unit, list(back.values()), served)
         if blocked is not None:
             for m in unit:
-                ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], blocking(blocked[1])
+                ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], victim_reason(blocked[1])
         if blocked is not None or _quota_needed(session, account, unit, placed):
             needed.update(m.key for m in unit)
             continue
@@ -153,7 +153,8 @@ class PlacedPreemptors:
 
 
 
-def _blocks(session: Session, unit: Unit, gone: list[Candidate], served: PlacedPreemptors) -> tuple[str, Rejection | None] | None:
+def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate],
+                       served: PlacedPreemptors) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
     still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
     member's node, or one anywhere whose verdict reads beyond its node (a domain's counts, a claim's users), since the

@@ -32,7 +32,7 @@ from ..compile import PolicyRules
 from ..model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
 from ..plan import NodeUsage, Plan, PlanDetails, make_plan
 from ..view import View
-from .session import Candidate, Chosen, Feasible, Hints, Session, Wall, cap_reached, evict, fresh_ledger, violations
+from .session import Candidate, Chosen, FeasibleNodes, Session, StageClock, Unserved, cap_reached, evict, fresh_ledger, violations
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -62,13 +62,13 @@ class BatchOutcome:
 
 @dataclass(frozen=True, slots=True)
 class BatchModel:
-    """The strategy: the batch's victims in one solve (see the module's doc). `choose` answers None, with why, when
+    """The strategy: the batch's victims in one solve (see the module's doc). `choose` verdicts None, with why, when
     the model declines (quotas, a preemptor's nodes not known in time, a model too large for the time left, victims
     over an eviction cap): the stage then hands the batch to the per-node search."""
 
     name: str = "batch model"
 
-    def declines(self, session: Session, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> str | None:
+    def declines(self, session: Session, preemptors: list[Pod], feasible: FeasibleNodes, clock: StageClock) -> str | None:
         """Why the model is not tried (None: it is)."""
         if session.reclaim is not None or session.cluster.quotas:
             return "tenant quotas: the quota reclaim strategy decides"
@@ -81,19 +81,20 @@ class BatchModel:
         if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
             return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
         size = sum(len(n or ()) for n in nodes)
-        if not wall.affords() or not fits(len(running), size, wall.left()):
+        if not clock.affords() or not fits(len(running), size, clock.left()):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
         return None
 
-    def choose(self, session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> Chosen:
+    def choose(self, session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
+               clock: StageClock) -> Chosen:
         """The model's victims as a ledger, with its plan of the preemptors and what became of it (no ledger: it
         declined, was cut short or went over a cap)."""
-        if (why := self.declines(session, preemptors, feasible, wall)) is not None:
+        if (why := self.declines(session, preemptors, feasible, clock)) is not None:
             return Chosen(None, f"skipped: {why}")
         running = optional(session, preemptors, feasible)
-        settings = wall.settings
+        settings = clock.settings
         pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
-        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, wall.left() / 2,
+        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, clock.left() / 2,
                                 settings.workers, settings.seed)
         if outcome is None:
             return Chosen(None, "cut short: its compile reached the time limit")
@@ -117,7 +118,7 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
     return size <= MAX_VARS and size <= VARS_PER_SECOND * MODEL_SHARE * seconds
 
 
-def optional(session: Session, preemptors: list[Pod], feasible: Feasible) -> list[Running]:
+def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -> list[Running]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
     group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them)."""
     chosen: dict[str, Candidate] = {}

@@ -18,23 +18,23 @@ from ..reclaim import Account, Stance
 from ..rejections import Rejection, joined
 from ..view import View
 from .session import (
-    Answer,
     Candidate,
     Choice,
     Chosen,
-    Feasible,
-    Hints,
+    FeasibleNodes,
     Ledger,
+    NodeVerdict,
     Session,
+    StageClock,
     Unit,
-    Wall,
-    blocking,
+    Unserved,
     cap_reached,
     claim,
     draw,
     fresh_ledger,
     not_reached,
     units_of,
+    victim_reason,
     violations,
 )
 
@@ -50,11 +50,12 @@ class NodeSearch:
 
     name: str = "per-node search"
 
-    def choose(self, session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> Chosen:
-        return Chosen(choose_victims(session, hints, preemptors, feasible))
+    def choose(self, session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
+               clock: StageClock) -> Chosen:
+        return Chosen(choose_victims(session, unserved, preemptors, feasible))
 
 
-def explain_left_out(session: Session, hints: Hints, left: list[Pod], feasible: Feasible, ledger: Ledger) -> None:
+def explain_left_out(session: Session, unserved: Unserved, left: list[Pod], feasible: FeasibleNodes, ledger: Ledger) -> None:
     """Why preemption left these preemptors out, in upstream's words (no victims on a node, protected pods, a cap,
     a gang that cannot fit whole): each unit asked as this search would ask it, against the confirmed ledger (what
     it finds is discarded: another strategy chose the victims)."""
@@ -62,9 +63,9 @@ def explain_left_out(session: Session, hints: Hints, left: list[Pod], feasible: 
         if session.deadline.passed():
             return
         trial = ledger.copy()
-        if not all(_place_one(session, hints, trial, pod, feasible) for pod in unit) and len(unit) > 1:
+        if not all(_place_one(session, unserved, trial, pod, feasible) for pod in unit) and len(unit) > 1:
             for pod in unit:
-                hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+                unserved.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
 
 
 def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
@@ -82,7 +83,7 @@ def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
 
 
 
-def choose_victims(session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible) -> Ledger:
+def choose_victims(session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes) -> Ledger:
     """Step 2: victims for each unit in turn, against one ledger; a gang that cannot fit whole evicts nothing.
 
     Within a priority the largest pods go first (room freed for a big pod is often enough for a small one too,
@@ -91,43 +92,44 @@ def choose_victims(session: Session, hints: Hints, preemptors: list[Pod], feasib
     nodes would have kept for the batch: then a bounded session looks for choices that serve the same pods
     with fewer violations. All of it stops at the search's deadline."""
     units = _units(preemptors, largest_first=True)
-    ledger, served = _serve(session, hints, units, feasible)
+    ledger, served = _serve(session, unserved, units, feasible)
     if len(served) < len(units) and not session.deadline.passed():
-        other = Hints()
+        other = Unserved()
         second, also = _serve(session, other, _units(preemptors, largest_first=False), feasible)
         if len(also) > len(served):  # the smallest first serve more (the time may have ended either pass)
-            ledger, served, hints.why, hints.capped = second, also, other.why, other.capped
+            ledger, served, unserved.why, unserved.capped = second, also, other.why, other.capped
     if ledger.violations and not session.deadline.passed():
         ledger = _fewer_violations(session, [p for unit in served for p in unit], feasible, ledger)
     return ledger
 
 
 
-def _serve(session: Session, hints: Hints, units: list[list[Pod]], feasible: Feasible) -> tuple[Ledger, list[list[Pod]]]:
+def _serve(session: Session, unserved: Unserved, units: list[list[Pod]],
+           feasible: FeasibleNodes) -> tuple[Ledger, list[list[Pod]]]:
     """Victims for each unit in order, until the search's deadline: a unit it cuts short evicts nothing and waits
     with the rest; (the ledger, the units that found room)."""
     ledger = fresh_ledger(session)
     served: list[list[Pod]] = []
     for k, unit in enumerate(units):
         if session.deadline.passed():
-            not_reached(hints, units[k:])
+            not_reached(unserved, units[k:])
             break
         trial = ledger.copy()
-        if all(_place_one(session, hints, trial, pod, feasible) for pod in unit):
+        if all(_place_one(session, unserved, trial, pod, feasible) for pod in unit):
             ledger = trial
             served.append(unit)
             continue
         if session.deadline.passed():  # cut short, not refused
-            not_reached(hints, units[k:])
+            not_reached(unserved, units[k:])
             break
         if len(unit) > 1:
             for pod in unit:
-                hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+                unserved.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
     return ledger, served
 
 
 
-def _fewer_violations(session: Session, pods: list[Pod], feasible: Feasible, best: Ledger) -> Ledger:
+def _fewer_violations(session: Session, pods: list[Pod], feasible: FeasibleNodes, best: Ledger) -> Ledger:
     """Depth-first over each served pod's nodes (fewest violations, then upstream's rank, first), keeping the
     ledger that serves the same pods with the fewest budget violations. On each node two victim sets are tried:
     upstream's, and one that gives back every budget's pods first (what one pod spends of a budget without
@@ -149,7 +151,7 @@ def _fewer_violations(session: Session, pods: list[Pod], feasible: Feasible, bes
             if session.deadline.passed():
                 return
             for sparing in (False, True):  # upstream's victims, and the victims sparing every budget's pods first
-                choice = _victims_on(session, Hints(), ledger, pod, node, sparing)
+                choice = _victims_on(session, Unserved(), ledger, pod, node, sparing)
                 if choice is not None and choice not in choices:
                     choices.append(choice)
         choices.sort(key=lambda c: (c.violations, c.rank(session.node_order[c.node])))
@@ -163,7 +165,7 @@ def _fewer_violations(session: Session, pods: list[Pod], feasible: Feasible, bes
 
 
 
-def _place_one(session: Session, hints: Hints, ledger: Ledger, pod: Pod, feasible: Feasible) -> bool:
+def _place_one(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, feasible: FeasibleNodes) -> bool:
     """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room. At the search's
     deadline it takes the best node seen so far; False, without a reason, when the deadline came before its
     feasible nodes were known or before any node was a candidate."""
@@ -177,7 +179,7 @@ def _place_one(session: Session, hints: Hints, ledger: Ledger, pod: Pod, feasibl
     for node in nodes:
         if session.deadline.passed():
             break
-        choice = _victims_on(session, hints, ledger, pod, node)
+        choice = _victims_on(session, unserved, ledger, pod, node)
         if choice is None:
             continue
         found += 1
@@ -186,28 +188,28 @@ def _place_one(session: Session, hints: Hints, ledger: Ledger, pod: Pod, feasibl
         if found >= enough:  # as upstream's dry run: enough candidates seen, the best of them is taken
             break
     if best is None:
-        if not hints.why.get(pod.key) and not session.deadline.passed():
-            hints.why[pod.key].append(no_node_reason(session, hints, pod, feasible.left.get(pod.key, [])))
+        if not unserved.why.get(pod.key) and not session.deadline.passed():
+            unserved.why[pod.key].append(no_node_reason(session, unserved, pod, feasible.left.get(pod.key, [])))
         return False
     claim(session, ledger, pod, best)
     return True
 
 
 
-def no_node_reason(session: Session, hints: Hints, pod: Pod, left: list[tuple[Rejection, int]]) -> str:
+def no_node_reason(session: Session, unserved: Unserved, pod: Pod, left: list[tuple[Rejection, int]]) -> str:
     """Why preemption found no node: an eviction cap that ruled out a node the pod could otherwise have had,
     protected pods in the way, or in upstream's words what still rejects it with the pods it may evict gone (`left`:
-    the nodes its filters reject with every such pod in the cluster gone; `Hints.blocked`: those rejecting it with
+    the nodes its filters reject with every such pod in the cluster gone; `Unserved.blocked`: those rejecting it with
     every such pod on the node gone)."""
-    if pod.key in hints.capped:
-        return cap_reason(hints.capped[pod.key])
+    if pod.key in unserved.capped:
+        return cap_reason(unserved.capped[pod.key])
     shielded = sorted(k for k, (p, _) in session.protected.items() if session.may_evict(pod, p))
     if shielded:
         return protected_reason(shielded, str(session.protected[shielded[0]][1]))
     stance = session.reclaim.stances[pod.key] if session.reclaim is not None else None
     if stance is not None and stance.tenant is not None:
         return _quota_reason(session, stance, len(left) < len(session.view.nodes))
-    return _no_victims(len(session.view.nodes), [*left, *((r, 1) for r in hints.blocked.get(pod.key, {}).values())])
+    return _no_victims(len(session.view.nodes), [*left, *((r, 1) for r in unserved.blocked.get(pod.key, {}).values())])
 
 
 
@@ -249,31 +251,32 @@ def _quota_reachable(session: Session, ledger: Ledger, pod: Pod) -> bool:
 
 
 
-def _victims_on(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
-    """`_select_on`'s answer, reused while it stands (`_standing_key`): the pods of a Deployment ask the same nodes the
-    same question, and a preemptor served changes one node's answer, not the others'. Whether an answer read beyond
-    its node is read off the view (`View.reads`), not declared: such an answer stands only for the same ledger."""
-    key = _standing_key(session, ledger, pod, node, sparing)
-    answer = session.answers.get(key) if key is not None else None
-    if answer is not None and answer.stamp is not None and answer.stamp != ledger.stamp:
-        answer = None
-    if answer is None:
-        mine = Hints()
+def _victims_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str,
+                sparing: bool = False) -> Choice | None:
+    """`_select_on`'s verdict, reused while it stands (`_verdict_key`): the pods of a Deployment ask the same nodes the
+    same question, and a preemptor served changes one node's verdict, not the others'. Whether a verdict read beyond
+    its node is read off the view (`View.reads`), not declared: such an verdict stands only for the same ledger."""
+    key = _verdict_key(session, ledger, pod, node, sparing)
+    verdict = session.verdicts.get(key) if key is not None else None
+    if verdict is not None and verdict.stamp is not None and verdict.stamp != ledger.stamp:
+        verdict = None
+    if verdict is None:
+        mine = Unserved()
         with ledger.view.reads() as reached:
             choice = _select_on(session, mine, ledger, pod, node, sparing)
-        answer = Answer(choice, mine.blocked.get(pod.key, {}).get(node), mine.capped.get(pod.key),
+        verdict = NodeVerdict(choice, mine.blocked.get(pod.key, {}).get(node), mine.capped.get(pod.key),
                         ledger.stamp if reached[0] else None)
         if key is not None:
-            session.answers[key] = answer
-    if answer.blocked is not None:
-        hints.blocked[pod.key][node] = answer.blocked
-    if answer.capped is not None:
-        hints.capped.setdefault(pod.key, answer.capped)
-    return answer.choice
+            session.verdicts[key] = verdict
+    if verdict.blocked is not None:
+        unserved.blocked[pod.key][node] = verdict.blocked
+    if verdict.capped is not None:
+        unserved.capped.setdefault(pod.key, verdict.capped)
+    return verdict.choice
 
 
 
-def _standing_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing: bool) -> tuple | None:
+def _verdict_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing: bool) -> tuple | None:
     """What a node's answer for the pod's class depends on, when nothing else can change it: the class, its
     priority, the node's last move, what is left of the budgets covering the pods there, the anti-affinity the pods
     added anywhere carry over domains wider than a node (the one way a pod added elsewhere reaches it). None (asked
@@ -288,7 +291,7 @@ def _standing_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing
 
 
 
-def _select_on(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
+def _select_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
     """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Session.after`): no victim when the pod
     passes them all as things stand; else every pod it may evict here out (None if the kinds still reject it), then
     give back what is not needed (units whose eviction breaks a budget first, then the rest, highest priority first).
@@ -299,24 +302,24 @@ def _select_on(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: s
     if each budget were spent already."""
     if session.filter(pod, node, ledger.view) is None and not short(session, ledger.account, pod):
         return Choice(node, (), 0, _leftover(session, ledger.view, pod, node))
-    found = _select(session, hints, ledger, pod, node, limited=False, sparing=sparing)
+    found = _select(session, unserved, ledger, pod, node, limited=False, sparing=sparing)
     if found is not None and session.reclaim is not None and ledger.account is not None:
         room, stance = session.reclaim.borrowed(ledger.account), session.reclaim.stances[pod.key]
         if not all(session.reclaim.take(room, stance, [c.pod for c in unit]) for unit in units_of(session, found[0])):
-            found = _select(session, hints, ledger, pod, node, limited=True, sparing=sparing)
+            found = _select(session, unserved, ledger, pod, node, limited=True, sparing=sparing)
     if found is None:
         return None
     victims, violations, why = found
     cap = cap_reached(ledger, victims)
     if cap is not None:
-        hints.capped.setdefault(pod.key, cap.source)
+        unserved.capped.setdefault(pod.key, cap.source)
         return None
     leftover = _leftover(session, ledger.without([c.pod for c in victims]), pod, node)
     return Choice(node, tuple(victims), violations, leftover, _own(session, pod, victims), tuple(why))
 
 
 
-def _select(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str, limited: bool,
+def _select(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str, limited: bool,
             sparing: bool = False) -> tuple[list[Candidate], int, list[str]] | None:
     """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and why each goes; `limited`:
     other tenants' units only as far as their borrowed room goes. None: the kinds reject the pod there even with every
@@ -325,7 +328,7 @@ def _select(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str,
     units = _evictable_on(session, ledger, pod, node, room if limited else None)
     rejection = session.filter(pod, node, ledger.without([c.pod for unit in units for c in unit]))
     if rejection is not None:
-        hints.blocked[pod.key][node] = rejection
+        unserved.blocked[pod.key][node] = rejection
         return None
     account = _without(session, ledger.account, units)
     extra = _for_quota(session, ledger, pod, units, room, account)
@@ -366,7 +369,7 @@ def _reprieve(session: Session, ledger: Ledger, pod: Pod, node: str, units: list
             continue
         victims.extend(unit)
         broken += breaks
-        why.extend([blocking(rejection)] * len(unit))
+        why.extend([victim_reason(rejection)] * len(unit))
     return victims, violations(session, victims, ledger.budget_left) if sparing else broken, why
 
 

@@ -1,7 +1,7 @@
 """One preemption stage's state, shared by every strategy: the session (the cluster with the first plan's placements
 bound and its view, the running pods preemptors may evict by node, their disruption units, the pods policies protect,
 the quota facts), the ledger a strategy keeps its victims in, the nodes each preemptor could use once every pod it may
-evict is gone (upstream's first step), and the stage's wall.
+evict is gone (upstream's first step), and the stage's clock.
 
 A ledger's view is the session's with its victims gone and the preemptors it served bound where they go: what every
 kind whose verdict pods can sway is asked about (`Session.filter`, engine.kinds.filter_node), as upstream's
@@ -128,14 +128,14 @@ class Session:
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
-    answers: dict[tuple, Answer] = field(default_factory=dict)  # a node's answer for a class while it stands
+    verdicts: dict[tuple, NodeVerdict] = field(default_factory=dict)  # a node's answer for a class while it stands
     moves_made: list[int] = field(default_factory=lambda: [0])  # moves any ledger made: a node's version is one
     covering_node: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> budgets covering its candidates
-    entangled: frozenset[str] = frozenset()  # nodes whose answers depend on more than the node (caps, PodGroup units)
+    entangled: frozenset[str] = frozenset()  # nodes whose verdicts depend on more than the node (caps, PodGroup units)
     covering: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pod -> its budgets' keys, once asked
     ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
     batch: Batch | None = None  # what the kinds read when asked about a trial (the stage's view), set by _candidates
-    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
+    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by FeasibleNodes
 
     def tick(self) -> int:
         self.moves_made[0] += 1
@@ -183,9 +183,10 @@ class Session:
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    """What `_select_on` found for a class on a node, and what it told the hints: kept while it stands. `stamp`: when
-    the kinds read beyond the node (a domain's counts, pods added anywhere), the ledger state alone it stands for."""
+class NodeVerdict:
+    """What `_select_on` found for a class on a node, and what it learnt about the preemptor (`Unserved`): kept
+    while it stands. `stamp`: when the kinds read beyond the node (a domain's counts, pods added anywhere), the
+    ledger state alone it stands for."""
 
     choice: Choice | None
     blocked: Rejection | None = None
@@ -194,7 +195,7 @@ class Answer:
 
 
 @dataclass(slots=True)
-class Hints:
+class Unserved:
     """What victim selection found out about the preemptors it could not serve: the stage's output beside
     the ledger."""
 
@@ -221,7 +222,7 @@ class PreemptionSettings:
 
 
 @dataclass(slots=True)
-class Wall:
+class StageClock:
     """The stage's deadline as the strategies and the confirming re-plan meet it: the re-plan gets half the time left
     and does not start when less is left than a solve needs besides its solver's session (compile, starting plans,
     explanations: what a shorter limit does not shorten)."""
@@ -351,7 +352,7 @@ def quota_start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
 
 
 @dataclass(slots=True)
-class Feasible:
+class FeasibleNodes:
     """Upstream's first step: the nodes each preemptor passes every filter on once all pods it may evict are gone.
     Compiled (on a view of the stage's index) once per group of preemptors that may evict the same pods (`alike`:
     a priority level, and under quotas a stance, as the quota rows' PreFilter passes once the borrowers' pods are
@@ -366,7 +367,7 @@ class Feasible:
     left: dict[str, list[tuple[Rejection, int]]] = field(default_factory=dict)  # why the other nodes fail, and on how many
 
     @classmethod
-    def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> Feasible:
+    def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> FeasibleNodes:
         buckets: dict[tuple[str | None, int], list[Pod]] = defaultdict(list)
         for c in (c for cs in session.by_node.values() for c in cs):
             tenant = session.reclaim.tenant(c.pod) if session.reclaim is not None else None
@@ -497,7 +498,7 @@ def draw(session: Session, budgets: dict[str, int], pod: Pod) -> bool:
 
 
 
-def blocking(rejection: Rejection | None) -> str:
+def victim_reason(rejection: Rejection | None) -> str:
     """Why a victim goes, in the words of the kind that would reject the preemptor with it there."""
     if rejection is None:
         return "the preemptor's quota needs its room"
@@ -505,11 +506,11 @@ def blocking(rejection: Rejection | None) -> str:
 
 
 
-def not_reached(hints: Hints, units: list[list[Pod]]) -> None:
+def not_reached(unserved: Unserved, units: list[list[Pod]]) -> None:
     """The stage's deadline came before these pods were served (or before what was chosen for them was settled):
     they are told they are tried again next cycle."""
     for pod in (p for unit in units for p in unit):
-        hints.why[pod.key] = [OUT_OF_TIME]
+        unserved.why[pod.key] = [OUT_OF_TIME]
 
 
 
