@@ -181,7 +181,7 @@ class InterPodAffinity(ClassLabels, ReadsPods, Score, Emit, Explain, Requeue):
         rule = blocker.rule
         if blocker.check is Check.AFFINITY:
             return f"node(s) had no pod in their domain that its {rule.why} needs"  # type: ignore[attr-defined]
-        if rule.a == spot.c:  # type: ignore[attr-defined]
+        if rule.subject == spot.class_index:  # type: ignore[attr-defined]
             return f"node(s) are in a domain holding pods of this batch that its {rule.why} excludes"  # type: ignore[attr-defined]
         return f"node(s) are in a domain holding pods of this batch whose {rule.why} excludes it"  # type: ignore[attr-defined]
 
