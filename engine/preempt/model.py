@@ -62,7 +62,7 @@ class BatchOutcome:
 
 @dataclass(frozen=True, slots=True)
 class BatchModel:
-    """The strategy: the batch's victims in one solve (see the module's doc). `choose` verdicts None, with why, when
+    """The strategy: the batch's victims in one solve (see the module's doc). `choose` answers None, with why, when
     the model declines (quotas, a preemptor's nodes not known in time, a model too large for the time left, victims
     over an eviction cap): the stage then hands the batch to the per-node search."""
 
