@@ -14,7 +14,20 @@ from ..model import Pod
 from ..plan import Plan, make_plan
 from ..reclaim import Account
 from ..rejections import Rejection
-from .session import Candidate, Chosen, Ledger, Session, StageClock, Unit, Unserved, not_reached, nothing, units_of, victim_reason
+from .session import (
+    Candidate,
+    Chosen,
+    Ledger,
+    Session,
+    StageClock,
+    Unit,
+    Unserved,
+    after_victims,
+    not_reached,
+    nothing,
+    units_of,
+    victim_reason,
+)
 
 STRANDED = "preemption's victims, settled, leave it no room after all; it is tried again in the next cycle"
 
@@ -69,7 +82,8 @@ def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors:
     the idle mins no longer lend (`Reclaim.overborrowing`)."""
     rc = session.reclaim
     assert rc is not None
-    before = _before(session, ledger)
+    before = after_victims(session, ledger)
+    assert before is not None
     account, out = before.copy(), set()
     for pod in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)):
         if rc.short(account, pod):
@@ -113,7 +127,7 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
     served = PlacedPreemptors([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()],
                               [c.pod for c in ledger.evicted.values()])
     gone = dict(ledger.evicted)
-    account = final_account(session, ledger, placed)
+    account = after_victims(session, ledger, placed)
     needed: set[str] = set()
     for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
@@ -187,31 +201,11 @@ def _quota_needed(session: Session, account: Account | None, unit: Unit, placed:
 
 
 
-def _before(session: Session, ledger: Ledger) -> Account:
-    """What the quotas' pods use before the preemptors: the stage's start without the ledger's victims."""
-    assert session.reclaim is not None
-    account = session.reclaim.start.copy()
-    for c in ledger.evicted.values():
-        session.reclaim.add(account, c.pod, -1)
-    return account
-
-
-def final_account(session: Session, ledger: Ledger, placed: list[Pod]) -> Account | None:
-    """What the quotas' pods use after the plan: the stage's start without the victims, with the placed preemptors."""
-    if session.reclaim is None:
-        return None
-    account = _before(session, ledger)
-    for pod in placed:
-        session.reclaim.add(account, pod, 1)
-    return account
-
-
-
 def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
     """Under quotas: victims to give back, highest priority first, so that no tenant that used more than its min
     when the stage began is left below it (in a resource it used beyond it) once `plan`'s preemptors are placed."""
     rc = session.reclaim
-    account = final_account(session, ledger, [preemptors[k] for k in plan.assignments])
+    account = after_victims(session, ledger, [preemptors[k] for k in plan.assignments])
     if rc is None or account is None:
         return set()
     back: set[str] = set()

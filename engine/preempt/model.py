@@ -42,15 +42,6 @@ UNIT_GANG = "preemption unit "  # the gang key prefix of a PodGroup-mode group's
 
 
 @dataclass(frozen=True, slots=True)
-class Running:
-    """A running pod the batch may evict, on its node; `unit`: the PodGroup it goes or stays with."""
-
-    pod: Pod
-    node: str
-    unit: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class BatchOutcome:
     """The batch's plan: its preemptors' part (a plan of the preemptors alone, as a re-plan's), which running pods it
     leaves out, how it was solved."""
@@ -118,7 +109,7 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
     return size <= MAX_VARS and size <= VARS_PER_SECOND * MODEL_SHARE * seconds
 
 
-def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -> list[Running]:
+def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -> list[Candidate]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
     group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them)."""
     chosen: dict[str, Candidate] = {}
@@ -132,18 +123,17 @@ def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -
                 if c.key not in chosen and session.may_evict(p, c.pod):
                     chosen.update((m.key, m) for m in session.unit_of(c))
     held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended}
-    return [Running(c.pod, c.node, c.unit) for c in chosen.values() if (c.unit or c.key) not in held]
+    return [c for c in chosen.values() if (c.unit or c.key) not in held]
 
 
 def _overcommitted(session: Session, nodes: set[str]) -> str | None:
     """The first of `nodes` whose running pods ask more than it has (None: none)."""
-    view = session.view
-    where = view.positions()
+    view, where = session.view, session.node_order
     return next((n for n in sorted(nodes) if any(view.free(where[n], r) < 0 for r in view.nodes[where[n]].allocatable)),
                 None)
 
 
-def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Running],
+def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Candidate],
                   policy: PolicyRules | None, time_limit: float, workers: int, seed: int) -> BatchOutcome | None:
     """Plan the preemptors (each marked with its feasible nodes, `Pod.preempts_on`) and the running pods pinned to
     their nodes at once, on `cluster` (its view `view`) without those running pods; None when compile could not check
@@ -183,7 +173,7 @@ def _usage(plan: Plan, mine: set[str]) -> list[NodeUsage]:
     return [replace(u, placed=u.placed - kept.get(u.node, 0)) for u in plan.usage]
 
 
-def pinned(r: Running) -> Pod:
+def pinned(r: Candidate) -> Pod:
     """`r`'s pod as a pending pod that may go only on its node (see the module's doc), weighed below every preemptor
     (`ClassInfo.level`: it is marked `running_on`)."""
     term = NodeSelectorTerm(fields=(Requirement("metadata.name", "In", (r.node,)),))
@@ -198,5 +188,4 @@ def _unpinned(policy: PolicyRules | None, pinned_keys: frozenset[str]) -> Policy
     """The policies' rules for the preemptors alone: a running pod's were checked when it was scheduled."""
     if policy is None:
         return None
-    rules = policy
-    return lambda pod: () if pod.key in pinned_keys else rules(pod)
+    return lambda pod: () if pod.key in pinned_keys else policy(pod)

@@ -30,6 +30,7 @@ from .session import (
     Unserved,
     cap_reached,
     claim,
+    counted,
     draw,
     fresh_ledger,
     not_reached,
@@ -245,8 +246,8 @@ def _quota_reachable(session: Session, ledger: Ledger, pod: Pod) -> bool:
     most) gets it within its quota rows."""
     if session.reclaim is None or ledger.account is None:
         return True
-    account = ledger.account.copy()
-    return _for_quota(session, ledger, pod, [], session.reclaim.borrowed(account), account) is not None
+    room = session.reclaim.borrowed(ledger.account)
+    return _for_quota(session, ledger, pod, [], room, counted(session, ledger.account)) is not None
 
 
 
@@ -330,7 +331,7 @@ def _select(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node
     if rejection is not None:
         unserved.blocked[pod.key][node] = rejection
         return None
-    account = _without(session, ledger.account, units)
+    account = counted(session, ledger.account, [c.pod for unit in units for c in unit])
     extra = _for_quota(session, ledger, pod, units, room, account)
     if extra is None:
         return None
@@ -421,17 +422,6 @@ def short(session: Session, account: Account | None, pod: Pod, back: Unit = ()) 
     if session.reclaim is None or account is None:
         return []
     return session.reclaim.short(account, pod, [c.pod for c in back])
-
-
-
-def _without(session: Session, account: Account | None, units: list[Unit]) -> Account | None:
-    """A copy of `account` with the units' pods taken out."""
-    if session.reclaim is None or account is None:
-        return None
-    out = account.copy()
-    for c in (c for unit in units for c in unit):
-        session.reclaim.add(out, c.pod, -1)
-    return out
 
 
 

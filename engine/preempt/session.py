@@ -11,8 +11,9 @@ SelectVictimsOnNode asks its filters on a node copy after RemovePod/AddPod.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import count
 
 from .. import kinds
 from ..compile import Deadline, PolicyRules, compile_cluster
@@ -86,7 +87,7 @@ class Ledger:
     def moved(self, session: Session, i: int, view: View) -> None:
         """A pod left or reached node i: the ledger's view is `view` from now on."""
         self.view = view
-        self.stamp = self.version[i] = session.tick()
+        self.stamp = self.version[i] = next(session.moves)
 
     def without(self, pods: list[Pod]) -> View:
         """The ledger's view with `pods` gone too (a trial's)."""
@@ -129,17 +130,12 @@ class Session:
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
     verdicts: dict[tuple, NodeVerdict] = field(default_factory=dict)  # a node's answer for a class while it stands
-    moves_made: list[int] = field(default_factory=lambda: [0])  # moves any ledger made: a node's version is one
+    moves: Iterator[int] = field(default_factory=lambda: count(1))  # numbers the moves any ledger makes (versions)
     covering_node: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> budgets covering its candidates
     entangled: frozenset[str] = frozenset()  # nodes whose verdicts depend on more than the node (caps, PodGroup units)
     covering: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pod -> its budgets' keys, once asked
-    ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
     batch: Batch | None = None  # what the kinds read when asked about a trial (the stage's view), set by _candidates
     specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by FeasibleNodes
-
-    def tick(self) -> int:
-        self.moves_made[0] += 1
-        return self.moves_made[0]
 
     def filter(self, pod: Pod | ClassSpec, node: str, view: View) -> Rejection | None:
         """Every kind's verdict on `pod` (or one of its class) on `node` in `view` (engine.kinds.filter_node)."""
@@ -164,15 +160,12 @@ class Session:
             self.covering_node[node] = tuple(sorted({b for c in self.by_node.get(node, ()) for b in self.budgets_of(c.pod)}))
         return self.covering_node[node]
 
-    def unit_order(self, unit: Unit) -> tuple:
-        """What upstream's order reads of a unit whoever preempts (see `_split_by_budget`), once for the stage."""
-        key = id(unit[0].pod)
-        if key not in self.ordered:
-            first = unit[0]
-            self.ordered[key] = (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
-                                 sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit),
-                                 first.key)
-        return self.ordered[key]
+    @staticmethod
+    def unit_order(unit: Unit) -> tuple:
+        """What upstream's order reads of a unit whoever preempts (see `_split_by_budget`)."""
+        first = unit[0]
+        return (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
+                sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit), first.key)
 
     def may_evict(self, pod: Pod, victim: Pod) -> bool:
         """Priority alone without quotas; with them, engine.reclaim's rule for the preemptor's stance."""
@@ -261,7 +254,7 @@ def start(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptor
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     session = _candidates(fixed, compiled.view.moved(added=placed).settled(), rules, preemptors, set(plan.assignments),
-                     Reclaim.of(fixed, preemptors, quota_start(plan, placed), compiled.usage), deadline)
+                     Reclaim.of(fixed, preemptors, with_pods(compiled.usage, placed), compiled.usage), deadline)
     return None if session is None else replace(session, deadline=within(deadline, VICTIMS_SHARE))
 
 
@@ -339,15 +332,15 @@ def quota_order(session: Session, reclaim: Reclaim) -> tuple[Unit, ...]:
 
 
 
-def quota_start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
-    """What the running pods use of the quotas with the first plan's placements: compile's usage (the loop's is
-    kept across cycles) plus the placements, not a count over every running pod again (None: no quotas)."""
-    before = plan.details.compiled.usage if plan.details.compiled is not None else None
-    if before is None:
+def with_pods(usage: Usage | None, pods: Iterable[Pod], sign: int = 1) -> Usage | None:
+    """A copy of `usage` with `pods` added (sign -1: taken off), not a count over every running pod again: the stage
+    starts from compile's usage (the loop's is kept across cycles) with the first plan's placements (None: no
+    quotas)."""
+    if usage is None:
         return None
-    start = before.copy()
-    start.add_all(placed)
-    return start
+    out = usage.copy()
+    out.add_all(pods, sign)
+    return out
 
 
 
@@ -362,18 +355,12 @@ class FeasibleNodes:
     session: Session
     policy: PolicyRules | None
     groups: dict[str, list[Pod]]  # preemptor key -> its group
-    buckets: list[list[Pod]]  # the candidates by tenant and priority: what the eviction rule tells apart
     nodes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     left: dict[str, list[tuple[Rejection, int]]] = field(default_factory=dict)  # why the other nodes fail, and on how many
 
     @classmethod
     def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> FeasibleNodes:
-        buckets: dict[tuple[str | None, int], list[Pod]] = defaultdict(list)
-        for c in (c for cs in session.by_node.values() for c in cs):
-            tenant = session.reclaim.tenant(c.pod) if session.reclaim is not None else None
-            buckets[(tenant, c.pod.priority)].append(c.pod)
-        groups = {p.key: pods for pods in alike(session, preemptors) for p in pods}
-        return cls(session, policy, groups, list(buckets.values()))
+        return cls(session, policy, {p.key: pods for pods in alike(session, preemptors) for p in pods})
 
     def nodes_of(self, pod: Pod) -> tuple[str, ...] | None:
         if pod.key not in self.nodes:
@@ -385,12 +372,12 @@ class FeasibleNodes:
         session = self.session
         if session.deadline.passed():
             return
-        going = [c for bucket in self.buckets if session.may_evict(pods[0], bucket[0]) for c in bucket]
+        going = [c.pod for cs in session.by_node.values() for c in cs if session.may_evict(pods[0], c.pod)]
         gone = frozenset(c.key for c in going)
         cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone], pending=pods,
                           gangs={})  # the filters alone: the preemptors' gangs have their quorum (short_of_members)
         compiled = compile_cluster(cluster, self.policy, session.deadline, session.view.moved(removed=going).settled(),
-                                   self._usage(going))
+                                   with_pods(session.reclaim.start if session.reclaim is not None else None, going, -1))
         unchecked = set(compiled.problem.unchecked)
         for a, info in enumerate(compiled.classes):
             if a not in unchecked:
@@ -401,15 +388,6 @@ class FeasibleNodes:
                 left = [(r, len(members)) for r, members in info.rejected.groups.items() if len(members)]
                 self.left.update(dict.fromkeys((p.key for p in info.pods), left))
 
-    def _usage(self, going: list[Pod]) -> Usage | None:
-        """What the running pods use of the quotas once `going` are gone: the stage's start without them (None: no
-        quotas), rather than a count over every running pod again."""
-        if self.session.reclaim is None:
-            return None
-        usage = self.session.reclaim.start.copy()
-        usage.add_all(going, -1)
-        return usage
-
 
 
 def alike(session: Session, preemptors: list[Pod]) -> list[list[Pod]]:
@@ -419,6 +397,25 @@ def alike(session: Session, preemptors: list[Pod]) -> list[list[Pod]]:
         stance = session.reclaim.stances[p.key] if session.reclaim is not None else None
         groups[(p.priority, stance)].append(p)
     return list(groups.values())
+
+
+
+def counted(session: Session, account: Account | None, out: Iterable[Pod] = (), back: Iterable[Pod] = ()
+            ) -> Account | None:
+    """A copy of `account` with `out` counted out of the quotas and `back` counted in (None: no quotas)."""
+    if session.reclaim is None or account is None:
+        return None
+    copy = account.copy()
+    for pods, sign in ((out, -1), (back, 1)):
+        for pod in pods:
+            session.reclaim.add(copy, pod, sign)
+    return copy
+
+
+def after_victims(session: Session, ledger: Ledger, placed: Iterable[Pod] = ()) -> Account | None:
+    """What the quotas' pods use with the ledger's victims gone and `placed` bound: the stage's start so changed."""
+    start = session.reclaim.start if session.reclaim is not None else None
+    return counted(session, start, [c.pod for c in ledger.evicted.values()], placed)
 
 
 
