@@ -46,7 +46,6 @@ from .session import (
     Session,
     StageClock,
     Unserved,
-    not_reached,
     nothing,
     start,
 )
@@ -86,7 +85,7 @@ def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settin
     unserved = Unserved()
     session = start(cluster, plan, rules, preemptors, settings.deadline)
     if session is None:  # the deadline came before the candidates were known
-        not_reached(unserved, [preemptors])
+        unserved.not_reached([preemptors])
         return merge(plan, nothing(preemptors), {}, unserved, started)
     feasible = FeasibleNodes.of(session, settings.policy, preemptors)
     clock = StageClock(settings)

@@ -22,10 +22,7 @@ from .session import (
     StageClock,
     Unit,
     Unserved,
-    after_victims,
-    not_reached,
     nothing,
-    units_of,
     victim_reason,
 )
 
@@ -44,7 +41,7 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, clock: Stage
     ledger = chosen.ledger
     plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, clock)
     if plan is None:
-        not_reached(unserved, [[p for p in preemptors if not unserved.why.get(p.key)]])
+        unserved.not_reached([[p for p in preemptors if not unserved.why.get(p.key)]])
         return nothing(preemptors), replace(ledger, evicted={})
     by_key = {p.key: p for p in preemptors}
     while True:
@@ -82,7 +79,7 @@ def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors:
     the idle mins no longer lend (`Reclaim.overborrowing`)."""
     rc = session.reclaim
     assert rc is not None
-    before = after_victims(session, ledger)
+    before = session.after_victims(ledger)
     assert before is not None
     account, out = before.copy(), set()
     for pod in sorted(placed, key=lambda p: (-p.priority, p.created, p.name)):
@@ -127,9 +124,9 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
     served = PlacedPreemptors([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()],
                               [c.pod for c in ledger.evicted.values()])
     gone = dict(ledger.evicted)
-    account = after_victims(session, ledger, placed)
+    account = session.after_victims(ledger, placed)
     needed: set[str] = set()
-    for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+    for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
         blocked = _needing_preemptor(session, unit, list(back.values()), served)
         if blocked is not None:
@@ -205,11 +202,11 @@ def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
     """Under quotas: victims to give back, highest priority first, so that no tenant that used more than its min
     when the stage began is left below it (in a resource it used beyond it) once `plan`'s preemptors are placed."""
     rc = session.reclaim
-    account = after_victims(session, ledger, [preemptors[k] for k in plan.assignments])
+    account = session.after_victims(ledger, [preemptors[k] for k in plan.assignments])
     if rc is None or account is None:
         return set()
     back: set[str] = set()
-    for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+    for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         tenant = rc.tenant(unit[0].pod)
         if tenant is None or tenant not in rc.over:
             continue

@@ -32,7 +32,7 @@ from ..compile import PolicyRules
 from ..model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
 from ..plan import NodeUsage, Plan, PlanDetails, make_plan
 from ..view import View
-from .session import Candidate, Chosen, FeasibleNodes, Session, StageClock, Unserved, cap_reached, evict, fresh_ledger, violations
+from .session import Candidate, Chosen, FeasibleNodes, Session, StageClock, Unserved
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -89,15 +89,15 @@ class BatchModel:
                                 settings.workers, settings.seed)
         if outcome is None:
             return Chosen(None, "cut short: its compile reached the time limit")
-        ledger = fresh_ledger(session)
+        ledger = session.fresh_ledger()
         candidates = {c.key: c for cs in session.by_node.values() for c in cs}
         victims = sorted((candidates[k] for k in outcome.victims), key=lambda c: (-c.pod.priority, c.key))
-        cap = cap_reached(ledger, victims)
+        cap = ledger.cap_reached(victims)
         if cap is not None:
             return Chosen(None, f"its {len(victims)} victims go over the eviction cap of {cap.source}")
         for c in victims:
-            evict(session, ledger, c)
-        ledger.violations = violations(session, victims, dict(ledger.budget_left))
+            ledger.evict(session, c)
+        ledger.violations = session.violations(victims, dict(ledger.budget_left))
         return Chosen(ledger, f"{len(running)} running pods weighed, {len(victims)} left out, {outcome.status}",
                       outcome.plan)
 

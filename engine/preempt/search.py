@@ -28,15 +28,7 @@ from .session import (
     StageClock,
     Unit,
     Unserved,
-    cap_reached,
-    claim,
-    counted,
-    draw,
-    fresh_ledger,
-    not_reached,
-    units_of,
     victim_reason,
-    violations,
 )
 
 SEARCH_STEPS = 2_000  # nodes of the fewer-violations search tree, at most
@@ -63,10 +55,7 @@ def explain_left_out(session: Session, unserved: Unserved, left: list[Pod], feas
     for unit in _units(left, largest_first=False):
         if session.deadline.passed():
             return
-        trial = ledger.copy()
-        if not all(_place_one(session, unserved, trial, pod, feasible) for pod in unit) and len(unit) > 1:
-            for pod in unit:
-                unserved.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+        _serve_one(session, unserved, ledger, unit, feasible)
 
 
 def _units(preemptors: list[Pod], largest_first: bool) -> list[list[Pod]]:
@@ -109,24 +98,30 @@ def _serve(session: Session, unserved: Unserved, units: list[list[Pod]],
            feasible: FeasibleNodes) -> tuple[Ledger, list[list[Pod]]]:
     """Victims for each unit in order, until the search's deadline: a unit it cuts short evicts nothing and waits
     with the rest; (the ledger, the units that found room)."""
-    ledger = fresh_ledger(session)
+    ledger = session.fresh_ledger()
     served: list[list[Pod]] = []
     for k, unit in enumerate(units):
-        if session.deadline.passed():
-            not_reached(unserved, units[k:])
-            break
-        trial = ledger.copy()
-        if all(_place_one(session, unserved, trial, pod, feasible) for pod in unit):
+        trial = None if session.deadline.passed() else _serve_one(session, unserved, ledger, unit, feasible)
+        if trial is not None:
             ledger = trial
             served.append(unit)
-            continue
-        if session.deadline.passed():  # cut short, not refused
-            not_reached(unserved, units[k:])
+        elif session.deadline.passed():  # cut short, not refused
+            unserved.not_reached(units[k:])
             break
-        if len(unit) > 1:
-            for pod in unit:
-                unserved.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
     return ledger, served
+
+
+def _serve_one(session: Session, unserved: Unserved, ledger: Ledger, unit: list[Pod],
+               feasible: FeasibleNodes) -> Ledger | None:
+    """A copy of `ledger` with room made for every pod of `unit`, or None: a gang that cannot fit whole evicts nothing
+    (unless the search's deadline cut it short: then it is not refused)."""
+    trial = ledger.copy()
+    if all(_place_one(session, unserved, trial, pod, feasible) for pod in unit):
+        return trial
+    if len(unit) > 1 and not session.deadline.passed():
+        for pod in unit:
+            unserved.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+    return None
 
 
 
@@ -158,10 +153,10 @@ def _fewer_violations(session: Session, pods: list[Pod], feasible: FeasibleNodes
         choices.sort(key=lambda c: (c.violations, c.rank(session.node_order[c.node])))
         for choice in choices[:SEARCH_WIDTH]:
             trial = ledger.copy()
-            claim(session, trial, pod, choice)
+            trial.claim(session, pod, choice)
             descend(i + 1, trial)
 
-    descend(0, fresh_ledger(session))
+    descend(0, session.fresh_ledger())
     return best
 
 
@@ -192,7 +187,7 @@ def _place_one(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, f
         if not unserved.why.get(pod.key) and not session.deadline.passed():
             unserved.why[pod.key].append(no_node_reason(session, unserved, pod, feasible.left.get(pod.key, [])))
         return False
-    claim(session, ledger, pod, best)
+    ledger.claim(session, pod, best)
     return True
 
 
@@ -247,7 +242,7 @@ def _quota_reachable(session: Session, ledger: Ledger, pod: Pod) -> bool:
     if session.reclaim is None or ledger.account is None:
         return True
     room = session.reclaim.borrowed(ledger.account)
-    return _for_quota(session, ledger, pod, [], room, counted(session, ledger.account)) is not None
+    return _for_quota(session, ledger, pod, [], room, session.counted(ledger.account)) is not None
 
 
 
@@ -256,7 +251,7 @@ def _victims_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, 
                 sparing: bool = False) -> Choice | None:
     """`_select_on`'s verdict, reused while it stands (`_verdict_key`): the pods of a Deployment ask the same nodes the
     same question, and a preemptor served changes one node's verdict, not the others'. Whether a verdict read beyond
-    its node is read off the view (`View.reads`), not declared: such an verdict stands only for the same ledger."""
+    its node is read off the view (`View.reads`), not declared: such a verdict stands only for the same ledger."""
     key = _verdict_key(session, ledger, pod, node, sparing)
     verdict = session.verdicts.get(key) if key is not None else None
     if verdict is not None and verdict.stamp is not None and verdict.stamp != ledger.stamp:
@@ -293,7 +288,7 @@ def _verdict_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing:
 
 
 def _select_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
-    """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Session.after`): no victim when the pod
+    """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Session.filter`): no victim when the pod
     passes them all as things stand; else every pod it may evict here out (None if the kinds still reject it), then
     give back what is not needed (units whose eviction breaks a budget first, then the rest, highest priority first).
     A PodGroup-mode group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod
@@ -306,12 +301,12 @@ def _select_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, n
     found = _select(session, unserved, ledger, pod, node, limited=False, sparing=sparing)
     if found is not None and session.reclaim is not None and ledger.account is not None:
         room, stance = session.reclaim.borrowed(ledger.account), session.reclaim.stances[pod.key]
-        if not all(session.reclaim.take(room, stance, [c.pod for c in unit]) for unit in units_of(session, found[0])):
+        if not all(session.reclaim.take(room, stance, [c.pod for c in unit]) for unit in session.units_of(found[0])):
             found = _select(session, unserved, ledger, pod, node, limited=True, sparing=sparing)
     if found is None:
         return None
     victims, violations, why = found
-    cap = cap_reached(ledger, victims)
+    cap = ledger.cap_reached(victims)
     if cap is not None:
         unserved.capped.setdefault(pod.key, cap.source)
         return None
@@ -331,7 +326,7 @@ def _select(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node
     if rejection is not None:
         unserved.blocked[pod.key][node] = rejection
         return None
-    account = counted(session, ledger.account, [c.pod for unit in units for c in unit])
+    account = session.counted(ledger.account, [c.pod for unit in units for c in unit])
     extra = _for_quota(session, ledger, pod, units, room, account)
     if extra is None:
         return None
@@ -371,7 +366,7 @@ def _reprieve(session: Session, ledger: Ledger, pod: Pod, node: str, units: list
         victims.extend(unit)
         broken += breaks
         why.extend([victim_reason(rejection)] * len(unit))
-    return victims, violations(session, victims, ledger.budget_left) if sparing else broken, why
+    return victims, session.violations(victims, ledger.budget_left) if sparing else broken, why
 
 
 
@@ -380,7 +375,7 @@ def _evictable_on(session: Session, ledger: Ledger, pod: Pod, node: str,
     """The units of the pods on `node` that `pod` may evict; with `room`, those of other tenants only as far as
     their borrowed room goes (drawn from it), lowest priority first."""
     mine = [c for c in session.by_node.get(node, []) if c.key not in ledger.evicted and session.may_evict(pod, c.pod)]
-    units = units_of(session, mine)
+    units = session.units_of(mine)
     if session.reclaim is None or room is None:
         return units
     stance = session.reclaim.stances[pod.key]
@@ -449,7 +444,7 @@ def _split_by_budget(session: Session, units: list[Unit], budgets: dict[str, int
     violating: list[tuple[Unit, int]] = []
     keeping: list[tuple[Unit, int]] = []
     for unit in sorted(units, key=order):
-        breaks = sum(draw(session, budgets, c.pod) for c in unit)
+        breaks = sum(session.draw(budgets, c.pod) for c in unit)
         (violating if breaks else keeping).append((unit, breaks))
     return violating + keeping
 

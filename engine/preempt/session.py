@@ -10,7 +10,7 @@ SelectVictimsOnNode asks its filters on a node copy after RemovePod/AddPod.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import count
@@ -71,7 +71,7 @@ class Ledger:
     view: View
     evicted: dict[str, Candidate] = field(default_factory=dict)
     budget_left: dict[str, int] = field(default_factory=dict)
-    cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
+    cap_used: Counter[tuple[Source, str]] = field(default_factory=Counter)
     violations: int = 0  # evictions so far that broke some budget
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
@@ -80,14 +80,46 @@ class Ledger:
     stamp: int = 0  # the stage's count at the ledger's last move: two ledgers with one stamp stand alike
 
     def copy(self) -> Ledger:
-        return Ledger(self.view, dict(self.evicted), dict(self.budget_left), dict(self.cap_used), self.violations,
+        return Ledger(self.view, dict(self.evicted), dict(self.budget_left), Counter(self.cap_used), self.violations,
                       self.account.copy() if self.account is not None else None, dict(self.why), dict(self.needed_by),
                       dict(self.version), self.stamp)
 
-    def moved(self, session: Session, i: int, view: View) -> None:
-        """A pod left or reached node i: the ledger's view is `view` from now on."""
+    def moved(self, session: Session, node: str, view: View) -> None:
+        """A pod left or reached `node`: the ledger's view is `view` from now on."""
         self.view = view
-        self.stamp = self.version[i] = next(session.moves)
+        self.stamp = self.version[session.node_order[node]] = next(session.moves)
+
+    def claim(self, session: Session, pod: Pod, choice: Choice) -> None:
+        """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
+        its quotas)."""
+        for victim, why in zip(choice.victims, choice.why):
+            self.evict(session, victim)
+            self.why[victim.key] = why
+        self.violations += choice.violations
+        self.moved(session, choice.node, self.view.moved(added=[replace(pod, node_name=choice.node)]))
+        if session.reclaim is not None and self.account is not None:
+            session.reclaim.add(self.account, pod, 1)
+
+    def evict(self, session: Session, c: Candidate) -> None:
+        """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
+        (later choices see both)."""
+        self.evicted[c.key] = c
+        self.moved(session, c.node, self.view.moved(removed=[c.pod]))
+        if session.reclaim is not None and self.account is not None:
+            session.reclaim.add(self.account, c.pod, -1)
+        for budget in session.budgets_of(c.pod):
+            self.budget_left[budget] = self.budget_left.get(budget, 0) - 1
+        self.cap_used.update(cap_key(cap, c.pod) for cap in c.caps)
+
+    def cap_reached(self, victims: list[Candidate]) -> EvictionCap | None:
+        """The first eviction cap these victims would go over, if any."""
+        used = Counter(self.cap_used)
+        for c in victims:
+            for cap in c.caps:
+                used[key := cap_key(cap, c.pod)] += 1
+                if used[key] > cap.most:
+                    return cap
+        return None
 
     def without(self, pods: list[Pod]) -> View:
         """The ledger's view with `pods` gone too (a trial's)."""
@@ -173,6 +205,49 @@ class Session:
             return victim.priority < pod.priority
         return self.reclaim.may_evict(self.reclaim.stances[pod.key], victim)
 
+    def units_of(self, candidates: list[Candidate]) -> list[Unit]:
+        """The units these candidates belong to, each once, in the candidates' order."""
+        seen: set[str] = set()
+        out: list[Unit] = []
+        for c in candidates:
+            key = c.unit or c.key
+            if key not in seen:
+                seen.add(key)
+                out.append(self.unit_of(c))
+        return out
+
+    def fresh_ledger(self) -> Ledger:
+        return Ledger(self.view, budget_left={b.key: b.allowed for b in self.cluster.budgets},
+                      account=self.counted(self.reclaim.start if self.reclaim is not None else None))
+
+    def counted(self, account: Account | None, out: Iterable[Pod] = (), back: Iterable[Pod] = ()) -> Account | None:
+        """A copy of `account` with `out` counted out of the quotas and `back` counted in (None: no quotas)."""
+        if self.reclaim is None or account is None:
+            return None
+        copy = account.copy()
+        for pods, sign in ((out, -1), (back, 1)):
+            for pod in pods:
+                self.reclaim.add(copy, pod, sign)
+        return copy
+
+    def after_victims(self, ledger: Ledger, placed: Iterable[Pod] = ()) -> Account | None:
+        """What the quotas' pods use with the ledger's victims gone and `placed` bound: the stage's start so changed."""
+        start = self.reclaim.start if self.reclaim is not None else None
+        return self.counted(start, [c.pod for c in ledger.evicted.values()], placed)
+
+    def violations(self, victims: list[Candidate], budget_left: dict[str, int]) -> int:
+        """How many of `victims` (drawn in order) take some covering budget below zero."""
+        left = dict(budget_left)
+        return sum(self.draw(left, c.pod) for c in victims)
+
+    def draw(self, budgets: dict[str, int], pod: Pod) -> bool:
+        """Evicting `pod` draws one from each budget covering it (in `budgets`, in place): whether one goes below
+        zero."""
+        covering = self.budgets_of(pod)
+        for key in covering:
+            budgets[key] = budgets.get(key, 0) - 1
+        return any(budgets[key] < 0 for key in covering)
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +271,12 @@ class Unserved:
     capped: dict[str, Source] = field(default_factory=dict)  # preemptor -> a cap that ruled out some node
     # preemptor -> node -> the kind rejecting it there even with every pod it may evict on that node gone
     blocked: dict[str, dict[str, Rejection]] = field(default_factory=lambda: defaultdict(dict))
+
+    def not_reached(self, units: list[list[Pod]]) -> None:
+        """The stage's deadline came before these pods were served (or before what was chosen for them was settled):
+        they are told they are tried again next cycle."""
+        for pod in (p for unit in units for p in unit):
+            self.why[pod.key] = [OUT_OF_TIME]
 
 
 
@@ -328,7 +409,7 @@ def quota_order(session: Session, reclaim: Reclaim) -> tuple[Unit, ...]:
     found = [c for cs in session.by_node.values() for c in cs if reclaim.covering(c.pod)]
     found.sort(key=lambda c: c.pod.created, reverse=True)
     found.sort(key=lambda c: c.pod.priority)
-    return tuple(units_of(session, found))
+    return tuple(session.units_of(found))
 
 
 
@@ -400,114 +481,11 @@ def alike(session: Session, preemptors: list[Pod]) -> list[list[Pod]]:
 
 
 
-def counted(session: Session, account: Account | None, out: Iterable[Pod] = (), back: Iterable[Pod] = ()
-            ) -> Account | None:
-    """A copy of `account` with `out` counted out of the quotas and `back` counted in (None: no quotas)."""
-    if session.reclaim is None or account is None:
-        return None
-    copy = account.copy()
-    for pods, sign in ((out, -1), (back, 1)):
-        for pod in pods:
-            session.reclaim.add(copy, pod, sign)
-    return copy
-
-
-def after_victims(session: Session, ledger: Ledger, placed: Iterable[Pod] = ()) -> Account | None:
-    """What the quotas' pods use with the ledger's victims gone and `placed` bound: the stage's start so changed."""
-    start = session.reclaim.start if session.reclaim is not None else None
-    return counted(session, start, [c.pod for c in ledger.evicted.values()], placed)
-
-
-
-def fresh_ledger(session: Session) -> Ledger:
-    account = session.reclaim.start.copy() if session.reclaim is not None else None
-    return Ledger(session.view, budget_left={b.key: b.allowed for b in session.cluster.budgets}, account=account)
-
-
-
-def units_of(session: Session, candidates: list[Candidate]) -> list[Unit]:
-    """The units these candidates belong to, each once, in the candidates' order."""
-    seen: set[str] = set()
-    out: list[Unit] = []
-    for c in candidates:
-        key = c.unit or c.key
-        if key not in seen:
-            seen.add(key)
-            out.append(session.unit_of(c))
-    return out
-
-
-
-def claim(session: Session, ledger: Ledger, pod: Pod, choice: Choice) -> None:
-    """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
-    its quotas)."""
-    for victim, why in zip(choice.victims, choice.why):
-        evict(session, ledger, victim)
-        ledger.why[victim.key] = why
-    ledger.violations += choice.violations
-    ledger.moved(session, session.node_order[choice.node], ledger.view.moved(added=[replace(pod, node_name=choice.node)]))
-    if session.reclaim is not None and ledger.account is not None:
-        session.reclaim.add(ledger.account, pod, 1)
-
-
-
-def evict(session: Session, ledger: Ledger, c: Candidate) -> None:
-    """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
-    (later choices see both)."""
-    ledger.evicted[c.key] = c
-    ledger.moved(session, session.node_order[c.node], ledger.view.moved(removed=[c.pod]))
-    if session.reclaim is not None and ledger.account is not None:
-        session.reclaim.add(ledger.account, c.pod, -1)
-    for budget in session.budgets_of(c.pod):
-        ledger.budget_left[budget] = ledger.budget_left.get(budget, 0) - 1
-    for cap in c.caps:
-        key = cap_key(cap, c.pod)
-        ledger.cap_used[key] = ledger.cap_used.get(key, 0) + 1
-
-
-
-def cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None:
-    """The first eviction cap these victims would go over, if any."""
-    used = dict(ledger.cap_used)
-    for c in victims:
-        for cap in c.caps:
-            key = cap_key(cap, c.pod)
-            used[key] = used.get(key, 0) + 1
-            if used[key] > cap.most:
-                return cap
-    return None
-
-
-
-def violations(session: Session, victims: list[Candidate], budget_left: dict[str, int]) -> int:
-    """How many of `victims` (drawn in order) take some covering budget below zero."""
-    left = dict(budget_left)
-    return sum(draw(session, left, c.pod) for c in victims)
-
-
-
-def draw(session: Session, budgets: dict[str, int], pod: Pod) -> bool:
-    """Evicting `pod` draws one from each budget covering it (in `budgets`, in place): whether one goes below zero."""
-    covering = session.budgets_of(pod)
-    for key in covering:
-        budgets[key] = budgets.get(key, 0) - 1
-    return any(budgets[key] < 0 for key in covering)
-
-
-
 def victim_reason(rejection: Rejection | None) -> str:
     """Why a victim goes, in the words of the kind that would reject the preemptor with it there."""
     if rejection is None:
         return "the preemptor's quota needs its room"
     return f"{rejection.plugin}: {joined(rejection.reasons)}"
-
-
-
-def not_reached(unserved: Unserved, units: list[list[Pod]]) -> None:
-    """The stage's deadline came before these pods were served (or before what was chosen for them was settled):
-    they are told they are tried again next cycle."""
-    for pod in (p for unit in units for p in unit):
-        unserved.why[pod.key] = [OUT_OF_TIME]
 
 
 
