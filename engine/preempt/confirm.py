@@ -8,12 +8,13 @@ further compile or solve: what a strategy chose is settled by checks on views, n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ..model import Pod
 from ..plan import Plan, make_plan
 from ..reclaim import Account
 from ..rejections import Rejection
+from ..view import View
 from .session import (
     Candidate,
     Chosen,
@@ -121,14 +122,15 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
     the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     placed = [preemptors[key] for key in plan.assignments]
-    served = PlacedPreemptors([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()],
-                              [c.pod for c in ledger.evicted.values()])
+    bound = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
+    everyone = session.view.moved(added=bound, removed=[c.pod for c in ledger.evicted.values()])
+    reaching = {p.key for p in bound if p.key in session.specs and _reaches(session, p, everyone.moved(removed=[p]))}
     gone = dict(ledger.evicted)
     account = session.after_victims(ledger, placed)
     needed: set[str] = set()
     for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
-        blocked = _needing_preemptor(session, unit, list(back.values()), served)
+        blocked = _needing_preemptor(session, unit, list(back.values()), bound, reaching)
         if blocked is not None:
             for m in unit:
                 ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], victim_reason(blocked[1])
@@ -143,29 +145,18 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
 
 
 
-@dataclass(slots=True)
-class PlacedPreemptors:
-    """The placed preemptors, bound where the plan puts them, and which of them the kinds asked about read beyond
-    their own node (learnt the first time each is asked: a victim elsewhere can matter to those alone)."""
-
-    pods: list[Pod]
-    victims: list[Pod]  # every victim the stage started settling with
-    reaching: dict[str, bool] = field(default_factory=dict)
-
-    def reaches(self, session: Session, p: Pod) -> bool:
-        """Whether the kinds' verdict on `p` reads beyond its node, asked once where it passes every kind (every victim
-        gone, the others placed), so that no kind's answer is cut short by an earlier one's rejection."""
-        if p.key not in self.reaching:
-            view = session.view.moved(added=self.pods, removed=[*self.victims, p])
-            with view.reads() as reaching:
-                passes = session.filter(p, p.node_name or "", view) is None
-            self.reaching[p.key] = reaching[0] or not passes
-        return self.reaching[p.key]
+def _reaches(session: Session, p: Pod, view: View) -> bool:
+    """Whether the kinds' verdict on the placed preemptor `p` reads beyond its node (a victim elsewhere can matter to
+    those alone), asked where it passes every kind (`view`: every victim gone, the others placed), so that no kind's
+    answer is cut short by an earlier one's rejection."""
+    with view.reads() as reaching:
+        passes = session.filter(p, p.node_name or "", view) is None
+    return reaching[0] or not passes
 
 
 
-def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate],
-                       served: PlacedPreemptors) -> tuple[str, Rejection | None] | None:
+def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate], placed: list[Pod],
+                       reaching: set[str]) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
     still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
     member's node, or one anywhere whose verdict reads beyond its node (a domain's counts, a claim's users), since the
@@ -173,10 +164,10 @@ def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate],
     or None. A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection
     to tell)."""
     here = {c.node for c in unit}
-    view = session.view.moved(added=served.pods, removed=[c.pod for c in gone])
-    for p in served.pods:
+    view = session.view.moved(added=placed, removed=[c.pod for c in gone])
+    for p in placed:
         node = p.node_name or ""
-        if not all(session.may_evict(p, c.pod) for c in unit) or (node not in here and not served.reaches(session, p)):
+        if not all(session.may_evict(p, c.pod) for c in unit) or (node not in here and p.key not in reaching):
             continue
         if p.key not in session.specs:
             if node in here:

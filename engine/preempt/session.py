@@ -24,7 +24,7 @@ from ..kinds.context import Batch, ClassSpec
 from ..kinds.protection import cap_key
 from ..model import Cluster, Pod
 from ..plan import Plan, Stats
-from ..reclaim import Account, Reclaim, Stance
+from ..reclaim import Account, Reclaim
 from ..rejections import Rejection, joined
 from ..tenants import Usage
 from ..view import View
@@ -348,13 +348,12 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
     evictable = evictable_by(preemptors, reclaim)
     found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
-    guarding = GUARDS  # kinds with a word on victims
     for k, pod in enumerate(fixed.bound):
         if k % SEARCH_CHECK == 0 and deadline.passed():
             return None
         if pod.terminating or pod.key in placed or pod.node_name is None or not evictable(pod):
             continue
-        guards = [kind.guard(pod, rules) for kind in guarding]
+        guards = [kind.guard(pod, rules) for kind in GUARDS]  # the kinds with a word on victims
         shield = next((g.protected for g in guards if g.protected is not None), None)
         if shield is not None:
             protected[pod.key] = (pod, shield)
@@ -382,21 +381,17 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
 
 def evictable_by(preemptors: list[Pod], reclaim: Reclaim | None) -> Callable[[Pod], bool]:
     """Whether some preemptor may evict a running pod: one of a lower priority than the highest preemptor's
-    without quotas; with them, engine.reclaim's rule for some preemptor's stance (the highest of each kind)."""
+    without quotas; with them, engine.reclaim's rule for some preemptor's stance (each distinct stance once)."""
     top = max(p.priority for p in preemptors)
     if reclaim is None:
         return lambda pod: pod.priority < top
-    stances: dict[tuple[str | None, bool], Stance] = {}
-    for s in reclaim.stances.values():
-        kind = (s.tenant, s.reclaiming)
-        if kind not in stances or stances[kind].priority < s.priority:
-            stances[kind] = s
+    stances = set(reclaim.stances.values())
     known: dict[tuple[str | None, int], bool] = {}  # the rule reads only the victim's tenant and priority
 
     def evictable(pod: Pod) -> bool:
         key = (reclaim.tenant(pod), pod.priority)
         if key not in known:
-            known[key] = any(reclaim.may_evict(s, pod) for s in stances.values())
+            known[key] = any(reclaim.may_evict(s, pod) for s in stances)
         return known[key]
 
     return evictable
