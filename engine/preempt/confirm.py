@@ -138,9 +138,7 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
             needed.update(m.key for m in unit)
             continue
         gone = back  # given back: every preemptor beside it still passes
-        if session.reclaim is not None and account is not None:
-            for c in unit:
-                session.reclaim.add(account, c.pod, 1)
+        session.count(account, [c.pod for c in unit])
     return needed
 
 
@@ -205,6 +203,5 @@ def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
         if all(account.held[tenant][r] >= low.get(r, 0) for r in rc.over[tenant]):
             continue
         back.update(c.key for c in unit)
-        for c in unit:
-            rc.add(account, c.pod, 1)
+        session.count(account, [c.pod for c in unit])
     return back

@@ -336,10 +336,10 @@ def _select(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node
 
 def _own(session: Session, pod: Pod, victims: list[Candidate]) -> int:
     """How many victims a reclaiming `pod` takes from its own tenant rather than from borrowed room."""
-    stance = session.reclaim.stances[pod.key] if session.reclaim is not None else None
-    if stance is None or not stance.reclaiming:
+    rc = session.reclaim
+    if rc is None or not (stance := rc.stances[pod.key]).reclaiming:
         return 0
-    return sum(1 for c in victims if session.reclaim is not None and not session.reclaim.reclaims(stance, c.pod))
+    return sum(1 for c in victims if not rc.reclaims(stance, c.pod))
 
 
 
@@ -359,9 +359,7 @@ def _reprieve(session: Session, ledger: Ledger, pod: Pod, node: str, units: list
         if rejection is None and not short(session, account, pod, unit):
             for key in back:
                 del leaving[key]
-            if session.reclaim is not None and account is not None:  # given back: the pod (or the whole group) stays
-                for c in unit:
-                    session.reclaim.add(account, c.pod, 1)
+            session.count(account, [c.pod for c in unit])  # given back: the pod (or the whole group) stays
             continue
         victims.extend(unit)
         broken += breaks
@@ -404,8 +402,7 @@ def _for_quota(session: Session, ledger: Ledger, pod: Pod, units: list[Unit], ro
                     or not rc.take(room, stance, pods)):
                 continue
             extra.append(unit)
-            for p in pods:
-                rc.add(account, p, -1)
+            session.count(account, pods, -1)
             if not (rows := rc.short(account, pod)):
                 return extra
     return None

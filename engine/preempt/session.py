@@ -97,16 +97,14 @@ class Ledger:
             self.why[victim.key] = why
         self.violations += choice.violations
         self.moved(session, choice.node, self.view.moved(added=[replace(pod, node_name=choice.node)]))
-        if session.reclaim is not None and self.account is not None:
-            session.reclaim.add(self.account, pod, 1)
+        session.count(self.account, [pod])
 
     def evict(self, session: Session, c: Candidate) -> None:
         """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
         (later choices see both)."""
         self.evicted[c.key] = c
         self.moved(session, c.node, self.view.moved(removed=[c.pod]))
-        if session.reclaim is not None and self.account is not None:
-            session.reclaim.add(self.account, c.pod, -1)
+        session.count(self.account, [c.pod], -1)
         for budget in session.budgets_of(c.pod):
             self.budget_left[budget] = self.budget_left.get(budget, 0) - 1
         self.cap_used.update(cap_key(cap, c.pod) for cap in c.caps)
@@ -220,14 +218,17 @@ class Session:
         return Ledger(self.view, budget_left={b.key: b.allowed for b in self.cluster.budgets},
                       account=self.counted(self.reclaim.start if self.reclaim is not None else None))
 
+    def count(self, account: Account | None, pods: Iterable[Pod], sign: int = 1) -> None:
+        """`pods` counted into `account` (sign -1: out of it), in place; nothing without quotas."""
+        if self.reclaim is not None and account is not None:
+            for pod in pods:
+                self.reclaim.add(account, pod, sign)
+
     def counted(self, account: Account | None, out: Iterable[Pod] = (), back: Iterable[Pod] = ()) -> Account | None:
         """A copy of `account` with `out` counted out of the quotas and `back` counted in (None: no quotas)."""
-        if self.reclaim is None or account is None:
-            return None
-        copy = account.copy()
-        for pods, sign in ((out, -1), (back, 1)):
-            for pod in pods:
-                self.reclaim.add(copy, pod, sign)
+        copy = account.copy() if self.reclaim is not None and account is not None else None
+        self.count(copy, out, -1)
+        self.count(copy, back)
         return copy
 
     def after_victims(self, ledger: Ledger, placed: Iterable[Pod] = ()) -> Account | None:
@@ -369,9 +370,8 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
         by_node[c.node].append(c)
         if c.unit is not None:
             units[c.unit].append(c)
-    order = view.positions()
     entangled = frozenset(n for n, cs in by_node.items() if any(c.caps or c.unit is not None for c in cs))
-    session = Session(fixed, view, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
+    session = Session(fixed, view, dict(by_node), view.positions(), protected, {k: tuple(v) for k, v in units.items()}, reclaim,
                     batch=Batch.alone_on(fixed, view), entangled=entangled)
     if reclaim is not None:
         session = replace(session, quota_order=quota_order(session, reclaim))
