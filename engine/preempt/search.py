@@ -280,9 +280,8 @@ def _verdict_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing:
     (their state lies elsewhere)."""
     if session.reclaim is not None or node in session.entangled:
         return None
-    i = session.node_order[node]
     budgets = tuple(ledger.budget_left.get(b) for b in session.node_budgets(node))
-    return (session.specs[pod.key].index, pod.priority, node, sparing, ledger.version.get(i, 0), budgets,
+    return (session.specs[pod.key].index, pod.priority, node, sparing, ledger.version.get(node, 0), budgets,
             ledger.view.far_terms())
 
 

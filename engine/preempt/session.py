@@ -76,7 +76,7 @@ class Ledger:
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
     needed_by: dict[str, str] = field(default_factory=dict)  # victim key -> the placed preemptor that needs it gone
-    version: dict[int, int] = field(default_factory=dict)  # node index -> the stage's count at its last move there
+    version: dict[str, int] = field(default_factory=dict)  # node -> the stage's count at its last move there
     stamp: int = 0  # the stage's count at the ledger's last move: two ledgers with one stamp stand alike
 
     def copy(self) -> Ledger:
@@ -87,7 +87,7 @@ class Ledger:
     def moved(self, session: Session, node: str, view: View) -> None:
         """A pod left or reached `node`: the ledger's view is `view` from now on."""
         self.view = view
-        self.stamp = self.version[session.node_order[node]] = next(session.moves)
+        self.stamp = self.version[node] = next(session.moves)
 
     def claim(self, session: Session, pod: Pod, choice: Choice) -> None:
         """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
