@@ -55,17 +55,21 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, clock: Stage
             if not settled and ledger.evicted:  # asked again with the victims given back gone for good
                 ledger = replace(ledger, needed_by={})
                 needed(session, plan, ledger, by_key)
-            placed = [replace(by_key[key], node_name=node) for key, node in plan.assignments.items()]
-            return plan, replace(ledger, view=session.view.moved(added=placed,
-                                                                 removed=[c.pod for c in ledger.evicted.values()]))
+            return plan, replace(ledger, view=_outcome(session, plan, ledger, by_key)[1])
         plan = _unplaced(plan, stranded, by_key)
+
+
+def _outcome(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> tuple[list[Pod], View]:
+    """The placed preemptors bound where `plan` puts them, and the stage's view with them there and the ledger's
+    victims gone."""
+    placed = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
+    return placed, session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
 
 
 def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
     """The placed preemptors some kind rejects where the plan puts them once only the ledger's victims are gone (a
     victim given back, which the plan had counted on), with their gangs."""
-    placed = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
-    view = session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
+    placed, view = _outcome(session, plan, ledger, preemptors)
     out = {p.key for p in placed if p.key in session.specs
            and session.filter(p, p.node_name or "", view.moved(removed=[p])) is not None}
     if session.reclaim is not None:  # the quota rows: a victim given back takes back its room in them
@@ -121,16 +125,14 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
     """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_needing_preemptor`;
     the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
-    placed = [preemptors[key] for key in plan.assignments]
-    bound = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
-    everyone = session.view.moved(added=bound, removed=[c.pod for c in ledger.evicted.values()])
-    reaching = {p.key for p in bound if p.key in session.specs and _reaches(session, p, everyone.moved(removed=[p]))}
+    placed, everyone = _outcome(session, plan, ledger, preemptors)
+    reaching = {p.key for p in placed if p.key in session.specs and _reaches(session, p, everyone.moved(removed=[p]))}
     gone = dict(ledger.evicted)
     account = session.after_victims(ledger, placed)
     needed: set[str] = set()
     for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
-        blocked = _needing_preemptor(session, unit, list(back.values()), bound, reaching)
+        blocked = _needing_preemptor(session, unit, list(back.values()), placed, reaching)
         if blocked is not None:
             for m in unit:
                 ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], victim_reason(blocked[1])
