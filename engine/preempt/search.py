@@ -168,21 +168,16 @@ def _place_one(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, f
     nodes = feasible.nodes_of(pod)
     if nodes is None:
         return False
-    best: Choice | None = None
     if not _quota_reachable(session, ledger, pod):
         nodes = ()  # no eviction it may make gets it within its quota rows: no node is worth a look
-    enough, found = max(MIN_CANDIDATE_NODES, int(MIN_CANDIDATE_SHARE * len(nodes))), 0
-    for node in nodes:
-        if session.deadline.passed():
+    enough = max(MIN_CANDIDATE_NODES, int(MIN_CANDIDATE_SHARE * len(nodes)))
+    found: list[Choice] = []
+    for node in nodes:  # as upstream's dry run: once enough candidates are seen, the best of them is taken
+        if session.deadline.passed() or len(found) >= enough:
             break
-        choice = _victims_on(session, unserved, ledger, pod, node)
-        if choice is None:
-            continue
-        found += 1
-        if best is None or choice.rank(session.node_order[node]) < best.rank(session.node_order[best.node]):
-            best = choice
-        if found >= enough:  # as upstream's dry run: enough candidates seen, the best of them is taken
-            break
+        if (choice := _victims_on(session, unserved, ledger, pod, node)) is not None:
+            found.append(choice)
+    best = min(found, key=lambda c: c.rank(session.node_order[c.node]), default=None)
     if best is None:
         if not unserved.why.get(pod.key) and not session.deadline.passed():
             unserved.why[pod.key].append(no_node_reason(session, unserved, pod, feasible.left.get(pod.key, [])))
