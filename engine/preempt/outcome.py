@@ -64,9 +64,8 @@ def attribute(replan: Plan, ledger: Ledger, session: Session, preemptors: dict[s
             owner = _owner(session, c, placed, anyone=True)
         if owner is None:
             continue
+        session.draw(budget_left, c.pod)
         covering = session.budgets_of(c.pod)
-        for key in covering:
-            budget_left[key] -= 1
         over = tuple(k for k in covering if budget_left[k] < 0)
         within = tuple(k for k in covering if budget_left[k] >= 0)
         quota = _reclaimed(session, preemptors[owner], c, out[owner])
