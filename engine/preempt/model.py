@@ -141,14 +141,12 @@ def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: 
     keys = frozenset(r.pod.key for r in running)
     mine = {p.key for p in preemptors}
     pending = [*preemptors, *(pinned(r) for r in running)]
-    gangs = dict(cluster.gangs)
-    for r in running:
-        if r.unit is not None:
-            members = sum(1 for o in running if o.unit == r.unit)
-            gangs.setdefault(UNIT_GANG + r.unit, Gang(UNIT_GANG + r.unit, r.pod.namespace, members,
-                                                      f"PodGroup {r.unit} (disruptionMode: PodGroup)"))
-    batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending, gangs=gangs,
-                    notes=[], skipped={})
+    members = Counter(r.unit for r in running if r.unit is not None)
+    namespace = {r.unit: r.pod.namespace for r in running}
+    gangs = {UNIT_GANG + u: Gang(UNIT_GANG + u, namespace[u], n, f"PodGroup {u} (disruptionMode: PodGroup)")
+             for u, n in members.items()}
+    batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending,
+                    gangs=cluster.gangs | gangs, notes=[], skipped={})
     plan = make_plan(batch, _unpinned(policy, keys), time_limit=time_limit, workers=workers, seed=seed,
                      view=view.moved(removed=[r.pod for r in running]).settled())
     if plan.details.compiled is None or plan.details.compiled.problem.unchecked:
