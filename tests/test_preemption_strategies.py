@@ -19,7 +19,7 @@ from engine.compile import Deadline
 from engine.load import build_cluster
 from engine.plan import make_plan
 from engine.preempt import PreemptionSettings
-from engine.preempt.session import FeasibleNodes, StageClock, Unserved, start
+from engine.preempt.session import FeasibleNodes, Unserved, start
 from preempting import MODEL, SEARCH, STRATEGIES, preempted
 from strategies import ZONE, alike_preemptors
 from testkit.checker import check_in_order
@@ -103,7 +103,7 @@ def model_alone(docs: list[dict]):
     preemptors = [p for p in cluster.pending if p.key in first.unschedulable]
     session = start(cluster, first, None, preemptors, settings.deadline)
     assert session is not None
-    chosen = stage.BATCH_MODEL.choose(session, Unserved(), preemptors, FeasibleNodes.of(session, None, preemptors), StageClock(settings))
+    chosen = stage.BATCH_MODEL.choose(session, Unserved(), preemptors, FeasibleNodes.of(session, None, preemptors), settings)
     return (set() if chosen.ledger is None else set(chosen.ledger.evicted)), chosen.plan, chosen.note
 
 

@@ -19,7 +19,7 @@ nodes each could use once they are gone), by one strategy, then settled by one c
 `stats.preemption.strategy` names the strategy that chose, `note` what became of the others. The time limit is a wall
 for the whole stage (`PreemptionSettings.deadline`, on its clock): finding the candidates stops there, each group of
 preemptors' feasible nodes are compiled only while it lasts, victim selection takes 70% of what is left, and the
-confirming re-plan is not started when the wall shows it could not end in time. What the deadline cuts short is
+confirming re-plan is not started once the deadline has passed. What the deadline cuts short is
 dropped, never kept half done: the preemptors not reached, and all of them when the victims could not be confirmed in
 time, are told they are tried again next cycle, and the plan is the first plan: never fewer pods placed than the first
 plan, never a victim evicted for nothing. Pure, like the rest of the core: the scheduler loop evicts what the plan says.
@@ -44,7 +44,6 @@ from .session import (
     FeasibleNodes,
     PreemptionSettings,
     Session,
-    StageClock,
     Unserved,
     nothing,
     start,
@@ -88,11 +87,10 @@ def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settin
         unserved.not_reached([preemptors])
         return merge(plan, nothing(preemptors), {}, unserved, started)
     feasible = FeasibleNodes.of(session, settings.policy, preemptors)
-    clock = StageClock(settings)
-    name, chosen = choose(session, unserved, preemptors, feasible, clock)
+    name, chosen = choose(session, unserved, preemptors, feasible, settings)
     if chosen.ledger is None:  # every strategy declined: nobody preempts
         return merge(plan, nothing(preemptors), {}, unserved, started, name, chosen.note)
-    replan, ledger = settle(session, preemptors, chosen, clock, unserved)
+    replan, ledger = settle(session, preemptors, chosen, settings, unserved)
     if name == BATCH_MODEL.name:  # the pods it left out told why in upstream's words, as the search tells them
         explain_left_out(session, unserved, [p for p in preemptors if p.key not in replan.assignments], feasible, ledger)
     if progress:
@@ -103,16 +101,16 @@ def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settin
 
 
 def choose(session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
-           clock: StageClock) -> tuple[str, Chosen]:
+           settings: PreemptionSettings) -> tuple[str, Chosen]:
     """The first strategy of `PreemptionSettings.strategies` that does not decline, by name, and what it chose: the
     batch model when it fits the time left, else the per-node search; under tenant quotas the quota reclaim. What
     became of those before it is said in its note."""
     said: list[str] = []
-    for name in clock.settings.strategies:
+    for name in settings.strategies:
         strategy = STRATEGIES[name]
         if strategy is NODE_SEARCH and session.reclaim is not None:
             strategy = QUOTA_RECLAIM
-        chosen = strategy.choose(session, unserved, preemptors, feasible, clock)
+        chosen = strategy.choose(session, unserved, preemptors, feasible, settings)
         if chosen.ledger is not None:
             note = "; ".join([*said, chosen.note] if chosen.note else said)
             return strategy.name, replace(chosen, note=note)

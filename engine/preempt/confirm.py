@@ -19,10 +19,11 @@ from .session import (
     Candidate,
     Chosen,
     Ledger,
+    PreemptionSettings,
     Session,
-    StageClock,
     Unit,
     Unserved,
+    left,
     nothing,
     victim_reason,
 )
@@ -30,17 +31,18 @@ from .session import (
 STRANDED = "preemption's victims, settled, leave it no room after all; it is tried again in the next cycle"
 
 
-def settle(session: Session, preemptors: list[Pod], chosen: Chosen, clock: StageClock, unserved: Unserved) -> tuple[Plan, Ledger]:
+def settle(session: Session, preemptors: list[Pod], chosen: Chosen, settings: PreemptionSettings,
+           unserved: Unserved) -> tuple[Plan, Ledger]:
     """The strategy's victims settled (see the module's doc): its own plan of the preemptors when it made one (the
     batch model's), else one re-plan of them without its victims; then the victims no placed preemptor needs (and,
     under quotas, those whose eviction would leave their tenant below its min) given back, and the preemptors that
     leaves without room taken out, until nothing changes (checks on views only); the ledger's view is then the
     outcome's (victims gone, preemptors placed where the plan puts them), its `needed_by` who needs each victim.
-    When the wall stops the re-plan, nothing is evicted and the preemptors served are told they are tried next
+    When the deadline stops the re-plan, nothing is evicted and the preemptors served are told they are tried next
     cycle."""
     assert chosen.ledger is not None
     ledger = chosen.ledger
-    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, clock)
+    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, settings)
     if plan is None:
         unserved.not_reached([[p for p in preemptors if not unserved.why.get(p.key)]])
         return nothing(preemptors), replace(ledger, evicted={})
@@ -101,22 +103,20 @@ def _unplaced(plan: Plan, keys: set[str], preemptors: dict[str, Pod]) -> Plan:
                    unschedulable={**plan.unschedulable, **{k: [STRANDED] for k in keys}})
 
 
-def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, clock: StageClock) -> Plan | None:
+def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, settings: PreemptionSettings) -> Plan | None:
     """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index), in half the
-    time the wall leaves; None when it stops the re-plan: not started for want of time, or its compile cut short."""
+    time the stage's deadline leaves; None when it stops the re-plan: not started once it has passed, or its compile cut
+    short."""
     if not ledger.evicted:
         return nothing(preemptors)
-    if not clock.affords():
+    if settings.deadline.passed():
         return None
-    settings, now = clock.settings, clock.settings.deadline.clock
-    began = now()
     gone = frozenset(ledger.evicted)
     cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone],
                       pending=list(preemptors))
     view = session.view.moved(removed=[c.pod for c in ledger.evicted.values()]).settled()
-    plan = make_plan(cluster, settings.policy, time_limit=clock.left() / 2, workers=settings.workers,
+    plan = make_plan(cluster, settings.policy, time_limit=left(settings.deadline) / 2, workers=settings.workers,
                      seed=settings.seed, view=view)
-    clock.needs = now() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
     return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 
 

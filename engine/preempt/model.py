@@ -32,7 +32,7 @@ from ..compile import PolicyRules
 from ..model import Cluster, Gang, NodeSelectorTerm, Pod, Requirement, Toleration
 from ..plan import NodeUsage, Plan, PlanDetails, make_plan
 from ..view import View
-from .session import Candidate, Chosen, FeasibleNodes, Session, StageClock, Unserved
+from .session import Candidate, Chosen, FeasibleNodes, PreemptionSettings, Session, Unserved, left
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -59,7 +59,8 @@ class BatchModel:
 
     name: str = "batch model"
 
-    def declines(self, session: Session, preemptors: list[Pod], feasible: FeasibleNodes, clock: StageClock) -> str | None:
+    def declines(self, session: Session, preemptors: list[Pod], feasible: FeasibleNodes,
+                 settings: PreemptionSettings) -> str | None:
         """Why the model is not tried (None: it is)."""
         if session.reclaim is not None or session.cluster.quotas:
             return "tenant quotas: the quota reclaim strategy decides"
@@ -72,20 +73,19 @@ class BatchModel:
         if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
             return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
         size = sum(len(n or ()) for n in nodes)
-        if not clock.affords() or not fits(len(running), size, clock.left()):
+        if settings.deadline.passed() or not fits(len(running), size, left(settings.deadline)):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
         return None
 
     def choose(self, session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
-               clock: StageClock) -> Chosen:
+               settings: PreemptionSettings) -> Chosen:
         """The model's victims as a ledger, with its plan of the preemptors and what became of it (no ledger: it
         declined, was cut short or went over a cap)."""
-        if (why := self.declines(session, preemptors, feasible, clock)) is not None:
+        if (why := self.declines(session, preemptors, feasible, settings)) is not None:
             return Chosen(None, f"skipped: {why}")
         running = optional(session, preemptors, feasible)
-        settings = clock.settings
         pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
-        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, clock.left() / 2,
+        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, left(settings.deadline) / 2,
                                 settings.workers, settings.seed)
         if outcome is None:
             return Chosen(None, "cut short: its compile reached the time limit")

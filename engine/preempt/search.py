@@ -24,8 +24,8 @@ from .session import (
     FeasibleNodes,
     Ledger,
     NodeVerdict,
+    PreemptionSettings,
     Session,
-    StageClock,
     Unit,
     Unserved,
     victim_reason,
@@ -44,7 +44,7 @@ class NodeSearch:
     name: str = "per-node search"
 
     def choose(self, session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
-               clock: StageClock) -> Chosen:
+               settings: PreemptionSettings) -> Chosen:
         return Chosen(choose_victims(session, unserved, preemptors, feasible))
 
 

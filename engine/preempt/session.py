@@ -1,7 +1,7 @@
 """One preemption stage's state, shared by every strategy: the session (the cluster with the first plan's placements
 bound and its view, the running pods preemptors may evict by node, their disruption units, the pods policies protect,
 the quota facts), the ledger a strategy keeps its victims in, the nodes each preemptor could use once every pod it may
-evict is gone (upstream's first step), and the stage's clock.
+evict is gone (upstream's first step), and how the stage runs (its settings and deadline).
 
 A ledger's view is the session's with its victims gone and the preemptors it served bound where they go: what every
 kind whose verdict pods can sway is asked about (`Session.filter`, engine.kinds.filter_node), as upstream's
@@ -293,23 +293,6 @@ class PreemptionSettings:
     # the strategies to try, in order, the next taking over when one declines (engine.preempt.STRATEGIES); a test may
     # name one alone
     strategies: tuple[str, ...] = ("batch model", "per-node search")
-
-
-
-@dataclass(slots=True)
-class StageClock:
-    """The stage's deadline as the strategies and the confirming re-plan meet it: the re-plan gets half the time left
-    and does not start when less is left than a solve needs besides its solver's session (compile, starting plans,
-    explanations: what a shorter limit does not shorten)."""
-
-    settings: PreemptionSettings
-    needs: float = 0.0  # seconds the last re-plan took besides CP-SAT's session
-
-    def left(self) -> float:
-        return left(self.settings.deadline)
-
-    def affords(self) -> bool:
-        return self.left() > self.needs
 
 
 
