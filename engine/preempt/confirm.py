@@ -58,7 +58,7 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, settings: Pr
                 ledger = replace(ledger, needed_by={})
                 needed(session, plan, ledger, by_key)
             return plan, replace(ledger, view=_outcome(session, plan, ledger, by_key)[1])
-        plan = _unplaced(plan, stranded, by_key)
+        plan = _unplaced(plan, stranded)
 
 
 def _outcome(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> tuple[list[Pod], View]:
@@ -97,7 +97,7 @@ def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors:
     return out | rc.overborrowing(before, preemptors, [p for p in placed if p.key not in out])
 
 
-def _unplaced(plan: Plan, keys: set[str], preemptors: dict[str, Pod]) -> Plan:
+def _unplaced(plan: Plan, keys: set[str]) -> Plan:
     """`plan` with the preemptors `keys` left out again, told why."""
     return replace(plan, assignments={k: n for k, n in plan.assignments.items() if k not in keys},
                    unschedulable={**plan.unschedulable, **{k: [STRANDED] for k in keys}})
