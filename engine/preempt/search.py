@@ -346,10 +346,9 @@ def _reprieve(session: Session, ledger: Ledger, pod: Pod, node: str, units: list
     why: list[str] = []
     broken = 0
     leaving = {c.key: c.pod for unit in units for c in unit}  # every unit's pods; a unit given back leaves this
-    spec = session.specs[pod.key]
     for unit, breaks in _split_by_budget(session, units, {} if sparing else dict(ledger.budget_left), pod):
         back = {c.key for c in unit}
-        rejection = session.filter(spec, node, ledger.without([p for k, p in leaving.items() if k not in back]))
+        rejection = session.filter(pod, node, ledger.without([p for k, p in leaving.items() if k not in back]))
         if rejection is None and not short(session, account, pod, unit):
             for key in back:
                 del leaving[key]

@@ -167,11 +167,10 @@ class Session:
     batch: Batch | None = None  # what the kinds read when asked about a trial (the stage's view), set by _candidates
     specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by FeasibleNodes
 
-    def filter(self, pod: Pod | ClassSpec, node: str, view: View) -> Rejection | None:
-        """Every kind's verdict on `pod` (or one of its class) on `node` in `view` (engine.kinds.filter_node)."""
+    def filter(self, pod: Pod, node: str, view: View) -> Rejection | None:
+        """Every kind's verdict on `pod` (its class's rules) on `node` in `view` (engine.kinds.filter_node)."""
         assert self.batch is not None
-        spec = pod if isinstance(pod, ClassSpec) else self.specs[pod.key]
-        return kinds.filter_node(spec, self.batch.on(view), self.node_order[node], kinds.READ_PODS)
+        return kinds.filter_node(self.specs[pod.key], self.batch.on(view), self.node_order[node], kinds.READ_PODS)
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
