@@ -405,7 +405,7 @@ def with_pods(usage: Usage | None, pods: Iterable[Pod], sign: int = 1) -> Usage 
 @dataclass(slots=True)
 class FeasibleNodes:
     """Upstream's first step: the nodes each preemptor passes every filter on once all pods it may evict are gone.
-    Compiled (on a view of the stage's index) once per group of preemptors that may evict the same pods (`alike`:
+    Compiled (on a view of the stage's index) once per group of preemptors that may evict the same pods (`of`:
     a priority level, and under quotas a stance, as the quota rows' PreFilter passes once the borrowers' pods are
     gone), when the first of them is served, and only before the search's deadline: a pod whose group, or whose
     class in it, that deadline left unchecked has no answer (None) and waits for the next cycle."""
@@ -418,7 +418,11 @@ class FeasibleNodes:
 
     @classmethod
     def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> FeasibleNodes:
-        return cls(session, policy, {p.key: pods for pods in alike(session, preemptors) for p in pods})
+        """Grouped, the preemptors that may evict the same pods: one priority level (and one stance under quotas)."""
+        groups: dict[tuple, list[Pod]] = defaultdict(list)
+        for p in preemptors:
+            groups[(p.priority, session.reclaim.stances[p.key] if session.reclaim is not None else None)].append(p)
+        return cls(session, policy, {p.key: pods for pods in groups.values() for p in pods})
 
     def nodes_of(self, pod: Pod) -> tuple[str, ...] | None:
         if pod.key not in self.nodes:
@@ -445,16 +449,6 @@ class FeasibleNodes:
                 session.specs.update(dict.fromkeys((p.key for p in info.pods), spec))
                 left = [(r, len(members)) for r, members in info.rejected.groups.items() if len(members)]
                 self.left.update(dict.fromkeys((p.key for p in info.pods), left))
-
-
-
-def alike(session: Session, preemptors: list[Pod]) -> list[list[Pod]]:
-    """Preemptors that may evict the same pods: one priority level (and one stance under quotas), highest first."""
-    groups: dict[tuple, list[Pod]] = defaultdict(list)
-    for p in sorted(preemptors, key=lambda p: -p.priority):
-        stance = session.reclaim.stances[p.key] if session.reclaim is not None else None
-        groups[(p.priority, stance)].append(p)
-    return list(groups.values())
 
 
 
