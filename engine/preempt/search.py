@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..kinds.protection import cap_reason, protected_reason
 from ..model import Pod
-from ..reclaim import Account, Stance
+from ..reclaim import Account
 from ..rejections import Rejection, joined
 from ..view import View
 from .session import (
@@ -197,9 +197,9 @@ def no_node_reason(session: Session, unserved: Unserved, pod: Pod, left: list[tu
     shielded = sorted(k for k, (p, _) in session.protected.items() if session.may_evict(pod, p))
     if shielded:
         return protected_reason(shielded, str(session.protected[shielded[0]][1]))
-    stance = session.reclaim.stances[pod.key] if session.reclaim is not None else None
-    if stance is not None and stance.tenant is not None:
-        return _quota_reason(session, stance, len(left) < len(session.view.nodes))
+    rc = session.reclaim
+    if rc is not None and (stance := rc.stances[pod.key]).tenant is not None:
+        return _quota_reason(rc.source(stance.tenant), stance.reclaiming, len(left) < len(session.view.nodes))
     return _no_victims(len(session.view.nodes), [*left, *((r, 1) for r in unserved.blocked.get(pod.key, {}).values())])
 
 
@@ -220,10 +220,10 @@ def _no_victims(nodes: int, still: list[tuple[Rejection, int]]) -> str:
 
 
 
-def _quota_reason(session: Session, stance: Stance, nodes: bool) -> str:
-    """Why preemption found no node for a pod of a tenant: reclaiming or not, what it may evict was not enough."""
-    quota = session.reclaim.source(stance.tenant) if session.reclaim is not None else None
-    if stance.reclaiming:
+def _quota_reason(quota: str | None, reclaiming: bool, nodes: bool) -> str:
+    """Why preemption found no node for a pod of a tenant (its `quota`): reclaiming or not, what it may evict was not
+    enough."""
+    if reclaiming:
         return (f"reclaim for {quota} cannot make room: what other tenants use beyond their min, and the lower-priority "
                 f"pods of its own tenant, are not enough{'' if nodes else ' for its quota rows or on any node'}")
     return (f"preemption cannot make room: with this pod {quota} goes beyond its min, so it may evict only "
