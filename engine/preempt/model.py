@@ -97,7 +97,6 @@ class BatchModel:
             return Chosen(None, f"its {len(victims)} victims go over the eviction cap of {cap.source}")
         for c in victims:
             ledger.evict(session, c)
-        ledger.violations = session.violations(victims, dict(ledger.budget_left))
         return Chosen(ledger, f"{len(running)} running pods weighed, {len(victims)} left out, {outcome.status}",
                       outcome.plan)
 
