@@ -53,7 +53,7 @@ class Begun:
         return replace(self.pod, node_name=self.node, gang=None, started=rfc3339(self.begin))
 
 
-class Room(Protocol):
+class FutureCluster(Protocol):
     """The planner's answers about the cluster at a time t ≥ now (engine.timed_plan), as the planner would see it
     then: the running pods that end by t gone (and the devices their claims hold freed), each `held` reservation
     whose start has come bound where it starts (until its pods end), those still ahead keeping their room from
@@ -84,11 +84,11 @@ class Room(Protocol):
         ...
 
 
-def fits(room: Room, t: float, held: Sequence[Reservation], unit: Sequence[Pod]) -> Placed | None:
+def fits(future: FutureCluster, t: float, held: Sequence[Reservation], unit: Sequence[Pod]) -> Placed | None:
     """Where each pod of `unit` starts at t, or None when it does not fit there whole."""
-    if not room.enough(t, held, unit):
+    if not future.enough(t, held, unit):
         return None
-    got = room.place(t, held, unit)
+    got = future.place(t, held, unit)
     return got if len(got.where) == len(unit) else None
 
 
@@ -262,15 +262,15 @@ class Shadow:
     placed: Placed
 
 
-def shadow(room: Room, unit: tuple[Pod, ...], horizon: float, held: tuple[Reservation, ...] = ()) -> Shadow | None:
+def shadow(future: FutureCluster, unit: tuple[Pod, ...], horizon: float, held: tuple[Reservation, ...] = ()) -> Shadow | None:
     """The earliest end time of a running pod (within the horizon) after which `unit` fits whole, beside the room
     `held` reservations keep; None if it does not fit even once every bounded pod has ended. Room grows as pods
     end, but the backfill rule changes at a held reservation's start and where the unit, started then, would first
     run past it (a unit ending before it fits in its room, and not a little later): between those times it
     bisects, earliest part first."""
-    times = room.times(horizon, held)
+    times = future.times(horizon, held)
     for part in _segments(times, unit, held):
-        found = _bisect(room, unit, part, held)
+        found = _bisect(future, unit, part, held)
         if found is not None:
             return found
     return None
@@ -291,25 +291,25 @@ def _segments(times: list[float], unit: tuple[Pod, ...], held: tuple[Reservation
     return [part for part in out if part]
 
 
-def _bisect(room: Room, unit: tuple[Pod, ...], times: list[float], held: tuple[Reservation, ...]) -> Shadow | None:
+def _bisect(future: FutureCluster, unit: tuple[Pod, ...], times: list[float], held: tuple[Reservation, ...]) -> Shadow | None:
     """The earliest of `times` at which `unit` fits whole, room growing over them: first on capacity alone (no
     plan), then with plans from where capacity suffices — where capacity is all that stands in the way, one plan."""
     low, high = 0, len(times)
     while low < high:  # the first time capacity suffices
         mid = (low + high) // 2
-        if room.enough(times[mid], held, unit):
+        if future.enough(times[mid], held, unit):
             high = mid
         else:
             low = mid + 1
     if low == len(times):
         return None
-    where = fits(room, times[low], held, unit)
+    where = fits(future, times[low], held, unit)
     if where is not None:
         return Shadow(times[low], where)
     low, high, found = low + 1, len(times) - 1, None
     while low <= high:
         mid = (low + high) // 2
-        where = fits(room, times[mid], held, unit)
+        where = fits(future, times[mid], held, unit)
         if where is None:
             low = mid + 1
         else:
@@ -346,7 +346,7 @@ Limits = Callable[[Pod], tuple[str, int, int] | None]
 DEFAULT_LIMITS = ("", DEFAULT_RESERVATIONS, DEFAULT_HORIZON)
 
 
-def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, limits: Limits | None = None,
+def reserve(cluster: Cluster, waiting: Iterable[str], now: float, future: FutureCluster, limits: Limits | None = None,
             kept: tuple[Reservation, ...] = (), placed: Iterable[str] = (), prior: Iterable[Reservation] = (),
             earlier: bool = True) -> tuple[Reservation, ...]:
     """Reservations for the units first in line that wait, each beside the ones before it: where it fits alone now,
@@ -377,19 +377,19 @@ def reserve(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, li
         scope, most, horizon = _limits(unit[0], limits)
         if count.get(scope, 0) >= most or any(p.key in objects for p in unit):
             continue  # (no time helps a unit waiting for objects: it holds no room)
-        alone = fits(room, now, held, unit)
+        alone = fits(future, now, held, unit)
         promised = before.get(unit[0].gang or unit[0].key)
         if alone is not None and promised is None and (all(p.key in now_placed for p in unit)
                                                        or not _passed_over(unit, others, times)):
             continue  # it starts now, or lost to pods like it and before it in line: competition, not starvation
-        found = _reservation(room, unit, now, alone, horizon, tuple(held), promised, scope, earlier)
+        found = _reservation(future, unit, now, alone, horizon, tuple(held), promised, scope, earlier)
         if found is not None:
             held.append(found)
             count[scope] = count.get(scope, 0) + 1
     return tuple(held)
 
 
-def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: Placed | None, horizon: float,
+def _reservation(future: FutureCluster, unit: tuple[Pod, ...], now: float, alone: Placed | None, horizon: float,
                  held: tuple[Reservation, ...], prior: Reservation | None, scope: str, earlier: bool = True
                  ) -> Reservation | None:
     """A unit's reservation: from now where it fits alone now; else its last one while that still holds and
@@ -399,10 +399,10 @@ def _reservation(room: Room, unit: tuple[Pod, ...], now: float, alone: Placed | 
     if alone is not None:
         return reservation(holder, unit, Shadow(now, alone), scope)
     if prior is not None and prior.start > now and {key for key, _ in prior.pods} == {p.key for p in unit}:
-        before = room.before(prior.start) if earlier else None
-        if (before is None or before <= now or not room.enough(before, held, unit)) and room.holds(prior, held):
+        before = future.before(prior.start) if earlier else None
+        if (before is None or before <= now or not future.enough(before, held, unit)) and future.holds(prior, held):
             return prior
-    found = shadow(room, unit, horizon, held)
+    found = shadow(future, unit, horizon, held)
     return None if found is None else reservation(holder, unit, found, scope)
 
 
@@ -467,7 +467,7 @@ def next_time(times: list[float], after: float, steps: int) -> float | None:
     return left[0] if len(left) <= steps else left[ceil(len(left) / steps) - 1]
 
 
-def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, held: tuple[Reservation, ...],
+def estimate(cluster: Cluster, waiting: Iterable[str], now: float, future: FutureCluster, held: tuple[Reservation, ...],
              started: Placed, horizon: float = DEFAULT_HORIZON, steps: int = ESTIMATE_STEPS,
              waiting_for: Mapping[str, str] | None = None) -> dict[str, Estimate]:
     """An estimated start for each waiting pod that holds no reservation: the earliest time the same planner,
@@ -489,7 +489,7 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
     if not left:
         return out
     begun = [Begun(pods[k], n, now, started.claims.get(k, ())) for k, n in started.where.items() if k in pods]
-    times = {*room.times(horizon, held), *(u for b in begun if (u := b.until) is not None)}
+    times = {*future.times(horizon, held), *(u for b in begun if (u := b.until) is not None)}
     ahead = list(held)  # the reservations whose holders the sweep has not started yet
     t: float | None = now
     last, budget = now, steps
@@ -497,8 +497,8 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, room: Room, h
         last = t
         running = [b for b in begun if b.runs_at(t)]
         due = [pods[key] for r in ahead if r.start <= t for key, _ in r.pods if key in pods]  # planned with the batch
-        if due or any(room.enough(t, ahead, [p], running) for p in _shapes(left)):  # else no plan: nothing fits yet
-            got = room.place(t, ahead, [*due, *left], running)
+        if due or any(future.enough(t, ahead, [p], running) for p in _shapes(left)):  # else no plan: nothing fits yet
+            got = future.place(t, ahead, [*due, *left], running)
             for pod in (p for p in [*due, *left] if p.key in got.where):
                 if pod.key in wanted:
                     out[pod.key] = Estimate(t, _expected(t, now))

@@ -20,9 +20,83 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
-def test_import_contracts_hold() -> None:
-    result = _run("-c", LINT_IMPORTS, "--config", str(ROOT / ".importlinter"), "--no-cache")
+# Modules of engine/kinds/ that are no constraint kind: the kinds' protocols and the batch context they read.
+KIND_INFRASTRUCTURE = frozenset({"__init__", "base", "context"})
+# The one package outside a kind's module allowed to name a kind: batch preemption is what the protection kind's
+# rules are for (it counts caps and words its refusals).
+NAMES_A_KIND = ("engine.preempt.* -> engine.kinds.protection",)
+# Helpers one kind reads from another, each a rule both apply (an edge added here is a decision, not a default).
+SHARED_RULES = (
+    "engine.kinds.reservations -> engine.kinds.resources",  # `shortage`: a reservation's room is counted as requests
+    "engine.kinds.spread -> engine.kinds.node_affinity",  # `hard_rules`: nodeAffinityPolicy: Honor reads them
+    "engine.kinds.spread -> engine.kinds.taints",  # `tolerations`: nodeTaintsPolicy: Honor reads them
+    "engine.kinds.unschedulable -> engine.kinds.taints",  # `tolerations`: the unschedulable taint is tolerated
+)
+
+
+def kind_modules(root: Path) -> list[str]:
+    """Every constraint kind's module: each file under engine/kinds/ but the kinds' shared infrastructure."""
+    return sorted(f"engine.kinds.{p.stem}" for p in (root / "engine" / "kinds").glob("*.py")
+                  if p.stem not in KIND_INFRASTRUCTURE)
+
+
+def kind_contracts(root: Path) -> str:
+    """The import-linter contracts about constraint kinds, made from the modules under engine/kinds/: nothing else in
+    engine names a kind (the registry, engine.kinds, aside), and no kind imports another (each kind's layer, below
+    compile, is the layers contract's in .importlinter)."""
+    kinds = kind_modules(root)
+    others = sorted(f"engine.{p.stem if p.suffix else p.name}" for p in (root / "engine").iterdir()
+                    if p.name not in {"kinds", "__init__.py", "__main__.py", "__pycache__", "data"}
+                    and (p.suffix == ".py" or (p / "__init__.py").exists()))
+    lines = "\n    ".join
+    return f"""
+[importlinter:contract:one-module-per-kind]
+name = Nothing names a constraint kind but its own module and the registry (engine.kinds.KINDS)
+type = forbidden
+allow_indirect_imports = True
+source_modules =
+    {lines(others)}
+forbidden_modules =
+    {lines(kinds)}
+ignore_imports =
+    {lines(NAMES_A_KIND)}
+
+[importlinter:contract:kinds-are-independent]
+name = No constraint kind imports another
+type = independence
+modules =
+    {lines(kinds)}
+ignore_imports =
+    {lines(SHARED_RULES)}
+"""
+
+
+def test_every_kind_module_is_in_the_registry() -> None:
+    """A module under engine/kinds/ is a kind the registry lists (engine.kinds.KINDS), and the other way round: the
+    contracts below are made from the modules, the phases from the registry."""
+    from engine.kinds import KINDS
+
+    assert kind_modules(ROOT) == sorted({type(kind).__module__ for kind in KINDS})
+
+
+def test_import_contracts_hold(tmp_path: Path) -> None:
+    """.importlinter's contracts and those made from the kinds' modules (`kind_contracts`), in one run."""
+    config = tmp_path / "importlinter.ini"
+    config.write_text((ROOT / ".importlinter").read_text() + kind_contracts(ROOT))
+    result = _run("-c", LINT_IMPORTS, "--config", str(config), "--no-cache")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_the_kind_contracts_cover_every_kind(tmp_path: Path) -> None:
+    """A kind module added tomorrow is in both contracts without anyone listing it."""
+    kinds = tmp_path / "engine" / "kinds"
+    kinds.mkdir(parents=True)
+    for name in ("__init__", "base", "context", "taints", "brand_new"):
+        (kinds / f"{name}.py").write_text("")
+    (tmp_path / "engine" / "compile.py").write_text("")
+    contracts = kind_contracts(tmp_path)
+    assert contracts.count("engine.kinds.brand_new\n") == 2 and "engine.kinds.base" not in contracts
+    assert "source_modules =\n    engine.compile\n" in contracts
 
 
 def test_ruff_finds_nothing() -> None:

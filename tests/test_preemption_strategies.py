@@ -19,11 +19,11 @@ from engine.compile import Deadline
 from engine.load import build_cluster
 from engine.plan import make_plan
 from engine.preempt import PreemptionSettings
-from engine.preempt.session import Feasible, Hints, Wall, start
+from engine.preempt.session import FeasibleNodes, Unserved, start
 from preempting import MODEL, SEARCH, STRATEGIES, preempted
 from strategies import ZONE, alike_preemptors
 from testkit.checker import check_in_order
-from testkit.manifests import anti, node, pod, spread, term
+from testkit.manifests import anti, budget, node, pod, spread, term
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -46,6 +46,22 @@ def test_two_zone_spread_replicas_are_both_placed_by_the_search_alone() -> None:
         assert len(plan.assignments) == 2, (strategy, plan.unschedulable)
         assert {plan.assignments[f"default/rep-{k}"][0] for k in range(2)} == {"a", "b"}, strategy
         assert check_in_order(docs, plan.assignments, set(plan.preemptions), {v.pod for v in plan.evictions}) == []
+
+
+def test_the_search_alone_spares_a_budget_its_first_choice_would_spend() -> None:
+    """A budget allows one eviction of x1 (n1) and x2 (n2); y3 on n3 has a higher priority. Preemptor a fits anywhere
+    and its best node alone is n1 (the lowest victim), b only on n2. Served greedily, a spends the budget on n1 and b
+    breaks it on n2; the search's fewer-violations pass (upstream would break it) moves a to n3: no budget broken. No
+    other test reaches that pass's improvement, so taking it out failed nothing before this one."""
+    docs = [node(n, cpu="1", labels={"slot": n}) for n in ("n1", "n2", "n3")]
+    docs += [pod("x1", cpu="1", node_name="n1", priority=0, labels={"app": "x"}),
+             pod("x2", cpu="1", node_name="n2", priority=0, labels={"app": "x"}),
+             pod("y3", cpu="1", node_name="n3", priority=5), budget("x", {"app": "x"}, allowed=1),
+             pod("a", cpu="1", priority=100), pod("b", cpu="1", priority=100, nodeSelector={"slot": "n2"})]
+    for strategy in STRATEGIES:
+        plan = preempted(docs, strategy)
+        assert plan.assignments == {"default/a": "n3", "default/b": "n2"}, strategy
+        assert {v.pod: v.over_budget for v in plan.evictions} == {"default/y3": (), "default/x2": ()}, strategy
 
 
 @PROPERTY
@@ -87,7 +103,7 @@ def model_alone(docs: list[dict]):
     preemptors = [p for p in cluster.pending if p.key in first.unschedulable]
     session = start(cluster, first, None, preemptors, settings.deadline)
     assert session is not None
-    chosen = stage.BATCH_MODEL.choose(session, Hints(), preemptors, Feasible.of(session, None, preemptors), Wall(settings))
+    chosen = stage.BATCH_MODEL.choose(session, Unserved(), preemptors, FeasibleNodes.of(session, None, preemptors), settings)
     return (set() if chosen.ledger is None else set(chosen.ledger.evicted)), chosen.plan, chosen.note
 
 

@@ -256,9 +256,9 @@ PHASES: tuple[type[Kind], ...] = (ClassLabels, ClassFields, PreFilter, Filter, R
 
 @dataclass(frozen=True, slots=True)
 class Spot:
-    """One more pod of class `c` on a node of a plan: what a Blocker's explanation reads."""
+    """One more pod of class `class_index` on a node of a plan: what a Blocker's explanation reads."""
 
-    c: int
+    class_index: int
     demand: dict[str, int]
     free: dict[str, int]
     taken: int = 0  # a BUDGET blocker: what the plan's pods of the class's group take of the row

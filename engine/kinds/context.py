@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class ClassSpec:
     """One pod class as a filter sees it: its index in the batch, a sample pod, its rules."""
 
-    a: int
+    index: int
     sample: Pod
     constraints: tuple[Constraint, ...]
 

@@ -147,10 +147,10 @@ def _members_only(problem: Problem, gang: GangRow) -> Problem | None:
     one of them (else None): explaining a batch of many gangs asked a greedy over every class once per gang."""
     members = set(gang.classes)
     rows: list[tuple[int, ...]] = [
-        *((s.a, *s.others) for s in problem.separations),
+        *((s.subject, *s.others) for s in problem.separations),
         *((*c.carriers, *c.supporters, *c.seeders) for c in problem.colocations),
-        *((s.a, *s.counted) for s in problem.spreads),
-        *((s.a, *s.counted) for s in problem.limits),
+        *((s.subject, *s.counted) for s in problem.spreads),
+        *((s.subject, *s.counted) for s in problem.limits),
         *(b.classes for b in problem.budgets), *(s.classes for s in problem.shares),
         *(classes for classes, _ in problem.openings), *problem.exclusive]
     if any(members.intersection(row) for row in rows):

@@ -129,7 +129,7 @@ class InterPodAffinity(ClassLabels, ReadsPods, Score, Emit, Explain, Requeue):
         rules = required(spec.constraints, anti=False)
         terms = tuple(c.term for c in rules)
         supported = bool(terms) and (_first_of_series(view, pod, terms) if batch.alone
-                                     else Series.of(batch).batch_can_support(spec.a))
+                                     else Series.of(batch).batch_can_support(spec.index))
         for c in rules:
             key = c.term.topology_key
             rejection = Rejection(self.name, (ERR_REASON_AFFINITY + c.source.cite,), resolvable=False,
@@ -181,7 +181,7 @@ class InterPodAffinity(ClassLabels, ReadsPods, Score, Emit, Explain, Requeue):
         rule = blocker.rule
         if blocker.check is Check.AFFINITY:
             return f"node(s) had no pod in their domain that its {rule.why} needs"  # type: ignore[attr-defined]
-        if rule.a == spot.c:  # type: ignore[attr-defined]
+        if rule.subject == spot.class_index:  # type: ignore[attr-defined]
             return f"node(s) are in a domain holding pods of this batch that its {rule.why} excludes"  # type: ignore[attr-defined]
         return f"node(s) are in a domain holding pods of this batch whose {rule.why} excludes it"  # type: ignore[attr-defined]
 
@@ -191,10 +191,10 @@ def _repelled(batch: Batch, spec: ClassSpec) -> dict[str, Repelled]:
     class, and those of pods the view adds), with how many pods hold each per domain."""
     view, pod = batch.view, spec.sample
     memo = batch.memo.setdefault(InterPodAffinity.name + ":repelled", {})
-    if spec.a not in memo:
-        memo[spec.a] = [(t, held) for t, held in view.base().anti_domains() if t.matches(pod)]
+    if spec.index not in memo:
+        memo[spec.index] = [(t, held) for t, held in view.base().anti_domains() if t.matches(pod)]
     terms: dict[str, dict[PodTerm, frozenset[str]]] = defaultdict(dict)
-    for t, held in memo[spec.a]:
+    for t, held in memo[spec.index]:
         terms[t.topology_key][t] = held
     arriving = view.arriving_terms()
     if view.far_terms():  # pods added elsewhere in a domain may repel it

@@ -141,8 +141,8 @@ class CapacityScheduling(PreFilter, Emit, Explain, Requeue):
         if not isinstance(row, QuotaRow) or not row.quoted:
             return f"{had} {row.why} in this batch's plan"  # type: ignore[attr-defined]
         if len(row.quoted) == 1:
-            return f"{had} the max of {row.quote(spot.c, spot.taken)}"
-        return f"{had} {row.why} in this batch's plan (its tenant {row.quote(spot.c, spot.taken)})"
+            return f"{had} the max of {row.quote(spot.class_index, spot.taken)}"
+        return f"{had} {row.why} in this batch's plan (its tenant {row.quote(spot.class_index, spot.taken)})"
 
 
 def _totals(used: T.Usage) -> dict[str, tuple[int, int]]:

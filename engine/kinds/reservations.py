@@ -33,7 +33,7 @@ RESERVED = "reserved for"  # a reservation row's name: "<resource> reserved for 
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
+class ReservedRoom:
     """A reservation where it may bind: per resource it needs, on each of its nodes (by position) where what is left
     at its start is less than the node has free now, what is left."""
 
@@ -60,7 +60,7 @@ class Reservations(ClassFields, ReadsPods, Emit, Requeue):
         return (pod.runtime,)  # pods ending before a reservation starts and those running past it differ
 
     def class_fields_in(self, cluster: Cluster, moment: Moment, view: View) -> Callable[[Pod], tuple]:
-        """Per reservation that may bind: whether a pod placed now takes from its room (`Held.counts`, all the
+        """Per reservation that may bind: whether a pod placed now takes from its room (`ReservedRoom.counts`, all the
         filter and rows read); nothing else (pods of any runtime then share a class)."""
         now = moment.now
         held = held_in(cluster, moment, view)
@@ -108,15 +108,15 @@ class Reservations(ClassFields, ReadsPods, Emit, Requeue):
                 build.add_resource(h.row(resource), room.tolist(), room.tolist(), demand, unlimited.tolist())
 
 
-def held_in(cluster: Cluster, moment: Moment, view: View) -> tuple[Held, ...]:
+def held_in(cluster: Cluster, moment: Moment, view: View) -> tuple[ReservedRoom, ...]:
     """The reservations the batch is planned beside (`moment`) that may bind, with what they leave where it is less
     than the node has free now (worked out once per view: the class key, the filter and the rows all ask)."""
     every = held_anywhere(cluster, moment, view)
     return view.memo(("reservations binding", moment.now, moment.reservations), lambda: tuple(
-        h for h in (Held(h.reservation, _tight(h.left, view), h.exempt) for h in every) if h.left))
+        h for h in (ReservedRoom(h.reservation, _tight(h.left, view), h.exempt) for h in every) if h.left))
 
 
-def held_anywhere(cluster: Cluster, moment: Moment, view: View) -> tuple[Held, ...]:
+def held_anywhere(cluster: Cluster, moment: Moment, view: View) -> tuple[ReservedRoom, ...]:
     """Every reservation the batch is planned beside with what it leaves on each of its nodes at its start, binding or not: what
     the filter lays a view's changes over (a node with nothing free now binds nothing until pods leave it)."""
     now, reservations = moment.now, moment.reservations
@@ -128,11 +128,11 @@ def held_anywhere(cluster: Cluster, moment: Moment, view: View) -> tuple[Held, .
         pods = [pending.get(key) for key, _ in q.pods]
         return q.start <= r.start and any(p is None or p.runtime is None or q.start + p.runtime > r.start for p in pods)
     return view.memo(("reservations", now, reservations), lambda: tuple(
-        Held(r, _left_at_start(r, view, now, [q for q in reservations[:k] if there(q, r)]), exempt(reservations, k))
+        ReservedRoom(r, _left_at_start(r, view, now, [q for q in reservations[:k] if there(q, r)]), exempt(reservations, k))
         for k, r in enumerate(reservations)))
 
 
-def _moved(view: View, h: Held, resource: str, i: int, now: float) -> int:
+def _moved(view: View, h: ReservedRoom, resource: str, i: int, now: float) -> int:
     """What the view's changes on node i do to what `h` leaves of `resource` at its start: the pods gone that would
     still have run then give their room back, the pods added that will take it (upstream's RemovePod/AddPod)."""
     if not view.changed:

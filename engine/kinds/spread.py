@@ -135,8 +135,8 @@ class Counted:
     @classmethod
     def of(cls, batch: Batch, spec: ClassSpec, c: SpreadRule) -> Counted:
         s, memo = c.spread, batch.memo.setdefault(PodTopologySpread.name + ":alone", {})
-        if (spec.a, c) in memo:
-            return memo[(spec.a, c)]
+        if (spec.index, c) in memo:
+            return memo[(spec.index, c)]
         domains = _domains(batch.memo, batch.view, spec.constraints, c)
         term = PodAffinityTerm(s.selector, frozenset({spec.sample.namespace}), s.topology_key)
         key = (id(domains), term)
@@ -148,7 +148,7 @@ class Counted:
                 if d != NO_DOMAIN:
                     counts[position[d]] += k
             memo[key] = cls(domains, term, position, counts)
-        memo[(spec.a, c)] = memo[key]
+        memo[(spec.index, c)] = memo[key]
         return memo[key]
 
     def over(self, view: View, nodes: np.ndarray, me: int, s: SpreadConstraint) -> np.ndarray:

@@ -19,7 +19,7 @@ nodes each could use once they are gone), by one strategy, then settled by one c
 `stats.preemption.strategy` names the strategy that chose, `note` what became of the others. The time limit is a wall
 for the whole stage (`PreemptionSettings.deadline`, on its clock): finding the candidates stops there, each group of
 preemptors' feasible nodes are compiled only while it lasts, victim selection takes 70% of what is left, and the
-confirming re-plan is not started when the wall shows it could not end in time. What the deadline cuts short is
+confirming re-plan is not started once the deadline has passed. What the deadline cuts short is
 dropped, never kept half done: the preemptors not reached, and all of them when the victims could not be confirmed in
 time, are told they are tried again next cycle, and the plan is the first plan: never fewer pods placed than the first
 plan, never a victim evicted for nothing. Pure, like the rest of the core: the scheduler loop evicts what the plan says.
@@ -41,12 +41,10 @@ from .search import NodeSearch, explain_left_out
 from .session import (
     OUT_OF_TIME,
     Chosen,
-    Feasible,
-    Hints,
+    FeasibleNodes,
     PreemptionSettings,
     Session,
-    Wall,
-    not_reached,
+    Unserved,
     nothing,
     start,
 )
@@ -83,37 +81,36 @@ def _short_of_members(compiled: Compiled) -> frozenset[str]:
 
 def _preempt(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, settings: PreemptionSettings, started: float,
              preemptors: list[Pod], progress: Callable[[str], None] | None) -> Plan:
-    hints = Hints()
+    unserved = Unserved()
     session = start(cluster, plan, rules, preemptors, settings.deadline, settings.moment)
     if session is None:  # the deadline came before the candidates were known
-        not_reached(hints, [preemptors])
-        return merge(plan, nothing(preemptors), {}, hints, started)
-    feasible = Feasible.of(session, settings.policy, preemptors)
-    wall = Wall(settings)
-    name, chosen = choose(session, hints, preemptors, feasible, wall)
+        unserved.not_reached([preemptors])
+        return merge(plan, nothing(preemptors), {}, unserved, started)
+    feasible = FeasibleNodes.of(session, settings.policy, preemptors)
+    name, chosen = choose(session, unserved, preemptors, feasible, settings)
     if chosen.ledger is None:  # every strategy declined: nobody preempts
-        return merge(plan, nothing(preemptors), {}, hints, started, name, chosen.note)
-    replan, ledger = settle(session, preemptors, chosen, wall, hints)
+        return merge(plan, nothing(preemptors), {}, unserved, started, name, chosen.note)
+    replan, ledger = settle(session, preemptors, chosen, settings, unserved)
     if name == BATCH_MODEL.name:  # the pods it left out told why in upstream's words, as the search tells them
-        explain_left_out(session, hints, [p for p in preemptors if p.key not in replan.assignments], feasible, ledger)
+        explain_left_out(session, unserved, [p for p in preemptors if p.key not in replan.assignments], feasible, ledger)
     if progress:
         progress(f"preemption ({name}): {len(replan.assignments)} more pods placed, {len(ledger.evicted)} running pods "
                  "evicted")
     by_key = {p.key: p for p in preemptors}
-    return merge(plan, replan, attribute(replan, ledger, session, by_key), hints, started, name, chosen.note)
+    return merge(plan, replan, attribute(replan, ledger, session, by_key), unserved, started, name, chosen.note)
 
 
-def choose(session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible,
-           wall: Wall) -> tuple[str, Chosen]:
+def choose(session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
+           settings: PreemptionSettings) -> tuple[str, Chosen]:
     """The first strategy of `PreemptionSettings.strategies` that does not decline, by name, and what it chose: the
     batch model when it fits the time left, else the per-node search; under tenant quotas the quota reclaim. What
     became of those before it is said in its note."""
     said: list[str] = []
-    for name in wall.settings.strategies:
+    for name in settings.strategies:
         strategy = STRATEGIES[name]
         if strategy is NODE_SEARCH and session.reclaim is not None:
             strategy = QUOTA_RECLAIM
-        chosen = strategy.choose(session, hints, preemptors, feasible, wall)
+        chosen = strategy.choose(session, unserved, preemptors, feasible, settings)
         if chosen.ledger is not None:
             note = "; ".join([*said, chosen.note] if chosen.note else said)
             return strategy.name, replace(chosen, note=note)

@@ -8,31 +8,44 @@ further compile or solve: what a strategy chose is settled by checks on views, n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ..model import Pod
 from ..plan import Plan, make_plan
 from ..queue_order import queue_order
 from ..reclaim import Account
 from ..rejections import Rejection
-from .session import Candidate, Chosen, Hints, Ledger, Session, Unit, Wall, blocking, not_reached, nothing, units_of
+from ..view import View
+from .session import (
+    Candidate,
+    Chosen,
+    Ledger,
+    PreemptionSettings,
+    Session,
+    Unit,
+    Unserved,
+    left,
+    nothing,
+    victim_reason,
+)
 
 STRANDED = "preemption's victims, settled, leave it no room after all; it is tried again in the next cycle"
 
 
-def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, hints: Hints) -> tuple[Plan, Ledger]:
+def settle(session: Session, preemptors: list[Pod], chosen: Chosen, settings: PreemptionSettings,
+           unserved: Unserved) -> tuple[Plan, Ledger]:
     """The strategy's victims settled (see the module's doc): its own plan of the preemptors when it made one (the
     batch model's), else one re-plan of them without its victims; then the victims no placed preemptor needs (and,
     under quotas, those whose eviction would leave their tenant below its min) given back, and the preemptors that
     leaves without room taken out, until nothing changes (checks on views only); the ledger's view is then the
     outcome's (victims gone, preemptors placed where the plan puts them), its `needed_by` who needs each victim.
-    When the wall stops the re-plan, nothing is evicted and the preemptors served are told they are tried next
+    When the deadline stops the re-plan, nothing is evicted and the preemptors served are told they are tried next
     cycle."""
     assert chosen.ledger is not None
     ledger = chosen.ledger
-    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, wall)
+    plan = chosen.plan if chosen.plan is not None else solve_without(session, preemptors, ledger, settings)
     if plan is None:
-        not_reached(hints, [[p for p in preemptors if not hints.why.get(p.key)]])
+        unserved.not_reached([[p for p in preemptors if not unserved.why.get(p.key)]])
         return nothing(preemptors), replace(ledger, evicted={})
     by_key = {p.key: p for p in preemptors}
     while True:
@@ -45,18 +58,22 @@ def settle(session: Session, preemptors: list[Pod], chosen: Chosen, wall: Wall, 
             if not settled and ledger.evicted:  # asked again with the victims given back gone for good
                 ledger = replace(ledger, needed_by={})
                 needed(session, plan, ledger, by_key)
-            placed = [replace(by_key[key], node_name=node) for key, node in plan.assignments.items()]
-            return plan, replace(ledger, view=session.view.moved(added=placed,
-                                                                 removed=[c.pod for c in ledger.evicted.values()]))
-        plan = _unplaced(plan, stranded, by_key)
+            return plan, replace(ledger, view=_outcome(session, plan, ledger, by_key)[1])
+        plan = _unplaced(plan, stranded)
+
+
+def _outcome(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> tuple[list[Pod], View]:
+    """The placed preemptors bound where `plan` puts them, and the stage's view with them there and the ledger's
+    victims gone."""
+    placed = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
+    return placed, session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
 
 
 def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
     """The placed preemptors some kind rejects where the plan puts them once only the ledger's victims are gone (a
     victim given back, which the plan had counted on) and, on its node, only those it may evict (`_held`), with
     their gangs."""
-    placed = [replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()]
-    view = session.view.moved(added=placed, removed=[c.pod for c in ledger.evicted.values()])
+    placed, view = _outcome(session, plan, ledger, preemptors)
     out = {p.key for p in placed if p.key in session.specs
            and session.filter(p, p.node_name or "", view.moved(added=_held(session, ledger, p), removed=[p])) is not None}
     if session.reclaim is not None:  # the quota rows: a victim given back takes back its room in them
@@ -77,7 +94,8 @@ def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors:
     the idle mins no longer lend (`Reclaim.overborrowing`)."""
     rc = session.reclaim
     assert rc is not None
-    before = _before(session, ledger)
+    before = session.after_victims(ledger)
+    assert before is not None
     account, out = before.copy(), set()
     for pod in queue_order(placed, rc.gangs, preemptors):
         if rc.short(account, pod):
@@ -87,81 +105,66 @@ def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors:
     return out | rc.overborrowing(before, preemptors, [p for p in placed if p.key not in out])
 
 
-def _unplaced(plan: Plan, keys: set[str], preemptors: dict[str, Pod]) -> Plan:
+def _unplaced(plan: Plan, keys: set[str]) -> Plan:
     """`plan` with the preemptors `keys` left out again, told why."""
     return replace(plan, assignments={k: n for k, n in plan.assignments.items() if k not in keys},
                    unschedulable={**plan.unschedulable, **{k: [STRANDED] for k in keys}})
 
 
-def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, wall: Wall) -> Plan | None:
+def solve_without(session: Session, preemptors: list[Pod], ledger: Ledger, settings: PreemptionSettings) -> Plan | None:
     """The preemptors planned on the stage's cluster without the ledger's victims (a view of its index), in half the
-    time the wall leaves; None when it stops the re-plan: not started for want of time, or its compile cut short."""
+    time the stage's deadline leaves; None when it stops the re-plan: not started once it has passed, or its compile cut
+    short."""
     if not ledger.evicted:
         return nothing(preemptors)
-    if not wall.affords():
+    if settings.deadline.passed():
         return None
-    settings, clock = wall.settings, wall.settings.deadline.clock
-    began = clock()
     gone = frozenset(ledger.evicted)
     cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone],
                       pending=list(preemptors))
     view = session.view.moved(removed=[c.pod for c in ledger.evicted.values()]).settled()
-    plan = make_plan(cluster, settings.policy, time_limit=wall.left() / 2, workers=settings.workers,
+    plan = make_plan(cluster, settings.policy, time_limit=left(settings.deadline) / 2, workers=settings.workers,
                      seed=settings.seed, view=view, moment=session.moment)
-    wall.needs = clock() - began - (plan.stats.phases.solve if plan.stats.phases is not None else 0.0)
     return None if plan.details.compiled is None or plan.details.compiled.problem.unchecked else plan
 
 
 
 def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
-    """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_blocks`;
+    """Victims a placed preemptor may evict and needs: those whose return some kind would reject it for (`_needing_preemptor`;
     the ledger records which preemptor and why); under quotas, anywhere, those whose return would take a quota row
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
-    placed = [preemptors[key] for key in plan.assignments]
-    served = PlacedPreemptors([replace(preemptors[key], node_name=node) for key, node in plan.assignments.items()],
-                              [c.pod for c in ledger.evicted.values()])
+    placed, everyone = _outcome(session, plan, ledger, preemptors)
+    reaching = {p.key for p in placed if p.key in session.specs and _reaches(session, p, everyone.moved(removed=[p]))}
     gone = dict(ledger.evicted)
-    account = final_account(session, ledger, placed)
+    account = session.after_victims(ledger, placed)
     needed: set[str] = set()
-    for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+    for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
-        blocked = _blocks(session, unit, list(back.values()), served)
+        blocked = _needing_preemptor(session, unit, list(back.values()), placed, reaching)
         if blocked is not None:
             for m in unit:
-                ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], blocking(blocked[1])
+                ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], victim_reason(blocked[1])
         if blocked is not None or _quota_needed(session, account, unit, placed):
             needed.update(m.key for m in unit)
             continue
         gone = back  # given back: every preemptor beside it still passes
-        if session.reclaim is not None and account is not None:
-            for c in unit:
-                session.reclaim.add(account, c.pod, 1)
+        session.count(account, [c.pod for c in unit])
     return needed
 
 
 
-@dataclass(slots=True)
-class PlacedPreemptors:
-    """The placed preemptors, bound where the plan puts them, and which of them the kinds asked about read beyond
-    their own node (learnt the first time each is asked: a victim elsewhere can matter to those alone)."""
-
-    pods: list[Pod]
-    victims: list[Pod]  # every victim the stage started settling with
-    reaching: dict[str, bool] = field(default_factory=dict)
-
-    def reaches(self, session: Session, p: Pod) -> bool:
-        """Whether the kinds' verdict on `p` reads beyond its node, asked once where it passes every kind (every victim
-        gone, the others placed), so that no kind's answer is cut short by an earlier one's rejection."""
-        if p.key not in self.reaching:
-            view = session.view.moved(added=self.pods, removed=[*self.victims, p])
-            with view.reads() as reaching:
-                passes = session.filter(p, p.node_name or "", view) is None
-            self.reaching[p.key] = reaching[0] or not passes
-        return self.reaching[p.key]
+def _reaches(session: Session, p: Pod, view: View) -> bool:
+    """Whether the kinds' verdict on the placed preemptor `p` reads beyond its node (a victim elsewhere can matter to
+    those alone), asked where it passes every kind (`view`: every victim gone, the others placed), so that no kind's
+    answer is cut short by an earlier one's rejection."""
+    with view.reads() as reaching:
+        passes = session.filter(p, p.node_name or "", view) is None
+    return reaching[0] or not passes
 
 
 
-def _blocks(session: Session, unit: Unit, gone: list[Candidate], served: PlacedPreemptors) -> tuple[str, Rejection | None] | None:
+def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate], placed: list[Pod],
+                       reaching: set[str]) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
     still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
     member's node, or one anywhere whose verdict reads beyond its node (a domain's counts, a claim's users), since the
@@ -169,10 +172,10 @@ def _blocks(session: Session, unit: Unit, gone: list[Candidate], served: PlacedP
     or None. A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection
     to tell)."""
     here = {c.node for c in unit}
-    view = session.view.moved(added=served.pods, removed=[c.pod for c in gone])
-    for p in served.pods:
+    view = session.view.moved(added=placed, removed=[c.pod for c in gone])
+    for p in placed:
         node = p.node_name or ""
-        if not all(session.may_evict(p, c.pod) for c in unit) or (node not in here and not served.reaches(session, p)):
+        if not all(session.may_evict(p, c.pod) for c in unit) or (node not in here and p.key not in reaching):
             continue
         if p.key not in session.specs:
             if node in here:
@@ -194,35 +197,15 @@ def _quota_needed(session: Session, account: Account | None, unit: Unit, placed:
 
 
 
-def _before(session: Session, ledger: Ledger) -> Account:
-    """What the quotas' pods use before the preemptors: the stage's start without the ledger's victims."""
-    assert session.reclaim is not None
-    account = session.reclaim.start.copy()
-    for c in ledger.evicted.values():
-        session.reclaim.add(account, c.pod, -1)
-    return account
-
-
-def final_account(session: Session, ledger: Ledger, placed: list[Pod]) -> Account | None:
-    """What the quotas' pods use after the plan: the stage's start without the victims, with the placed preemptors."""
-    if session.reclaim is None:
-        return None
-    account = _before(session, ledger)
-    for pod in placed:
-        session.reclaim.add(account, pod, 1)
-    return account
-
-
-
 def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, Pod]) -> set[str]:
     """Under quotas: victims to give back, highest priority first, so that no tenant that used more than its min
     when the stage began is left below it (in a resource it used beyond it) once `plan`'s preemptors are placed."""
     rc = session.reclaim
-    account = final_account(session, ledger, [preemptors[k] for k in plan.assignments])
+    account = session.after_victims(ledger, [preemptors[k] for k in plan.assignments])
     if rc is None or account is None:
         return set()
     back: set[str] = set()
-    for unit in units_of(session, sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
+    for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
         tenant = rc.tenant(unit[0].pod)
         if tenant is None or tenant not in rc.over:
             continue
@@ -230,6 +213,5 @@ def overreach(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
         if all(account.held[tenant][r] >= low.get(r, 0) for r in rc.over[tenant]):
             continue
         back.update(c.key for c in unit)
-        for c in unit:
-            rc.add(account, c.pod, 1)
+        session.count(account, [c.pod for c in unit])
     return back

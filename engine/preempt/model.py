@@ -32,22 +32,13 @@ from ..compile import PolicyRules
 from ..model import Cluster, Gang, Moment, NodeSelectorTerm, Pod, Requirement, Toleration
 from ..plan import NodeUsage, Plan, PlanDetails, make_plan
 from ..view import View
-from .session import Candidate, Chosen, Feasible, Hints, Session, Wall, cap_reached, evict, fresh_ledger, violations
+from .session import Candidate, Chosen, FeasibleNodes, PreemptionSettings, Session, Unserved, left
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
 MODEL_SHARE = 0.3  # of the time left, what building the model may take; the rest solves it and confirms its victims
 EVERY_TAINT = Toleration(operator="Exists")
 UNIT_GANG = "preemption unit "  # the gang key prefix of a PodGroup-mode group's running members
-
-
-@dataclass(frozen=True, slots=True)
-class Running:
-    """A running pod the batch may evict, on its node; `unit`: the PodGroup it goes or stays with."""
-
-    pod: Pod
-    node: str
-    unit: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +59,8 @@ class BatchModel:
 
     name: str = "batch model"
 
-    def declines(self, session: Session, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> str | None:
+    def declines(self, session: Session, preemptors: list[Pod], feasible: FeasibleNodes,
+                 settings: PreemptionSettings) -> str | None:
         """Why the model is not tried (None: it is)."""
         if session.reclaim is not None or session.cluster.quotas:
             return "tenant quotas: the quota reclaim strategy decides"
@@ -81,31 +73,30 @@ class BatchModel:
         if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
             return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
         size = sum(len(n or ()) for n in nodes)
-        if not wall.affords() or not fits(len(running), size, wall.left()):
+        if settings.deadline.passed() or not fits(len(running), size, left(settings.deadline)):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
         return None
 
-    def choose(self, session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> Chosen:
+    def choose(self, session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
+               settings: PreemptionSettings) -> Chosen:
         """The model's victims as a ledger, with its plan of the preemptors and what became of it (no ledger: it
         declined, was cut short or went over a cap)."""
-        if (why := self.declines(session, preemptors, feasible, wall)) is not None:
+        if (why := self.declines(session, preemptors, feasible, settings)) is not None:
             return Chosen(None, f"skipped: {why}")
         running = optional(session, preemptors, feasible)
-        settings = wall.settings
         pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
-        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, wall.left() / 2,
+        outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, left(settings.deadline) / 2,
                                 settings.workers, settings.seed, session.moment)
         if outcome is None:
             return Chosen(None, "cut short: its compile reached the time limit")
-        ledger = fresh_ledger(session)
+        ledger = session.fresh_ledger()
         candidates = {c.key: c for cs in session.by_node.values() for c in cs}
         victims = sorted((candidates[k] for k in outcome.victims), key=lambda c: (-c.pod.priority, c.key))
-        cap = cap_reached(ledger, victims)
+        cap = ledger.cap_reached(victims)
         if cap is not None:
             return Chosen(None, f"its {len(victims)} victims go over the eviction cap of {cap.source}")
         for c in victims:
-            evict(session, ledger, c)
-        ledger.violations = violations(session, victims, dict(ledger.budget_left))
+            ledger.evict(session, c)
         return Chosen(ledger, f"{len(running)} running pods weighed, {len(victims)} left out, {outcome.status}",
                       outcome.plan)
 
@@ -117,7 +108,7 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
     return size <= MAX_VARS and size <= VARS_PER_SECOND * MODEL_SHARE * seconds
 
 
-def optional(session: Session, preemptors: list[Pod], feasible: Feasible) -> list[Running]:
+def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -> list[Candidate]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
     group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them)."""
     chosen: dict[str, Candidate] = {}
@@ -131,18 +122,17 @@ def optional(session: Session, preemptors: list[Pod], feasible: Feasible) -> lis
                 if c.key not in chosen and session.may_evict(p, c.pod):
                     chosen.update((m.key, m) for m in session.unit_of(c))
     held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended}
-    return [Running(c.pod, c.node, c.unit) for c in chosen.values() if (c.unit or c.key) not in held]
+    return [c for c in chosen.values() if (c.unit or c.key) not in held]
 
 
 def _overcommitted(session: Session, nodes: set[str]) -> str | None:
     """The first of `nodes` whose running pods ask more than it has (None: none)."""
-    view = session.view
-    where = view.positions()
+    view, where = session.view, session.node_order
     return next((n for n in sorted(nodes) if any(view.free(where[n], r) < 0 for r in view.nodes[where[n]].allocatable)),
                 None)
 
 
-def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Running],
+def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: list[Candidate],
                   policy: PolicyRules | None, time_limit: float, workers: int, seed: int,
                   moment: Moment = Moment()) -> BatchOutcome | None:
     """Plan the preemptors (each marked with its feasible nodes, `Pod.preempts_on`) and the running pods pinned to
@@ -151,14 +141,12 @@ def plan_together(cluster: Cluster, view: View, preemptors: list[Pod], running: 
     keys = frozenset(r.pod.key for r in running)
     mine = {p.key for p in preemptors}
     pending = [*preemptors, *(pinned(r) for r in running)]
-    gangs = dict(cluster.gangs)
-    for r in running:
-        if r.unit is not None:
-            members = sum(1 for o in running if o.unit == r.unit)
-            gangs.setdefault(UNIT_GANG + r.unit, Gang(UNIT_GANG + r.unit, r.pod.namespace, members,
-                                                      f"PodGroup {r.unit} (disruptionMode: PodGroup)"))
-    batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending, gangs=gangs,
-                    notes=[], skipped={})
+    members = Counter(r.unit for r in running if r.unit is not None)
+    namespace = {r.unit: r.pod.namespace for r in running}
+    gangs = {UNIT_GANG + u: Gang(UNIT_GANG + u, namespace[u], n, f"PodGroup {u} (disruptionMode: PodGroup)")
+             for u, n in members.items()}
+    batch = replace(cluster, bound=[b for b in cluster.bound if b.key not in keys], pending=pending,
+                    gangs=cluster.gangs | gangs, notes=[], skipped={})
     plan = make_plan(batch, _unpinned(policy, keys), time_limit=time_limit, workers=workers, seed=seed,
                      view=view.moved(removed=[r.pod for r in running]).settled(), moment=moment)
     if plan.details.compiled is None or plan.details.compiled.problem.unchecked:
@@ -183,7 +171,7 @@ def _usage(plan: Plan, mine: set[str]) -> list[NodeUsage]:
     return [replace(u, placed=u.placed - kept.get(u.node, 0)) for u in plan.usage]
 
 
-def pinned(r: Running) -> Pod:
+def pinned(r: Candidate) -> Pod:
     """`r`'s pod as a pending pod that may go only on its node (see the module's doc), weighed below every preemptor
     (`ClassInfo.level`: it is marked `running_on`)."""
     term = NodeSelectorTerm(fields=(Requirement("metadata.name", "In", (r.node,)),))
@@ -198,5 +186,4 @@ def _unpinned(policy: PolicyRules | None, pinned_keys: frozenset[str]) -> Policy
     """The policies' rules for the preemptors alone: a running pod's were checked when it was scheduled."""
     if policy is None:
         return None
-    rules = policy
-    return lambda pod: () if pod.key in pinned_keys else rules(pod)
+    return lambda pod: () if pod.key in pinned_keys else policy(pod)

@@ -11,17 +11,17 @@ from dataclasses import replace
 from ..model import Pod
 from ..plan import Eviction, NodeUsage, Plan, Preemption, PreemptionStats
 from ..rejections import joined
-from .session import Candidate, Hints, Ledger, Session
+from .session import Candidate, Ledger, Session, Unserved
 
 
-def merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], hints: Hints, started: float,
+def merge(plan: Plan, replan: Plan, preemptions: dict[str, Preemption], unserved: Unserved, started: float,
           strategy: str | None = None, note: str | None = None) -> Plan:
     """The first plan plus what preemption placed (`preemptions`: each victim listed under the preemptor it makes
     room for); `strategy` and `note`: which strategy chose and what became of the others, for the stats."""
     assignments = {**plan.assignments, **replan.assignments}
     unschedulable = {k: v for k, v in plan.unschedulable.items() if k not in replan.assignments}
     for key in unschedulable:
-        said = hints.why.get(key) or (replan.unschedulable.get(key) and ["preemption did not help: "
+        said = unserved.why.get(key) or (replan.unschedulable.get(key) and ["preemption did not help: "
                                                                          + joined(replan.unschedulable[key])])
         if said:
             unschedulable[key] = unschedulable[key] + list(said)
@@ -64,9 +64,8 @@ def attribute(replan: Plan, ledger: Ledger, session: Session, preemptors: dict[s
             owner = _owner(session, c, placed, anyone=True)
         if owner is None:
             continue
+        session.draw(budget_left, c.pod)
         covering = session.budgets_of(c.pod)
-        for key in covering:
-            budget_left[key] -= 1
         over = tuple(k for k in covering if budget_left[k] < 0)
         within = tuple(k for k in covering if budget_left[k] >= 0)
         quota = _reclaimed(session, preemptors[owner], c, out[owner])

@@ -15,28 +15,21 @@ from dataclasses import dataclass
 from ..kinds.protection import cap_reason, protected_reason
 from ..model import Cluster, Pod
 from ..queue_order import in_line
-from ..reclaim import Account, Stance
+from ..reclaim import Account
 from ..rejections import Rejection, joined
 from ..view import View
 from .session import (
-    Answer,
     Candidate,
     Choice,
     Chosen,
-    Feasible,
-    Hints,
+    FeasibleNodes,
     Ledger,
+    NodeVerdict,
+    PreemptionSettings,
     Session,
     Unit,
-    Wall,
-    blocking,
-    cap_reached,
-    claim,
-    draw,
-    fresh_ledger,
-    not_reached,
-    units_of,
-    violations,
+    Unserved,
+    victim_reason,
 )
 
 SEARCH_STEPS = 2_000  # nodes of the fewer-violations search tree, at most
@@ -51,21 +44,19 @@ class NodeSearch:
 
     name: str = "per-node search"
 
-    def choose(self, session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible, wall: Wall) -> Chosen:
-        return Chosen(choose_victims(session, hints, preemptors, feasible))
+    def choose(self, session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes,
+               settings: PreemptionSettings) -> Chosen:
+        return Chosen(choose_victims(session, unserved, preemptors, feasible))
 
 
-def explain_left_out(session: Session, hints: Hints, left: list[Pod], feasible: Feasible, ledger: Ledger) -> None:
+def explain_left_out(session: Session, unserved: Unserved, left: list[Pod], feasible: FeasibleNodes, ledger: Ledger) -> None:
     """Why preemption left these preemptors out, in upstream's words (no victims on a node, protected pods, a cap,
     a gang that cannot fit whole): each unit asked as this search would ask it, against the confirmed ledger (what
     it finds is discarded: another strategy chose the victims)."""
     for unit in _units(left, largest_first=False, cluster=session.cluster):
         if session.deadline.passed():
             return
-        trial = ledger.copy()
-        if not all(_place_one(session, hints, trial, pod, feasible) for pod in unit) and len(unit) > 1:
-            for pod in unit:
-                hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+        _serve_one(session, unserved, ledger, unit, feasible)
 
 
 def _units(preemptors: list[Pod], largest_first: bool, cluster: Cluster) -> list[list[Pod]]:
@@ -80,7 +71,7 @@ def _units(preemptors: list[Pod], largest_first: bool, cluster: Cluster) -> list
 
 
 
-def choose_victims(session: Session, hints: Hints, preemptors: list[Pod], feasible: Feasible) -> Ledger:
+def choose_victims(session: Session, unserved: Unserved, preemptors: list[Pod], feasible: FeasibleNodes) -> Ledger:
     """Step 2: victims for each unit in turn, against one ledger; a gang that cannot fit whole evicts nothing.
 
     Within a priority the largest pods go first (room freed for a big pod is often enough for a small one too,
@@ -89,43 +80,50 @@ def choose_victims(session: Session, hints: Hints, preemptors: list[Pod], feasib
     nodes would have kept for the batch: then a bounded session looks for choices that serve the same pods
     with fewer violations. All of it stops at the search's deadline."""
     units = _units(preemptors, largest_first=True, cluster=session.cluster)
-    ledger, served = _serve(session, hints, units, feasible)
+    ledger, served = _serve(session, unserved, units, feasible)
     if len(served) < len(units) and not session.deadline.passed():
-        other = Hints()
+        other = Unserved()
         second, also = _serve(session, other, _units(preemptors, largest_first=False, cluster=session.cluster), feasible)
         if len(also) > len(served):  # the smallest first serve more (the time may have ended either pass)
-            ledger, served, hints.why, hints.capped = second, also, other.why, other.capped
+            ledger, served, unserved.why, unserved.capped = second, also, other.why, other.capped
     if ledger.violations and not session.deadline.passed():
         ledger = _fewer_violations(session, [p for unit in served for p in unit], feasible, ledger)
     return ledger
 
 
 
-def _serve(session: Session, hints: Hints, units: list[list[Pod]], feasible: Feasible) -> tuple[Ledger, list[list[Pod]]]:
+def _serve(session: Session, unserved: Unserved, units: list[list[Pod]],
+           feasible: FeasibleNodes) -> tuple[Ledger, list[list[Pod]]]:
     """Victims for each unit in order, until the search's deadline: a unit it cuts short evicts nothing and waits
     with the rest; (the ledger, the units that found room)."""
-    ledger = fresh_ledger(session)
+    ledger = session.fresh_ledger()
     served: list[list[Pod]] = []
     for k, unit in enumerate(units):
-        if session.deadline.passed():
-            not_reached(hints, units[k:])
-            break
-        trial = ledger.copy()
-        if all(_place_one(session, hints, trial, pod, feasible) for pod in unit):
+        trial = None if session.deadline.passed() else _serve_one(session, unserved, ledger, unit, feasible)
+        if trial is not None:
             ledger = trial
             served.append(unit)
-            continue
-        if session.deadline.passed():  # cut short, not refused
-            not_reached(hints, units[k:])
+        elif session.deadline.passed():  # cut short, not refused
+            unserved.not_reached(units[k:])
             break
-        if len(unit) > 1:
-            for pod in unit:
-                hints.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
     return ledger, served
 
 
+def _serve_one(session: Session, unserved: Unserved, ledger: Ledger, unit: list[Pod],
+               feasible: FeasibleNodes) -> Ledger | None:
+    """A copy of `ledger` with room made for every pod of `unit`, or None: a gang that cannot fit whole evicts nothing
+    (unless the search's deadline cut it short: then it is not refused)."""
+    trial = ledger.copy()
+    if all(_place_one(session, unserved, trial, pod, feasible) for pod in unit):
+        return trial
+    if len(unit) > 1 and not session.deadline.passed():
+        for pod in unit:
+            unserved.why[pod.key].append("preemption cannot make room for the whole gang, so it evicts nothing")
+    return None
 
-def _fewer_violations(session: Session, pods: list[Pod], feasible: Feasible, best: Ledger) -> Ledger:
+
+
+def _fewer_violations(session: Session, pods: list[Pod], feasible: FeasibleNodes, best: Ledger) -> Ledger:
     """Depth-first over each served pod's nodes (fewest violations, then upstream's rank, first), keeping the
     ledger that serves the same pods with the fewest budget violations. On each node two victim sets are tried:
     upstream's, and one that gives back every budget's pods first (what one pod spends of a budget without
@@ -147,65 +145,60 @@ def _fewer_violations(session: Session, pods: list[Pod], feasible: Feasible, bes
             if session.deadline.passed():
                 return
             for sparing in (False, True):  # upstream's victims, and the victims sparing every budget's pods first
-                choice = _victims_on(session, Hints(), ledger, pod, node, sparing)
+                choice = _victims_on(session, Unserved(), ledger, pod, node, sparing)
                 if choice is not None and choice not in choices:
                     choices.append(choice)
         choices.sort(key=lambda c: (c.violations, c.rank(session.node_order[c.node])))
         for choice in choices[:SEARCH_WIDTH]:
             trial = ledger.copy()
-            claim(session, trial, pod, choice)
+            trial.claim(session, pod, choice)
             descend(i + 1, trial)
 
-    descend(0, fresh_ledger(session))
+    descend(0, session.fresh_ledger())
     return best
 
 
 
-def _place_one(session: Session, hints: Hints, ledger: Ledger, pod: Pod, feasible: Feasible) -> bool:
+def _place_one(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, feasible: FeasibleNodes) -> bool:
     """Pick the best node for `pod` (see `Choice.rank`), record its victims and claim its room. At the search's
     deadline it takes the best node seen so far; False, without a reason, when the deadline came before its
     feasible nodes were known or before any node was a candidate."""
     nodes = feasible.nodes_of(pod)
     if nodes is None:
         return False
-    best: Choice | None = None
     if not _quota_reachable(session, ledger, pod):
         nodes = ()  # no eviction it may make gets it within its quota rows: no node is worth a look
-    enough, found = max(MIN_CANDIDATE_NODES, int(MIN_CANDIDATE_SHARE * len(nodes))), 0
-    for node in nodes:
-        if session.deadline.passed():
+    enough = max(MIN_CANDIDATE_NODES, int(MIN_CANDIDATE_SHARE * len(nodes)))
+    found: list[Choice] = []
+    for node in nodes:  # as upstream's dry run: once enough candidates are seen, the best of them is taken
+        if session.deadline.passed() or len(found) >= enough:
             break
-        choice = _victims_on(session, hints, ledger, pod, node)
-        if choice is None:
-            continue
-        found += 1
-        if best is None or choice.rank(session.node_order[node]) < best.rank(session.node_order[best.node]):
-            best = choice
-        if found >= enough:  # as upstream's dry run: enough candidates seen, the best of them is taken
-            break
+        if (choice := _victims_on(session, unserved, ledger, pod, node)) is not None:
+            found.append(choice)
+    best = min(found, key=lambda c: c.rank(session.node_order[c.node]), default=None)
     if best is None:
-        if not hints.why.get(pod.key) and not session.deadline.passed():
-            hints.why[pod.key].append(no_node_reason(session, hints, pod, feasible.left.get(pod.key, [])))
+        if not unserved.why.get(pod.key) and not session.deadline.passed():
+            unserved.why[pod.key].append(no_node_reason(session, unserved, pod, feasible.left.get(pod.key, [])))
         return False
-    claim(session, ledger, pod, best)
+    ledger.claim(session, pod, best)
     return True
 
 
 
-def no_node_reason(session: Session, hints: Hints, pod: Pod, left: list[tuple[Rejection, int]]) -> str:
+def no_node_reason(session: Session, unserved: Unserved, pod: Pod, left: list[tuple[Rejection, int]]) -> str:
     """Why preemption found no node: an eviction cap that ruled out a node the pod could otherwise have had,
     protected pods in the way, or in upstream's words what still rejects it with the pods it may evict gone (`left`:
-    the nodes its filters reject with every such pod in the cluster gone; `Hints.blocked`: those rejecting it with
+    the nodes its filters reject with every such pod in the cluster gone; `Unserved.blocked`: those rejecting it with
     every such pod on the node gone)."""
-    if pod.key in hints.capped:
-        return cap_reason(hints.capped[pod.key])
+    if pod.key in unserved.capped:
+        return cap_reason(unserved.capped[pod.key])
     shielded = sorted(k for k, (p, _) in session.protected.items() if session.may_evict(pod, p))
     if shielded:
         return protected_reason(shielded, str(session.protected[shielded[0]][1]))
-    stance = session.reclaim.stances[pod.key] if session.reclaim is not None else None
-    if stance is not None and stance.tenant is not None:
-        return _quota_reason(session, stance, len(left) < len(session.view.nodes))
-    return _no_victims(len(session.view.nodes), [*left, *((r, 1) for r in hints.blocked.get(pod.key, {}).values())])
+    rc = session.reclaim
+    if rc is not None and (stance := rc.stances[pod.key]).tenant is not None:
+        return _quota_reason(rc.source(stance.tenant), stance.reclaiming, len(left) < len(session.view.nodes))
+    return _no_victims(len(session.view.nodes), [*left, *((r, 1) for r in unserved.blocked.get(pod.key, {}).values())])
 
 
 
@@ -225,10 +218,10 @@ def _no_victims(nodes: int, still: list[tuple[Rejection, int]]) -> str:
 
 
 
-def _quota_reason(session: Session, stance: Stance, nodes: bool) -> str:
-    """Why preemption found no node for a pod of a tenant: reclaiming or not, what it may evict was not enough."""
-    quota = session.reclaim.source(stance.tenant) if session.reclaim is not None else None
-    if stance.reclaiming:
+def _quota_reason(quota: str | None, reclaiming: bool, nodes: bool) -> str:
+    """Why preemption found no node for a pod of a tenant (its `quota`): reclaiming or not, what it may evict was not
+    enough."""
+    if reclaiming:
         return (f"reclaim for {quota} cannot make room: what other tenants use beyond their min, and the lower-priority "
                 f"pods of its own tenant, are not enough{'' if nodes else ' for its quota rows or on any node'}")
     return (f"preemption cannot make room: with this pod {quota} goes beyond its min, so it may evict only "
@@ -241,37 +234,38 @@ def _quota_reachable(session: Session, ledger: Ledger, pod: Pod) -> bool:
     most) gets it within its quota rows."""
     if session.reclaim is None or ledger.account is None:
         return True
-    account = ledger.account.copy()
-    return _for_quota(session, ledger, pod, [], session.reclaim.borrowed(account), account) is not None
+    room = session.reclaim.borrowed(ledger.account)
+    return _for_quota(session, ledger, pod, [], room, session.counted(ledger.account)) is not None
 
 
 
 
-def _victims_on(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
-    """`_select_on`'s answer, reused while it stands (`_standing_key`): the pods of a Deployment ask the same nodes the
-    same question, and a preemptor served changes one node's answer, not the others'. Whether an answer read beyond
-    its node is read off the view (`View.reads`), not declared: such an answer stands only for the same ledger."""
-    key = _standing_key(session, ledger, pod, node, sparing)
-    answer = session.answers.get(key) if key is not None else None
-    if answer is not None and answer.stamp is not None and answer.stamp != ledger.stamp:
-        answer = None
-    if answer is None:
-        mine = Hints()
+def _victims_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str,
+                sparing: bool = False) -> Choice | None:
+    """`_select_on`'s verdict, reused while it stands (`_verdict_key`): the pods of a Deployment ask the same nodes the
+    same question, and a preemptor served changes one node's verdict, not the others'. Whether a verdict read beyond
+    its node is read off the view (`View.reads`), not declared: such a verdict stands only for the same ledger."""
+    key = _verdict_key(session, ledger, pod, node, sparing)
+    verdict = session.verdicts.get(key) if key is not None else None
+    if verdict is not None and verdict.stamp is not None and verdict.stamp != ledger.stamp:
+        verdict = None
+    if verdict is None:
+        mine = Unserved()
         with ledger.view.reads() as reached:
             choice = _select_on(session, mine, ledger, pod, node, sparing)
-        answer = Answer(choice, mine.blocked.get(pod.key, {}).get(node), mine.capped.get(pod.key),
+        verdict = NodeVerdict(choice, mine.blocked.get(pod.key, {}).get(node), mine.capped.get(pod.key),
                         ledger.stamp if reached[0] else None)
         if key is not None:
-            session.answers[key] = answer
-    if answer.blocked is not None:
-        hints.blocked[pod.key][node] = answer.blocked
-    if answer.capped is not None:
-        hints.capped.setdefault(pod.key, answer.capped)
-    return answer.choice
+            session.verdicts[key] = verdict
+    if verdict.blocked is not None:
+        unserved.blocked[pod.key][node] = verdict.blocked
+    if verdict.capped is not None:
+        unserved.capped.setdefault(pod.key, verdict.capped)
+    return verdict.choice
 
 
 
-def _standing_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing: bool) -> tuple | None:
+def _verdict_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing: bool) -> tuple | None:
     """What a node's answer for the pod's class depends on, when nothing else can change it: the class, its
     priority, the node's last move, what is left of the budgets covering the pods there, the anti-affinity the pods
     added anywhere carry over domains wider than a node (the one way a pod added elsewhere reaches it). None (asked
@@ -279,15 +273,14 @@ def _standing_key(session: Session, ledger: Ledger, pod: Pod, node: str, sparing
     (their state lies elsewhere)."""
     if session.reclaim is not None or node in session.entangled:
         return None
-    i = session.node_order[node]
     budgets = tuple(ledger.budget_left.get(b) for b in session.node_budgets(node))
-    return (session.specs[pod.key].a, pod.priority, node, sparing, ledger.version.get(i, 0), budgets,
+    return (session.specs[pod.key].index, pod.priority, node, sparing, ledger.version.get(node, 0), budgets,
             ledger.view.far_terms())
 
 
 
-def _select_on(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
-    """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Session.after`): no victim when the pod
+def _select_on(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str, sparing: bool = False) -> Choice | None:
+    """Upstream's SelectVictimsOnNode against the ledger, asking every kind (`Session.filter`): no victim when the pod
     passes them all as things stand; else every pod it may evict here out (None if the kinds still reject it), then
     give back what is not needed (units whose eviction breaks a budget first, then the rest, highest priority first).
     A PodGroup-mode group goes or stays whole: its members on other nodes are victims with it. Under quotas the pod
@@ -297,24 +290,24 @@ def _select_on(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: s
     if each budget were spent already."""
     if session.filter(pod, node, ledger.view) is None and not short(session, ledger.account, pod):
         return Choice(node, (), 0, _leftover(session, ledger.view, pod, node))
-    found = _select(session, hints, ledger, pod, node, limited=False, sparing=sparing)
+    found = _select(session, unserved, ledger, pod, node, limited=False, sparing=sparing)
     if found is not None and session.reclaim is not None and ledger.account is not None:
         room, stance = session.reclaim.borrowed(ledger.account), session.reclaim.stances[pod.key]
-        if not all(session.reclaim.take(room, stance, [c.pod for c in unit]) for unit in units_of(session, found[0])):
-            found = _select(session, hints, ledger, pod, node, limited=True, sparing=sparing)
+        if not all(session.reclaim.take(room, stance, [c.pod for c in unit]) for unit in session.units_of(found[0])):
+            found = _select(session, unserved, ledger, pod, node, limited=True, sparing=sparing)
     if found is None:
         return None
     victims, violations, why = found
-    cap = cap_reached(ledger, victims)
+    cap = ledger.cap_reached(victims)
     if cap is not None:
-        hints.capped.setdefault(pod.key, cap.source)
+        unserved.capped.setdefault(pod.key, cap.source)
         return None
     leftover = _leftover(session, ledger.without([c.pod for c in victims]), pod, node)
     return Choice(node, tuple(victims), violations, leftover, _own(session, pod, victims), tuple(why))
 
 
 
-def _select(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str, limited: bool,
+def _select(session: Session, unserved: Unserved, ledger: Ledger, pod: Pod, node: str, limited: bool,
             sparing: bool = False) -> tuple[list[Candidate], int, list[str]] | None:
     """Victims for `pod` on `node` (see `_victims_on`), with how many break a budget and why each goes; `limited`:
     other tenants' units only as far as their borrowed room goes. None: the kinds reject the pod there even with every
@@ -323,9 +316,9 @@ def _select(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str,
     units = _evictable_on(session, ledger, pod, node, room if limited else None)
     rejection = session.filter(pod, node, ledger.without([c.pod for unit in units for c in unit]))
     if rejection is not None:
-        hints.blocked[pod.key][node] = rejection
+        unserved.blocked[pod.key][node] = rejection
         return None
-    account = _without(session, ledger.account, units)
+    account = session.counted(ledger.account, [c.pod for unit in units for c in unit])
     extra = _for_quota(session, ledger, pod, units, room, account)
     if extra is None:
         return None
@@ -335,10 +328,10 @@ def _select(session: Session, hints: Hints, ledger: Ledger, pod: Pod, node: str,
 
 def _own(session: Session, pod: Pod, victims: list[Candidate]) -> int:
     """How many victims a reclaiming `pod` takes from its own tenant rather than from borrowed room."""
-    stance = session.reclaim.stances[pod.key] if session.reclaim is not None else None
-    if stance is None or not stance.reclaiming:
+    rc = session.reclaim
+    if rc is None or not (stance := rc.stances[pod.key]).reclaiming:
         return 0
-    return sum(1 for c in victims if session.reclaim is not None and not session.reclaim.reclaims(stance, c.pod))
+    return sum(1 for c in victims if not rc.reclaims(stance, c.pod))
 
 
 
@@ -351,21 +344,18 @@ def _reprieve(session: Session, ledger: Ledger, pod: Pod, node: str, units: list
     why: list[str] = []
     broken = 0
     leaving = {c.key: c.pod for unit in units for c in unit}  # every unit's pods; a unit given back leaves this
-    spec = session.specs[pod.key]
     for unit, breaks in _split_by_budget(session, units, {} if sparing else dict(ledger.budget_left), pod):
         back = {c.key for c in unit}
-        rejection = session.filter(spec, node, ledger.without([p for k, p in leaving.items() if k not in back]))
+        rejection = session.filter(pod, node, ledger.without([p for k, p in leaving.items() if k not in back]))
         if rejection is None and not short(session, account, pod, unit):
             for key in back:
                 del leaving[key]
-            if session.reclaim is not None and account is not None:  # given back: the pod (or the whole group) stays
-                for c in unit:
-                    session.reclaim.add(account, c.pod, 1)
+            session.count(account, [c.pod for c in unit])  # given back: the pod (or the whole group) stays
             continue
         victims.extend(unit)
         broken += breaks
-        why.extend([blocking(rejection)] * len(unit))
-    return victims, violations(session, victims, ledger.budget_left) if sparing else broken, why
+        why.extend([victim_reason(rejection)] * len(unit))
+    return victims, session.violations(victims, ledger.budget_left) if sparing else broken, why
 
 
 
@@ -374,7 +364,7 @@ def _evictable_on(session: Session, ledger: Ledger, pod: Pod, node: str,
     """The units of the pods on `node` that `pod` may evict; with `room`, those of other tenants only as far as
     their borrowed room goes (drawn from it), lowest priority first."""
     mine = [c for c in session.by_node.get(node, []) if c.key not in ledger.evicted and session.may_evict(pod, c.pod)]
-    units = units_of(session, mine)
+    units = session.units_of(mine)
     if session.reclaim is None or room is None:
         return units
     stance = session.reclaim.stances[pod.key]
@@ -403,8 +393,7 @@ def _for_quota(session: Session, ledger: Ledger, pod: Pod, units: list[Unit], ro
                     or not rc.take(room, stance, pods)):
                 continue
             extra.append(unit)
-            for p in pods:
-                rc.add(account, p, -1)
+            session.count(account, pods, -1)
             if not (rows := rc.short(account, pod)):
                 return extra
     return None
@@ -416,17 +405,6 @@ def short(session: Session, account: Account | None, pod: Pod, back: Unit = ()) 
     if session.reclaim is None or account is None:
         return []
     return session.reclaim.short(account, pod, [c.pod for c in back])
-
-
-
-def _without(session: Session, account: Account | None, units: list[Unit]) -> Account | None:
-    """A copy of `account` with the units' pods taken out."""
-    if session.reclaim is None or account is None:
-        return None
-    out = account.copy()
-    for c in (c for unit in units for c in unit):
-        session.reclaim.add(out, c.pod, -1)
-    return out
 
 
 
@@ -454,7 +432,7 @@ def _split_by_budget(session: Session, units: list[Unit], budgets: dict[str, int
     violating: list[tuple[Unit, int]] = []
     keeping: list[tuple[Unit, int]] = []
     for unit in sorted(units, key=order):
-        breaks = sum(draw(session, budgets, c.pod) for c in unit)
+        breaks = sum(session.draw(budgets, c.pod) for c in unit)
         (violating if breaks else keeping).append((unit, breaks))
     return violating + keeping
 

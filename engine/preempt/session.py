@@ -1,7 +1,7 @@
 """One preemption stage's state, shared by every strategy: the session (the cluster with the first plan's placements
 bound and its view, the running pods preemptors may evict by node, their disruption units, the pods policies protect,
 the quota facts), the ledger a strategy keeps its victims in, the nodes each preemptor could use once every pod it may
-evict is gone (upstream's first step), and the stage's wall.
+evict is gone (upstream's first step), and how the stage runs (its settings and deadline).
 
 A ledger's view is the session's with its victims gone and the preemptors it served bound where they go: what every
 kind whose verdict pods can sway is asked about (`Session.filter`, engine.kinds.filter_node), as upstream's
@@ -10,9 +10,10 @@ SelectVictimsOnNode asks its filters on a node copy after RemovePod/AddPod.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import count
 
 from .. import kinds
 from ..compile import Deadline, PolicyRules, compile_cluster
@@ -23,7 +24,7 @@ from ..kinds.context import Batch, ClassSpec
 from ..kinds.protection import cap_key
 from ..model import Cluster, Moment, Pod
 from ..plan import Plan, Stats
-from ..reclaim import Account, Reclaim, Stance
+from ..reclaim import Account, Reclaim
 from ..rejections import Rejection, joined
 from ..tenants import Usage
 from ..view import View
@@ -70,23 +71,53 @@ class Ledger:
     view: View
     evicted: dict[str, Candidate] = field(default_factory=dict)
     budget_left: dict[str, int] = field(default_factory=dict)
-    cap_used: dict[tuple[Source, str], int] = field(default_factory=dict)
+    cap_used: Counter[tuple[Source, str]] = field(default_factory=Counter)
     violations: int = 0  # evictions so far that broke some budget
     account: Account | None = None  # what the quotas' pods use (None: no quotas)
     why: dict[str, str] = field(default_factory=dict)  # victim key -> what its staying would leave the preemptor
     needed_by: dict[str, str] = field(default_factory=dict)  # victim key -> the placed preemptor that needs it gone
-    version: dict[int, int] = field(default_factory=dict)  # node index -> the stage's count at its last move there
+    version: dict[str, int] = field(default_factory=dict)  # node -> the stage's count at its last move there
     stamp: int = 0  # the stage's count at the ledger's last move: two ledgers with one stamp stand alike
 
     def copy(self) -> Ledger:
-        return Ledger(self.view, dict(self.evicted), dict(self.budget_left), dict(self.cap_used), self.violations,
+        return Ledger(self.view, dict(self.evicted), dict(self.budget_left), Counter(self.cap_used), self.violations,
                       self.account.copy() if self.account is not None else None, dict(self.why), dict(self.needed_by),
                       dict(self.version), self.stamp)
 
-    def moved(self, session: Session, i: int, view: View) -> None:
-        """A pod left or reached node i: the ledger's view is `view` from now on."""
+    def moved(self, session: Session, node: str, view: View) -> None:
+        """A pod left or reached `node`: the ledger's view is `view` from now on."""
         self.view = view
-        self.stamp = self.version[i] = session.tick()
+        self.stamp = self.version[node] = next(session.moves)
+
+    def claim(self, session: Session, pod: Pod, choice: Choice) -> None:
+        """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
+        its quotas)."""
+        for victim, why in zip(choice.victims, choice.why):
+            self.evict(session, victim)
+            self.why[victim.key] = why
+        self.violations += choice.violations
+        self.moved(session, choice.node, self.view.moved(added=[replace(pod, node_name=choice.node)]))
+        session.count(self.account, [pod])
+
+    def evict(self, session: Session, c: Candidate) -> None:
+        """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
+        (later choices see both)."""
+        self.evicted[c.key] = c
+        self.moved(session, c.node, self.view.moved(removed=[c.pod]))
+        session.count(self.account, [c.pod], -1)
+        for budget in session.budgets_of(c.pod):
+            self.budget_left[budget] = self.budget_left.get(budget, 0) - 1
+        self.cap_used.update(cap_key(cap, c.pod) for cap in c.caps)
+
+    def cap_reached(self, victims: list[Candidate]) -> EvictionCap | None:
+        """The first eviction cap these victims would go over, if any."""
+        used = Counter(self.cap_used)
+        for c in victims:
+            for cap in c.caps:
+                used[key := cap_key(cap, c.pod)] += 1
+                if used[key] > cap.most:
+                    return cap
+        return None
 
     def without(self, pods: list[Pod]) -> View:
         """The ledger's view with `pods` gone too (a trial's)."""
@@ -128,25 +159,19 @@ class Session:
     reclaim: Reclaim | None = None  # the quota facts (None: no quotas, preemption by priority alone)
     quota_order: tuple[Unit, ...] = ()  # candidate units of tenants, lowest priority first: where quota room comes from
     deadline: Deadline = field(default_factory=Deadline)  # when victim selection stops serving preemptors (the rest wait)
-    answers: dict[tuple, Answer] = field(default_factory=dict)  # a node's answer for a class while it stands
-    moves_made: list[int] = field(default_factory=lambda: [0])  # moves any ledger made: a node's version is one
+    verdicts: dict[tuple, NodeVerdict] = field(default_factory=dict)  # a node's answer for a class while it stands
+    moves: Iterator[int] = field(default_factory=lambda: count(1))  # numbers the moves any ledger makes (versions)
     covering_node: dict[str, tuple[str, ...]] = field(default_factory=dict)  # node -> budgets covering its candidates
-    entangled: frozenset[str] = frozenset()  # nodes whose answers depend on more than the node (caps, PodGroup units)
+    entangled: frozenset[str] = frozenset()  # nodes whose verdicts depend on more than the node (caps, PodGroup units)
     covering: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pod -> its budgets' keys, once asked
-    ordered: dict[int, tuple] = field(default_factory=dict)  # unit -> its part of upstream's order, once asked
     batch: Batch | None = None  # what the kinds read when asked about a trial (the stage's view), set by _candidates
-    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by Feasible
+    specs: dict[str, ClassSpec] = field(default_factory=dict)  # preemptor key -> its class's rules, set by FeasibleNodes
     moment: Moment = Moment()  # the plan's now and the reservations the stage's plans and filters keep beside
 
-    def tick(self) -> int:
-        self.moves_made[0] += 1
-        return self.moves_made[0]
-
-    def filter(self, pod: Pod | ClassSpec, node: str, view: View) -> Rejection | None:
-        """Every kind's verdict on `pod` (or one of its class) on `node` in `view` (engine.kinds.filter_node)."""
+    def filter(self, pod: Pod, node: str, view: View) -> Rejection | None:
+        """Every kind's verdict on `pod` (its class's rules) on `node` in `view` (engine.kinds.filter_node)."""
         assert self.batch is not None
-        spec = pod if isinstance(pod, ClassSpec) else self.specs[pod.key]
-        return kinds.filter_node(spec, self.batch.on(view), self.node_order[node], kinds.READ_PODS)
+        return kinds.filter_node(self.specs[pod.key], self.batch.on(view), self.node_order[node], kinds.READ_PODS)
 
     def unit_of(self, c: Candidate) -> Unit:
         return self.units[c.unit] if c.unit is not None else (c,)
@@ -165,15 +190,12 @@ class Session:
             self.covering_node[node] = tuple(sorted({b for c in self.by_node.get(node, ()) for b in self.budgets_of(c.pod)}))
         return self.covering_node[node]
 
-    def unit_order(self, unit: Unit) -> tuple:
-        """What upstream's order reads of a unit whoever preempts (see `_split_by_budget`), once for the stage."""
-        key = id(unit[0].pod)
-        if key not in self.ordered:
-            first = unit[0]
-            self.ordered[key] = (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
-                                 sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit),
-                                 first.key)
-        return self.ordered[key]
+    @staticmethod
+    def unit_order(unit: Unit) -> tuple:
+        """What upstream's order reads of a unit whoever preempts (see `_split_by_budget`)."""
+        first = unit[0]
+        return (-first.pod.priority, first.unit is None, sum(c.pod.requests.get("cpu", 0) for c in unit),
+                sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit), first.key)
 
     def may_evict(self, pod: Pod, victim: Pod) -> bool:
         """Priority alone without quotas; with them, engine.reclaim's rule for the preemptor's stance."""
@@ -181,12 +203,59 @@ class Session:
             return victim.priority < pod.priority
         return self.reclaim.may_evict(self.reclaim.stances[pod.key], victim)
 
+    def units_of(self, candidates: list[Candidate]) -> list[Unit]:
+        """The units these candidates belong to, each once, in the candidates' order."""
+        seen: set[str] = set()
+        out: list[Unit] = []
+        for c in candidates:
+            key = c.unit or c.key
+            if key not in seen:
+                seen.add(key)
+                out.append(self.unit_of(c))
+        return out
+
+    def fresh_ledger(self) -> Ledger:
+        return Ledger(self.view, budget_left={b.key: b.allowed for b in self.cluster.budgets},
+                      account=self.counted(self.reclaim.start if self.reclaim is not None else None))
+
+    def count(self, account: Account | None, pods: Iterable[Pod], sign: int = 1) -> None:
+        """`pods` counted into `account` (sign -1: out of it), in place; nothing without quotas."""
+        if self.reclaim is not None and account is not None:
+            for pod in pods:
+                self.reclaim.add(account, pod, sign)
+
+    def counted(self, account: Account | None, out: Iterable[Pod] = (), back: Iterable[Pod] = ()) -> Account | None:
+        """A copy of `account` with `out` counted out of the quotas and `back` counted in (None: no quotas)."""
+        copy = account.copy() if self.reclaim is not None and account is not None else None
+        self.count(copy, out, -1)
+        self.count(copy, back)
+        return copy
+
+    def after_victims(self, ledger: Ledger, placed: Iterable[Pod] = ()) -> Account | None:
+        """What the quotas' pods use with the ledger's victims gone and `placed` bound: the stage's start so changed."""
+        start = self.reclaim.start if self.reclaim is not None else None
+        return self.counted(start, [c.pod for c in ledger.evicted.values()], placed)
+
+    def violations(self, victims: list[Candidate], budget_left: dict[str, int]) -> int:
+        """How many of `victims` (drawn in order) take some covering budget below zero."""
+        left = dict(budget_left)
+        return sum(self.draw(left, c.pod) for c in victims)
+
+    def draw(self, budgets: dict[str, int], pod: Pod) -> bool:
+        """Evicting `pod` draws one from each budget covering it (in `budgets`, in place): whether one goes below
+        zero."""
+        covering = self.budgets_of(pod)
+        for key in covering:
+            budgets[key] = budgets.get(key, 0) - 1
+        return any(budgets[key] < 0 for key in covering)
+
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    """What `_select_on` found for a class on a node, and what it told the hints: kept while it stands. `stamp`: when
-    the kinds read beyond the node (a domain's counts, pods added anywhere), the ledger state alone it stands for."""
+class NodeVerdict:
+    """What `_select_on` found for a class on a node, and what it learnt about the preemptor (`Unserved`): kept
+    while it stands. `stamp`: when the kinds read beyond the node (a domain's counts, pods added anywhere), the
+    ledger state alone it stands for."""
 
     choice: Choice | None
     blocked: Rejection | None = None
@@ -195,7 +264,7 @@ class Answer:
 
 
 @dataclass(slots=True)
-class Hints:
+class Unserved:
     """What victim selection found out about the preemptors it could not serve: the stage's output beside
     the ledger."""
 
@@ -203,6 +272,12 @@ class Hints:
     capped: dict[str, Source] = field(default_factory=dict)  # preemptor -> a cap that ruled out some node
     # preemptor -> node -> the kind rejecting it there even with every pod it may evict on that node gone
     blocked: dict[str, dict[str, Rejection]] = field(default_factory=lambda: defaultdict(dict))
+
+    def not_reached(self, units: list[list[Pod]]) -> None:
+        """The stage's deadline came before these pods were served (or before what was chosen for them was settled):
+        they are told they are tried again next cycle."""
+        for pod in (p for unit in units for p in unit):
+            self.why[pod.key] = [OUT_OF_TIME]
 
 
 
@@ -219,23 +294,6 @@ class PreemptionSettings:
     # name one alone
     strategies: tuple[str, ...] = ("batch model", "per-node search")
     moment: Moment = Moment()  # the plan's now and the reservations preemption plans beside (the carried ones)
-
-
-
-@dataclass(slots=True)
-class Wall:
-    """The stage's deadline as the strategies and the confirming re-plan meet it: the re-plan gets half the time left
-    and does not start when less is left than a solve needs besides its solver's session (compile, starting plans,
-    explanations: what a shorter limit does not shorten)."""
-
-    settings: PreemptionSettings
-    needs: float = 0.0  # seconds the last re-plan took besides CP-SAT's session
-
-    def left(self) -> float:
-        return left(self.settings.deadline)
-
-    def affords(self) -> bool:
-        return self.left() > self.needs
 
 
 
@@ -262,7 +320,7 @@ def start(cluster: Cluster, plan: Plan, rules: PreemptionRules | None, preemptor
     placed = tuple(replace(p, node_name=plan.assignments[p.key]) for p in cluster.pending if p.key in plan.assignments)
     fixed = replace(cluster, bound=cluster.bound + list(placed), pending=[], notes=[], skipped={})
     session = _candidates(fixed, compiled.view.moved(added=placed).settled(), rules, preemptors, set(plan.assignments),
-                     Reclaim.of(fixed, preemptors, quota_start(plan, placed), compiled.usage), deadline, moment)
+                     Reclaim.of(fixed, preemptors, with_pods(compiled.usage, placed), compiled.usage), deadline, moment)
     return None if session is None else replace(session, deadline=within(deadline, VICTIMS_SHARE))
 
 
@@ -275,13 +333,12 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
     evictable = evictable_by(preemptors, reclaim)
     found: list[Candidate] = []
     protected: dict[str, tuple[Pod, Source]] = {}
-    guarding = GUARDS  # kinds with a word on victims
     for k, pod in enumerate(fixed.bound):
         if k % SEARCH_CHECK == 0 and deadline.passed():
             return None
         if pod.terminating or pod.key in placed or pod.node_name is None or not evictable(pod):
             continue
-        guards = [kind.guard(pod, rules) for kind in guarding]
+        guards = [kind.guard(pod, rules) for kind in GUARDS]  # the kinds with a word on victims
         shield = next((g.protected for g in guards if g.protected is not None), None)
         if shield is not None:
             protected[pod.key] = (pod, shield)
@@ -297,10 +354,10 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
         by_node[c.node].append(c)
         if c.unit is not None:
             units[c.unit].append(c)
-    order = view.positions()
     entangled = frozenset(n for n, cs in by_node.items() if any(c.caps or c.unit is not None for c in cs))
-    session = Session(fixed, view, dict(by_node), order, protected, {k: tuple(v) for k, v in units.items()}, reclaim,
-                    batch=Batch.alone_on(fixed, view, moment), entangled=entangled, moment=moment)
+    session = Session(fixed, view, dict(by_node), view.positions(), protected, {k: tuple(v) for k, v in units.items()}, reclaim,
+                    batch=Batch.alone_on(fixed, view, moment), entangled=entangled,
+                      moment=moment)
     if reclaim is not None:
         session = replace(session, quota_order=quota_order(session, reclaim))
     return session
@@ -309,21 +366,17 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
 
 def evictable_by(preemptors: list[Pod], reclaim: Reclaim | None) -> Callable[[Pod], bool]:
     """Whether some preemptor may evict a running pod: one of a lower priority than the highest preemptor's
-    without quotas; with them, engine.reclaim's rule for some preemptor's stance (the highest of each kind)."""
+    without quotas; with them, engine.reclaim's rule for some preemptor's stance (each distinct stance once)."""
     top = max(p.priority for p in preemptors)
     if reclaim is None:
         return lambda pod: pod.priority < top
-    stances: dict[tuple[str | None, bool], Stance] = {}
-    for s in reclaim.stances.values():
-        kind = (s.tenant, s.reclaiming)
-        if kind not in stances or stances[kind].priority < s.priority:
-            stances[kind] = s
+    stances = set(reclaim.stances.values())
     known: dict[tuple[str | None, int], bool] = {}  # the rule reads only the victim's tenant and priority
 
     def evictable(pod: Pod) -> bool:
         key = (reclaim.tenant(pod), pod.priority)
         if key not in known:
-            known[key] = any(reclaim.may_evict(s, pod) for s in stances.values())
+            known[key] = any(reclaim.may_evict(s, pod) for s in stances)
         return known[key]
 
     return evictable
@@ -336,26 +389,26 @@ def quota_order(session: Session, reclaim: Reclaim) -> tuple[Unit, ...]:
     found = [c for cs in session.by_node.values() for c in cs if reclaim.covering(c.pod)]
     found.sort(key=lambda c: c.pod.created, reverse=True)
     found.sort(key=lambda c: c.pod.priority)
-    return tuple(units_of(session, found))
+    return tuple(session.units_of(found))
 
 
 
-def quota_start(plan: Plan, placed: tuple[Pod, ...]) -> Usage | None:
-    """What the running pods use of the quotas with the first plan's placements: compile's usage (the loop's is
-    kept across cycles) plus the placements, not a count over every running pod again (None: no quotas)."""
-    before = plan.details.compiled.usage if plan.details.compiled is not None else None
-    if before is None:
+def with_pods(usage: Usage | None, pods: Iterable[Pod], sign: int = 1) -> Usage | None:
+    """A copy of `usage` with `pods` added (sign -1: taken off), not a count over every running pod again: the stage
+    starts from compile's usage (the loop's is kept across cycles) with the first plan's placements (None: no
+    quotas)."""
+    if usage is None:
         return None
-    start = before.copy()
-    start.add_all(placed)
-    return start
+    out = usage.copy()
+    out.add_all(pods, sign)
+    return out
 
 
 
 @dataclass(slots=True)
-class Feasible:
+class FeasibleNodes:
     """Upstream's first step: the nodes each preemptor passes every filter on once all pods it may evict are gone.
-    Compiled (on a view of the stage's index) once per group of preemptors that may evict the same pods (`alike`:
+    Compiled (on a view of the stage's index) once per group of preemptors that may evict the same pods (`of`:
     a priority level, and under quotas a stance, as the quota rows' PreFilter passes once the borrowers' pods are
     gone), when the first of them is served, and only before the search's deadline: a pod whose group, or whose
     class in it, that deadline left unchecked has no answer (None) and waits for the next cycle."""
@@ -363,18 +416,16 @@ class Feasible:
     session: Session
     policy: PolicyRules | None
     groups: dict[str, list[Pod]]  # preemptor key -> its group
-    buckets: list[list[Pod]]  # the candidates by tenant and priority: what the eviction rule tells apart
     nodes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     left: dict[str, list[tuple[Rejection, int]]] = field(default_factory=dict)  # why the other nodes fail, and on how many
 
     @classmethod
-    def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> Feasible:
-        buckets: dict[tuple[str | None, int], list[Pod]] = defaultdict(list)
-        for c in (c for cs in session.by_node.values() for c in cs):
-            tenant = session.reclaim.tenant(c.pod) if session.reclaim is not None else None
-            buckets[(tenant, c.pod.priority)].append(c.pod)
-        groups = {p.key: pods for pods in alike(session, preemptors) for p in pods}
-        return cls(session, policy, groups, list(buckets.values()))
+    def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> FeasibleNodes:
+        """Grouped, the preemptors that may evict the same pods: one priority level (and one stance under quotas)."""
+        groups: dict[tuple, list[Pod]] = defaultdict(list)
+        for p in preemptors:
+            groups[(p.priority, session.reclaim.stances[p.key] if session.reclaim is not None else None)].append(p)
+        return cls(session, policy, {p.key: pods for pods in groups.values() for p in pods})
 
     def nodes_of(self, pod: Pod) -> tuple[str, ...] | None:
         if pod.key not in self.nodes:
@@ -386,12 +437,13 @@ class Feasible:
         session = self.session
         if session.deadline.passed():
             return
-        going = [c for bucket in self.buckets if session.may_evict(pods[0], bucket[0]) for c in bucket]
+        going = [c.pod for cs in session.by_node.values() for c in cs if session.may_evict(pods[0], c.pod)]
         gone = frozenset(c.key for c in going)
         cluster = replace(session.cluster, bound=[b for b in session.cluster.bound if b.key not in gone], pending=pods,
                           gangs={})  # the filters alone: the preemptors' gangs have their quorum (short_of_members)
         compiled = compile_cluster(cluster, self.policy, session.deadline, session.view.moved(removed=going).settled(),
-                                   self._usage(going), session.moment)
+                                   with_pods(session.reclaim.start if session.reclaim is not None else None, going, -1),
+                                   session.moment)
         unchecked = set(compiled.problem.unchecked)
         for a, info in enumerate(compiled.classes):
             if a not in unchecked:
@@ -402,116 +454,13 @@ class Feasible:
                 left = [(r, len(members)) for r, members in info.rejected.groups.items() if len(members)]
                 self.left.update(dict.fromkeys((p.key for p in info.pods), left))
 
-    def _usage(self, going: list[Pod]) -> Usage | None:
-        """What the running pods use of the quotas once `going` are gone: the stage's start without them (None: no
-        quotas), rather than a count over every running pod again."""
-        if self.session.reclaim is None:
-            return None
-        usage = self.session.reclaim.start.copy()
-        usage.add_all(going, -1)
-        return usage
 
 
-
-def alike(session: Session, preemptors: list[Pod]) -> list[list[Pod]]:
-    """Preemptors that may evict the same pods: one priority level (and one stance under quotas), highest first."""
-    groups: dict[tuple, list[Pod]] = defaultdict(list)
-    for p in sorted(preemptors, key=lambda p: -p.priority):
-        stance = session.reclaim.stances[p.key] if session.reclaim is not None else None
-        groups[(p.priority, stance)].append(p)
-    return list(groups.values())
-
-
-
-def fresh_ledger(session: Session) -> Ledger:
-    account = session.reclaim.start.copy() if session.reclaim is not None else None
-    return Ledger(session.view, budget_left={b.key: b.allowed for b in session.cluster.budgets}, account=account)
-
-
-
-def units_of(session: Session, candidates: list[Candidate]) -> list[Unit]:
-    """The units these candidates belong to, each once, in the candidates' order."""
-    seen: set[str] = set()
-    out: list[Unit] = []
-    for c in candidates:
-        key = c.unit or c.key
-        if key not in seen:
-            seen.add(key)
-            out.append(session.unit_of(c))
-    return out
-
-
-
-def claim(session: Session, ledger: Ledger, pod: Pod, choice: Choice) -> None:
-    """Record `choice`: its victims evicted, its violations counted, the pod's room taken on its node (and in
-    its quotas)."""
-    for victim, why in zip(choice.victims, choice.why):
-        evict(session, ledger, victim)
-        ledger.why[victim.key] = why
-    ledger.violations += choice.violations
-    ledger.moved(session, session.node_order[choice.node], ledger.view.moved(added=[replace(pod, node_name=choice.node)]))
-    if session.reclaim is not None and ledger.account is not None:
-        session.reclaim.add(ledger.account, pod, 1)
-
-
-
-def evict(session: Session, ledger: Ledger, c: Candidate) -> None:
-    """Take `c` out: its room freed (on its node and in its quotas), its namespace's cap and its budgets drawn on
-    (later choices see both)."""
-    ledger.evicted[c.key] = c
-    ledger.moved(session, session.node_order[c.node], ledger.view.moved(removed=[c.pod]))
-    if session.reclaim is not None and ledger.account is not None:
-        session.reclaim.add(ledger.account, c.pod, -1)
-    for budget in session.budgets_of(c.pod):
-        ledger.budget_left[budget] = ledger.budget_left.get(budget, 0) - 1
-    for cap in c.caps:
-        key = cap_key(cap, c.pod)
-        ledger.cap_used[key] = ledger.cap_used.get(key, 0) + 1
-
-
-
-def cap_reached(ledger: Ledger, victims: list[Candidate]) -> EvictionCap | None:
-    """The first eviction cap these victims would go over, if any."""
-    used = dict(ledger.cap_used)
-    for c in victims:
-        for cap in c.caps:
-            key = cap_key(cap, c.pod)
-            used[key] = used.get(key, 0) + 1
-            if used[key] > cap.most:
-                return cap
-    return None
-
-
-
-def violations(session: Session, victims: list[Candidate], budget_left: dict[str, int]) -> int:
-    """How many of `victims` (drawn in order) take some covering budget below zero."""
-    left = dict(budget_left)
-    return sum(draw(session, left, c.pod) for c in victims)
-
-
-
-def draw(session: Session, budgets: dict[str, int], pod: Pod) -> bool:
-    """Evicting `pod` draws one from each budget covering it (in `budgets`, in place): whether one goes below zero."""
-    covering = session.budgets_of(pod)
-    for key in covering:
-        budgets[key] = budgets.get(key, 0) - 1
-    return any(budgets[key] < 0 for key in covering)
-
-
-
-def blocking(rejection: Rejection | None) -> str:
+def victim_reason(rejection: Rejection | None) -> str:
     """Why a victim goes, in the words of the kind that would reject the preemptor with it there."""
     if rejection is None:
         return "the preemptor's quota needs its room"
     return f"{rejection.plugin}: {joined(rejection.reasons)}"
-
-
-
-def not_reached(hints: Hints, units: list[list[Pod]]) -> None:
-    """The stage's deadline came before these pods were served (or before what was chosen for them was settled):
-    they are told they are tried again next cycle."""
-    for pod in (p for unit in units for p in unit):
-        hints.why[pod.key] = [OUT_OF_TIME]
 
 
 

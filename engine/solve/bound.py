@@ -128,8 +128,8 @@ def _one_per_domain(problem: Problem) -> dict[int, list[int]]:
     """Class -> partitions in which a hard separation allows one of its pods per domain."""
     out: dict[int, list[int]] = defaultdict(list)
     for sep in problem.separations:
-        if sep.weight is None and sep.a in sep.others:
-            out[sep.a].append(sep.partition)
+        if sep.weight is None and sep.subject in sep.others:
+            out[sep.subject].append(sep.partition)
     return out
 
 

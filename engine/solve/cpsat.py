@@ -195,19 +195,19 @@ class ClassModel:
 
     def _separation(self, s) -> None:
         m = self.m
-        others = [o for o in s.others if o != s.a]
-        self_too = s.a in s.others
-        for d in self._domains_of(s.partition, s.a):
-            a_in = self.presence(s.partition, s.a, d)
+        others = [o for o in s.others if o != s.subject]
+        self_too = s.subject in s.others
+        for d in self._domains_of(s.partition, s.subject):
+            a_in = self.presence(s.partition, s.subject, d)
             if isinstance(a_in, int):
                 continue
             if self_too:
-                ys = self.in_domain(s.partition, s.a)[d]
+                ys = self.in_domain(s.partition, s.subject)[d]
                 if s.weight is None:
                     if len(ys) > 1 or self.ub[ys[0].index] > 1:
                         m.add(sum(ys) <= 1)
                 else:
-                    excess = m.new_int_var(0, self.p.classes[s.a].count, "excess")
+                    excess = m.new_int_var(0, self.p.classes[s.subject].count, "excess")
                     m.add(excess >= sum(ys) - 1)
                     self.soft_terms.append(-s.weight * excess)
             present = [x for x in (self.presence(s.partition, o, d) for o in others) if not isinstance(x, int)]
@@ -315,9 +315,9 @@ class ClassModel:
                 m.add(high >= expr)
             self.soft_terms.append(-s.weight * (high - low))
             return
-        a_nodes = set(self.p.classes[s.a].candidates)
+        a_nodes = set(self.p.classes[s.subject].candidates)
         for d, nodes in s.domain_nodes.items():
-            ys = [self.y[(s.a, n)] for n in nodes if n in a_nodes and (s.a, n) in self.y]
+            ys = [self.y[(s.subject, n)] for n in nodes if n in a_nodes and (s.subject, n) in self.y]
             if not ys:
                 continue
             a_in = self.any_placed(ys, "spread_in", exact=False)
@@ -370,8 +370,8 @@ class ClassModel:
         return square
 
     def _limit(self, s) -> None:
-        for d in self._domains_of(s.partition, s.a):
-            a_in = self.presence(s.partition, s.a, d)
+        for d in self._domains_of(s.partition, s.subject):
+            a_in = self.presence(s.partition, s.subject, d)
             if isinstance(a_in, int):
                 continue
             ys = [v for o in s.counted for v in self.in_domain(s.partition, o).get(d, [])]

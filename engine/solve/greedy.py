@@ -101,7 +101,7 @@ class GreedyState:
         self.sep_of: dict[int, list] = defaultdict(list)
         self.soft_sep_of: dict[int, list] = defaultdict(list)
         for s in p.separations:
-            for c in {s.a, *s.others}:
+            for c in {s.subject, *s.others}:
                 (self.sep_of if s.weight is None else self.soft_sep_of)[c].append(s)
         self.coloc_of: dict[int, list] = defaultdict(list)
         for i, coloc in enumerate(p.colocations):
@@ -113,10 +113,10 @@ class GreedyState:
         self.soft_counted_in: dict[int, list[int]] = defaultdict(list)  # soft spreads counting a class
         for i, spread in enumerate(p.spreads):
             if spread.weight is None:
-                for c in {spread.a, *spread.counted}:
+                for c in {spread.subject, *spread.counted}:
                     self.spread_of[c].append(i)
             else:
-                self.soft_spread_of[spread.a].append(i)
+                self.soft_spread_of[spread.subject].append(i)
                 for c in spread.counted:
                     self.soft_counted_in[c].append(i)
         self.budget_of: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # class -> (budget, weight, group)
@@ -126,7 +126,7 @@ class GreedyState:
                     self.budget_of[c].append((b, w, budget.group_of(k)))
         self.limit_of: dict[int, list] = defaultdict(list)
         for limit in p.limits:
-            for c in {limit.a, *limit.counted}:
+            for c in {limit.subject, *limit.counted}:
                 self.limit_of[c].append(limit)
         self.excl_of: dict[int, list[int]] = defaultdict(list)
         for i, group in enumerate(p.exclusive):
@@ -172,14 +172,14 @@ class GreedyState:
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
                 continue
-            if s.a == c:
+            if s.subject == c:
                 if self._domain_has(s.partition, s.others, d):
                     return Blocker(Check.SEPARATION, s)
-            elif self.in_domain[(s.partition, s.a)].get(d, 0) > 0:
+            elif self.in_domain[(s.partition, s.subject)].get(d, 0) > 0:
                 return Blocker(Check.SEPARATION, s)
         for s in self.limit_of.get(c, ()):
             d = self.p.partitions[s.partition][n]
-            if d == NO_DOMAIN or (s.a != c and not self.in_domain[(s.partition, s.a)].get(d, 0)):
+            if d == NO_DOMAIN or (s.subject != c and not self.in_domain[(s.partition, s.subject)].get(d, 0)):
                 continue
             held = s.existing.get(d, 0) + sum(self.in_domain[(s.partition, o)].get(d, 0) for o in s.counted)
             if held + (1 if c in s.counted else 0) > s.most:
@@ -216,16 +216,16 @@ class GreedyState:
             s = self.p.spreads[i]
             counts = self.spread_counts[i]
             d = self.spread_node_domain[i].get(n)
-            if s.a == c and d is None:
+            if s.subject == c and d is None:
                 return Blocker(Check.SPREAD, s)
             if d is None:
                 continue
             if c not in s.counted:
-                if s.a == c and counts[d] - counts.minimum() > s.max_skew:
+                if s.subject == c and counts[d] - counts.minimum() > s.max_skew:
                     return Blocker(Check.SPREAD, s)
                 continue
-            # adding one pod to d must keep every domain hosting `a` within max_skew
-            if (s.a == c or self.in_domain_spread(i, d)) and counts[d] + 1 - counts.minimum(d) > s.max_skew:
+            # adding one pod to d must keep every domain hosting `subject` within max_skew
+            if (s.subject == c or self.in_domain_spread(i, d)) and counts[d] + 1 - counts.minimum(d) > s.max_skew:
                 return Blocker(Check.SPREAD, s)
         return None
 
@@ -238,10 +238,10 @@ class GreedyState:
             d = self.p.partitions[s.partition][n]
             if d == NO_DOMAIN:
                 continue
-            a_here = self.in_domain[(s.partition, s.a)].get(d, 0) > 0
-            others = [o for o in s.others if o != s.a]
+            a_here = self.in_domain[(s.partition, s.subject)].get(d, 0) > 0
+            others = [o for o in s.others if o != s.subject]
             others_here = self._domain_has(s.partition, others, d)
-            if s.a == c:
+            if s.subject == c:
                 if c in s.others and a_here:
                     penalty += s.weight
                 if others_here and not a_here:
@@ -252,7 +252,7 @@ class GreedyState:
 
     def in_domain_spread(self, i: int, d: int) -> bool:
         s = self.p.spreads[i]
-        return any(self.on_node[(s.a, n)] for n in s.domain_nodes[d])
+        return any(self.on_node[(s.subject, n)] for n in s.domain_nodes[d])
 
     def _supported(self, s, d: int) -> bool:
         """Pods are placed one at a time here, so any supporter already in the domain counts (as upstream)."""
@@ -380,7 +380,7 @@ class GreedyState:
             alive.sort(key=lambda n: -score[n])
         if spread_fill:
             return self._fill_spread(c, alive, limit)  # (a node blocked only for now would be dropped there)
-        rolling = (soft and not cls.scores) or any(self.p.spreads[i].a == c for i in self.spread_of.get(c, ()))
+        rolling = (soft and not cls.scores) or any(self.p.spreads[i].subject == c for i in self.spread_of.get(c, ()))
         dead: set[int] = set()
         placed = 0
         start = 0

@@ -67,13 +67,14 @@ class GangRow:
 
 @dataclass(slots=True)
 class Separation:
-    """Pods of `a` share no domain with pods of `others` (if `a` is in `others`: at most one `a` per domain).
+    """Pods of class `subject` share no domain with pods of `others` (if `subject` is in `others`: at most one
+    `subject` per domain).
 
     Hard when weight is None; soft: a penalty of `weight` per domain that hosts both.
     """
 
     partition: int
-    a: int
+    subject: int
     others: tuple[int, ...]
     weight: int | None = None
     why: str = ""  # the rule in words, for explanations (the solver never reads it)
@@ -105,13 +106,13 @@ class Colocation:
 
 @dataclass(slots=True)
 class Spread:
-    """count(domain) − min over eligible domains ≤ max_skew for every domain hosting `a`.
+    """count(domain) − min over eligible domains ≤ max_skew for every domain hosting class `subject`.
 
     Counts are bound matching pods (`existing`) plus placed pods of `counted` classes, only on the
     eligible nodes of each domain. Soft: minimise (max − min) by `weight`.
     """
 
-    a: int
+    subject: int
     counted: tuple[int, ...]
     domain_nodes: dict[int, tuple[int, ...]]  # eligible domain -> its eligible nodes
     existing: dict[int, int]
@@ -123,10 +124,10 @@ class Spread:
 
 @dataclass(slots=True)
 class Limit:
-    """Every domain hosting `a` holds at most `most` pods of `counted` classes plus `existing` bound ones."""
+    """Every domain hosting class `subject` holds at most `most` pods of `counted` classes plus `existing` bound ones."""
 
     partition: int
-    a: int
+    subject: int
     counted: tuple[int, ...]
     existing: dict[int, int]
     most: int
@@ -330,10 +331,10 @@ class Problem:
 
 def _separation_cost(s: Separation, per_domain) -> int:
     """Domains hosting both sides, plus extra pods of a self-separated class per domain."""
-    mine = per_domain.get((s.partition, s.a), {})
-    others = [per_domain.get((s.partition, o), {}) for o in s.others if o != s.a]
+    mine = per_domain.get((s.partition, s.subject), {})
+    others = [per_domain.get((s.partition, o), {}) for o in s.others if o != s.subject]
     cost = sum(1 for d, k in mine.items() if k and any(o.get(d) for o in others))
-    if s.a in s.others:
+    if s.subject in s.others:
         cost += sum(k - 1 for k in mine.values() if k > 1)
     return cost
 
