@@ -32,7 +32,7 @@ chart-files:
 
 # The schemas unknown fields are found against: the client's models, deploy/'s CRDs, 1.36.3's OpenAPI (Go module cache).
 schemas:
-	$(PYTHON) -c "from engine.objects import API_VERSIONS; from testkit.schemas import write; write(API_VERSIONS)"
+	$(PYTHON) -c "from engine.reading.objects import API_VERSIONS; from testkit.schemas import write; write(API_VERSIONS)"
 
 test:
 	$(PYTHON) -m pytest -q

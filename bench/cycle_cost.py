@@ -34,12 +34,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.ir import Rules  # noqa: E402
-from engine.load import build_cluster  # noqa: E402
 from engine.loop.cache import ClusterCache  # noqa: E402
 from engine.loop.cycle import run_cycle  # noqa: E402
 from engine.loop.store import Store, source_name  # noqa: E402
-from engine.planner import Options, plan_batch  # noqa: E402
+from engine.model.ir import Rules  # noqa: E402
+from engine.planning.planner import Options, plan_batch  # noqa: E402
+from engine.reading.load import build_cluster  # noqa: E402
 from testkit import manifests as m  # noqa: E402
 
 SCHEDULER = "policy-scheduler"

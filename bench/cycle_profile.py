@@ -37,18 +37,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import compare_workloads as CW  # noqa: E402
-from engine import compile as compile_module  # noqa: E402
-from engine import plan as plan_module  # noqa: E402
-from engine import planner as planner_module  # noqa: E402
 from engine import preempt as preempt_module  # noqa: E402
 from engine import solve as solve_module  # noqa: E402
-from engine.ir import Rules  # noqa: E402
 from engine.kinds import EMITTERS, FILTERS, PRE_FILTERS, SCORES  # noqa: E402
 from engine.loop import cycle as cycle_module  # noqa: E402
 from engine.loop.cache import ClusterCache  # noqa: E402
 from engine.loop.profile import Settings  # noqa: E402
 from engine.loop.store import Store, source_name  # noqa: E402
-from engine.planner import Options  # noqa: E402
+from engine.model.ir import Rules  # noqa: E402
+from engine.planning import compile as compile_module  # noqa: E402
+from engine.planning import plan as plan_module  # noqa: E402
+from engine.planning import planner as planner_module  # noqa: E402
+from engine.planning.planner import Options  # noqa: E402
 from engine.solve import load_solver  # noqa: E402
 from testkit.manifests import namespace, priority_class, ready_node  # noqa: E402
 
@@ -177,7 +177,7 @@ def instrumented() -> Iterator[Timers]:
 def one_cycle(cache: ClusterCache, batch: list[tuple[str, dict[str, Any]]],
               handed: list[float] | None = None, collect: bool = True) -> tuple[float, Any]:
     """Seconds of one cycle as `PlanStage.plan` runs it (collector paused), and its result; `handed` gets the
-    seconds at which its placements were final (`engine.plan.placed_plan`: the loop starts their binds there)."""
+    seconds at which its placements were final (`engine.planning.plan.placed_plan`: the loop starts their binds there)."""
     settings = Settings((), time_per_pod=TIME_PER_POD)
     options = Options(settings.limit_for(len(batch)), settings.solver_workers, preemption=settings.preemption,
                       preference_limit=settings.preferences_for(len(batch)))

@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import engine.plan  # noqa: E402
+import engine.planning.plan  # noqa: E402
 from engine.heap import collector_paused  # noqa: E402
-from engine.load import build_cluster  # noqa: E402
-from engine.planner import Options, plan_batch  # noqa: E402
+from engine.planning.planner import Options, plan_batch  # noqa: E402
+from engine.reading.load import build_cluster  # noqa: E402
 from testkit import manifests as m  # noqa: E402
 
 RUNTIME_ERROR = 'device.attributes["gpu.example.com"].nosuchattr == "x"'
@@ -63,7 +63,7 @@ def bad_claim() -> list[dict]:
 
 
 def poisoned_compile():
-    real = engine.plan.compile_cluster
+    real = engine.planning.plan.compile_cluster
 
     def compile_cluster(cluster, *args, **kwargs):
         if any(p.name == "poison" for p in cluster.pending):
@@ -91,16 +91,16 @@ def main() -> None:
     args = ap.parse_args()
     base = cluster_docs(args.nodes, args.pods)
     variants = {"clean": base, "bad claim": base + bad_claim(), "unforeseen": base + [m.pod("poison", cpu="500m")]}
-    real, poisoned = engine.plan.compile_cluster, poisoned_compile()
+    real, poisoned = engine.planning.plan.compile_cluster, poisoned_compile()
     seconds: dict[str, list[float]] = {k: [] for k in variants}
     placed: dict[str, int] = {}
     refused: dict[str, int] = {}
     for _ in range(args.repeats):
         for name, docs in variants.items():
-            engine.plan.compile_cluster = poisoned if name == "unforeseen" else real
+            engine.planning.plan.compile_cluster = poisoned if name == "unforeseen" else real
             took, placed[name], refused[name] = one(docs, args.time_limit)
             seconds[name].append(took)
-    engine.plan.compile_cluster = real
+    engine.planning.plan.compile_cluster = real
     clean = statistics.median(seconds["clean"])
     print(f"{args.nodes} nodes, {args.pods} pending pods (+1 with the bad object), time limit {args.time_limit:g} s, "
           f"medians of {args.repeats}, load average {Path('/proc/loadavg').read_text().split()[0]}")

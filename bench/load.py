@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.heap import collector_paused
-from engine.manifests import load_cluster, load_yaml_documents
+from engine.reading.manifests import load_cluster, load_yaml_documents
 from workloads import get_workload, write_snapshot
 
 

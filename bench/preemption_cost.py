@@ -18,8 +18,8 @@ ROOT = Path.cwd()
 sys.path[:0] = [str(ROOT)]
 
 from engine.heap import collector_paused  # noqa: E402
-from engine.load import build_cluster  # noqa: E402
-from engine.planner import Options, plan_batch  # noqa: E402
+from engine.planning.planner import Options, plan_batch  # noqa: E402
+from engine.reading.load import build_cluster  # noqa: E402
 from testkit.manifests import anti, node, pod, spread, term  # noqa: E402
 
 ZONE = "topology.kubernetes.io/zone"

@@ -620,10 +620,10 @@ def engine_once(docs_path: Path, time_limit: float) -> dict[str, Any]:
     import pickle
 
     import engine
-    from engine.compile import compile_cluster
     from engine.heap import collector_paused
-    from engine.load import build_cluster
-    from engine.plan import make_plan
+    from engine.planning.compile import compile_cluster
+    from engine.planning.plan import make_plan
+    from engine.reading.load import build_cluster
 
     gc.disable()
     with open(docs_path, "rb") as f:

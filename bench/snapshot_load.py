@@ -14,7 +14,7 @@ fresh process that runs the steps of `load_cluster` one by one (the collector pa
 
 Writes FILE.yaml with bench/realistic.py and the same objects as FILE.json (indented as `kubectl -o json`)
 when missing. Methods (rows): plain `json.load` (the garbage collector on, as any caller has it), `orjson.loads`
-(when installed), the engine's reader (`engine.manifests.read_objects`: parse, nesting check, List flattening, with
+(when installed), the engine's reader (`engine.reading.manifests.read_objects`: parse, nesting check, List flattening, with
 the collector paused as `load_cluster` pauses it); PyYAML's `CSafeLoader`, the engine's YAML reader (libyaml
 events, lines kept; on several cores for a big List), and rapidyaml's parse alone (when installed: its tree
 still has to become Python objects, which the next row measures on a tenth of the file).
@@ -42,7 +42,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.manifests import read_objects  # noqa: E402
+from engine.reading.manifests import read_objects  # noqa: E402
 
 
 def _paused(call: Callable[[], object]) -> Callable[[], object]:
@@ -152,10 +152,10 @@ def phases_table(files: list[str], trees: list[Path], repeat: int) -> Table:
 
 
 def stages(file: str) -> dict[str, float]:
-    """Seconds of each step of engine.manifests.load_cluster on one JSON snapshot, in this process."""
-    from engine import load, manifests
-    from engine.convert.nodes import node_of_manifest
-    from engine.resolve import resolve_cluster
+    """Seconds of each step of engine.reading.manifests.load_cluster on one JSON snapshot, in this process."""
+    from engine.reading import load, manifests
+    from engine.reading.convert.nodes import node_of_manifest
+    from engine.reading.resolve import resolve_cluster
 
     out: dict[str, float] = {}
 

@@ -4,7 +4,7 @@ its bound (issue 29's two `simulate` goals, side by side).
 
 The issue asks on this shape for the big gang's wait to be bounded by the running jobs' bounds *and* for the small
 jobs' p95 wait to be within 10% of the batch without time, which starves or defers the gang. This script asks
-whether any scheduler could meet both. It takes the same trace (`engine.simulate.kai_starvation`) and an idealised
+whether any scheduler could meet both. It takes the same trace (`engine.time.simulate.kai_starvation`) and an idealised
 cluster that favours the small jobs in every way a real one cannot:
 
 - the GPUs are one pool (1-GPU jobs fit wherever a GPU is free: no node boundaries, no fragmentation);
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine import simulate as S  # noqa: E402
+from engine.time import simulate as S  # noqa: E402
 
 SMALL = "1-GPU job"
 GANG = "gang"

@@ -27,15 +27,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.heap import collector_paused  # noqa: E402
-from engine.load import build_cluster  # noqa: E402
 from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY  # noqa: E402
-from engine.model import Cluster, Reservation  # noqa: E402
-from engine.plan import Plan  # noqa: E402
-from engine.planner import Options, TimeInputs, plan_batch  # noqa: E402
+from engine.model.cluster import Cluster, Reservation  # noqa: E402
+from engine.model.tables import PodTable  # noqa: E402
+from engine.model.view import View  # noqa: E402
+from engine.planning.plan import Plan  # noqa: E402
+from engine.planning.planner import Options, TimeInputs, plan_batch  # noqa: E402
 from engine.preempt import lowest_running  # noqa: E402
-from engine.tables import PodTable  # noqa: E402
-from engine.timeline import Estimate, seconds  # noqa: E402
-from engine.view import View  # noqa: E402
+from engine.reading.load import build_cluster  # noqa: E402
+from engine.time.timeline import Estimate, seconds  # noqa: E402
 from testkit.manifests import POD_GROUP_LABEL, node, pod, podgroup, priority_class  # noqa: E402
 
 GPU = "nvidia.com/gpu"

@@ -17,18 +17,19 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from . import tenant_report, timeline
 from .flags import Name, OneLineErrors, Seconds
 from .heap import collector_paused
-from .ir import GangRules, Rules
-from .load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
 from .loop.live import LIVE_KINDS
-from .manifests import load_cluster
-from .model import Cluster
+from .model.cluster import Cluster
+from .model.ir import GangRules, Rules
 from .output import now_line, print_table, render_json, render_yaml
-from .plan import Plan
-from .planner import Options, TimeInputs, plan_batch
+from .planning.plan import Plan
+from .planning.planner import Options, TimeInputs, plan_batch
+from .quotas import tenant_report
+from .reading.load import DEFAULT_NAMESPACE, DEFAULT_POLICY_CONFIGMAP, DEFAULT_SCHEDULER, InputError
+from .reading.manifests import load_cluster
 from .solve.cpsat import MAX_WORKERS
+from .time import timeline
 
 DEMO = "demo-cluster.yaml"
 EXIT_UNSCHEDULABLE = 3  # dry-run --fail-on-unschedulable: a plan was made, but some pending pod has no node
@@ -245,7 +246,7 @@ def _with_load(plan: Plan, seconds: float, now: timeline.Now | None) -> Plan:
 
 
 def _report_failures(plan: Plan) -> None:
-    """Planning raised for some pods (a bug, engine.isolation): they are in the plan as unschedulable with the
+    """Planning raised for some pods (a bug, engine.planning.isolation): they are in the plan as unschedulable with the
     error; stderr says so once each, without a traceback."""
     for failure in plan.details.failures:
         click.echo(f"policy-scheduler: internal error: planning {', '.join(failure.pods[:3])}"
@@ -255,7 +256,7 @@ def _report_failures(plan: Plan) -> None:
 
 def _load(clusters, scheduler_name, gangs: GangRules | None = None, strict: bool = False):
     """The snapshot (the bundled demo without --cluster), or one error line and exit 2 (`strict`: unknown fields
-    too, engine.field_validation)."""
+    too, engine.reading.field_validation)."""
     try:
         return load_cluster(list(clusters) or [demo_path()], scheduler_name, gangs, strict)
     except InputError as exc:
@@ -270,10 +271,10 @@ def _print_notes(notes: list[str]) -> None:
 
 def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules | None):
     """A live cluster's current state through the scheduler loop's read-only reader, or one error line."""
-    from .load import build_cluster
     from .loop.api import ConfigError
     from .loop.live import read_cluster
     from .loop.ports import ApiError, ApiUnavailable
+    from .reading.load import build_cluster
 
     if clusters:
         _fail("--cluster and --kubeconfig cannot be used together (a snapshot or a live cluster)")
@@ -301,7 +302,7 @@ def _load_live(clusters, kubeconfig: str, scheduler_name: str, gangs: GangRules 
 def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers, seed, no_preemption, now,
             strict) -> None:
     """Show, node by node, which constraint rejects POD (namespace/name, or a unique name)."""
-    from .explain import node_table, score_breakdown
+    from .planning.explain import node_table, score_breakdown
 
     rules = _policies(policies)
     cluster = _load(clusters, scheduler_name, rules.gangs, strict)
@@ -323,7 +324,7 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
     node = plan.assignments.get(target.key)
     rows: list[tuple[str, str, str]] = []
     score: list[tuple[str, int]] = []
-    if compiled is not None and c is not None:  # else planning it failed (engine.isolation): its reason is all
+    if compiled is not None and c is not None:  # else planning it failed (engine.planning.isolation): its reason is all
         rows = node_table(compiled, c, node)
         score = score_breakdown(compiled, c, node) if node else []
     preemption = plan.preemptions.get(target.key)
@@ -548,7 +549,7 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
     A trace file is YAML or JSON: nodes (count, allocatable) and jobs (name, arrival, runtime, requests, pods,
     priority, limit, class); see docs/time.md. Exit 2 on a bad trace.
     """
-    from . import simulate as S
+    from .time import simulate as S
 
     if (trace is None) == (generate is None):
         _fail("give a trace file or --generate (one of them)")
@@ -575,11 +576,11 @@ def simulate_command(trace, generate, jobs, nodes, seed, modes, load, horizon, p
 
 
 def _trace(path: str):
-    """The trace file, or one error line and exit 2: a YAML or JSON file of one document (engine.simulate says
+    """The trace file, or one error line and exit 2: a YAML or JSON file of one document (engine.time.simulate says
     what is wrong with its content, naming the job)."""
     import yaml
 
-    from .simulate import TraceError, trace_of_documents
+    from .time.simulate import TraceError, trace_of_documents
     try:
         with open(path, encoding="utf-8") as f:
             return trace_of_documents(list(yaml.safe_load_all(f)), path)
@@ -596,7 +597,7 @@ def _trace(path: str):
 def _print_simulation(report: dict, console: Console) -> None:
     """The JSON's figures under the JSON's words (simulate.WAIT_WORDS), a section per mode with its utilisation on
     its first row; at a narrow width a class's name folds onto more lines, never cut."""
-    from .simulate import WAIT_WORDS
+    from .time.simulate import WAIT_WORDS
 
     t = Table(title="Waits per job class (seconds from arrival to start)", title_justify="left")
     for column in ("mode", *WAIT_WORDS, "utilisation"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from .convert.fields import name_problem
+from .reading.convert.fields import name_problem
 
 
 class Name(click.ParamType):

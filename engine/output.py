@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .plan import NodeUsage, Plan
-from .tenant_report import TenantLine
-from .tenants import SHARE_UNIT, shown
-from .timeline import Now, rfc3339
+from .planning.plan import NodeUsage, Plan
+from .quotas.tenant_report import TenantLine
+from .quotas.tenants import SHARE_UNIT, shown
+from .time.timeline import Now, rfc3339
 
 WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
 
@@ -70,7 +70,7 @@ def _print_skipped(skipped: dict[str, str], console: Console, max_rows: int) -> 
 
 
 def _print_reservations(plan: Plan, console: Console) -> None:
-    """Room held for pods that start later (engine.timeline): each reserved pod, its node and start."""
+    """Room held for pods that start later (engine.time.timeline): each reserved pod, its node and start."""
     t = Table(title=f"Reservations ({sum(len(r.pods) for r in plan.reservations)})", title_justify="left")
     for column in ("pod", "node", "starts", "for"):
         t.add_column(column, overflow="fold")
@@ -132,7 +132,7 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
 
 
 def now_line(now: Now | None) -> str:
-    """Which now the plan was made at, and where it came from (engine.timeline.Now)."""
+    """Which now the plan was made at, and where it came from (engine.time.timeline.Now)."""
     if now is None:
         return "now: none known (no pod in the snapshot has a creation or start time; --now sets one)"
     return f"now: {now.words()}"

@@ -1,6 +1,6 @@
 """Write engine/data/schemas.json: the field names of every object kind a snapshot may hold, from real schemas.
 
-The engine checks snapshot objects for unknown fields against this file (engine.field_validation), as the
+The engine checks snapshot objects for unknown fields against this file (engine.reading.field_validation), as the
 apiserver's strict field validation checks them. Each kind's schema comes from where the apiserver's does:
 
 - built-in kinds: the Kubernetes Python client's models (`attribute_map`, `openapi_types`: Kubernetes 1.37's API,
@@ -151,7 +151,7 @@ def _crd_versions(paths: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any]]
 
 
 def build(kinds: Mapping[str, Iterable[str]], documents: Mapping[str, dict[str, Any] | None]) -> dict[str, Any]:
-    """The file's content for `kinds` (manifest kind -> the apiVersions read, engine.objects.API_VERSIONS) and the
+    """The file's content for `kinds` (manifest kind -> the apiVersions read, engine.reading.objects.API_VERSIONS) and the
     OpenAPI `documents` of the group/versions the client lacks (None: not in the module cache; then kept from
     the file as it is). A kind found in none of the sources maps to null: not checked."""
     writer = _Writer()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.timeline import seconds
+from engine.time.timeline import seconds
 from testkit.manifests import (
     DRA_API,
     GPU_DRIVER,

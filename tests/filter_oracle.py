@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from engine.ir import Constraint, CountLimit, NodeRule, PodProximity, Source, SpreadRule, Tolerations
 from engine.kinds import count_limit, gangs, node_affinity, pod_affinity, ports, resources, spread, taints, unschedulable
 from engine.kinds.gangs import GangInfo
-from engine.model import HARD_EFFECTS, Cluster, Node, Pod, PodAffinityTerm, Toleration, tolerated
-from engine.rejections import Rejection
-from engine.view import View
+from engine.model.cluster import HARD_EFFECTS, Cluster, Node, Pod, PodAffinityTerm, Toleration, tolerated
+from engine.model.ir import Constraint, CountLimit, NodeRule, PodProximity, Source, SpreadRule, Tolerations
+from engine.model.rejections import Rejection
+from engine.model.view import View
 
 
 @dataclass(slots=True)

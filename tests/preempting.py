@@ -7,13 +7,13 @@ import time
 from dataclasses import replace
 
 from clocks import StoppedClock
-from engine.compile import Deadline
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.plan import Plan, make_plan
+from engine.model.ir import Rules
+from engine.planning.compile import Deadline
+from engine.planning.plan import Plan, make_plan
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
 from engine.preempt import PreemptionSettings, preempt
+from engine.reading.load import build_cluster
 
 # the victim strategies a test may ask for alone (engine.preempt.STRATEGIES), and the stage's default: the batch model,
 # the per-node search when it declines

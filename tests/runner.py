@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.load import build_cluster
-from engine.plan import Plan, make_plan
+from engine.planning.plan import Plan, make_plan
+from engine.reading.load import build_cluster
 from testkit.manifests import SCHEDULER_NAME
 
 

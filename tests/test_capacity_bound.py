@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from engine.compile import compile_cluster
-from engine.load import build_cluster
+from engine.planning.compile import compile_cluster
+from engine.reading.load import build_cluster
 from engine.solve import Status, solve
 from engine.solve.bound import capacity_bound, class_caps
 from oracle import best_plan

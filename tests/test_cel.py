@@ -1,8 +1,8 @@
-"""DRA's CEL as Kubernetes evaluates it (engine.cel): a table of expressions with upstream's answers, each row
+"""DRA's CEL as Kubernetes evaluates it (engine.devices.cel): a table of expressions with upstream's answers, each row
 citing where it comes from — k8s.io/dynamic-resource-allocation cel/compile_test.go (devices, errors, worst-case
 costs), k8s.io/apiserver pkg/cel/library/*_test.go (quantity, semver, ip, cidr; lists and regex from the
 libraries' documented examples), cel-go ext/strings_test.go (strings v2) — plus issue 25's cases, upstream's
-limits, what this runtime refuses ("policy-scheduler does not support ...") and engine.dra.Selectors' errors.
+limits, what this runtime refuses ("policy-scheduler does not support ...") and engine.devices.dra.Selectors' errors.
 
 A row is (expression, expected) or (expression, expected, device): expected is True/False, Compile(regex) or
 Runtime(regex) (searched in the error's text); a device is a dict of driver, attributes (qualified name -> value;
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from engine import cel
-from engine.dra import Selectors
-from engine.model import Device, Version
-from engine.quantity import to_milli
+from engine.devices import cel
+from engine.devices.dra import Selectors
+from engine.model.cluster import Device, Version
+from engine.model.quantity import to_milli
 
 
 @dataclass(frozen=True)

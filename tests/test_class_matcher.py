@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.kinds.context import ClassMatcher
-from engine.model import LabelSelector, Pod, PodAffinityTerm, Requirement
+from engine.model.cluster import LabelSelector, Pod, PodAffinityTerm, Requirement
 
 KEYS, VALUES, NAMESPACES = ("app", "tier"), ("a", "b", "c"), ("ns1", "ns2")
 

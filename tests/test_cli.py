@@ -240,7 +240,7 @@ def test_kubeconfig_help_lists_every_kind_the_live_dry_run_reads():
 
     from engine.cli import main
     from engine.loop.live import LIVE_KINDS
-    from engine.objects import BY_NAME, KINDS
+    from engine.reading.objects import BY_NAME, KINDS
 
     help_text = " ".join(CliRunner().invoke(main, ["dry-run", "--help"]).output.split())
     listed = re.search(r"--kubeconfig FILE .*?lists (.*?); a kind", help_text).group(1)

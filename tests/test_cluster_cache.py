@@ -16,15 +16,15 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.store import Store, pod_key, source_name
-from engine.model import LabelSelector, Pod, PodAffinityTerm, Quota
-from engine.objects import NATIVE_POD_GROUP
+from engine.model.cluster import LabelSelector, Pod, PodAffinityTerm, Quota
+from engine.model.tables import PodColumns
+from engine.model.view import View
 from engine.preempt import lowest_running
-from engine.tables import PodColumns
-from engine.tenants import Usage
-from engine.view import View
+from engine.quotas.tenants import Usage
+from engine.reading.load import build_cluster
+from engine.reading.objects import NATIVE_POD_GROUP
 from testkit.manifests import (
     POD_GROUP_LABEL,
     ZONE_KEY,

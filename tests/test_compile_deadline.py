@@ -9,10 +9,10 @@ from itertools import count
 
 import pytest
 
-from engine.compile import Deadline, compile_cluster
-from engine.load import build_cluster
-from engine.plan import plan_from_solution
-from engine.rejections import UNCHECKED
+from engine.model.rejections import UNCHECKED
+from engine.planning.compile import Deadline, compile_cluster
+from engine.planning.plan import plan_from_solution
+from engine.reading.load import build_cluster
 from engine.solve import Status, solve
 from engine.solve.greedy import greedy
 from engine.solve.problem import Solution

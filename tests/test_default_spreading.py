@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from engine.reading.load import build_cluster
 from testkit.checker import check_plan
 from testkit.manifests import (
     ZONE_KEY,

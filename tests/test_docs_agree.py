@@ -1,5 +1,5 @@
 """The docs agree with each other and with what they describe (issue 47, point 9): the permissions table with its
-"not read" list, deploy/'s and the chart's RBAC and engine/objects.py; the README's snapshot one-liner with the
+"not read" list, deploy/'s and the chart's RBAC and engine/reading/objects.py; the README's snapshot one-liner with the
 operations guide's and with the kinds the model reads; the image's build and push beside the install commands; the
 documented way to start a local control plane; and the README still opens with exactly its two commands."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from engine.objects import MODEL_KINDS, OBJECT_KINDS, WATCHED
+from engine.reading.objects import MODEL_KINDS, OBJECT_KINDS, WATCHED
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -93,7 +93,7 @@ def test_every_kind_the_scheduler_reads_is_in_the_table_and_the_not_read_list_is
     assert left_out, "the Permissions section lists what is not read"
     read = {k.plural for k in OBJECT_KINDS}
     for name in left_out:
-        assert name not in read, f"{name} is in engine/objects.py, yet the docs say it is not read"
+        assert name not in read, f"{name} is in engine/reading/objects.py, yet the docs say it is not read"
         assert not any(r == name for _, r, _ in table | deploy_grants()), f"{name} is granted, yet not read"
 
 

@@ -32,7 +32,7 @@ def test_the_documented_metrics_are_the_ones_served() -> None:
     from prometheus_client import generate_latest
 
     from engine.loop.scheduler import Profile, Scheduler, Settings
-    from engine.tenant_report import Amounts, TenantLine
+    from engine.quotas.tenant_report import Amounts, TenantLine
     from loopfake import FakeAPI
 
     s = Scheduler(FakeAPI(), Settings((Profile("p"),)))

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import threading
 
-from engine.ir import Rules
-from engine.load import build_cluster
 from engine.loop.devices import BINDING_TIMEOUT
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI, synced_loop
 from loopfake import node as api_node
 from loopfake import pod as api_pod

@@ -9,11 +9,11 @@ import threading
 
 import pytest
 
-from engine.dra_capacity import consumed
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.model import CapacityPolicy, Device, SubRequest
-from engine.planner import Options, plan_batch
+from engine.devices.dra_capacity import consumed
+from engine.model.cluster import CapacityPolicy, Device, SubRequest
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI, synced_loop
 from loopfake import node as api_node
 from loopfake import pod as api_pod

@@ -4,9 +4,9 @@ hands out never consume more than the counters hold, whether the pods come in on
 the batch model counts the counters so that its plan is what Reserve can serve."""
 from __future__ import annotations
 
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from testkit.checker import check_plan
 from testkit.manifests import (
     claims,

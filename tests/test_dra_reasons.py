@@ -5,9 +5,9 @@ all claims"); a claim not created yet or missing said without node counts, as up
 rejection; a snapshot without the DRA kinds its pods need gets a note naming them."""
 from __future__ import annotations
 
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, TimeInputs, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, TimeInputs, plan_batch
+from engine.reading.load import build_cluster
 from testkit.manifests import (
     claim,
     claim_template,

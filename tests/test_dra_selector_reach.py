@@ -4,9 +4,9 @@ lack is never evaluated on those devices; on a device a usable node reaches, the
 upstream's words, an error, as before."""
 from __future__ import annotations
 
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from testkit.manifests import claims, device_class, device_request, gpu, node, pod, resource_claim, resource_slice
 
 D = 'device.attributes["gpu.example.com"]'

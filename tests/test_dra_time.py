@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dra_time_cases import NOON, SHAPES, at, gang_on_busy_nodes, half_and_half, nodes, running, two_devices, waiting
-from engine.load import build_cluster
-from engine.planner import Options, TimeInputs, plan_batch
-from engine.timeline import seconds
+from engine.planning.planner import Options, TimeInputs, plan_batch
+from engine.reading.load import build_cluster
+from engine.time.timeline import seconds
 
 CASE = Path(__file__).parent / "cases" / "dra-time-two-devices.yaml"
 

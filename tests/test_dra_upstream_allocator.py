@@ -1,4 +1,4 @@
-"""Our allocator (engine.dra.Allocator) against upstream's allocator tests, case by case: each row is a test of
+"""Our allocator (engine.devices.dra.Allocator) against upstream's allocator tests, case by case: each row is a test of
 k8s.io/dynamic-resource-allocation v0.37.2 `structured/internal/allocatortesting/allocator_testing.go` (the cases
 all three allocators share), transcribed with the same slices, classes, claims and devices allocated already,
 and the result upstream expects: per claim, the (request, driver/pool/device) allocated, or None where upstream
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from engine.dra import Allocator, allocation_results, node_selector, taken_devices
-from engine.dra_capacity import quantity
-from engine.load import build_cluster
+from engine.devices.dra import Allocator, allocation_results, node_selector, taken_devices
+from engine.devices.dra_capacity import quantity
 from engine.loop.devices import allocation_status
+from engine.reading.load import build_cluster
 
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
 NODE1, NODE2 = "node-1", "node-2"

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dra_time_cases import NOON, SHAPES, at, gang_on_busy_nodes, nodes, running, three_for_two, waiting
-from engine.load import build_cluster
 from engine.loop.devices import allocation_status
-from engine.planner import Options, TimeInputs, plan_batch
-from engine.timeline import rfc3339, seconds
+from engine.planning.planner import Options, TimeInputs, plan_batch
+from engine.reading.load import build_cluster
+from engine.time.timeline import rfc3339, seconds
 from test_dra_time import plan_at, starts
 
 RESERVED = re.compile(r"(?:reserved for| and) (\S+) from ")  # holders a reason says the pod keeps off

@@ -19,15 +19,15 @@ from hypothesis import strategies as st
 
 import filter_oracle
 from engine import kinds
-from engine.compile import compile_cluster
-from engine.ir import Rules
 from engine.kinds.context import Batch, ClassMatcher, ClassSpec
-from engine.load import build_cluster
-from engine.model import Cluster, Moment, Reservation
+from engine.model.cluster import Cluster, Moment, Reservation
+from engine.model.ir import Rules
+from engine.model.rejections import Rejections
+from engine.model.view import View
+from engine.planning.compile import compile_cluster
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from engine.rejections import Rejections
-from engine.view import View
+from engine.reading.load import build_cluster
 from testkit.manifests import claim, csinode, mounts, node, pod, storage_class, volume
 
 HOST = "kubernetes.io/hostname"

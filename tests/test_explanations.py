@@ -85,7 +85,7 @@ def test_explain_says_why_this_node(tmp_path):
 def test_the_score_breakdown_is_what_the_solver_weighed():
     # on every candidate node, not only the plan's: the terms explain names add up to that node's score in the
     # solver's problem, and its last line is the best of those scores
-    from engine.explain import score_breakdown
+    from engine.planning.explain import score_breakdown
     from testkit.manifests import expr
 
     def preferred(weight: int, labels: dict) -> dict:
@@ -140,7 +140,7 @@ def test_a_gang_left_out_of_a_proven_plan_is_told_why_not_the_time_limit():
 def test_a_gang_left_out_of_a_plan_not_proven_keeps_the_time_limit_wording(monkeypatch):
     import dataclasses
 
-    from engine import plan as plan_module
+    from engine.planning import plan as plan_module
     from engine.solve.problem import Status
 
     real = plan_module.solve
@@ -156,9 +156,9 @@ def test_classes_left_out_after_the_time_for_explanations_are_said_so_and_back_o
     grace (a 5,000-node batch whose start was cut short once spent 44 s on them). Past it, a class gets the static
     filters' part and its other nodes said as not checked, with no kind to wait on (the queue backs it off)."""
     from clocks import StoppedClock
-    from engine.compile import Deadline, compile_cluster
-    from engine.load import build_cluster
-    from engine.plan import plan_from_solution
+    from engine.planning.compile import Deadline, compile_cluster
+    from engine.planning.plan import plan_from_solution
+    from engine.reading.load import build_cluster
     from engine.solve import solve
 
     docs = [node("n1", cpu="1"), node("n2", cpu="1"), node("small", cpu="500m")]

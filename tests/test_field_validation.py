@@ -13,9 +13,9 @@ import yaml
 from click.testing import CliRunner
 
 from engine.cli import main
-from engine.field_validation import schemas
-from engine.manifests import load_cluster
-from engine.objects import API_VERSIONS
+from engine.reading.field_validation import schemas
+from engine.reading.manifests import load_cluster
+from engine.reading.objects import API_VERSIONS
 from testkit import schemas as writer
 from testkit.manifests import (
     NATIVE_V1ALPHA2,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from engine.compile import compile_cluster
 from engine.kinds.context import Batch, ClassMatcher
 from engine.kinds.pod_affinity import Series
-from engine.load import build_cluster
+from engine.planning.compile import compile_cluster
+from engine.reading.load import build_cluster
 from filter_oracle import ClassFacts, gang_pre_filter, rejection
 from strategies import clusters
 

@@ -16,10 +16,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.load import InputError, build_cluster
-from engine.manifests import parse_objects
 from engine.output import render_json, render_yaml
-from engine.plan import make_plan
+from engine.planning.plan import make_plan
+from engine.reading.load import InputError, build_cluster
+from engine.reading.manifests import parse_objects
 from testkit.manifests import affinity, anti, expr, node, node_affinity, pod, podgroup, spread, term
 
 EXAMPLES = int(os.environ.get("SNAPSHOT_FUZZ_EXAMPLES", "100"))

@@ -1,16 +1,16 @@
-"""Gang identity is decided once, when the cluster is built (engine.gangs), and every stage reads it: compile,
+"""Gang identity is decided once, when the cluster is built (engine.model.gangs), and every stage reads it: compile,
 preemption, the loop's queue and its binder. A policy's `gang by label` gang is a gang everywhere, not only in
 compile."""
 from __future__ import annotations
 
-from engine.convert.pods import pod_identity
-from engine.gangs import gang_key
-from engine.load import build_cluster
 from engine.loop.queue import QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings, unit_of
-from engine.planner import Options, plan_batch
+from engine.model.gangs import gang_key
+from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from engine.reading.convert.pods import pod_identity
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI
 from loopfake import node as fake_node
 from loopfake import pod as fake_pod

@@ -8,8 +8,8 @@ from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 
-from engine.compile import compile_cluster
-from engine.load import build_cluster
+from engine.planning.compile import compile_cluster
+from engine.reading.load import build_cluster
 from engine.solve.problem import PodClass, Problem
 from strategies import clusters, mixed_apps
 

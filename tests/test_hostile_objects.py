@@ -12,8 +12,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from testkit.manifests import (
     GPU_DRIVER,
     claims,

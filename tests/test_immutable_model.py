@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from engine.load import build_cluster
-from engine.model import Node, Pod
-from engine.resolve import resolve_cluster
+from engine.model.cluster import Node, Pod
+from engine.reading.load import build_cluster
+from engine.reading.resolve import resolve_cluster
 from testkit import manifests as m
 
 
@@ -52,7 +52,7 @@ def test_resolving_a_snapshot_writes_nothing_onto_the_pods_it_was_given() -> Non
 
 def _bare(p: Pod) -> Pod:
     """A pod as converted, before the snapshot's facts."""
-    from engine.model import NO_CLAIMS, NO_VOLUMES
+    from engine.model.cluster import NO_CLAIMS, NO_VOLUMES
 
     return dataclasses.replace(p, gang=None, volumes=NO_VOLUMES, default_spread=None, dra=NO_CLAIMS)
 
@@ -73,7 +73,7 @@ def test_a_pod_affinity_terms_hash_is_taken_once_and_is_the_hash_of_what_it_hold
     way (a str's hash differs between processes, so the stored one is never carried)."""
     import pickle
 
-    from engine.model import LabelSelector, PodAffinityTerm, Requirement
+    from engine.model.cluster import LabelSelector, PodAffinityTerm, Requirement
 
     def term(app: str, key: str = "kubernetes.io/hostname") -> PodAffinityTerm:
         return PodAffinityTerm(LabelSelector((Requirement("app", "In", (app,)),)), frozenset({"default"}), key)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.load import InputError
-from engine.manifests import load_cluster, load_yaml_documents, parse_documents
+from engine.reading.load import InputError
+from engine.reading.manifests import load_cluster, load_yaml_documents, parse_documents
 from testkit.manifests import node, pod, podgroup
 
 

@@ -4,11 +4,11 @@ else is planned in the same call; in the loop, a cycle failing outside planning 
 cycles of its own, and the culprit is told (PodScheduled=False/SchedulerError) and backed off, never the batch."""
 from __future__ import annotations
 
-import engine.plan
-from engine.isolation import culprits
-from engine.load import build_cluster
+import engine.planning.plan
 from engine.loop.cycle import CycleResult
-from engine.planner import Options, plan_batch
+from engine.planning.isolation import culprits
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI, synced_loop
 from testkit.manifests import (
     GPU_DRIVER,
@@ -28,14 +28,14 @@ GANG = {"scheduling.x-k8s.io/pod-group": "job"}
 
 def _poisoned(monkeypatch, *names: str) -> list[int]:
     """Compiling any batch that holds a pending pod named in `names` raises; returns the calls' batch sizes."""
-    real, sizes = engine.plan.compile_cluster, []
+    real, sizes = engine.planning.plan.compile_cluster, []
 
     def compile_cluster(cluster, *args, **kwargs):
         sizes.append(len(cluster.pending))
         if any(p.name in names for p in cluster.pending):
             raise ZeroDivisionError(f"poisoned by {sorted(p.name for p in cluster.pending if p.name in names)}")
         return real(cluster, *args, **kwargs)
-    monkeypatch.setattr(engine.plan, "compile_cluster", compile_cluster)
+    monkeypatch.setattr(engine.planning.plan, "compile_cluster", compile_cluster)
     return sizes
 
 
@@ -76,13 +76,13 @@ def test_two_culprits_are_both_found(monkeypatch) -> None:
 
 
 def test_a_failure_only_the_whole_batch_has_refuses_everyone_with_the_error(monkeypatch) -> None:
-    real = engine.plan.compile_cluster
+    real = engine.planning.plan.compile_cluster
 
     def compile_cluster(cluster, *args, **kwargs):
         if len(cluster.pending) > 2:
             raise MemoryError("only together")
         return real(cluster, *args, **kwargs)
-    monkeypatch.setattr(engine.plan, "compile_cluster", compile_cluster)
+    monkeypatch.setattr(engine.planning.plan, "compile_cluster", compile_cluster)
     plan = _plan([node("n1"), *(pod(f"p{i}") for i in range(4))])
     assert not plan.assignments and len(plan.unschedulable) == 4
     assert all("MemoryError: only together" in r[0] for r in plan.unschedulable.values())
@@ -252,13 +252,13 @@ def test_the_loop_binds_everyone_else_and_tells_the_claims_pod_scheduler_error()
 
 def _explaining_raises_for(monkeypatch, name: str) -> None:
     """Explaining a class left out that holds the pod `name` raises (after the placements were handed on)."""
-    real = engine.plan.explain_unplaced
+    real = engine.planning.plan.explain_unplaced
 
     def explain_unplaced(compiled, solution, c, state=None, alike=None):
         if any(p.name == name for p in compiled.classes[c].pods):
             raise ZeroDivisionError(f"explaining {name}")
         return real(compiled, solution, c, state, alike)
-    monkeypatch.setattr(engine.plan, "explain_unplaced", explain_unplaced)
+    monkeypatch.setattr(engine.planning.plan, "explain_unplaced", explain_unplaced)
 
 
 def test_placements_handed_on_before_planning_raised_stay_placed_and_hold_their_room(monkeypatch) -> None:
@@ -304,12 +304,12 @@ def test_the_loop_binds_a_cycles_placements_before_it_explains_the_pods_left_out
         return real_bind_early(placements)
     monkeypatch.setattr(loop.bind_stage, "bind_early", bind_early)
     seen_at_explain: list[list[list[str]]] = []
-    real_explain = engine.plan.explain_unplaced
+    real_explain = engine.planning.plan.explain_unplaced
 
     def explain_unplaced(compiled, solution, c, state=None, alike=None):
         seen_at_explain.append(list(handed))
         return real_explain(compiled, solution, c, state, alike)
-    monkeypatch.setattr(engine.plan, "explain_unplaced", explain_unplaced)
+    monkeypatch.setattr(engine.planning.plan, "explain_unplaced", explain_unplaced)
     loop.cycle(["default/a", "default/b", "default/c"])
     loop.flush_binds()
     s.events.close()

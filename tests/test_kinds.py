@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from engine.compile import compile_cluster
 from engine.kinds import (
     BY_CHECK,
     KINDS,
@@ -21,10 +20,11 @@ from engine.kinds import (
     Waiting,
     helped_by,
 )
-from engine.load import build_cluster
-from engine.model import Node, Pod
+from engine.model.cluster import Node, Pod
+from engine.planning.compile import compile_cluster
 from engine.policy.lower import policy_rules
 from engine.policy.sources import check_sources
+from engine.reading.load import build_cluster
 from engine.solve.problem import Check
 from runner import run
 from testkit.manifests import affinity, anti, node, pod, term

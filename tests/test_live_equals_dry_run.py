@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
-from engine.load import build_cluster
 from engine.loop.queue import QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
-from engine.planner import Options, plan_batch
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI
 from testkit.manifests import ZONE_KEY, node, owned, pod, replica_set, service, term
 

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.convert.fields import MAX_QUANTITY, resource_amounts, str_map
-from engine.load import InputError, build_cluster
-from engine.manifests import MAX_DEPTH, _depth_at_most, _nesting_at_most, parse_objects
+from engine.reading.convert.fields import MAX_QUANTITY, resource_amounts, str_map
+from engine.reading.load import InputError, build_cluster
+from engine.reading.manifests import MAX_DEPTH, _depth_at_most, _nesting_at_most, parse_objects
 from test_fuzz_snapshot import FUZZ, base_snapshot, bury, mutated_docs
 from testkit.manifests import node, pod
 

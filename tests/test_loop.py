@@ -15,7 +15,7 @@ from engine.loop.queue import HEAD_OF, PodQueue, QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
 from engine.loop.store import Store
 from engine.loop.sync import Backoff, Reflector
-from engine.model import Pod
+from engine.model.cluster import Pod
 from loopfake import FakeAPI, node, pod
 
 
@@ -263,7 +263,7 @@ def test_a_gang_of_preemptors_binds_together_after_every_victim_left() -> None:
 
 
 def test_a_podgroup_mode_group_preempted_whole_gets_disruption_target() -> None:
-    from engine.objects import NATIVE_POD_GROUP
+    from engine.reading.objects import NATIVE_POD_GROUP
     from testkit.manifests import in_group, native_group
     api = FakeAPI(hold_evictions=True)
     for i in range(2):

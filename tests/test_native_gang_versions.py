@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.convert.fields import InputError
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
+from engine.reading.convert.fields import InputError
+from engine.reading.load import build_cluster
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import (
     NATIVE_V1ALPHA2,
@@ -219,7 +219,7 @@ def _never():
 
 
 def _loop_with(group: dict, count: int):
-    from engine.objects import NATIVE_POD_GROUP
+    from engine.reading.objects import NATIVE_POD_GROUP
     from loopfake import FakeAPI, synced_loop
     from loopfake import node as one_cpu_node
     from loopfake import pod as one_cpu_pod
@@ -234,13 +234,13 @@ def _loop_with(group: dict, count: int):
 
 
 def _group_conditions(api) -> dict[str, tuple[str, str, str]]:
-    from engine.objects import NATIVE_POD_GROUP
+    from engine.reading.objects import NATIVE_POD_GROUP
     group = api.objects[(NATIVE_POD_GROUP, "default", "g")]
     return {c["type"]: (c["status"], c["reason"], c["message"]) for c in (group.get("status") or {}).get("conditions") or []}
 
 
 def test_a_lowered_min_count_is_read_by_the_next_cycle() -> None:
-    from engine.objects import NATIVE_POD_GROUP
+    from engine.reading.objects import NATIVE_POD_GROUP
     api, s, loop = _loop_with(beta_group("g", 3), 2)
     loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
     assert api.binds == []

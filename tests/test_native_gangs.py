@@ -3,9 +3,9 @@ nothing, basic groups as plain pods, one topology domain, the group's priority, 
 a missing group waits. Each test would fail if the rule were ignored; the independent checker judges plans."""
 from __future__ import annotations
 
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from testkit.checker import check_plan
 from testkit.manifests import ZONE_KEY, in_group, native_group, node, pod, podgroup
 

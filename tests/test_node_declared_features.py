@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from engine.convert.features import required_features
-from engine.convert.fields import InputError
-from engine.load import build_cluster
+from engine.reading.convert.features import required_features
+from engine.reading.convert.fields import InputError
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI, synced_loop
 from loopfake import node as fake_node
 from loopfake import pod as fake_pod

@@ -16,8 +16,8 @@ import sys
 
 import yaml
 
-from engine.load import build_cluster
-from engine.timeline import CLOCK, FLAG, OUTLIER_GAP, SNAPSHOT, choose_now, first_outlier, seconds, snapshot_now
+from engine.reading.load import build_cluster
+from engine.time.timeline import CLOCK, FLAG, OUTLIER_GAP, SNAPSHOT, choose_now, first_outlier, seconds, snapshot_now
 from testkit.manifests import node, pod
 
 GPU = "nvidia.com/gpu"

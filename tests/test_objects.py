@@ -1,14 +1,14 @@
-"""The one registry of object kinds (engine/objects.py, issue 27 point 2): every reader agrees with it."""
+"""The one registry of object kinds (engine/reading/objects.py, issue 27 point 2): every reader agrees with it."""
 
 from __future__ import annotations
 
 from engine.kinds.base import Resource
-from engine.load import build_cluster
 from engine.loop.cache import REST_RESOURCES, SPEC_ONLY
 from engine.loop.live import LIVE_KINDS
 from engine.loop.profile import Profile
 from engine.loop.scheduler import resources
-from engine.objects import (
+from engine.reading.load import build_cluster
+from engine.reading.objects import (
     API_VERSIONS,
     BY_NAME,
     MODEL_KINDS,

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from engine.compile import compile_cluster
-from engine.load import build_cluster
-from engine.manifests import parse_documents
-from engine.plan import plan_from_solution
+from engine.planning.compile import compile_cluster
+from engine.planning.plan import plan_from_solution
+from engine.reading.load import build_cluster
+from engine.reading.manifests import parse_documents
 from engine.solve import starting_plan
 from engine.solve.greedy import GreedyState, greedy, requeue
 from engine.solve.problem import Solution, Status

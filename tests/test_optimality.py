@@ -95,9 +95,9 @@ def test_small_plans_are_optimal(docs):
 @given(clusters(max_nodes=5, max_pods=8))
 def test_cp_sat_model_alone_respects_every_hard_constraint(docs):
     """The model without its greedy warm start or shortcut: whatever CP-SAT returns must be valid too."""
-    from engine.compile import compile_cluster
-    from engine.load import build_cluster
-    from engine.plan import plan_from_solution
+    from engine.planning.compile import compile_cluster
+    from engine.planning.plan import plan_from_solution
+    from engine.reading.load import build_cluster
     from engine.solve.cpsat import ClassModel
     from engine.solve.problem import Solution, Status
 

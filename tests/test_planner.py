@@ -1,4 +1,4 @@
-"""The one planning entry point (engine.planner.plan_batch): policy test cases plan as the dry-run does
+"""The one planning entry point (engine.planning.planner.plan_batch): policy test cases plan as the dry-run does
 (preemption included), and preemption's trials and re-plans read views of one table instead of reading the
 cluster again (a view with pods moved answers as a fresh view of the moved cluster would, settled or not)."""
 from __future__ import annotations
@@ -12,12 +12,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import tables
-from engine.load import build_cluster
-from engine.model import PodAffinityTerm
-from engine.planner import Options, plan_batch
+from engine.model import tables
+from engine.model.cluster import PodAffinityTerm
+from engine.model.view import View
+from engine.planning.planner import Options, plan_batch
 from engine.policy.testing import run_file
-from engine.view import View
+from engine.reading.load import build_cluster
 from strategies import clusters
 from testkit.manifests import node, pod
 

@@ -9,12 +9,12 @@ import dataclasses
 
 import pytest
 
-import engine.planner as planner
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.model import Cluster, Moment, Reservation
-from engine.planner import Options, PlanningContext, TimeInputs, plan_batch
-from engine.timeline import seconds
+import engine.planning.planner as planner
+from engine.model.cluster import Cluster, Moment, Reservation
+from engine.model.ir import Rules
+from engine.planning.planner import Options, PlanningContext, TimeInputs, plan_batch
+from engine.reading.load import build_cluster
+from engine.time.timeline import seconds
 from test_timed_plan import stage_of
 from test_timeline import GPU, NOON, at, gpu_pod, snapshot
 from testkit.manifests import node, priority_class

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.convert.pods import pod_requests
+from engine.reading.convert.pods import pod_requests
 from runner import run
 from testkit.checker import Pod as CheckedPod
 from testkit.checker import check_plan

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.load import build_cluster
-from engine.plan import make_plan
+from engine.planning.plan import make_plan
 from engine.policy import ast as A
 from engine.policy.check import check
 from engine.policy.lower import gang_rules, policy_rules
 from engine.policy.parse import PolicyError, parse
+from engine.reading.load import build_cluster
 from testkit.checker import check_plan
 from testkit.manifests import node, pod
 
@@ -306,7 +306,7 @@ def test_at_most_k_is_checked_before_use():
 
 
 def test_cp_sat_model_alone_respects_the_limit():
-    from engine.compile import compile_cluster
+    from engine.planning.compile import compile_cluster
     from engine.solve.cpsat import ClassModel
 
     policies = parse(LIMIT, "t.policy")
@@ -348,7 +348,7 @@ def test_gang_within_follows_bound_members():
 
 
 def test_cp_sat_model_alone_keeps_a_gang_in_one_zone():
-    from engine.compile import compile_cluster
+    from engine.planning.compile import compile_cluster
     from engine.solve.cpsat import ClassModel
 
     nodes = [node(f"{z}{i}", cpu="2", labels={ZONE: z}) for z in "abc" for i in range(2)]

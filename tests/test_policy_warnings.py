@@ -11,10 +11,10 @@ import sys
 import pytest
 import yaml
 
-from engine.load import build_cluster
 from engine.policy.lint import lint, notes, unknown_resources
 from engine.policy.parse import parse
 from engine.policy.plausible import warnings
+from engine.reading.load import build_cluster
 from testkit.manifests import device_class, node, pod
 
 FILE = "w.policy"

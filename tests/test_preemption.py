@@ -10,17 +10,17 @@ from hypothesis import strategies as st
 
 import engine.preempt as stage
 from clocks import StoppedClock
-from engine.compile import Deadline
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.model import Cluster
-from engine.plan import make_plan
-from engine.planner import Options, plan_batch
+from engine.model.cluster import Cluster
+from engine.model.ir import Rules
+from engine.planning.compile import Deadline
+from engine.planning.plan import make_plan
+from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
 from engine.preempt import OUT_OF_TIME, PreemptionSettings, preempt
 from engine.preempt import confirm as confirm_module
 from engine.preempt import search as search_module
+from engine.reading.load import build_cluster
 from preempting import SEARCH
 from testkit.checker import check_evictions, check_plan
 from testkit.manifests import budget, in_group, native_group, node, pod, podgroup, priority_class

@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import kinds
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from engine.reading.load import build_cluster
 from preempting import SEARCH, preempted
 from testkit.checker import check_in_order
 from testkit.manifests import (

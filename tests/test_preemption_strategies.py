@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 import engine.preempt as stage
 from clocks import StoppedClock
-from engine.compile import Deadline
-from engine.load import build_cluster
-from engine.plan import make_plan
+from engine.planning.compile import Deadline
+from engine.planning.plan import make_plan
 from engine.preempt import PreemptionSettings
 from engine.preempt.session import FeasibleNodes, Unserved, start
+from engine.reading.load import build_cluster
 from preempting import MODEL, SEARCH, STRATEGIES, preempted
 from strategies import ZONE, alike_preemptors
 from testkit.checker import check_in_order

@@ -1,4 +1,4 @@
-"""engine.quantity against upstream Go (k8s.io/apimachinery/pkg/api/resource).
+"""engine.model.quantity against upstream Go (k8s.io/apimachinery/pkg/api/resource).
 
 The tables come from two places: upstream's own quantity_test.go (TestQuantityParse, its invalid
 list, TestParseQuantityString, TestQuantityParseEmit), and results printed by the Go code itself
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import pytest
 
-from engine.quantity import MAX_DECIMAL_EXPONENT, QuantityError, parse_quantity, to_int, to_milli
+from engine.model.quantity import MAX_DECIMAL_EXPONENT, QuantityError, parse_quantity, to_int, to_milli
 
 F = Fraction
 KI, MI, GI, TI, PI, EI = (1 << (10 * i) for i in range(1, 7))

@@ -1,21 +1,21 @@
-"""A unit's place in line is decided once (engine.queue_order) and every line agrees on it (issue 48, point 5).
+"""A unit's place in line is decided once (engine.model.queue_order) and every line agrees on it (issue 48, point 5).
 
 kube-scheduler's queue sorts by priority, then by when the unit entered the line: Coscheduling's `Less` reads the
 PodGroup's creationTimestamp, so a gang with an object of its own ranks by that object's age; a policy's
 `gang by label` has no object and ranks by its oldest member. Compile's queue (what the one-at-a-time plan follows)
-and the reservations' line (engine.timeline.in_line) must put the same unit first."""
+and the reservations' line (engine.time.timeline.in_line) must put the same unit first."""
 from __future__ import annotations
 
-from engine.compile import compile_cluster
-from engine.load import build_cluster
-from engine.plan import plan_from_solution
+from engine.model.queue_order import Place, in_line, queue_order
+from engine.planning.compile import compile_cluster
+from engine.planning.plan import plan_from_solution
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
-from engine.queue_order import Place, in_line, queue_order
+from engine.quotas.tenants import Asking, Usage
+from engine.reading.load import build_cluster
 from engine.solve.problem import Solution, Status
 from engine.solve.sequential import sequential
-from engine.tenants import Asking, Usage
-from engine.timeline import in_line as reservations_line
+from engine.time.timeline import in_line as reservations_line
 from testkit.manifests import node, pod, podgroup
 
 GANG = 'policy jobs {\n  applies to pods where label "job" exists\n  gang by label "job" min 2\n}\n'
@@ -82,7 +82,7 @@ def test_a_podgroups_creation_time_decides_not_its_pods() -> None:
 
 
 def test_a_tenants_min_serves_its_pods_in_the_same_order() -> None:
-    """Quota order (engine.tenants.Asking: who a min serves, who borrows) is the queue's too: with room in the min
+    """Quota order (engine.quotas.tenants.Asking: who a min serves, who borrows) is the queue's too: with room in the min
     for one unit, the unit first in line is served and the other borrows. It read the pods' own times, so the
     younger PodGroup's older pods took the min."""
     quota = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",

@@ -8,12 +8,12 @@ from collections import Counter
 
 import pytest
 
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch, with_quotas
+from engine.planning.planner import Options, plan_batch, with_quotas
 from engine.policy.check import check
 from engine.policy.lower import lower
 from engine.policy.parse import PolicyError, parse
-from engine.tenants import Membership
+from engine.quotas.tenants import Membership
+from engine.reading.load import build_cluster
 from testkit.checker import check_plan
 from testkit.manifests import node, pod
 

@@ -9,11 +9,11 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.model.ir import Rules
+from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import check_sources
+from engine.reading.load import build_cluster
 from testkit.checker import check_evictions, check_plan, check_reclaim
 from testkit.manifests import budget, in_group, native_group, node, pod
 

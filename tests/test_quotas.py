@@ -9,8 +9,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.load import build_cluster
-from engine.planner import Options, plan_batch
+from engine.planning.planner import Options, plan_batch
+from engine.reading.load import build_cluster
 from testkit.checker import check_plan
 from testkit.manifests import node, pod
 from testkit.quotas import dominant_share
@@ -279,8 +279,8 @@ def test_the_plan_is_the_fairest_by_an_independent_count(room, quotas, asking) -
 def test_a_quota_beyond_2_to_the_53_is_no_limit_not_a_refusal() -> None:
     """An ElasticQuota's `max: {cpu: 9Ei}` (admitted: a valid quantity) means no limit in any cluster: read as the
     model's largest amount, never a refusal that would leave the namespace's pods without their quota."""
-    from engine.convert.fields import MAX_QUANTITY
-    from engine.load import build_cluster
+    from engine.reading.convert.fields import MAX_QUANTITY
+    from engine.reading.load import build_cluster
     quota = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
              "metadata": {"name": "odd", "namespace": "default"},
              "spec": {"min": {"cpu": "1"}, "max": {"cpu": "9Ei", "memory": "7E"}}}

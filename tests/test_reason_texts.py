@@ -3,7 +3,7 @@ reason ending in a full stop met a separator, no ": ." where a list of reasons w
 plans: the bundled demo (alone, under each library policy, and with a clock), every case of the policy library's tests,
 the rich 300-node snapshot, and hand-made snapshots of the cases whose words are put together from parts (devices,
 volumes, gangs, quotas, preemption, no nodes at all). Each plan's reasons are read one by one, and as the scheduler
-loop puts them in one event message (`engine.rejections.joined`)."""
+loop puts them in one event message (`engine.model.rejections.joined`)."""
 from __future__ import annotations
 
 import gzip
@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine import timeline
-from engine.explain import node_table
-from engine.ir import Rules
-from engine.load import build_cluster
-from engine.manifests import parse_objects, read_objects
-from engine.planner import Options, TimeInputs, plan_batch
+from engine.model.ir import Rules
+from engine.model.rejections import joined
+from engine.planning.explain import node_table
+from engine.planning.planner import Options, TimeInputs, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import load_policies
-from engine.rejections import joined
+from engine.reading.load import build_cluster
+from engine.reading.manifests import parse_objects, read_objects
+from engine.time import timeline
 from testkit.manifests import (
     claim,
     claim_template,

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from engine.cli import main
-from engine.load import InputError, build_cluster
-from engine.model import ObjectRef
+from engine.model.cluster import ObjectRef
+from engine.reading.load import InputError, build_cluster
 from testkit.manifests import node, pod, podgroup, priority_class
 
 
@@ -54,7 +54,7 @@ def test_the_cli_names_the_first_bad_object_and_how_many_more(tmp_path) -> None:
 # --- apiVersions: one table of what each kind is read at ------------------------------------------------------
 
 def test_every_kind_read_has_its_accepted_api_versions() -> None:
-    from engine.objects import API_VERSIONS, KINDS
+    from engine.reading.objects import API_VERSIONS, KINDS
 
     assert set(KINDS) == set(API_VERSIONS) and all(API_VERSIONS[kind] for kind in KINDS)
     assert API_VERSIONS["Pod"] == ("v1",) and API_VERSIONS["PodDisruptionBudget"] == ("policy/v1",)
@@ -66,7 +66,7 @@ def test_every_kind_read_has_its_accepted_api_versions() -> None:
                                   "ReplicaSet", "StatefulSet", "ReplicationController", "ResourceSlice", "DeviceClass",
                                   "ResourceClaim", "ResourceClaimTemplate", "DeviceTaintRule", "ElasticQuota"])
 def test_an_object_at_an_api_version_its_kind_is_not_served_at_is_refused(kind, api_version) -> None:
-    from engine.objects import API_VERSIONS
+    from engine.reading.objects import API_VERSIONS
 
     obj = {"kind": kind, "metadata": {"name": "x", "namespace": "ns"}}
     if api_version is not None:
@@ -81,7 +81,7 @@ def test_an_object_at_an_api_version_its_kind_is_not_served_at_is_refused(kind, 
 
 
 def test_every_accepted_api_version_is_read() -> None:
-    from engine.objects import API_VERSIONS
+    from engine.reading.objects import API_VERSIONS
 
     docs = [("snap.yaml", {"apiVersion": version, "kind": kind, "metadata": {"name": f"x{i}", "namespace": "ns"}})
             for kind, versions in API_VERSIONS.items() for i, version in enumerate(versions)]

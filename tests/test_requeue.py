@@ -127,7 +127,7 @@ def test_a_change_or_a_new_member_during_the_cycle_is_not_missed() -> None:
     it was left out (it backs off instead of waiting for a change it already missed); a gang member arriving
     meanwhile makes the gang try again at once."""
     from engine.kinds import Action, ModelChange, Resource, Waiting
-    from engine.load import build_cluster
+    from engine.reading.load import build_cluster
     from testkit.manifests import node as full_node
 
     clock = Clock()

@@ -8,9 +8,9 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from engine.compile import compile_cluster
-from engine.load import build_cluster
-from engine.plan import make_plan, plan_from_solution
+from engine.planning.compile import compile_cluster
+from engine.planning.plan import make_plan, plan_from_solution
+from engine.reading.load import build_cluster
 from engine.solve import Status, solve
 from engine.solve.problem import Solution
 from engine.solve.sequential import sequential

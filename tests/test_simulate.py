@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from engine import simulate as S
-from engine.plan import make_plan
-from engine.planner import Options, TimeInputs, plan_batch
-from engine.simulate import (
+from engine.model.view import View
+from engine.planning.plan import make_plan
+from engine.planning.planner import Options, TimeInputs, plan_batch
+from engine.time import simulate as S
+from engine.time.simulate import (
     Job,
     NodeShape,
     Replay,
@@ -23,7 +24,6 @@ from engine.simulate import (
     utilisation,
     waits,
 )
-from engine.view import View
 
 CONTENDED = mixed(jobs=40, nodes=3, seed=2, load=2)  # three nodes asked for about 140% of their GPUs: queues form
 

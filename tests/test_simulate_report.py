@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from engine.simulate import WAIT_WORDS, Job, NodeShape, Trace, replay
+from engine.time.simulate import WAIT_WORDS, Job, NodeShape, Trace, replay
 
 LONG = "a-rather-long-class-name-for-distributed-training-jobs"
 

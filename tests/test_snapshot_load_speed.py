@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.manifests import load_cluster, read_objects
+from engine.reading.manifests import load_cluster, read_objects
 from testkit.manifests import node, pod
 
 NODES, PODS = 2000, 30000

@@ -14,7 +14,7 @@ import sys
 
 import yaml
 
-from engine.load import build_cluster
+from engine.reading.load import build_cluster
 from runner import run
 from testkit.manifests import node, pod, podgroup, priority_class
 
@@ -186,7 +186,7 @@ def test_podgroup_min_resources_within_the_free_room_starts_the_gang():
 def test_podgroup_min_resources_must_be_quantities():
     import pytest
 
-    from engine.load import InputError
+    from engine.reading.load import InputError
 
     with pytest.raises(InputError) as bad:
         build_cluster([("pg.yaml", group_with_room("train", 2, cpu="lots"))])

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 from engine.cli import demo_path
-from engine.manifests import load_cluster
-from engine.plan import make_plan
+from engine.planning.plan import make_plan
+from engine.reading.manifests import load_cluster
 from engine.solve.cpsat import MAX_WORKERS
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.convert.fields import InputError
 from engine.kinds.volume_binding import capacity_points
-from engine.load import build_cluster
-from engine.model import CapacityReport, ClaimUse, LabelSelector, Node, Requirement
+from engine.model.cluster import CapacityReport, ClaimUse, LabelSelector, Node, Requirement
+from engine.reading.convert.fields import InputError
+from engine.reading.load import build_cluster
 from runner import run
 from testkit.checker import check_plan
 from testkit.manifests import HOSTNAME_KEY, claim, csi_driver, mounts, node, pod, storage_capacity, storage_class, volume

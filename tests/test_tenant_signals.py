@@ -1,5 +1,5 @@
 """Issue 19 point 4, explanations and signals: a pod held by a quota names it with used / min / max; dry-run's
-per-tenant table and `tenants` key (engine.tenant_report); the loop's per-tenant gauges — and none of it
+per-tenant table and `tenants` key (engine.quotas.tenant_report); the loop's per-tenant gauges — and none of it
 without quotas."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 from prometheus_client import generate_latest
 from rich.console import Console
 
-from engine.load import build_cluster
 from engine.output import print_tenants
-from engine.planner import Options, plan_batch
-from engine.tenant_report import Amounts, of_plan, report
-from engine.tenants import cluster_allocatable, figures, shown
+from engine.planning.planner import Options, plan_batch
+from engine.quotas.tenant_report import Amounts, of_plan, report
+from engine.quotas.tenants import cluster_allocatable, figures, shown
+from engine.reading.load import build_cluster
 from loopfake import FakeAPI, synced_loop
 from test_cli_output import cli, snapshot
 from test_quotas import elastic_quota

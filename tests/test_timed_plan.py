@@ -1,4 +1,4 @@
-"""The planner's answers about later times (engine/timed_plan.py), and what keeps time cheap in a busy cluster.
+"""The planner's answers about later times (engine/time/timed_plan.py), and what keeps time cheap in a busy cluster.
 
 Each piece here is a shortcut the plan with time takes so that it costs a loop cycle little at 50,000 running pods
 (bench/time_cost.py); each test would fail if the shortcut changed an answer: the index at a later time made from
@@ -16,22 +16,22 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.compile import compile_cluster
-from engine.ir import Rules
 from engine.kinds import filter_node
 from engine.kinds.context import Batch, ClassSpec
 from engine.kinds.reservations import KIND
-from engine.load import build_cluster
 from engine.loop.cache import ClusterCache
 from engine.loop.plan_stage import EARLIER_EVERY, ESTIMATE_EVERY, PlanStage
 from engine.loop.profile import Profile, Settings
 from engine.loop.store import Store
-from engine.model import Cluster, Moment, Reservation
-from engine.planner import Options, TimeInputs, plan_batch
-from engine.tables import PodColumns
-from engine.timed_plan import FutureRoom
-from engine.timeline import fits, reserve, seconds
-from engine.view import View
+from engine.model.cluster import Cluster, Moment, Reservation
+from engine.model.ir import Rules
+from engine.model.tables import PodColumns
+from engine.model.view import View
+from engine.planning.compile import compile_cluster
+from engine.planning.planner import Options, TimeInputs, plan_batch
+from engine.reading.load import build_cluster
+from engine.time.timed_plan import FutureRoom
+from engine.time.timeline import fits, reserve, seconds
 from test_timeline import GPU, NOON, at, gpu_pod, plan, running, snapshot, timed_clusters
 
 NOW = seconds(NOON)

@@ -9,12 +9,12 @@ gang from 12:20, and the four 5-minute pods start on n1's free GPUs meanwhile (d
 
 from __future__ import annotations
 
-from engine.load import build_cluster
-from engine.planner import Options, TimeInputs, plan_batch
+from engine.planning.planner import Options, TimeInputs, plan_batch
 from engine.policy.lower import lower
 from engine.policy.parse import duration
 from engine.policy.sources import check_sources
-from engine.timeline import end_times, ends, seconds, snapshot_time
+from engine.reading.load import build_cluster
+from engine.time.timeline import end_times, ends, seconds, snapshot_time
 from testkit.manifests import POD_GROUP_LABEL, node, pod, podgroup, priority_class
 
 GPU = "nvidia.com/gpu"
@@ -246,11 +246,11 @@ def test_the_plan_stage_carries_reservations_until_they_start() -> None:
     ones backfill. Past its start the room stays its holder's for RESERVATION_GRACE, then is let go."""
     import threading
 
-    from engine.ir import Rules
     from engine.loop.cache import ClusterCache
     from engine.loop.plan_stage import PlanStage
     from engine.loop.profile import Profile, Settings
     from engine.loop.store import Store
+    from engine.model.ir import Rules
 
     store = Store()
     cache = ClusterCache(store.assumptions)

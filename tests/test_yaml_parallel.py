@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from engine import manifests
-from engine.load import InputError, build_cluster
-from engine.yaml_parallel import parse_list, prune
+from engine.reading import manifests
+from engine.reading.load import InputError, build_cluster
+from engine.reading.yaml_parallel import parse_list, prune
 from testkit.manifests import node, pod
 
 
@@ -69,7 +69,7 @@ def test_texts_that_are_not_one_kubectl_list_are_left_to_the_serial_parse():
 
 def test_pruning_keeps_what_a_converter_reads_volumes_images_and_start_times():
     """The pruner read a hand-kept list that dropped every pod's spec.volumes: on the parallel path (large YAML
-    snapshots) a pod mounting a PersistentVolumeClaim lost its claim. It now drops only what engine.objects lists."""
+    snapshots) a pod mounting a PersistentVolumeClaim lost its claim. It now drops only what engine.reading.objects lists."""
     from testkit.manifests import claim, mounts, node, pod, storage_class
 
     mounting = pod("mounting", volumes=mounts("data"))

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import Constraint
-from ..model import Cluster, Moment, Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Cluster, Moment, Pod
+from ..model.ir import Constraint
+from ..model.rejections import Rejection, Rejections
+from ..model.view import View
 from ..solve.problem import Check
-from ..view import View
 from . import (
     count_limit,
     dynamic_resources,
@@ -68,7 +68,7 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
+    from ..planning.classes import ClassInfo
     from .context import Batch, ClassSpec
 
 KINDS: tuple[Kind, ...] = (

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from ..ir import Constraint, EvictionCap, PreemptionRules, Source
-from ..model import Cluster, Moment, Node, Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Cluster, Moment, Node, Pod
+from ..model.ir import Constraint, EvictionCap, PreemptionRules, Source
+from ..model.rejections import Rejection, Rejections
 from ..solve.greedy import GreedyState
 from ..solve.problem import Blocker, Check
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
-    from ..compile import Compiled
+    from ..model.view import View
+    from ..planning.classes import ClassInfo
+    from ..planning.compile import Compiled
     from ..solve.problem import Solution
-    from ..view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 

@@ -8,12 +8,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..classes import ClassInfo
-from ..ir import Constraint, PodTerm
-from ..model import Cluster, LabelSelector, Moment, Pod
+from ..model.cluster import Cluster, LabelSelector, Moment, Pod
+from ..model.ir import Constraint, PodTerm
+from ..model.view import View
+from ..planning.classes import ClassInfo
+from ..quotas.tenants import Asking, Usage
 from ..solve.problem import NO_DOMAIN, Problem
-from ..tenants import Asking, Usage
-from ..view import View
 
 if TYPE_CHECKING:
     from .gangs import GangInfo

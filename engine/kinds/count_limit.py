@@ -7,14 +7,14 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..ir import Constraint, Source
-from ..ir import CountLimit as Limit_  # the rule; this module's kind is CountLimitKind
-from ..rejections import Rejection, Rejections
+from ..model.ir import Constraint, Source
+from ..model.ir import CountLimit as Limit_  # the rule; this module's kind is CountLimitKind
+from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Limit
 from .base import Action, ClassLabels, ClusterEvent, Emit, Explain, ReadsPods, Requeue, Resource, Spot
 
 if TYPE_CHECKING:
-    from ..view import Counts, View
+    from ..model.view import Counts, View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 

@@ -1,7 +1,7 @@
 """DynamicResources: a pod's ResourceClaims (resource.k8s.io/v1) must be met on its node, devices allocated in
 the batch's solve. A claim missing, not yet created from its template or being deleted keeps the pod pending
 (PreFilter); an allocated claim's node selector restricts the nodes; the claims the pod allocates need devices
-reachable from the node (Filter: the structured allocator, engine.dra, per class on each node). In the solver,
+reachable from the node (Filter: the structured allocator, engine.devices.dra, per class on each node). In the solver,
 each node's free devices of a request's kind are a capacity row, so two pods of the batch never count on one
 device; Reserve then allocates concretely, in placement order, and takes out a pod whose claims cannot be met
 after all (requests that the rows only approximate: `firstAvailable`, `All`, devices reachable from several
@@ -19,24 +19,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..dra import Allocator, ClaimAllocation, Shortfall, Unmet, allocation_results, claim_shapes, taken_devices
-from ..dra_capacity import consumed, shares_left
-from ..dra_counters import Counters
-from ..dra_time import later_devices
-from ..ir import NodeTerms
-from ..model import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Moment, Node, Pod, ResourceClaim, SubRequest
-from ..rejections import Rejection, Rejections
+from ..devices.dra import Allocator, ClaimAllocation, Shortfall, Unmet, allocation_results, claim_shapes, taken_devices
+from ..devices.dra_capacity import consumed, shares_left
+from ..devices.dra_counters import Counters
+from ..model.cluster import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Moment, Node, Pod, ResourceClaim, SubRequest
+from ..model.ir import NodeTerms
+from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
-from ..timeline import exempt, rfc3339, takes_from
+from ..time.dra_time import later_devices
+from ..time.timeline import exempt, rfc3339, takes_from
 from .base import Action, ClassFields, ClusterEvent, Emit, Filter, PreFilter, Requeue, ReserveAfterSolve, Resource
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from ..cel import CelError
-    from ..classes import ClassInfo
-    from ..compile import Compiled
-    from ..view import View
+    from ..devices.cel import CelError
+    from ..model.view import View
+    from ..planning.classes import ClassInfo
+    from ..planning.compile import Compiled
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_ALLOCATE = "cannot allocate all claims"
@@ -277,7 +277,7 @@ class DeviceRow:
 
 def keeps_off(moment: Moment, pod: Pod) -> tuple[int, ...]:
     """The reservations holding devices (by position) whose devices a pod placed now must keep off: those it takes
-    from (engine.timeline.takes_from: it would still run at their starts, and they are not its own or after it)."""
+    from (engine.time.timeline.takes_from: it would still run at their starts, and they are not its own or after it)."""
     now, held = moment.now, moment.reservations
     if now is None or not pod.resource_claims:
         return ()
@@ -478,7 +478,7 @@ def _reached(allocator: Allocator, nodes: list[Node]) -> set[str]:
 
 def _error_on(allocator: Allocator, device: Device, sub: SubRequest) -> CelError | None:
     """The CEL error meeting `sub`'s selectors (its class's, then its own) on `device`, if any."""
-    from ..cel import CelError
+    from ..devices.cel import CelError
     try:
         allocator.serves(device, sub)
     except CelError as exc:
@@ -489,7 +489,7 @@ def _error_on(allocator: Allocator, device: Device, sub: SubRequest) -> CelError
 def _serves(allocator: Allocator, device: Device, sub: SubRequest) -> bool:
     """`allocator.serves`, a selector's error taken as no: the batch-wide rows meet devices that no node of the
     classes asking reaches, where a selector was never judged (`DynamicResources.filter`)."""
-    from ..cel import CelError
+    from ..devices.cel import CelError
     try:
         return allocator.serves(device, sub)
     except CelError:

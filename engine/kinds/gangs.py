@@ -2,7 +2,7 @@
 none. A gang with fewer members pending than it needs is rejected before any node is looked at (upstream's
 PreEnqueue for native gangs, Coscheduling's PreFilter); a PodGroup's minResources beyond the cluster's free room keeps
 the gang out too, said with the nodes; `within` keeps every member in one topology domain. Which gang a pod belongs to
-is model data (engine.gangs), decided once when the cluster is built."""
+is model data (engine.model.gangs), decided once when the cluster is built."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import SCHEDULING_GROUP, Cluster, Gang, Pod
-from ..queue_order import entered
-from ..rejections import Rejection, joined
+from ..model.cluster import SCHEDULING_GROUP, Cluster, Gang, Pod
+from ..model.queue_order import entered
+from ..model.rejections import Rejection, joined
+from ..model.view import View
 from ..solve.greedy import GreedyState, greedy, members_that_fit
 from ..solve.problem import GangRow, Problem, Solution, Status
-from ..view import View
 from .base import Action, ClassFields, ClassReason, ClusterEvent, Emit, ModelChange, PreFilter, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
-    from ..compile import Compiled
+    from ..planning.classes import ClassInfo
+    from ..planning.compile import Compiled
     from .context import Batch, ClassSpec, ProblemBuilder
 
 
@@ -39,7 +39,7 @@ class GangInfo:
     within: str | None = None
     bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
     short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
-    created: str = ""  # when the gang entered the line (engine.queue_order.entered): older gangs go first
+    created: str = ""  # when the gang entered the line (engine.model.queue_order.entered): older gangs go first
     quorum: str = "minMember"  # what the group calls its minimum: minCount for a scheduling.k8s.io PodGroup
 
 

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import Constraint, NodeRule
-from ..model import Node
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Node
+from ..model.ir import Constraint, NodeRule
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Score, ScorePart, Waiting
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
+    from ..planning.classes import ClassInfo
     from .context import Batch, ClassSpec
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"

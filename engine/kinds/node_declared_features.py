@@ -1,13 +1,13 @@
 """NodeDeclaredFeatures (GA in 1.37, beta and on in 1.36): a pod whose spec needs a kubelet feature (restart-all
-rules, host network in a user namespace, bind mount options: engine.convert.features) goes only to nodes whose
+rules, host network in a user namespace, bind mount options: engine.reading.convert.features) goes only to nodes whose
 `status.declaredFeatures` lists every one of them. A node declaring none (an older kubelet) takes no such pod."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import Node, Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Node, Pod
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClassFields, ClusterEvent, Filter, ModelChange, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:

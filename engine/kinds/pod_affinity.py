@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import Constraint, PodProximity, PodTerm, Source
-from ..model import Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Pod
+from ..model.ir import Constraint, PodProximity, PodTerm, Source
+from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Colocation, Separation
 from .base import (
     Action,
@@ -37,8 +37,8 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
-    from ..view import Counts, View
+    from ..model.view import Counts, View
+    from ..planning.classes import ClassInfo
     from .context import Batch, ClassMatcher, ClassSpec, ProblemBuilder
 
 ERR_REASON_EXISTING = "node(s) didn't satisfy existing pods anti-affinity rules"

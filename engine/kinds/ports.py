@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from ..model import Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Pod
+from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
 from .base import Action, ClassFields, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
 

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import NodeOpening, NodeScore, PodCost
+from ..model.ir import NodeOpening, NodeScore, PodCost
 from .base import Emit, Score, ScorePart
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
-    from ..view import View
+    from ..model.view import View
+    from ..planning.classes import ClassInfo
     from .context import Batch, ProblemBuilder
 
 UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units per priced unit

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import EvictionCap, PreemptionRules, Protected, Source
-from ..model import Cluster, Moment, Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Cluster, Moment, Pod
+from ..model.ir import EvictionCap, PreemptionRules, Protected, Source
+from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Keep
 from .base import Action, ClassFields, ClusterEvent, Emit, EvictionGuard, Filter, Guard, Requeue, Resource
 
 if TYPE_CHECKING:
-    from ..view import View
+    from ..model.view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ELSEWHERE = "node(s) where it may not preempt: a pod it may not evict is in the way"

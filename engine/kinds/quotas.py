@@ -1,4 +1,4 @@
-"""CapacityScheduling and tenant quotas (engine.tenants says who belongs to which quota): a quota's pods use
+"""CapacityScheduling and tenant quotas (engine.quotas.tenants says who belongs to which quota): a quota's pods use
 together at most its `max` of each resource; tenants together at most the sum of their `min`s (upstream's
 PreFilter); and within one batch a tenant borrows only the minimums other tenants leave idle — an asked-for min
 is never lent. All are rows of the batch model (`Budget`s), not a filter before it: the solver chooses which
@@ -15,9 +15,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .. import tenants as T
-from ..model import Quota
-from ..rejections import Rejection
+from ..model.cluster import Quota
+from ..model.rejections import Rejection
+from ..quotas import tenants as T
 from ..solve.problem import Blocker, Budget, Check, Share
 from .base import Action, ClusterEvent, Emit, Explain, PreFilter, Requeue, Resource, Spot
 
@@ -49,7 +49,7 @@ def over_max(quota: Quota, resource: str, used: int, want: int, most: int) -> st
 
 
 def over_min(resource: str, used: int, want: int, most: int, tenant: str) -> str:
-    """`tenant`: the pod's tenant's figures (engine.tenants.figures)."""
+    """`tenant`: the pod's tenant's figures (engine.quotas.tenants.figures)."""
     return (f"the tenants with quotas would use more {resource} than their mins add up to "
             f"({T.shown(resource, used)} + {T.shown(resource, want)} > {T.shown(resource, most)}); its tenant {tenant}")
 

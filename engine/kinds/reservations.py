@@ -1,7 +1,7 @@
 """Reservations and backfill (issue 29): room held for a pod or gang that starts later is taken now only by pods
 that end before it starts.
 
-A reservation (engine.timeline) names the nodes its pods start on, when (its shadow time) and what they need
+A reservation (engine.time.timeline) names the nodes its pods start on, when (its shadow time) and what they need
 there. On each of those nodes, for each resource it needs, what is left at its start once the running pods still
 running then and the reservation itself are counted. A pod placed now counts against it only if it would still be
 running then (its runtime bound reaches past the start, or it has none), so short pods backfill the room while it
@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..model import Cluster, Moment, Pod, Reservation
-from ..rejections import Rejection, Rejections
-from ..timeline import ends, exempt, rfc3339, takes_from
+from ..model.cluster import Cluster, Moment, Pod, Reservation
+from ..model.rejections import Rejection, Rejections
+from ..time.timeline import ends, exempt, rfc3339, takes_from
 from .base import Action, ClassFields, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 from .resources import shortage
 
 if TYPE_CHECKING:
-    from ..view import View
+    from ..model.view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 RESERVED = "reserved for"  # a reservation row's name: "<resource> reserved for ml/train from <time>"
@@ -45,7 +45,7 @@ class ReservedRoom:
         return f"{resource} {RESERVED} {self.reservation.holder} from {rfc3339(self.reservation.start)}"
 
     def counts(self, pod: Pod, now: float) -> bool:
-        """Whether a pod placed now takes from this room (engine.timeline.takes_from: it would still run at the
+        """Whether a pod placed now takes from this room (engine.time.timeline.takes_from: it would still run at the
         start, and is neither the holder's nor that of a unit holding a reservation before it in line)."""
         return takes_from(self.reservation, self.exempt, pod, now)
 

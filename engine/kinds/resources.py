@@ -7,8 +7,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..model import Node, Pod
-from ..rejections import Rejection, Rejections
+from ..model.cluster import Node, Pod
+from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
 from .base import Action, ClassFields, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
 

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..classes import ClassInfo
-from ..ir import Constraint, SpreadRule
-from ..model import HARD_EFFECTS, Pod, PodAffinityTerm, SpreadConstraint, tolerated
-from ..rejections import Rejection, Rejections
+from ..model.cluster import HARD_EFFECTS, Pod, PodAffinityTerm, SpreadConstraint, tolerated
+from ..model.ir import Constraint, SpreadRule
+from ..model.rejections import Rejection, Rejections
+from ..planning.classes import ClassInfo
 from ..solve.problem import NO_DOMAIN, Blocker, Check, Spread
 from .base import Action, ClassLabels, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
 from .node_affinity import hard_rules
 from .taints import tolerations
 
 if TYPE_CHECKING:
-    from ..view import View
+    from ..model.view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON_SKEW = "node(s) didn't match pod topology spread constraints"

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import Constraint, Tolerations
-from ..model import HARD_EFFECTS, Node, Taint, Toleration, tolerated
-from ..rejections import Rejection, Rejections
+from ..model.cluster import HARD_EFFECTS, Node, Taint, Toleration, tolerated
+from ..model.ir import Constraint, Tolerations
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Score, ScorePart, Waiting
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
-    from ..view import View
+    from ..model.view import View
+    from ..planning.classes import ClassInfo
     from .context import Batch, ClassSpec
 
 PREFER_NO_SCHEDULE_PENALTY = 50  # per untolerated PreferNoSchedule taint, on the 1..100 preference scale

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..model import UNSCHEDULABLE_TAINT_KEY, Node, Taint, tolerated
-from ..rejections import Rejection, Rejections
+from ..model.cluster import UNSCHEDULABLE_TAINT_KEY, Node, Taint, tolerated
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Waiting
 from .taints import tolerations
 

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ir import NodeTerms
-from ..model import ClaimUse, Node, Pod, Volume
-from ..rejections import Rejection, Rejections
-from ..storage import fits, match_claims, node_capacity, provisionable
+from ..devices.storage import fits, match_claims, node_capacity, provisionable
+from ..model.cluster import ClaimUse, Node, Pod, Volume
+from ..model.ir import NodeTerms
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClassFields, ClusterEvent, Emit, Filter, PreFilter, Requeue, Resource, Score, ScorePart
 
 if TYPE_CHECKING:
-    from ..classes import ClassInfo
-    from ..view import View
+    from ..model.view import View
+    from ..planning.classes import ClassInfo
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"

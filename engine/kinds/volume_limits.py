@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
-from ..model import PodVolumes
-from ..rejections import Rejection, Rejections
+from ..model.cluster import PodVolumes
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 
 if TYPE_CHECKING:
-    from ..view import View
+    from ..model.view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON = "node(s) exceed max volume count"

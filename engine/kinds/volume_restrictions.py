@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
-from ..rejections import Rejection, Rejections
+from ..model.rejections import Rejection, Rejections
+from ..model.view import Counts
 from ..solve.problem import Limit
-from ..view import Counts
 from .base import Action, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 
 if TYPE_CHECKING:
-    from ..view import View
+    from ..model.view import View
     from .context import Batch, ClassSpec, ProblemBuilder
 
 ERR_REASON = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use "

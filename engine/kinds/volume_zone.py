@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..rejections import Rejection, Rejections
-from ..storage import zone_ok
+from ..devices.storage import zone_ok
+from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, Requeue, Resource
 
 if TYPE_CHECKING:

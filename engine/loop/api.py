@@ -21,8 +21,8 @@ import kubernetes
 import urllib3
 from kubernetes.watch.watch import iter_resp_lines
 
-from ..model import TERMINAL_PHASES
-from ..objects import BY_NAME
+from ..model.cluster import TERMINAL_PHASES
+from ..reading.objects import BY_NAME
 from .ports import (
     ApiError,
     ApiResult,
@@ -153,7 +153,7 @@ class KubeAPI:
 
     def _api_version(self, kind_name: str) -> str:
         """The group/version serving `kind_name`: fixed for most kinds; for those with `served` versions
-        (engine.objects), the newest the apiserver serves the resource at (asked once, again after it was not found).
+        (engine.reading.objects), the newest the apiserver serves the resource at (asked once, again after it was not found).
         NotFound when none does."""
         kind = BY_NAME[kind_name]
         if not kind.served:

@@ -15,8 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..objects import NATIVE_POD_GROUP
-from ..plan import Eviction, Preemption
+from ..planning.plan import Eviction, Preemption
+from ..reading.objects import NATIVE_POD_GROUP
 from .binder import SCHEDULER_ERROR, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
 from .metrics import Metrics
@@ -99,7 +99,7 @@ class BindStage:
         return self.submit(self._bind, rest, outcome, early)
 
     def bind_early(self, placements: list[Placement]) -> Future[BindReport]:
-        """Placements final before their cycle is (engine.plan.placed_plan): bound now, reported with the cycle."""
+        """Placements final before their cycle is (engine.planning.plan.placed_plan): bound now, reported with the cycle."""
         return self.submit(self._send, placements)
 
     def submit(self, call: Callable[..., Any], *args: Any) -> Future:

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..convert.native_groups import is_legacy
-from ..dra import ClaimAllocation
-from ..objects import NATIVE_POD_GROUP
-from ..storage import VolumeStep
+from ..devices.dra import ClaimAllocation
+from ..devices.storage import VolumeStep
+from ..reading.convert.native_groups import is_legacy
+from ..reading.objects import NATIVE_POD_GROUP
 from .devices import ClaimPreBind
 from .ports import ApiResult, ClusterAPI, Obj
 from .recorder import EventRecorder, Write, event_name

@@ -7,8 +7,8 @@ workloads, devices, budgets) converted again only when one of those objects chan
 then costs what changed since the last one plus the batch, not the cluster: `build_cluster` over every object
 is what the dry-run does once, and what the loop did on every cycle.
 
-The conversions and the assembly are `engine.load`'s own (`Context.pod`, `node_model`, `sort_objects`,
-`convert_pods`, `assemble`) and `engine.resolve`'s, so a snapshot is the cluster `build_cluster` would make of
+The conversions and the assembly are `engine.reading.load`'s own (`Context.pod`, `node_model`, `sort_objects`,
+`convert_pods`, `assemble`) and `engine.reading.resolve`'s, so a snapshot is the cluster `build_cluster` would make of
 the same objects; a property test holds the two equal. Pure (no I/O); thread-safe, since watches feed it while a cycle reads it.
 """
 
@@ -23,17 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import tenants
-from ..convert.fields import refusal
-from ..ir import GangRules
+from ..devices.storage import held_volumes
 from ..kinds.base import Action, ModelChange, Resource
-from ..load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
-from ..model import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, PodAffinityTerm, Quota
-from ..objects import OBJECT_KINDS, is_terminal
-from ..resolve import resolve_cluster
-from ..storage import held_volumes
-from ..tables import NodeRequests, NodeTable, PodColumns, PodNamespaces, PodTable
-from ..view import View
+from ..model.cluster import NO_CLAIMS, NO_VOLUMES, TERMINAL_PHASES, Cluster, Node, Pod, PodAffinityTerm, Quota
+from ..model.ir import GangRules
+from ..model.tables import NodeRequests, NodeTable, PodColumns, PodNamespaces, PodTable
+from ..model.view import View
+from ..quotas import tenants
+from ..reading.convert.fields import refusal
+from ..reading.load import PROBLEMS, Context, InputError, assemble, convert_pods, namespace_labels, node_model, sort_objects
+from ..reading.objects import OBJECT_KINDS, is_terminal
+from ..reading.resolve import resolve_cluster
 from .ports import Obj
 from .store import Assumptions, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 

@@ -21,7 +21,7 @@ import click
 from click.core import ParameterSource
 
 from ..flags import Name, PolicySource, Seconds, name_problem, policy_source
-from ..load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
+from ..reading.load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 from ..solve import load_solver
 from .runtime import RuntimePolicy
 

@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from ..dra import ClaimAllocation
-from ..ir import Rules
+from ..devices.dra import ClaimAllocation
+from ..devices.storage import VolumeStep, volume_steps
 from ..kinds import Waiting
-from ..model import SCHEDULING_GROUP, Cluster, Refusal
-from ..plan import OnPlaced, Plan
-from ..planner import Options, TimeInputs, plan_batch
+from ..model.cluster import SCHEDULING_GROUP, Cluster, Refusal
+from ..model.ir import Rules
+from ..model.rejections import Rejections, joined
+from ..planning.plan import OnPlaced, Plan
+from ..planning.planner import Options, TimeInputs, plan_batch
 from ..preempt import OUT_OF_TIME
-from ..rejections import Rejections, joined
-from ..storage import VolumeStep, volume_steps
-from ..tenant_report import TenantLine, of_plan
+from ..quotas.tenant_report import TenantLine, of_plan
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
 
@@ -124,7 +124,7 @@ class CycleResult:
         return out
 
     def tenants(self) -> list[TenantLine]:
-        """The quotas around this plan (engine.tenant_report; [] without quotas): what the cycle's compile
+        """The quotas around this plan (engine.quotas.tenant_report; [] without quotas): what the cycle's compile
         computed of the bound pods plus the batch, never a pass over the bound pods but for evictions."""
         return of_plan(self.plan, self.cluster)
 

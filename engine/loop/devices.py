@@ -15,9 +15,9 @@ import threading
 import time
 import uuid
 
-from ..dra import ClaimAllocation
-from ..dra_capacity import quantity
-from ..model import EXTENDED_CLAIM_ANNOTATION, Toleration
+from ..devices.dra import ClaimAllocation
+from ..devices.dra_capacity import quantity
+from ..model.cluster import EXTENDED_CLAIM_ANNOTATION, Toleration
 from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta, version
 from .volumes import Done

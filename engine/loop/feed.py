@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from ..kinds.base import ModelChange
-from ..objects import waits_for
+from ..reading.objects import waits_for
 from .bind_stage import BindStage
 from .binder import EventSink
 from .metrics import Metrics

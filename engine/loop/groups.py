@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..model import POD_GROUP_LABEL
+from ..model.cluster import POD_GROUP_LABEL
 from .ports import ApiResult, Obj
 from .store import Change, Store, meta, node_of
 

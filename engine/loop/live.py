@@ -1,12 +1,12 @@
 """A live cluster's current state, read once (list only, never a write): for planning without a snapshot file.
 
-`read_cluster(kubeconfig)` returns the (source name, manifest) pairs that `engine.load.build_cluster` takes,
+`read_cluster(kubeconfig)` returns the (source name, manifest) pairs that `engine.reading.load.build_cluster` takes,
 so `dry-run --kubeconfig F` can plan exactly what `run` would see, with the same output as with a snapshot.
 """
 
 from __future__ import annotations
 
-from ..objects import WATCHED
+from ..reading.objects import WATCHED
 from .ports import NotFound, Obj, WatchTarget
 from .store import meta, source_name
 

@@ -17,8 +17,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..tenant_report import TenantLine
-from ..tenants import SHARE_UNIT
+from ..quotas.tenant_report import TenantLine
+from ..quotas.tenants import SHARE_UNIT
 
 PREFIX = "policy_scheduler"
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 20, 30, 60, 120, 300)
@@ -67,7 +67,7 @@ class _StateCollector(Collector):
 
 
 class TenantBoard:
-    """The tenants as the last cycle left them — engine.tenant_report over its plan, from the usage its compile
+    """The tenants as the last cycle left them — engine.quotas.tenant_report over its plan, from the usage its compile
     computed plus its batch, so no pass over the bound pods is made for them — and, by tenant, the pods a cycle
     left without a node that still wait (a pod leaves the board when it is bound or deleted, or when a later
     cycle places it). With several profiles the newest cycle's tenants are shown."""

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from ..ir import Rules
+from ..devices.storage import VolumeStep
 from ..kinds.base import ModelChange
-from ..model import Cluster, Pod, Reservation
-from ..plan import Plan
-from ..planner import Options, TimeInputs
-from ..storage import VolumeStep
-from ..timeline import Estimate
+from ..model.cluster import Cluster, Pod, Reservation
+from ..model.ir import Rules
+from ..planning.plan import Plan
+from ..planning.planner import Options, TimeInputs
+from ..time.timeline import Estimate
 from .binder import BindReport, Placement
 from .cache import ClusterCache
 from .cycle import CycleResult, run_cycle
@@ -57,9 +57,9 @@ class PlanStage:
     store: Store
     cache: ClusterCache
     lock: threading.Lock  # every profile's
-    wall: Callable[[], float] = time.time  # the plan's now (engine.timeline: running pods' ends count from it)
-    reservations: tuple[Reservation, ...] = ()  # the last cycle's, carried into the next (engine.timeline)
-    estimates: dict[str, Estimate] = field(default_factory=dict)  # the last sweep's (engine.timeline.estimate)…
+    wall: Callable[[], float] = time.time  # the plan's now (engine.time.timeline: running pods' ends count from it)
+    reservations: tuple[Reservation, ...] = ()  # the last cycle's, carried into the next (engine.time.timeline)
+    estimates: dict[str, Estimate] = field(default_factory=dict)  # the last sweep's (engine.time.timeline.estimate)…
     swept: float = float("-inf")  # …and its wall time
     looked_earlier: float = float("-inf")  # when carried reservations were last asked whether to move earlier
 
@@ -124,7 +124,7 @@ class PlanStage:
 
 @dataclass
 class _EarlyPlacements:
-    """A cycle's placements handed on before its plan is done (engine.plan.placed_plan): assumed at once and
+    """A cycle's placements handed on before its plan is done (engine.planning.plan.placed_plan): assumed at once and
     given to the bind stage, whose binds then run while the rest of the batch is explained."""
 
     stage: PlanStage
@@ -139,7 +139,7 @@ class _EarlyPlacements:
 
     def hand(self, plan: Plan) -> None:
         if self.bind is None or self.future is not None:
-            return  # one hand-over per cycle (engine.isolation hands on the first attempt's placements only)
+            return  # one hand-over per cycle (engine.planning.isolation hands on the first attempt's placements only)
         placements = PlanStage._placements(CycleResult(plan, self.cluster), self.pods)
         self.assumed += self.stage._assume(placements, self.models)
         self.placements += placements

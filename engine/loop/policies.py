@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from ..ir import Rules
+from ..model.ir import Rules
 from ..policy.lower import lower
 from ..policy.parse import PolicyError
 from ..policy.sources import check_sources

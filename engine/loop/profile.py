@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..convert.pods import pod_identity
-from ..gangs import gang_key
-from ..ir import GangRules
-from ..model import Pod
+from ..model.cluster import Pod
+from ..model.gangs import gang_key
+from ..model.ir import GangRules
+from ..reading.convert.pods import pod_identity
 from .ports import Obj
 from .queue import QueueConfig
 from .store import pod_key
@@ -74,7 +74,7 @@ def head_rank(pod: Pod | None) -> tuple:
 
 
 def unit_of(obj: Obj, gangs: GangRules | None = None) -> str:
-    """The queue's unit (batched and backed off together): a pod's gang (engine.gangs: its PodGroup, or a
+    """The queue's unit (batched and backed off together): a pod's gang (engine.model.gangs: its PodGroup, or a
     policy's `gang by label`), else the pod itself."""
     key = gang_key(pod_identity(obj), gangs)
     return f"gang:{key}" if key else pod_key(obj)

@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..isolation import failure
-from ..objects import NATIVE_POD_GROUP
-from ..plan import Stats
-from ..rejections import joined
+from ..model.rejections import joined
+from ..planning.isolation import failure
+from ..planning.plan import Stats
+from ..reading.objects import NATIVE_POD_GROUP
 from .binder import CONDITION_MESSAGE_LIMIT, SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
 from .cycle import CycleResult
 from .metrics import Metrics

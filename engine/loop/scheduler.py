@@ -16,9 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from ..isolation import culprits
 from ..kinds.base import ModelChange
-from ..objects import WATCHED
+from ..planning.isolation import culprits
+from ..reading.objects import WATCHED
 from .bind_stage import BIND_STAGES, BindStage
 from .binder import EVENT_WRITERS, STATUS_WRITERS, Binder, BindReport, EventSink, Placement
 from .cache import ClusterCache
@@ -108,7 +108,7 @@ class ProfileLoop:
     def cycle_isolated(self, batch: list[str]) -> None:
         """A cycle whose failure is narrowed to its culprits: planning errors are (plan_batch refuses the pods
         it raises for); anything else that raises (the snapshot, what follows the plan) fails the cycle, which
-        is then bisected by queue units into cycles of their own (engine.isolation.culprits), so everyone else
+        is then bisected by queue units into cycles of their own (engine.planning.isolation.culprits), so everyone else
         is still scheduled now, and the units that fail alone are told why and backed off, never the batch.
         The process's runtime policy is entered here, once for all of it: the batch in hand, the collector paused."""
         with self.runtime.cycle(len(batch)):

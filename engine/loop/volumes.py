@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..storage import VolumeStep
+from ..devices.storage import VolumeStep
 from .ports import ApiResult, ClusterAPI, Obj
 from .store import Store, meta
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..model import Node, Pod
-from ..quantity import QuantityError, to_int, to_milli
+from ..model.cluster import Node, Pod
+from ..model.quantity import QuantityError, to_int, to_milli
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..quantity import QuantityError, parse_quantity
+from ..model.quantity import QuantityError, parse_quantity
 from . import ast as A
 from .parse import Diagnostic
 

@@ -7,10 +7,10 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..compile import compile_cluster
-from ..dra import extended_classes
-from ..ir import Source
-from ..model import Cluster
+from ..devices.dra import extended_classes
+from ..model.cluster import Cluster
+from ..model.ir import Source
+from ..planning.compile import compile_cluster
 from . import ast as A
 from .lower import policy_rules
 from .parse import Diagnostic

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..ir import (
+from ..model.cluster import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Quota, Requirement, Toleration
+from ..model.ir import (
     Constraint,
     CountLimit,
     DefaultSpreading,
@@ -34,7 +35,6 @@ from ..ir import (
     Tolerations,
     VictimRule,
 )
-from ..model import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Quota, Requirement, Toleration
 from . import ast as A
 
 
@@ -106,7 +106,7 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
         return [] if term is None else [CountLimit(term, s.most, src)]
     if isinstance(s, A.DefaultSpreadingRule):
         return [DefaultSpreading(tuple((d.domain.key, d.max_skew) for d in s.spreads), src)]
-    return []  # gangs (engine.gangs, through `gang_rules`) and preemption rules (`preemption_rules`)
+    return []  # gangs (engine.model.gangs, through `gang_rules`) and preemption rules (`preemption_rules`)
 
 
 def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
@@ -177,7 +177,7 @@ def runtime_rules(policies: list[A.Policy]) -> RuntimeRules | None:
 
 
 def gang_rules(policies: list[A.Policy]) -> GangRules:
-    """The gang identity's hook (engine.gangs): a pod's gang statements, in load order."""
+    """The gang identity's hook (engine.model.gangs): a pod's gang statements, in load order."""
 
     def rules(pod: Pod) -> tuple[GangRule, ...]:
         found = (lower_gang(policy, s, pod) for policy, s in in_scope(policies, pod) if isinstance(s, A.GangBy))
@@ -212,7 +212,7 @@ def preemption_rules(policies: list[A.Policy]) -> PreemptionRules:
 
 def quota_rules(policies: list[A.Policy]) -> tuple[Quota, ...]:
     """Each policy with quota lines as a quota over the pods in its scope: a tenant when it has a min or a
-    weight, else a cap only (engine.tenants)."""
+    weight, else a cap only (engine.quotas.tenants)."""
     out = []
     for policy in policies:
         lines = [s for s in policy.statements if isinstance(s, (A.QuotaAmounts, A.QuotaWeight))]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ..quantity import QuantityError
+from ..model.quantity import QuantityError
 from . import ast as A
 from .check import MAX_PODS_PER_CLUSTER
 from .parse import Diagnostic

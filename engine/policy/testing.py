@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
-from ..ir import Rules
-from ..load import InputError, build_cluster
-from ..manifests import read_documents
-from ..planner import Options, plan_batch
+from ..model.ir import Rules
+from ..planning.planner import Options, plan_batch
+from ..reading.load import InputError, build_cluster
+from ..reading.manifests import read_documents
 from .lower import lower
 from .sources import load_policies
 

@@ -11,7 +11,7 @@ nodes each could use once they are gone), by one strategy, then settled by one c
 - the **per-node search** (engine.preempt.search, upstream's SelectVictimsOnNode pod by pod against one ledger): when
   the model declines (too large for the time left, victims over an eviction cap, a preemptor's nodes not known in
   time);
-- **quota reclaim**: the per-node search with the session's quota account (engine.reclaim), when tenants have quotas
+- **quota reclaim**: the per-node search with the session's quota account (engine.preempt.reclaim), when tenants have quotas
   (CapacityScheduling's rule of who may evict whom);
 - then **confirm** (engine.preempt.confirm): one re-plan of the preemptors without the victims (none for the model,
   whose solve was one), victims no placed preemptor needs given back, preemptors left without room taken out again.
@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..compile import Compiled
-from ..ir import PreemptionRules
-from ..model import NEVER_PREEMPT, Cluster, Pod
-from ..plan import Plan
+from ..model.cluster import NEVER_PREEMPT, Cluster, Pod
+from ..model.ir import PreemptionRules
+from ..planning.compile import Compiled
+from ..planning.plan import Plan
 from .confirm import settle
 from .model import BatchModel
 from .outcome import attribute, merge

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..model import Pod
-from ..plan import Plan, make_plan
-from ..queue_order import queue_order
-from ..reclaim import Account
-from ..rejections import Rejection
-from ..view import View
+from ..model.cluster import Pod
+from ..model.queue_order import queue_order
+from ..model.rejections import Rejection
+from ..model.view import View
+from ..planning.plan import Plan, make_plan
+from .reclaim import Account
 from .session import (
     Candidate,
     Chosen,

@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from ..compile import PolicyRules
-from ..model import Cluster, Gang, Moment, NodeSelectorTerm, Pod, Requirement, Toleration
-from ..plan import NodeUsage, Plan, PlanDetails, make_plan
-from ..view import View
+from ..model.cluster import Cluster, Gang, Moment, NodeSelectorTerm, Pod, Requirement, Toleration
+from ..model.view import View
+from ..planning.compile import PolicyRules
+from ..planning.plan import NodeUsage, Plan, PlanDetails, make_plan
 from .session import Candidate, Chosen, FeasibleNodes, PreemptionSettings, Session, Unserved, left
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)

@@ -8,9 +8,9 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
-from ..model import Pod
-from ..plan import Eviction, NodeUsage, Plan, Preemption, PreemptionStats
-from ..rejections import joined
+from ..model.cluster import Pod
+from ..model.rejections import joined
+from ..planning.plan import Eviction, NodeUsage, Plan, Preemption, PreemptionStats
 from .session import Candidate, Ledger, Session, Unserved
 
 

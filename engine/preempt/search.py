@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..kinds.protection import cap_reason, protected_reason
-from ..model import Cluster, Pod
-from ..queue_order import in_line
-from ..reclaim import Account
-from ..rejections import Rejection, joined
-from ..view import View
+from ..model.cluster import Cluster, Pod
+from ..model.queue_order import in_line
+from ..model.rejections import Rejection, joined
+from ..model.view import View
+from .reclaim import Account
 from .session import (
     Candidate,
     Choice,
@@ -60,7 +60,7 @@ def explain_left_out(session: Session, unserved: Unserved, left: list[Pod], feas
 
 
 def _units(preemptors: list[Pod], largest_first: bool, cluster: Cluster) -> list[list[Pod]]:
-    """Gangs as one unit, other pods alone, in line (engine.queue_order); with `largest_first`, within a priority
+    """Gangs as one unit, other pods alone, in line (engine.model.queue_order); with `largest_first`, within a priority
     the largest requests first."""
     units = [list(u) for u in in_line(preemptors, cluster.gangs, cluster.pending)]
 

@@ -16,18 +16,18 @@ from dataclasses import dataclass, field, replace
 from itertools import count
 
 from .. import kinds
-from ..compile import Deadline, PolicyRules, compile_cluster
-from ..gangs import disruption_unit
-from ..ir import EvictionCap, PreemptionRules, Source
 from ..kinds import GUARDS
 from ..kinds.context import Batch, ClassSpec
 from ..kinds.protection import cap_key
-from ..model import Cluster, Moment, Pod
-from ..plan import Plan, Stats
-from ..reclaim import Account, Reclaim
-from ..rejections import Rejection, joined
-from ..tenants import Usage
-from ..view import View
+from ..model.cluster import Cluster, Moment, Pod
+from ..model.gangs import disruption_unit
+from ..model.ir import EvictionCap, PreemptionRules, Source
+from ..model.rejections import Rejection, joined
+from ..model.view import View
+from ..planning.compile import Deadline, PolicyRules, compile_cluster
+from ..planning.plan import Plan, Stats
+from ..quotas.tenants import Usage
+from .reclaim import Account, Reclaim
 
 LOWEST = -(2**63)
 SEARCH_CHECK = 1024  # running pods looked at between two looks at the clock while finding the candidates
@@ -198,7 +198,7 @@ class Session:
                 sum(c.pod.requests.get("memory", 0) for c in unit), min(c.pod.created for c in unit), first.key)
 
     def may_evict(self, pod: Pod, victim: Pod) -> bool:
-        """Priority alone without quotas; with them, engine.reclaim's rule for the preemptor's stance."""
+        """Priority alone without quotas; with them, engine.preempt.reclaim's rule for the preemptor's stance."""
         if self.reclaim is None:
             return victim.priority < pod.priority
         return self.reclaim.may_evict(self.reclaim.stances[pod.key], victim)
@@ -366,7 +366,7 @@ def _candidates(fixed: Cluster, view: View, rules: PreemptionRules | None, preem
 
 def evictable_by(preemptors: list[Pod], reclaim: Reclaim | None) -> Callable[[Pod], bool]:
     """Whether some preemptor may evict a running pod: one of a lower priority than the highest preemptor's
-    without quotas; with them, engine.reclaim's rule for some preemptor's stance (each distinct stance once)."""
+    without quotas; with them, engine.preempt.reclaim's rule for some preemptor's stance (each distinct stance once)."""
     top = max(p.priority for p in preemptors)
     if reclaim is None:
         return lambda pod: pod.priority < top

@@ -1,6 +1,6 @@
 """The unknown fields a snapshot's objects are reported for are exactly those the real apiserver's strict field
 validation refuses (issue 47, point 4): each object is sent with `fieldValidation=Strict` and `dryRun=All` (nothing
-is stored), and the fields the apiserver names are the fields engine.field_validation names, in the same words;
+is stored), and the fields the apiserver names are the fields engine.reading.field_validation names, in the same words;
 objects it admits whole have none. Built-in kinds (the client's models), scheduler-plugins' CRDs (their
 openAPIV3Schema) and the release's scheduling.k8s.io PodGroups (1.36: v1alpha2, from its OpenAPI)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from engine.field_validation import schemas
+from engine.reading.field_validation import schemas
 from testkit.controlplane import ControlPlane
 from testkit.manifests import (
     api_pod,

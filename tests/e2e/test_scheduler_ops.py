@@ -204,9 +204,9 @@ def test_metrics_health_and_an_apiserver_restart(control_plane: ControlPlane, ku
 
 def test_live_snapshot_plans_without_writing(control_plane: ControlPlane, kube: Kube) -> None:
     """engine.loop.live.read_cluster: the input of a live `dry-run --kubeconfig`, read only."""
-    from engine.load import build_cluster
     from engine.loop.live import read_cluster
-    from engine.plan import make_plan
+    from engine.planning.plan import make_plan
+    from engine.reading.load import build_cluster
 
     ns, sel = "sched-live", {"e2e": "live"}
     control_plane.ensure_namespace(ns)
