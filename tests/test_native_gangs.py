@@ -132,3 +132,25 @@ def test_the_group_condition_never_goes_back_to_false_and_is_not_rewritten_uncha
     sink.group_scheduled(_stored([waiting]), False, "no room")
     sink.close()
     assert recorder.patches == []
+
+
+def test_waiting_gangs_are_placed_jointly_where_one_at_a_time_strands_the_second() -> None:
+    """Rack a has two 4-GPU nodes, rack b a 4-GPU and a 1-GPU node; both groups keep to one rack. The older group
+    (4 × 1 GPU) fits either rack, the younger (4 × 2 GPUs) only rack a. In line one at a time (kube-scheduler's
+    order, the plan's own one-pod-at-a-time baseline) the older takes rack a and the younger has no rack; the batch
+    places both, each in one rack (issue 49, point 3: jointly)."""
+    racks = {"a1": "a", "a2": "a", "b1": "b", "b2": "b"}
+    nodes = [node(n, cpu="16", labels={"rack": r}, **{"nvidia.com/gpu": "1" if n == "b2" else "4"})
+             for n, r in racks.items()]
+    docs = list(nodes)
+    for group, gpus, minute in (("older", "1", "00"), ("younger", "2", "05")):
+        for d in [native_group(group, 4, topology="rack"), *members(group, 4, requests={"nvidia.com/gpu": gpus})]:
+            d["metadata"]["creationTimestamp"] = f"2026-11-29T10:{minute}:00Z"
+            docs.append(d)
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    plan = plan_batch(cluster, Rules(), Options(time_limit=5, workers=1, baseline=True))
+    assert check_plan(docs, plan.assignments) == []
+    assert placed(plan, "older") == placed(plan, "younger") == 4
+    assert {racks[plan.assignments[f"default/younger-{i}"]] for i in range(4)} == {"a"}
+    assert {racks[plan.assignments[f"default/older-{i}"]] for i in range(4)} == {"b"}
+    assert plan.stats.sequential_placed == 4  # one at a time, the younger group finds no rack
