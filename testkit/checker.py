@@ -551,7 +551,8 @@ class Cluster:
         return out
 
     def _native_gangs(self, placed) -> list[str]:
-        """minCount all or nothing (placed + bound members), every member in one domain of the topology key."""
+        """minCount all or nothing (placed + bound members), every member in one domain of the topology key (a node
+        whose value is empty is in none, as 1.38's TopologyAwareWorkloadScheduling has it)."""
         out = []
         for (ns, name), (min_count, key) in sorted(self.native_groups.items()):
             members = [k for k, p in self.pods.items() if p.ns == ns and p.native_group == name]
@@ -559,9 +560,11 @@ class Cluster:
             n_bound = sum(1 for k in members if k in self.bound)
             if n_placed and n_placed + n_bound < min_count:
                 out.append(f"pod group {ns}/{name}: {n_placed} placed + {n_bound} bound < minCount {min_count}")
-            where = {self.nodes[n].labels.get(key) if n in self.nodes else None
+            where = {self.nodes[n].labels.get(key) or None if n in self.nodes else None  # "": no domain (1.38)
                      for n in [placed.get(k) or self.bound.get(k) for k in members] if n}
-            if n_placed and key and (len(where) > 1 or None in where):
+            if n_placed and key and None in where:
+                out.append(f"pod group {ns}/{name}: members on a node in no domain of {key} (no value)")
+            elif n_placed and key and len(where) > 1:
                 out.append(f"pod group {ns}/{name}: members in {len(where)} domains of {key}")
         return out
 

@@ -154,3 +154,25 @@ def test_waiting_gangs_are_placed_jointly_where_one_at_a_time_strands_the_second
     assert {racks[plan.assignments[f"default/younger-{i}"]] for i in range(4)} == {"a"}
     assert {racks[plan.assignments[f"default/older-{i}"]] for i in range(4)} == {"b"}
     assert plan.stats.sequential_placed == 4  # one at a time, the younger group finds no rack
+
+
+def test_a_node_whose_topology_label_is_empty_is_in_no_domain() -> None:
+    """Upstream's TopologyAwareWorkloadScheduling (1.38): an empty label value is a node labelling mistake, not a
+    domain. Two 2-cpu nodes labelled rack="" could hold the group of four, but it keeps to one rack: it waits, and the
+    one real rack with room (r1, two 2-cpu nodes) takes it once it exists."""
+    empty = [node(f"e{i}", cpu="2", labels={"rack": ""}) for i in range(2)]
+    group = [native_group("g", 4, topology="rack"), *members("g", 4)]
+    assert placed(plan_for([*empty, *group]), "g") == 0
+    plan = plan_for([*empty, *[node(f"r{i}", cpu="2", labels={"rack": "r1"}) for i in range(2)], *group])
+    assert {plan.assignments[f"default/g-{i}"] for i in range(4)} == {"r0", "r1"}
+
+
+def test_a_group_whose_bound_members_are_in_no_domain_cannot_grow() -> None:
+    """A member already bound on a node without a rack value leaves the group no domain for the rest (upstream:
+    "empty topology domain found"), though that node and a rack beside it have room for them."""
+    docs = [node("e0", cpu="4", labels={"rack": ""}), node("r0", cpu="4", labels={"rack": "r1"}),
+            native_group("g", 3, topology="rack"), *members("g", 2),
+            pod("g-bound", cpu="1", node_name="e0", schedulingGroup=in_group("g"))]
+    assert placed(plan_for(docs), "g") == 0
+    docs[0] = node("e0", cpu="4", labels={"rack": "r1"})
+    assert placed(plan_for(docs), "g") == 2

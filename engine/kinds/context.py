@@ -139,6 +139,17 @@ class Partitions:
             self.values.append(column.values)
         return self.index[key]
 
+    def of_domains(self, key: str) -> int:
+        """Topology key `key` as a workload's topology reads it (1.38's TopologyAwareWorkloadScheduling): a node whose
+        label is empty is in no domain (upstream: "a node labeling mistake, not a domain"), unlike a spread's or an
+        affinity's key, where "" is a value like any other."""
+        p = self.of(key)
+        empty = self.values[p].get("")
+        if empty is None:
+            return p
+        values = {v: c for v, c in self.values[p].items() if v != ""}
+        return self.of_column(f"{key}\0nonempty", [NO_DOMAIN if c == empty else c for c in self.parts[p]], values)
+
     def ids(self, p: int, values) -> frozenset[int]:
         """Domain ids of partition p for label values (values no node carries are dropped)."""
         known = self.values[p]

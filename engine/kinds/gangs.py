@@ -61,7 +61,7 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
         for g, gi in enumerate(build.gangs):
             partition = domains = None
             if gi.within is not None:
-                partition = build.partitions.of(gi.within)
+                partition = build.partitions.of_domains(gi.within)
                 if gi.bound_domains:
                     domains = build.partitions.ids(partition, gi.bound_domains)
             need = max(0, gi.min_member - gi.bound)
@@ -109,11 +109,13 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
 
 
 def _domains(cluster: Cluster, within: str | None, members: list[Pod]) -> frozenset[str]:
+    """The `within` values where the gang's bound members run. A member on a node without a value ("", which
+    `Partitions.of_domains` counts as no domain) leaves the gang none to grow in, as upstream's placement refuses a
+    group whose scheduled pods are in no domain."""
     if not within or not members:
         return frozenset()
     labels = {n.name: n.labels for n in cluster.nodes}
-    return frozenset(labels[p.node_name][within] for p in members
-                     if p.node_name in labels and within in labels[p.node_name])
+    return frozenset(labels[p.node_name].get(within, "") for p in members if p.node_name in labels)
 
 
 def _short_of(view: View, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
