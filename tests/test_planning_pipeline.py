@@ -105,7 +105,7 @@ def test_the_loops_carried_reservations_reach_place_and_reserve_through_its_time
     clock[0] += 1
     rest = stage.plan([f"default/{kind}-{k}" for kind in ("long", "short") for k in range(4)], Rules())
     (_, context, (placed,)), *_ = seen
-    inputs = context.time
+    inputs = context.time_inputs
     assert (inputs.now, inputs.reservations, inputs.carried, inputs.ask_earlier) == (clock[0], (held,), True, False)
     assert placed.details.compiled.moment == Moment(clock[0], (held,))
     assert sorted(p.key for p in rest.placements) == [f"default/short-{k}" for k in range(4)]

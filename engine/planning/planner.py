@@ -78,7 +78,7 @@ class PlanningContext:
     cluster: Cluster
     rules: Rules
     options: Options
-    time: TimeInputs
+    time_inputs: TimeInputs
     view: View | None  # the bound pods' view (made here when time is in the plan: every plan with time shares it)
     lowest: int | None  # the lowest priority of a running pod (None: nothing runs)
     usage: Usage | None  # what the bound pods use of the quotas (None: worked out by compile)
@@ -119,7 +119,7 @@ class PlanningContext:
     def settled(self) -> PlanningContext:
         """With what the stages read of the cluster worked out: the lowest running priority, whether time is in the
         plan (then one view of the bound pods for every plan with time makes) and whether preemption may run."""
-        cluster, now = self.cluster, self.time.now
+        cluster, now = self.cluster, self.time_inputs.now
         lowest = self.lowest if self.lowest is not None else lowest_running(cluster)
         hopeful = self.options.preemption and (may_preempt_any(cluster, lowest) or may_reclaim(cluster, self.usage))
         timed = timeline.timed(cluster, now)
@@ -162,8 +162,8 @@ def pipeline(context: PlanningContext) -> Plan:
 def place(context: PlanningContext) -> Plan:
     """The batch planned now, beside the last cycle's reservations. With time in a plan not carried, placements
     are final only once the reservations are known: none are handed on yet."""
-    final = not context.timed or context.time.carried
-    return context.plan_now(context.time.moment(), context.on_placed if final else None)
+    final = not context.timed or context.time_inputs.carried
+    return context.plan_now(context.time_inputs.moment(), context.on_placed if final else None)
 
 
 def reserve(context: PlanningContext, plan: Plan) -> Plan:
@@ -173,7 +173,7 @@ def reserve(context: PlanningContext, plan: Plan) -> Plan:
     expected to (engine.time.timeline.estimate). Without time, the plan as it is."""
     if not context.timed:
         return plan
-    cluster, inputs = context.cluster, context.time
+    cluster, inputs = context.cluster, context.time_inputs
     assert inputs.now is not None and context.view is not None
     now, batch = inputs.now, {p.key for p in cluster.pending}
     # planned beside the last cycle's (carried); theirs for units not in the batch are the next cycle's
@@ -202,7 +202,7 @@ def reserve(context: PlanningContext, plan: Plan) -> Plan:
 def _told_when(context: PlanningContext, plan: Plan, held: tuple[Reservation, ...], room: FutureRoom) -> Plan:
     """`plan` with its reservations `held`, and each waiting pod told when it is expected to start: where it is
     reserved, or its estimate (a sweep of time, or the loop's last)."""
-    cluster, inputs, batch = context.cluster, context.time, {p.key for p in context.cluster.pending}
+    cluster, inputs, batch = context.cluster, context.time_inputs, {p.key for p in context.cluster.pending}
     assert inputs.now is not None
     waiting = {key: list(why) for key, why in plan.unschedulable.items()}
     for r in held:
@@ -232,7 +232,7 @@ def preempt(context: PlanningContext, plan: Plan) -> Plan:
     if not context.hopeful:
         return plan
     settings = PreemptionSettings(context.rules.placement, Deadline(context.started + options.time_limit),
-                                  options.workers, options.seed, moment=context.time.moment())
+                                  options.workers, options.seed, moment=context.time_inputs.moment())
     return preempt_for(cluster, plan, context.rules.victims, settings, context.started, context.progress)
 
 
