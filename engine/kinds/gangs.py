@@ -6,7 +6,7 @@ is model data (engine.model.gangs), decided once when the cluster is built."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -18,13 +18,13 @@ from ..model.queue_order import entered
 from ..model.rejections import Rejection, joined
 from ..model.view import View
 from ..solve.greedy import GreedyState, greedy, members_that_fit
-from ..solve.problem import GangRow, Problem, Solution, Status
+from ..solve.problem import GangRow, LeastPerDomain, PreferredLevel, Problem, Solution, Status
 from .base import Action, ClassFields, ClassReason, ClusterEvent, Emit, ModelChange, PreFilter, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
     from ..planning.classes import ClassInfo
     from ..planning.compile import Compiled
-    from .context import Batch, ClassSpec, ProblemBuilder
+    from .context import Batch, ClassSpec, Partitions, ProblemBuilder
 
 
 @dataclass(slots=True)
@@ -37,10 +37,18 @@ class GangInfo:
     pending: int
     classes: list[int] = field(default_factory=list)
     within: str | None = None
-    bound_domains: frozenset[str] = frozenset()  # values of `within` where bound members run
+    bound_on: tuple[dict[str, str], ...] = ()  # the labels of the node each bound member runs on
     short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
     created: str = ""  # when the gang entered the line (engine.model.queue_order.entered): older gangs go first
     quorum: str = "minMember"  # what the group calls its minimum: minCount for a scheduling.k8s.io PodGroup
+    prefer: tuple[str, ...] = ()  # topology keys: the fewest domains of each, the first first
+    least: tuple[str, int] | None = None  # (key, n): a domain of key holding a member holds at least n
+
+    def bound_values(self, key: str) -> list[str]:
+        """The values of topology key `key` where bound members run, one per member ("": a node without one, which
+        `Partitions.of_domains` counts as no domain: upstream's placement refuses a group whose scheduled pods are
+        in none)."""
+        return [labels.get(key, "") for labels in self.bound_on]
 
 
 class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
@@ -59,15 +67,10 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
         """One Gang row per gang that still needs pending members; its classes point at it."""
         build.gangs = gang_infos(build.batch.cluster, build.view, build.classes)
         for g, gi in enumerate(build.gangs):
-            partition = domains = None
-            if gi.within is not None:
-                partition = build.partitions.of_domains(gi.within)
-                if gi.bound_domains:
-                    domains = build.partitions.ids(partition, gi.bound_domains)
             need = max(0, gi.min_member - gi.bound)
             if gi.short_of:
                 need = gi.pending + 1  # cannot start: the cluster lacks the room its minResources asks for
-            build.problem.gangs.append(GangRow(tuple(gi.classes), need, partition, domains))
+            build.problem.gangs.append(_row(build.partitions, gi, need))
             for a in gi.classes:
                 build.problem.classes[a].gang = g
 
@@ -80,6 +83,23 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         g = compiled.problem.classes[c].gang
         return None if g is None else _reason(compiled, solution, g, state)
+
+
+def _row(partitions: Partitions, gi: GangInfo, need: int) -> GangRow:
+    """Gang gi as the solver's row: its classes, quorum and topology levels over the partitions of their keys."""
+    partition = domains = None
+    if gi.within is not None:
+        partition = partitions.of_domains(gi.within)
+        if gi.bound_on:
+            domains = partitions.ids(partition, gi.bound_values(gi.within))
+    prefer = tuple(PreferredLevel(p, partitions.ids(p, gi.bound_values(key)))
+                   for key in gi.prefer for p in [partitions.of_domains(key)])
+    least = None
+    if gi.least is not None:
+        p = partitions.of_domains(gi.least[0])
+        bound = Counter(d for v in gi.bound_values(gi.least[0]) for d in partitions.ids(p, (v,)))
+        least = LeastPerDomain(p, gi.least[1], tuple(sorted(bound.items())))
+    return GangRow(tuple(gi.classes), need, partition, domains, prefer, least)
 
 
 def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[GangInfo]:
@@ -97,25 +117,17 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
         if pod.gang in members:
             bound[pod.gang].append(pod)
     out = []
+    labels = {n.name: n.labels for n in cluster.nodes} if bound else {}
     times = entered(cluster.pending, cluster.gangs)
     for key, in_batch in members.items():
         gang = cluster.gangs[key]
         found = GangInfo(key, gang.min_member, len(bound[key]), sum(len(classes[a].pods) for a in in_batch), in_batch,
-                         gang.within, _domains(cluster, gang.within, bound[key]), _short_of(view, gang.min_resources),
-                         times.get(key, gang.created), quorum_name(gang))
+                         gang.within, tuple(labels[p.node_name] for p in bound[key] if p.node_name in labels),
+                         _short_of(view, gang.min_resources), times.get(key, gang.created), quorum_name(gang),
+                         gang.prefer, gang.least)
         if found.min_member - found.bound > 0:
             out.append(found)
     return out
-
-
-def _domains(cluster: Cluster, within: str | None, members: list[Pod]) -> frozenset[str]:
-    """The `within` values where the gang's bound members run. A member on a node without a value ("", which
-    `Partitions.of_domains` counts as no domain) leaves the gang none to grow in, as upstream's placement refuses a
-    group whose scheduled pods are in no domain."""
-    if not within or not members:
-        return frozenset()
-    labels = {n.name: n.labels for n in cluster.nodes}
-    return frozenset(labels[p.node_name].get(within, "") for p in members if p.node_name in labels)
 
 
 def _short_of(view: View, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
@@ -139,7 +151,7 @@ def fit_alone(problem: Problem, g: int) -> int:
         alone = replace(problem, classes=classes, gangs=[])
     else:
         gang = replace(gang, classes=tuple(range(len(gang.classes))))
-    if gang.partition is None:
+    if gang.partition is None and gang.least is None:
         return sum(greedy(alone).values())
     return members_that_fit(GreedyState(alone), alone, gang)
 
@@ -171,7 +183,7 @@ def _members_shape(problem: Problem, g: int) -> tuple | None:
     members = sorted(gang.classes, key=lambda c: -problem.classes[c].rank)  # the greedy's order, not its ranks
     return (tuple((problem.classes[c].demand, problem.classes[c].candidates, problem.classes[c].max_per_node,
                    problem.classes[c].count, problem.classes[c].per_node_check) for c in members),
-            gang.need, gang.partition, gang.domains)
+            gang.need, gang.partition, gang.domains, gang.prefer, gang.least)
 
 
 def _asked(compiled: Compiled, key: tuple, answer: Callable[[], int]) -> int:

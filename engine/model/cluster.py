@@ -587,6 +587,8 @@ class Gang:
     within: str | None = None  # topology key: every member in one domain of it
     min_resources: tuple[tuple[str, int], ...] = ()  # the PodGroup's spec.minResources
     created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
+    prefer: tuple[str, ...] = ()  # topology keys: the fewest domains of each, the first first (a policy's)
+    least: tuple[str, int] | None = None  # (key, n): a domain of key holding a member holds at least n
 
     def member(self, pod: Pod) -> bool:
         if self.label == SCHEDULING_GROUP:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .cluster import POD_GROUP_LABEL, PREEMPT_LOWER, SCHEDULING_GROUP, TERMINAL_PHASES, Cluster, Gang, Pod, PodGroup
-from .ir import GangRule, GangRules
+from .ir import GangRule, GangRules, Source
 
 SAME = "all pods in a single pod group should have the same"  # upstream's words (validatePodGroup)
 
@@ -68,23 +68,31 @@ def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | 
     group = pod.pod_group if pod.scheduling_group is None else None
     own = cluster.pod_groups.get(f"{pod.namespace}/{group}") if group is not None else None
     if own is not None and own.min_member > 0:
-        within = next((r.within for r in rules if r.label == POD_GROUP_LABEL and r.value == own.name and r.within),
-                      None)
-        return Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL, own.name, within,
-                    own.min_resources, own.created)
-    rule = next((r for r in rules if r.label != POD_GROUP_LABEL), None)
-    if rule is None:
+        rule = _topology_rule(rules, own.name)
+        return Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL, own.name,
+                    rule.within, own.min_resources, own.created, rule.prefer, rule.least)
+    label = next((r for r in rules if r.label != POD_GROUP_LABEL), None)
+    if label is None:
         return None
-    return Gang(rule.group, rule.namespace, rule.min_member, str(rule.source), rule.label, rule.value, rule.within)
+    return Gang(label.group, label.namespace, label.min_member, str(label.source), label.label, label.value,
+                label.within, prefer=label.prefer, least=label.least)
+
+
+def _topology_rule(rules: tuple[GangRule, ...], group: str) -> GangRule:
+    """The first policy `gang by podgroup …` that adds a topology to the PodGroup `group` (an empty one if none)."""
+    return next((r for r in rules if r.label == POD_GROUP_LABEL and r.value == group), _NO_RULE)
+
+
+_NO_RULE = GangRule("", 0, Source(""))
 
 
 def _native_gang(group: PodGroup, rules: tuple[GangRule, ...]) -> Gang:
     """A scheduling.k8s.io PodGroup's gang: `gang.minCount` all or nothing, in one domain of its topology
-    constraint's key (else of a policy's `gang by podgroup within`)."""
-    within = group.topology_key or next((r.within for r in rules if r.label == POD_GROUP_LABEL and r.value == group.name
-                                         and r.within), None)
+    constraint's key (else of a policy's `gang by podgroup within`), with a policy's preferred levels."""
+    rule = _topology_rule(rules, group.name)
     return Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
-                SCHEDULING_GROUP, group.name, within, (), group.created)
+                SCHEDULING_GROUP, group.name, group.topology_key or rule.within, (), group.created, rule.prefer,
+                rule.least)
 
 
 def disruption_unit(pod: Pod, cluster: Cluster) -> str | None:

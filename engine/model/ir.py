@@ -122,6 +122,8 @@ class GangRule:
     label: str = POD_GROUP_LABEL
     value: str = ""
     within: str | None = None  # topology key: every member in one domain of it
+    prefer: tuple[str, ...] = ()  # topology keys: the fewest domains of each, the first first
+    least: tuple[str, int] | None = None  # (key, n): a domain of key holding a member holds at least n
 
 
 @dataclass(frozen=True, slots=True)

@@ -367,13 +367,25 @@ class Proximity:
 
 
 @dataclass(frozen=True, slots=True)
+class AtLeastPer:
+    """with at least N per D: a domain of D that holds a member of the gang holds at least N of them."""
+
+    least: int
+    domain: Domain
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
 class GangBy:
-    """gang by label "k" min N [within D], or gang by podgroup within D (the PodGroup keeps its minMember)."""
+    """gang by label "k" min N [within D] [prefer within D1, D2…] [with at least K per D3], or the same by podgroup
+    (the PodGroup keeps its minMember and adds these to its own topology)."""
 
     label: str  # "" for a PodGroup
     min_member: int  # 0 for a PodGroup
     pos: Pos
     within: Domain | None = None  # all members in one domain of this topology key
+    prefer: tuple[Domain, ...] = ()  # the fewest domains of each, the first first
+    least: AtLeastPer | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -242,9 +242,11 @@ def _eviction_cap(s: A.EvictionsPerCycle) -> Iterator[tuple[A.Pos, str]]:
 
 
 def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
-    if s.within is not None:
-        yield from _label_key(s.within.key, s.within.pos, "topology key")
+    yield from _gang_topology(s)
     if not s.label:
+        if s.within is None and not s.prefer and s.least is None:
+            yield s.pos, ("gang by podgroup adds a topology to each pod's PodGroup: give `within …`, "
+                          "`prefer within …` or `with at least N per …`")
         return  # by podgroup: the PodGroup's minMember applies
     yield from _label_key(s.label, s.pos)
     if s.min_member < 1:
@@ -252,6 +254,20 @@ def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
     elif s.min_member > MAX_PODS_PER_CLUSTER:
         yield s.pos, (f"gang min {s.min_member} can never be satisfied: a cluster holds at most "
                       f"{MAX_PODS_PER_CLUSTER} pods")
+
+
+def _gang_topology(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
+    """Its levels' keys, each named once; `with at least` a count some gang can reach."""
+    seen: dict[str, str] = {}
+    for what, domain in ([("within", s.within)] if s.within else []) + [("prefer within", d) for d in s.prefer] + (
+            [("with at least", s.least.domain)] if s.least else []):
+        yield from _label_key(domain.key, domain.pos, "topology key")
+        if what != "with at least" and domain.key in seen:
+            yield domain.pos, (f"{what} {domain.key!r}: already named by {seen[domain.key]} (a gang in one domain of "
+                               f"it is in the fewest)")
+        seen.setdefault(domain.key, what)
+    if s.least is not None and s.least.least < 1:
+        yield s.least.pos, f"with at least {s.least.least}: must be at least 1"
 
 
 _CHECKS: dict[type, Callable[[Any], Iterator[tuple[A.Pos, str]]]] = {

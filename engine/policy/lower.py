@@ -112,17 +112,21 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
 def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
     """A gang statement as seen from `pod`: its label gang, or the domain it adds to the pod's PodGroup gang."""
     src = _source(policy, s.pos)
+    within = s.within.key if s.within else None
+    prefer = tuple(d.key for d in s.prefer)
+    least = (s.least.domain.key, s.least.least) if s.least else None
     if not s.label:
-        group = pod.pod_group
-        if group is None or s.within is None:
+        group = pod.scheduling_group or pod.pod_group
+        if group is None:
             return None
-        # adds `within` to the pod's own PodGroup gang (its minMember comes from the PodGroup)
-        return GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, s.within.key)
+        # adds its topology to the pod's own PodGroup gang (its minMember comes from the PodGroup)
+        return GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, within, prefer,
+                        least)
     value = pod.labels.get(s.label)
     if value is None:
         return None
-    within = s.within.key if s.within else None
-    return GangRule(f"{pod.namespace}/{s.label}={value}", s.min_member, src, pod.namespace, s.label, value, within)
+    return GangRule(f"{pod.namespace}/{s.label}={value}", s.min_member, src, pod.namespace, s.label, value, within,
+                    prefer, least)
 
 
 def _term(pods: A.SameLabel | A.PodsWhere, domain: A.Domain, pod: Pod) -> PodTerm | None:

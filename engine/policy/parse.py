@@ -64,6 +64,7 @@ def parser() -> Lark:
 
 
 TERMINAL_NAMES = {
+    "PREFER_WITHIN": "prefer within",
     "NAME": "a policy name (lower-case letters, digits and '-')",
     "STRING": "a quoted string",
     "SIGNED_NUMBER": "a number",
@@ -342,14 +343,23 @@ class _ToAst(Transformer):
     def reserve(self, meta, items):
         return A.Reserve(int(items[0]), duration(str(items[1])), _pos(self.file, meta))
 
+    def gang_within(self, items):
+        return items[0]
+
+    def gang_prefer(self, items):
+        return tuple(items[1:])  # after the PREFER_WITHIN token
+
+    @v_args(meta=True)
+    def gang_least(self, meta, items):
+        return A.AtLeastPer(int(items[0]), items[1], _pos(self.file, meta))
+
     @v_args(meta=True)
     def gang_podgroup(self, meta, items):
-        return A.GangBy("", 0, _pos(self.file, meta), items[0])
+        return A.GangBy("", 0, _pos(self.file, meta), *_gang_topology(items))
 
     @v_args(meta=True)
     def gang(self, meta, items):
-        within = items[2] if len(items) > 2 else None
-        return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta), within)
+        return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta), *_gang_topology(items[2:]))
 
     # structure
     @v_args(meta=True)
@@ -436,3 +446,11 @@ def parse(text: str, file: str = "<policy>") -> list[A.Policy]:
         return _ToAst(file).transform(tree)
     except VisitError as exc:  # a literal the grammar accepts but Python cannot read (e.g. a huge number)
         raise PolicyError([Diagnostic(file, 1, 1, f"invalid literal: {exc.orig_exc}")]) from None
+
+
+def _gang_topology(items: list) -> tuple[A.Domain | None, tuple[A.Domain, ...], A.AtLeastPer | None]:
+    """A gang statement's optional parts, each found by its type: within, prefer within, with at least."""
+    within = next((i for i in items if isinstance(i, A.Domain)), None)
+    prefer = next((i for i in items if isinstance(i, tuple)), ())
+    least = next((i for i in items if isinstance(i, A.AtLeastPer)), None)
+    return within, prefer, least

@@ -20,6 +20,7 @@ from .greedy import greedy
 from .neighbourhood import model_size, per_pair, restrict, room_order
 from .problem import Colocation, GangRow, Phases, PodClass, Problem, Separation, Solution, Spread, Status
 from .sequential import sequential
+from .topology import span_cost, span_floor
 
 __all__ = ["Colocation", "GangRow", "PodClass", "Problem", "Separation", "Solution", "Spread", "Status", "load_solver",
            "solve"]
@@ -40,10 +41,12 @@ class _Plan:
     value: int  # tier 1
     soft: int  # tier 2
     origin: str
-    unfair: int = 0  # between them: the tenants' squared shares (lower is fairer)
+    unfair: int = 0  # between them: the tenants' squared shares (lower is fairer)…
+    spans: int = 0  # …then the gangs' weighted spans over their preferred levels (lower is tighter)
 
     def beats(self, other: _Plan) -> bool:
-        return (self.value, -self.unfair, self.soft) > (other.value, -other.unfair, other.soft)
+        return (self.value, -self.unfair, -self.spans, self.soft) > (other.value, -other.unfair, -other.spans,
+                                                                      other.soft)
 
 
 class _Clock:
@@ -69,7 +72,8 @@ def load_solver() -> None:
 
 
 def _plan(problem: Problem, placed: dict[tuple[int, int], int], origin: str) -> _Plan:
-    return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin, problem.unfairness(placed))
+    spans = span_cost(problem, placed) if problem.has_levels() else 0
+    return _Plan(placed, problem.value(placed), problem.soft_value(placed), origin, problem.unfairness(placed), spans)
 
 
 class _Bound:
@@ -113,7 +117,7 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
     def late() -> bool:
         return clock is not None and clock.left() < first
 
-    if (not bound.reached_by(best) or problem.has_soft_terms()) and not late():
+    if (not bound.reached_by(best) or problem.has_soft_terms() or problem.has_levels()) and not late():
         other = _plan(problem, greedy(problem, largest_first=False, stop=stop), "greedy (smallest first)")
         best = other if other.beats(best) else best
     placed_by_baseline = None
@@ -128,6 +132,8 @@ def _proven(problem: Problem, plan: _Plan, bound: int) -> bool:
     """Placement at its `bound` and the preferences at a bound no plan can pass (never while some class
     went unchecked: its pods were not shown to be unplaceable)."""
     if problem.unchecked or plan.value < bound or not problem.fairness_settled(plan.placed):
+        return False
+    if problem.has_levels() and plan.spans > span_floor(problem, plan.placed):
         return False
     if not problem.has_soft_terms():
         return True
@@ -189,6 +195,8 @@ class _Search:
         self.soft = problem.has_soft_terms()
         self.placement_proven = best.value >= bound
         self.fairness_proven = problem.fairness_settled(best.placed)
+        self.levels = problem.has_levels()
+        self.topology_proven = not self.levels or best.spans <= span_floor(problem, best.placed)
         self.preferences_proven = _proven(problem, best, bound)
         self.rounds = 0
         self.window: int | None = None
@@ -212,7 +220,7 @@ class _Search:
             self.window = k
             self._round(restrict(self.p, self.best.placed, k, self.rounds, order), full=False)
             self.rounds += 1
-            if self.placement_proven and self.fairness_proven and not self.soft:
+            if self.placement_proven and self.fairness_proven and self.topology_proven and not self.soft:
                 return
 
     def _round(self, problem: Problem, full: bool) -> None:
@@ -230,8 +238,11 @@ class _Search:
         model.keep_gangs(self.best.placed)
         if not self.fairness_proven and self.clock.left() > 0.05:
             self._fairness(model, full)
+        if self.levels and self.clock.left() > 0.05:
+            self._topology(model, full)
         if self.soft and self.clock.left() > 0.05:
             model.fix_at_least(model.fairness(), -self.best.unfair)
+            model.fix_at_least(model.topology(), -self.best.spans)
             result = self._search(model, model.tier2(), self._slice(full), "preferences")
             if result.found:
                 candidate = _plan(self.p, result.placed, "CP-SAT")
@@ -251,6 +262,23 @@ class _Search:
             self.best = candidate
         if full and result.proven:
             self.fairness_proven = True
+
+    def _topology(self, model: ClassModel, full: bool) -> None:
+        """With placement and fairness fixed, the gangs' fewest domains over their preferred levels (the whole
+        batch at once: one gang's rack choice can free another's)."""
+        model.fix_at_least(model.fairness(), -self.best.unfair)
+        self.topology_proven = self.best.spans <= span_floor(self.p, self.best.placed)  # the best may be new
+        if self.topology_proven:
+            return
+        share = TIER1_SHARE if self.soft else 1.0
+        result = self._search(model, model.topology(), self._slice(full) * share, "topology")
+        if not result.found:
+            return
+        candidate = _plan(self.p, result.placed, "CP-SAT")
+        if candidate.beats(self.best):
+            self.best = candidate
+        if full and result.proven:
+            self.topology_proven = True
 
     def _slice(self, full: bool) -> float:
         left = max(0.05, self.clock.left())
@@ -293,6 +321,7 @@ class _Search:
     def status(self) -> Status:
         if self.p.unchecked:
             return Status.FEASIBLE
-        if self.placement_proven and self.fairness_proven and (not self.soft or self.preferences_proven):
+        if self.placement_proven and self.fairness_proven and self.topology_proven and (
+                not self.soft or self.preferences_proven):
             return Status.OPTIMAL
         return Status.FEASIBLE

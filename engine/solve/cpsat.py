@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .problem import NO_DOMAIN, SHARE_SCALE, Problem
+from .topology import span_weights
 
 if TYPE_CHECKING:
     from ortools.sat.python.cp_model import IntVar, LinearExpr
@@ -55,7 +56,8 @@ class TierResult:
 
 
 class ClassModel:
-    """Builds the model once; `solve_tier` then optimises tier 1 (placement) or tier 2 (preferences)."""
+    """Builds the model once; `solve_tier` then optimises tier 1 (placement), fairness, the gangs' topology or tier 2
+    (preferences), each with the ones before it fixed."""
 
     def __init__(self, problem: Problem):
         self.p = problem
@@ -70,6 +72,7 @@ class ClassModel:
         self._seed_domains: dict[tuple, dict[int, list[IntVar]]] = {}
         self.soft_terms: list = []
         self.gang_on: list[IntVar] = []  # per gang: started
+        self.spans: list[LinearExpr | int] = []  # the gangs' weighted spans over their preferred levels
         self._build()
 
     # -- variables -----------------------------------------------------------------------------
@@ -144,13 +147,7 @@ class ClassModel:
                 if len(vs) > 1 or (vs and self.ub[vs[0].index] > 1):
                     m.add(sum(vs) <= 1)
         for gang in p.gangs:
-            on = m.new_bool_var("gang")
-            self.gang_on.append(on)
-            m.add(sum(self.placed[c] for c in gang.classes) >= gang.need * on)
-            for c in gang.classes:
-                m.add(self.placed[c] <= p.classes[c].count * on)
-            if gang.partition is not None:
-                self._gang_within(gang)
+            self._gang(gang)
         for sep in p.separations:
             self._separation(sep)
         for coloc in p.colocations:
@@ -173,6 +170,20 @@ class ClassModel:
                 if score and (c, n) in self.y:
                     self.soft_terms.append(score * self.y[(c, n)])
 
+    def _gang(self, gang) -> None:
+        """All of the gang or none, in its topology: one domain of the required level, at least N per domain of a
+        level, and its spans over the preferred levels for the topology tier."""
+        on = self.m.new_bool_var("gang")
+        self.gang_on.append(on)
+        self.m.add(sum(self.placed[c] for c in gang.classes) >= gang.need * on)
+        for c in gang.classes:
+            self.m.add(self.placed[c] <= self.p.classes[c].count * on)
+        if gang.partition is not None:
+            self._gang_within(gang)
+        if gang.least is not None:
+            self._least_per_domain(gang)
+        self.spans.extend(self._spans(gang))
+
     def _gang_within(self, gang) -> None:
         """Every member in one domain: one chosen domain per gang, members only on its nodes."""
         chosen: dict[int, IntVar] = {}
@@ -192,6 +203,39 @@ class ClassModel:
                     self.m.add(self.y[(c, n)] == 0)
         if len(chosen) > 1:
             self.m.add(sum(chosen.values()) <= 1)
+
+    def _gang_in(self, partition: int, gang) -> dict[int, list[IntVar]]:
+        """Domain -> the y variables of every member class of the gang on that domain's nodes."""
+        out: dict[int, list[IntVar]] = defaultdict(list)
+        for c in gang.classes:
+            for d, ys in self.in_domain(partition, c).items():
+                out[d].extend(ys)
+        return out
+
+    def _least_per_domain(self, gang) -> None:
+        """A domain holding a member holds at least `count` (bound members there included); a node in no domain
+        of the level takes none."""
+        least = gang.least
+        for d, ys in self._gang_in(least.partition, gang).items():
+            short = least.count - least.bound_in(d)
+            if short > 0:
+                self.m.add(sum(ys) >= short * self.any_placed(ys, f"least_{d}"))
+        part = self.p.partitions[least.partition]
+        for c in gang.classes:
+            for n in self.p.classes[c].candidates:
+                if part[n] == NO_DOMAIN and (c, n) in self.y:
+                    self.m.add(self.y[(c, n)] == 0)
+
+    def _spans(self, gang) -> list[LinearExpr | int]:
+        """Per preferred level, its weight times the new domains the gang occupies (engine.solve.topology.span_cost
+        counts the same)."""
+        out = []
+        for level, w in zip(gang.prefer, span_weights(self.p, gang)):
+            used = [self.any_placed(ys, f"span_{level.partition}_{d}", exact=False)
+                    for d, ys in self._gang_in(level.partition, gang).items() if d not in level.held]
+            if used:
+                out.append(w * sum(used))
+        return out
 
     def _separation(self, s) -> None:
         m = self.m
@@ -386,6 +430,10 @@ class ClassModel:
     def fairness(self) -> LinearExpr | int:
         """The fairness tier, to maximise: minus Σ weight · share²."""
         return -sum(self.shares) if self.shares else 0
+
+    def topology(self) -> LinearExpr | int:
+        """The topology tier, to maximise: minus the gangs' weighted spans over their preferred levels."""
+        return -sum(self.spans) if self.spans else 0
 
     def tier2(self) -> LinearExpr | int:
         return sum(self.soft_terms) if self.soft_terms else 0

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from . import topology
 from .problem import NO_DOMAIN, Blocker, Check, Problem
 
 ROOM_SCAN_MIN = 64  # candidates from which a fill drops the nodes without room in one step (GreedyState.with_room)
@@ -355,10 +356,10 @@ class GreedyState:
                 break
         return None if best is None else best[1]
 
-    def fill(self, c: int, limit: int, within: tuple[int, int] | None = None) -> int:
+    def fill(self, c: int, limit: int, within: tuple[tuple[int, int], ...] | None = None) -> int:
         """Place up to `limit` pods of class c; return how many were placed.
 
-        `within` = (partition, domain) keeps the pods inside one topology domain.
+        `within` = ((partition, domain), …) keeps the pods inside one topology domain of each partition.
 
         Nodes that can never take another pod of the class are dropped for good. Each pod scans the
         preference order from where the last one went: the same node for first-fit (it may take more),
@@ -372,9 +373,9 @@ class GreedyState:
         soft = bool(self.soft_sep_of.get(c))
         spread_fill = self.soft_spread_of.get(c) and not (soft or self.spread_of.get(c) or self.coloc_of.get(c))
         alive = list(cls.candidates) if spread_fill else self.with_room(c, cls.candidates)
-        if within is not None:
-            part = self.p.partitions[within[0]]
-            alive = [n for n in alive if part[n] == within[1]]
+        for p, d in within or ():
+            part = self.p.partitions[p]
+            alive = [n for n in alive if part[n] == d]
         if cls.scores:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
@@ -456,25 +457,13 @@ class GreedyState:
         return 0 if d is None else self.spread_counts[i][d]
 
 
-def gang_domains(problem: Problem, gang) -> list[tuple[int, int] | None]:
-    """Where a gang may go: anywhere ([None]), or one domain of its `within` partition, each its members can
-    reach (among those of its bound members, when it has some)."""
-    if gang.partition is None:
-        return [None]
-    part = problem.partitions[gang.partition]
-    found = {part[n] for c in gang.classes for n in problem.classes[c].candidates} - {NO_DOMAIN}
-    if gang.domains is not None:
-        found &= gang.domains
-    return [(gang.partition, d) for d in sorted(found)]
-
-
 def members_that_fit(state: GreedyState, problem: Problem, gang) -> int:
-    """How many pending members of `gang` one at a time would place in `state` (in its best domain, for a gang
-    that must stay in one), gang or not; `state` is left as it was."""
+    """How many pending members of `gang` one at a time would place in `state` (in its best region, for a gang
+    with topology levels), gang or not; `state` is left as it was."""
     best = 0
-    for within in gang_domains(problem, gang):
+    for region in topology.regions(problem, gang, state, enough=1):
         mark = len(state.log)
-        best = max(best, sum(state.fill(m, problem.classes[m].count, within) for m in gang.classes))
+        best = max(best, topology.fill_gang(state, problem, gang, region))
         state.undo_to(mark)
     return best
 
@@ -489,11 +478,10 @@ def replay(problem: Problem, placed: dict[tuple[int, int], int]) -> GreedyState:
 
 
 def place_gang(state: GreedyState, problem: Problem, gang) -> None:
-    """All of the gang or none; with a `within` partition, the first domain that takes it whole."""
-    for within in gang_domains(problem, gang):
+    """All of the gang or none: the first region (engine.solve.topology.regions) that takes it whole."""
+    for region in topology.regions(problem, gang, state):
         mark = len(state.log)
-        placed = sum(state.fill(m, problem.classes[m].count, within) for m in gang.classes)
-        if placed >= gang.need:
+        if topology.fill_gang(state, problem, gang, region) >= gang.need:
             return
         state.undo_to(mark)
 

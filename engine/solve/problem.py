@@ -63,6 +63,30 @@ class GangRow:
     need: int  # pending members that must be placed for the gang to start (minMember minus bound members)
     partition: int | None = None  # all members in one domain of this partition…
     domains: frozenset[int] | None = None  # …one of these (where bound members already are), if given
+    prefer: tuple[PreferredLevel, ...] = ()  # the fewest domains of each, the first first (the topology tier)
+    least: LeastPerDomain | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredLevel:
+    """A gang spans as few domains of `partition` as it can; those where bound members run (`held`) count once
+    whatever the plan does, so only new ones cost."""
+
+    partition: int
+    held: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class LeastPerDomain:
+    """Hard: a domain of `partition` where the plan puts a member holds at least `count` members, the bound ones
+    there (`bound`: domain -> members) included (8 per node: a job's NVLink traffic stays inside each host)."""
+
+    partition: int
+    count: int
+    bound: tuple[tuple[int, int], ...] = ()
+
+    def bound_in(self, d: int) -> int:
+        return next((k for domain, k in self.bound if domain == d), 0)
 
 
 @dataclass(slots=True)
@@ -224,6 +248,10 @@ class Problem:
     unchecked: tuple[int, ...] = ()  # classes the compiler had no time to check: no candidates, not proven unplaceable
     # rows counted beside the nodes' allocatable (devices, volumes): per node, whether it has no limit there
     counted: dict[str, tuple[bool, ...]] = field(default_factory=dict)
+
+    def has_levels(self) -> bool:
+        """Some gang prefers the fewest domains of a level (the topology tier has work)."""
+        return any(g.prefer for g in self.gangs)
 
     def has_soft_terms(self) -> bool:
         return (

@@ -116,7 +116,7 @@ def _gang(problem: Problem, queue: _Queue, g: int) -> tuple[int, bool]:
     domain for the whole gang: the greedy's search); pods placed, and whether a gang that did not start waits."""
     state, gang = queue.state, problem.gangs[g]
     mark = len(state.log)
-    if gang.partition is not None:
+    if gang.partition is not None or gang.prefer or gang.least:
         placed, waits = attempt_gang(state, problem, gang)
         queue.moved(mark)
         return placed, waits
