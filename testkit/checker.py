@@ -318,6 +318,10 @@ class Cluster:
         self.groups = {(_ns(d), _meta(d).get("name")): int((d.get("spec") or {}).get("minMember") or 1)
                        for d in docs if d.get("kind") == "PodGroup" and not _native(d)}
         # scheduling.k8s.io PodGroups with a gang policy: (ns, name) -> (minCount, topology key or None)
+        self.composites = {(_ns(d), _meta(d).get("name")): _native_gang(d, "minGroupCount") for d in docs
+                           if d.get("kind") == "CompositePodGroup"}
+        self.parents = {(_ns(d), _meta(d).get("name")): (d.get("spec") or {}).get("parentCompositePodGroupName")
+                        for d in docs if d.get("kind") == "PodGroup" and _native(d)}
         self.native_groups = {(_ns(d), _meta(d).get("name")): _native_gang(d) for d in docs
                               if d.get("kind") == "PodGroup" and _native(d) and _native_gang(d)[0]}
         self.dra_extended = dra_extended_resources(docs)  # requests devices serve (DRAExtendedResource)
@@ -568,8 +572,29 @@ class Cluster:
                 out.append(f"pod group {ns}/{name}: members in {len(where)} domains of {key}")
         return out
 
+    def _composites(self, placed) -> list[str]:
+        """A CompositePodGroup's gang: once any child starts, at least minGroupCount children are whole (placed +
+        bound at their minCount); every pod of every child in one domain of its key (no value: no domain)."""
+        out = []
+        for (ns, name), (min_groups, key) in sorted(self.composites.items()):
+            children = {child: self.native_groups[(ns, child)][0] for (cns, child), parent in self.parents.items()
+                        if cns == ns and parent == name and (ns, child) in self.native_groups}
+            members = {k: p.native_group for k, p in self.pods.items() if p.ns == ns and p.native_group in children}
+            if not any(k in placed for k in members):
+                continue
+            whole = sum(1 for child, need in children.items()
+                        if need and sum(1 for k, c in members.items() if c == child and (k in placed or k in self.bound))
+                        >= need)
+            if whole < min_groups:
+                out.append(f"composite pod group {ns}/{name}: {whole} whole child group(s) < minGroupCount {min_groups}")
+            where = {self.nodes[n].labels.get(key) or None if n in self.nodes else None
+                     for n in [placed.get(k) or self.bound.get(k) for k in members] if n} if key else set()
+            if None in where or len(where) > 1:
+                out.append(f"composite pod group {ns}/{name}: members in domains {sorted(map(str, where))} of {key}")
+        return out
+
     def _gangs(self, placed) -> list[str]:
-        out = self._native_gangs(placed)
+        out = self._native_gangs(placed) + self._composites(placed)
         for (ns, name), min_member in sorted(self.groups.items()):
             members = [k for k, p in self.pods.items() if p.ns == ns and p.group == name]
             n_placed = sum(1 for k in members if k in placed)
@@ -589,12 +614,13 @@ def _whole(mode: object) -> bool:
     return mode == "PodGroup" or (isinstance(mode, dict) and mode.get("all") is not None)
 
 
-def _native_gang(doc: dict) -> tuple[int, str | None]:
-    """(gang.minCount or 0 for a basic group, the first topology constraint's key)."""
+def _native_gang(doc: dict, quorum: str = "minCount") -> tuple[int, str | None]:
+    """(gang.minCount — minGroupCount for a CompositePodGroup — or 0 for a basic group, the first topology
+    constraint's key)."""
     spec = doc.get("spec") or {}
     gang = (spec.get("schedulingPolicy") or {}).get("gang")
     topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
-    return (int(gang.get("minCount") or 0) if gang else 0), (topology[0].get("key") if topology else None)
+    return (int(gang.get(quorum) or 0) if gang else 0), (topology[0].get("key") if topology else None)
 
 
 def check_evictions(docs: list[dict], evicted: set[str]) -> list[str]:

@@ -282,12 +282,16 @@ NATIVE_V1ALPHA2, NATIVE_V1BETA1 = "scheduling.k8s.io/v1alpha2", "scheduling.k8s.
 
 def native_group(name: str, min_count: int | None = None, ns: str = "default", topology: str | None = None,
                  priority: int | None = None, api_version: str = NATIVE_V1ALPHA2,
-                 disruption: str | None = None, preemption: str | None = None) -> dict:
+                 disruption: str | None = None, preemption: str | None = None, parent: str | None = None) -> dict:
     """A scheduling.k8s.io PodGroup (KEP-4671): a gang of `min_count`, or a basic group when None. `disruption`
     Pod or PodGroup, written as `api_version` spells it (v1beta1 on: `{single: {}}` / `{all: {}}`); `preemption`
-    the group's preemptionPolicy (v1beta1 on)."""
+    the group's preemptionPolicy (v1beta1 on); `parent` its CompositePodGroup (v1alpha3 / v1beta1, with the
+    workloadRef the apiserver then requires)."""
     policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
     spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if parent:
+        spec["parentCompositePodGroupName"] = parent
+        spec["workloadRef"] = {"workloadName": parent, "templateName": "worker"}
     if topology:
         spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
     if priority is not None:
@@ -298,6 +302,18 @@ def native_group(name: str, min_count: int | None = None, ns: str = "default", t
     if preemption:
         spec["preemptionPolicy"] = preemption
     return {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def composite_group(name: str, min_groups: int | None = None, ns: str = "default", topology: str | None = None,
+                    api_version: str = "scheduling.k8s.io/v1beta1") -> dict:
+    """A scheduling.k8s.io CompositePodGroup (1.38's v1beta1; 1.37's v1alpha3 has the same shape): `min_groups`
+    child groups all or nothing (`gang.minGroupCount`), or basic when None; `topology` its key."""
+    policy = {"gang": {"minGroupCount": min_groups}} if min_groups is not None else {"basic": {}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy, "workloadRef": {"workloadName": name, "templateName": "job"}}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    return {"apiVersion": api_version, "kind": "CompositePodGroup", "metadata": {"name": name, "namespace": ns},
+            "spec": spec}
 
 
 def in_group(group: str) -> dict:

@@ -18,7 +18,7 @@ from ..model.queue_order import entered
 from ..model.rejections import Rejection, joined
 from ..model.view import View
 from ..solve.greedy import GreedyState, greedy, members_that_fit
-from ..solve.problem import GangRow, LeastPerDomain, PreferredLevel, Problem, Solution, Status
+from ..solve.problem import GangRow, GangSet, LeastPerDomain, PreferredLevel, Problem, Solution, Status
 from .base import Action, ClassFields, ClassReason, ClusterEvent, Emit, ModelChange, PreFilter, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
@@ -73,6 +73,10 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
             build.problem.gangs.append(_row(build.partitions, gi, need))
             for a in gi.classes:
                 build.problem.classes[a].gang = g
+        for gang_set in gang_sets(build.batch.cluster, build.gangs, build.partitions):
+            for g in gang_set.gangs:
+                build.problem.gangs[g].in_set = len(build.problem.gang_sets)
+            build.problem.gang_sets.append(gang_set)
 
     def prefilter(self, spec: ClassSpec, batch: Batch) -> Rejection | None:
         """A gang with fewer members pending than it needs (upstream's PreEnqueue for native gangs, Coscheduling's
@@ -100,6 +104,37 @@ def _row(partitions: Partitions, gi: GangInfo, need: int) -> GangRow:
         bound = Counter(d for v in gi.bound_values(gi.least[0]) for d in partitions.ids(p, (v,)))
         least = LeastPerDomain(p, gi.least[1], tuple(sorted(bound.items())))
     return GangRow(tuple(gi.classes), need, partition, domains, prefer, least)
+
+
+def gang_sets(cluster: Cluster, gangs: list[GangInfo], partitions: Partitions) -> list[GangSet]:
+    """The batch's CompositePodGroup gangs (`gang.minGroupCount`): their children in the batch, started together,
+    counting children already started (bound members at their quorum), in one domain of the composite's key (where
+    bound members of any child run, if some do)."""
+    by_composite: dict[str, list[int]] = defaultdict(list)
+    for g, gi in enumerate(gangs):
+        composite = cluster.gangs[gi.key].composite
+        if composite is not None and composite in cluster.composite_groups:
+            by_composite[composite].append(g)
+    out = []
+    for key, members in by_composite.items():
+        composite = cluster.composite_groups[key]
+        children = [group for group in cluster.native_groups.values()
+                    if group.namespace == composite.namespace and group.parent == composite.name]
+        bound = [p for p in cluster.bound if p.namespace == composite.namespace and p.scheduling_group is not None
+                 and p.scheduling_group in {c.name for c in children}]
+        counts = Counter(p.scheduling_group for p in bound)
+        started = sum(1 for c in children if c.min_member and counts[c.name] >= c.min_member)
+        need = max(0, composite.min_groups - started)
+        partition = domains = None
+        if composite.topology_key is not None:
+            partition = partitions.of_domains(composite.topology_key)
+            if bound:
+                labels = {n.name: n.labels for n in cluster.nodes}
+                domains = partitions.ids(partition, [labels.get(p.node_name or "", {}).get(composite.topology_key, "")
+                                                     for p in bound])
+        if need or partition is not None:
+            out.append(GangSet(tuple(members), need, partition, domains))
+    return out
 
 
 def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[GangInfo]:
@@ -148,7 +183,7 @@ def fit_alone(problem: Problem, g: int) -> int:
         members = set(gang.classes)
         classes = [replace(cls, count=cls.count if i in members else 0, gang=None)
                    for i, cls in enumerate(problem.classes)]
-        alone = replace(problem, classes=classes, gangs=[])
+        alone = replace(problem, classes=classes, gangs=[], gang_sets=[])
     else:
         gang = replace(gang, classes=tuple(range(len(gang.classes))))
     if gang.partition is None and gang.least is None:
@@ -170,7 +205,7 @@ def _members_only(problem: Problem, gang: GangRow) -> Problem | None:
     if any(members.intersection(row) for row in rows):
         return None
     classes = [replace(problem.classes[c], gang=None) for c in gang.classes]
-    return replace(problem, classes=classes, gangs=[], separations=[], colocations=[], spreads=[], limits=[],
+    return replace(problem, classes=classes, gangs=[], gang_sets=[], separations=[], colocations=[], spreads=[], limits=[],
                    budgets=[], shares=[], openings=[], exclusive=[])
 
 
@@ -265,6 +300,8 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
         return (f"gang {gi.key} could not be started: its PodGroup's minResources exceed the cluster's free room "
                 f"({', '.join(gi.short_of)})"), False
     head = f"gang {gi.key} could not be completed: needs {need}"
+    if (held := _set_reason(compiled, solution, g)) is not None:
+        return held, False
     shape = _members_shape(compiled.problem, g)
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
     where = f" in one {gi.within} domain" if gi.within else ""
@@ -278,6 +315,25 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
                 "room for the whole gang would leave out pods that count more (higher priority, or more of them)"), True
     return (f"{head}{where} ({_quorum(gi)}); {need} fit alone, but the rest of the batch took "
             "the room"), True
+
+
+def _set_reason(compiled: Compiled, solution: Solution, g: int) -> str | None:
+    """Why gang g waits for its CompositePodGroup (None: it starts with none, or its set started)."""
+    s = compiled.problem.gangs[g].in_set
+    if s is None:
+        return None
+    gang_set = compiled.problem.gang_sets[s]
+    counts = solution.class_counts()
+    started = sum(1 for h in gang_set.gangs
+                  if sum(counts.get(c, 0) for c in compiled.problem.gangs[h].classes) >= compiled.problem.gangs[h].need)
+    if started >= gang_set.need:
+        return None
+    gi = compiled.gangs[g]
+    composite = compiled.cluster.composite_groups[compiled.cluster.gangs[gi.key].composite or ""]
+    where = f", in one {composite.topology_key} domain" if composite.topology_key else ""
+    return (f"composite pod group {composite.key} could not be completed: needs {gang_set.need} of its "
+            f"{len(gang_set.gangs)} pod group(s) with pending pods started together{where} (minGroupCount "
+            f"{composite.min_groups}), and only {started} could be")
 
 
 KIND = Coscheduling()

@@ -563,6 +563,28 @@ class PodGroup:
     members_match: bool = False
     preemption_policy: str | None = None  # native: spec.preemptionPolicy (1.37, PodGroupPreemptionPolicy gate)
     workload: str | None = None  # native: the Workload it was made from (workloadRef / podGroupTemplateRef), if any
+    parent: str | None = None  # native: the CompositePodGroup it belongs to (spec.parentCompositePodGroupName)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeGroup:
+    """A scheduling.k8s.io CompositePodGroup (1.37's v1alpha3, 1.38's v1beta1): PodGroups that name it as their
+    parent, started together. `min_groups` > 0 (`gang.minGroupCount`): at least that many of them start in one batch,
+    each whole, or none does; 0 (`basic`): each starts on its own. `topology_key`: every pod of every child in one
+    domain of it (a block above the children's racks)."""
+
+    namespace: str
+    name: str
+    min_groups: int
+    topology_key: str | None = None
+    parent: str | None = None  # a CompositePodGroup above it (nesting)
+    priority: int | None = None
+    disruption_mode: str = "Pod"  # Pod (children one by one) or PodGroup (`all`: every child together)
+    created: str = ""
 
     @property
     def key(self) -> str:
@@ -589,6 +611,7 @@ class Gang:
     created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
     prefer: tuple[str, ...] = ()  # topology keys: the fewest domains of each, the first first (a policy's)
     least: tuple[str, int] | None = None  # (key, n): a domain of key holding a member holds at least n
+    composite: str | None = None  # the CompositePodGroup (key) it starts with, for a scheduling.k8s.io PodGroup
 
     def member(self, pod: Pod) -> bool:
         if self.label == SCHEDULING_GROUP:
@@ -712,6 +735,7 @@ class Cluster:
     pending: list[Pod] = field(default_factory=list)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
     native_groups: dict[str, PodGroup] = field(default_factory=dict)  # scheduling.k8s.io PodGroups, by key
+    composite_groups: dict[str, CompositeGroup] = field(default_factory=dict)  # their CompositePodGroups, by key
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     workloads: Workloads = field(default_factory=Workloads)
     notes: list[str] = field(default_factory=list)

@@ -92,7 +92,7 @@ def _native_gang(group: PodGroup, rules: tuple[GangRule, ...]) -> Gang:
     rule = _topology_rule(rules, group.name)
     return Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
                 SCHEDULING_GROUP, group.name, group.topology_key or rule.within, (), group.created, rule.prefer,
-                rule.least)
+                rule.least, None if group.parent is None else f"{group.namespace}/{group.parent}")
 
 
 def disruption_unit(pod: Pod, cluster: Cluster) -> str | None:

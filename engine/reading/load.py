@@ -33,7 +33,7 @@ from .convert.groups import (
     priorities_of,
     priority_class,
 )
-from .convert.native_groups import native_group
+from .convert.native_groups import composite_group, native_group
 from .convert.nodes import has_capacity, node_of_manifest
 from .convert.pods import Priorities, namespace_labels, pod_of_manifest, scheduling_gates
 from .convert.storage import add_storage_object
@@ -57,6 +57,7 @@ class _Sorted:
     pods: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     budgets: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     native: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # scheduling.k8s.io PodGroups
+    composites: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # their CompositePodGroups
     classes: dict[str, tuple[int, bool, str | None]] = field(default_factory=dict)
     bare_nodes: list[str] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)  # objects left out, in the order they were met
@@ -167,6 +168,12 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             found.cluster.native_groups[group.key] = group
         except PROBLEMS as exc:
             found.refuse(src, "PodGroup", obj["metadata"], reason_of(exc))
+    for src, obj in found.composites:
+        try:
+            composite = composite_group(obj, found.priorities)
+            found.cluster.composite_groups[composite.key] = composite
+        except PROBLEMS as exc:
+            found.refuse(src, "CompositePodGroup", obj["metadata"], reason_of(exc))
     return found
 
 
@@ -182,6 +189,10 @@ def _namespace(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: s
 
 def _native_group(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
     found.native.append((src, obj))  # converted once PriorityClasses are known
+
+
+def _composite_group(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    found.composites.append((src, obj))  # converted once PriorityClasses are known
 
 
 def _pod_group(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
@@ -211,6 +222,7 @@ _Sort = Callable[[_Sorted, str, dict[str, Any], str, str], None]
 # each converter family (engine.reading.objects' `family`) and how an object of it joins the cluster being assembled
 _FAMILIES: dict[str, _Sort] = {
     "node": _node, "namespace": _namespace, "native_group": _native_group, "pod_group": _pod_group,
+    "composite_group": _composite_group,
     "priority_class": _priority_class, "budget": _budget, "quota": _quota, "pod": _pod,
     "storage": lambda found, src, obj, kind, name: add_storage_object(found.cluster.storage, kind, obj),
     "workload": lambda found, src, obj, kind, name: add_workload_object(found.cluster.workloads, kind, obj),
@@ -354,9 +366,25 @@ def _skip_reason(obj: dict[str, Any], pod: Pod, cluster: Cluster, priorities: Pr
     native = pod.scheduling_group
     if native is not None and f"{pod.namespace}/{native}" not in cluster.native_groups:
         return f"waiting for the pod's pod group {native!r} (scheduling.k8s.io) to appear"
+    if native is not None and (why := _composite_problem(cluster, cluster.native_groups[f"{pod.namespace}/{native}"])):
+        return why
     group = pod.pod_group
     if native is None and group is not None and f"{pod.namespace}/{group}" not in cluster.pod_groups:
         return f"PodGroup {pod.namespace}/{group} not found"
+    return None
+
+
+def _composite_problem(cluster: Cluster, group: PodGroup) -> str | None:
+    """Why a pod of `group` waits for its CompositePodGroup: it does not exist yet (upstream's hierarchy tracker finds
+    no root, so the pod is not ready), or it has a parent of its own (nesting, not planned here yet)."""
+    if group.parent is None:
+        return None
+    composite = cluster.composite_groups.get(f"{group.namespace}/{group.parent}")
+    if composite is None:
+        return f"waiting for the pod group's composite pod group {group.parent!r} (scheduling.k8s.io) to appear"
+    if composite.parent is not None:
+        return (f"composite pod group {composite.key} is nested in {composite.parent!r}: nested CompositePodGroups "
+                "are not planned yet (one level, PodGroups in a CompositePodGroup, is)")
     return None
 
 

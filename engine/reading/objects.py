@@ -24,6 +24,7 @@ POD_GROUP_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alph
 # differ (engine.reading.convert.native_groups reads both into one model). No release serves it at v1 yet (1.38.0-beta.0's
 # scheduling.k8s.io/v1 holds PriorityClasses alone), so a PodGroup there is refused as a Pod at v2 is.
 NATIVE_GROUP_APIS = ("scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1beta1")
+COMPOSITE_GROUP_APIS = ("scheduling.k8s.io/v1alpha3", "scheduling.k8s.io/v1beta1")
 QUOTA_APIS = ("scheduling.x-k8s.io/v1alpha1", "scheduling.sigs.k8s.io/v1alpha1")
 DRA_APIS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2")  # the same shapes (v1beta1's requests differ)
 
@@ -89,6 +90,9 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("PodGroup", POD_GROUP_APIS, "podgroups", True, "pod_group", "PodGroup"),
     ObjectKind(NATIVE_POD_GROUP, NATIVE_GROUP_APIS, "podgroups", True, "native_group", "PodGroup", kind="PodGroup",
                served=("v1beta1", "v1alpha3", "v1alpha2")),
+    # 1.37 serves it at v1alpha3 behind the CompositePodGroup alpha gate, 1.38 at v1beta1: watched where served
+    ObjectKind("CompositePodGroup", COMPOSITE_GROUP_APIS, "compositepodgroups", True, "composite_group", "PodGroup",
+               served=("v1beta1", "v1alpha3")),
     ObjectKind("ElasticQuota", QUOTA_APIS, "elasticquotas", True, "quota", "ElasticQuota"),
     ObjectKind("PodDisruptionBudget", ("policy/v1",), "poddisruptionbudgets", True, "budget"),
     ObjectKind("PersistentVolumeClaim", ("v1",), "persistentvolumeclaims", True, "storage", "PersistentVolumeClaim"),

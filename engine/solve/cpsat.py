@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .problem import NO_DOMAIN, SHARE_SCALE, Problem
+from .problem import NO_DOMAIN, SHARE_SCALE, GangRow, Problem
 from .topology import span_weights
 
 if TYPE_CHECKING:
@@ -148,6 +148,8 @@ class ClassModel:
                     m.add(sum(vs) <= 1)
         for gang in p.gangs:
             self._gang(gang)
+        for gang_set in p.gang_sets:
+            self._gang_set(gang_set)
         for sep in p.separations:
             self._separation(sep)
         for coloc in p.colocations:
@@ -183,6 +185,16 @@ class ClassModel:
         if gang.least is not None:
             self._least_per_domain(gang)
         self.spans.extend(self._spans(gang))
+
+    def _gang_set(self, gang_set) -> None:
+        """At least `need` of the set's gangs start, or none; all of their members in one domain."""
+        on = self.m.new_bool_var("gang_set")
+        self.m.add(sum(self.gang_on[g] for g in gang_set.gangs) >= gang_set.need * on)
+        for g in gang_set.gangs:
+            self.m.add(self.gang_on[g] <= on)
+        if gang_set.partition is not None:
+            classes = tuple(c for g in gang_set.gangs for c in self.p.gangs[g].classes)
+            self._gang_within(GangRow(classes, 0, gang_set.partition, gang_set.domains))
 
     def _gang_within(self, gang) -> None:
         """Every member in one domain: one chosen domain per gang, members only on its nodes."""

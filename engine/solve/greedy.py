@@ -477,13 +477,31 @@ def replay(problem: Problem, placed: dict[tuple[int, int], int]) -> GreedyState:
     return state
 
 
-def place_gang(state: GreedyState, problem: Problem, gang) -> None:
-    """All of the gang or none: the first region (engine.solve.topology.regions) that takes it whole."""
-    for region in topology.regions(problem, gang, state):
+def place_gang(state: GreedyState, problem: Problem, gang, outer: topology.Region = ()) -> bool:
+    """All of the gang or none: the first region (engine.solve.topology.regions) that takes it whole, inside `outer`;
+    whether it started."""
+    for region in topology.regions(problem, gang, state, outer=outer):
         mark = len(state.log)
         if topology.fill_gang(state, problem, gang, region) >= gang.need:
+            return True
+        state.undo_to(mark)
+    return False
+
+
+def place_set(state: GreedyState, problem: Problem, gang_set) -> None:
+    """At least `need` of the set's gangs, each whole, in the first domain where enough of them start; or none."""
+    for region in topology.set_regions(problem, gang_set):
+        mark = len(state.log)
+        started = sum(place_gang(state, problem, problem.gangs[g], region) for g in gang_set.gangs)
+        if started >= gang_set.need:
             return
         state.undo_to(mark)
+
+
+def unit_of(problem: Problem, g: int) -> tuple[str, int]:
+    """What gang g is placed as: its set, when it starts with one, else itself."""
+    set_index = problem.gangs[g].in_set
+    return ("gang", g) if set_index is None else ("set", set_index)
 
 
 def _sizes(problem: Problem) -> list[float]:
@@ -514,11 +532,18 @@ def requeue(units: Iterable[Unit], attempt: Callable[[Unit], tuple[int, bool]], 
 
 
 def attempt_gang(state: GreedyState, problem: Problem, gang) -> tuple[int, bool]:
-    """`place_gang` as a `requeue` attempt: pods placed, and whether a gang that did not start waits."""
+    """`place_gang` as a `requeue` attempt (or `place_set`, for a gang that starts with a set): pods placed, and
+    whether a gang that did not start waits."""
     mark = len(state.log)
-    place_gang(state, problem, gang)
+    if gang.in_set is None:
+        place_gang(state, problem, gang)
+        classes = gang.classes
+    else:
+        gang_set = problem.gang_sets[gang.in_set]
+        place_set(state, problem, gang_set)
+        classes = tuple(c for g in gang_set.gangs for c in problem.gangs[g].classes)
     placed = len(state.log) - mark
-    return placed, not placed and any(state.waits(m) for m in gang.classes)
+    return placed, not placed and any(state.waits(m) for m in classes)
 
 
 def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = None) -> dict[tuple[int, int], int]:
@@ -534,15 +559,16 @@ def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = Non
     size = _sizes(problem)
     order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
     units: list[int] = []
-    gangs: set[int] = set()
-    for c in order:  # a gang once, at its first class
+    gangs: set[tuple[str, int]] = set()
+    for c in order:  # a gang (or a set of gangs) once, at its first class
         gang = problem.classes[c].gang
         if gang is None and not problem.classes[c].count:
             continue  # nothing to place (the other classes of a problem asking about a few, as a gang's fit alone)
-        if gang is None or gang not in gangs:
+        unit = None if gang is None else unit_of(problem, gang)
+        if unit is None or unit not in gangs:
             units.append(c)
-        if gang is not None:
-            gangs.add(gang)
+        if unit is not None:
+            gangs.add(unit)
 
     def attempt(c: int) -> tuple[int, bool]:
         cls = problem.classes[c]

@@ -65,6 +65,18 @@ class GangRow:
     domains: frozenset[int] | None = None  # …one of these (where bound members already are), if given
     prefer: tuple[PreferredLevel, ...] = ()  # the fewest domains of each, the first first (the topology tier)
     least: LeastPerDomain | None = None
+    in_set: int | None = None  # the GangSet it starts with (a CompositePodGroup's child)
+
+
+@dataclass(frozen=True, slots=True)
+class GangSet:
+    """Gangs started together (a CompositePodGroup's children): at least `need` of `gangs` start, each whole, or none
+    does; every member of every one in one domain of `partition` (one of `domains`, where bound members run)."""
+
+    gangs: tuple[int, ...]
+    need: int
+    partition: int | None = None
+    domains: frozenset[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +246,7 @@ class Problem:
     partitions: list[list[int]] = field(default_factory=list)  # per partition: domain of each node
     classes: list[PodClass] = field(default_factory=list)
     gangs: list[GangRow] = field(default_factory=list)
+    gang_sets: list[GangSet] = field(default_factory=list)
     separations: list[Separation] = field(default_factory=list)
     colocations: list[Colocation] = field(default_factory=list)
     spreads: list[Spread] = field(default_factory=list)

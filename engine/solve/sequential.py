@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 
-from .greedy import GreedyState, Stop, attempt_gang, requeue
+from .greedy import GreedyState, Stop, attempt_gang, requeue, unit_of
 from .problem import Problem
 
 LEAST_ALLOCATED_MAX = 100
@@ -101,13 +101,14 @@ def _units(problem: Problem) -> list[tuple[int, int | None]]:
         positions = cls.queue or tuple(range(cls.count))
         entries.extend((q, c) for q in positions[: cls.count])
     units: list[tuple[int, int | None]] = []
-    gangs: set[int] = set()
+    gangs: set[tuple[str, int]] = set()
     for _, c in sorted(entries):
         gang = problem.classes[c].gang
-        if gang is None or gang not in gangs:
+        unit = None if gang is None else unit_of(problem, gang)
+        if unit is None or unit not in gangs:
             units.append((c, gang))
-        if gang is not None:
-            gangs.add(gang)
+        if unit is not None:
+            gangs.add(unit)
     return units
 
 
@@ -116,7 +117,7 @@ def _gang(problem: Problem, queue: _Queue, g: int) -> tuple[int, bool]:
     domain for the whole gang: the greedy's search); pods placed, and whether a gang that did not start waits."""
     state, gang = queue.state, problem.gangs[g]
     mark = len(state.log)
-    if gang.partition is not None or gang.prefer or gang.least:
+    if gang.partition is not None or gang.prefer or gang.least or gang.in_set is not None:
         placed, waits = attempt_gang(state, problem, gang)
         queue.moved(mark)
         return placed, waits

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from .problem import NO_DOMAIN, GangRow, Problem
+from .problem import NO_DOMAIN, GangRow, GangSet, Problem
 
 if TYPE_CHECKING:
     from .greedy import GreedyState
@@ -22,13 +22,15 @@ Region = tuple[tuple[int, int], ...]  # (partition, domain) pairs a node must al
 
 
 def regions(problem: Problem, gang: GangRow, state: GreedyState | None = None,
-            enough: int | None = None) -> list[Region]:
+            enough: int | None = None, outer: Region = ()) -> list[Region]:
     """Where to try the whole gang, in order: the domains of its tightest preferred level, then of the coarser ones,
     then those of its required level (or anywhere), each inside one required domain. With `state`, a region whose
     room cannot hold `enough` members (the gang's quorum unless said) is left out, and the tighter levels' domains
-    go smallest room first (best fit: the big domains stay for the big jobs)."""
-    nodes = sorted({n for c in gang.classes for n in problem.classes[c].candidates})
-    required = _required(problem, gang, nodes)
+    go smallest room first (best fit: the big domains stay for the big jobs). `outer`: a region every one lies in
+    (a CompositePodGroup's domain)."""
+    nodes = sorted({n for c in gang.classes for n in problem.classes[c].candidates
+                    if all(problem.partitions[p][n] == d for p, d in outer)})
+    required = {n: outer + r for n, r in _required(problem, gang, nodes).items()}
     room = _room(problem, gang, state, nodes)
     enough = gang.need if enough is None else enough
     out: list[Region] = []
@@ -54,6 +56,18 @@ def _room(problem: Problem, gang: GangRow, state: GreedyState | None, nodes: lis
         return dict.fromkeys(nodes, 1 << 20)
     demands = [problem.classes[c].demand for c in gang.classes]
     return {n: sum(_fits(state.free[n], q) for q in demands) for n in nodes}
+
+
+def set_regions(problem: Problem, gang_set: GangSet) -> list[Region]:
+    """Where to try a set of gangs together: each domain of its partition its members can reach, or anywhere."""
+    if gang_set.partition is None:
+        return [()]
+    part = problem.partitions[gang_set.partition]
+    found = {part[n] for g in gang_set.gangs for c in problem.gangs[g].classes for n in problem.classes[c].candidates}
+    found.discard(NO_DOMAIN)
+    if gang_set.domains is not None:
+        found &= gang_set.domains
+    return [((gang_set.partition, d),) for d in sorted(found)]
 
 
 def _required(problem: Problem, gang: GangRow, nodes: list[int]) -> dict[int, Region]:

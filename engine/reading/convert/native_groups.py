@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...model.cluster import PodGroup
+from ...model.cluster import CompositeGroup, PodGroup
 from .fields import as_int, as_list, as_mapping, as_text, choice, name_problem, required, show_value, timestamp
 from .pods import PREEMPTION_POLICIES, Priorities
 
@@ -45,7 +45,38 @@ def native_group(obj: dict[str, Any], priorities: Priorities) -> PodGroup:
                     native=True, topology_key=_topology_key(spec), priority=_priority(spec, priorities, legacy),
                     disruption_mode=_legacy_mode(spec) if legacy else _mode(spec),
                     members_match=not legacy, preemption_policy=None if legacy else _preemption_policy(spec),
-                    workload=_workload(spec, legacy))
+                    workload=_workload(spec, legacy), parent=None if legacy else _parent(spec))
+
+
+def composite_group(obj: dict[str, Any], priorities: Priorities) -> CompositeGroup:
+    """A scheduling.k8s.io CompositePodGroup (1.37's v1alpha3 behind its alpha gate, 1.38's v1beta1; one shape):
+    `gang.minGroupCount` child groups all or nothing, or `basic`; its topology key above its children's."""
+    meta, spec = obj["metadata"], as_mapping(obj.get("spec"), "spec")
+    policy = as_mapping(required(spec, "schedulingPolicy", "spec"), "spec.schedulingPolicy")
+    if (policy.get("gang") is None) == (policy.get("basic") is None):
+        raise ValueError("spec.schedulingPolicy must set exactly one of basic and gang")
+    minimum = 0
+    if policy.get("gang") is not None:
+        gang = as_mapping(policy["gang"], "spec.schedulingPolicy.gang")
+        minimum = as_int(required(gang, "minGroupCount", "spec.schedulingPolicy.gang"),
+                         "spec.schedulingPolicy.gang.minGroupCount", 1)
+    if spec.get("workloadRef") is None:
+        raise ValueError("spec.workloadRef: required (a CompositePodGroup is made from a Workload's template)")
+    _workload(spec, legacy=False)
+    return CompositeGroup(as_text(meta.get("namespace") or "default", "metadata.namespace"),
+                          as_text(meta["name"], "metadata.name"), minimum, _topology_key(spec), _parent(spec),
+                          _priority(spec, priorities, legacy=False), _mode(spec),
+                          timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"))
+
+
+def _parent(spec: dict[str, Any]) -> str | None:
+    parent = spec.get("parentCompositePodGroupName")
+    if parent is None:
+        return None
+    name = as_text(parent, "spec.parentCompositePodGroupName")
+    if problem := name_problem(name, False):
+        raise ValueError(f"spec.parentCompositePodGroupName: {show_value(name)} {problem}")
+    return name
 
 
 def _min_count(spec: dict[str, Any]) -> int:
