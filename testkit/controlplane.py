@@ -76,9 +76,10 @@ VERSION_FLAGS: dict[tuple[int, int], VersionFlags] = {
     (1, 36): VersionFlags(("GenericWorkload", "GangScheduling", "WorkloadAwarePreemption",
                            "TopologyAwareWorkloadScheduling"), ("scheduling.k8s.io/v1alpha2=true",)),
     # 1.37: v1beta1, GenericWorkload beta but off by default and absorbing GangScheduling and
-    # WorkloadAwarePreemption (both gone: an apiserver refuses unknown gates); a group's preemptionPolicy is alpha
-    (1, 37): VersionFlags(("GenericWorkload", "TopologyAwareWorkloadScheduling", "PodGroupPreemptionPolicy"),
-                          ("scheduling.k8s.io/v1beta1=true",)),
+    # WorkloadAwarePreemption (both gone: an apiserver refuses unknown gates); a group's preemptionPolicy is alpha;
+    # CompositePodGroups alpha, served at v1alpha3 only (PodGroups stay at v1beta1, the newest the loop finds)
+    (1, 37): VersionFlags(("GenericWorkload", "TopologyAwareWorkloadScheduling", "PodGroupPreemptionPolicy",
+                           "CompositePodGroup"), ("scheduling.k8s.io/v1beta1=true", "scheduling.k8s.io/v1alpha3=true")),
 }
 
 

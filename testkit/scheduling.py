@@ -79,7 +79,8 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates",
            "DeviceTaintRule": "devicetaintrules",
            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-           "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas"}
+           "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas",
+           "CompositePodGroup": "compositepodgroups"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
                   "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "ResourceSlice", "DeviceClass",
                   "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}

@@ -6,8 +6,9 @@ apiserver's strict field validation checks them. Each kind's schema comes from w
 - built-in kinds: the Kubernetes Python client's models (`attribute_map`, `openapi_types`: Kubernetes 1.37's API,
   the client this project pins), e.g. `kubernetes.client.V1Pod`;
 - scheduler-plugins' PodGroup and ElasticQuota: their CRD manifests' `openAPIV3Schema` (deploy/);
-- kinds the client lacks (`scheduling.k8s.io/v1alpha2` PodGroups, 1.36's): that release's OpenAPI document, from the
-  Go module cache (`k8s.io/kubernetes@v1.36.3/api/openapi-spec/v3/`, which the e2e control plane's build fetches).
+- kinds the client lacks (`scheduling.k8s.io/v1alpha2` PodGroups, 1.36's; `v1beta1` CompositePodGroups, 1.38's):
+  that release's OpenAPI document, from the Go module cache (`k8s.io/kubernetes@v1.36.3/api/openapi-spec/v3/`,
+  which the e2e control plane's build fetches; `@v1.38.0-beta.0`'s, fetched by hand until 1.38 builds here).
 
 The engine reads the file, not the client: importing the client and building the ~300 model classes a snapshot
 reaches costs ~0.5 s per command, and only the scheduler loop's API module imports the client (.importlinter).
@@ -35,7 +36,9 @@ CRDS = (ROOT / "deploy" / "components" / "podgroup-crd" / "podgroup-crd.yaml",
 # scheduler-plugins' former group for the same CRDs, whose fields they kept
 CRD_ALIASES = {"scheduling.sigs.k8s.io/": "scheduling.x-k8s.io/"}
 # group/version -> (the Kubernetes release whose OpenAPI describes it, that document's file name)
-OPENAPI = {"scheduling.k8s.io/v1alpha2": ("v1.36.3", "apis__scheduling.k8s.io__v1alpha2_openapi.json")}
+OPENAPI = {"scheduling.k8s.io/v1alpha2": ("v1.36.3", "apis__scheduling.k8s.io__v1alpha2_openapi.json"),
+           # 1.38's CompositePodGroup (the client, 1.37's, has v1beta1 PodGroups but not it)
+           "scheduling.k8s.io/v1beta1": ("v1.38.0-beta.0", "apis__scheduling.k8s.io__v1beta1_openapi.json")}
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _LEAVES = frozenset({"str", "int", "bool", "float", "datetime", "date", "bytes", "object"})
 
@@ -166,10 +169,10 @@ def build(kinds: Mapping[str, Iterable[str]], documents: Mapping[str, dict[str, 
                 source, schema = crds[crd]
                 found[key] = {"type": writer.root(schema, crd, {}), "source": source + ("" if crd == key else
                               f" (read as {crd.split('/')[0]}'s: the former group of the same CRD)")}
-            elif api_version in OPENAPI:
-                found[key] = _from_document(writer, key, api_version, kind, documents.get(api_version), old)
             elif name := writer.client_class(api_version, kind):
                 found[key] = {"type": name, "source": f"kubernetes {writer.client.__version__}"}
+            elif api_version in OPENAPI:
+                found[key] = _from_document(writer, key, api_version, kind, documents.get(api_version), old)
             else:
                 found[key] = {"type": None, "source": "no schema: not checked"}
     return {"kinds": found, "types": dict(sorted(writer.types.items()))}

@@ -112,9 +112,9 @@ def gang_sets(cluster: Cluster, gangs: list[GangInfo], partitions: Partitions) -
     bound members of any child run, if some do)."""
     by_composite: dict[str, list[int]] = defaultdict(list)
     for g, gi in enumerate(gangs):
-        composite = cluster.gangs[gi.key].composite
-        if composite is not None and composite in cluster.composite_groups:
-            by_composite[composite].append(g)
+        parent = cluster.gangs[gi.key].composite
+        if parent is not None and parent in cluster.composite_groups:
+            by_composite[parent].append(g)
     out = []
     for key, members in by_composite.items():
         composite = cluster.composite_groups[key]

@@ -10,7 +10,15 @@ from __future__ import annotations
 import pytest
 
 from testkit.controlplane import ControlPlane
-from testkit.manifests import NATIVE_V1ALPHA2, ZONE_KEY, api_pod, in_group, native_group, priority_class
+from testkit.manifests import (
+    NATIVE_V1ALPHA2,
+    ZONE_KEY,
+    api_pod,
+    composite_group,
+    in_group,
+    native_group,
+    priority_class,
+)
 from testkit.scheduling import Kube, node_of, wait_for
 
 SCHEDULER = "native-scheduler"
@@ -148,3 +156,28 @@ def test_a_group_whose_pods_priority_differs_is_refused(control_plane: ControlPl
     assert (cond["status"], cond["reason"]) == ("False", "SchedulerError")
     assert "same priority as the pod group's priority, got 0 and 50" in cond["message"]
     assert not any(node_of(p) for p in kube.pods(ns).values())
+
+
+@pytest.mark.kube_versions(min="1.37", reason="CompositePodGroup: scheduling.k8s.io/v1alpha3 behind 1.37's alpha gate")
+def test_a_composite_group_starts_its_children_together_in_one_block(control_plane: ControlPlane, kube: Kube,
+                                                                       chart_schedulers) -> None:
+    """A CompositePodGroup (minGroupCount 2, topology block) of two PodGroups of 2 (topology rack; one node per
+    rack). Block b2's racks hold 2 and 1 pods, block b1's 2 and 2: only b1 holds both children, each in one rack. The
+    composite is read from 1.37's v1alpha3 and its children from v1beta1, as the loop's discovery finds them."""
+    ns, sel = "sched-composite", {"e2e": "composite"}
+    control_plane.ensure_namespace(ns)
+    for name, cpu, block in (("cpg-n0", "2", "b2"), ("cpg-n1", "1", "b2"), ("cpg-n2", "2", "b1"), ("cpg-n3", "2", "b1")):
+        control_plane.create_ready_node(name, cpu=cpu, labels={**sel, "block": block, "rack": name})
+    kube.create(composite_group("job", 2, ns=ns, topology="block", api_version="scheduling.k8s.io/v1alpha3"))
+    for child in ("x", "y"):
+        kube.create(native_group(child, 2, ns=ns, topology="rack", api_version=kube.podgroups_api(), parent="job"))
+    chart_schedulers.start("--scheduler-name", SCHEDULER)
+    for child in ("x", "y"):
+        for i in range(2):
+            kube.create(api_pod(f"{child}-{i}", ns, scheduler=SCHEDULER, cpu="1", nodeSelector=sel,
+                                schedulingGroup=in_group(child)))
+    wait_for("both children bound", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=30)
+    pods = kube.pods(ns)
+    assert {node_of(p) for p in pods.values()} == {"cpg-n2", "cpg-n3"}
+    for child in ("x", "y"):
+        assert len({node_of(pods[f"{child}-{i}"]) for i in range(2)}) == 1  # each child in one rack
