@@ -80,6 +80,17 @@ def _print_reservations(plan: Plan, console: Console) -> None:
     console.print(t)
 
 
+def _print_topology(plan: Plan, console: Console) -> None:
+    """Each started gang with topology levels: the domains it spans per level, and why when more than one."""
+    t = Table(title=f"Gang topology ({len(plan.topology)})", title_justify="left")
+    for column in ("gang", "spans", "note"):
+        t.add_column(column, overflow="fold")
+    for gang, span in sorted(plan.topology.items()):
+        spans = "; ".join(f"{key}: {', '.join(v or '(none)' for v in values)}" for key, values in span.levels)
+        t.add_row(escape(gang), escape(spans), escape(span.note))
+    console.print(t)
+
+
 def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list[TenantLine] | None = None) -> None:
     """Placements, unschedulable and skipped pods, node utilisation, the tenants (when the cluster has quotas),
     and a summary line.
@@ -104,6 +115,8 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
         _print_preemptions(plan, console, max_rows)
     if plan.reservations:
         _print_reservations(plan, console)
+    if plan.topology:
+        _print_topology(plan, console)
     if plan.unschedulable:
         pod_cell = _pod_cell(max(len(p) for p in plan.unschedulable) + WHY_WIDTH + 7 > console.width)
         t = Table(title=f"Unschedulable ({len(plan.unschedulable)})", title_justify="left", show_lines=True)

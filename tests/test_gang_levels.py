@@ -4,13 +4,17 @@ test would fail if its rule were ignored; plans are checked against the hard rul
 independent checker."""
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
+from engine.kinds.gangs import GangSpan
 from engine.model.ir import Rules
+from engine.output import print_table
 from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import PolicyError, check_sources
@@ -227,3 +231,30 @@ def test_every_plan_keeps_one_required_domain_and_each_domains_minimum(problem: 
             assert len({problem.partitions[gang.partition][n] for n in nodes}) == 1
             assert NO_DOMAIN not in {problem.partitions[gang.partition][n] for n in nodes}
     assert span_cost(problem, placed) >= 0
+
+
+# --- explanations name the topology --------------------------------------------------------------------------------
+
+def test_a_gang_spanning_racks_is_told_why_in_the_plan() -> None:
+    """The job of 8 spans racks r1 and r3 (4 free GPUs each, the most in one rack): the plan's topology says so, names
+    the rack with the most room, and that 2 racks are the fewest (the plan is proven)."""
+    docs, _ = racked({"r1": [("a", 2), ("b", 2)], "r2": [("c", 1), ("d", 1)], "r3": [("e", 2), ("f", 2)]})
+    plan = plan_for([*docs, *job("j", 8)], gang_policy('prefer within label "rack", node', 8))
+    span = plan.topology["default/job=j"]
+    assert dict(span.levels) == {"rack": ("r1", "r3"), HOST: ("a", "b", "e", "f")}
+    assert "spans 2 rack domains (r1, r3): no one rack domain has room for its 8 pending member(s)" in span.note
+    assert "(rack r1 has room for 4, the most); the fewest that fit; preferred level rack not held" in span.note
+    assert plan.to_dict()["topology"]["default/job=j"]["levels"]["rack"] == ["r1", "r3"]
+    buffer = io.StringIO()
+    print_table(plan, Console(width=200, file=buffer, highlight=False, color_system=None))
+    table = buffer.getvalue()
+    assert "Gang topology (1)" in table and "rack: r1, r3; kubernetes.io/hostname: a, b, e, f" in table
+
+
+def test_a_gang_in_one_rack_has_no_note_and_a_required_level_names_its_best_domain() -> None:
+    docs, _ = racked({"r1": [("a", 2), ("b", 2)], "r2": [("c", 3)]})
+    plan = plan_for([*docs, *job("j", 4)], gang_policy('prefer within label "rack"'))
+    assert plan.topology["default/job=j"] == GangSpan((("rack", ("r1",)),))
+    plan = plan_for([*docs, *job("j", 5)], gang_policy('within label "rack"', 5))
+    reasons = " ".join(plan.unschedulable["default/j-0"])
+    assert "only 4 fit in one rack domain, even alone (rack r1 has room for 4, the most)" in reasons

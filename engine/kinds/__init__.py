@@ -66,6 +66,8 @@ from .base import (
     Spot,
     Waiting,
 )
+from .gangs import GangSpan as GangSpan  # the plan's report of where started gangs run (engine.planning.plan)
+from .gangs import gang_spans as gang_spans
 
 if TYPE_CHECKING:
     from ..planning.classes import ClassInfo

@@ -17,8 +17,9 @@ from ..model.cluster import SCHEDULING_GROUP, Cluster, Gang, Pod
 from ..model.queue_order import entered
 from ..model.rejections import Rejection, joined
 from ..model.view import View
+from ..solve import topology
 from ..solve.greedy import GreedyState, greedy, members_that_fit
-from ..solve.problem import GangRow, GangSet, LeastPerDomain, PreferredLevel, Problem, Solution, Status
+from ..solve.problem import NO_DOMAIN, GangRow, GangSet, LeastPerDomain, PreferredLevel, Problem, Solution, Status
 from .base import Action, ClassFields, ClassReason, ClusterEvent, Emit, ModelChange, PreFilter, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
@@ -177,18 +178,38 @@ def _short_of(view: View, min_resources: tuple[tuple[str, int], ...]) -> tuple[s
 def fit_alone(problem: Problem, g: int) -> int:
     """How many pending members of gang g could be placed if the rest of the batch did not exist
     (within one domain, the best one, for a gang that must stay in one)."""
+    alone, gang = _alone(problem, g)
+    if gang.partition is None and gang.least is None:
+        return sum(greedy(alone).values())
+    return members_that_fit(GreedyState(alone), alone, gang)
+
+
+def _alone(problem: Problem, g: int) -> tuple[Problem, GangRow]:
+    """Gang g's members as a problem without the rest of the batch, and the gang's row in it."""
     gang = problem.gangs[g]
     alone = _members_only(problem, gang)
     if alone is None:  # a row ties a member to other classes: keep every class, the others emptied
         members = set(gang.classes)
         classes = [replace(cls, count=cls.count if i in members else 0, gang=None)
                    for i, cls in enumerate(problem.classes)]
-        alone = replace(problem, classes=classes, gangs=[], gang_sets=[])
-    else:
-        gang = replace(gang, classes=tuple(range(len(gang.classes))))
-    if gang.partition is None and gang.least is None:
-        return sum(greedy(alone).values())
-    return members_that_fit(GreedyState(alone), alone, gang)
+        return replace(problem, classes=classes, gangs=[], gang_sets=[]), gang
+    return alone, replace(gang, classes=tuple(range(len(gang.classes))))
+
+
+def best_domain(problem: Problem, g: int, partition: int) -> tuple[int, int]:
+    """(members, domain): the domain of `partition` where the most of gang g's pending members fit, the rest of the
+    batch aside (NO_DOMAIN when none fits anywhere): what an explanation names ("rack r3 has room for 6")."""
+    alone, gang = _alone(problem, g)
+    level = replace(gang, prefer=(PreferredLevel(partition),), in_set=None)
+    state = GreedyState(alone)
+    best = (0, NO_DOMAIN)
+    for region in topology.regions(alone, level, state, enough=1):
+        d = next((d for p, d in region if p == partition), None)
+        if d is not None:
+            mark = len(state.log)
+            best = max(best, (topology.fill_gang(state, alone, level, region), -d))
+            state.undo_to(mark)
+    return best[0], -best[1] if best[0] else NO_DOMAIN
 
 
 def _members_only(problem: Problem, gang: GangRow) -> Problem | None:
@@ -306,7 +327,8 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
     where = f" in one {gi.within} domain" if gi.within else ""
     if fit < need:
-        return f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone{_held_back(compiled, gi)}", False
+        return (f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone{_most_room(compiled, g)}"
+                f"{_held_back(compiled, gi)}"), False
     beside = _asked(compiled, ("beside", state, shape),
                     lambda: members_that_fit(state, compiled.problem, compiled.problem.gangs[g]))
     if solution.status is Status.OPTIMAL and beside < need:
@@ -315,6 +337,64 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
                 "room for the whole gang would leave out pods that count more (higher priority, or more of them)"), True
     return (f"{head}{where} ({_quorum(gi)}); {need} fit alone, but the rest of the batch took "
             "the room"), True
+
+
+def _value(compiled: Compiled, partition: int, d: int, key: str) -> str:
+    """Domain d of a partition by its label value (the first node in it says)."""
+    part = compiled.problem.partitions[partition]
+    return next((compiled.cluster.nodes[n].labels.get(key, "") for n in range(len(part)) if part[n] == d), "")
+
+
+def _most_room(compiled: Compiled, g: int) -> str:
+    """Where a gang held to one domain fits best, in words: " (rack r3 has room for 6, the most)"."""
+    row, gi = compiled.problem.gangs[g], compiled.gangs[g]
+    if row.partition is None or gi.within is None:
+        return ""
+    count, d = best_domain(compiled.problem, g, row.partition)
+    return "" if d == NO_DOMAIN else f" ({gi.within} {_value(compiled, row.partition, d, gi.within)} has room for " \
+                                      f"{count}, the most)"
+
+
+@dataclass(frozen=True, slots=True)
+class GangSpan:
+    """Where a started gang with topology levels runs: per level (its required one first), the domains its members
+    occupy (bound ones included); and, when it spans more than one domain of its first preferred level, why."""
+
+    levels: tuple[tuple[str, tuple[str, ...]], ...]
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"levels": {key: list(values) for key, values in self.levels}, **({"note": self.note} if self.note else {})}
+
+
+def gang_spans(compiled: Compiled, solution: Solution) -> dict[str, GangSpan]:
+    """Each started gang's spans over its levels (the dry-run's `topology`; gangs without levels are left out)."""
+    out = {}
+    counts = solution.class_counts()
+    for g, gi in enumerate(compiled.gangs):
+        row = compiled.problem.gangs[g]
+        if not (gi.within or gi.prefer) or sum(counts.get(c, 0) for c in gi.classes) < row.need:
+            continue
+        labels = [compiled.cluster.nodes[n].labels for (c, n), k in solution.placed.items() if k and c in gi.classes]
+        labels += list(gi.bound_on)
+        keys = ([gi.within] if gi.within else []) + list(gi.prefer)
+        levels = tuple((key, tuple(sorted({lab.get(key, "") for lab in labels}))) for key in keys)
+        out[gi.key] = GangSpan(levels, _span_note(compiled, solution, g, dict(levels)))
+    return out
+
+
+def _span_note(compiled: Compiled, solution: Solution, g: int, levels: dict[str, tuple[str, ...]]) -> str:
+    """Why a gang spans more than one domain of its first preferred level (empty when it does not)."""
+    gi, row = compiled.gangs[g], compiled.problem.gangs[g]
+    if not gi.prefer or len(levels[gi.prefer[0]]) < 2:
+        return ""
+    key, partition = gi.prefer[0], row.prefer[0].partition
+    count, d = best_domain(compiled.problem, g, partition)
+    most = f" ({key} {_value(compiled, partition, d, key)} has room for {count}, the most)" if d != NO_DOMAIN else ""
+    fewest = ("the fewest that fit" if solution.status is Status.OPTIMAL
+              else "not proven the fewest within the time limit")
+    return (f"gang {gi.key} spans {len(levels[key])} {key} domains ({', '.join(levels[key])}): no one {key} domain "
+            f"has room for its {gi.pending} pending member(s){most}; {fewest}; preferred level {key} not held")
 
 
 def _set_reason(compiled: Compiled, solution: Solution, g: int) -> str | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from functools import cached_property
 from typing import Any
 
-from ..kinds import RESERVES
+from ..kinds import RESERVES, GangSpan, gang_spans
 from ..model.cluster import Cluster, Moment, Pod, Reservation
 from ..model.view import View
 from ..quotas.tenants import Usage
@@ -199,6 +199,7 @@ class Plan:
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # preemptor -> its node and victims
     reservations: tuple[Reservation, ...] = ()  # room held for pods that start later (engine.time.timeline)
     estimates: dict[str, Estimate] = field(default_factory=dict)  # waiting pod -> when it is expected to start
+    topology: dict[str, GangSpan] = field(default_factory=dict)  # started gang with levels -> the domains it spans
     notes: list[str] = field(default_factory=list)
     # per node after the plan, made when first read (`usage`: a cycle of the loop never reads it, 5,000 dicts)
     usage_of: Callable[[], list[NodeUsage]] = field(default=list, repr=False, compare=False)
@@ -223,6 +224,7 @@ class Plan:
                                  for r in self.reservations for key, node in r.pods}} if self.reservations else {}),
             **({"estimates": {key: {"start": rfc3339(e.start)} if e.start is not None else {"unknown": e.why}
                               for key, e in sorted(self.estimates.items())}} if self.estimates else {}),
+            **({"topology": {k: v.to_dict() for k, v in sorted(self.topology.items())}} if self.topology else {}),
             "stats": self.stats.to_dict(),
         }
 
@@ -384,6 +386,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
                        model=round(solution.phases.model, 3), solve=round(solution.phases.solve, 3)),
         sequential_placed=solution.sequential_placed)
     return Plan(assignments, unschedulable, stats, dict(compiled.cluster.skipped),
+                topology=gang_spans(compiled, solution) if compiled.gangs else {},
                 notes=compiled.cluster.notes + compiled.notes + solution.notes,
                 usage_of=lambda: _usage(compiled, solution),
                 details=PlanDetails(_gangs(compiled), explanations, compiled=compiled, errors=frozenset(errors)))
