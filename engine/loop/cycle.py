@@ -15,7 +15,7 @@ import numpy as np
 
 from ..devices.dra import ClaimAllocation
 from ..devices.storage import VolumeStep, volume_steps
-from ..kinds import Waiting
+from ..kinds import GangSpan, Waiting
 from ..model.cluster import SCHEDULING_GROUP, Cluster, Refusal
 from ..model.ir import Rules
 from ..model.rejections import Rejections, joined
@@ -105,7 +105,7 @@ class CycleResult:
             members = [p.key for p in self.cluster.pending if p.gang == key]
             left = [k for k in members if k in self.plan.unschedulable]
             if not left:
-                out[key] = (True, "", f"{len(members)} pod(s) of the group placed")
+                out[key] = (True, "", f"{len(members)} pod(s) of the group placed{_spans(self.plan.topology.get(key))}")
             else:
                 out[key] = (False, GROUP_UNSCHEDULABLE, joined(self.plan.unschedulable[left[0]]) or "no node fits")
         for key, why in self.cluster.refused_groups.items():
@@ -148,3 +148,11 @@ def run_cycle(snapshot: Snapshot, rules: Rules, options: Options, time_inputs: T
     plan = plan_batch(cluster, rules, options, view=snapshot.view, lowest=snapshot.lowest, usage=snapshot.usage,
                       on_placed=on_placed, time_inputs=time_inputs)
     return CycleResult(plan, cluster, cluster.refused, time_inputs.now)
+
+
+def _spans(span: GangSpan | None) -> str:
+    """Where a started group runs, for its condition: "; rack: r1, r3 (gang … spans 2 rack domains …)"."""
+    if span is None:
+        return ""
+    where = "; ".join(f"{key}: {', '.join(values)}" for key, values in span.levels)
+    return f"; {where}" + (f" ({span.note})" if span.note else "")

@@ -72,6 +72,8 @@ def test_a_zonal_gang_goes_in_one_zone(control_plane: ControlPlane, kube: Kube, 
     wait_for("the gang bound", lambda: all(node_of(p) for p in kube.pods(ns).values()), timeout=30)
     zones = {node_of(p).split("-")[1] for p in kube.pods(ns).values()}
     assert len(zones) == 1, zones
+    placed = wait_for("the group's condition", lambda: _condition(kube, ns, "z"))
+    assert placed["status"] == "True" and f"{ZONE_KEY}: {zones.pop()}" in placed["message"]  # where, in its words
 
 
 def test_a_pod_waits_for_its_group_to_appear(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
