@@ -15,13 +15,14 @@ from rich.console import Console
 from engine.kinds.gangs import GangSpan
 from engine.model.ir import Rules
 from engine.output import print_table
-from engine.planning.planner import Options, plan_batch
+from engine.planning.planner import Options, TimeInputs, plan_batch
 from engine.policy.lower import lower
 from engine.policy.sources import PolicyError, check_sources
 from engine.reading.load import build_cluster
 from engine.solve import solve
 from engine.solve.problem import NO_DOMAIN, GangRow, LeastPerDomain, PodClass, PreferredLevel, Problem
 from engine.solve.topology import least_violations, span_cost
+from engine.time.timeline import seconds
 from testkit.checker import check_plan
 from testkit.manifests import in_group, native_group, node, pod
 
@@ -258,3 +259,58 @@ def test_a_gang_in_one_rack_has_no_note_and_a_required_level_names_its_best_doma
     plan = plan_for([*docs, *job("j", 5)], gang_policy('within label "rack"', 5))
     reasons = " ".join(plan.unschedulable["default/j-0"])
     assert "only 4 fit in one rack domain, even alone (rack r1 has room for 4, the most)" in reasons
+
+
+# --- topology with priority, quotas and time -----------------------------------------------------------------------
+
+def native_job(name: str, size: int, gpus: int, ns: str = "default", topology: str = "rack", **extra) -> list[dict]:
+    group = native_group(name, size, ns=ns, topology=topology, priority=extra.pop("priority", None))
+    return [group, *[pod(f"{name}-{i}", cpu="1", ns=ns, requests={"nvidia.com/gpu": str(gpus)},
+                         schedulingGroup=in_group(name), **extra) for i in range(size)]]
+
+
+def test_the_higher_priority_gang_gets_the_only_rack_that_holds_it() -> None:
+    """Rack r1 holds 4 GPUs, r2 only 2: of two 4-GPU gangs that each keep to one rack, the younger one of priority
+    1000 takes r1, the older one of priority 0 waits (in line, the older would have gone first)."""
+    docs, racks = racked({"r1": [("a", 2), ("b", 2)], "r2": [("c", 2)]})
+    old = native_job("old", 4, 1, priority=0)
+    new = native_job("new", 4, 1, priority=1000)
+    for d in old:
+        d["metadata"]["creationTimestamp"] = "2026-11-29T10:00:00Z"
+    plan = plan_for([*docs, *old, *new])
+    assert where(plan, "new", racks) == Counter({"r1": 4})
+    assert not where(plan, "old")
+
+
+def test_a_tenants_quota_keeps_its_gang_out_of_the_rack_another_tenant_gets() -> None:
+    """Team a may use 2 GPUs (quota max): its 4-GPU gang cannot start, and team b's gang takes the only rack."""
+    docs, _ = racked({"r1": [("a", 2), ("b", 2)]})
+    quota = ('policy team-a {\n  applies to pods where namespace == "team-a"\n  quota max "nvidia.com/gpu" 2\n}\n'
+             'policy team-b {\n  applies to pods where namespace == "team-b"\n  quota max "nvidia.com/gpu" 8\n}\n')
+    plan = plan_for([*docs, *native_job("ga", 4, 1, ns="team-a"), *native_job("gb", 4, 1, ns="team-b")], quota)
+    placed = Counter(k.split("/")[0] for k in plan.assignments)
+    assert placed == Counter({"team-b": 4})
+
+
+def test_a_gang_that_waits_is_reserved_in_one_rack() -> None:
+    """Two 8-GPU members that keep to one rack; all four 8-GPU nodes are busy: rack A's free at 12:10 and 14:00, rack
+    B's at 12:20 and 12:30. Without the rack, the two earliest (12:10 in A, 12:20 in B) would be held from 12:20; in
+    one rack, B's pair from 12:30."""
+    start = "2026-11-25T11:00:00Z"
+
+    def busy(node_name: str, until: str) -> dict:
+        doc = pod(f"busy-{node_name}", cpu="1", requests={"nvidia.com/gpu": "8"}, node_name=node_name)
+        doc["status"]["startTime"] = start
+        doc["spec"]["activeDeadlineSeconds"] = int(seconds(f"2026-11-25T{until}:00Z") - seconds(start))
+        return doc
+
+    nodes = [gpu_node("n1", 8, rack="A"), gpu_node("n2", 8, rack="A"), gpu_node("n3", 8, rack="B"),
+             gpu_node("n4", 8, rack="B")]
+    ends = {"n1": "12:10", "n2": "14:00", "n3": "12:20", "n4": "12:30"}
+    docs = [*nodes, *[busy(n, t) for n, t in ends.items()], *native_job("train", 2, 8)]
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    got = plan_batch(cluster, options=Options(time_limit=5.0, workers=1),
+                     time_inputs=TimeInputs(seconds("2026-11-25T12:00:00Z")))
+    [held] = [r for r in got.reservations if r.holder == "default/train"]
+    assert held.start == seconds("2026-11-25T12:30:00Z")
+    assert sorted(node for _, node in held.pods) == ["n3", "n4"]
