@@ -110,7 +110,9 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
 
 def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -> list[Candidate]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
-    group whole with them). A group stays that holds a pod with device claims (the model does not reallocate them)."""
+    group whole with them). A group stays that holds a pod with device claims, its own or the one DRA made for its
+    extended resources (the model does not reallocate devices); extended resources a node advertises itself (a
+    device plugin's nvidia.com/gpu) are room like cpu."""
     chosen: dict[str, Candidate] = {}
     seen: set[tuple[int, str]] = set()
     for p in preemptors:
@@ -121,7 +123,9 @@ def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -
             for c in session.by_node.get(node, ()):
                 if c.key not in chosen and session.may_evict(p, c.pod):
                     chosen.update((m.key, m) for m in session.unit_of(c))
-    held = {c.unit or c.key for c in chosen.values() if c.pod.resource_claims or c.pod.extended}
+    by_devices = {(c.namespace, c.extended_owner) for c in session.cluster.devices.claims.values() if c.extended_owner}
+    held = {c.unit or c.key for c in chosen.values()
+            if c.pod.resource_claims or (c.pod.extended and (c.pod.namespace, c.pod.name) in by_devices)}
     return [c for c in chosen.values() if (c.unit or c.key) not in held]
 
 
