@@ -69,3 +69,18 @@ def test_a_budget_moves_the_hero_to_the_other_rack(strategy) -> None:
     assert set(plan.assignments.values()) == {"n3", "n4"}
     assert {v.pod.split("/")[1] for v in plan.evictions} == {"b3-0", "b3-1", "b4-0", "b4-1"}
     assert plan.stats.preemption.budget_violations == 0
+
+
+def test_a_budget_with_an_empty_selector_covers_every_pod_of_its_namespace() -> None:
+    """policy/v1: `selector: {}` selects every pod of the namespace (kube-scheduler's preemption reads it so from 1.38;
+    1.36 and 1.37 skipped it). Allowing no disruption, every choice breaks it: the hero takes the one with the fewest
+    violations (r1's group, 2 victims, not r2's 4), and the plan says each victim goes over the budget; a missing
+    selector covers nothing."""
+    docs = [*cluster(), budget("all", {}, allowed=0), *hero()]
+    docs[-4]["spec"]["selector"] = {}
+    plan = preempted(docs, DEFAULT)
+    assert {v.pod for v in plan.evictions} == {"default/train-0", "default/train-1"}
+    assert all(v.over_budget == ("default/all",) for v in plan.evictions)
+    del docs[-4]["spec"]["selector"]
+    plan = preempted(docs, DEFAULT)
+    assert plan.evictions and not any(v.over_budget for v in plan.evictions)

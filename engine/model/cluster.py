@@ -651,7 +651,9 @@ class DisruptionBudget:
     """A policy/v1 PodDisruptionBudget: how many of the pods it selects may be evicted now.
 
     `allowed` is status.disruptionsAllowed when the snapshot has a status, else what the spec allows
-    given the matching running pods (see engine.reading.load); an empty selector selects nothing (upstream).
+    given the matching running pods (see engine.reading.load). An empty selector (`{}`) covers every pod of its
+    namespace, a missing one none: policy/v1's meaning, which kube-scheduler's preemption follows from 1.38 (1.36 and
+    1.37 skipped a budget with an empty selector, and pods without labels, when counting violations).
     """
 
     namespace: str
@@ -664,8 +666,7 @@ class DisruptionBudget:
         return f"{self.namespace}/{self.name}"
 
     def covers(self, pod: Pod) -> bool:
-        return (pod.namespace == self.namespace and bool(self.selector.requirements)
-                and self.selector.matches(pod.labels))
+        return pod.namespace == self.namespace and self.selector.matches(pod.labels)
 
 
 @dataclass(frozen=True, slots=True)
