@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..devices.dra_domains import DeviceDomain, device_domain
 from ..model.cluster import SCHEDULING_GROUP, Cluster, Gang, Pod
 from ..model.queue_order import entered
 from ..model.rejections import Rejection, joined
 from ..model.view import View
 from ..solve.greedy import GreedyState, greedy, members_that_fit
-from ..solve.problem import GangRow, Problem, Solution, Status
+from ..solve.problem import NO_DOMAIN, GangRow, Problem, Solution, Status
 from .base import Action, ClassFields, ClassReason, ClusterEvent, Emit, ModelChange, PreFilter, Requeue, Resource, Waiting
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class GangInfo:
     short_of: tuple[str, ...] = ()  # minResources the cluster's free room cannot cover (Coscheduling PreFilter)
     created: str = ""  # when the gang entered the line (engine.model.queue_order.entered): older gangs go first
     quorum: str = "minMember"  # what the group calls its minimum: minCount for a scheduling.k8s.io PodGroup
+    device: DeviceDomain | None = None  # `within device attribute`: every member's devices in one value of it
+    device_values: frozenset[str] = frozenset()  # its values on the devices bound members hold
+    device_source: str = ""  # the policy that asked for it
 
 
 class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
@@ -64,6 +68,7 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
                 partition = build.partitions.of_domains(gi.within)
                 if gi.bound_domains:
                     domains = build.partitions.ids(partition, gi.bound_domains)
+            partition, domains = _device_partition(build, gi, partition, domains)
             need = max(0, gi.min_member - gi.bound)
             if gi.short_of:
                 need = gi.pending + 1  # cannot start: the cluster lacks the room its minResources asks for
@@ -97,6 +102,7 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
         if pod.gang in members:
             bound[pod.gang].append(pod)
     out = []
+    memo: dict = {}
     times = entered(cluster.pending, cluster.gangs)
     for key, in_batch in members.items():
         gang = cluster.gangs[key]
@@ -104,8 +110,49 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
                          gang.within, _domains(cluster, gang.within, bound[key]), _short_of(view, gang.min_resources),
                          times.get(key, gang.created), quorum_name(gang))
         if found.min_member - found.bound > 0:
-            out.append(found)
+            out.append(_with_device(found, gang, cluster, bound[key], memo))
     return out
+
+
+def _with_device(gi: GangInfo, gang: Gang, cluster: Cluster, members: list[Pod], memo: dict) -> GangInfo:
+    """The gang with its device attribute's domains (engine.devices.dra_domains) and the values of it on the devices
+    its bound members hold: as bound members fix a label's domain, their allocated devices fix the value (a bound
+    member holding a device of those drivers without a value leaves the gang none, "")."""
+    if gang.device_within is None:
+        return gi
+    domain = device_domain(memo, cluster.devices, gang.device_within)
+    claims = cluster.devices.claims
+    held: set[str] = set()
+    for pod in members:
+        for _, name in pod.resource_claims:
+            claim = claims.get(f"{pod.namespace}/{name}") if name else None
+            if claim is not None and claim.allocated:
+                held |= domain.values_held(claim.allocated)
+    return replace(gi, device=domain, device_values=frozenset(held), device_source=gang.device_source)
+
+
+def _device_partition(build: ProblemBuilder, gi: GangInfo, partition: int | None,
+                      domains: frozenset[int] | None) -> tuple[int | None, frozenset[int] | None]:
+    """The gang's partition with its device attribute's values (each node in the value of its devices; with a
+    `within` label too, in the pair of both), and the domains its bound members leave it."""
+    if gi.device is None:
+        return partition, domains
+    nodes = build.view.nodes
+    label = build.partitions.parts[partition] if partition is not None else [0] * len(nodes)
+    values: dict[str, int] = {}
+    column, allowed = [], set()
+    for node, code in zip(nodes, label):
+        value = gi.device.node_value(node)
+        if not value or code == NO_DOMAIN:
+            column.append(NO_DOMAIN)
+            continue
+        d = values.setdefault(f"{code}\0{value}", len(values))
+        column.append(d)
+        if (domains is None or code in domains) and (not gi.device_values or value in gi.device_values):
+            allowed.add(d)
+    key = f"\0device {gi.device.attribute}\0{partition}"
+    fixed = domains is not None or bool(gi.device_values)
+    return build.partitions.of_column(key, column, values), frozenset(allowed) if fixed else None
 
 
 def _domains(cluster: Cluster, within: str | None, members: list[Pod]) -> frozenset[str]:
@@ -241,6 +288,15 @@ def _held_back(compiled: Compiled, gi: GangInfo) -> str:
             f"{joined(rejection.reasons)})")
 
 
+def _where(gi: GangInfo) -> str:
+    """Where the gang must stay, in words naming its domain (and the policy asking for a device attribute)."""
+    where = f" in one {gi.within} domain" if gi.within else ""
+    if gi.device is not None:
+        where += f"{' and' if where else ''} in one value of device attribute {gi.device.attribute}"
+        where += f" ({gi.device_source})" if gi.device_source else ""
+    return where
+
+
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
     """Why gang g did not start, and whether the rest of the batch is to blame (None if it started); `state` is
     the plan replayed, to count the members that fit beside it."""
@@ -255,7 +311,7 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
     head = f"gang {gi.key} could not be completed: needs {need}"
     shape = _members_shape(compiled.problem, g)
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
-    where = f" in one {gi.within} domain" if gi.within else ""
+    where = _where(gi)
     if fit < need:
         return f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone{_held_back(compiled, gi)}", False
     beside = _asked(compiled, ("beside", state, shape),

@@ -587,6 +587,8 @@ class Gang:
     within: str | None = None  # topology key: every member in one domain of it
     min_resources: tuple[tuple[str, int], ...] = ()  # the PodGroup's spec.minResources
     created: str = ""  # the PodGroup's creation time: among equal priorities, older gangs go first
+    device_within: str | None = None  # device attribute (domain/name): every member's devices in one value of it
+    device_source: str = ""  # the policy that asked for it (file:line:col), for explanations
 
     def member(self, pod: Pod) -> bool:
         if self.label == SCHEDULING_GROUP:

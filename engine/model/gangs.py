@@ -9,7 +9,7 @@ compile, preemption, the scheduler loop's queue (`gang_key`) and its binder read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cluster import POD_GROUP_LABEL, PREEMPT_LOWER, SCHEDULING_GROUP, TERMINAL_PHASES, Cluster, Gang, Pod, PodGroup
 from .ir import GangRule, GangRules
@@ -70,12 +70,19 @@ def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | 
     if own is not None and own.min_member > 0:
         within = next((r.within for r in rules if r.label == POD_GROUP_LABEL and r.value == own.name and r.within),
                       None)
-        return Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL, own.name, within,
-                    own.min_resources, own.created)
+        return _with_device(Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL,
+                                 own.name, within, own.min_resources, own.created), rules)
     rule = next((r for r in rules if r.label != POD_GROUP_LABEL), None)
     if rule is None:
         return None
-    return Gang(rule.group, rule.namespace, rule.min_member, str(rule.source), rule.label, rule.value, rule.within)
+    return Gang(rule.group, rule.namespace, rule.min_member, str(rule.source), rule.label, rule.value, rule.within,
+                device_within=rule.device_within, device_source=str(rule.source) if rule.device_within else "")
+
+
+def _with_device(gang: Gang, rules: tuple[GangRule, ...]) -> Gang:
+    """A PodGroup gang with the device attribute a policy's `gang by podgroup within device attribute` gives it."""
+    rule = next((r for r in rules if r.label == POD_GROUP_LABEL and r.value == gang.value and r.device_within), None)
+    return gang if rule is None else replace(gang, device_within=rule.device_within, device_source=str(rule.source))
 
 
 def _native_gang(group: PodGroup, rules: tuple[GangRule, ...]) -> Gang:
@@ -83,8 +90,8 @@ def _native_gang(group: PodGroup, rules: tuple[GangRule, ...]) -> Gang:
     constraint's key (else of a policy's `gang by podgroup within`)."""
     within = group.topology_key or next((r.within for r in rules if r.label == POD_GROUP_LABEL and r.value == group.name
                                          and r.within), None)
-    return Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
-                SCHEDULING_GROUP, group.name, within, (), group.created)
+    return _with_device(Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
+                             SCHEDULING_GROUP, group.name, within, (), group.created), rules)
 
 
 def disruption_unit(pod: Pod, cluster: Cluster) -> str | None:

@@ -122,6 +122,7 @@ class GangRule:
     label: str = POD_GROUP_LABEL
     value: str = ""
     within: str | None = None  # topology key: every member in one domain of it
+    device_within: str | None = None  # device attribute: every member's devices in one value of it
 
 
 @dataclass(frozen=True, slots=True)

@@ -374,6 +374,15 @@ class GangBy:
     min_member: int  # 0 for a PodGroup
     pos: Pos
     within: Domain | None = None  # all members in one domain of this topology key
+    device: DeviceAttribute | None = None  # all members' devices in one value of this device attribute
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAttribute:
+    """`within device attribute "gpu.example.com/clique"`: a DRA device attribute as a gang's domain."""
+
+    name: str
+    pos: Pos
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..devices.dra_domains import attribute_problem
 from ..model.quantity import QuantityError, parse_quantity
 from . import ast as A
 from .parse import Diagnostic
@@ -244,6 +245,8 @@ def _eviction_cap(s: A.EvictionsPerCycle) -> Iterator[tuple[A.Pos, str]]:
 def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
     if s.within is not None:
         yield from _label_key(s.within.key, s.within.pos, "topology key")
+    if s.device is not None and (problem := attribute_problem(s.device.name)) is not None:
+        yield s.device.pos, f"invalid device attribute {s.device.name!r}: {problem}"
     if not s.label:
         return  # by podgroup: the PodGroup's minMember applies
     yield from _label_key(s.label, s.pos)

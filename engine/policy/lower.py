@@ -114,15 +114,17 @@ def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
     src = _source(policy, s.pos)
     if not s.label:
         group = pod.pod_group
-        if group is None or s.within is None:
+        if group is None or (s.within is None and s.device is None):
             return None
         # adds `within` to the pod's own PodGroup gang (its minMember comes from the PodGroup)
-        return GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, s.within.key)
+        return GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group,
+                        s.within.key if s.within else None, s.device.name if s.device else None)
     value = pod.labels.get(s.label)
     if value is None:
         return None
     within = s.within.key if s.within else None
-    return GangRule(f"{pod.namespace}/{s.label}={value}", s.min_member, src, pod.namespace, s.label, value, within)
+    return GangRule(f"{pod.namespace}/{s.label}={value}", s.min_member, src, pod.namespace, s.label, value, within,
+                    s.device.name if s.device else None)
 
 
 def _term(pods: A.SameLabel | A.PodsWhere, domain: A.Domain, pod: Pod) -> PodTerm | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -85,6 +85,13 @@ def _pos(file: str, meta_or_token) -> A.Pos:
 
 def _string(token: Token) -> str:
     return json.loads(str(token))
+
+
+def _gang_within(gang: A.GangBy, within: A.Domain | A.DeviceAttribute | None) -> A.GangBy:
+    """The gang with its `within`: a topology domain, or a device attribute (`within device attribute "…"`)."""
+    if isinstance(within, A.DeviceAttribute):
+        return replace(gang, device=within)
+    return replace(gang, within=within)
 
 
 def _value(token) -> A.Value:
@@ -343,13 +350,17 @@ class _ToAst(Transformer):
         return A.Reserve(int(items[0]), duration(str(items[1])), _pos(self.file, meta))
 
     @v_args(meta=True)
+    def per_device_attribute(self, meta, items):
+        return A.DeviceAttribute(_string(items[0]), _pos(self.file, items[0]))  # the name, where an error points
+
+    @v_args(meta=True)
     def gang_podgroup(self, meta, items):
-        return A.GangBy("", 0, _pos(self.file, meta), items[0])
+        return _gang_within(A.GangBy("", 0, _pos(self.file, meta)), items[0])
 
     @v_args(meta=True)
     def gang(self, meta, items):
-        within = items[2] if len(items) > 2 else None
-        return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta), within)
+        return _gang_within(A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta)),
+                            items[2] if len(items) > 2 else None)
 
     # structure
     @v_args(meta=True)
