@@ -6,6 +6,8 @@ independent checker, and the devices Reserve allocates by testkit.devices.device
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.planning.planner import Options, plan_batch
 from engine.policy.lower import lower
@@ -23,10 +25,12 @@ from testkit.manifests import (
     node,
     partition,
     pod,
+    podgroup,
     resource_claim,
     resource_slice,
 )
 
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 CLIQUE = "gpu.example.com/clique"
 GANG = f'policy jobs {{\n  applies to pods where label "job" exists\n  gang by label "job" min {{n}} within device attribute "{CLIQUE}"\n}}\n'
 PLAIN = 'policy jobs {\n  applies to pods where label "job" exists\n  gang by label "job" min {n}\n}\n'
@@ -46,10 +50,9 @@ def members(n: int, gpus_each: int = 2, job: str = "train", **request) -> list[d
 
 
 def plan_for(docs: list[dict], policy: str = GANG, n: int = 2):
-    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)],
-                            gangs=lower(check_sources({"jobs.policy": policy.replace("{n}", str(n))})).gangs)
-    plan = plan_batch(cluster, lower(check_sources({"jobs.policy": policy.replace("{n}", str(n))})),
-                      Options(time_limit=3, workers=1))
+    rules = lower(check_sources({"jobs.policy": policy.replace("{n}", str(n))}))
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)], gangs=rules.gangs)
+    plan = plan_batch(cluster, rules, Options(time_limit=3, workers=1))
     assert check_plan(docs, plan.assignments) == []
     return plan
 
@@ -62,7 +65,8 @@ def allocated(plan) -> dict[str, list[str]]:
 
 def held(plan, docs: list[dict], bound: tuple[str, ...] = ()) -> list[str]:
     """The checker's verdict on the devices the gang's members were allocated (and its `bound` members hold)."""
-    return device_domain_violations(docs, allocated(plan), CLIQUE, bound=[f"default/{p}" for p in bound])
+    members = {k: ds for k, ds in allocated(plan).items() if k.startswith("default/train-")}
+    return device_domain_violations(docs, members, CLIQUE, bound=[f"default/{p}" for p in bound])
 
 
 def test_a_gang_that_fits_only_split_across_two_cliques_stays_out() -> None:
@@ -186,3 +190,64 @@ def test_a_malformed_attribute_name_is_a_positioned_error(name: str, expected: s
     assert (found.file, found.line, found.column) == ("jobs.policy", 3, 53)  # the name's opening quote
     assert f"invalid device attribute {name!r}" in found.message and expected in found.message
     assert str(raised.value).startswith("jobs.policy:3:53: ")
+
+
+@st.composite
+def clique_clusters(draw) -> tuple[list[dict], int]:
+    """Nodes of up to four GPUs, each in clique A or B, none (no attribute) or "" (an empty value), a node's devices
+    in one clique or several; a gang of two or three members asking one or two GPUs each (some by model), beside a
+    pod of no gang; a NIC of another driver on some nodes that some members ask for too."""
+    docs: list[dict] = [device_class(), device_class("nic", "nic.example.com")]
+    for i in range(draw(st.integers(1, 4))):
+        docs.append(node(f"n{i}"))
+        cliques = draw(st.lists(st.sampled_from(["A", "B", "A", "B", None, ""]), max_size=4))
+        if cliques:
+            docs.append(resource_slice(f"n{i}", [gpu(f"g{j}", model=draw(st.sampled_from(["a100", "h100"])),
+                                                     **({"clique": c} if c is not None else {}))
+                                                 for j, c in enumerate(cliques)]))
+        if draw(st.booleans()):
+            docs.append(resource_slice(f"n{i}", [gpu("eth-0", model="nic")], driver="nic.example.com"))
+    n = draw(st.integers(2, 3))
+    for k in range(n):
+        model = draw(st.sampled_from([None, "a100", "h100"]))
+        requests = [device_request(count=draw(st.integers(1, 2)), selectors=(
+            f'device.attributes["gpu.example.com"].model == "{model}"',) if model else ())]
+        if draw(st.integers(0, 3)) == 0:
+            requests.append(device_request("nic", "nic"))
+        docs += [resource_claim(f"train-{k}", *requests),
+                 pod(f"train-{k}", labels={"job": "train"}, resourceClaims=claims(f"train-{k}"))]
+    docs += [resource_claim("lone", device_request()), pod("lone", resourceClaims=claims("lone"))]
+    return docs, n
+
+
+@settings(max_examples=60, deadline=None)
+@given(clique_clusters())
+def test_every_plan_keeps_a_gang_s_devices_in_one_clique(case: tuple[list[dict], int]) -> None:
+    """Whatever the cliques: the checker passes the plan, the gang starts whole or not at all, every GPU its members
+    get carries one clique (never none, never an empty one), no device goes twice, and the batch model is exact
+    (Reserve never takes out a member the solver placed)."""
+    docs, n = case
+    plan = plan_for(docs, n=n)
+    members = [k for k in plan.assignments if k.startswith("default/train-")]
+    assert len(members) in (0, n)
+    assert held(plan, docs) == []
+    devices = [d for ds in allocated(plan).values() for d in ds]
+    assert len(devices) == len(set(devices))
+    assert not any("served after all" in r or "went to other pods" in r
+                   for rs in plan.unschedulable.values() for r in rs), plan.unschedulable
+
+
+def test_a_podgroup_gang_takes_the_device_attribute_of_a_podgroup_policy() -> None:
+    """`gang by podgroup within device attribute` adds the clique to the pod's own PodGroup gang (its minMember
+    kept): split across cliques it stays out, as a label gang does."""
+    policy = f'policy groups {{\n  applies to all pods\n  gang by podgroup within device attribute "{CLIQUE}"\n}}\n'
+    group = [podgroup("pg", 2), *(doc for i in range(2) for doc in (
+        resource_claim(f"m-{i}", device_request(count=2)),
+        pod(f"m-{i}", labels={POD_GROUP_LABEL: "pg"}, resourceClaims=claims(f"m-{i}"))))]
+    split = [node("a1"), node("b1"), device_class(), gpus("a1", "A", "A"), gpus("b1", "B", "B"), *group]
+    cluster = build_cluster([(f"doc{i}", d) for i, d in enumerate(split)], gangs=lower(check_sources(
+        {"groups.policy": policy})).gangs)
+    assert cluster.gangs["default/pg"].device_within == CLIQUE and cluster.gangs["default/pg"].min_member == 2
+    assert plan_for(split, policy).assignments == {}
+    together = [*split, node("a2"), gpus("a2", "A", "A")]
+    assert sorted(plan_for(together, policy).assignments.values()) == ["a1", "a2"]
