@@ -130,9 +130,26 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             met |= kept
         unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
         for i in alive[~met[alive]].tolist():
-            unmet[_fenced(allocator, view.nodes[i], _why_not(allocator, claims, view.nodes[i], taken))].append(i)
+            unmet[self._why_not(batch, off, allocator, claims, view.nodes[i], taken)].append(i)
         for (why, resolvable), nodes in unmet.items():
             out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
+
+    def _why_not(self, batch: Batch, off: tuple[int, ...], allocator: Allocator, claims: list[ResourceClaim],
+                 node: Node, taken: set[str]) -> tuple[str, bool]:
+        """`_why_not`, naming the gang's device attribute where it is what keeps the claims off the node (they
+        could be met there with devices of another value, or without one)."""
+        why = _why_not(allocator, claims, node, taken)
+        fence = allocator.fence
+        if fence is None:
+            return why
+        plain, _ = self._allocator(batch, off)
+        if not (plain.reaches(node) and plain.allocate(claims, node, set(taken)) is not None):
+            return why
+        value = fence.node_value(node)
+        where = (f"its gang's members take only the node's devices in value {value!r} of device attribute "
+                 f"{fence.attribute}" if value else
+                 f"no device on the node carries its gang's device attribute {fence.attribute}")
+        return f"{ERR_ALLOCATE} ({where})", why[1]
 
     def _selector_error(self, claims: list[ResourceClaim], allocator: Allocator, nodes: list[Node],
                         batch: Batch) -> str:
@@ -484,17 +501,6 @@ def _fences(cluster: Cluster) -> Callable[[Pod], DeviceDomain | None]:
         attribute = _fence_of(cluster, pod)
         return None if attribute is None else device_domain(memo, cluster.devices, attribute)
     return fence
-
-
-def _fenced(allocator: Allocator, node: Node, why: tuple[str, bool]) -> tuple[str, bool]:
-    """Why a gang member's claims cannot be met on `node`, with the device attribute that narrowed its devices."""
-    fence = allocator.fence
-    if fence is None:
-        return why
-    value = fence.node_value(node)
-    where = (f"only devices in the node's value {value!r} of its gang's device attribute {fence.attribute}" if value
-             else f"no device on the node carries its gang's device attribute {fence.attribute}")
-    return f"{why[0]}; {where}", why[1]
 
 
 def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], devices: Devices) -> str:

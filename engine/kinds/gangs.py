@@ -273,7 +273,8 @@ def quorum_name(gang: Gang) -> str:
 def _quorum(gi: GangInfo) -> str:
     """The gang's quorum as every message cites it: "minMember 4, 1 already bound"."""
     bound = f", {gi.bound} already bound" if gi.bound else ""
-    return f"{gi.quorum} {gi.min_member}{bound}"
+    asked = f"; device attribute asked by {gi.device_source}" if gi.device_source else ""
+    return f"{gi.quorum} {gi.min_member}{bound}{asked}"
 
 
 def _held_back(compiled: Compiled, gi: GangInfo) -> str:
@@ -289,11 +290,11 @@ def _held_back(compiled: Compiled, gi: GangInfo) -> str:
 
 
 def _where(gi: GangInfo) -> str:
-    """Where the gang must stay, in words naming its domain (and the policy asking for a device attribute)."""
+    """Where the gang must stay, in words naming its domain (`_quorum` cites the policy asking for a device
+    attribute)."""
     where = f" in one {gi.within} domain" if gi.within else ""
     if gi.device is not None:
         where += f"{' and' if where else ''} in one value of device attribute {gi.device.attribute}"
-        where += f" ({gi.device_source})" if gi.device_source else ""
     return where
 
 
