@@ -6,6 +6,10 @@ integers in milli-units here).
 reachable from it that satisfy the class's and the request's selectors, no device given to two claims (nor to a
 claim allocated already), all placed claims at once (a search over distinct devices); a claim several placed
 pods share is allocated once, its devices reachable from each of their nodes.
+
+``device_domain_violations(docs, allocated, attribute, bound)``: a gang kept within a device attribute (issue 49,
+point 2) holds, of the drivers publishing the attribute, only devices carrying one non-empty value of it — judged
+on the devices the plan allocated, beside those its bound members' claims hold.
 """
 from __future__ import annotations
 
@@ -313,7 +317,7 @@ def device_domain_violations(docs: list[dict], allocated: dict[str, list[str]], 
             if device.split("/")[0] not in publishing:
                 continue
             value = values.get(device, "")
-            if not value or value == "None":
+            if not value:
                 out.append(f"{key}: device {device} carries no value of {attribute}")
             else:
                 seen.setdefault(value, []).append(key)

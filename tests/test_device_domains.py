@@ -251,3 +251,21 @@ def test_a_podgroup_gang_takes_the_device_attribute_of_a_podgroup_policy() -> No
     assert plan_for(split, policy).assignments == {}
     together = [*split, node("a2"), gpus("a2", "A", "A")]
     assert sorted(plan_for(together, policy).assignments.values()) == ["a1", "a2"]
+
+
+def test_the_checker_refuses_devices_of_two_cliques_none_or_an_empty_one() -> None:
+    """testkit.devices.device_domain_violations on hand-made allocations: devices of two cliques, one without the
+    attribute or with an empty value are refused; a NIC of a driver that never publishes it is not judged; a bound
+    member's allocated devices count."""
+    docs = [gpus("a1", "A", "A", None), gpus("b1", "B"), resource_slice("e1", [gpu("gpu-0", clique="")]),
+            resource_slice("a1", [gpu("eth-0", model="nic")], driver="nic.example.com"),
+            resource_claim("x", allocated=[("a1", "gpu-0")], node="a1"),
+            pod("x", labels={"job": "train"}, node_name="a1", resourceClaims=claims("x"))]
+    one = {"default/p": ["gpu.example.com/a1/gpu-1", "nic.example.com/a1/eth-0"]}
+    assert device_domain_violations(docs, one, CLIQUE, bound=["default/x"]) == []
+    assert any("in 2 values" in v for v in device_domain_violations(
+        docs, {"default/p": ["gpu.example.com/b1/gpu-0"]}, CLIQUE, bound=["default/x"]))
+    assert any("carries no value" in v for v in device_domain_violations(
+        docs, {"default/p": ["gpu.example.com/a1/gpu-2"]}, CLIQUE))
+    assert any("carries no value" in v for v in device_domain_violations(
+        docs, {"default/p": ["gpu.example.com/e1/gpu-0"]}, CLIQUE))
