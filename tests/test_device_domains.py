@@ -22,6 +22,8 @@ from testkit.manifests import (
     device_class,
     device_request,
     gpu,
+    in_group,
+    native_group,
     node,
     partition,
     pod,
@@ -269,3 +271,21 @@ def test_the_checker_refuses_devices_of_two_cliques_none_or_an_empty_one() -> No
         docs, {"default/p": ["gpu.example.com/a1/gpu-2"]}, CLIQUE))
     assert any("carries no value" in v for v in device_domain_violations(
         docs, {"default/p": ["gpu.example.com/e1/gpu-0"]}, CLIQUE))
+
+
+def test_a_topology_key_and_a_device_attribute_hold_together() -> None:
+    """A scheduling.k8s.io group kept in one zone by its topology constraint, and in one clique by a policy: zone z1
+    alone fits it (n1 and n3, cliques A and B), clique A alone too (n1 and n2, zones z1 and z2), both at once do
+    not, so it stays out; with a second node of A in z1 it starts there."""
+    zone = "topology.kubernetes.io/zone"
+    policy = f'policy groups {{\n  applies to all pods\n  gang by podgroup within device attribute "{CLIQUE}"\n}}\n'
+    group = [native_group("train", 2, topology=zone), *(doc for i in range(2) for doc in (
+        resource_claim(f"m-{i}", device_request(count=2)),
+        pod(f"m-{i}", labels={POD_GROUP_LABEL: "train"}, schedulingGroup=in_group("train"),
+            resourceClaims=claims(f"m-{i}"))))]
+    docs = [node("n1", labels={zone: "z1"}), node("n2", labels={zone: "z2"}), node("n3", labels={zone: "z1"}),
+            device_class(), gpus("n1", "A", "A"), gpus("n2", "A", "A"), gpus("n3", "B", "B"), *group]
+    assert plan_for(docs, policy).assignments == {}
+    assert len(plan_for(docs, PLAIN).assignments) == 2  # the zone alone
+    roomy = [*docs, node("n4", labels={zone: "z1"}), gpus("n4", "A", "A")]
+    assert sorted(plan_for(roomy, policy).assignments.values()) == ["n1", "n4"]
