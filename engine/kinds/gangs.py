@@ -139,14 +139,15 @@ def _device_partition(build: ProblemBuilder, gi: GangInfo, partition: int | None
         return partition, domains
     nodes = build.view.nodes
     label = build.partitions.parts[partition] if partition is not None else [0] * len(nodes)
-    values: dict[str, int] = {}
+    names = {c: f"{v}, " for v, c in build.partitions.values[partition].items()} if partition is not None else {}
+    values: dict[str, int] = {}  # a domain's name: its value ("z1, A" with a label's)
     column, allowed = [], set()
     for node, code in zip(nodes, label):
         value = gi.device.node_value(node)
         if not value or code == NO_DOMAIN:
             column.append(NO_DOMAIN)
             continue
-        d = values.setdefault(f"{code}\0{value}", len(values))
+        d = values.setdefault(f"{names.get(code, '')}{value}", len(values))
         column.append(d)
         if (domains is None or code in domains) and (not gi.device_values or value in gi.device_values):
             allowed.add(d)
