@@ -119,7 +119,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             node = view.nodes[i]
             met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
         if off:  # nodes refused only for the devices reservations hold there: the reason names them
-            plain, free = self._allocator(batch)
+            plain, free = self._allocator(batch, (), allocator.fence.attribute if allocator.fence else None)
             kept = np.zeros(len(view.nodes), dtype=bool)
             for i in np.flatnonzero(~met[alive]).tolist():
                 node = view.nodes[alive[i]]
