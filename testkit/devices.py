@@ -6,6 +6,10 @@ integers in milli-units here).
 reachable from it that satisfy the class's and the request's selectors, no device given to two claims (nor to a
 claim allocated already), all placed claims at once (a search over distinct devices); a claim several placed
 pods share is allocated once, its devices reachable from each of their nodes.
+
+``device_domain_violations(docs, allocated, attribute, bound)``: a gang kept within a device attribute (issue 49,
+point 2) holds, of the drivers publishing the attribute, only devices carrying one non-empty value of it — judged
+on the devices the plan allocated, beside those its bound members' claims hold.
 """
 from __future__ import annotations
 
@@ -279,3 +283,44 @@ def _independent(requests: list[list[list[list[str]]]]) -> list[list[list[list[l
         merged = ([request] + [r for g in joined for r in g[0]], devices.union(*(g[1] for g in joined)))
         groups = [g for g in groups if all(g is not j for j in joined)] + [merged]
     return [g[0] for g in groups]
+
+
+def device_domain_violations(docs: list[dict], allocated: dict[str, list[str]], attribute: str,
+                             bound: list[str] = ()) -> list[str]:
+    """A gang kept within a device attribute (`domain/name`): every device its members hold — `allocated` (pod key
+    -> device keys, the plan's) and the allocations of the `bound` members' claims — of a driver publishing the
+    attribute carries one non-empty value of it."""
+    values: dict[str, str] = {}
+    publishing: set[str] = set()
+    for d in docs:
+        if d.get("kind") != "ResourceSlice":
+            continue
+        driver = d["spec"]["driver"]
+        for dev in d["spec"].get("devices") or []:
+            attrs = {(k if "/" in k else f"{driver}/{k}"): v for k, v in (dev.get("attributes") or {}).items()}
+            if attribute in attrs:
+                publishing.add(driver)
+            found = attrs.get(attribute) or {}
+            values[f"{driver}/{d['spec']['pool']['name']}/{dev['name']}"] = str(next(iter(found.values()), ""))
+    held = {key: list(keys) for key, keys in allocated.items()}
+    pods = {f"{_meta(d).get('namespace') or 'default'}/{_meta(d)['name']}": d for d in docs if d.get("kind") == "Pod"}
+    claims = {f"{_meta(d).get('namespace') or 'default'}/{_meta(d)['name']}": d for d in docs
+              if d.get("kind") == "ResourceClaim"}
+    for key in bound:
+        for pc in (pods[key].get("spec") or {}).get("resourceClaims") or []:
+            claim = claims.get(f"{key.split('/')[0]}/{pc.get('resourceClaimName')}") or {}
+            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+            held.setdefault(key, []).extend(f"{r['driver']}/{r['pool']}/{r['device']}" for r in results)
+    out, seen = [], {}
+    for key, keys in sorted(held.items()):
+        for device in keys:
+            if device.split("/")[0] not in publishing:
+                continue
+            value = values.get(device, "")
+            if not value:
+                out.append(f"{key}: device {device} carries no value of {attribute}")
+            else:
+                seen.setdefault(value, []).append(key)
+    if len(seen) > 1:
+        out.append(f"the gang's devices are in {len(seen)} values of {attribute}: {', '.join(sorted(seen))}")
+    return out

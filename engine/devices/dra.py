@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model.cluster import (
     DEVICE_CLASS_PREFIX,
@@ -39,6 +39,9 @@ from ..model.queue_order import queue_order
 from .dra_capacity import Consumed, consumed
 from .dra_capacity import fits as capacity_fits
 from .dra_counters import Counters
+
+if TYPE_CHECKING:
+    from .dra_domains import DeviceDomain
 
 Allocation = dict[str, tuple[tuple[str, str], ...]]  # claim key -> ((request name, device key), ...)
 
@@ -130,6 +133,7 @@ class Allocator:
     roaming: list[Device] = field(init=False)  # devices several nodes (a selector, or all) may reach
     contested: dict[str, int] = field(default_factory=dict)  # device key -> how many pods could use it: least first
     preferred: frozenset[str] = frozenset()  # devices tried first (those a reservation holds for the pod allocating)
+    fence: DeviceDomain | None = None  # a gang's device attribute: on each node, only devices of the node's value
     counters: Counters = field(init=False)  # partitionable devices' shared counters
     # consumable capacity: each share of a device allowing multiple allocations, by its token in `taken`
     amounts: dict[str, Consumed] = field(default_factory=dict)  # share token -> what it consumes
@@ -195,6 +199,8 @@ class Allocator:
 
     def reaches(self, node: Node) -> bool:
         """Whether any device could serve a pod on `node` (nodes without one are rejected without allocating)."""
+        if self.fence is not None:
+            return bool(self.near(node))
         return node.name in self.pinned or any(d.reachable(node) for d in self.roaming)
 
     def candidates(self, sub: SubRequest, node: Node, taken: set[str]) -> list[Device] | None:
@@ -205,8 +211,10 @@ class Allocator:
         return [d for d in self.near(node) if self.free(d, sub, taken) and self.serves(d, sub)]
 
     def near(self, node: Node) -> list[Device]:
-        """The devices reachable from `node`."""
-        return self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
+        """The devices reachable from `node` (with a `fence`: those a gang's member there may take)."""
+        found = self.pinned.get(node.name, []) + [d for d in self.roaming if d.reachable(node)]
+        fence = self.fence
+        return found if fence is None else [d for d in found if fence.allows(d, node)]
 
     def serves(self, device: Device, sub: SubRequest) -> bool:
         """`device` is of `sub`'s class, satisfies its selectors and the class's, has no taint it does not

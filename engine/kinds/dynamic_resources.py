@@ -22,6 +22,7 @@ import numpy as np
 from ..devices.dra import Allocator, ClaimAllocation, Shortfall, Unmet, allocation_results, claim_shapes, taken_devices
 from ..devices.dra_capacity import consumed, shares_left
 from ..devices.dra_counters import Counters
+from ..devices.dra_domains import DeviceDomain, device_domain
 from ..model.cluster import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Moment, Node, Pod, ResourceClaim, SubRequest
 from ..model.ir import NodeTerms
 from ..model.rejections import Rejection, Rejections
@@ -105,7 +106,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         if not (dra.to_allocate or dra.follows):
             return
         off = keeps_off(batch.moment, spec.sample)
-        allocator, taken = self._allocator(batch, off)
+        allocator, taken = self._allocator(batch, off, _fence_of(batch.cluster, spec.sample))
         known = batch.cluster.devices.claims
         claims = claims_of(spec.sample, known) + [known[key] for key, _ in dra.follows]
         alive = np.flatnonzero(~out.rejected())
@@ -118,7 +119,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             node = view.nodes[i]
             met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
         if off:  # nodes refused only for the devices reservations hold there: the reason names them
-            plain, free = self._allocator(batch)
+            plain, free = self._allocator(batch, (), allocator.fence.attribute if allocator.fence else None)
             kept = np.zeros(len(view.nodes), dtype=bool)
             for i in np.flatnonzero(~met[alive]).tolist():
                 node = view.nodes[alive[i]]
@@ -129,9 +130,26 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             met |= kept
         unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
         for i in alive[~met[alive]].tolist():
-            unmet[_why_not(allocator, claims, view.nodes[i], taken)].append(i)
+            unmet[self._why_not(batch, off, allocator, claims, view.nodes[i], taken)].append(i)
         for (why, resolvable), nodes in unmet.items():
             out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
+
+    def _why_not(self, batch: Batch, off: tuple[int, ...], allocator: Allocator, claims: list[ResourceClaim],
+                 node: Node, taken: set[str]) -> tuple[str, bool]:
+        """`_why_not`, naming the gang's device attribute where it is what keeps the claims off the node (they
+        could be met there with devices of another value, or without one)."""
+        why = _why_not(allocator, claims, node, taken)
+        fence = allocator.fence
+        if fence is None:
+            return why
+        plain, _ = self._allocator(batch, off)
+        if not (plain.reaches(node) and plain.allocate(claims, node, set(taken)) is not None):
+            return why
+        value = fence.node_value(node)
+        where = (f"its gang's members take only the node's devices in value {value!r} of device attribute "
+                 f"{fence.attribute}" if value else
+                 f"no device on the node carries its gang's device attribute {fence.attribute}")
+        return f"{ERR_ALLOCATE} ({where})", why[1]
 
     def _selector_error(self, claims: list[ResourceClaim], allocator: Allocator, nodes: list[Node],
                         batch: Batch) -> str:
@@ -153,10 +171,18 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
                         return error.words(claim.key)
         return ""
 
-    def _allocator(self, batch: Batch, off: tuple[int, ...] = ()) -> tuple[Allocator, set[str]]:
+    def _allocator(self, batch: Batch, off: tuple[int, ...] = (), fence: str | None = None) -> tuple[Allocator, set[str]]:
         """The batch's allocator and the devices taken; with `off`, the reservations (by position) whose devices a
-        class keeps off taken too (what they consume known to the allocator)."""
+        class keeps off taken too (what they consume known to the allocator); with `fence`, a gang's device
+        attribute, one that offers a member on each node only the devices of the node's value of it."""
         memo = batch.memo.setdefault(self.name, {})
+        if fence is not None:
+            if (off, fence) not in memo:
+                base, taken = self._allocator(batch, off)
+                fenced = Allocator(base.devices, base.selectors)
+                fenced.fence = device_domain(batch.memo, batch.cluster.devices, fence)
+                memo[(off, fence)] = (fenced, taken)
+            return memo[(off, fence)]
         if "allocator" not in memo:
             memo["allocator"] = Allocator(batch.cluster.devices)
             memo["taken"] = taken_devices(batch.cluster.devices)
@@ -209,9 +235,11 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         allocator, taken = Allocator(later_devices(devices, (), held) if held else devices), taken_devices(devices)
         dropped: dict[str, str] = {}
         results: dict[str, ClaimAllocation] = {}
-        for pod, node in _reserve_order(allocator, placements):
+        fence = _fences(compiled.cluster)
+        for pod, node in _reserve_order(allocator, placements, fence):
             if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
+            allocator.fence = fence(pod)  # a gang's device attribute: only devices of the node's value
             why = _unfollowable(pod, node, results, devices)
             off = taken_devices(Devices(claims={c.key: c for k in keeps_off(compiled.moment, pod)
                                                 for c in reservations[k].claims})) - taken if held else set()
@@ -291,13 +319,14 @@ def _asks(build: ProblemBuilder) -> tuple[dict[SubRequest, dict[int, int]], dict
     askers: dict[SubRequest, dict[str, None]] = defaultdict(dict)
     claims = build.batch.cluster.devices.claims
     for a, info in _judged(build):
+        fence = _fence_of(build.batch.cluster, info.sample)  # a gang's device attribute: a kind of its own
         for claim in claims_of(info.sample, claims):
             for request in claim.requests:
                 if len(request.alternatives) == 1 and not request.alternatives[0].all \
                         and not request.alternatives[0].admin:  # admin access holds no device
                     sub = request.alternatives[0]
-                    shape = SubRequest("", sub.device_class, sub.selectors, tolerations=sub.tolerations,
-                                       capacity=sub.capacity)
+                    shape = SubRequest(f"{FENCE}{fence}" if fence else "", sub.device_class, sub.selectors,
+                                       tolerations=sub.tolerations, capacity=sub.capacity)
                     asks[shape][a] += sub.count
                     askers[shape][f"claim {claim.key} request {request.name}"] = None
     return asks, askers
@@ -309,8 +338,12 @@ def _device_rows(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]],
     share devices), partitionable devices' shared counters, consumable capacity."""
     nodes = build.view.nodes
     where = {n.name: i for i, n in enumerate(nodes)}
+    by_name = {n.name: n for n in nodes}
+    fences = {shape: device_domain(build.batch.memo, build.batch.cluster.devices, shape.name.removeprefix(FENCE))
+              for shape in asks if shape.name}
     free = {shape: [d for d in allocator.devices.devices if allocator.free(d, shape, taken)
-                    and _serves(allocator, d, shape)] for shape in asks}
+                    and _serves(allocator, d, shape) and (shape not in fences or fences[shape].may_serve(d, by_name))]
+            for shape in asks}
     rows: list[DeviceRow] = []
     for group in _rows(list(asks), free):
         devices = list({d.key: d for shape in group for d in free[shape]}.values())
@@ -436,19 +469,38 @@ def _cluster_limit(build: ProblemBuilder, name: str, room: list[int], per_class:
         build.problem.limits.append(Limit(whole, a, counted, {}, most, why=f"the cluster has {sum(room)} free {name}"))
 
 
-def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]]) -> list[tuple[Pod, Node]]:
+def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]],
+                   fence: Callable[[Pod], DeviceDomain | None]) -> list[tuple[Pod, Node]]:
     """Pods allocating before those following their shared claims; among them, the pods with the fewest
     devices to choose from first, and each taking the devices fewest pods could use (the rows hold every set
     of kinds to their devices, so a matching exists; first come, first served could miss it)."""
     claims = allocator.devices.claims
     choice: dict[str, set[str]] = {}
     for pod, node in placements:
+        allocator.fence = fence(pod)
         subs = [sub for key in pod.dra.to_allocate for r in claims[key].requests for sub in r.alternatives]
         choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, set()) or ()}
     for keys in choice.values():
         for key in keys:
             allocator.contested[key] = allocator.contested.get(key, 0) + 1
+    allocator.fence = None
     return sorted(placements, key=lambda pn: (bool(pn[0].dra.follows), len(choice[pn[0].key])))
+
+
+def _fence_of(cluster: Cluster, pod: Pod) -> str | None:
+    """The device attribute the pod's gang keeps its members' devices in one value of (None: none)."""
+    gang = cluster.gangs.get(pod.gang) if pod.gang is not None else None
+    return None if gang is None else gang.device_within
+
+
+def _fences(cluster: Cluster) -> Callable[[Pod], DeviceDomain | None]:
+    """Each pod's gang's device domain (engine.devices.dra_domains), worked out once per attribute."""
+    memo: dict = {}
+
+    def fence(pod: Pod) -> DeviceDomain | None:
+        attribute = _fence_of(cluster, pod)
+        return None if attribute is None else device_domain(memo, cluster.devices, attribute)
+    return fence
 
 
 def _unfollowable(pod: Pod, node: Node, results: dict[str, ClaimAllocation], devices: Devices) -> str:
@@ -578,10 +630,14 @@ def _room(devices: list[Device], nodes: list[Node], where: dict[str, int], unbou
 def _kind_name(shape: SubRequest, askers: list[str]) -> str:
     """A kind of device in words: its DeviceClass by name, and where the requests add selectors or tolerations,
     the first request asking for it by claim and request name (never its CEL)."""
+    within = f" within device attribute {shape.name.removeprefix(FENCE)}" if shape.name else ""
     if not (shape.selectors or shape.tolerations):
-        return shape.device_class
+        return shape.device_class + within
     more = f" and {len(askers) - 1} more" if len(askers) > 1 else ""
-    return f"{shape.device_class} for {askers[0]}{more}"
+    return f"{shape.device_class} for {askers[0]}{more}{within}"
+
+
+FENCE = "within "  # a kind of device asked for by a gang kept in one value of a device attribute: its shape's name
 
 
 KIND = DynamicResources()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..devices.dra_domains import DeviceDomain, device_domain
 from ..model.cluster import SCHEDULING_GROUP, Cluster, Gang, Pod
 from ..model.queue_order import entered
 from ..model.rejections import Rejection, joined
@@ -50,6 +51,9 @@ class GangInfo:
         `Partitions.of_domains` counts as no domain: upstream's placement refuses a group whose scheduled pods are
         in none)."""
         return [labels.get(key, "") for labels in self.bound_on]
+    device: DeviceDomain | None = None  # `within device attribute`: every member's devices in one value of it
+    device_values: frozenset[str] = frozenset()  # its values on the devices bound members hold
+    device_source: str = ""  # the policy that asked for it
 
 
 class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
@@ -71,7 +75,7 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
             need = max(0, gi.min_member - gi.bound)
             if gi.short_of:
                 need = gi.pending + 1  # cannot start: the cluster lacks the room its minResources asks for
-            build.problem.gangs.append(_row(build.partitions, gi, need))
+            build.problem.gangs.append(_row(build, gi, need))
             for a in gi.classes:
                 build.problem.classes[a].gang = g
         for gang_set in gang_sets(build.batch.cluster, build.gangs, build.partitions):
@@ -90,13 +94,16 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
         return None if g is None else _reason(compiled, solution, g, state)
 
 
-def _row(partitions: Partitions, gi: GangInfo, need: int) -> GangRow:
-    """Gang gi as the solver's row: its classes, quorum and topology levels over the partitions of their keys."""
+def _row(build: ProblemBuilder, gi: GangInfo, need: int) -> GangRow:
+    """Gang gi as the solver's row: its classes, quorum and topology levels over the partitions of their keys (the
+    required one paired with a device attribute's values, when it has one)."""
+    partitions = build.partitions
     partition = domains = None
     if gi.within is not None:
         partition = partitions.of_domains(gi.within)
         if gi.bound_on:
             domains = partitions.ids(partition, gi.bound_values(gi.within))
+    partition, domains = _device_partition(build, gi, partition, domains)
     prefer = tuple(PreferredLevel(p, partitions.ids(p, gi.bound_values(key)))
                    for key in gi.prefer for p in [partitions.of_domains(key)])
     least = None
@@ -154,6 +161,7 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
             bound[pod.gang].append(pod)
     out = []
     labels = {n.name: n.labels for n in cluster.nodes} if bound else {}
+    memo: dict = {}
     times = entered(cluster.pending, cluster.gangs)
     for key, in_batch in members.items():
         gang = cluster.gangs[key]
@@ -162,8 +170,50 @@ def gang_infos(cluster: Cluster, view: View, classes: list[ClassInfo]) -> list[G
                          _short_of(view, gang.min_resources), times.get(key, gang.created), quorum_name(gang),
                          gang.prefer, gang.least)
         if found.min_member - found.bound > 0:
-            out.append(found)
+            out.append(_with_device(found, gang, cluster, bound[key], memo))
     return out
+
+
+def _with_device(gi: GangInfo, gang: Gang, cluster: Cluster, members: list[Pod], memo: dict) -> GangInfo:
+    """The gang with its device attribute's domains (engine.devices.dra_domains) and the values of it on the devices
+    its bound members hold: as bound members fix a label's domain, their allocated devices fix the value (a bound
+    member holding a device of those drivers without a value leaves the gang none, "")."""
+    if gang.device_within is None:
+        return gi
+    domain = device_domain(memo, cluster.devices, gang.device_within)
+    claims = cluster.devices.claims
+    held: set[str] = set()
+    for pod in members:
+        for _, name in pod.resource_claims:
+            claim = claims.get(f"{pod.namespace}/{name}") if name else None
+            if claim is not None and claim.allocated:
+                held |= domain.values_held(claim.allocated)
+    return replace(gi, device=domain, device_values=frozenset(held), device_source=gang.device_source)
+
+
+def _device_partition(build: ProblemBuilder, gi: GangInfo, partition: int | None,
+                      domains: frozenset[int] | None) -> tuple[int | None, frozenset[int] | None]:
+    """The gang's partition with its device attribute's values (each node in the value of its devices; with a
+    `within` label too, in the pair of both), and the domains its bound members leave it."""
+    if gi.device is None:
+        return partition, domains
+    nodes = build.view.nodes
+    label = build.partitions.parts[partition] if partition is not None else [0] * len(nodes)
+    names = {c: f"{v}, " for v, c in build.partitions.values[partition].items()} if partition is not None else {}
+    values: dict[str, int] = {}  # a domain's name: its value ("z1, A" with a label's)
+    column, allowed = [], set()
+    for node, code in zip(nodes, label):
+        value = gi.device.node_value(node)
+        if not value or code == NO_DOMAIN:
+            column.append(NO_DOMAIN)
+            continue
+        d = values.setdefault(f"{names.get(code, '')}{value}", len(values))
+        column.append(d)
+        if (domains is None or code in domains) and (not gi.device_values or value in gi.device_values):
+            allowed.add(d)
+    key = f"\0device {gi.device.attribute}\0{partition}"
+    fixed = domains is not None or bool(gi.device_values)
+    return build.partitions.of_column(key, column, values), frozenset(allowed) if fixed else None
 
 
 def _short_of(view: View, min_resources: tuple[tuple[str, int], ...]) -> tuple[str, ...]:
@@ -294,7 +344,8 @@ def quorum_name(gang: Gang) -> str:
 def _quorum(gi: GangInfo) -> str:
     """The gang's quorum as every message cites it: "minMember 4, 1 already bound"."""
     bound = f", {gi.bound} already bound" if gi.bound else ""
-    return f"{gi.quorum} {gi.min_member}{bound}"
+    asked = f"; device attribute asked by {gi.device_source}" if gi.device_source else ""
+    return f"{gi.quorum} {gi.min_member}{bound}{asked}"
 
 
 def _held_back(compiled: Compiled, gi: GangInfo) -> str:
@@ -307,6 +358,15 @@ def _held_back(compiled: Compiled, gi: GangInfo) -> str:
     count = sum(len(compiled.classes[b].pods) for b, _ in held)
     return (f", and {count} member(s) cannot go on any node yet ({compiled.classes[a].pods[0].key}: "
             f"{joined(rejection.reasons)})")
+
+
+def _where(gi: GangInfo) -> str:
+    """Where the gang must stay, in words naming its domain (`_quorum` cites the policy asking for a device
+    attribute)."""
+    where = f" in one {gi.within} domain" if gi.within else ""
+    if gi.device is not None:
+        where += f"{' and' if where else ''} in one value of device attribute {gi.device.attribute}"
+    return where
 
 
 def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) -> tuple[str, bool] | None:
@@ -325,7 +385,7 @@ def _reason(compiled: Compiled, solution: Solution, g: int, state: GreedyState) 
         return held, False
     shape = _members_shape(compiled.problem, g)
     fit = _asked(compiled, ("alone", shape), lambda: fit_alone(compiled.problem, g))
-    where = f" in one {gi.within} domain" if gi.within else ""
+    where = _where(gi)
     if fit < need:
         return (f"{head}{where} ({_quorum(gi)}); only {fit} fit{where}, even alone{_most_room(compiled, g)}"
                 f"{_held_back(compiled, gi)}"), False

@@ -612,6 +612,8 @@ class Gang:
     prefer: tuple[str, ...] = ()  # topology keys: the fewest domains of each, the first first (a policy's)
     least: tuple[str, int] | None = None  # (key, n): a domain of key holding a member holds at least n
     composite: str | None = None  # the CompositePodGroup (key) it starts with, for a scheduling.k8s.io PodGroup
+    device_within: str | None = None  # device attribute (domain/name): every member's devices in one value of it
+    device_source: str = ""  # the policy that asked for it (file:line:col), for explanations
 
     def member(self, pod: Pod) -> bool:
         if self.label == SCHEDULING_GROUP:

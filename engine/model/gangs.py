@@ -9,7 +9,7 @@ compile, preemption, the scheduler loop's queue (`gang_key`) and its binder read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cluster import POD_GROUP_LABEL, PREEMPT_LOWER, SCHEDULING_GROUP, TERMINAL_PHASES, Cluster, Gang, Pod, PodGroup
 from .ir import GangRule, GangRules, Source
@@ -69,13 +69,14 @@ def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | 
     own = cluster.pod_groups.get(f"{pod.namespace}/{group}") if group is not None else None
     if own is not None and own.min_member > 0:
         rule = _topology_rule(rules, own.name)
-        return Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL, own.name,
-                    rule.within, own.min_resources, own.created, rule.prefer, rule.least)
+        return _with_device(Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL,
+                                 own.name, rule.within, own.min_resources, own.created, rule.prefer, rule.least), rules)
     label = next((r for r in rules if r.label != POD_GROUP_LABEL), None)
     if label is None:
         return None
     return Gang(label.group, label.namespace, label.min_member, str(label.source), label.label, label.value,
-                label.within, prefer=label.prefer, least=label.least)
+                label.within, prefer=label.prefer, least=label.least, device_within=label.device_within,
+                device_source=str(label.source) if label.device_within else "")
 
 
 def _topology_rule(rules: tuple[GangRule, ...], group: str) -> GangRule:
@@ -86,13 +87,20 @@ def _topology_rule(rules: tuple[GangRule, ...], group: str) -> GangRule:
 _NO_RULE = GangRule("", 0, Source(""))
 
 
+def _with_device(gang: Gang, rules: tuple[GangRule, ...]) -> Gang:
+    """A PodGroup gang with the device attribute a policy's `gang by podgroup within device attribute` gives it."""
+    rule = next((r for r in rules if r.label == POD_GROUP_LABEL and r.value == gang.value and r.device_within), None)
+    return gang if rule is None else replace(gang, device_within=rule.device_within, device_source=str(rule.source))
+
+
 def _native_gang(group: PodGroup, rules: tuple[GangRule, ...]) -> Gang:
     """A scheduling.k8s.io PodGroup's gang: `gang.minCount` all or nothing, in one domain of its topology
     constraint's key (else of a policy's `gang by podgroup within`), with a policy's preferred levels."""
     rule = _topology_rule(rules, group.name)
-    return Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
-                SCHEDULING_GROUP, group.name, group.topology_key or rule.within, (), group.created, rule.prefer,
-                rule.least, None if group.parent is None else f"{group.namespace}/{group.parent}")
+    return _with_device(Gang(group.key, group.namespace, group.min_member, f"PodGroup {group.key} (scheduling.k8s.io)",
+                             SCHEDULING_GROUP, group.name, group.topology_key or rule.within, (), group.created,
+                             rule.prefer, rule.least, None if group.parent is None else f"{group.namespace}/{group.parent}"),
+                        rules)
 
 
 def disruption_unit(pod: Pod, cluster: Cluster) -> str | None:

@@ -124,6 +124,7 @@ class GangRule:
     within: str | None = None  # topology key: every member in one domain of it
     prefer: tuple[str, ...] = ()  # topology keys: the fewest domains of each, the first first
     least: tuple[str, int] | None = None  # (key, n): a domain of key holding a member holds at least n
+    device_within: str | None = None  # device attribute: every member's devices in one value of it
 
 
 @dataclass(frozen=True, slots=True)

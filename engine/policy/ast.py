@@ -386,6 +386,15 @@ class GangBy:
     within: Domain | None = None  # all members in one domain of this topology key
     prefer: tuple[Domain, ...] = ()  # the fewest domains of each, the first first
     least: AtLeastPer | None = None
+    device: DeviceAttribute | None = None  # all members' devices in one value of this device attribute
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAttribute:
+    """`within device attribute "gpu.example.com/clique"`: a DRA device attribute as a gang's domain."""
+
+    name: str
+    pos: Pos
 
 
 @dataclass(frozen=True, slots=True)

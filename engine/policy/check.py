@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..devices.dra_domains import attribute_problem
 from ..model.quantity import QuantityError, parse_quantity
 from . import ast as A
 from .parse import Diagnostic
@@ -243,8 +244,10 @@ def _eviction_cap(s: A.EvictionsPerCycle) -> Iterator[tuple[A.Pos, str]]:
 
 def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
     yield from _gang_topology(s)
+    if s.device is not None and (problem := attribute_problem(s.device.name)) is not None:
+        yield s.device.pos, f"invalid device attribute {s.device.name!r}: {problem}"
     if not s.label:
-        if s.within is None and not s.prefer and s.least is None:
+        if s.within is None and not s.prefer and s.least is None and s.device is None:
             yield s.pos, ("gang by podgroup adds a topology to each pod's PodGroup: give `within …`, "
                           "`prefer within …` or `with at least N per …`")
         return  # by podgroup: the PodGroup's minMember applies

@@ -115,18 +115,19 @@ def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
     within = s.within.key if s.within else None
     prefer = tuple(d.key for d in s.prefer)
     least = (s.least.domain.key, s.least.least) if s.least else None
+    device = s.device.name if s.device else None
     if not s.label:
         group = pod.scheduling_group or pod.pod_group
         if group is None:
             return None
         # adds its topology to the pod's own PodGroup gang (its minMember comes from the PodGroup)
         return GangRule(f"{pod.namespace}/{group}", 0, src, pod.namespace, POD_GROUP_LABEL, group, within, prefer,
-                        least)
+                        least, device)
     value = pod.labels.get(s.label)
     if value is None:
         return None
     return GangRule(f"{pod.namespace}/{s.label}={value}", s.min_member, src, pod.namespace, s.label, value, within,
-                    prefer, least)
+                    prefer, least, device)
 
 
 def _term(pods: A.SameLabel | A.PodsWhere, domain: A.Domain, pod: Pod) -> PodTerm | None:

@@ -354,6 +354,10 @@ class _ToAst(Transformer):
         return A.AtLeastPer(int(items[0]), items[1], _pos(self.file, meta))
 
     @v_args(meta=True)
+    def per_device_attribute(self, meta, items):
+        return A.DeviceAttribute(_string(items[0]), _pos(self.file, items[0]))  # the name, where an error points
+
+    @v_args(meta=True)
     def gang_podgroup(self, meta, items):
         return A.GangBy("", 0, _pos(self.file, meta), *_gang_topology(items))
 
@@ -448,9 +452,12 @@ def parse(text: str, file: str = "<policy>") -> list[A.Policy]:
         raise PolicyError([Diagnostic(file, 1, 1, f"invalid literal: {exc.orig_exc}")]) from None
 
 
-def _gang_topology(items: list) -> tuple[A.Domain | None, tuple[A.Domain, ...], A.AtLeastPer | None]:
-    """A gang statement's optional parts, each found by its type: within, prefer within, with at least."""
+def _gang_topology(items: list) -> tuple[A.Domain | None, tuple[A.Domain, ...], A.AtLeastPer | None,
+                                         A.DeviceAttribute | None]:
+    """A gang statement's optional parts, each found by its type: within (a label's domain or a device attribute's),
+    prefer within, with at least."""
     within = next((i for i in items if isinstance(i, A.Domain)), None)
     prefer = next((i for i in items if isinstance(i, tuple)), ())
     least = next((i for i in items if isinstance(i, A.AtLeastPer)), None)
-    return within, prefer, least
+    device = next((i for i in items if isinstance(i, A.DeviceAttribute)), None)
+    return within, prefer, least, device

@@ -342,3 +342,34 @@ def test_waiting_pods_are_told_a_missing_device_class_and_devices_their_selector
     assert ".;" not in message("late") + message("picky")
     kube.create(created(device_class("e2e-reasons-late")))
     wait_for("placed once the class exists", lambda: node_of(kube.pods(ns)["late"]) == "dra-reasons-gpu", timeout=60)
+
+
+def test_a_gang_within_a_device_attribute_gets_its_gpus_in_one_clique(control_plane: ControlPlane, kube: Kube,
+                                                                      chart_schedulers, chart_identity) -> None:
+    """A policy's `gang … within device attribute "gpu.example.com/clique"` (issue 49, point 2), from a policy
+    ConfigMap: two members of two GPUs fit split across cliques A and B (one node each with two free), or whole
+    in B's two nodes; the loop binds them to B's nodes and allocates their claims B's GPUs only."""
+    ns, sel = "sched-dra-clique", {"e2e": "dra-clique"}
+    control_plane.ensure_namespace(ns)
+    cliques = {"clq-a1": ("A", "A"), "clq-a2": ("A",), "clq-b1": ("B", "B"), "clq-b2": ("B", "B")}
+    for name, values in cliques.items():
+        control_plane.create_ready_node(name, labels=sel)
+        kube.create(created(resource_slice(name, [gpu(f"g{i}", clique=v) for i, v in enumerate(values)])))
+    kube.create(created(device_class("e2e-clique-gpu")))
+    text = ('policy cliques {\n  applies to pods where label "job" exists\n'
+            '  gang by label "job" min 2 within device attribute "gpu.example.com/clique"\n}\n')
+    kube.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "policies", "namespace": ns},
+                 "data": {"cliques.policy": text}})
+    two = {"name": "gpu", "exactly": {"deviceClassName": "e2e-clique-gpu", "count": 2}}
+    identity = chart_identity("clique-chart", ns, {"profiles": [{"name": SCHEDULER, "existingConfigMap": "policies"}]})
+    chart_schedulers.start("--scheduler-name", SCHEDULER, "--policy-configmap", f"{ns}/policies", kubeconfig=identity)
+    for k in range(2):
+        kube.create(created(resource_claim(f"train-{k}", two, ns=ns)))
+        kube.create(api_pod(f"train-{k}", ns, scheduler=SCHEDULER, nodeSelector=sel, labels={"job": "train"},
+                            resourceClaims=claims(f"train-{k}")))
+    wait_for("the gang bound in clique B", lambda: {node_of(kube.pods(ns)[f"train-{k}"]) for k in range(2)}
+             == {"clq-b1", "clq-b2"}, timeout=30)
+    for k in range(2):
+        results = _claim(kube, ns, f"train-{k}")["status"]["allocation"]["devices"]["results"]
+        node = node_of(kube.pods(ns)[f"train-{k}"])
+        assert sorted((r["pool"], r["device"]) for r in results) == [(node, "g0"), (node, "g1")]
