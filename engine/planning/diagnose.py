@@ -4,8 +4,10 @@ static rejection's code and each check's, as the kind that made it gave it (`Kin
 
 The dominant cause comes first: what refused the pod before any node was looked at (an error, a PreFilter), then what
 the kinds say of its whole class (a gang that did not start), then what stopped it on the nodes that passed every
-filter (those came closest: the plan, not the pod's spec, kept it off them), then the static filters; within each
-tier the cause that kept it off more nodes first.
+filter (those came closest: the plan, not the pod's spec, kept it off them) by how many nodes each kept it off, then
+the static filters, the later in upstream's filter order first: a node keeps its first filter's rejection, so one a
+late filter rejected passed every earlier one. A pod whose nodeSelector picks 3 nodes of 100, all full, waits for
+Capacity, not for the 97 nodes its own selector leaves out (Policy, said second).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ def diagnose(compiled: Compiled, c: int, explanation: Explanation) -> Diagnosis:
     ex = explanation
     fit = BY_CHECK[Check.RESOURCES].name
     before = [r for r in ex.rejected if r.error] or [r for r in ex.rejected if r.pre_filter]
-    static: Counter[tuple[Code, Rejection | None]] = Counter()
+    static: Counter[tuple[Code, Rejection]] = Counter()
     for r, n in ex.rejected.items():
         if r not in before and not r.pre_filter:
             code = Code.FRAGMENTATION if ex.fragmented and r.plugin == fit and rejection_code(r) is Code.CAPACITY \
@@ -53,11 +55,21 @@ def diagnose(compiled: Compiled, c: int, explanation: Explanation) -> Diagnosis:
     causes += [Cause(code, 0, objects(compiled, c, code, ())) for code in ex.codes]
     causes += [Cause(code, n, objects(compiled, c, code, (), ex.short)) for code, n in _most(blocked)]
     by_code: Counter[Code] = Counter()
-    for (code, _), n in static.items():
+    late: dict[Code, int] = {}  # per code, the latest position in the filter order of a rejection with it
+    for (code, r), n in static.items():
         by_code[code] += n
-    causes += [Cause(code, n, objects(compiled, c, code, [r for (k, r) in static if k is code and r is not None]))
-               for code, n in _most(by_code)]
+        late[code] = max(late.get(code, -1), _position(r))
+    order = sorted(by_code, key=lambda code: (-late[code], -by_code[code]))
+    causes += [Cause(code, by_code[code], objects(compiled, c, code, [r for (k, r) in static if k is code]))
+               for code in order]
     return Diagnosis.of(causes) if causes else Diagnosis.one(Code.NOT_REACHED)
+
+
+def _position(rejection: Rejection | None) -> int:
+    """Where the rejection's filter runs in upstream's order (kinds.KINDS); a class never checked (the time limit)
+    comes after every filter."""
+    names = list(BY_NAME)
+    return names.index(rejection.plugin) if rejection is not None and rejection.plugin in BY_NAME else len(names)
 
 
 def _most(counts: Counter[Code]) -> list[tuple[Code, int]]:
@@ -79,7 +91,7 @@ def objects(compiled: Compiled, c: int, code: Code, rejections: Iterable[Rejecti
     elif code in (Code.GANG_INCOMPLETE, Code.TOPOLOGY) and pod.gang in compiled.cluster.gangs:
         refs.append(gang_ref(compiled.cluster.gangs[pod.gang]))
     elif code is Code.QUOTA and compiled.usage is not None:
-        refs += [Ref("Quota", q.name) for q in [compiled.usage.membership.tenant(pod)] if q is not None]
+        refs += [Ref.namespaced("Quota", q.name) for q in [compiled.usage.membership.tenant(pod)] if q is not None]
     elif code is Code.RESERVED:
         refs += _holders(compiled, c, rejections)
     elif code is Code.DEVICE or (code is Code.INVALID_OBJECT and pod.resource_claims):
@@ -90,7 +102,8 @@ def objects(compiled: Compiled, c: int, code: Code, rejections: Iterable[Rejecti
 
 
 def _nodes_of(compiled: Compiled, c: int, rejection: Rejection) -> list[int]:
-    return compiled.classes[c].rejected.groups.get(rejection, []).tolist()  # type: ignore[attr-defined]
+    found = compiled.classes[c].rejected.groups.get(rejection)
+    return [] if found is None else found.tolist()
 
 
 def _holders(compiled: Compiled, c: int, rejections: list[Rejection]) -> list[Ref]:
