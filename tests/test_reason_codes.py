@@ -182,7 +182,6 @@ def test_a_preemptor_waits_for_its_victims_as_preemption_pending() -> None:
 
 def test_a_class_explained_after_its_time_is_not_reached() -> None:
     from clocks import StoppedClock
-
     from engine.planning.compile import Deadline, compile_cluster
     from engine.planning.plan import plan_from_solution
     from engine.solve import solve
