@@ -86,8 +86,8 @@ def objects(compiled: Compiled, c: int, code: Code, rejections: Iterable[Rejecti
     rejections = list(rejections)
     refs: list[Ref] = [Ref("Policy", str(r.source)) for r in rejections if r.source is not None and r.source.policy]
     if code in (Code.CAPACITY, Code.FRAGMENTATION):
-        nodes = list(short) + [n for r in rejections for n in _nodes_of(compiled, c, r)]
-        refs += [Ref("Node", compiled.cluster.nodes[n].name) for n in dict.fromkeys(nodes)][:NAMED_NODES]
+        nodes = list(short)[:NAMED_NODES] + [n for r in rejections for n in _nodes_of(compiled, c, r)[:NAMED_NODES]]
+        refs += [Ref("Node", compiled.cluster.nodes[n].name) for n in list(dict.fromkeys(nodes))[:NAMED_NODES]]
     elif code in (Code.GANG_INCOMPLETE, Code.TOPOLOGY) and pod.gang in compiled.cluster.gangs:
         refs.append(gang_ref(compiled.cluster.gangs[pod.gang]))
     elif code is Code.QUOTA and compiled.usage is not None:

@@ -7,7 +7,6 @@ that fit somewhere alone but lost in the batch are told who took the room, or wh
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -166,7 +165,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     out = static_explanation(compiled, c)
     candidates = compiled.problem.classes[c].candidates
     if not candidates:
-        out.fragmented = _fragmented(compiled, compiled.problem.free, c, [])
+        out.fragmented = _fragmented(compiled, _free_before(compiled), c, [])
         return out
     state = state or replay(compiled, solution)
     out.reasons, crowded, out.said_by, out.codes = class_reasons(compiled, solution, c, state)  # crowded: others took
@@ -217,8 +216,8 @@ def _node_by_node(compiled: Compiled, state: GreedyState, c: int, out: Explanati
     demand = compiled.problem.classes[c].demand
     short: dict[tuple[bool, ...], Blocked] = {}  # a lack of room is said the same for the same resources short
     blockers = [(n, state.blocker(c, n)) for n in candidates]
-    fragmented = _fragmented(compiled, state.free, c, [n for n, b in blockers if b is not None
-                                                      and b.check is Check.RESOURCES])
+    fragmented = _fragmented(compiled, _free_after(state), c, [n for n, b in blockers if b is not None
+                                                               and b.check is Check.RESOURCES])
     for n, blocker in blockers:
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
@@ -231,18 +230,36 @@ def _node_by_node(compiled: Compiled, state: GreedyState, c: int, out: Explanati
     return full
 
 
-def _fragmented(compiled: Compiled, free: Sequence[Sequence[int]], c: int, full: list[int]) -> bool:
+def _free_before(compiled: Compiled) -> np.ndarray:
+    """Each node's free room before the plan (nodes × resources), made once per batch."""
+    key = ("free before the plan",)
+    if key not in compiled.memo:
+        problem = compiled.problem
+        compiled.memo[key] = np.array(problem.free).reshape(len(problem.free), len(problem.resources))
+    return compiled.memo[key]  # type: ignore[return-value]
+
+
+def _free_after(state: GreedyState) -> np.ndarray:
+    """Each node's free room in the replayed plan, as the state keeps it in step (`GreedyState.room`)."""
+    if state.room is None:
+        state.room = np.array(state.free).reshape(len(state.free), len(state.p.resources))
+    return state.room
+
+
+def _fragmented(compiled: Compiled, free: np.ndarray, c: int, full: list[int]) -> bool:
     """Whether the nodes without room for one more pod of class c — those the plan filled (`full`) and those too full
     before it (NodeResourcesFit's rejections) — have its requests `free` in total (per node, after the plan): room
     split across nodes, none with it all (Fragmentation rather than Capacity)."""
     fit = BY_CHECK[Check.RESOURCES].name
-    nodes = full + [n for r, members in compiled.classes[c].rejected.groups.items() if r.plugin == fit
-                    for n in members.tolist()]
+    rejected = compiled.classes[c].rejected
+    too_full = [k for k, r in enumerate(rejected.keys) if r.plugin == fit]
+    nodes = np.concatenate([np.asarray(full, dtype=np.int64),
+                            np.flatnonzero(np.isin(rejected.code, too_full)) if too_full else np.zeros(0, np.int64)])
     demand = np.asarray(compiled.problem.classes[c].demand)
     asked = demand > 0
-    if not nodes or not asked.any():
+    if not nodes.size or not asked.any():
         return False
-    total = np.maximum(np.asarray([free[n] for n in nodes]), 0).sum(axis=0)
+    total = np.maximum(free[nodes], 0).sum(axis=0)
     return bool((total[asked] >= demand[asked]).all())
 
 
