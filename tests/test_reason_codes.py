@@ -303,3 +303,13 @@ def test_a_native_group_left_out_has_its_code_in_its_condition() -> None:
     assert (condition["status"], condition["reason"]) == ("False", "Unschedulable")
     assert condition["message"].startswith("[Topology] ")
     assert api.conditions["default/g-0"].startswith("[Topology] ")
+
+
+def test_dry_run_and_explain_print_the_codes(tmp_path) -> None:
+    from test_cli_output import cli, snapshot
+    path = snapshot(tmp_path, node("n1", cpu="1"), node("n2", cpu="1"), pod("two", cpu="2"))
+    out = json.loads(cli("dry-run", "--cluster", path, "-o", "json", "-q").stdout)
+    assert out["reasons"]["default/two"]["code"] == "Fragmentation"
+    assert json.loads(cli("explain", "--cluster", path, "default/two", "-o", "json").stdout)["reasons"] == \
+        out["reasons"]["default/two"]
+    assert "default/two is unschedulable (Fragmentation):" in cli("explain", "--cluster", path, "default/two").stdout
