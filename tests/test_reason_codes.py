@@ -313,3 +313,8 @@ def test_dry_run_and_explain_print_the_codes(tmp_path) -> None:
     assert json.loads(cli("explain", "--cluster", path, "default/two", "-o", "json").stdout)["reasons"] == \
         out["reasons"]["default/two"]
     assert "default/two is unschedulable (Fragmentation):" in cli("explain", "--cluster", path, "default/two").stdout
+
+
+def test_a_cluster_without_nodes_is_capacity() -> None:
+    plan = planned(pod("p"))
+    assert codes(plan, "p") == [Code.CAPACITY]

@@ -62,7 +62,9 @@ def diagnose(compiled: Compiled, c: int, explanation: Explanation) -> Diagnosis:
     order = sorted(by_code, key=lambda code: (-late[code], -by_code[code]))
     causes += [Cause(code, by_code[code], objects(compiled, c, code, [r for (k, r) in static if k is code]))
                for code in order]
-    return Diagnosis.of(causes) if causes else Diagnosis.one(Code.NOT_REACHED)
+    if not causes:  # nothing said: a cluster without nodes, or no check reached it
+        return Diagnosis.one(Code.NOT_REACHED if ex.nodes else Code.CAPACITY)
+    return Diagnosis.of(causes)
 
 
 def _position(rejection: Rejection | None) -> int:
