@@ -318,3 +318,14 @@ def test_dry_run_and_explain_print_the_codes(tmp_path) -> None:
 def test_a_cluster_without_nodes_is_capacity() -> None:
     plan = planned(pod("p"))
     assert codes(plan, "p") == [Code.CAPACITY]
+
+
+def test_a_pod_skipped_for_a_missing_object_is_invalid_object_and_a_gated_one_has_no_code() -> None:
+    gated = pod("gated")
+    gated["spec"]["schedulingGates"] = [{"name": "wait"}]
+    plan = planned(node("n1"), pod("orphan", labels={"scheduling.x-k8s.io/pod-group": "nope"}),
+                   pod("classless", priorityClassName="missing"), gated)
+    assert set(plan.skipped) == {"default/orphan", "default/classless", "default/gated"}
+    out = plan.to_dict()["reasons"]
+    assert {key: d["code"] for key, d in out.items()} == {"default/orphan": "InvalidObject",
+                                                         "default/classless": "InvalidObject"}

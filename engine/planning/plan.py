@@ -218,9 +218,9 @@ class Plan:
         return [v for p in self.preemptions.values() for v in p.victims]
 
     def waiting_reasons(self) -> dict[str, Diagnosis]:
-        """Each waiting pod's reason codes: the unschedulable ones', then the preemptors' (waiting for their victims to
-        go), by pod key."""
-        out = {key: self.reasons[key] for key in sorted(self.unschedulable) if key in self.reasons}
+        """Each waiting pod's reason codes: the unschedulable ones' and the skipped ones' that wait for an object, then
+        the preemptors' (waiting for their victims to go), by pod key."""
+        out = {key: self.reasons[key] for key in sorted({*self.unschedulable, *self.skipped}) if key in self.reasons}
         for key, preemption in sorted(self.preemptions.items()):
             victims = tuple(Ref.namespaced("Pod", v.pod) for v in preemption.victims)
             out[key] = Diagnosis.one(Code.PREEMPTION_PENDING, (Ref("Node", preemption.node), *victims))
@@ -421,6 +421,8 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         phases=Timings(compile=round(compile_seconds, 3), start=round(solution.phases.start, 3),
                        model=round(solution.phases.model, 3), solve=round(solution.phases.solve, 3)),
         sequential_placed=solution.sequential_placed)
+    skipped = compiled.cluster.skipped_codes
+    reasons.update((key, Diagnosis.one(code)) for key, code in skipped.items() if key in compiled.cluster.skipped)
     return Plan(assignments, unschedulable, stats, dict(compiled.cluster.skipped), reasons=reasons,
                 notes=compiled.cluster.notes + compiled.notes + solution.notes,
                 usage_of=lambda: _usage(compiled, solution),
