@@ -329,3 +329,15 @@ def test_a_pod_skipped_for_a_missing_object_is_invalid_object_and_a_gated_one_ha
     out = plan.to_dict()["reasons"]
     assert {key: d["code"] for key, d in out.items()} == {"default/orphan": "InvalidObject",
                                                          "default/classless": "InvalidObject"}
+
+
+def test_room_split_over_nodes_full_before_the_plan_is_fragmentation_beside_a_plan_check() -> None:
+    # n3 has the room but the plan put a pod there that keeps ours away (Topology, dominant: n3 came closest); n1 and n2
+    # have 1 cpu each before the plan: the 2 cpu are free in total there, on neither alone
+    from testkit.manifests import anti, term
+    docs = [node("n1", cpu="1"), node("n2", cpu="1"), node("n3", cpu="8"),
+            pod("guard", cpu="4", priority=100, labels={"app": "guard"}, affinity=anti(term({"app": "w"}))),
+            pod("w", cpu="2", labels={"app": "w"})]
+    plan = planned(*docs, preemption=False)
+    assert plan.assignments == {"default/guard": "n3"}
+    assert codes(plan, "w") == [Code.TOPOLOGY, Code.FRAGMENTATION]

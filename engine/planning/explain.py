@@ -179,7 +179,7 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
         if key is not None and alike is not None:
             alike.parts[key] = (Counter(out.blocked), full)
     out.short = full
-    out.fragmented = any(b.code is Code.FRAGMENTATION for b in out.blocked)
+    out.fragmented = out.fragmented or any(b.code is Code.FRAGMENTATION for b in out.blocked)  # (a shape's, cached)
     if not (full and crowded):
         return out
     held = _held_by_mins(compiled, solution, c, full) if compiled.classes[c].borrowing else None
@@ -216,8 +216,8 @@ def _node_by_node(compiled: Compiled, state: GreedyState, c: int, out: Explanati
     demand = compiled.problem.classes[c].demand
     short: dict[tuple[bool, ...], Blocked] = {}  # a lack of room is said the same for the same resources short
     blockers = [(n, state.blocker(c, n)) for n in candidates]
-    fragmented = _fragmented(compiled, _free_after(state), c, [n for n, b in blockers if b is not None
-                                                               and b.check is Check.RESOURCES])
+    fragmented = out.fragmented = _fragmented(compiled, _free_after(state), c, [n for n, b in blockers if b is not None
+                                                                             and b.check is Check.RESOURCES])
     for n, blocker in blockers:
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
