@@ -332,6 +332,7 @@ def explain(clusters, policies, pod, output, time_limit, scheduler_name, workers
         click.echo(json.dumps({
             "pod": target.key, "node": node,
             "unschedulable": plan.unschedulable.get(target.key, []),
+            "reasons": said.to_dict() if (said := plan.waiting_reasons().get(target.key)) else None,
             "preemption": preemption.to_dict() if preemption else None,
             "score": [{"term": term, "points": points} for term, points in score],
             "nodes": [{"node": name, "verdict": verdict, "reason": reason} for name, verdict, reason in rows],
@@ -387,7 +388,9 @@ def _print_explanation(key: str, rows, plan, score: list[tuple[str, int]]) -> No
         for term, points in score:
             console.print(f"  {points:+d}  {escape(term)}")
     else:
-        console.print(f"[bold red]{escape(key)} is unschedulable:[/bold red]")
+        said = plan.waiting_reasons().get(key)
+        codes = f" ({', '.join(c.code.value for c in said.causes)})" if said is not None else ""
+        console.print(f"[bold red]{escape(key)} is unschedulable{codes}:[/bold red]")
         for reason in plan.unschedulable.get(key, []):
             console.print(f"  - {escape(reason)}")
 

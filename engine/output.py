@@ -16,6 +16,7 @@ from .quotas.tenants import SHARE_UNIT, shown
 from .time.timeline import Now, rfc3339
 
 WHY_WIDTH = 30  # the narrowest a column of reasons (wrapped at words) stays readable
+CODE_WIDTH = 14  # a reason code's column (engine.model.reasons: GangIncomplete, SchedulerError)
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -118,16 +119,7 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
     if plan.topology:
         _print_topology(plan, console)
     if plan.unschedulable:
-        pod_cell = _pod_cell(max(len(p) for p in plan.unschedulable) + WHY_WIDTH + 7 > console.width)
-        t = Table(title=f"Unschedulable ({len(plan.unschedulable)})", title_justify="left", show_lines=True)
-        t.add_column("pod", style="red", overflow="fold")
-        t.add_column("why", overflow="fold")
-        for i, (pod, reasons) in enumerate(sorted(plan.unschedulable.items())):
-            if i == max_rows:
-                t.add_row(f"… {len(plan.unschedulable) - max_rows} more (use -o json)", "")
-                break
-            t.add_row(escape(pod_cell(pod)), escape("\n".join(reasons)))
-        console.print(t)
+        _print_unschedulable(plan, console, max_rows)
     if plan.skipped:
         _print_skipped(plan.skipped, console, max_rows)
     _print_usage(plan, console, max_rows)
@@ -142,6 +134,25 @@ def print_table(plan: Plan, console: Console, max_rows: int = 200, tenants: list
         f"gap {100 * (s.gap or 0.0):.2f}% · {s.classes} pod classes · solver {s.solver_seconds or 0.0:.2f}s · "
         f"total {s.seconds or 0.0:.2f}s"
     )
+
+
+def _print_unschedulable(plan: Plan, console: Console, max_rows: int) -> None:
+    """The pods left out: each with its reason codes (engine.model.reasons; the dominant first, the rest below it)
+    and its reasons in words."""
+    codes = plan.waiting_reasons()
+    pod_cell = _pod_cell(max(len(p) for p in plan.unschedulable) + CODE_WIDTH + WHY_WIDTH + 10 > console.width)
+    t = Table(title=f"Unschedulable ({len(plan.unschedulable)})", title_justify="left", show_lines=True)
+    t.add_column("pod", style="red", overflow="fold")
+    t.add_column("code", overflow="fold")
+    t.add_column("why", overflow="fold")
+    for i, (pod, reasons) in enumerate(sorted(plan.unschedulable.items())):
+        if i == max_rows:
+            t.add_row(f"… {len(plan.unschedulable) - max_rows} more (use -o json)", "", "")
+            break
+        said = codes.get(pod)
+        code = "\n".join(c.code.value for c in said.causes) if said is not None else ""
+        t.add_row(escape(pod_cell(pod)), code, escape("\n".join(reasons)))
+    console.print(t)
 
 
 def now_line(now: Now | None) -> str:

@@ -147,7 +147,8 @@ def test_device_rows_are_named_by_class_and_request_and_count_what_was_free():
     assert "device.attributes" not in text and "==" not in text  # no CEL anywhere
     said = " ".join(plan.unschedulable["default/infer"])
     assert "Insufficient devices: gpu for claim default/train request gpu or gpu" in said, said
-    header = next(line for line in text.splitlines() if "devices: gpu" in line and "node" in line)
+    usage = text.split("Node utilisation", 1)[1]  # (the unschedulable table above names the row too)
+    header = next(line for line in usage.splitlines() if "devices: gpu" in line and "node" in line)
     assert "devices: gpu for claim default/train request gpu" in header
     n1 = next(line for line in text.splitlines() if line.startswith("│ n1 "))
     plain = next(line for line in text.splitlines() if line.startswith("│ plain "))

@@ -247,7 +247,9 @@ def test_the_loop_binds_everyone_else_and_tells_the_claims_pod_scheduler_error()
     s.events.close()
     assert sorted(k for k, _ in api.binds) == ["cel/ok", "default/cpu-0", "default/cpu-1", "default/cpu-2"]
     assert api.condition_reasons["cel/bad"] == "SchedulerError"
-    assert api.conditions["cel/bad"] == "claim cel/c-bad: selector #0: CEL runtime error: no such key: nosuchattr"
+    # the condition's message opens with the reason code (the claim the pod needs cannot be evaluated)
+    assert api.conditions["cel/bad"] == \
+        "[InvalidObject] claim cel/c-bad: selector #0: CEL runtime error: no such key: nosuchattr"
 
 
 def _explaining_raises_for(monkeypatch, name: str) -> None:

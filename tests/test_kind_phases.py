@@ -9,14 +9,15 @@ import pytest
 
 from engine import kinds
 from engine.kinds import base
-from engine.kinds.base import PHASES, ClassFields, Filter, Kind, PreFilter, ReadsPods, Requeue
+from engine.kinds.base import PHASES, ClassFields, ClassReason, Filter, Kind, PreFilter, ReadsPods, Requeue
 
 # each registry tuple and the phase it holds
 TUPLES = {"CLASS_LABELS": base.ClassLabels, "FIELD_READERS": base.ClassFields, "PRE_FILTERS": base.PreFilter,
           "FILTERS": base.Filter, "READ_PODS": base.ReadsPods, "SCORES": base.Score, "EMITTERS": base.Emit,
           "CLASS_REASONS": base.ClassReason, "GUARDS": base.EvictionGuard, "RESERVES": base.ReserveAfterSolve}
-# the only methods a phase defines for its kinds, each upstream's default (no hint function: always queue)
-DEFAULTS = {(ClassFields, "class_fields_in"), (Requeue, "hint")}
+# the only methods a phase defines for its kinds, each upstream's default (no hint function: always queue), or ours (a
+# class reason's code: the kind's own)
+DEFAULTS = {(ClassFields, "class_fields_in"), (Requeue, "hint"), (ClassReason, "class_code")}
 
 
 def _own(cls: type) -> set[str]:
@@ -38,7 +39,7 @@ def undeclared(cls: type) -> list[str]:
             phase = OWNER.get(name)
             if phase is not None and not issubclass(cls, phase):
                 out.append(f"{c.__name__}.{name} without {phase.__name__}")
-            elif phase is None and not name.startswith("_") and name != "name":
+            elif phase is None and not name.startswith("_") and name not in _own(Kind):  # name, code: every kind's
                 out.append(f"{c.__name__}.{name} in no phase")
     return out
 
@@ -71,8 +72,8 @@ def test_each_phase_tuple_is_what_isinstance_says() -> None:
     assert all(getattr(kinds, name) for name in TUPLES)  # every phase has a kind (none is dead)
 
 
-def test_the_base_is_a_name_and_a_phase_defines_only_what_a_kind_must_define() -> None:
-    assert _own(Kind) == {"name"}
+def test_the_base_is_a_name_and_a_code_and_a_phase_defines_only_what_a_kind_must_define() -> None:
+    assert _own(Kind) == {"name", "code"}  # the plugin it follows, the reason code of what it says
     for phase in PHASES:
         defaults = {name for name in _own(phase) if callable(getattr(phase, name))
                     and name not in getattr(phase, "__abstractmethods__", ())}

@@ -80,7 +80,7 @@ def test_bad_objects_are_set_aside_in_one_pass_and_a_bad_pod_of_the_batch_is_tol
     assert len(calls) == 1  # one pass, whatever is refused
     assert api.binds == [("default/good", "n1")]
     s.events.close()
-    assert api.conditions["default/bad"].startswith("the scheduler cannot read this pod: Pod default/bad: ")
+    assert api.conditions["default/bad"].startswith("[InvalidObject] the scheduler cannot read this pod: Pod default/bad: ")
     assert "PriorityClass 'high' not found" in api.conditions["default/classy"]  # its class was refused
 
 

@@ -268,7 +268,8 @@ def test_a_refused_group_is_told_why_in_its_condition() -> None:
     assert api.binds == []
     assert _group_conditions(api)["PodGroupInitiallyScheduled"] == (
         "False", "SchedulerError",
-        "all pods in a single pod group should have the same priority as the pod group's priority, got 0 and 10")
+        "[InvalidObject] all pods in a single pod group should have the same priority as the pod group's priority, "
+        "got 0 and 10")
 
 
 def test_pod_group_initially_scheduled_is_set_once_and_never_reverted() -> None:

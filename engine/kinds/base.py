@@ -24,6 +24,7 @@ import numpy as np
 
 from ..model.cluster import Cluster, Moment, Node, Pod
 from ..model.ir import Constraint, EvictionCap, PreemptionRules, Source
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.greedy import GreedyState
 from ..solve.problem import Blocker, Check
@@ -126,9 +127,11 @@ class Guard:
 
 class Kind:
     """A constraint kind: `name` is the upstream plugin it follows (or ours), used in its rejections. What else it does
-    is the phases below that its class inherits; it has no method of a phase it does not declare."""
+    is the phases below that its class inherits; it has no method of a phase it does not declare. `code` is the reason
+    code (engine.model.reasons) of what it says: its rejections' and its checks' (a rejection may name another)."""
 
     name: ClassVar[str] = ""
+    code: ClassVar[Code] = Code.POLICY
 
 
 class ClassLabels(Kind, ABC):
@@ -209,6 +212,10 @@ class ClassReason(Kind, ABC):
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         """The reason, and whether the rest of the batch is to blame; None when the kind has nothing to say. `state`
         is the plan replayed (to try pods beside it; leave it as found)."""
+
+    def class_code(self, compiled: Compiled, c: int, crowded: bool) -> Code:
+        """The code of the reason `class_reason` just gave for class c (`crowded`: the batch is to blame)."""
+        return self.code
 
 
 class Requeue(Kind):

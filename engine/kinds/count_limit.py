@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..model.ir import Constraint, Source
 from ..model.ir import CountLimit as Limit_  # the rule; this module's kind is CountLimitKind
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Limit
 from .base import Action, ClassLabels, ClusterEvent, Emit, Explain, ReadsPods, Requeue, Resource, Spot
@@ -27,7 +28,7 @@ def full(key: str, most: int, source: str) -> str:
 
 
 class CountLimitKind(ClassLabels, ReadsPods, Emit, Explain, Requeue):
-    name = "CountLimit"
+    name, code = "CountLimit", Code.POLICY
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_LABEL),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL))
     checks = (Check.LIMIT,)

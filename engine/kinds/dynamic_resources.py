@@ -25,6 +25,7 @@ from ..devices.dra_counters import Counters
 from ..devices.dra_domains import DeviceDomain, device_domain
 from ..model.cluster import DEVICE_ROW, EXTENDED_CLAIM, Cluster, Device, Devices, Moment, Node, Pod, ResourceClaim, SubRequest
 from ..model.ir import NodeTerms
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Colocation, Limit
 from ..time.dra_time import later_devices
@@ -66,7 +67,7 @@ def _missing_class(pod: Pod, devices: Devices) -> SubRequest | None:
 
 
 class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAfterSolve):
-    name = "DynamicResources"
+    name, code = "DynamicResources", Code.DEVICE
     events = (ClusterEvent(Resource.RESOURCE_CLAIM, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.RESOURCE_SLICE, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.DEVICE_CLASS, Action.ADD | Action.UPDATE),
@@ -87,10 +88,10 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         pod is refused with upstream's words (a DeviceClass being created wakes it: `events`)."""
         blocked = spec.sample.dra.blocked
         if blocked:
-            return Rejection(self.name, (blocked,), resolvable=False)
+            return Rejection(self.name, (blocked,), resolvable=False, code=Code.INVALID_OBJECT)
         if (missing := _missing_class(spec.sample, batch.cluster.devices)) is not None:
             return Rejection(self.name, (ERR_NO_CLASS.format(request=missing.name, device_class=missing.device_class),),
-                             resolvable=False)
+                             resolvable=False, code=Code.INVALID_OBJECT)
         return None
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:

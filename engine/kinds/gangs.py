@@ -16,6 +16,7 @@ import numpy as np
 from ..devices.dra_domains import DeviceDomain, device_domain
 from ..model.cluster import SCHEDULING_GROUP, Cluster, Gang, Pod
 from ..model.queue_order import entered
+from ..model.reasons import Code
 from ..model.rejections import Rejection, joined
 from ..model.view import View
 from ..solve import topology
@@ -57,7 +58,7 @@ class GangInfo:
 
 
 class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
-    name = "Coscheduling"
+    name, code = "Coscheduling", Code.GANG_INCOMPLETE
     events = (ClusterEvent(Resource.POD, Action.ADD), ClusterEvent(Resource.POD_GROUP, Action.ADD | Action.UPDATE))
 
     def class_fields(self, pod: Pod) -> tuple:
@@ -92,6 +93,12 @@ class Coscheduling(ClassFields, PreFilter, Emit, ClassReason, Requeue):
     def class_reason(self, compiled: Compiled, solution: Solution, c: int, state: GreedyState) -> tuple[str, bool] | None:
         g = compiled.problem.classes[c].gang
         return None if g is None else _reason(compiled, solution, g, state)
+
+    def class_code(self, compiled: Compiled, c: int, crowded: bool) -> Code:
+        """A gang that did not start for its one domain (it does not fit in one, even alone): Topology; for room (the
+        batch took it, or the cluster lacks it): Capacity. A gang short of members is its PreFilter's (GangIncomplete)."""
+        gi = compiled.gangs[compiled.problem.classes[c].gang or 0]
+        return Code.TOPOLOGY if gi.within and not crowded and not gi.short_of else Code.CAPACITY
 
 
 def _row(build: ProblemBuilder, gi: GangInfo, need: int) -> GangRow:

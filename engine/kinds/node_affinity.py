@@ -9,6 +9,7 @@ import numpy as np
 
 from ..model.cluster import Node
 from ..model.ir import Constraint, NodeRule
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Score, ScorePart, Waiting
 
@@ -31,7 +32,7 @@ def rejection(rule: NodeRule) -> Rejection:
 
 
 class NodeAffinity(Filter, Score, Requeue):
-    name = "NodeAffinity"
+    name, code = "NodeAffinity", Code.POLICY
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),)
 
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model.cluster import Node, Pod
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClassFields, ClusterEvent, Filter, ModelChange, Requeue, Resource, Waiting
 
@@ -22,7 +23,7 @@ def lacks(node: Node, required: tuple[str, ...]) -> bool:
 
 
 class NodeDeclaredFeatures(ClassFields, Filter, Requeue):
-    name = "NodeDeclaredFeatures"
+    name, code = "NodeDeclaredFeatures", Code.POLICY
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_DECLARED_FEATURE),)
 
     def class_fields(self, pod: Pod) -> tuple:

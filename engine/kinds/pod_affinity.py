@@ -18,6 +18,7 @@ import numpy as np
 
 from ..model.cluster import Pod
 from ..model.ir import Constraint, PodProximity, PodTerm, Source
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check, Colocation, Separation
 from .base import (
@@ -98,7 +99,7 @@ class Series:
 
 
 class InterPodAffinity(ClassLabels, ReadsPods, Score, Emit, Explain, Requeue):
-    name = "InterPodAffinity"
+    name, code = "InterPodAffinity", Code.TOPOLOGY
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.DELETE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
               ClusterEvent(Resource.NAMESPACE, Action.ADD | Action.UPDATE))

@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from ..model.cluster import Pod
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
 from .base import Action, ClassFields, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
@@ -19,7 +20,7 @@ ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
 class NodePorts(ClassFields, ReadsPods, Emit, Explain, Requeue):
-    name = "NodePorts"
+    name, code = "NodePorts", Code.CAPACITY
     events = (ClusterEvent(Resource.POD, Action.DELETE), ClusterEvent(Resource.NODE, Action.ADD))
     checks = (Check.PORTS,)
 

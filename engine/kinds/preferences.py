@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model.ir import NodeOpening, NodeScore, PodCost
+from ..model.reasons import Code
 from .base import Emit, Score, ScorePart
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ UNIT = {"cpu": 1000, "memory": 2**30, "ephemeral-storage": 2**30}  # model units
 
 
 class CostPreferences(Score, Emit):
-    name = "CostPreferences"
+    name, code = "CostPreferences", Code.POLICY
 
     def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
         view = batch.view

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..model.cluster import Cluster, Moment, Pod
 from ..model.ir import EvictionCap, PreemptionRules, Protected, Source
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Keep
 from .base import Action, ClassFields, ClusterEvent, Emit, EvictionGuard, Filter, Guard, Requeue, Resource
@@ -42,7 +43,7 @@ def cap_key(cap: EvictionCap, pod: Pod) -> tuple[Source, str]:
 
 
 class Protection(EvictionGuard, ClassFields, Filter, Emit, Requeue):
-    name = "Protection"
+    name, code = "Protection", Code.POLICY
     # a pod it may not evict leaving, or a new node, can open a node where the preemptor may preempt
     events = (ClusterEvent(Resource.POD, Action.DELETE), ClusterEvent(Resource.NODE, Action.ADD))
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model.cluster import Quota
+from ..model.reasons import Code
 from ..model.rejections import Rejection
 from ..quotas import tenants as T
 from ..solve.problem import Blocker, Budget, Check, Share
@@ -59,7 +60,7 @@ def usage(batch: Batch) -> T.Usage:
 
 
 class CapacityScheduling(PreFilter, Emit, Explain, Requeue):
-    name = "CapacityScheduling"
+    name, code = "CapacityScheduling", Code.QUOTA
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.ELASTIC_QUOTA, Action.ADD | Action.UPDATE | Action.DELETE))
     checks = (Check.BUDGET,)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model.cluster import Cluster, Moment, Pod, Reservation
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..time.timeline import ends, exempt, rfc3339, takes_from
 from .base import Action, ClassFields, ClusterEvent, Emit, ReadsPods, Requeue, Resource
@@ -51,7 +52,7 @@ class ReservedRoom:
 
 
 class Reservations(ClassFields, ReadsPods, Emit, Requeue):
-    name = "Reservations"
+    name, code = "Reservations", Code.RESERVED
     # the room a reservation keeps grows as pods leave (or shrink) and as nodes join or grow
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE))

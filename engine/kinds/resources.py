@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..model.cluster import Node, Pod
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..solve.problem import Blocker, Check
 from .base import Action, ClassFields, ClusterEvent, Emit, Explain, ModelChange, ReadsPods, Requeue, Resource, Spot, Waiting
@@ -26,7 +27,7 @@ def shortages(requests: dict[str, int], free: Callable[[str], int]) -> list[str]
 
 
 class NodeResourcesFit(ClassFields, ReadsPods, Emit, Explain, Requeue):
-    name = "NodeResourcesFit"
+    name, code = "NodeResourcesFit", Code.CAPACITY
     events = (ClusterEvent(Resource.POD, Action.DELETE | Action.UPDATE_POD_SCALE_DOWN),
               ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_ALLOCATABLE))
     checks = (Check.RESOURCES,)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..model.cluster import HARD_EFFECTS, Pod, PodAffinityTerm, SpreadConstraint, tolerated
 from ..model.ir import Constraint, SpreadRule
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..planning.classes import ClassInfo
 from ..solve.problem import NO_DOMAIN, Blocker, Check, Spread
@@ -43,7 +44,7 @@ class SpreadDomains:
 
 
 class PodTopologySpread(ClassLabels, ReadsPods, Emit, Explain, Requeue):
-    name = "PodTopologySpread"
+    name, code = "PodTopologySpread", Code.TOPOLOGY
     events = (ClusterEvent(Resource.POD, Action.ADD | Action.UPDATE_POD_LABEL | Action.UPDATE_POD_TOLERATION
                            | Action.DELETE),
               ClusterEvent(Resource.NODE, Action.ADD | Action.DELETE | Action.UPDATE_NODE_LABEL

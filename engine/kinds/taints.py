@@ -9,6 +9,7 @@ import numpy as np
 
 from ..model.cluster import HARD_EFFECTS, Node, Taint, Toleration, tolerated
 from ..model.ir import Constraint, Tolerations
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Score, ScorePart, Waiting
 
@@ -35,7 +36,7 @@ def repelling(taints: tuple[Taint, ...], have: tuple[Toleration, ...]) -> Taint 
 
 
 class TaintToleration(Filter, Score, Requeue):
-    name = "TaintToleration"
+    name, code = "TaintToleration", Code.POLICY
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
               ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))
 

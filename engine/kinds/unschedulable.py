@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..model.cluster import UNSCHEDULABLE_TAINT_KEY, Node, Taint, tolerated
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, ModelChange, Requeue, Resource, Waiting
 from .taints import tolerations
@@ -18,7 +19,7 @@ CORDON = Taint(UNSCHEDULABLE_TAINT_KEY, "", "NoSchedule")
 
 
 class NodeUnschedulable(Filter, Requeue):
-    name = "NodeUnschedulable"
+    name, code = "NodeUnschedulable", Code.POLICY
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_TAINT),
               ClusterEvent(Resource.POD, Action.UPDATE_POD_TOLERATION))
 

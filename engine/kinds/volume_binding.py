@@ -19,6 +19,7 @@ import numpy as np
 from ..devices.storage import fits, match_claims, node_capacity, provisionable
 from ..model.cluster import ClaimUse, Node, Pod, Volume
 from ..model.ir import NodeTerms
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClassFields, ClusterEvent, Emit, Filter, PreFilter, Requeue, Resource, Score, ScorePart
 
@@ -66,7 +67,7 @@ def provisioning_mask(use: ClaimUse, view: View, capacity: bool = True) -> np.nd
 
 
 class VolumeBinding(ClassFields, PreFilter, Filter, Score, Emit, Requeue):
-    name = "VolumeBinding"
+    name, code = "VolumeBinding", Code.VOLUME
     events = (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.STORAGE_CLASS, Action.ADD | Action.UPDATE),
@@ -84,7 +85,8 @@ class VolumeBinding(ClassFields, PreFilter, Filter, Score, Emit, Requeue):
     def filter(self, spec: ClassSpec, batch: Batch, out: Rejections) -> None:
         volumes, view = spec.sample.volumes, batch.view
         if volumes.pv_missing:
-            out.add(Rejection(self.name, (ERR_PV_NOT_EXIST,), resolvable=False), np.ones(len(view.nodes), dtype=bool))
+            out.add(Rejection(self.name, (ERR_PV_NOT_EXIST,), resolvable=False, code=Code.INVALID_OBJECT),
+                    np.ones(len(view.nodes), dtype=bool))
         for terms in volumes.bound_terms:
             out.add(Rejection(self.name, (ERR_NODE_CONFLICT,), resolvable=False), ~view.matching_mask(NodeTerms(terms)))
         if volumes.waiting:

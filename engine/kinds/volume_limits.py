@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 from ..model.cluster import PodVolumes
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Emit, ReadsPods, Requeue, Resource
 
@@ -18,7 +19,7 @@ ERR_REASON = "node(s) exceed max volume count"
 
 
 class NodeVolumeLimits(ReadsPods, Emit, Requeue):
-    name = "NodeVolumeLimits"
+    name, code = "NodeVolumeLimits", Code.VOLUME
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.CSI_NODE, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD))

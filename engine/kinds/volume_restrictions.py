@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from ..model.view import Counts
 from ..solve.problem import Limit
@@ -20,7 +21,7 @@ ERR_REASON = ("node(s) unavailable due to PersistentVolumeClaim with ReadWriteOn
 
 
 class VolumeRestrictions(ReadsPods, Emit, Requeue):
-    name = "VolumeRestrictions"
+    name, code = "VolumeRestrictions", Code.VOLUME
     events = (ClusterEvent(Resource.POD, Action.DELETE),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE))
 

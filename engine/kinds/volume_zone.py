@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..devices.storage import zone_ok
+from ..model.reasons import Code
 from ..model.rejections import Rejection, Rejections
 from .base import Action, ClusterEvent, Filter, Requeue, Resource
 
@@ -16,7 +17,7 @@ ERR_REASON = "node(s) had no available volume zone"
 
 
 class VolumeZone(Filter, Requeue):
-    name = "VolumeZone"
+    name, code = "VolumeZone", Code.VOLUME
     events = (ClusterEvent(Resource.NODE, Action.ADD | Action.UPDATE_NODE_LABEL),
               ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, Action.ADD | Action.UPDATE),
               ClusterEvent(Resource.PERSISTENT_VOLUME, Action.ADD | Action.UPDATE))

@@ -461,7 +461,7 @@ class ClusterCache:
             rest = self._rest_or_build()
             rows = self._rows()
             cluster = replace(rest.cluster, nodes=list(rows.nodes), bound=list(self._placed.values()), pending=[],
-                              notes=[], skipped={}, gangs={}, refused=[])
+                              notes=[], skipped={}, skipped_codes={}, gangs={}, refused=[])
             context = self._context({meta(o).get("namespace") or "default" for _, o in batch})
             waiting = [(src, o) for src, o in batch if not holds_node(o) and pod_key(o) not in self._placed]
             pods, errors = self._convert_waiting(context, rest.context_parts, waiting)

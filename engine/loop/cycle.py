@@ -18,6 +18,7 @@ from ..devices.storage import VolumeStep, volume_steps
 from ..kinds import GangSpan, Waiting
 from ..model.cluster import SCHEDULING_GROUP, Cluster, Refusal
 from ..model.ir import Rules
+from ..model.reasons import Code, prefixed
 from ..model.rejections import Rejections, joined
 from ..planning.plan import OnPlaced, Plan
 from ..planning.planner import Options, TimeInputs, plan_batch
@@ -94,11 +95,20 @@ class CycleResult:
             out[key] = None if steps is None else tuple(steps)
         return out
 
+    def codes(self, batch: list[str]) -> dict[str, Code]:
+        """Each batch pod left waiting, by its dominant reason code (engine.model.reasons): the plan's (the preemptors'
+        PreemptionPending among them), and InvalidObject for a pod the model could not read."""
+        out = {key: d.code for key, d in self.plan.waiting_reasons().items()}
+        out.update(dict.fromkeys((key for key in self.refused_pods() if key in batch), Code.INVALID_OBJECT))
+        return out
+
     def group_conditions(self) -> dict[str, tuple[bool, str, str]]:
         """For each scheduling.k8s.io PodGroup with pods in this batch: whether it was placed, the reason when it was
         not and the message (its scheduling condition): a gang's placement or the plan's word on a member, a
-        group refused for its members' disagreement (upstream's SchedulerError) with why."""
+        group refused for its members' disagreement (upstream's SchedulerError) with why. A message of a group not
+        placed opens with its reason code, as its pods' PodScheduled do (`prefixed`; the reason stays upstream's)."""
         out: dict[str, tuple[bool, str, str]] = {}
+        codes = self.plan.waiting_reasons()
         for key, gang in self.cluster.gangs.items():
             if gang.label != SCHEDULING_GROUP:
                 continue
@@ -106,10 +116,12 @@ class CycleResult:
             left = [k for k in members if k in self.plan.unschedulable]
             if not left:
                 out[key] = (True, "", f"{len(members)} pod(s) of the group placed{_spans(self.plan.topology.get(key))}")
-            else:
-                out[key] = (False, GROUP_UNSCHEDULABLE, joined(self.plan.unschedulable[left[0]]) or "no node fits")
+                continue
+            message = joined(self.plan.unschedulable[left[0]]) or "no node fits"
+            said = codes.get(left[0])  # the code of the member whose words the message says
+            out[key] = (False, GROUP_UNSCHEDULABLE, prefixed(said.code, message) if said is not None else message)
         for key, why in self.cluster.refused_groups.items():
-            out[key] = (False, GROUP_SCHEDULER_ERROR, why)
+            out[key] = (False, GROUP_SCHEDULER_ERROR, prefixed(Code.INVALID_OBJECT, why))
         return out
 
     def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, ClaimAllocation]]]:

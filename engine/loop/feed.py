@@ -58,6 +58,7 @@ class QueueFeed:
                 self.events.forget(obj)  # its FailedScheduling series (if any) is over
             self.queue.remove(key)
             self.metrics.tenants.forget(key)
+            self.metrics.reasons.forget(key)
         elif (new.get("spec") or {}).get("schedulerName") == self.name:
             self.queue.add(key, unit_of(new, self.policies.rules.gangs))
             if old is not None and pod_updated(old, new):

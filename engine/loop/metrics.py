@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from ..model.reasons import Code
 from ..quotas.tenant_report import TenantLine
 from ..quotas.tenants import SHARE_UNIT
 
@@ -99,6 +100,53 @@ class TenantBoard:
     def read(self) -> tuple[list[TenantLine], Tally[str]]:
         with self._lock:
             return list(self._lines), Tally(self._waiting.values())
+
+
+class ReasonBoard:
+    """The pods a cycle left waiting, by profile and dominant reason code (engine.model.reasons): unschedulable pods
+    and preemptors waiting for their victims. A pod leaves the board when it is bound or deleted, or when a later
+    cycle of its profile places it; a later cycle's code replaces its earlier one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._codes: dict[str, tuple[str, str]] = {}  # pod key -> (profile, code)
+        self._profiles: set[str] = set()  # the profiles that recorded a cycle (each has a series per code)
+
+    def record(self, profile: str, batch: Iterable[str], codes: dict[str, Code],
+               waits: Callable[[str], bool] = lambda key: True) -> None:
+        """A cycle's batch: its pods leave the board, those it left waiting (`codes`) come back with their code if
+        `waits` (the store still shows them pending, asked under the lock as `TenantBoard.record` does)."""
+        with self._lock:
+            self._profiles.add(profile)
+            for key in batch:
+                self._codes.pop(key, None)
+            self._codes.update((key, (profile, code.value)) for key, code in codes.items() if waits(key))
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._codes.pop(key, None)
+
+    def read(self) -> tuple[set[str], Tally[tuple[str, str]]]:
+        with self._lock:
+            return set(self._profiles), Tally(self._codes.values())
+
+
+class _ReasonCollector(Collector):
+    """`pods_waiting_by_reason{profile, reason}`: a series for every code of the set, 0 when no pod has it (a
+    dashboard's panel of one code stays, and an alert on it resolves)."""
+
+    def __init__(self, board: ReasonBoard):
+        self.board = board
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(f"{PREFIX}_pods_waiting_by_reason", "Pods a cycle left waiting (unschedulable, or "
+                                   "nominated until their victims leave), by profile and dominant reason code "
+                                   "(docs/reason-codes.md)", labels=["profile", "reason"])
+        profiles, counts = self.board.read()
+        for profile in sorted(profiles):
+            for code in Code:
+                family.add_metric([profile, code.value], counts.get((profile, code.value), 0))
+        yield family
 
 
 def _value(resource: str, amount: int) -> float:
@@ -190,6 +238,8 @@ class Metrics:
                                         buckets=WAIT_BUCKETS, registry=r)
         self.tenants = TenantBoard()
         r.register(_TenantCollector(self.tenants))
+        self.reasons = ReasonBoard()
+        r.register(_ReasonCollector(self.reasons))
 
     def watch_state(self, state: State) -> None:
         """Serve `state` on /metrics from now on (pods waiting, leader, policies valid)."""

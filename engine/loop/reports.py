@@ -53,6 +53,7 @@ class Reporter:
                       failed.trace)
         unplaced = result.unplaced()
         errors = set(result.plan.details.errors)
+        codes = result.codes(batch)
         for key, reason in result.refused_pods().items():
             if key in batch:
                 unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
@@ -60,7 +61,7 @@ class Reporter:
         for key, reasons in unplaced.items():
             if key in pods:
                 self.events.unschedulable(pods[key], joined(reasons) or "no node fits",
-                                          SCHEDULER_ERROR if key in errors else UNSCHEDULABLE)
+                                          SCHEDULER_ERROR if key in errors else UNSCHEDULABLE, codes.get(key))
         for key, (scheduled, reason, message) in result.group_conditions().items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:
                 self.events.group_scheduled(group, scheduled, message, reason)

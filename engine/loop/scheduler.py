@@ -215,6 +215,7 @@ class ProfileLoop:
         binding = self.bind_stage.start(planned.placements[planned.handed:], result.plan.preemptions, outcome,
                                         planned.early)
         self.metrics.tenants.record(result.tenants(), batch, self.feed.pending)  # (the binds are under way meanwhile)
+        self.metrics.reasons.record(self.name, batch, result.codes(batch), self.feed.pending)
         return binding
 
     def flush_binds(self) -> None:

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .reasons import Code
+
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 SCHEDULING_GROUP = "spec.schedulingGroup.podGroupName"  # where a native PodGroup's members name it (a Gang's `label`)
@@ -745,6 +747,9 @@ class Cluster:
     # pods of this scheduler without a node that are not pending at all (gated, terminating, unknown
     # PriorityClass, missing PodGroup): pod key -> reason; never placed, take no capacity
     skipped: dict[str, str] = field(default_factory=dict)
+    # the reason code of each skipped pod that waits for an object (a PriorityClass, a PodGroup: InvalidObject); a
+    # gated or terminating pod has none (engine.model.reasons)
+    skipped_codes: dict[str, Code] = field(default_factory=dict)
     budgets: list[DisruptionBudget] = field(default_factory=list)
     gangs: dict[str, Gang] = field(default_factory=dict)  # gangs with a pending member, by key
     refused: list[Refusal] = field(default_factory=list)  # objects left out (build_cluster(strict=False))

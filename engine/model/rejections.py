@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .ir import Source
+from .reasons import Code
 
 UNCHECKED = "node(s) not checked: compile reached the time limit before this pod's class"
 TIME_LIMIT = "TimeLimit"  # not an upstream plugin: the class was never filtered
@@ -24,7 +25,8 @@ TIME_LIMIT = "TimeLimit"  # not an upstream plugin: the class was never filtered
 class Rejection:
     """One filter's no for a node: plugin, reasons, resolvable by a cluster change or not, the policy rule
     behind it (None for the pod's own spec and for the cluster's state), and whether it is an error (a claim's
-    CEL that fails: the pod is told SchedulerError, as upstream's Filter returning an Error status)."""
+    CEL that fails: the pod is told SchedulerError, as upstream's Filter returning an Error status), and its reason
+    code when it is not the plugin's own (`Kind.code`; None: the plugin's, or InvalidObject for an error)."""
 
     plugin: str
     reasons: tuple[str, ...]
@@ -32,6 +34,7 @@ class Rejection:
     source: Source | None = None
     error: bool = False  # an error about an object the pod needs (upstream's Error status), not a lack of room
     pre_filter: bool = False  # a PreFilter's verdict for every node at once: said without node counts, as upstream
+    code: Code | None = None  # a reason of another kind than its plugin's (a claim that does not exist)
 
 
 def joined(reasons: Iterable[str]) -> str:

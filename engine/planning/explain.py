@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..kinds import BY_CHECK, BY_NAME, CLASS_REASONS, Spot
 from ..model.cluster import Quota
+from ..model.reasons import Code
 from ..model.rejections import Rejection, joined
 from ..quotas import tenants as T
 from ..solve.greedy import GreedyState
@@ -22,11 +25,13 @@ from .compile import Compiled
 @dataclass(frozen=True, slots=True)
 class Blocked:
     """What stopped one more pod of a class on some nodes of the plan: the check that failed (None: nothing
-    did, yet the pod was left out), the rule behind it in words (its `why`), and the kind's sentence."""
+    did, yet the pod was left out), the rule behind it in words (its `why`), the kind's sentence and its reason code
+    (None: the class's reasons say it, as for a gang that cannot start)."""
 
     check: Check | None
     rule: str
     text: str
+    code: Code | None = None
 
 
 @dataclass(slots=True)
@@ -42,6 +47,9 @@ class Explanation:
     reasons: list[str] = field(default_factory=list)
     taken: dict[int, int] = field(default_factory=dict)
     said_by: frozenset[str] = frozenset()  # the kinds that gave `reasons`
+    codes: list[Code] = field(default_factory=list)  # each of `reasons`' code (engine.model.reasons)
+    short: list[int] = field(default_factory=list)  # candidate nodes the plan left without room for one more pod
+    fragmented: bool = False  # those nodes and the ones too full before the plan have the room in total, none alone
 
     def plugins(self) -> frozenset[str] | None:
         """The kinds that kept the pod out (the scheduler loop's queue wakes it on what may help them); None when
@@ -94,7 +102,7 @@ class Explanation:
 
 # the nodes of a class whose explanation came after its time (`late_explanation`)
 NOT_CHECKED = Blocked(None, "", "node(s) passed the filters; the cycle's time ran out before the plan was checked "
-                                "against them")
+                                "against them", Code.NOT_REACHED)
 
 
 def late_explanation(compiled: Compiled, c: int) -> Explanation:
@@ -115,19 +123,21 @@ def static_explanation(compiled: Compiled, c: int) -> Explanation:
 
 
 def class_reasons(compiled: Compiled, solution: Solution, c: int,
-                  state: GreedyState) -> tuple[list[str], bool, frozenset[str]]:
+                  state: GreedyState) -> tuple[list[str], bool, frozenset[str], list[Code]]:
     """What the kinds say of the whole class (a gang that did not start), whether the rest of the batch may be to
-    blame for the nodes that had room, and which kinds said it (`state`: the plan replayed)."""
+    blame for the nodes that had room, which kinds said it and each reason's code (`state`: the plan replayed)."""
     reasons: list[str] = []
+    codes: list[Code] = []
     crowded = True
     said_by: set[str] = set()
     for kind in CLASS_REASONS:
         said = kind.class_reason(compiled, solution, c, state)
         if said is not None:
             reasons.append(said[0])
+            codes.append(kind.class_code(compiled, c, said[1]))
             crowded = crowded and said[1]
             said_by.add(kind.name)
-    return reasons, crowded, frozenset(said_by)
+    return reasons, crowded, frozenset(said_by), codes
 
 
 def replay(compiled: Compiled, solution: Solution) -> GreedyState:
@@ -155,9 +165,10 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
     out = static_explanation(compiled, c)
     candidates = compiled.problem.classes[c].candidates
     if not candidates:
+        out.fragmented = _fragmented(compiled, _free_before(compiled), c, [])
         return out
     state = state or replay(compiled, solution)
-    out.reasons, crowded, out.said_by = class_reasons(compiled, solution, c, state)  # crowded: others took the room?
+    out.reasons, crowded, out.said_by, out.codes = class_reasons(compiled, solution, c, state)  # crowded: others took
     proven = solution.status is Status.OPTIMAL
     key = _shape(compiled, alike, state, c, crowded) if alike is not None else None
     if key is not None and alike is not None and key in alike.parts:
@@ -167,11 +178,14 @@ def explain_unplaced(compiled: Compiled, solution: Solution, c: int, state: Gree
         full = _node_by_node(compiled, state, c, out, crowded, proven)
         if key is not None and alike is not None:
             alike.parts[key] = (Counter(out.blocked), full)
+    out.short = full
+    out.fragmented = out.fragmented or any(b.code is Code.FRAGMENTATION for b in out.blocked)  # (a shape's, cached)
     if not (full and crowded):
         return out
     held = _held_by_mins(compiled, solution, c, full) if compiled.classes[c].borrowing else None
     if held is not None:
         out.reasons.append(held[0])
+        out.codes.append(Code.QUOTA)
     if key is not None and alike is not None:  # a shape is never borrowing: nothing `held`
         if key not in alike.taken:
             alike.taken[key] = _taken_by(compiled, solution, full, frozenset())
@@ -201,35 +215,73 @@ def _node_by_node(compiled: Compiled, state: GreedyState, c: int, out: Explanati
     full: list[int] = []
     demand = compiled.problem.classes[c].demand
     short: dict[tuple[bool, ...], Blocked] = {}  # a lack of room is said the same for the same resources short
-    for n in candidates:
-        blocker = state.blocker(c, n)
+    blockers = [(n, state.blocker(c, n)) for n in candidates]
+    fragmented = out.fragmented = _fragmented(compiled, _free_after(state), c, [n for n, b in blockers if b is not None
+                                                                             and b.check is Check.RESOURCES])
+    for n, blocker in blockers:
         if blocker is not None and blocker.check is Check.RESOURCES:
             full.append(n)
             lacking = tuple(f < d for f, d in zip(state.free[n], demand))
             said = short.get(lacking) or short.setdefault(lacking, _blocked(compiled, state, c, n, blocker, crowded,
-                                                                              proven))
+                                                                              proven, fragmented))
             out.blocked[said] += 1
             continue
         out.blocked[_blocked(compiled, state, c, n, blocker, crowded, proven)] += 1
     return full
 
 
+def _free_before(compiled: Compiled) -> np.ndarray:
+    """Each node's free room before the plan (nodes × resources), made once per batch."""
+    key = ("free before the plan",)
+    if key not in compiled.memo:
+        problem = compiled.problem
+        compiled.memo[key] = np.array(problem.free).reshape(len(problem.free), len(problem.resources))
+    return compiled.memo[key]  # type: ignore[return-value]
+
+
+def _free_after(state: GreedyState) -> np.ndarray:
+    """Each node's free room in the replayed plan, as the state keeps it in step (`GreedyState.room`)."""
+    if state.room is None:
+        state.room = np.array(state.free).reshape(len(state.free), len(state.p.resources))
+    return state.room
+
+
+def _fragmented(compiled: Compiled, free: np.ndarray, c: int, full: list[int]) -> bool:
+    """Whether the nodes without room for one more pod of class c — those the plan filled (`full`) and those too full
+    before it (NodeResourcesFit's rejections) — have its requests `free` in total (per node, after the plan): room
+    split across nodes, none with it all (Fragmentation rather than Capacity)."""
+    fit = BY_CHECK[Check.RESOURCES].name
+    rejected = compiled.classes[c].rejected
+    too_full = [k for k, r in enumerate(rejected.keys) if r.plugin == fit]
+    nodes = np.concatenate([np.asarray(full, dtype=np.int64),
+                            np.flatnonzero(np.isin(rejected.code, too_full)) if too_full else np.zeros(0, np.int64)])
+    demand = np.asarray(compiled.problem.classes[c].demand)
+    asked = demand > 0
+    if not nodes.size or not asked.any():
+        return False
+    total = np.maximum(free[nodes], 0).sum(axis=0)
+    return bool((total[asked] >= demand[asked]).all())
+
+
 def _blocked(compiled: Compiled, state: GreedyState, c: int, n: int, blocker: Blocker | None,
-             crowded: bool, proven: bool) -> Blocked:
+             crowded: bool, proven: bool, fragmented: bool = False) -> Blocked:
     """What stops one more pod of class c on node n in the plan, in upstream's "N node(s) …" style: the
-    words of the kind whose check failed. Nothing did: its gang cannot start, or (`proven` optimal) the rest of the
-    batch needs the room the whole gang would, or else the solver ran out of time."""
+    words of the kind whose check failed, and its code. Nothing did: its gang cannot start, or (`proven` optimal) the
+    rest of the batch needs the room the whole gang would, or else the solver ran out of time."""
     if blocker is None:
         if not crowded:
             return Blocked(None, "", "node(s) passed the filters but the gang cannot start")
         if proven and compiled.problem.classes[c].gang is not None:
-            return Blocked(None, "", "node(s) passed the filters and had room for a member, but not the whole gang")
+            return Blocked(None, "", "node(s) passed the filters and had room for a member, but not the whole gang",
+                           Code.CAPACITY)
         return Blocked(None, "", "node(s) passed the filters and had room, but the solver did not place it within "
-                                 "the time limit")
+                                 "the time limit", Code.NOT_REACHED)
     resources = compiled.problem.resources
     taken = state.taken(blocker.rule, c) if blocker.check is Check.BUDGET else 0
     spot = Spot(c, dict(zip(resources, compiled.problem.classes[c].demand)), dict(zip(resources, state.free[n])), taken)
-    return Blocked(blocker.check, getattr(blocker.rule, "why", ""), BY_CHECK[blocker.check].explain(blocker, spot))
+    kind = BY_CHECK[blocker.check]
+    code = Code.FRAGMENTATION if fragmented and blocker.check is Check.RESOURCES else kind.code
+    return Blocked(blocker.check, getattr(blocker.rule, "why", ""), kind.explain(blocker, spot), code)
 
 
 def _who(taken: dict[int, int], priority: int) -> str:

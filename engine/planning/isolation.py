@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol, Self, TypeVar
 
 from ..model.cluster import Cluster, Pod
+from ..model.reasons import Code, Diagnosis
 from .plan import Failure, OnPlaced, Plan, Stats
 
 T = TypeVar("T")
@@ -162,13 +163,14 @@ def units(pods: list[Pod]) -> list[list[Pod]]:
 
 
 def _with_failures(plan: Plan, failures: list[Failure]) -> Plan:
-    """`plan` with the pods of `failures` refused, for an error."""
+    """`plan` with the pods of `failures` refused, for an error (SchedulerError)."""
     if not failures:
         return plan
     refused = {key: [failure.reason] for failure in failures for key in failure.pods}
     stats = replace(plan.stats, failed=sum(len(f.pods) for f in failures))
     details = replace(plan.details, errors=plan.details.errors.union(refused), failures=tuple(failures))
-    return replace(plan, unschedulable={**plan.unschedulable, **refused}, stats=stats, details=details)
+    reasons = {**plan.reasons, **{key: Diagnosis.one(Code.SCHEDULER_ERROR) for key in refused}}
+    return replace(plan, unschedulable={**plan.unschedulable, **refused}, stats=stats, details=details, reasons=reasons)
 
 
 def failure(pods: list[str], exc: BaseException) -> Failure:

@@ -13,12 +13,14 @@ from typing import Any
 
 from ..kinds import RESERVES, GangSpan, gang_spans
 from ..model.cluster import Cluster, Moment, Pod, Reservation
+from ..model.reasons import Code, Diagnosis, Ref
 from ..model.view import View
 from ..quotas.tenants import Usage
 from ..solve import solve
 from ..solve.problem import Solution
 from ..time.timeline import Estimate, Now, rfc3339
 from .compile import Compiled, Deadline, PolicyRules, compile_cluster
+from .diagnose import diagnose
 from .explain import Alike, Explanation, explain_unplaced, late_explanation, replay
 
 # how long past a plan's time limit its left-out classes are still explained node by node: half the limit, at
@@ -200,6 +202,9 @@ class Plan:
     reservations: tuple[Reservation, ...] = ()  # room held for pods that start later (engine.time.timeline)
     estimates: dict[str, Estimate] = field(default_factory=dict)  # waiting pod -> when it is expected to start
     topology: dict[str, GangSpan] = field(default_factory=dict)  # started gang with levels -> the domains it spans
+    # waiting pod -> its reason codes (engine.model.reasons): every unschedulable pod's, and each preemptor's
+    # (PreemptionPending); an entry for a pod no longer waiting is not read (`waiting_reasons`)
+    reasons: dict[str, Diagnosis] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # per node after the plan, made when first read (`usage`: a cycle of the loop never reads it, 5,000 dicts)
     usage_of: Callable[[], list[NodeUsage]] = field(default=list, repr=False, compare=False)
@@ -213,8 +218,31 @@ class Plan:
     def evictions(self) -> list[Eviction]:
         return [v for p in self.preemptions.values() for v in p.victims]
 
+    def waiting_reasons(self) -> dict[str, Diagnosis]:
+        """Each waiting pod's reason codes: the unschedulable ones' and the skipped ones' that wait for an object, then
+        the preemptors' (waiting for their victims to go), by pod key."""
+        out = {key: self.reasons[key] for key in sorted({*self.unschedulable, *self.skipped}) if key in self.reasons}
+        for key, preemption in sorted(self.preemptions.items()):
+            victims = tuple(Ref.namespaced("Pod", v.pod) for v in preemption.victims)
+            out[key] = Diagnosis.one(Code.PREEMPTION_PENDING, (Ref("Node", preemption.node), *victims))
+        return out
+
+    def group_reasons(self) -> dict[str, Diagnosis]:
+        """Each gang with a waiting member: the reason most of its waiting members share (the first member's, by key,
+        of that code), by gang key."""
+        members: dict[str, list[Diagnosis]] = {}
+        for key, diagnosis in self.waiting_reasons().items():
+            if (gang := self.details.gangs.get(key)) is not None:
+                members.setdefault(gang, []).append(diagnosis)
+        out = {}
+        for gang, found in sorted(members.items()):
+            codes = [d.code for d in found]
+            out[gang] = next(d for d in found if d.code == max(codes, key=codes.count))
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """The dry-run JSON contract (DESIGN.md §6)."""
+        reasons, groups = self.waiting_reasons(), self.group_reasons()
         return {
             "assignments": dict(sorted(self.assignments.items())),
             "unschedulable": dict(sorted(self.unschedulable.items())),
@@ -225,6 +253,8 @@ class Plan:
             **({"estimates": {key: {"start": rfc3339(e.start)} if e.start is not None else {"unknown": e.why}
                               for key, e in sorted(self.estimates.items())}} if self.estimates else {}),
             **({"topology": {k: v.to_dict() for k, v in sorted(self.topology.items())}} if self.topology else {}),
+            **({"reasons": {key: d.to_dict() for key, d in reasons.items()}} if reasons else {}),
+            **({"groupReasons": {key: d.to_dict() for key, d in groups.items()}} if groups else {}),
             "stats": self.stats.to_dict(),
         }
 
@@ -269,12 +299,13 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
     solution = solve(compiled.problem, time_limit=max(0.0, time_limit - compile_seconds), workers=workers,
                      preference_limit=preference_limit,
                      seed=seed, progress=progress, baseline=baseline)
-    solution, dropped, reserved = reserve(compiled, solution)
+    solution, dropped, reserved, dropped_by = reserve(compiled, solution)
     if on_placed is not None:
         on_placed(placed_plan(compiled, solution, dropped, reserved))
     explain_by = Deadline(start + time_limit + max(EXPLAIN_GRACE_MIN, EXPLAIN_GRACE * time_limit))
     plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped, explain_by)
-    return replace(plan, details=replace(plan.details, reserved=reserved))
+    reasons = {**plan.reasons, **{key: Diagnosis.one(code) for key, code in dropped_by.items()}}
+    return replace(plan, reasons=reasons, details=replace(plan.details, reserved=reserved))
 
 
 def _targets(solution: Solution) -> dict[int, list[int]]:
@@ -291,32 +322,37 @@ def _placements(compiled: Compiled, solution: Solution) -> list[tuple[Pod, int, 
     return [(pod, c, n) for c, info in enumerate(compiled.classes) for pod, n in zip(info.pods, targets.get(c, []))]
 
 
-def reserve(compiled: Compiled, solution: Solution) -> tuple[Solution, dict[str, str], dict[str, dict[str, object]]]:
+def reserve(compiled: Compiled, solution: Solution
+            ) -> tuple[Solution, dict[str, str], dict[str, dict[str, object]], dict[str, Code]]:
     """Every kind's Reserve over the placements, in plan order (kinds.base.Reserve). A pod a kind cannot
-    serve after all is taken out of the solution, with the other placed members of its gang (all or nothing)."""
+    serve after all is taken out of the solution, with the other placed members of its gang (all or nothing); each
+    with why and the code of the kind that could not serve it (or its gang's member)."""
     reserved: dict[str, dict[str, object]] = {}
     dropped: dict[str, str] = {}
+    codes: dict[str, Code] = {}
     reserving = [kind for kind in RESERVES if kind.reserving(compiled)]
     if not reserving:
-        return solution, dropped, reserved
+        return solution, dropped, reserved, codes
     placements = _placements(compiled, solution)
     nodes = compiled.cluster.nodes
     for kind in reserving:
-        dropped.update(kind.reserve(compiled, [(p, nodes[n]) for p, _, n in placements if p.key not in dropped],
-                                    reserved))
+        said = kind.reserve(compiled, [(p, nodes[n]) for p, _, n in placements if p.key not in dropped], reserved)
+        dropped.update(said)
+        codes.update(dict.fromkeys(said, kind.code))
     if not dropped:
-        return solution, dropped, reserved
-    gangs = {p.gang for p, _, _ in placements if p.key in dropped and p.gang is not None}
+        return solution, dropped, reserved, codes
+    gangs = {p.gang: codes[p.key] for p, _, _ in placements if p.key in dropped and p.gang is not None}
     for pod, _, _ in placements:
         if pod.gang in gangs and pod.key not in dropped:
             dropped[pod.key] = f"gang {pod.gang} could not be completed: a member could not be served after all"
+            codes[pod.key] = gangs[pod.gang]
     placed = dict(solution.placed)
     for pod, c, n in placements:
         if pod.key in dropped:
             placed[(c, n)] -= 1
             reserved.pop(pod.key, None)
     kept = {key: k for key, k in placed.items() if k > 0}
-    return replace(solution, placed=kept, placed_value=compiled.problem.value(kept)), dropped, reserved
+    return replace(solution, placed=kept, placed_value=compiled.problem.value(kept)), dropped, reserved, codes
 
 
 def placed_plan(compiled: Compiled, solution: Solution, dropped: dict[str, str],
@@ -357,6 +393,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     assignments = _assignments(compiled, placed_on, dropped)
     unschedulable: dict[str, list[str]] = {key: [why] for key, why in dropped.items()}
     explanations: dict[str, Explanation] = {}
+    reasons: dict[str, Diagnosis] = {}
     errors: set[str] = set()
     state = None  # the plan replayed, built once if some pod needs explaining
     alike = Alike(solution.class_counts())  # classes of one shape are explained node by node once
@@ -370,10 +407,11 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         else:
             state = state or replay(compiled, solution)
             explanation = explain_unplaced(compiled, solution, c, state, alike)
-        reasons = explanation.lines()
+        lines, diagnosis = explanation.lines(), diagnose(compiled, c, explanation)
         for pod in left:
-            unschedulable[pod.key] = reasons
+            unschedulable[pod.key] = lines
             explanations[pod.key] = explanation
+            reasons[pod.key] = diagnosis
             if info.rejected.erred:
                 errors.add(pod.key)
     stats = Stats(
@@ -385,7 +423,9 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
         phases=Timings(compile=round(compile_seconds, 3), start=round(solution.phases.start, 3),
                        model=round(solution.phases.model, 3), solve=round(solution.phases.solve, 3)),
         sequential_placed=solution.sequential_placed)
-    return Plan(assignments, unschedulable, stats, dict(compiled.cluster.skipped),
+    skipped = compiled.cluster.skipped_codes
+    reasons.update((key, Diagnosis.one(code)) for key, code in skipped.items() if key in compiled.cluster.skipped)
+    return Plan(assignments, unschedulable, stats, dict(compiled.cluster.skipped), reasons=reasons,
                 topology=gang_spans(compiled, solution) if compiled.gangs else {},
                 notes=compiled.cluster.notes + compiled.notes + solution.notes,
                 usage_of=lambda: _usage(compiled, solution),

@@ -24,6 +24,7 @@ from ..model.cluster import (
 )
 from ..model.gangs import refused_groups
 from ..model.ir import GangRules
+from ..model.reasons import Code
 from .convert.devices import add_dra_object
 from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, refusal, str_map
 from .convert.groups import (
@@ -275,6 +276,8 @@ def place_pod(cluster: Cluster, obj: dict[str, Any], pod: Pod, priorities: Prior
         return OTHER_SCHEDULER
     if reason := _skip_reason(obj, pod, cluster, priorities) or mixed.get(f"{pod.namespace}/{pod.scheduling_group}"):
         cluster.skipped[pod.key] = reason
+        if not _set_aside(obj):  # it waits for an object that is missing or refused
+            cluster.skipped_codes[pod.key] = Code.INVALID_OBJECT
         return SKIPPED
     cluster.pending.append(pod)
     return PENDING
@@ -346,6 +349,11 @@ def _dra_missing(cluster: Cluster) -> str | None:
 
 def _or(words: list[str]) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+def _set_aside(obj: dict[str, Any]) -> bool:
+    """Gated or terminating: skipped by its own spec, not for an object it names (no reason code)."""
+    return bool(scheduling_gates(obj.get("spec") or {}) or obj["metadata"].get("deletionTimestamp"))
 
 
 def _skip_reason(obj: dict[str, Any], pod: Pod, cluster: Cluster, priorities: Priorities) -> str | None:

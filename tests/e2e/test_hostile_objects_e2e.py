@@ -79,7 +79,8 @@ def test_one_runtime_failing_claim_among_admitted_cel_forms_refuses_only_its_pod
     took = time.monotonic() - started
     cond = _condition(kube.pods(ns)["runtime-error"])
     assert cond is not None and cond["reason"] == "SchedulerError"
-    assert cond["message"] == f"claim {ns}/c-runtime-error: selector #0: CEL runtime error: no such key: nosuchattr"
+    assert cond["message"] == \
+        f"[InvalidObject] claim {ns}/c-runtime-error: selector #0: CEL runtime error: no such key: nosuchattr"
     assert "cycle failed" not in s.log() and "planning failed" not in s.log(), s.log()[-3000:]
     print(f"22 of 23 bound and the 23rd told in {took:.1f} s from the scheduler's start")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.model.reasons import Code, code_of
 from testkit.controlplane import ControlPlane
 from testkit.manifests import (
     NATIVE_V1ALPHA2,
@@ -56,6 +57,10 @@ def test_native_gangs_start_whole_and_say_so(control_plane: ControlPlane, kube: 
     assert (won["status"], won["reason"]) == ("True", "Scheduled")
     lost = wait_for("loser's condition", lambda: _condition(kube, ns, loser))
     assert (lost["status"], lost["reason"]) == ("False", "Unschedulable") and "minCount 3" in lost["message"]
+    # the message opens with the group's reason code: once every member is pending, room (the other gang's)
+    lost = wait_for("loser's code", lambda: (c := _condition(kube, ns, loser)) and code_of(c["message"]) is
+                    Code.CAPACITY and c)
+    assert lost["reason"] == "Unschedulable" and lost["message"].startswith("[Capacity] ")
 
 
 def test_a_zonal_gang_goes_in_one_zone(control_plane: ControlPlane, kube: Kube, chart_schedulers) -> None:
