@@ -163,18 +163,16 @@ def sort_objects(docs: Iterable[tuple[str, dict[str, Any]]]) -> _Sorted:
             found.refuse(src, kind, meta, reason_of(exc))
     found.priorities = priorities_of(found.classes)
     found.cluster = replace(found.cluster, quotas=_one_quota_per_namespace(found))
-    for src, obj in found.native:
-        try:
-            group = native_group(obj, found.priorities)
-            found.cluster.native_groups[group.key] = group
-        except PROBLEMS as exc:
-            found.refuse(src, "PodGroup", obj["metadata"], reason_of(exc))
-    for src, obj in found.composites:
-        try:
-            composite = composite_group(obj, found.priorities)
-            found.cluster.composite_groups[composite.key] = composite
-        except PROBLEMS as exc:
-            found.refuse(src, "CompositePodGroup", obj["metadata"], reason_of(exc))
+    groups: tuple[tuple[list, Callable[..., Any], dict[str, Any], str], ...] = (
+        (found.native, native_group, found.cluster.native_groups, "PodGroup"),
+        (found.composites, composite_group, found.cluster.composite_groups, "CompositePodGroup"))
+    for objects, convert, into, kind in groups:  # once PriorityClasses are known
+        for src, obj in objects:
+            try:
+                group = convert(obj, found.priorities)
+                into[group.key] = group
+            except PROBLEMS as exc:
+                found.refuse(src, kind, obj["metadata"], reason_of(exc))
     return found
 
 

@@ -253,14 +253,7 @@ class _Search:
 
     def _fairness(self, model: ClassModel, full: bool) -> None:
         """With tier 1 fixed, the fairest split of what is placed between the tenants."""
-        share = TIER1_SHARE if self.soft else 1.0
-        result = self._search(model, model.fairness(), self._slice(full) * share, "fairness")
-        if not result.found:
-            return
-        candidate = _plan(self.p, result.placed, "CP-SAT")
-        if candidate.beats(self.best):
-            self.best = candidate
-        if full and result.proven:
+        if self._tier(model, model.fairness(), full, "fairness"):
             self.fairness_proven = True
 
     def _topology(self, model: ClassModel, full: bool) -> None:
@@ -270,15 +263,20 @@ class _Search:
         self.topology_proven = self.best.spans <= span_floor(self.p, self.best.placed)  # the best may be new
         if self.topology_proven:
             return
+        if self._tier(model, model.topology(), full, "topology"):
+            self.topology_proven = True
+
+    def _tier(self, model: ClassModel, objective, full: bool, tier: str) -> bool:
+        """One tier between placement and the preferences: its best plan taken when it beats the best so far;
+        whether CP-SAT proved it on the full model."""
         share = TIER1_SHARE if self.soft else 1.0
-        result = self._search(model, model.topology(), self._slice(full) * share, "topology")
+        result = self._search(model, objective, self._slice(full) * share, tier)
         if not result.found:
-            return
+            return False
         candidate = _plan(self.p, result.placed, "CP-SAT")
         if candidate.beats(self.best):
             self.best = candidate
-        if full and result.proven:
-            self.topology_proven = True
+        return full and result.proven
 
     def _slice(self, full: bool) -> float:
         left = max(0.05, self.clock.left())
