@@ -72,7 +72,7 @@ class BatchModel:
             return "no running pod it may evict on the preemptors' nodes"
         if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
             return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
-        size = sum(len(n or ()) for n in nodes)
+        size = sum(len(n) for n in {id(n): n for n in nodes if n}.values())  # per class: its pods share one tuple
         if settings.deadline.passed() or not fits(len(running), size, left(settings.deadline)):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
         return None
