@@ -208,3 +208,13 @@ def test_evicted_groups_are_told_whole_or_half() -> None:
     CM.eviction_outcome(result, scenario, set(small[:5] + small[5:7]))  # small-batch-0 whole, 2 of small-batch-1
     assert (result.preemptions, result.groups_evicted, result.groups_half_evicted) == (7, 1, 1)
     assert result.victims_by_namespace == {"gang-preempt-3": 7}
+
+
+def test_a_workload_becomes_a_dry_run_snapshot_with_its_bound_and_pending_pods() -> None:
+    snap = importlib.import_module("compare_snapshot").snapshot(CW.WORKLOADS["hero-preemption"].scenario(10, "v1.37.2"))
+    kinds = [i["kind"] for i in snap["items"]]
+    assert kinds.count("Node") == 10 and kinds.count("PriorityClass") == 3 and kinds.count("PodGroup") == 6
+    pods = [i for i in snap["items"] if i["kind"] == "Pod"]
+    assert {p["spec"]["schedulerName"] for p in pods} == {"policy-scheduler"}
+    assert sorted((p["status"]["phase"], "nodeName" in p["spec"]) for p in pods).count(("Running", True)) == 6
+    assert sum(1 for p in pods if p["status"]["phase"] == "Pending") == 5
