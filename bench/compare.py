@@ -42,6 +42,7 @@ import compare_report as report  # noqa: E402
 from compare_measure import (  # noqa: E402
     RunResult,
     bound_curve,
+    eviction_outcome,
     gang_members,
     gc_marks,
     gc_split,
@@ -123,7 +124,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     provisioner = prepare(kube, scenario)
     watch = api.BindWatch(cp)
     watch.start()
-    reaper = api.Reaper(cp, kube=Kube(cp.kubeconfig)) if scenario.quotas else None
+    reaper = api.Reaper(cp, kube=Kube(cp.kubeconfig)) if scenario.quotas or scenario.preset else None
     if reaper is not None:
         reaper.start()
     running, t0 = None, 0.0
@@ -137,7 +138,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
         logs = plan.workdir / f"{scenario.workload}-{result.nodes}-{repeat}"
         logs.mkdir(parents=True, exist_ok=True)
         running = kind.start(cp, plan.settings, logs, with_policy=scenario.policy_dir is not None,
-                             native=workload.native)
+                             native=workload.native, preemption=workload.preemption)
         result.startup_s = running.ready_at - running.started_at
         t0 = running.ready_at
         if not batch:
@@ -255,6 +256,8 @@ def finish(result: RunResult, kube: Kube, scenario: Scenario, victims: set[str],
         result.devices_overcommitted = api.devices_overcommitted(kube)
     if scenario.quotas:
         tenant_outcome(result, scenario, where, api.preset_left(kube), victims, waits)
+    elif scenario.preset:
+        eviction_outcome(result, scenario, victims)
     if provisioner is not None:
         provisioner.stop()
     api.reset(kube, scenario)
@@ -333,6 +336,10 @@ def rotate(items: tuple, k: int) -> tuple:
 
 def summary(r: RunResult) -> str:
     gangs = f" gangs {r.gangs_complete}/{r.gangs} ({r.gangs_partial} partial)" if r.gangs else ""
+    gangs += (f" in one domain {r.gangs_one_domain}, domains per gang mean {fmt(r.domains_mean)} max {r.domains_max}"
+              if r.gangs_one_domain is not None else "")
+    gangs += (f" victims {r.preemptions} (groups evicted whole {r.groups_evicted}, half-evicted {r.groups_half_evicted})"
+              if r.groups_evicted is not None else "")
     gangs += f" devices {r.devices_used}" if r.devices_used is not None else ""
     gangs += f" overcommitted {r.devices_overcommitted}" if r.devices_overcommitted is not None else ""
     err = f" ERROR {r.error.splitlines()[0]}" if r.error else ""

@@ -72,6 +72,16 @@ class RunResult:
     batch_pods: int | None = None      # pending pods over all cycles, a retried pod each time (batch_size_sum)
     solve_max_s: float | None = None   # the slowest cycle took at most this (its solve_seconds bucket; inf: > 10 s)
     rss_mib: float | None = None       # peak resident memory of the scheduler process (VmHWM)
+    # gangs with a required topology (schedulingConstraints.topology[0].key): complete ones whose members all lie in
+    # one domain of it (a node without the label is in none), and the domains a complete gang's members span
+    gangs_one_domain: int | None = None
+    domains_mean: float | None = None
+    domains_max: int | None = None
+    # pods created bound for the run (preset) in gangs: groups a scheduler evicted whole, and groups it left with some
+    # members evicted and some running (never right for a group of disruptionMode all)
+    groups_evicted: int | None = None
+    groups_half_evicted: int | None = None
+    victims_by_namespace: dict[str, int] | None = None  # the same victims, by namespace (one per priority in hero)
     unplaced_why: dict[str, int] | None = None  # unplaced pods' last FailedScheduling messages, counted
     # workloads with ElasticQuotas: pods a scheduler deleted (preempted) during the run, of any tenant; tenants
     # whose min / max was honoured at the end; per tenant (namespace): TenantFigures as a dict
@@ -178,10 +188,12 @@ def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None])
     if prices:
         result.price = round(sum(prices.get(node, 0.0) for node in set(placed.values())), 3)
     result.zone_skew, result.node_max = spread_of(scenario, placed)
-    sizes = scenario.gang_sizes()
     members = gang_members(scenario)
+    pending_groups = set(members.values())  # groups whose pods run already (created bound) are not the run's gangs
+    sizes = {g: size for g, size in scenario.gang_sizes().items() if g in pending_groups}
     bound_per_gang = Counter(members[key] for key in placed if key in members)
     result.gangs = len(sizes)
+    topology_outcome(result, scenario, placed, members, sizes)
     for gang, size in sizes.items():
         got = bound_per_gang.get(gang, 0)
         if got >= size:
@@ -189,6 +201,45 @@ def outcome(result: RunResult, scenario: Scenario, where: dict[str, str | None])
         elif got > 0:
             result.gangs_partial += 1
             result.pods_in_partial += got
+
+
+def topology_outcome(result: RunResult, scenario: Scenario, placed: dict[str, str], members: dict[str, str],
+                     sizes: dict[str, int]) -> None:
+    """For gangs with a required topology key: how many complete ones lie in one domain, and the domains each
+    complete one spans (mean, max), read from the nodes' labels after the run."""
+    keys = {f"{g['metadata']['namespace']}/{g['metadata']['name']}": topology[0].get("key")
+            for g in scenario.pod_groups
+            if (topology := ((g.get("spec") or {}).get("schedulingConstraints") or {}).get("topology"))}
+    if not keys:
+        return
+    labels = {n.name: n.labels for n in scenario.nodes}
+    domains: dict[str, set[str | None]] = defaultdict(set)
+    count = Counter(members[key] for key in placed if key in members)
+    for key, node in placed.items():
+        gang = members.get(key)
+        if gang in keys and count[gang] >= sizes.get(gang, 0):
+            domains[gang].add(labels.get(node, {}).get(keys[gang]))
+    spans = [len(d) for d in domains.values()]
+    result.gangs_one_domain = sum(1 for d in domains.values() if len(d) == 1 and None not in d)
+    result.domains_mean = round(sum(spans) / len(spans), 3) if spans else None
+    result.domains_max = max(spans, default=None)
+
+
+def eviction_outcome(result: RunResult, scenario: Scenario, victims: set[str]) -> None:
+    """Pods created bound for the run that a scheduler evicted (`victims`), and what became of their gangs: evicted
+    whole, or half-evicted (some members gone, some left)."""
+    result.preemptions = len(victims)
+    result.victims_by_namespace = dict(sorted(Counter(key.split("/", 1)[0] for key in victims).items()))
+    per_group: dict[str, list[str]] = defaultdict(list)
+    for pod in scenario.preset:
+        meta = pod["metadata"]
+        group = (pod["spec"].get("schedulingGroup") or {}).get("podGroupName") or \
+            (meta.get("labels") or {}).get(POD_GROUP_LABEL)
+        if group:
+            per_group[f"{meta['namespace']}/{group}"].append(f"{meta['namespace']}/{meta['name']}")
+    hit = {g: sum(1 for key in pods if key in victims) for g, pods in per_group.items()}
+    result.groups_evicted = sum(1 for g, n in hit.items() if n == len(per_group[g]))
+    result.groups_half_evicted = sum(1 for g, n in hit.items() if 0 < n < len(per_group[g]))
 
 
 def spread_of(scenario: Scenario, placed: dict[str, str]) -> tuple[int, int]:
@@ -299,7 +350,8 @@ NUMERIC = ("placed", "seconds", "pods_per_s", "latency_p50", "latency_p90", "lat
            "create_s",
            "gangs_complete", "gangs_partial", "pods_in_partial", "nodes_used", "price", "solve_s", "batches",
            "rss_mib", "claims_bound", "zone_skew", "node_max", "devices_used", "preemptions", "min_honoured",
-           "max_honoured", "devices_overcommitted", "apiserver_cpu_s", "scheduler_cpu_s")
+           "max_honoured", "devices_overcommitted", "apiserver_cpu_s", "scheduler_cpu_s", "gangs_one_domain",
+           "domains_mean", "domains_max", "groups_evicted", "groups_half_evicted")
 
 
 def medians(results: list[dict[str, Any]]) -> list[dict[str, Any]]:

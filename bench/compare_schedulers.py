@@ -114,13 +114,14 @@ class SchedulerKind:
     name: str
     description: str
     gangs: bool                                     # knows PodGroups (all-or-nothing)
-    launch: Callable[[SchedulerKind, ControlPlane, Settings, Path, bool, bool], Running] = field(repr=False)
+    launch: Callable[..., Running] = field(repr=False)  # (kind, cp, settings, workdir, with_policy, native, preemption)
     workloads: frozenset[str] | None = None         # the only workloads it runs unless asked for by name (None: all)
 
     def start(self, cp: ControlPlane, settings: Settings, workdir: Path, with_policy: bool,
-              native: bool = False) -> Running:
-        """`native`: the workload has scheduling.k8s.io PodGroups (kube-scheduler then runs with the workload gates)."""
-        return self.launch(self, cp, settings, workdir, with_policy, native)
+              native: bool = False, preemption: bool = False) -> Running:
+        """`native`: the workload has scheduling.k8s.io PodGroups (kube-scheduler then runs with the workload gates);
+        `preemption`: it is about preemption (kube-scheduler then runs with DefaultPreemption; ours always may)."""
+        return self.launch(self, cp, settings, workdir, with_policy, native, preemption)
 
 
 # --- policy-scheduler -------------------------------------------------------------------------------------
@@ -139,7 +140,7 @@ def apply_policy_configmap(cp: ControlPlane, policy_dir: Path) -> None:
 
 
 def launch_ours(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
-                with_policy: bool, native: bool = False) -> Running:
+                with_policy: bool, native: bool = False, preemption: bool = False) -> Running:
     port = free_port()
     argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(cp.kubeconfig),
             "--scheduler-name", kind.name, "--metrics-port", str(port), "--no-leader-elect",
@@ -208,12 +209,14 @@ def workload_gates(version: str) -> tuple[str, ...]:
 
 
 def launch_kube(binary: Callable[[Settings], Path], profile: Callable[[str], dict], preemption: bool = False,
-                gates: str = "none") -> Callable[[SchedulerKind, ControlPlane, Settings, Path, bool, bool], Running]:
-    """`gates`: the workload gates "always", only on workloads with native gangs ("native"), or "none"."""
+                gates: str = "none") -> Callable[..., Running]:
+    """`gates`: the workload gates "always", only on workloads with native gangs ("native"), or "none";
+    `preemption`: DefaultPreemption always, else only on workloads about preemption."""
     def launch(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
-               with_policy: bool, native: bool = False) -> Running:
+               with_policy: bool, native: bool = False, preemption_here: bool = False) -> Running:
         config = workdir / f"{kind.name}-config.yaml"
-        config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name), preemption), sort_keys=False))
+        config.write_text(yaml.safe_dump(kube_config(cp, profile(kind.name), preemption or preemption_here),
+                                         sort_keys=False))
         port = free_port()
         on = workload_gates(settings.kube_version) if gates == "always" or (gates == "native" and native) else ()
         argv = [str(binary(settings)), "--config", str(config), "--secure-port", str(port),

@@ -24,6 +24,12 @@ sizes scaled so 5,000 nodes is the thresholded case): ``scheduling-basic``, ``po
 ``three-big-gangs``); and ``dra-partitionable`` (partitionable GPUs: shared counters, a whole device and two
 halves). Workloads with native PodGroups (``Workload.native``) write them in the API of the release measured
 (``Workload.scenario(n, kube_version)``: scheduling.k8s.io/v1alpha2 on 1.36, v1beta1 on 1.37).
+
+Issue 49 adds scheduler_perf 1.38's topology-aware gang shapes (podgroup/tas: racks of 100 nodes, every gang required in
+one rack: ``tas-750-groups-of-4``, ``tas-1500-groups-of-4``, ``tas-2250-groups-of-4``, ``tas-3-big-groups``), a shape of
+its own where racks are tight (``tas-tight-racks``), and its hero gang preemption (``hero-preemption``: 60% of the nodes
+running gangs of priority 10,000 and 100, created bound before every run; a priority-1,000,000 gang for half the nodes;
+kube-scheduler runs it with DefaultPreemption, ``Workload.preemption``).
 """
 from __future__ import annotations
 
@@ -128,6 +134,7 @@ class Workload:
     build: Callable[..., Scenario]
     arrival: str = "stream"
     native: bool = False   # scheduling.k8s.io PodGroups: `build(n, native_api=...)` writes them in the release's API
+    preemption: bool = False  # kube-scheduler runs with DefaultPreemption (off elsewhere: nothing to preempt)
 
     def scenario(self, n: int, kube_version: str) -> Scenario:
         """The scenario for `n` nodes on a control plane of `kube_version` (e.g. v1.37.2)."""
@@ -290,6 +297,152 @@ def gangs_of_3(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
 def three_big_gangs(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
     """GangScheduling 5000Nodes_3Gangs_3000Pods_1000PerGroup (no threshold yet): 3 gangs of n/5."""
     return native_gang_suite("three-big-gangs", 3, max(1, n // 5), n, native_api)
+
+
+# --- scheduler_perf 1.38's topology-aware gangs and hero preemption (issue 49) ------------------------------
+# k8s.io/kubernetes v1.38.0-beta.0's test/integration/scheduler_perf/podgroup/tas/ (GangTopologyAwareScheduling) and
+# workload_preemption/ (GangPreemptionHeroWorkload), run on 1.37.2's v1beta1 (1.38's apiserver does not build here
+# yet): 1.37.2 serves schedulingConstraints.topology and places by it behind TopologyAwareWorkloadScheduling (its
+# TopologyPlacementGenerator and PodGroupPodsCount plugins), and preempts whole groups behind GenericWorkload.
+
+RACK_KEY = "topology.kubernetes.io/rack"
+NODES_PER_RACK = 100
+
+
+def rack_nodes(n: int, per_rack: int = NODES_PER_RACK) -> list[NodeSpec]:
+    """podgroup/tas/templates/node.yaml: 4 CPU / 32Gi / 110 pods, hostname, zone-(i/100), rack-(i/per_rack)."""
+    return [NodeSpec(f"node-{i:05d}", {"cpu": W.NODE_CPU, "memory": W.NODE_MEMORY, "pods": W.NODE_PODS},
+                     {HOSTNAME_KEY: f"node-{i:05d}", ZONE_KEY: f"zone-{i // 100}", RACK_KEY: f"rack-{i // per_rack}"})
+            for i in range(n)]
+
+
+def tas_suite(name: str, groups: int, size: int, n: int, native_api: str) -> Scenario:
+    """GangTopologyAwareScheduling: `groups` PodGroups of gang.minCount `size`, each required in one rack
+    (schedulingConstraints.topology[0].key topology.kubernetes.io/rack); pods of 100m / 100Mi naming them, created
+    group by group (pods 0..size-1 -> group-0, ...)."""
+    names = [f"group-{g}" for g in range(groups)]
+    pods = [pause_pod(f"{group}-{i:04d}", group, cpu=GANG_POD_CPU, memory=GANG_POD_MEMORY,
+                      schedulingGroup=in_group(group)) for group in names for i in range(size)]
+    return Scenario(name, rack_nodes(n), pods,
+                    pod_groups=[native_group(g, size, BENCH_NS, topology=RACK_KEY, api_version=native_api)
+                                for g in names])
+
+
+def tas_groups_of_4(per_5000: int) -> Callable[..., Scenario]:
+    """5000Nodes_50Racks_<per_5000>Groups: per_5000 groups of 4 at 5,000 nodes, as many per node at other sizes."""
+    def build(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+        return tas_suite(f"tas-{per_5000}-groups-of-4", max(1, n * per_5000 // 5000), 4, n, native_api)
+    build.__doc__ = f"GangTopologyAwareScheduling 5000Nodes_50Racks_{per_5000}Groups_{4 * per_5000}Pods, scaled."
+    return build
+
+
+def tas_3_groups(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+    """GangTopologyAwareScheduling 5000Nodes_50Racks_3Groups_3000Pods_1000PerGroup: 3 groups of n/5."""
+    return tas_suite("tas-3-big-groups", 3, max(1, n // 5), n, native_api)
+
+
+TIGHT_RACK = 10  # nodes per rack in tas-tight-racks
+
+
+def tas_tight_racks(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+    """Not scheduler_perf's: racks where the room is tight. Racks of 10 nodes of 4 CPU, every pod 4 CPU (one per node),
+    every gang required in one rack: as many gangs of 5 as racks, created first, then half as many gangs of 10. All
+    fit (two gangs of 5 share a rack, a gang of 10 takes one whole) only if no two racks each hold one gang of 5:
+    spreading the first ones over empty racks leaves the big ones nowhere."""
+    racks = max(2, n // TIGHT_RACK)
+    sizes = [(f"half-{g:03d}", TIGHT_RACK // 2) for g in range(racks)] + \
+        [(f"whole-{g:03d}", TIGHT_RACK) for g in range(racks // 2)]
+    pods = [pause_pod(f"{name}-{i:02d}", name, cpu=W.NODE_CPU, memory="1Gi", schedulingGroup=in_group(name))
+            for name, size in sizes for i in range(size)]
+    groups = [native_group(name, size, BENCH_NS, topology=RACK_KEY, api_version=native_api) for name, size in sizes]
+    return Scenario("tas-tight-racks", rack_nodes(racks * TIGHT_RACK, TIGHT_RACK), pods, pod_groups=groups)
+
+
+# GangPreemptionHeroWorkload: every pod 2800m of a node's 4 CPU (one per node) with a host port per group
+HERO_CPU, HERO_MEMORY = "2800m", "100Mi"
+HERO_CLASSES = {"bench-hero": 1_000_000, "bench-training": 10_000, "bench-batch": 100}
+HERO_NAMESPACES = ("gang-preempt-0", "gang-preempt-1", "gang-preempt-2", "gang-preempt-3")
+
+
+@dataclass(frozen=True)
+class HeroShape:
+    """Groups x pods of each kind at one size (the upstream workloads' params)."""
+
+    training: tuple[int, int]
+    large_batch: tuple[int, int]
+    small_batch: tuple[int, int]
+    hero: int
+
+
+HERO_SHAPES = {  # workload_preemption/performance-config.yaml, GangPreemptionHeroWorkload's workloads
+    10: HeroShape((3, 1), (1, 2), (1, 1), 5),
+    100: HeroShape((3, 10), (1, 20), (2, 5), 50),
+    1000: HeroShape((3, 100), (1, 200), (2, 50), 500),
+    4900: HeroShape((3, 490), (3, 250), (14, 50), 2450),
+}
+
+
+def hero_shape(n: int) -> HeroShape:
+    """Upstream's params at its sizes; elsewhere its 1,000-node shape scaled to n (60% of the nodes occupied)."""
+    if n in HERO_SHAPES:
+        return HERO_SHAPES[n]
+    k = max(1, n // 10)
+    return HeroShape((3, k), (1, 2 * k), (2, max(1, k // 2)), max(1, n // 2))
+
+
+def hero_group_pods(ns: str, prefix: str, groups: int, size: int, cls: str, port_base: int, native_api: str,
+                    bound_from: int | None = None, nodes: list[NodeSpec] | None = None
+                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`groups` PodGroups of gang.minCount `size` (priority class `cls`, disruptionMode all) and their pods (gang-pod
+    .yaml: 2800m / 100Mi, host port port_base + group); bound one per node from node `bound_from` when given."""
+    pods, pod_groups = [], []
+    for g in range(groups):
+        name = f"{prefix}-{g}"
+        group = native_group(name, size, ns, api_version=native_api, disruption="PodGroup")
+        group["spec"]["priorityClassName"] = cls
+        pod_groups.append(group)
+        for i in range(size):
+            extra: dict[str, Any] = {}
+            if bound_from is not None and nodes is not None:
+                extra["nodeName"] = nodes[bound_from + g * size + i].name
+            pods.append(pause_pod(f"{name}-{i:04d}", name, cpu=HERO_CPU, memory=HERO_MEMORY, ns=ns,
+                                  schedulingGroup=in_group(name), priorityClassName=cls,
+                                  terminationGracePeriodSeconds=0,
+                                  ports=[{"containerPort": 80, "hostPort": port_base + g}], **extra))
+    return pods, pod_groups
+
+
+def hero_preemption(n: int, native_api: str = NATIVE_V1ALPHA2) -> Scenario:
+    """GangPreemptionHeroWorkload (4900Nodes_Hero2450Pods_60PctOccupied at n=4900, disruptionMode All): 60% of the
+    nodes run one pod each, bound before every run: 3 training groups (priority 10,000, 10% of the nodes each), large
+    and small batch groups (priority 100); a hero group of priority 1,000,000 asks for half the nodes, one pod per
+    node. Only evicting batch groups (whole: disruptionMode all) makes room."""
+    nodes = perf_nodes(n)
+    shape = hero_shape(n)
+    preset, groups, at = [], [], 0
+    for ns, prefix, (count, size), cls in ((HERO_NAMESPACES[1], "training", shape.training, "bench-training"),
+                                           (HERO_NAMESPACES[2], "large-batch", shape.large_batch, "bench-batch"),
+                                           (HERO_NAMESPACES[3], "small-batch", shape.small_batch, "bench-batch")):
+        pods, pgs = hero_group_pods(ns, prefix, count, size, cls, 8000, native_api, bound_from=at, nodes=nodes)
+        preset += [{**p, "metadata": {**p["metadata"], "labels": {**p["metadata"]["labels"], PENDING_LABEL: PRESET}}}
+                   for p in pods]
+        groups += pgs
+        at += count * size
+    hero, hero_groups = hero_group_pods(HERO_NAMESPACES[0], "hero", 1, shape.hero, "bench-hero", 9000, native_api)
+    return Scenario("hero-preemption", nodes, hero, namespaces=(BENCH_NS, *HERO_NAMESPACES),
+                    priority_classes=dict(HERO_CLASSES), pod_groups=groups + hero_groups, preset=preset)
+
+
+def hero_fewest_victims(n: int) -> int:
+    """The fewest batch pods whose whole groups free enough nodes for the hero (a group is evicted whole)."""
+    shape = hero_shape(n)
+    free = n - sum(c * s for c, s in (shape.training, shape.large_batch, shape.small_batch))
+    need = max(0, shape.hero - free)
+    sizes = [shape.large_batch[1]] * shape.large_batch[0] + [shape.small_batch[1]] * shape.small_batch[0]
+    best = {0: 0}  # freed nodes -> fewest victims (a subset sum: the pods evicted are the nodes freed)
+    for s in sizes:
+        best = {**best, **{f + s: f + s for f in best}}
+    return min((f for f in best if f >= need), default=-1)
 
 
 PART_COUNTER_SET, PART_MEMORY = "gpu-0", "40Gi"
@@ -770,6 +923,22 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              "100m", gangs_of_3, native=True),
     Workload("three-big-gangs", "scheduler_perf GangScheduling 3Gangs_1000PerGroup (no threshold): 3 native gangs "
              "of n/5 x 100m", three_big_gangs, native=True),
+    Workload("tas-750-groups-of-4", "scheduler_perf 1.38 GangTopologyAwareScheduling 5000Nodes_50Racks_750Groups_"
+             "3000Pods (1.38 threshold 400 pods/s): racks of 100 nodes, 0.15n native gangs of 4 x 100m, each required "
+             "in one rack (schedulingConstraints.topology topology.kubernetes.io/rack)", tas_groups_of_4(750), native=True),
+    Workload("tas-1500-groups-of-4", "the same, 5000Nodes_50Racks_1500Groups_6000Pods (threshold 350): 0.3n gangs "
+             "of 4", tas_groups_of_4(1500), native=True),
+    Workload("tas-2250-groups-of-4", "the same, 5000Nodes_50Racks_2250Groups_9000Pods (threshold 350): 0.45n gangs "
+             "of 4", tas_groups_of_4(2250), native=True),
+    Workload("tas-3-big-groups", "the same, 5000Nodes_50Racks_3Groups_3000Pods_1000PerGroup (threshold 550): 3 "
+             "gangs of n/5, each in one rack", tas_3_groups, native=True),
+    Workload("tas-tight-racks", "not scheduler_perf's: racks of 10 nodes, 4-CPU pods (one per node), gangs each "
+             "required in one rack: n/10 gangs of 5 created first, then n/20 gangs of 10; all fit only if the gangs of "
+             "5 pair up in racks", tas_tight_racks, native=True),
+    Workload("hero-preemption", "scheduler_perf 1.38 GangPreemptionHeroWorkload 4900Nodes_Hero2450Pods_60PctOccupied: "
+             "60% of the nodes run one 2800m pod each (training gangs at priority 10,000, batch gangs at 100, "
+             "disruptionMode all), a priority-1,000,000 gang asks for half the nodes; kube-scheduler with "
+             "DefaultPreemption", hero_preemption, native=True, preemption=True),
     Workload("dra-partitionable", "DRA partitionable devices: a quarter of the nodes with one GPU (shared counters "
              "40Gi; devices: whole 40Gi, two halves of 20Gi), 3 pods per GPU claiming one device each: at most 2 "
              "fit", dra_partitionable),

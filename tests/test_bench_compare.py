@@ -153,3 +153,68 @@ def test_gc_split_leaves_gang_members_out() -> None:
     CM.gc_split(result, {"a": 1.0, "g": 1.0}, {"a": 1.01, "g": 3.0}, 0.0, False, [(2.0, 2.1)], frozenset({"g"}))
     assert (result.gc_marks, result.pods_in_gc, result.latency_p99_in_gc) == (0, 0, None)
     assert result.latency_p99_clear == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize(("workload", "groups", "size"), [("tas-750-groups-of-4", 750, 4),
+                                                          ("tas-1500-groups-of-4", 1500, 4),
+                                                          ("tas-2250-groups-of-4", 2250, 4),
+                                                          ("tas-3-big-groups", 3, 1000)])
+def test_tas_shapes_are_scheduler_perf_1_38_s_at_5000_nodes(workload: str, groups: int, size: int) -> None:
+    """podgroup/tas: 50 racks of 100 nodes, every group a gang required in one rack."""
+    scenario = CW.WORKLOADS[workload].scenario(5000, "v1.37.2")
+    racks = {n.labels[CW.RACK_KEY] for n in scenario.nodes}
+    assert (len(scenario.nodes), len(racks)) == (5000, 50)
+    assert (len(scenario.pod_groups), len(scenario.pending)) == (groups, groups * size)
+    assert {g["spec"]["schedulingConstraints"]["topology"][0]["key"] for g in scenario.pod_groups} == {CW.RACK_KEY}
+
+
+def test_hero_shape_is_scheduler_perf_1_38_s_at_4900_nodes() -> None:
+    """GangPreemptionHeroWorkload 4900Nodes_Hero2450Pods_60PctOccupied: 3 training gangs of 490, 3 large and 14
+    small batch gangs of 250 and 50 running one pod per node; a hero gang of 2,450 that only evicting batch gangs
+    (whole: 500 pods at the fewest) lets in."""
+    scenario = CW.WORKLOADS["hero-preemption"].scenario(4900, "v1.37.2")
+    assert len(scenario.preset) == 3 * 490 + 3 * 250 + 14 * 50
+    assert len({p["spec"]["nodeName"] for p in scenario.preset}) == len(scenario.preset)  # one per node
+    assert len(scenario.pending) == 2450 and scenario.gang_sizes()["gang-preempt-0/hero-0"] == 2450
+    assert {g["spec"]["disruptionMode"]["all"] == {} for g in scenario.pod_groups} == {True}
+    assert CW.hero_fewest_victims(4900) == 500 and CW.hero_fewest_victims(1000) == 100
+
+
+def _outcome(placed: dict[str, str]) -> object:
+    nodes = [CW.NodeSpec("a1", {}, {CW.RACK_KEY: "a"}), CW.NodeSpec("a2", {}, {CW.RACK_KEY: "a"}),
+             CW.NodeSpec("b1", {}, {CW.RACK_KEY: "b"}), CW.NodeSpec("x", {}, {})]
+    groups = [CW.native_group(g, 2, "ns", topology=CW.RACK_KEY, api_version="scheduling.k8s.io/v1beta1")
+              for g in ("one", "two", "none")]
+    pending = [CW.pause_pod(f"{g}-{i}", g, ns="ns", schedulingGroup=CW.in_group(g)) for g in ("one", "two", "none")
+               for i in range(2)]
+    result = CM.RunResult("w", 4, "s", 0, "stream", len(pending))
+    CM.outcome(result, CW.Scenario("w", nodes, pending, pod_groups=groups), placed)
+    return result
+
+
+def test_groups_in_one_rack_and_racks_spanned_are_read_from_the_nodes_labels() -> None:
+    """A group in one rack, one across two, one with a member on a node without the rack label (in no rack)."""
+    result = _outcome({"ns/one-0": "a1", "ns/one-1": "a2", "ns/two-0": "a1", "ns/two-1": "b1",
+                       "ns/none-0": "a1", "ns/none-1": "x"})
+    assert (result.gangs_complete, result.gangs_one_domain, result.domains_max) == (3, 1, 2)
+    assert result.domains_mean == pytest.approx(5 / 3, abs=1e-3)  # 1, 2 and 2 (a rack and none)
+
+
+def test_evicted_groups_are_told_whole_or_half() -> None:
+    scenario = CW.WORKLOADS["hero-preemption"].scenario(100, "v1.37.2")
+    small = [f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in scenario.preset
+             if p["spec"]["schedulingGroup"]["podGroupName"] in ("small-batch-0", "small-batch-1")]
+    result = CM.RunResult("hero-preemption", 100, "s", 0, "stream", len(scenario.pending))
+    CM.eviction_outcome(result, scenario, set(small[:5] + small[5:7]))  # small-batch-0 whole, 2 of small-batch-1
+    assert (result.preemptions, result.groups_evicted, result.groups_half_evicted) == (7, 1, 1)
+    assert result.victims_by_namespace == {"gang-preempt-3": 7}
+
+
+def test_a_workload_becomes_a_dry_run_snapshot_with_its_bound_and_pending_pods() -> None:
+    snap = importlib.import_module("compare_snapshot").snapshot(CW.WORKLOADS["hero-preemption"].scenario(10, "v1.37.2"))
+    kinds = [i["kind"] for i in snap["items"]]
+    assert kinds.count("Node") == 10 and kinds.count("PriorityClass") == 3 and kinds.count("PodGroup") == 6
+    pods = [i for i in snap["items"] if i["kind"] == "Pod"]
+    assert {p["spec"]["schedulerName"] for p in pods} == {"policy-scheduler"}
+    assert sorted((p["status"]["phase"], "nodeName" in p["spec"]) for p in pods).count(("Running", True)) == 6
+    assert sum(1 for p in pods if p["status"]["phase"] == "Pending") == 5

@@ -170,3 +170,23 @@ def test_a_list_counts_as_synced_only_once_every_listener_heard_it() -> None:
     store.subscribe(lambda change: heard.append(store.synced([WatchTarget("Pod")])))
     store.replace(WatchTarget("Pod"), [pod(f"p{i}") for i in range(3)])
     assert heard == [False, False, False] and store.synced([WatchTarget("Pod")])
+
+
+def test_a_gang_s_cycles_while_its_members_arrive_do_not_lengthen_its_backoff_once_whole() -> None:
+    """A gang created pod by pod is planned (and left out, short of members) in a cycle per arrival; those are not
+    attempts at the whole gang (upstream holds its pods at PreEnqueue until the quorum is pending). Once whole, a
+    first try the time limit cut short backs off 1 s, not the 10 s of as many failures as there were arrivals
+    (issue 49's hero gang waited 10 s for its second try)."""
+    clock = Clock()
+    q = PodQueue(QueueConfig(batch_window=0), clock)
+    members = [f"ns/hero-{i}" for i in range(8)]
+    short = Rejected(frozenset({"GangScheduling"}), None)  # waiting for more of its members to be pending
+    for k, key in enumerate(members):
+        q.add(key, "gang:ns/hero")
+        assert sorted(q.next_batch(_never(), idle=0)) == members[:k + 1]
+        whole = k == len(members) - 1
+        q.done(members[:k + 1], {m: Rejected(None, None) if whole else short for m in members[:k + 1]})
+        clock.now += 0.01
+    assert q.next_batch(_never(), idle=0) == []  # whole, and left out for the time limit: it backs off
+    clock.now += 1
+    assert sorted(q.next_batch(_never(), idle=0)) == members  # after 1 s, as a first failure

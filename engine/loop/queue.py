@@ -95,6 +95,9 @@ class PodQueue:
             state.members.add(key)
             state.waiting[key] = now
             state.not_before = 0.0  # a new member may complete its gang: the unit tries again at once
+            # and the tries while it was short of members were no tries of the whole gang (upstream holds a gang's
+            # pods at PreEnqueue until its quorum is pending): its backoff starts again from the first step
+            state.attempts = 0
             state.unschedulable_since = None
             state.nudged = True
             self._cond.notify_all()
