@@ -45,7 +45,13 @@ class LabelColumn:
 
     def where(self, requirement: Requirement) -> np.ndarray:
         """Nodes whose value satisfies a selector requirement: the requirement is evaluated once per
-        distinct value (and once for nodes without the key), exactly as `Requirement.matches` does."""
+        distinct value (and once for nodes without the key), exactly as `Requirement.matches` does; In and NotIn
+        by their values' codes (a pod pinned by `metadata.name In [n]` read every node name: 3 ms a pod, 4,900
+        nodes)."""
+        if requirement.operator == "In":
+            return self.mask(requirement.values)
+        if requirement.operator == "NotIn":
+            return ~self.mask(requirement.values)
         lookup = np.fromiter((requirement.matches({requirement.key: v}) for v in self.values), dtype=bool,
                              count=len(self.values))
         lookup = np.append(lookup, requirement.matches({}))  # code -1, no value, reads the last entry

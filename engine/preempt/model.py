@@ -70,9 +70,10 @@ class BatchModel:
         running = optional(session, preemptors, feasible)
         if not running:
             return "no running pod it may evict on the preemptors' nodes"
-        if over := _overcommitted(session, {n for found in nodes for n in found or ()} | {r.node for r in running}):
+        classes = {id(n): n for n in nodes if n}.values()  # per class: its pods share one tuple of nodes
+        if over := _overcommitted(session, {n for found in classes for n in found} | {r.node for r in running}):
             return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
-        size = sum(len(n) for n in {id(n): n for n in nodes if n}.values())  # per class: its pods share one tuple
+        size = sum(len(n) for n in classes)
         if settings.deadline.passed() or not fits(len(running), size, left(settings.deadline)):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
         return None
@@ -84,7 +85,9 @@ class BatchModel:
         if (why := self.declines(session, preemptors, feasible, settings)) is not None:
             return Chosen(None, f"skipped: {why}")
         running = optional(session, preemptors, feasible)
-        pending = [replace(p, preempts_on=frozenset(feasible.nodes_of(p) or ())) for p in preemptors]
+        on: dict[int, frozenset[str]] = {}  # one set per class (its pods share one tuple of nodes)
+        pending = [replace(p, preempts_on=on.setdefault(id(n := feasible.nodes_of(p) or ()), frozenset(n)))
+                   for p in preemptors]
         outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, left(settings.deadline) / 2,
                                 settings.workers, settings.seed, session.moment)
         if outcome is None:
@@ -115,8 +118,13 @@ def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -
     device plugin's nvidia.com/gpu) are room like cpu."""
     chosen: dict[str, Candidate] = {}
     seen: set[tuple[int, str]] = set()
+    asked: set[tuple[int, int]] = set()  # (priority, class's nodes): a class's pods ask alike
     for p in preemptors:
-        for node in feasible.nodes.get(p.key) or ():
+        nodes = feasible.nodes.get(p.key) or ()
+        if (p.priority, id(nodes)) in asked:
+            continue
+        asked.add((p.priority, id(nodes)))
+        for node in nodes:
             if (p.priority, node) in seen:
                 continue
             seen.add((p.priority, node))

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from .problem import NO_DOMAIN, GangRow, GangSet, Problem
 
 if TYPE_CHECKING:
@@ -52,10 +54,15 @@ def regions(problem: Problem, gang: GangRow, state: GreedyState | None = None,
 def _room(problem: Problem, gang: GangRow, state: GreedyState | None, nodes: list[int]) -> dict[int, int]:
     """Per node, at most how many members fit on it now (each class's alone, summed: members of classes that ask
     for different resources share a node; unbounded without a state)."""
-    if state is None:
+    if state is None or not nodes:
         return dict.fromkeys(nodes, 1 << 20)
-    demands = [problem.classes[c].demand for c in gang.classes]
-    return {n: sum(_fits(state.free[n], q) for q in demands) for n in nodes}
+    free = np.asarray([state.free[n] for n in nodes]).reshape(len(nodes), -1)
+    room = np.zeros(len(nodes))
+    for c in gang.classes:
+        demand = np.asarray(problem.classes[c].demand[:free.shape[1]])
+        asked = demand > 0
+        room += np.maximum(0, (free[:, asked] // demand[asked]).min(axis=1)) if asked.any() else 1 << 20
+    return dict(zip(nodes, room.astype(np.int64).tolist()))
 
 
 def set_regions(problem: Problem, gang_set: GangSet) -> list[Region]:
