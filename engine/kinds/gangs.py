@@ -438,11 +438,15 @@ def gang_spans(compiled: Compiled, solution: Solution) -> dict[str, GangSpan]:
     """Each started gang's spans over its levels (the dry-run's `topology`; gangs without levels are left out)."""
     out = {}
     counts = solution.class_counts()
+    on: dict[int, list[int]] = defaultdict(list)  # class -> the nodes it is placed on
+    for (c, n), k in solution.placed.items():
+        if k:
+            on[c].append(n)
     for g, gi in enumerate(compiled.gangs):
         row = compiled.problem.gangs[g]
         if not (gi.within or gi.prefer) or sum(counts.get(c, 0) for c in gi.classes) < row.need:
             continue
-        labels = [compiled.cluster.nodes[n].labels for (c, n), k in solution.placed.items() if k and c in gi.classes]
+        labels = [compiled.cluster.nodes[n].labels for c in gi.classes for n in on[c]]
         labels += list(gi.bound_on)
         keys = ([gi.within] if gi.within else []) + list(gi.prefer)
         levels = tuple((key, tuple(sorted({lab.get(key, "") for lab in labels}))) for key in keys)

@@ -30,8 +30,9 @@ def regions(problem: Problem, gang: GangRow, state: GreedyState | None = None,
     room cannot hold `enough` members (the gang's quorum unless said) is left out, and the tighter levels' domains
     go smallest room first (best fit: the big domains stay for the big jobs). `outer`: a region every one lies in
     (a CompositePodGroup's domain)."""
-    nodes = sorted({n for c in gang.classes for n in problem.classes[c].candidates
-                    if all(problem.partitions[p][n] == d for p, d in outer)})
+    if not gang.prefer:
+        return _required_regions(problem, gang, outer)
+    nodes = _nodes(problem, gang, outer)
     required = {n: outer + r for n, r in _required(problem, gang, nodes).items()}
     room = _room(problem, gang, state, nodes)
     enough = gang.need if enough is None else enough
@@ -49,6 +50,30 @@ def regions(problem: Problem, gang: GangRow, state: GreedyState | None = None,
             whole[required[n]] += room[n]
     out.extend(r for r in sorted(whole) if whole[r] >= enough)
     return out
+
+
+def _nodes(problem: Problem, gang: GangRow, outer: Region) -> list[int]:
+    """The nodes some member class may take, inside `outer`."""
+    nodes = {n for c in gang.classes for n in problem.classes[c].candidates}
+    for p, d in outer:
+        part = problem.partitions[p]
+        nodes = {n for n in nodes if part[n] == d}
+    return sorted(nodes)
+
+
+def _required_regions(problem: Problem, gang: GangRow, outer: Region) -> list[Region]:
+    """A gang without preferred levels: each domain of its required level its members reach (where bound members
+    are, if any), in order; or anywhere. Nothing weighed per node: most gangs are these, thousands a batch (2,250
+    gangs of 4 on 5,000 nodes: 1.5 s of starting plans, not 12)."""
+    if gang.partition is None:
+        return [outer]
+    part = problem.partitions[gang.partition]
+    found = {part[n] for n in _nodes(problem, gang, outer)} if outer else \
+        {part[n] for c in gang.classes for n in problem.classes[c].candidates}
+    found.discard(NO_DOMAIN)
+    if gang.domains is not None:
+        found &= gang.domains
+    return [(*outer, (gang.partition, d)) for d in sorted(found)]
 
 
 def _room(problem: Problem, gang: GangRow, state: GreedyState | None, nodes: list[int]) -> dict[int, int]:
