@@ -113,3 +113,33 @@ def test_a_child_that_waits_for_its_siblings_is_told_so() -> None:
     reasons = " ".join(plan.unschedulable["default/a-0"])
     assert "composite pod group default/job could not be completed: needs 2 of its 2 pod group(s)" in reasons
     assert "in one block domain (minGroupCount 2), and only 0 could be" in reasons
+
+
+def test_the_loop_tells_a_composite_whether_its_children_started() -> None:
+    """Through the loop (a fake API): a composite whose two children fit gets CompositePodGroupInitiallyScheduled
+    True/Scheduled; one whose children do not fit together gets False/Unschedulable with why, its code first."""
+    import threading
+
+    from engine.reading.objects import NATIVE_POD_GROUP
+    from loopfake import FakeAPI, synced_loop
+    from loopfake import node as one_cpu_node
+    from loopfake import pod as one_cpu_pod
+
+    for nodes, want in ((4, ("True", "Scheduled")), (3, ("False", "Unschedulable"))):
+        api = FakeAPI()
+        for i in range(nodes):
+            api.put("Node", one_cpu_node(f"n{i}"))
+        api.put("CompositePodGroup", composite_group("job", 2))
+        for name in ("a", "b"):
+            api.put(NATIVE_POD_GROUP, native_group(name, 2, api_version=V1BETA1, parent="job"))
+            for i in range(2):
+                api.put("Pod", one_cpu_pod(f"{name}-{i}", schedulingGroup=in_group(name)))
+        s, loop = synced_loop(api, backoff=0.0)
+        loop.cycle(loop.queue.next_batch(threading.Event(), idle=0.1)).result()
+        s.events.close()
+        found = api.objects[("CompositePodGroup", "default", "job")]
+        [condition] = [c for c in (found.get("status") or {}).get("conditions") or []
+                       if c["type"] == "CompositePodGroupInitiallyScheduled"]
+        assert (condition["status"], condition["reason"]) == want
+        if want[0] == "False":
+            assert "composite pod group default/job could not be completed" in condition["message"]

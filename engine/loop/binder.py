@@ -34,6 +34,7 @@ CONFLICT = 409
 # the scheduling.k8s.io PodGroup condition upstream writes: 1.37's (v1beta1) once, until the first success;
 # 1.36's (v1alpha2) the same way under its own name
 POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled", "PodGroupScheduled"
+COMPOSITE_SCHEDULED, COMPOSITE = "CompositePodGroupInitiallyScheduled", "CompositePodGroup"
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
 EVENT_WRITERS = 2  # the events outbox's threads: few, so binds keep most of the apiserver's time
@@ -224,10 +225,11 @@ class EventSink:
                "lastTransitionTime": _now() if changed else old.get("lastTransitionTime")}  # type: ignore[union-attr]
         body = {"metadata": {"resourceVersion": m.get("resourceVersion")},
                 "status": {"conditions": [c for c in conditions if c.get("type") != kind] + [new]}}
-        self.status.submit(self._patch_group, m.get("namespace") or "default", m["name"], body)
+        kind = COMPOSITE if group.get("kind") == COMPOSITE else NATIVE_POD_GROUP
+        self.status.submit(self._patch_group, kind, m.get("namespace") or "default", m["name"], body)
 
-    def _patch_group(self, namespace: str, name: str, body: Obj) -> None:
-        result = self.api.patch(NATIVE_POD_GROUP, namespace, name, body, "status")
+    def _patch_group(self, kind: str, namespace: str, name: str, body: Obj) -> None:
+        result = self.api.patch(kind, namespace, name, body, "status")
         if not result.ok:
             log.warning("podgroup condition write failed podgroup=%s/%s status=%s message=%r", namespace, name,
                         result.status, result.message)
@@ -251,6 +253,8 @@ class EventSink:
 def group_condition_type(group: Obj) -> str:
     """The condition a scheduling.k8s.io PodGroup's scheduling outcome goes into, by the API version it was read
     at: PodGroupScheduled in v1alpha2 (1.36), PodGroupInitiallyScheduled from v1beta1 on (1.37)."""
+    if group.get("kind") == COMPOSITE:
+        return COMPOSITE_SCHEDULED
     return POD_GROUP_SCHEDULED if is_legacy(group.get("apiVersion")) else POD_GROUP_INITIALLY_SCHEDULED
 
 

@@ -8,6 +8,7 @@ are left out, and a refused pod of the batch is reported unschedulable with the 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +123,24 @@ class CycleResult:
             out[key] = (False, GROUP_UNSCHEDULABLE, prefixed(said.code, message) if said is not None else message)
         for key, why in self.cluster.refused_groups.items():
             out[key] = (False, GROUP_SCHEDULER_ERROR, prefixed(Code.INVALID_OBJECT, why))
+        return out
+
+    def composite_conditions(self) -> dict[str, tuple[bool, str, str]]:
+        """For each CompositePodGroup with a child in this batch, its CompositePodGroupInitiallyScheduled condition:
+        True once its children started (the plan starts them together or none), else the plan's word on a member of
+        the first child left out."""
+        children: dict[str, list[str]] = defaultdict(list)
+        for key, gang in self.cluster.gangs.items():
+            if gang.composite is not None and gang.composite in self.cluster.composite_groups:
+                children[gang.composite].append(key)
+        groups = self.group_conditions()
+        out: dict[str, tuple[bool, str, str]] = {}
+        for key, keys in children.items():
+            placed = [k for k in keys if k in groups and groups[k][0]]
+            if placed:
+                out[key] = (True, "", f"{len(placed)} pod group(s) of the composite placed")
+            else:
+                out[key] = next((groups[k] for k in keys if k in groups), (False, GROUP_UNSCHEDULABLE, "no node fits"))
         return out
 
     def claim_steps(self) -> dict[str, tuple[tuple[str, ...], dict[str, ClaimAllocation]]]:

@@ -65,6 +65,9 @@ class Reporter:
         for key, (scheduled, reason, message) in result.group_conditions().items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:
                 self.events.group_scheduled(group, scheduled, message, reason)
+        for key, (scheduled, reason, message) in result.composite_conditions().items():
+            if (group := self.store.get("CompositePodGroup", *key.split("/", 1))) is not None:
+                self.events.group_scheduled(group, scheduled, message, reason)
         self._time(result)
         return unplaced
 

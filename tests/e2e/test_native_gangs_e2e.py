@@ -188,3 +188,11 @@ def test_a_composite_group_starts_its_children_together_in_one_block(control_pla
     assert {node_of(p) for p in pods.values()} == {"cpg-n2", "cpg-n3"}
     for child in ("x", "y"):
         assert len({node_of(pods[f"{child}-{i}"]) for i in range(2)}) == 1  # each child in one rack
+
+    def composite_condition() -> dict | None:
+        found = kube.ok("GET", f"/apis/scheduling.k8s.io/v1alpha3/namespaces/{ns}/compositepodgroups/job")
+        return next((c for c in (found.get("status") or {}).get("conditions") or []
+                     if c["type"] == "CompositePodGroupInitiallyScheduled"), None)
+
+    told = wait_for("the composite's condition", composite_condition)
+    assert (told["status"], told["reason"]) == ("True", "Scheduled") and "2 pod group(s)" in told["message"]
