@@ -131,12 +131,13 @@ def gang_sets(cluster: Cluster, gangs: list[GangInfo], partitions: Partitions) -
         if parent is not None and parent in cluster.composite_groups:
             by_composite[parent].append(g)
     out = []
+    labels = {n.name: n.labels for n in cluster.nodes} if by_composite and cluster.bound else {}
     for key, members in by_composite.items():
         composite = cluster.composite_groups[key]
         children = [group for group in cluster.native_groups.values()
                     if group.namespace == composite.namespace and group.parent == composite.name]
-        bound = [p for p in cluster.bound if p.namespace == composite.namespace and p.scheduling_group is not None
-                 and p.scheduling_group in {c.name for c in children}]
+        names = {c.name for c in children}
+        bound = [p for p in cluster.bound if p.namespace == composite.namespace and p.scheduling_group in names]
         counts = Counter(p.scheduling_group for p in bound)
         started = sum(1 for c in children if c.min_member and counts[c.name] >= c.min_member)
         need = max(0, composite.min_groups - started)
@@ -144,7 +145,6 @@ def gang_sets(cluster: Cluster, gangs: list[GangInfo], partitions: Partitions) -
         if composite.topology_key is not None:
             partition = partitions.of_domains(composite.topology_key)
             if bound:
-                labels = {n.name: n.labels for n in cluster.nodes}
                 domains = partitions.ids(partition, [labels.get(p.node_name or "", {}).get(composite.topology_key, "")
                                                      for p in bound])
         if need or partition is not None:
@@ -259,14 +259,11 @@ def best_domain(problem: Problem, g: int, partition: int) -> tuple[int, int]:
     alone, gang = _alone(problem, g)
     level = replace(gang, prefer=(PreferredLevel(partition),), in_set=None)
     state = GreedyState(alone)
-    best = (0, NO_DOMAIN)
-    for region in topology.regions(alone, level, state, enough=1):
-        d = next((d for p, d in region if p == partition), None)
-        if d is not None:
-            mark = len(state.log)
-            best = max(best, (topology.fill_gang(state, alone, level, region), -d))
-            state.undo_to(mark)
-    return best[0], -best[1] if best[0] else NO_DOMAIN
+    at = [(d, region) for region in topology.regions(alone, level, state, enough=1)
+          for p, d in region if p == partition]  # the regions inside one domain of the level
+    fits = topology.fit_by_region(state, alone, level, [region for _, region in at])
+    count, d = max(((k, -d) for k, (d, _) in zip(fits, at)), default=(0, NO_DOMAIN))
+    return (count, -d) if count else (0, NO_DOMAIN)
 
 
 def _members_only(problem: Problem, gang: GangRow) -> Problem | None:

@@ -125,15 +125,14 @@ class CycleResult:
             out[key] = (False, GROUP_SCHEDULER_ERROR, prefixed(Code.INVALID_OBJECT, why))
         return out
 
-    def composite_conditions(self) -> dict[str, tuple[bool, str, str]]:
-        """For each CompositePodGroup with a child in this batch, its CompositePodGroupInitiallyScheduled condition:
-        True once its children started (the plan starts them together or none), else the plan's word on a member of
-        the first child left out."""
+    def composite_conditions(self, groups: dict[str, tuple[bool, str, str]]) -> dict[str, tuple[bool, str, str]]:
+        """For each CompositePodGroup with a child in this batch, its CompositePodGroupInitiallyScheduled condition,
+        read off its children's (`groups`: `group_conditions`): True once its children started (the plan starts them
+        together or none), else the plan's word on a member of the first child left out."""
         children: dict[str, list[str]] = defaultdict(list)
         for key, gang in self.cluster.gangs.items():
             if gang.composite is not None and gang.composite in self.cluster.composite_groups:
                 children[gang.composite].append(key)
-        groups = self.group_conditions()
         out: dict[str, tuple[bool, str, str]] = {}
         for key, keys in children.items():
             placed = [k for k in keys if k in groups and groups[k][0]]

@@ -62,10 +62,11 @@ class Reporter:
             if key in pods:
                 self.events.unschedulable(pods[key], joined(reasons) or "no node fits",
                                           SCHEDULER_ERROR if key in errors else UNSCHEDULABLE, codes.get(key))
-        for key, (scheduled, reason, message) in result.group_conditions().items():
+        groups = result.group_conditions()
+        for key, (scheduled, reason, message) in groups.items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:
                 self.events.group_scheduled(group, scheduled, message, reason)
-        for key, (scheduled, reason, message) in result.composite_conditions().items():
+        for key, (scheduled, reason, message) in result.composite_conditions(groups).items():
             if (group := self.store.get("CompositePodGroup", *key.split("/", 1))) is not None:
                 self.events.group_scheduled(group, scheduled, message, reason)
         self._time(result)

@@ -128,12 +128,17 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
     return best, placed_by_baseline
 
 
+def _spans_settled(problem: Problem, plan: _Plan) -> bool:
+    """No plan starting the same gangs spans fewer domains (or no gang prefers any level)."""
+    return not problem.has_levels() or plan.spans <= span_floor(problem, plan.placed)
+
+
 def _proven(problem: Problem, plan: _Plan, bound: int) -> bool:
     """Placement at its `bound` and the preferences at a bound no plan can pass (never while some class
     went unchecked: its pods were not shown to be unplaceable)."""
     if problem.unchecked or plan.value < bound or not problem.fairness_settled(plan.placed):
         return False
-    if problem.has_levels() and plan.spans > span_floor(problem, plan.placed):
+    if not _spans_settled(problem, plan):
         return False
     if not problem.has_soft_terms():
         return True
@@ -196,7 +201,7 @@ class _Search:
         self.placement_proven = best.value >= bound
         self.fairness_proven = problem.fairness_settled(best.placed)
         self.levels = problem.has_levels()
-        self.topology_proven = not self.levels or best.spans <= span_floor(problem, best.placed)
+        self.topology_proven = _spans_settled(problem, best)
         self.preferences_proven = _proven(problem, best, bound)
         self.rounds = 0
         self.window: int | None = None
@@ -260,7 +265,7 @@ class _Search:
         """With placement and fairness fixed, the gangs' fewest domains over their preferred levels (the whole
         batch at once: one gang's rack choice can free another's)."""
         model.fix_at_least(model.fairness(), -self.best.unfair)
-        self.topology_proven = self.best.spans <= span_floor(self.p, self.best.placed)  # the best may be new
+        self.topology_proven = _spans_settled(self.p, self.best)  # the best may be new
         if self.topology_proven:
             return
         if self._tier(model, model.topology(), full, "topology"):

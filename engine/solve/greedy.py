@@ -460,12 +460,8 @@ class GreedyState:
 def members_that_fit(state: GreedyState, problem: Problem, gang) -> int:
     """How many pending members of `gang` one at a time would place in `state` (in its best region, for a gang
     with topology levels), gang or not; `state` is left as it was."""
-    best = 0
-    for region in topology.regions(problem, gang, state, enough=1):
-        mark = len(state.log)
-        best = max(best, topology.fill_gang(state, problem, gang, region))
-        state.undo_to(mark)
-    return best
+    return max(topology.fit_by_region(state, problem, gang, topology.regions(problem, gang, state, enough=1)),
+               default=0)
 
 
 def replay(problem: Problem, placed: dict[tuple[int, int], int]) -> GreedyState:

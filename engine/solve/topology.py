@@ -11,6 +11,7 @@ strand the next.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,13 +53,27 @@ def regions(problem: Problem, gang: GangRow, state: GreedyState | None = None,
     return out
 
 
-def _nodes(problem: Problem, gang: GangRow, outer: Region) -> list[int]:
-    """The nodes some member class may take, inside `outer`."""
-    nodes = {n for c in gang.classes for n in problem.classes[c].candidates}
+def _reached(problem: Problem, classes: Iterable[int], outer: Region = ()) -> set[int]:
+    """The nodes some of `classes` may take, inside `outer`."""
+    nodes = {n for c in classes for n in problem.classes[c].candidates}
     for p, d in outer:
         part = problem.partitions[p]
         nodes = {n for n in nodes if part[n] == d}
-    return sorted(nodes)
+    return nodes
+
+
+def _nodes(problem: Problem, gang: GangRow, outer: Region) -> list[int]:
+    return sorted(_reached(problem, gang.classes, outer))
+
+
+def _domains(problem: Problem, classes: Iterable[int], partition: int, allowed: frozenset[int] | None,
+             outer: Region = ()) -> list[int]:
+    """The domains of `partition` that `classes` reach inside `outer`, in order (only `allowed` ones, if given:
+    where bound members are)."""
+    part = problem.partitions[partition]
+    found = {part[n] for n in _reached(problem, classes, outer)}
+    found.discard(NO_DOMAIN)
+    return sorted(found if allowed is None else found & allowed)
 
 
 def _required_regions(problem: Problem, gang: GangRow, outer: Region) -> list[Region]:
@@ -67,13 +82,7 @@ def _required_regions(problem: Problem, gang: GangRow, outer: Region) -> list[Re
     gangs of 4 on 5,000 nodes: 1.5 s of starting plans, not 12)."""
     if gang.partition is None:
         return [outer]
-    part = problem.partitions[gang.partition]
-    found = {part[n] for n in _nodes(problem, gang, outer)} if outer else \
-        {part[n] for c in gang.classes for n in problem.classes[c].candidates}
-    found.discard(NO_DOMAIN)
-    if gang.domains is not None:
-        found &= gang.domains
-    return [(*outer, (gang.partition, d)) for d in sorted(found)]
+    return [(*outer, (gang.partition, d)) for d in _domains(problem, gang.classes, gang.partition, gang.domains, outer)]
 
 
 def _room(problem: Problem, gang: GangRow, state: GreedyState | None, nodes: list[int]) -> dict[int, int]:
@@ -94,12 +103,8 @@ def set_regions(problem: Problem, gang_set: GangSet) -> list[Region]:
     """Where to try a set of gangs together: each domain of its partition its members can reach, or anywhere."""
     if gang_set.partition is None:
         return [()]
-    part = problem.partitions[gang_set.partition]
-    found = {part[n] for g in gang_set.gangs for c in problem.gangs[g].classes for n in problem.classes[c].candidates}
-    found.discard(NO_DOMAIN)
-    if gang_set.domains is not None:
-        found &= gang_set.domains
-    return [((gang_set.partition, d),) for d in sorted(found)]
+    classes = [c for g in gang_set.gangs for c in problem.gangs[g].classes]
+    return [((gang_set.partition, d),) for d in _domains(problem, classes, gang_set.partition, gang_set.domains)]
 
 
 def _required(problem: Problem, gang: GangRow, nodes: list[int]) -> dict[int, Region]:
@@ -109,6 +114,17 @@ def _required(problem: Problem, gang: GangRow, nodes: list[int]) -> dict[int, Re
     part = problem.partitions[gang.partition]
     return {n: ((gang.partition, part[n]),) for n in nodes
             if part[n] != NO_DOMAIN and (gang.domains is None or part[n] in gang.domains)}
+
+
+def fit_by_region(state: GreedyState, problem: Problem, gang: GangRow, regions: list[Region]) -> list[int]:
+    """For each of `regions`, how many of the gang's pending members fit there one at a time (`fill_gang`);
+    `state` is left as it was."""
+    out = []
+    for region in regions:
+        mark = len(state.log)
+        out.append(fill_gang(state, problem, gang, region))
+        state.undo_to(mark)
+    return out
 
 
 def fill_gang(state: GreedyState, problem: Problem, gang: GangRow, region: Region) -> int:
