@@ -143,7 +143,7 @@ def launch_ours(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workd
                 with_policy: bool, native: bool = False, preemption: bool = False) -> Running:
     port = free_port()
     argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(cp.kubeconfig),
-            "--scheduler-name", kind.name, "--metrics-port", str(port), "--no-leader-elect",
+            "--scheduler-name", kind.name, "--secure-port", "0", "--insecure-port", str(port), "--no-leader-elect",
             *(["--policy-configmap", POLICY_CONFIGMAP] if with_policy else []), *settings.ours_args]
     running = Running(kind.name, Process(kind.name, argv, workdir / f"{kind.name}.log"), time.monotonic(),
                       metrics_port=port)

@@ -216,7 +216,7 @@ class Schedulers:
         port = free_port()
         kubeconfig = kubeconfig or self.kubeconfig or self.cp.kubeconfig
         argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig),
-                "--metrics-port", str(port), "--batch-window", "0.3", "--time-limit", "2", *args]
+                "--secure-port", "0", "--insecure-port", str(port), "--batch-window", "0.3", "--time-limit", "2", *args]
         process = Process(name, argv, self.workdir / f"{name}-{len(self.started)}.log", env=env or {})
         process.start()
         scheduler = Scheduler(process, port)

@@ -38,11 +38,15 @@ from loopfake import FakeAPI
     (["--batch-idle", "soon"], "'--batch-idle': 'soon' is not a number"),
     (["--max-batch", "0"], "Invalid value for '--max-batch'"),
     (["--head", "-1"], "Invalid value for '--head'"),
+    (["--metrics-port", "10251"], "the plain-HTTP metrics port is gone"),  # an old install's flag: said, not ignored
+    (["--tls-cert-file", __file__], "--tls-cert-file and --tls-private-key-file go together"),
+    (["--tls-private-key-file", "/nonexistent/key.pem"], "'/nonexistent/key.pem' does not exist"),
+    (["--secure-port", "70000"], "Invalid value for '--secure-port'"),
     (["--no-such-flag"], "No such option '--no-such-flag'"),
 ])
 def test_user_mistakes_exit_2_with_one_line(args: list[str], message: str, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
-    result = CliRunner().invoke(main, ["run", "--metrics-port", "0", *args])
+    result = CliRunner().invoke(main, ["run", "--secure-port", "0", *args])
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert "Traceback" not in result.output
@@ -147,7 +151,7 @@ def test_the_startup_heap_is_frozen_and_threads_switch_sooner_once_the_caches_sy
     gc.unfreeze()
     interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
     try:
-        assert _serve(Scheduler(), None, stop, None) == 0  # type: ignore[arg-type]
+        assert _serve(Scheduler(), None, stop, []) == 0  # type: ignore[arg-type]
         after = sys.getswitchinterval(), gc.get_threshold(), gc.get_freeze_count()
     finally:
         gc.unfreeze()

@@ -13,10 +13,10 @@ from prometheus_client import generate_latest
 
 from engine.loop.command import _log_profiles
 from engine.loop.leader import LeaderElector
-from engine.loop.metrics import HealthServer
 from engine.loop.ports import ApiError, NotFound
 from engine.loop.queue import QueueConfig
 from engine.loop.scheduler import Profile, Scheduler, Settings
+from engine.loop.serving.endpoints import Endpoints, Listener
 from loopfake import FakeAPI, node, pod, synced_loop
 
 BROKEN = "policy broken {\n  nonsense\n}\n"
@@ -121,7 +121,7 @@ def _get(port: int, path: str) -> tuple[int, str]:
 def test_readyz_is_ready_on_a_standby_and_leaderz_tells_the_leader(monkeypatch) -> None:
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     s, _ = synced_loop(FakeAPI())
-    server = HealthServer(s.metrics, s.ready, 0, host="127.0.0.1", leading=s.leading.is_set)
+    server = Listener(Endpoints(s.metrics.registry, s.ready, s.leading.is_set), 0, host="127.0.0.1")
     port = server.start()
     try:
         assert _get(port, "/readyz") == (200, "ok: standby\n")  # a Service may route to it; a rollout proceeds

@@ -168,7 +168,7 @@ def test_a_one_shot_command_runs_with_the_collector_off_and_run_is_left_to_its_p
     monkeypatch.setattr(loop_api, "load_client", client)
     assert CliRunner().invoke(engine.cli.main, ["dry-run", "-q", "-o", "json"]).exit_code == 0
     assert gc.isenabled()
-    assert CliRunner().invoke(engine.cli.main, ["run", "--metrics-port", "0"]).exit_code == 2
+    assert CliRunner().invoke(engine.cli.main, ["run", "--secure-port", "0"]).exit_code == 2
     assert collecting == {"dry-run": False, "run": True} and gc.isenabled()
 
 

@@ -39,6 +39,8 @@ from .transport import Transport, Unreachable
 
 COMPONENT = "policy-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
+REVIEWS = {"TokenReview": "/apis/authentication.k8s.io/v1/tokenreviews",
+           "SubjectAccessReview": "/apis/authorization.k8s.io/v1/subjectaccessreviews"}
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 PENDING_OR_RUNNING = ",".join(f"status.phase!={p}" for p in TERMINAL_PHASES)  # finished pods hold no capacity
 
@@ -322,6 +324,14 @@ class KubeAPI:
         except NotFound:
             return False
         return True
+
+    def review(self, kind: str, spec: Obj, timeout: float) -> Obj:
+        """A TokenReview or SubjectAccessReview's status (the serving side's delegated authentication and
+        authorization; engine.loop.serving.access). ApiUnavailable when not answered in `timeout`, ApiError when
+        refused (403: the scheduler's ServiceAccount lacks system:auth-delegator)."""
+        path = REVIEWS[kind]
+        body = {"apiVersion": path.rsplit("/", 1)[0].removeprefix("/apis/"), "kind": kind, "spec": spec}
+        return self._json("POST", path, body=body, timeout=timeout).get("status") or {}
 
     def _lease_path(self, namespace: str, name: str = "") -> str:
         path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"

@@ -24,11 +24,13 @@ from ..flags import Name, PolicySource, Seconds, name_problem, policy_source
 from ..reading.load import DEFAULT_NAMESPACE, DEFAULT_SCHEDULER
 from ..solve import load_solver
 from .runtime import RuntimePolicy
+from .serving.listen import SECURE_PORT, Serving
 
 if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
+    from .api import KubeAPI
     from .leader import LeaderElector
-    from .metrics import HealthServer
     from .scheduler import Profile, Scheduler
+    from .serving.endpoints import Listener
 
 log = logging.getLogger("policy_scheduler")
 LOG_FORMAT = "ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s"
@@ -130,8 +132,20 @@ def _configure_logging(level: str) -> None:
               help="Where the Lease is (deploy/ and the Helm chart grant Lease rights in their own namespace).")
 @click.option("--lease-name", type=Name(), default=None, help="Default: the (first) scheduler name.")
 @click.option("--lease-duration", type=Seconds(1.0), default=15.0, show_default=True, metavar="SECONDS")
-@click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=10251, show_default=True,
-              help="Port of /metrics, /healthz, /readyz (0: none).")
+@click.option("--secure-port", type=click.IntRange(min=0, max=65535), default=SECURE_PORT, show_default=True,
+              help="HTTPS port of /metrics, /leaderz (for users a TokenReview and a SubjectAccessReview admit) and "
+              "/healthz, /readyz, /livez (for anyone); 0: none.")
+@click.option("--bind-address", default="0.0.0.0", show_default=True, metavar="IP",
+              help="Address the secure port listens on.")
+@click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="Serving certificate (PEM; with --tls-private-key-file), read again when it changes. Default: a "
+              "self-signed one made in memory at start.")
+@click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="The serving certificate's key (PEM).")
+@click.option("--insecure-port", type=click.IntRange(min=0, max=65535), default=0, show_default=True,
+              help="Plain-HTTP port without authentication, on 127.0.0.1 only: for development and benchmarks "
+              "(0: none).")
+@click.option("--metrics-port", type=int, hidden=True, callback=lambda ctx, param, value: _gone_metrics_port(value))
 @click.option("--bind-workers", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option("--preemption/--no-preemption", default=True, show_default=True,
               help="Evict lower-priority pods to place higher-priority ones, as kube-scheduler does (needs delete on "
@@ -139,8 +153,8 @@ def _configure_logging(level: str) -> None:
               "room. The last of the two flags wins.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
 def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, head, time_limit,
-        time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, metrics_port, bind_workers, preemption,
-        log_level) -> None:
+        time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, secure_port, bind_address, tls_cert_file,
+        tls_private_key_file, insecure_port, metrics_port, bind_workers, preemption, log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
     from .api import ConfigError, KubeAPI, load_client
     from .leader import LeaderElector
@@ -153,6 +167,8 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
         served = parse_profiles(scheduler_name, policy_configmap, profiles, named)
     except ProfileError as exc:
         _fail(str(exc))
+    if bool(tls_cert_file) != bool(tls_private_key_file):
+        _fail("--tls-cert-file and --tls-private-key-file go together: give both or neither")
     settings = Settings(served,
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
                                     batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
@@ -165,26 +181,35 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    health = _start_health(scheduler, metrics_port)
+    listeners = _start_serving(scheduler, api, Serving(secure_port, bind_address, tls_cert_file, tls_private_key_file,
+                                                    insecure_port))
     elector = None
     if leader_elect:
         elector = LeaderElector(api, lease_namespace, lease_name or settings.profiles[0].name, _identity(),
                                 lease_seconds=lease_duration, renew_deadline=lease_duration * 2 / 3,
                                 retry_seconds=max(0.5, lease_duration / 7.5))
-    sys.exit(_serve(scheduler, elector, stop, health))
+    sys.exit(_serve(scheduler, elector, stop, listeners))
 
 
-def _start_health(scheduler: Scheduler, port: int) -> HealthServer | None:
-    from .metrics import HealthServer
+def _gone_metrics_port(value: int | None) -> None:
+    if value is not None:
+        raise click.BadParameter("the plain-HTTP metrics port is gone: /metrics and the health paths are served over "
+                                 "HTTPS on --secure-port (10259) to authorized users; --insecure-port N serves them "
+                                 "in plain HTTP on 127.0.0.1 only", param_hint="--metrics-port")
 
-    if not port:
-        return None
-    server = HealthServer(scheduler.metrics, scheduler.ready, port, leading=scheduler.leading.is_set)
+
+def _start_serving(scheduler: Scheduler, api: KubeAPI, serving: Serving) -> list[Listener]:
+    from .serving.certificates import CertificateError
+    from .serving.endpoints import Endpoints
+    from .serving.listen import listen
+
+    endpoints = Endpoints(scheduler.metrics.registry, scheduler.ready, scheduler.leading.is_set)
     try:
-        server.start()
+        return listen(serving, endpoints, api)
+    except CertificateError as exc:
+        _fail(str(exc))
     except OSError as exc:
-        _fail(f"cannot serve metrics on port {port}: {exc.strerror or exc}")
-    return server
+        _fail(f"cannot serve on port {serving.secure_port or serving.insecure_port}: {exc.strerror or exc}")
 
 
 def _own_pod() -> tuple[str, str] | None:
@@ -198,7 +223,7 @@ def _identity() -> str:
 
 
 def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.Event,
-           health: HealthServer | None) -> int:
+           listeners: list[Listener]) -> int:
     """Watch, (wait for leadership,) schedule until stopped; returns the exit code. The process is tuned by the
     scheduler's runtime policy (engine.loop.runtime), phase by phase: startup, cycles, quiet moments, the end."""
     names = ",".join(p.name for p in scheduler.settings.profiles)
@@ -206,8 +231,8 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
     runtime = scheduler.runtime
     try:
         if not _start(scheduler, stop, runtime):
-            return _stop(scheduler, None, health, 0)
-        return _schedule(scheduler, elector, stop, health, runtime)
+            return _stop(scheduler, None, listeners, 0)
+        return _schedule(scheduler, elector, stop, listeners, runtime)
     finally:
         runtime.restore()
 
@@ -226,12 +251,12 @@ def _start(scheduler: Scheduler, stop: threading.Event, runtime: RuntimePolicy) 
 
 
 def _schedule(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.Event,
-              health: HealthServer | None, runtime: RuntimePolicy) -> int:
+              listeners: list[Listener], runtime: RuntimePolicy) -> int:
     """(Wait for leadership,) run the loops until stopped; the main thread gives the runtime its quiet moments."""
     lost = threading.Event()
     if elector is not None:
         if not elector.acquire(stop, waiting=scheduler.refresh_policies):
-            return _stop(scheduler, None, health, 0)
+            return _stop(scheduler, None, listeners, 0)
         threading.Thread(target=elector.hold, args=(stop, functools.partial(_lost, lost, stop)), name="lease",
                          daemon=True).start()
     else:
@@ -240,7 +265,7 @@ def _schedule(scheduler: Scheduler, elector: LeaderElector | None, stop: threadi
     _log_profiles(scheduler)
     while not stop.wait(0.5):
         runtime.tick()
-    return _stop(scheduler, elector, health, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
+    return _stop(scheduler, elector, listeners, EXIT_LEADERSHIP_LOST if lost.is_set() else 0)
 
 
 def _log_profiles(scheduler: Scheduler) -> None:
@@ -260,13 +285,13 @@ def _lost(lost: threading.Event, stop: threading.Event) -> None:
     stop.set()
 
 
-def _stop(scheduler: Scheduler, elector: LeaderElector | None, health: HealthServer | None, code: int) -> int:
+def _stop(scheduler: Scheduler, elector: LeaderElector | None, listeners: list[Listener], code: int) -> int:
     log.info("shutting down")
     scheduler.leading.clear()
     scheduler.shutdown()
     if elector is not None and code == 0:
         elector.release()
-    if health is not None:
-        health.stop()
+    for listener in listeners:
+        listener.stop()
     log.info("stopped exit_code=%d", code)
     return code

@@ -1,4 +1,4 @@
-"""Prometheus metrics and the /metrics, /healthz, /readyz, /leaderz endpoints (one small HTTP server).
+"""Prometheus metrics (served by engine.loop.serving).
 
 Each process owns its registry (no module-level collectors), so tests can run several schedulers. What is a
 state rather than a count (pods waiting, leadership, whether a profile's policies are valid) is read when
@@ -11,9 +11,8 @@ import threading
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -244,57 +243,3 @@ class Metrics:
     def watch_state(self, state: State) -> None:
         """Serve `state` on /metrics from now on (pods waiting, leader, policies valid)."""
         self.registry.register(_StateCollector(state))
-
-
-@dataclass
-class HealthServer:
-    """GET /metrics; /healthz (the process runs); /readyz (caches synced, policies loaded: a standby is ready too,
-    so a rollout proceeds; the body says `leader` or `standby`); /leaderz (200 only on the replica that holds the
-    Lease and schedules, 503 on a standby)."""
-
-    metrics: Metrics
-    ready: Callable[[], bool]
-    port: int
-    leading: Callable[[], bool] = lambda: True
-    host: str = "0.0.0.0"
-    _server: ThreadingHTTPServer | None = None
-
-    def start(self) -> int:
-        """Serve in a daemon thread; returns the port (useful with port 0)."""
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path == "/metrics":
-                    self._send(200, generate_latest(outer.metrics.registry), CONTENT_TYPE_LATEST)
-                elif path in ("/healthz", "/livez"):
-                    self._send(200, b"ok\n")
-                elif path == "/readyz":
-                    ok, role = outer.ready(), b"leader" if outer.leading() else b"standby"
-                    self._send(200 if ok else 503, (b"ok: " if ok else b"not ready: ") + role + b"\n")
-                elif path == "/leaderz":
-                    leads = outer.leading()
-                    self._send(200 if leads else 503, b"leader\n" if leads else b"standby\n")
-                else:
-                    self._send(404, b"not found\n")
-
-            def _send(self, code: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:  # probes every few seconds: keep logs quiet
-                pass
-
-        self._server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True).start()
-        return self._server.server_address[1]
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()

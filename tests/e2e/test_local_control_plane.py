@@ -38,7 +38,7 @@ def test_the_local_control_plane_script_serves_run(tmp_path: Path) -> None:
         assert sorted(n["metadata"]["name"] for n in nodes) == ["node-0", "node-1"]
         assert all(n["status"]["allocatable"]["nvidia.com/gpu"] == "4" for n in nodes)
         scheduler = subprocess.Popen([sys.executable, "-m", "engine", "run", "--kubeconfig", str(kubeconfig),
-                                      "--metrics-port", str(free_port())], stdout=subprocess.DEVNULL,
+                                      "--secure-port", "0", "--insecure-port", str(free_port())], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, env=loopback_env(), start_new_session=True)
         hello = tmp_path / "cp" / "hello-pod.yaml"
         assert f"apply -f {hello}" in "".join(lines)

@@ -1,0 +1,2 @@
+"""The serving side: /metrics and the health paths over HTTPS with Kubernetes' delegated authentication and
+authorization (certificates, access, the connection-bounded server, the endpoints), as kube-scheduler serves 10259."""
