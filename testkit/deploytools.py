@@ -84,6 +84,26 @@ def container_args(docs: list[dict]) -> list[str]:
     return deployment["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+# every option of the chart at once (an existing Secret and cert-manager exclude each other: their own render)
+ALL_ON = {"image": {"digest": DIGEST},
+          "tls": {"certManager": {"enabled": True, "issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}},
+          "serviceMonitor": {"enabled": True}, "networkPolicy": {"enabled": True}, "crd": {"install": True},
+          "preemption": {"enabled": False}}
+EXISTING_SECRET = {"tls": {"existingSecret": "scheduler-tls"}, "serviceMonitor": {"enabled": True}}
+ALL_COMPONENTS = ("podgroup-crd", "elasticquota-crd", "example-policies", "no-preemption", "servicemonitor",
+                  "networkpolicy", "cert-manager")
+
+
+def renders() -> dict[str, list[dict]]:
+    """What the installs make, by default and with every option, by name (deploy/security-scan.yaml's `in`)."""
+    release = "policy-scheduler"
+    return {"helm-default": helm_template_values(release, release),
+            "helm-all": helm_template_values(release, release, ALL_ON),
+            "helm-existing-secret": helm_template_values(release, release, EXISTING_SECRET),
+            "kustomize-base": kustomize(), "kustomize-all": kustomize(*ALL_COMPONENTS)}
+
+
 CHECKOV_REQUIREMENTS = REPO / "tests" / "e2e" / "checkov" / "requirements.txt"
 SECURITY_SCAN = DEPLOY / "security-scan.yaml"
 

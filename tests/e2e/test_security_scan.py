@@ -10,26 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testkit.deploytools import SECURITY_SCAN, checkov_failures, helm_template_values, kustomize
-
-DIGEST = "sha256:" + "0123456789abcdef" * 4
-# every option of the chart at once (an existing Secret and cert-manager exclude each other: their own render)
-ALL_ON = {"image": {"digest": DIGEST},
-          "tls": {"certManager": {"enabled": True, "issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}},
-          "serviceMonitor": {"enabled": True}, "networkPolicy": {"enabled": True}, "crd": {"install": True},
-          "preemption": {"enabled": False}}
-EXISTING_SECRET = {"tls": {"existingSecret": "scheduler-tls"}, "serviceMonitor": {"enabled": True}}
-COMPONENTS = ("podgroup-crd", "elasticquota-crd", "example-policies", "no-preemption", "servicemonitor",
-              "networkpolicy", "cert-manager")
-
-
-def renders() -> dict[str, list[dict]]:
-    """Each render the scan covers, by the name deploy/security-scan.yaml's `in` uses."""
-    return {"helm-default": helm_template_values("policy-scheduler", "policy-scheduler"),
-            "helm-all": helm_template_values("policy-scheduler", "policy-scheduler", ALL_ON),
-            "helm-existing-secret": helm_template_values("policy-scheduler", "policy-scheduler", EXISTING_SECRET),
-            "kustomize-base": kustomize(), "kustomize-all": kustomize(*COMPONENTS)}
-
+from testkit.deploytools import SECURITY_SCAN, checkov_failures, helm_template_values, renders
 
 def _write(directory: Path, rendered: dict[str, list[dict]]) -> Path:
     directory.mkdir()
