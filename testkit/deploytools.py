@@ -79,6 +79,16 @@ def chart_kept_copies(release: str, namespace: str, values: dict | None = None) 
             and d["metadata"]["labels"].get("app.kubernetes.io/component") == "last-valid-policies"]
 
 
+# the serving flags of a rendered Deployment: a test's scheduler serves plain HTTP on a free loopback port instead
+# (testkit.scheduling starts it with --secure-port 0 --insecure-port PORT), and has no mounted certificate
+SERVING_FLAGS = ("--secure-port", "--bind-address", "--tls-cert-file", "--tls-private-key-file")
+
+
+def served_elsewhere(args: list[str]) -> list[str]:
+    """`args` without their serving flags (--flag=value, as the installs write them)."""
+    return [a for a in args if a.split("=", 1)[0] not in SERVING_FLAGS]
+
+
 def container_args(docs: list[dict]) -> list[str]:
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     return deployment["spec"]["template"]["spec"]["containers"][0]["args"]

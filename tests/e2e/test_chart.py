@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from testkit.controlplane import ControlPlane
-from testkit.deploytools import CHART, container_args, helm_template, kustomize, run_tool
+from testkit.deploytools import CHART, container_args, helm_template, kustomize, run_tool, served_elsewhere
 from testkit.manifests import api_pod
 from testkit.scheduling import Kube, apply, node_of, refusals, wait_for
 
@@ -125,7 +125,7 @@ def test_the_rendered_chart_runs_the_scheduler_under_its_service_account(control
         status, body = apply(kube, doc)
         assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
     token_config = control_plane.service_account_kubeconfig(namespace, release)
-    args = [a for a in container_args(docs)[1:] if not a.startswith("--metrics-port")]
+    args = served_elsewhere(container_args(docs)[1:])
     s = schedulers.start(*args, kubeconfig=token_config, name="helm-scheduler")
     wait_for("leadership with the chart's Role", lambda: "became leader" in s.log())
     ns, sel = "sched-helm", {"e2e": "helm"}
@@ -168,7 +168,7 @@ def test_the_readme_configmap_is_read_by_a_default_helm_install(control_plane: C
             status, body = apply(kube, doc)
             assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
     token_config = control_plane.service_account_kubeconfig(namespace, release)
-    args = [a for a in container_args(docs)[1:] if not a.startswith("--metrics-port")]
+    args = served_elsewhere(container_args(docs)[1:])
     s = schedulers.start(*args, kubeconfig=token_config, name="readme-helm")
     wait_for("leadership", lambda: "became leader" in s.log())
     ns, sel = "sched-readme-helm", {"e2e": "readme-helm"}

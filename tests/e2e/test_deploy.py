@@ -9,7 +9,7 @@ may not and does not try.
 from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
-from testkit.deploytools import container_args
+from testkit.deploytools import container_args, served_elsewhere
 from testkit.manifests import api_pod, priority_class
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, refusals, wait_for
 
@@ -84,7 +84,7 @@ def test_every_component_applies_server_side(kube: Kube) -> None:
 def _deployment_args(docs: list[dict]) -> list[str]:
     args = container_args(docs)
     assert args[0] == "run"
-    return [a for a in args[1:] if not a.startswith("--metrics-port")]  # the test picks a free port
+    return served_elsewhere(args[1:])  # testkit serves the test's own port
 
 
 def _install(kube: Kube, docs: list[dict]) -> None:
