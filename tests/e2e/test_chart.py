@@ -29,12 +29,12 @@ def test_helm_lint_is_clean(values: list[str]) -> None:
 
 
 def _rules(docs: list[dict]) -> dict[str, list[dict]]:
-    """Each ClusterRole's rules, by its name (policy-scheduler and policy-scheduler-preemption in both installs)."""
+    """Each ClusterRole's rules, by its name (policy-scheduler, -preemption and -metrics-reader in both installs)."""
     return {d["metadata"]["name"]: d["rules"] for d in _kind(docs, "ClusterRole")}
 
 
 def _deletes_pods(docs: list[dict]) -> bool:
-    return any("pods" in r["resources"] and "delete" in r["verbs"] for rules in _rules(docs).values() for r in rules)
+    return any("pods" in r.get("resources", ()) and "delete" in r["verbs"] for rules in _rules(docs).values() for r in rules)
 
 
 def _run_settings(args: list[str]) -> dict:
