@@ -14,7 +14,8 @@ from testkit.manifests import api_pod, priority_class
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, refusals, wait_for
 
 NAMESPACE = "policy-scheduler"
-COMPONENTS = ("example-policies", "no-preemption", "podgroup-crd", "elasticquota-crd")
+# applied server side; servicemonitor, tls-secret and cert-manager make kinds whose CRDs the test apiserver lacks
+COMPONENTS = ("example-policies", "no-preemption", "podgroup-crd", "elasticquota-crd", "networkpolicy")
 PREEMPTION = "policy-scheduler-preemption"  # deploy/preemption.yaml's ClusterRole and ClusterRoleBinding
 POLICIES = "policy-scheduler-policies"  # the policy ConfigMap both installs read, and `policy-scheduler configmap` writes
 KEPT = "policy-scheduler-policies-last-valid"  # where the scheduler keeps the set in force
@@ -69,6 +70,40 @@ def test_each_component_adds_what_it_says() -> None:
                                                               and d["metadata"]["name"] != PREEMPTION]
     crd = [d for d in deploy_manifests("podgroup-crd") if d["kind"] == "CustomResourceDefinition"]
     assert [d["metadata"]["name"] for d in crd] == ["podgroups.scheduling.x-k8s.io"]
+
+
+def _tls_mount(docs: list[dict]) -> tuple[dict, dict, list[str]]:
+    spec = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    return (next(m for m in container["volumeMounts"] if m["name"] == "tls"),
+            next(v for v in spec["volumes"] if v["name"] == "tls"), container["args"])
+
+
+def test_the_serving_components_add_what_they_say() -> None:
+    """The base serves HTTPS with its certificate made in memory; tls-secret mounts Secret policy-scheduler-tls as a
+    directory (renewals reach the pod) and passes it; cert-manager adds the Certificate that writes it; a
+    ServiceMonitor listed before either checks the certificate against the Secret's CA, else skips verifying it."""
+    base = deploy_manifests()
+    assert "--secure-port=10259" in container_args(base) and not [a for a in container_args(base) if "tls" in a]
+    bindings = [d for d in base if d["kind"] == "ClusterRoleBinding" and d["roleRef"]["name"] == "system:auth-delegator"]
+    assert [b["subjects"] for b in bindings] == [[{"kind": "ServiceAccount", "name": NAMESPACE, "namespace": NAMESPACE}]]
+    reader = next(d for d in base if d["metadata"]["name"] == "policy-scheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    monitor = next(d for d in deploy_manifests("servicemonitor") if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
+    assert monitor["scheme"] == "https" and monitor["tlsConfig"] == {"insecureSkipVerify": True}
+    for components in (("tls-secret",), ("servicemonitor", "cert-manager")):
+        docs = deploy_manifests(*components)
+        mount, volume, args = _tls_mount(docs)
+        assert mount == {"name": "tls", "mountPath": "/etc/policy-scheduler/tls", "readOnly": True}  # no subPath
+        assert volume["secret"]["secretName"] == "policy-scheduler-tls"
+        assert args[-2:] == ["--tls-cert-file=/etc/policy-scheduler/tls/tls.crt",
+                             "--tls-private-key-file=/etc/policy-scheduler/tls/tls.key"]
+    certificate = next(d for d in docs if d["kind"] == "Certificate")["spec"]
+    assert certificate["secretName"] == "policy-scheduler-tls"
+    assert "policy-scheduler-metrics.policy-scheduler.svc" in certificate["dnsNames"]
+    monitor = next(d for d in docs if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
+    assert monitor["tlsConfig"] == {"ca": {"secret": {"name": "policy-scheduler-tls", "key": "ca.crt"}},
+                                    "serverName": "policy-scheduler-metrics.policy-scheduler.svc"}
 
 
 def test_every_component_applies_server_side(kube: Kube) -> None:
