@@ -14,8 +14,7 @@ from testkit.manifests import api_pod, priority_class
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, refusals, wait_for
 
 NAMESPACE = "policy-scheduler"
-# applied server side; servicemonitor, tls-secret and cert-manager make kinds whose CRDs the test apiserver lacks
-COMPONENTS = ("example-policies", "no-preemption", "podgroup-crd", "elasticquota-crd", "networkpolicy")
+COMPONENTS = ("example-policies", "no-preemption", "podgroup-crd", "elasticquota-crd")
 PREEMPTION = "policy-scheduler-preemption"  # deploy/preemption.yaml's ClusterRole and ClusterRoleBinding
 POLICIES = "policy-scheduler-policies"  # the policy ConfigMap both installs read, and `policy-scheduler configmap` writes
 KEPT = "policy-scheduler-policies-last-valid"  # where the scheduler keeps the set in force
@@ -104,6 +103,21 @@ def test_the_serving_components_add_what_they_say() -> None:
     monitor = next(d for d in docs if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
     assert monitor["tlsConfig"] == {"ca": {"secret": {"name": "policy-scheduler-tls", "key": "ca.crt"}},
                                     "serverName": "policy-scheduler-metrics.policy-scheduler.svc"}
+
+
+def test_the_network_policies_are_valid_server_side(control_plane: ControlPlane, kube: Kube) -> None:
+    """components/networkpolicy's and the chart's NetworkPolicy, created with dryRun=All: the apiserver validates
+    them (selectors, CIDRs, ports). The other serving components make kinds whose CRDs it lacks (ServiceMonitor,
+    Certificate): checked as rendered above."""
+    from testkit.deploytools import helm_template
+
+    control_plane.ensure_namespace(NAMESPACE)
+    chart = helm_template(NAMESPACE, NAMESPACE, "--set", "networkPolicy.enabled=true")
+    for docs in (deploy_manifests("networkpolicy"), chart):
+        policy = next(d for d in docs if d["kind"] == "NetworkPolicy")
+        status, body = kube.request("POST", f"/apis/networking.k8s.io/v1/namespaces/{NAMESPACE}/networkpolicies", policy,
+                                    query=[("dryRun", "All")])
+        assert status == 201, body
 
 
 def test_every_component_applies_server_side(kube: Kube) -> None:
