@@ -105,6 +105,19 @@ def test_the_serving_components_add_what_they_say() -> None:
                                     "serverName": "policy-scheduler-metrics.policy-scheduler.svc"}
 
 
+def test_check_reads_every_rendered_deployment() -> None:
+    """`policy-scheduler check --kubeconfig` parses a deployed scheduler's arguments with `run`'s own parser, on the
+    user's machine: a rendered install with every option (a mounted certificate's paths among them, which exist only
+    in the pod) must parse there."""
+    from engine.loop.policy_sources import readers
+    from testkit.deploytools import renders
+
+    for name, docs in renders().items():
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        found = readers(deployment)
+        assert isinstance(found, list) and found, f"{name}: {found}"
+
+
 def test_the_network_policies_are_valid_server_side(control_plane: ControlPlane, kube: Kube) -> None:
     """components/networkpolicy's and the chart's NetworkPolicy, created with dryRun=All: the apiserver validates
     them (selectors, CIDRs, ports). The other serving components make kinds whose CRDs it lacks (ServiceMonitor,
