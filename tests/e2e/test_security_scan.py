@@ -12,6 +12,7 @@ import yaml
 
 from testkit.deploytools import SECURITY_SCAN, checkov_failures, helm_template_values, renders
 
+
 def _write(directory: Path, rendered: dict[str, list[dict]]) -> Path:
     directory.mkdir()
     for name, docs in rendered.items():
