@@ -19,7 +19,9 @@ def _kind(docs: list[dict], kind: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("values", [[], ["--set", "preemption.enabled=false", "--set", "crd.install=true"],
-                                    ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"]])
+                                    ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"],
+                                    ["--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca",
+                                     "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"]])
 def test_helm_lint_is_clean(values: list[str]) -> None:
     out = run_tool("helm", "lint", "--strict", str(CHART), *values)
     assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout, out.stdout + out.stderr
