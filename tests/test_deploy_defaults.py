@@ -28,6 +28,7 @@ NA = "—"
 ONLY_IN = {"leader election": ("kustomize", "helm"), "replicas": ("kustomize", "helm"),
            "lease namespace": ("run", "kustomize"), "policy ConfigMap, once it exists": ("kustomize", "helm")}
 OPTIONAL = "policy ConfigMap, once it exists"  # the installs read one when it exists: pod specs only until then
+SECURE_PORT = "secure port (HTTPS: metrics, health)"  # run's --secure-port; the chart's metrics.port
 
 
 def _params(command: str, args: list[str] | None = None) -> dict:
@@ -58,7 +59,7 @@ def _from_run(params: dict) -> dict:
             "time per pod (seconds)": params["time_per_pod"], "batch window (seconds)": params["batch_window"],
             "solver workers": _solver_workers(), "bind workers": params["bind_workers"],
             "leader election": params["leader_elect"], "lease namespace": params["lease_namespace"],
-            "lease duration (seconds)": params["lease_duration"], "metrics port": params["metrics_port"],
+            "lease duration (seconds)": params["lease_duration"], SECURE_PORT: params["secure_port"],
             "log level": params["log_level"], "replicas": None}
 
 
@@ -94,7 +95,7 @@ def helm_defaults() -> dict:
             "preemption": values["preemption"]["enabled"], "time limit (seconds)": values["timeLimit"],
             "batch window (seconds)": values["batchWindow"], "leader election": True,  # always --leader-elect
             "lease namespace": "the release namespace", "lease duration (seconds)": values["leaderElection"]["leaseDuration"],
-            "metrics port": values["metrics"]["port"], "log level": values["logLevel"], "replicas": values["replicas"]}
+            SECURE_PORT: values["metrics"]["port"], "log level": values["logLevel"], "replicas": values["replicas"]}
 
 
 def shown(value: object) -> str:

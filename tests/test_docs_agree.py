@@ -21,6 +21,10 @@ VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletec
 SHORT_NAMES = {"pdb": "poddisruptionbudgets", "pvc": "persistentvolumeclaims", "pv": "persistentvolumes"}
 
 Grant = tuple[str, str, str]  # (API group, "" for core; resource; verb)
+# the built-in ClusterRole the installs bind for the secure port's delegated authentication and authorization
+AUTH_DELEGATOR = "system:auth-delegator"
+DELEGATED: set[Grant] = {("authentication.k8s.io", "tokenreviews", "create"),
+                         ("authorization.k8s.io", "subjectaccessreviews", "create")}
 
 
 def section(text: str, heading: str) -> str:
@@ -61,7 +65,9 @@ def deploy_grants() -> set[Grant]:
     """What deploy/ grants the scheduler: its ClusterRoles (preemption's included) and Roles."""
     docs = [d for f in ("clusterrole.yaml", "preemption.yaml", "rbac.yaml")
             for d in yaml.safe_load_all((ROOT / "deploy" / f).read_text()) if d]
-    return rules_granted([r for d in docs if d["kind"] in ("ClusterRole", "Role") for r in d["rules"]])
+    delegated = any(d["kind"] == "ClusterRoleBinding" and d["roleRef"]["name"] == AUTH_DELEGATOR for d in docs)
+    return rules_granted([r for d in docs if d["kind"] in ("ClusterRole", "Role") for r in d["rules"]]) | (
+        DELEGATED if delegated else set())
 
 
 def chart_grants() -> set[Grant]:
@@ -74,6 +80,8 @@ def chart_grants() -> set[Grant]:
                                                   r".*?\n\s+)?verbs: \[(.*?)\]", text):
             out |= {(g.strip().strip('"'), r.strip(), v.strip()) for g in group.split(",") for r in resources.split(",")
                     for v in verbs.split(",")}
+        if f"name: {AUTH_DELEGATOR}\n" in text:
+            out |= DELEGATED
     return out
 
 

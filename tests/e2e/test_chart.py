@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from testkit.controlplane import ControlPlane
-from testkit.deploytools import CHART, container_args, helm_template, kustomize, run_tool
+from testkit.deploytools import CHART, container_args, helm_template, kustomize, run_tool, served_elsewhere
 from testkit.manifests import api_pod
 from testkit.scheduling import Kube, apply, node_of, refusals, wait_for
 
@@ -19,7 +19,9 @@ def _kind(docs: list[dict], kind: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("values", [[], ["--set", "preemption.enabled=false", "--set", "crd.install=true"],
-                                    ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"]])
+                                    ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"],
+                                    ["--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca",
+                                     "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"]])
 def test_helm_lint_is_clean(values: list[str]) -> None:
     out = run_tool("helm", "lint", "--strict", str(CHART), *values)
     assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout, out.stdout + out.stderr
@@ -29,12 +31,12 @@ def test_helm_lint_is_clean(values: list[str]) -> None:
 
 
 def _rules(docs: list[dict]) -> dict[str, list[dict]]:
-    """Each ClusterRole's rules, by its name (policy-scheduler and policy-scheduler-preemption in both installs)."""
+    """Each ClusterRole's rules, by its name (policy-scheduler, -preemption and -metrics-reader in both installs)."""
     return {d["metadata"]["name"]: d["rules"] for d in _kind(docs, "ClusterRole")}
 
 
 def _deletes_pods(docs: list[dict]) -> bool:
-    return any("pods" in r["resources"] and "delete" in r["verbs"] for rules in _rules(docs).values() for r in rules)
+    return any("pods" in r.get("resources", ()) and "delete" in r["verbs"] for rules in _rules(docs).values() for r in rules)
 
 
 def _run_settings(args: list[str]) -> dict:
@@ -93,7 +95,7 @@ def test_the_values_reach_the_objects(tmp_path) -> None:
     assert {"resources": ["configmaps"], "resourceNames": ["ps-web-policies", "mine", "plain-policies", *kept],
             "verbs": ["list", "watch"], "apiGroups": [""]} in role["rules"]
     assert {"resources": ["configmaps"], "resourceNames": kept, "verbs": ["patch"], "apiGroups": [""]} in role["rules"]
-    assert list(_rules(docs)) == ["ps"] and not _deletes_pods(docs)
+    assert list(_rules(docs)) == ["ps", "ps-metrics-reader"] and not _deletes_pods(docs)
     assert [d["metadata"]["name"] for d in _kind(docs, "CustomResourceDefinition")] == ["podgroups.scheduling.x-k8s.io"]
     deployment = _kind(docs, "Deployment")[0]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
@@ -101,7 +103,83 @@ def test_the_values_reach_the_objects(tmp_path) -> None:
     assert container["resources"] == {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}
 
 
+def _pod_spec(docs: list[dict]) -> dict:
+    return _kind(docs, "Deployment")[0]["spec"]["template"]["spec"]
+
+
+def test_the_secure_port_by_default() -> None:
+    """HTTPS on 10259 with the certificate made in memory: nothing mounted, no certificate in the chart, probes over
+    HTTPS, the auth-delegator binding, a metrics-reader role bound to no one, the ServiceAccount's token explicit."""
+    docs = helm_template("ps", "ops")
+    spec = _pod_spec(docs)
+    container = spec["containers"][0]
+    assert "--secure-port=10259" in container["args"] and not [a for a in container["args"] if a.startswith("--tls-")]
+    assert container["ports"] == [{"name": "https", "containerPort": 10259}]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "https", "scheme": "HTTPS"}
+    assert [v["name"] for v in spec["volumes"]] == ["tmp"]
+    assert not {"Secret", "Certificate", "ServiceMonitor", "NetworkPolicy"} & {d["kind"] for d in docs}
+    service = _kind(docs, "Service")[0]
+    assert service["spec"]["ports"] == [{"name": "https", "port": 10259, "targetPort": "https"}]
+    bindings = {d["metadata"]["name"]: d for d in _kind(docs, "ClusterRoleBinding")}
+    assert bindings["ps-auth-delegator"]["roleRef"]["name"] == "system:auth-delegator"
+    assert bindings["ps-auth-delegator"]["subjects"] == [{"kind": "ServiceAccount", "name": "ps", "namespace": "ops"}]
+    assert _rules(docs)["ps-metrics-reader"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    assert not [b for b in bindings.values() if b["roleRef"]["name"] == "ps-metrics-reader"]
+    assert spec["automountServiceAccountToken"] is True
+    assert _kind(docs, "ServiceAccount")[0]["automountServiceAccountToken"] is True
+
+
+def _mounted_secret(docs: list[dict]) -> str:
+    """The Secret the scheduler serves from, checked mounted read-only as a directory and passed as its flags."""
+    spec = _pod_spec(docs)
+    container = spec["containers"][0]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "tls")
+    assert mount == {"name": "tls", "mountPath": "/etc/policy-scheduler/tls", "readOnly": True}  # no subPath
+    assert {"--tls-cert-file=/etc/policy-scheduler/tls/tls.crt",
+            "--tls-private-key-file=/etc/policy-scheduler/tls/tls.key"} <= set(container["args"])
+    return next(v for v in spec["volumes"] if v["name"] == "tls")["secret"]["secretName"]
+
+
+def test_the_certificate_from_a_secret_or_cert_manager() -> None:
+    docs = helm_template("ps", "ops", "--set", "tls.existingSecret=mine", "--set", "serviceMonitor.enabled=true")
+    assert _mounted_secret(docs) == "mine" and not _kind(docs, "Certificate")
+    monitor = _kind(docs, "ServiceMonitor")[0]["spec"]["endpoints"][0]
+    assert monitor["scheme"] == "https" and monitor["port"] == "https"
+    assert monitor["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert monitor["tlsConfig"] == {"ca": {"secret": {"name": "mine", "key": "ca.crt"}}, "serverName": "ps-metrics.ops.svc"}
+    docs = helm_template("ps", "ops", "--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca",
+                         "--set", "tls.certManager.issuerRef.kind=ClusterIssuer")
+    certificate = _kind(docs, "Certificate")[0]["spec"]
+    assert _mounted_secret(docs) == certificate["secretName"] == "ps-tls"
+    assert certificate["dnsNames"] == ["ps-metrics", "ps-metrics.ops", "ps-metrics.ops.svc", "ps-metrics.ops.svc.cluster.local"]
+    assert certificate["issuerRef"] == {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "ca"}
+    # the in-memory certificate: nothing to verify it against
+    docs = helm_template("ps", "ops", "--set", "serviceMonitor.enabled=true")
+    assert _kind(docs, "ServiceMonitor")[0]["spec"]["endpoints"][0]["tlsConfig"] == {"insecureSkipVerify": True}
+
+
+def test_the_network_policy_and_the_digest() -> None:
+    digest = "sha256:" + "ab" * 32
+    docs = helm_template("ps", "ops", "--set", "networkPolicy.enabled=true", "--set", "metrics.port=9443",
+                         "--set", "networkPolicy.apiServer.cidrs={203.0.113.10/32}", "--set", f"image.digest={digest}")
+    policy = _kind(docs, "NetworkPolicy")[0]["spec"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["ingress"] == [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+                                  "ports": [{"port": 9443, "protocol": "TCP"}]}]
+    api, dns = policy["egress"]
+    assert api == {"to": [{"ipBlock": {"cidr": "203.0.113.10/32"}}],
+                   "ports": [{"port": 443, "protocol": "TCP"}, {"port": 6443, "protocol": "TCP"}]}
+    assert {p["port"] for p in dns["ports"]} == {53}
+    assert _pod_spec(docs)["containers"][0]["image"] == f"policy-scheduler@{digest}"
+
+
 @pytest.mark.parametrize("values, message", [
+    (["--set", "tls.existingSecret=mine", "--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca"],
+     "tls: set either existingSecret or certManager.enabled, not both"),
+    (["--set", "tls.certManager.enabled=true"], "tls.certManager.issuerRef.name: cert-manager needs the Issuer"),
+    (["--set", "image.digest=latest"], "at '/image/digest'"),
+    (["--set", "metrics.insecurePort=8080"], "metrics"),
     (["--set", "preemption.enabled=yes"], "at '/preemption/enabled': got string, want boolean"),
     (["--set", "profiles[0].name=Web"], "at '/profiles/0/name': 'Web' does not match pattern"),
     (["--set", "replicas=0"], "at '/replicas'"),
@@ -125,7 +203,7 @@ def test_the_rendered_chart_runs_the_scheduler_under_its_service_account(control
         status, body = apply(kube, doc)
         assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
     token_config = control_plane.service_account_kubeconfig(namespace, release)
-    args = [a for a in container_args(docs)[1:] if not a.startswith("--metrics-port")]
+    args = served_elsewhere(container_args(docs)[1:])
     s = schedulers.start(*args, kubeconfig=token_config, name="helm-scheduler")
     wait_for("leadership with the chart's Role", lambda: "became leader" in s.log())
     ns, sel = "sched-helm", {"e2e": "helm"}
@@ -168,7 +246,7 @@ def test_the_readme_configmap_is_read_by_a_default_helm_install(control_plane: C
             status, body = apply(kube, doc)
             assert status in (200, 201), f"{doc['kind']} {doc['metadata']['name']}: {status} {body}"
     token_config = control_plane.service_account_kubeconfig(namespace, release)
-    args = [a for a in container_args(docs)[1:] if not a.startswith("--metrics-port")]
+    args = served_elsewhere(container_args(docs)[1:])
     s = schedulers.start(*args, kubeconfig=token_config, name="readme-helm")
     wait_for("leadership", lambda: "became leader" in s.log())
     ns, sel = "sched-readme-helm", {"e2e": "readme-helm"}

@@ -9,7 +9,7 @@ may not and does not try.
 from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
-from testkit.deploytools import container_args
+from testkit.deploytools import container_args, served_elsewhere
 from testkit.manifests import api_pod, priority_class
 from testkit.scheduling import Kube, apply, condition, deploy_manifests, node_of, refusals, wait_for
 
@@ -71,6 +71,68 @@ def test_each_component_adds_what_it_says() -> None:
     assert [d["metadata"]["name"] for d in crd] == ["podgroups.scheduling.x-k8s.io"]
 
 
+def _tls_mount(docs: list[dict]) -> tuple[dict, dict, list[str]]:
+    spec = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    return (next(m for m in container["volumeMounts"] if m["name"] == "tls"),
+            next(v for v in spec["volumes"] if v["name"] == "tls"), container["args"])
+
+
+def test_the_serving_components_add_what_they_say() -> None:
+    """The base serves HTTPS with its certificate made in memory; tls-secret mounts Secret policy-scheduler-tls as a
+    directory (renewals reach the pod) and passes it; cert-manager adds the Certificate that writes it; a
+    ServiceMonitor listed before either checks the certificate against the Secret's CA, else skips verifying it."""
+    base = deploy_manifests()
+    assert "--secure-port=10259" in container_args(base) and not [a for a in container_args(base) if "tls" in a]
+    bindings = [d for d in base if d["kind"] == "ClusterRoleBinding" and d["roleRef"]["name"] == "system:auth-delegator"]
+    assert [b["subjects"] for b in bindings] == [[{"kind": "ServiceAccount", "name": NAMESPACE, "namespace": NAMESPACE}]]
+    reader = next(d for d in base if d["metadata"]["name"] == "policy-scheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    monitor = next(d for d in deploy_manifests("servicemonitor") if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
+    assert monitor["scheme"] == "https" and monitor["tlsConfig"] == {"insecureSkipVerify": True}
+    for components in (("tls-secret",), ("servicemonitor", "cert-manager")):
+        docs = deploy_manifests(*components)
+        mount, volume, args = _tls_mount(docs)
+        assert mount == {"name": "tls", "mountPath": "/etc/policy-scheduler/tls", "readOnly": True}  # no subPath
+        assert volume["secret"]["secretName"] == "policy-scheduler-tls"
+        assert args[-2:] == ["--tls-cert-file=/etc/policy-scheduler/tls/tls.crt",
+                             "--tls-private-key-file=/etc/policy-scheduler/tls/tls.key"]
+    certificate = next(d for d in docs if d["kind"] == "Certificate")["spec"]
+    assert certificate["secretName"] == "policy-scheduler-tls"
+    assert "policy-scheduler-metrics.policy-scheduler.svc" in certificate["dnsNames"]
+    monitor = next(d for d in docs if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
+    assert monitor["tlsConfig"] == {"ca": {"secret": {"name": "policy-scheduler-tls", "key": "ca.crt"}},
+                                    "serverName": "policy-scheduler-metrics.policy-scheduler.svc"}
+
+
+def test_check_reads_every_rendered_deployment() -> None:
+    """`policy-scheduler check --kubeconfig` parses a deployed scheduler's arguments with `run`'s own parser, on the
+    user's machine: a rendered install with every option (a mounted certificate's paths among them, which exist only
+    in the pod) must parse there."""
+    from engine.loop.policy_sources import readers
+    from testkit.deploytools import renders
+
+    for name, docs in renders().items():
+        deployment = next(d for d in docs if d["kind"] == "Deployment")
+        found = readers(deployment)
+        assert isinstance(found, list) and found, f"{name}: {found}"
+
+
+def test_the_network_policies_are_valid_server_side(control_plane: ControlPlane, kube: Kube) -> None:
+    """components/networkpolicy's and the chart's NetworkPolicy, created with dryRun=All: the apiserver validates
+    them (selectors, CIDRs, ports). The other serving components make kinds whose CRDs it lacks (ServiceMonitor,
+    Certificate): checked as rendered above."""
+    from testkit.deploytools import helm_template
+
+    control_plane.ensure_namespace(NAMESPACE)
+    chart = helm_template(NAMESPACE, NAMESPACE, "--set", "networkPolicy.enabled=true")
+    for docs in (deploy_manifests("networkpolicy"), chart):
+        policy = next(d for d in docs if d["kind"] == "NetworkPolicy")
+        status, body = kube.request("POST", f"/apis/networking.k8s.io/v1/namespaces/{NAMESPACE}/networkpolicies", policy,
+                                    query=[("dryRun", "All")])
+        assert status == 201, body
+
+
 def test_every_component_applies_server_side(kube: Kube) -> None:
     docs = deploy_manifests(*COMPONENTS)
     # objects inside the namespace can only be dry-run once it exists, as `kubectl apply` would have made it
@@ -84,7 +146,7 @@ def test_every_component_applies_server_side(kube: Kube) -> None:
 def _deployment_args(docs: list[dict]) -> list[str]:
     args = container_args(docs)
     assert args[0] == "run"
-    return [a for a in args[1:] if not a.startswith("--metrics-port")]  # the test picks a free port
+    return served_elsewhere(args[1:])  # testkit serves the test's own port
 
 
 def _install(kube: Kube, docs: list[dict]) -> None:

@@ -37,3 +37,30 @@ exists; the ConfigMaps the chart makes or you name are required: nothing is sche
 {{- define "policy-scheduler.profile" -}}
 {{ .profile.name }}={{ .root.Release.Namespace }}/{{ include "policy-scheduler.configmap" . }}{{ if not (or .profile.existingConfigMap .profile.policies) }},optional{{ end }}
 {{- end -}}
+
+{{/* The image: by digest when image.digest is set (the tag is then only informative), else by tag. */}}
+{{- define "policy-scheduler.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the serving certificate (tls.crt, tls.key, ca.crt), or nothing: generated in memory at
+start. Both sources at once would leave one unused: refused. */}}
+{{- define "policy-scheduler.tlsSecret" -}}
+{{- if and .Values.tls.existingSecret .Values.tls.certManager.enabled -}}
+{{- fail "tls: set either existingSecret or certManager.enabled, not both: the scheduler serves one certificate" -}}
+{{- end -}}
+{{- if .Values.tls.existingSecret -}}
+{{ .Values.tls.existingSecret }}
+{{- else if .Values.tls.certManager.enabled -}}
+{{ include "policy-scheduler.fullname" . }}-tls
+{{- end -}}
+{{- end -}}
+
+{{/* The metrics Service's DNS name, which a certificate from a Secret must hold and the ServiceMonitor checks. */}}
+{{- define "policy-scheduler.serviceHost" -}}
+{{ include "policy-scheduler.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
+{{- end -}}
