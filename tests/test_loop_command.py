@@ -40,7 +40,8 @@ from loopfake import FakeAPI
     (["--head", "-1"], "Invalid value for '--head'"),
     (["--metrics-port", "10251"], "the plain-HTTP metrics port is gone"),  # an old install's flag: said, not ignored
     (["--tls-cert-file", __file__], "--tls-cert-file and --tls-private-key-file go together"),
-    (["--tls-private-key-file", "/nonexistent/key.pem"], "'/nonexistent/key.pem' does not exist"),
+    (["--tls-cert-file", "/nonexistent/c.pem", "--tls-private-key-file", "/nonexistent/key.pem"],
+     "--tls-cert-file /nonexistent/c.pem: no such file"),
     (["--secure-port", "70000"], "Invalid value for '--secure-port'"),
     (["--no-such-flag"], "No such option '--no-such-flag'"),
 ])

@@ -137,10 +137,10 @@ def _configure_logging(level: str) -> None:
               "/healthz, /readyz, /livez (for anyone); 0: none.")
 @click.option("--bind-address", default="0.0.0.0", show_default=True, metavar="IP",
               help="Address the secure port listens on.")
-@click.option("--tls-cert-file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+@click.option("--tls-cert-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Serving certificate (PEM; with --tls-private-key-file), read again when it changes. Default: a "
               "self-signed one made in memory at start.")
-@click.option("--tls-private-key-file", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+@click.option("--tls-private-key-file", type=click.Path(dir_okay=False), metavar="FILE",
               help="The serving certificate's key (PEM).")
 @click.option("--insecure-port", type=click.IntRange(min=0, max=65535), default=0, show_default=True,
               help="Plain-HTTP port without authentication, on 127.0.0.1 only: for development and benchmarks "
@@ -169,6 +169,9 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
         _fail(str(exc))
     if bool(tls_cert_file) != bool(tls_private_key_file):
         _fail("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    for flag, path in (("--tls-cert-file", tls_cert_file), ("--tls-private-key-file", tls_private_key_file)):
+        if path and not os.path.isfile(path):  # said at start, not when parsed: `check` parses a pod's arguments here
+            _fail(f"{flag} {path}: no such file")
     settings = Settings(served,
                         QueueConfig(batch_window=batch_window, max_batch=max_batch,
                                     batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
