@@ -30,6 +30,7 @@ class FakeAPI:
     fail_patches: dict[str, int] = field(default_factory=dict)  # "Kind name" -> HTTP status to answer a patch
     patches: list[tuple[str, str, Obj]] = field(default_factory=list)  # kind, name, body of each patch applied
     down: bool = False  # every call raises ApiUnavailable
+    version: tuple[int, int] | None = (1, 37)  # /version's (major, minor)
     absent_kinds: set[str] = field(default_factory=set)  # e.g. {"PodGroup"}: the CRD is not installed
     objects: dict[Key, Obj] = field(default_factory=dict)
     history: list[tuple[int, str, str, Obj]] = field(default_factory=list)  # rv, kind, type, obj
@@ -109,6 +110,9 @@ class FakeAPI:
 
     def warm(self, connections: int) -> int:
         return 0  # no connections to open
+
+    def server_version(self) -> tuple[int, int] | None:
+        return None if self.down else self.version
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         key = f"{namespace}/{name}"
@@ -267,6 +271,7 @@ def synced_loop(api: FakeAPI, backoff: float = 0.2):
     from engine.loop.scheduler import Profile, Scheduler, Settings
     s = Scheduler(api, Settings((Profile("policy-scheduler"),), QueueConfig(batch_window=0.0, backoff_initial=backoff),
                                 time_limit=2))
+    s.server = api.server_version()  # as start_watches reads it
     for r in s.resources:
         s.store.replace(r, api.list(r)[0] if r.kind not in api.absent_kinds else [])
     assert s.wait_synced(threading.Event(), timeout=1.0)  # synced, and the cache's model built, as `run` does

@@ -20,6 +20,7 @@ from engine.policy.lower import lower
 from engine.policy.sources import PolicyError, check_sources
 from engine.reading.load import build_cluster
 from engine.solve import solve
+from engine.solve.greedy import greedy
 from engine.solve.problem import NO_DOMAIN, GangRow, LeastPerDomain, PodClass, PreferredLevel, Problem
 from engine.solve.topology import least_violations, span_cost
 from engine.time.timeline import seconds
@@ -314,3 +315,61 @@ def test_a_gang_that_waits_is_reserved_in_one_rack() -> None:
     [held] = [r for r in got.reservations if r.holder == "default/train"]
     assert held.start == seconds("2026-11-25T12:30:00Z")
     assert sorted(node for _, node in held.pods) == ["n3", "n4"]
+
+
+# --- the greedy start alone keeps the levels (the solver's tier only improves on it) ----------------------------------
+
+def _gang_problem(racks: list[int], free: list[int], count: int, prefer: tuple[PreferredLevel, ...] = (),
+                  within: int | None = None, least: LeastPerDomain | None = None,
+                  partitions: list[list[int]] | None = None) -> Problem:
+    nodes = len(free)
+    problem = Problem(resources=["gpu"], free=[[f] for f in free], classes=[PodClass(count, (1,), 1, tuple(range(nodes)))],
+                      partitions=partitions or [racks, list(range(nodes))], gangs=[GangRow((0,), count, within, None,
+                                                                                           prefer, least)])
+    problem.classes[0].gang = 0
+    return problem
+
+
+def _racks_used(problem: Problem, placed: dict[tuple[int, int], int], partition: int = 0) -> Counter:
+    used: Counter = Counter()
+    for (_, n), k in placed.items():
+        used[problem.partitions[partition][n]] += k
+    return +used
+
+
+def test_the_greedy_start_puts_a_gang_in_the_rack_that_fits_it_best() -> None:
+    """Racks of 2, 4 and 6 free GPUs (node order: the 2 first): first fit alone spans racks 0 and 1; the preferred
+    level's start tries each rack best fit first and takes rack 1, which the job fills exactly."""
+    racks, free = [0, 0, 1, 1, 2, 2], [1, 1, 2, 2, 3, 3]
+    plain = _gang_problem(racks, free, 4)
+    assert len(_racks_used(plain, greedy(plain))) > 1  # without the level, the start spans racks
+    problem = _gang_problem(racks, free, 4, prefer=(PreferredLevel(0),))
+    assert _racks_used(problem, greedy(problem)) == Counter({1: 4})
+
+
+def test_the_greedy_start_spans_the_fewest_racks_largest_first() -> None:
+    """No rack holds 8 (free 2, 4, 2, 4 by rack): the start takes the two racks of 4, never three or four racks."""
+    racks, free = [0, 0, 1, 1, 2, 2, 3, 3], [1, 1, 2, 2, 1, 1, 2, 2]
+    problem = _gang_problem(racks, free, 8, prefer=(PreferredLevel(0),))
+    assert _racks_used(problem, greedy(problem)) == Counter({1: 4, 3: 4})
+
+
+def test_the_greedy_start_keeps_the_required_block_and_prefers_a_rack_inside_it() -> None:
+    """Blocks 0 and 1; block 0's racks hold 3 and 3, block 1's rack 2 holds 4. Within a block, prefer a rack: the
+    job of 4 goes to block 1's rack 2 (one rack), not across block 0's two racks."""
+    blocks, racks, free = [0, 0, 0, 0, 1, 1], [0, 0, 1, 1, 2, 2], [2, 1, 2, 1, 2, 2]
+    problem = _gang_problem(racks, free, 4, prefer=(PreferredLevel(1),), within=0,
+                            partitions=[blocks, racks, list(range(6))])
+    placed = greedy(problem)
+    assert _racks_used(problem, placed, 1) == Counter({2: 4})
+    assert least_violations(problem, placed) == []
+
+
+def test_the_greedy_start_keeps_at_least_n_per_node() -> None:
+    """At least 2 per node: nodes of 1 free GPU take none; the 4 go two by two (or four) onto nodes of 2+."""
+    free = [1, 1, 1, 2, 2, 4]
+    problem = _gang_problem([0] * 6, free, 4, least=LeastPerDomain(1, 2))
+    placed = greedy(problem)
+    assert sum(placed.values()) == 4
+    assert least_violations(problem, placed) == []
+    assert all(k >= 2 for k in placed.values() if k)

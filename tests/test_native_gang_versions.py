@@ -218,12 +218,12 @@ def _never():
     return threading.Event()
 
 
-def _loop_with(group: dict, count: int):
+def _loop_with(group: dict, count: int, version: tuple[int, int] | None = (1, 37)):
     from engine.reading.objects import NATIVE_POD_GROUP
     from loopfake import FakeAPI, synced_loop
     from loopfake import node as one_cpu_node
     from loopfake import pod as one_cpu_pod
-    api = FakeAPI()
+    api = FakeAPI(version=version)
     for i in range(2):
         api.put("Node", one_cpu_node(f"n{i}"))
     api.put(NATIVE_POD_GROUP, group)
@@ -261,13 +261,17 @@ def test_a_v1beta1_group_gets_pod_group_initially_scheduled_and_a_v1alpha2_one_p
         assert set(conditions) == {kind} and conditions[kind][:2] == ("True", "Scheduled")
 
 
-def test_a_refused_group_is_told_why_in_its_condition() -> None:
-    api, s, loop = _loop_with(beta_group("g", 2, priority=10), 2)
+@pytest.mark.parametrize("version, reason", [((1, 37), "SchedulerError"), ((1, 38), "PodGroupError"),
+                                             (None, "SchedulerError")])
+def test_a_refused_group_is_told_why_in_its_condition(version, reason) -> None:
+    """A group refused for its configuration: SchedulerError up to 1.37, PodGroupError from 1.38 on (upstream's
+    updatePodGroupConditionWithError for a validationError), 1.37's when the release could not be read."""
+    api, s, loop = _loop_with(beta_group("g", 2, priority=10), 2, version)
     loop.cycle(loop.queue.next_batch(_never(), idle=0.1)).result()
     s.events.close()
     assert api.binds == []
     assert _group_conditions(api)["PodGroupInitiallyScheduled"] == (
-        "False", "SchedulerError",
+        "False", reason,
         "[InvalidObject] all pods in a single pod group should have the same priority as the pod group's priority, "
         "got 0 and 10")
 

@@ -116,15 +116,16 @@ def test_the_model_breaks_no_budget_a_preemptor_can_spare() -> None:
 
 def test_the_model_breaks_a_budget_only_for_a_preemptor_nothing_else_places() -> None:
     """As above, with p1 and p2 (priority 50) waiting too: they may evict n0's db pod (priority 0), not n1's r1-0
-    (60). The search serves p0 on n0, breaking the budget (the re-plan gave n1's room to p2, which may not evict n1's
-    pods, so it kept none of them), and places nobody else. The model puts p0 on n1 (no violation) and breaks the
-    budget only for one of p1 / p2, which nothing else places (upstream: p0 where no budget breaks, then a
-    priority-50 pod evicts n0's db pod, its only way in)."""
+    (60). The model puts p0 on n1 (no violation) and breaks the budget only for one of p1 / p2, which nothing else
+    places (upstream: p0 where no budget breaks, then a priority-50 pod evicts n0's db pod, its only way in). The
+    search now does the same: its re-plan's greedy start leaves a node that a pod pinned below it needs to the last
+    (engine.solve.greedy `claimed_last`); it used to serve p0 on n0, breaking the budget, and place nobody else."""
     docs = [*N0_DB, *N1_WEB, node("n2", cpu="2"),
             pod("r2-0", cpu="2", node_name="n2", priority=60, labels={"app": "db"}),
             P0, pod("p1", cpu="3", priority=50), pod("p2", cpu="2", priority=50), budget("db", {"app": "db"}, allowed=0)]
     alone, batch = preempted(docs, model=False), preempted(docs)
-    assert victims(alone) == {"r0-0"} and alone.stats.preemption.budget_violations == 1 and len(alone.assignments) == 1
+    assert alone.assignments["default/p0"] == "n1" and len(alone.assignments) == 2
+    assert victims(alone) == {"r0-0", "r1-0", "r1-1"} and alone.stats.preemption.budget_violations == 1
     assert batch.stats.preemption.strategy == "batch model"
     assert batch.assignments["default/p0"] == "n1" and len(batch.assignments) == 2
     assert victims(batch) == {"r0-0", "r1-0", "r1-1"} and batch.stats.preemption.budget_violations == 1

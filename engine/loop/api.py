@@ -241,6 +241,14 @@ class KubeAPI:
         one HTTP/2 connection is open from its first list). How many opened."""
         return 0 if self._transport is None else self._transport.warm(connections)
 
+    def server_version(self) -> tuple[int, int] | None:
+        try:
+            status, data = self._request("GET", "/version")
+            found = json.loads(data) if status == 200 else {}
+            return int(found["major"]), int("".join(c for c in found["minor"] if c.isdigit()))
+        except (ApiUnavailable, ValueError, KeyError, TypeError):
+            return None
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         body = {"apiVersion": "v1", "kind": "Binding",
                 "metadata": {"name": name, "namespace": namespace, "uid": uid},

@@ -28,8 +28,14 @@ from ..quotas.tenant_report import TenantLine, of_plan
 from .cache import Snapshot
 from .devices import KIND as DEVICES_KIND
 
-# a PodGroup's scheduling condition's reasons when False (scheduling.k8s.io PodGroupReason…)
-GROUP_UNSCHEDULABLE, GROUP_SCHEDULER_ERROR = "Unschedulable", "SchedulerError"
+# a PodGroup's scheduling condition's reasons when False (scheduling.k8s.io PodGroupReason…); a group refused for
+# its configuration is SchedulerError up to 1.37, PodGroupError from 1.38 on (its validationError)
+GROUP_UNSCHEDULABLE, GROUP_SCHEDULER_ERROR, GROUP_ERROR = "Unschedulable", "SchedulerError", "PodGroupError"
+
+
+def refused_group_reason(server: tuple[int, int] | None) -> str:
+    """The reason a release writes on a PodGroup refused for its configuration (an unknown release: 1.37's)."""
+    return GROUP_ERROR if server is not None and server >= (1, 38) else GROUP_SCHEDULER_ERROR
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +109,10 @@ class CycleResult:
         out.update(dict.fromkeys((key for key in self.refused_pods() if key in batch), Code.INVALID_OBJECT))
         return out
 
-    def group_conditions(self) -> dict[str, tuple[bool, str, str]]:
+    def group_conditions(self, refused: str = GROUP_SCHEDULER_ERROR) -> dict[str, tuple[bool, str, str]]:
         """For each scheduling.k8s.io PodGroup with pods in this batch: whether it was placed, the reason when it was
         not and the message (its scheduling condition): a gang's placement or the plan's word on a member, a
-        group refused for its members' disagreement (upstream's SchedulerError) with why. A message of a group not
+        group refused for its members' disagreement (`refused`: upstream's reason, by release) with why. A message of a group not
         placed opens with its reason code, as its pods' PodScheduled do (`prefixed`; the reason stays upstream's)."""
         out: dict[str, tuple[bool, str, str]] = {}
         codes = self.plan.waiting_reasons()
@@ -122,7 +128,7 @@ class CycleResult:
             said = codes.get(left[0])  # the code of the member whose words the message says
             out[key] = (False, GROUP_UNSCHEDULABLE, prefixed(said.code, message) if said is not None else message)
         for key, why in self.cluster.refused_groups.items():
-            out[key] = (False, GROUP_SCHEDULER_ERROR, prefixed(Code.INVALID_OBJECT, why))
+            out[key] = (False, refused, prefixed(Code.INVALID_OBJECT, why))
         return out
 
     def composite_conditions(self, groups: dict[str, tuple[bool, str, str]]) -> dict[str, tuple[bool, str, str]]:

@@ -80,6 +80,11 @@ class ClusterAPI(Protocol):
         """Open this many connections ahead of the first binds and events (how many opened)."""
         ...
 
+    def server_version(self) -> tuple[int, int] | None:
+        """The apiserver's release (major, minor) from /version; None when it cannot be read: where a status write
+        differs between releases (a refused PodGroup's reason), the older one's is written."""
+        ...
+
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
         """POST a Binding (with the pod's UID as precondition)."""
         ...

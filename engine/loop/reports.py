@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..model.rejections import joined
@@ -17,7 +17,7 @@ from ..planning.isolation import failure
 from ..planning.plan import Stats
 from ..reading.objects import NATIVE_POD_GROUP
 from .binder import CONDITION_MESSAGE_LIMIT, SCHEDULER_ERROR, UNSCHEDULABLE, BindReport, EventSink
-from .cycle import CycleResult
+from .cycle import CycleResult, refused_group_reason
 from .metrics import Metrics
 from .policies import PolicyHolder, Standing
 from .ports import Obj
@@ -43,6 +43,7 @@ class Reporter:
     store: Store
     events: EventSink
     metrics: Metrics
+    server: Callable[[], tuple[int, int] | None] = lambda: None  # the apiserver's release, once read
 
     def cycle(self, batch: list[str], pods: dict[str, Obj], result: CycleResult) -> dict[str, list[str]]:
         """Tell what a cycle's plan says: objects it could not read, planning failures (logged), the batch's
@@ -62,7 +63,7 @@ class Reporter:
             if key in pods:
                 self.events.unschedulable(pods[key], joined(reasons) or "no node fits",
                                           SCHEDULER_ERROR if key in errors else UNSCHEDULABLE, codes.get(key))
-        groups = result.group_conditions()
+        groups = result.group_conditions(refused_group_reason(self.server()))
         for key, (scheduled, reason, message) in groups.items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:
                 self.events.group_scheduled(group, scheduled, message, reason)

@@ -57,6 +57,7 @@ class ProfileLoop:
     announce: Callable[[ModelChange], None]  # a change this loop made (a pod assumed): every profile's queue hears it
     runtime: RuntimePolicy  # the process's tuning: entered once per cycle (`cycle_isolated`)
     on_standing: Callable[[], None] = lambda: None  # what a profile schedules with changed (the pod's condition)
+    server: Callable[[], tuple[int, int] | None] = lambda: None  # the apiserver's release (Scheduler.start_watches)
     queue: PodQueue = field(init=False)
     policies: PolicyHolder = field(init=False)
     reports: Reporter = field(init=False)
@@ -71,7 +72,7 @@ class ProfileLoop:
         self.queue = PodQueue(self.settings.queue, rank=lambda key: head_rank(self.cache.waiting_model(key)))
         kept = self.profile.kept_configmap
         self.policies = PolicyHolder(self.profile.policy_configmap, self.profile.optional, kept[1] if kept else "")
-        self.reports = Reporter(name, self.store, self.events, self.metrics)
+        self.reports = Reporter(name, self.store, self.events, self.metrics, self.server)
         self.planner = PlanStage(name, self.settings, self.store, self.cache, self.cycle_lock)
         self.bind_stage = BindStage(name, self.settings.victims_timeout, self.binder, self.store, self.cache,
                                     self.queue, self.policies, self.events, self.metrics, self.reports)
@@ -265,6 +266,7 @@ class Scheduler:
     built: threading.Event = field(init=False, default_factory=threading.Event)  # the cache's model, after the sync
     _threads: list[threading.Thread] = field(init=False, default_factory=list)
     _warming: threading.Thread | None = field(init=False, default=None)
+    server: tuple[int, int] | None = field(init=False, default=None)  # the apiserver's release (start_watches)
 
     def __post_init__(self) -> None:
         self.cache = ClusterCache(self.store.assumptions)
@@ -274,7 +276,8 @@ class Scheduler:
         lock = threading.Lock()
         self.condition = PolicyCondition(self.events, self.settings.own_pod)
         self.loops = [ProfileLoop(p, self.settings, self.api, self.store, self.binder, self.events, self.metrics, lock,
-                                  self.cache, self.announce, self.runtime, self.policies_changed)
+                                  self.cache, self.announce, self.runtime, self.policies_changed,
+                                  lambda: self.server)
                       for p in self.settings.profiles]
         self.store.subscribe(self.on_change)
         self.store.on_forget(self._forgotten)
@@ -307,7 +310,9 @@ class Scheduler:
             self.announce(model)
 
     def start_watches(self, stop: threading.Event) -> None:
-        """The reflectors, and beside their lists the connections the first binds will take (`ClusterAPI.warm`)."""
+        """The reflectors, and beside their lists the connections the first binds will take (`ClusterAPI.warm`);
+        the apiserver's release first (what some status writes say depends on it)."""
+        self.server = self.api.server_version()
         self._warming = threading.Thread(target=self.api.warm, args=(self.settings.bind_workers,), name="warm",
                                          daemon=True)
         self._warming.start()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,7 @@ class View:
         self._settled: PodTable | None = None
         self._on = on  # per node, the pods gone and added (worked out when first asked, else handed on by `moved`)
         self._terms: frozenset[PodAffinityTerm] | None = None  # the added pods' anti-affinity terms
+        self._at: dict[str, int] | None = None  # each added pod's place in `added` (`_added_at`)
         self._wide: list[bool] | None = None  # open `reads()`: whether a question reached beyond the nodes asked
 
     @classmethod
@@ -137,9 +139,13 @@ class View:
                 gone.add(k)
                 i = table.node_of[k]
                 changed_gone[i] = (*changed_gone.get(i, ()), table.pods[k])
-        if drop:
-            keep = tuple((p, i) for p, i in keep if p.key not in drop)
-            for i in {i for p, i in self.added if p.key in drop}:
+        dropped: list[Pod] = []
+        if drop:  # pods this view added, taken out again: found by their place, the rest copied in slices
+            at = self._added_at()
+            cut = sorted(at[k] for k in drop if k in at)
+            dropped = [keep[j][0] for j in cut]
+            keep = tuple(chain.from_iterable(keep[a + 1:b] for a, b in zip([-1, *cut], [*cut, len(keep)], strict=True)))
+            for i in {self.added[j][1] for j in cut}:
                 changed_added[i] = tuple(p for p in changed_added[i] if p.key not in drop)
         where = self.node_table.positions()
         more = tuple((p, where[p.node_name]) for p in added if p.node_name in where)
@@ -147,11 +153,18 @@ class View:
             changed_added[i] = (*changed_added.get(i, ()), p)
         view = View(table, frozenset(gone), keep + more, (changed_gone, changed_added))
         view._wide = self._wide  # (a question asked of a view derived while `reads()` is open is recorded too)
-        if not drop:
+        if not any(p.anti_affinity_required for p in dropped):  # else worked out again when asked
             new = {t for p, _ in more for t in p.anti_affinity_required}
             held = self.arriving_terms()
             view._terms = held if new <= held else held | new
         return view
+
+    def _added_at(self) -> dict[str, int]:
+        """Each added pod's place in `added`, by key (worked out once per view: a stage takes one pod out of the same
+        view for each of its preemptors)."""
+        if self._at is None:
+            self._at = {p.key: j for j, (p, _) in enumerate(self.added)}
+        return self._at
 
     def without(self, gone: np.ndarray, added: Iterable[Pod] = ()) -> View:
         """This table's view without the pods a mask over the table marks (a later time: those ended) and with

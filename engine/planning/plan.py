@@ -400,7 +400,7 @@ def plan_from_solution(compiled: Compiled, solution: Solution, seconds: float, c
     for c, info in enumerate(compiled.classes):
         pods = [p for p in info.pods if p.key not in dropped]
         left = pods[len(placed_on.get(c, [])):]
-        if not left:
+        if not left or all(p.running_on for p in left):  # preemption's running pods, pinned: left out is evicted
             continue
         if explain_by is not None and explain_by.passed():
             explanation = late_explanation(compiled, c)

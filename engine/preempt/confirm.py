@@ -8,6 +8,7 @@ further compile or solve: what a strategy chose is settled by checks on views, n
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import replace
 
 from ..model.cluster import Pod
@@ -17,7 +18,6 @@ from ..model.view import View
 from ..planning.plan import Plan, make_plan
 from .reclaim import Account
 from .session import (
-    Candidate,
     Chosen,
     Ledger,
     PreemptionSettings,
@@ -74,18 +74,22 @@ def _stranded(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str
     victim given back, which the plan had counted on) and, on its node, only those it may evict (`_held`), with
     their gangs."""
     placed, view = _outcome(session, plan, ledger, preemptors)
+    evicted_on: dict[str, list[Pod]] = defaultdict(list)
+    for c in ledger.evicted.values():
+        evicted_on[c.node].append(c.pod)
     out = {p.key for p in placed if p.key in session.specs
-           and session.filter(p, p.node_name or "", view.moved(added=_held(session, ledger, p), removed=[p])) is not None}
+           and session.filter(p, p.node_name or "", view.moved(added=_held(session, evicted_on, p), removed=[p])) is not None}
     if session.reclaim is not None:  # the quota rows: a victim given back takes back its room in them
         out |= _over_quota(session, ledger, [p for p in placed if p.key not in out], list(preemptors.values()))
     gangs = {preemptors[k].gang for k in out} - {None}
     return out | {p.key for p in placed if p.gang in gangs}
 
 
-def _held(session: Session, ledger: Ledger, pod: Pod) -> list[Pod]:
-    """The victims on `pod`'s node it may not evict itself (another preemptor's): their room is not its to take, as
-    upstream's terminating victims hold theirs until they are gone (the pod is placed once they are, next cycle)."""
-    return [c.pod for c in ledger.evicted.values() if c.node == pod.node_name and not session.may_evict(pod, c.pod)]
+def _held(session: Session, evicted_on: dict[str, list[Pod]], pod: Pod) -> list[Pod]:
+    """The victims on `pod`'s node (`evicted_on`: the ledger's, by node) it may not evict itself (another
+    preemptor's): their room is not its to take, as upstream's terminating victims hold theirs until they are gone
+    (the pod is placed once they are, next cycle)."""
+    return [v for v in evicted_on.get(pod.node_name or "", ()) if not session.may_evict(pod, v)]
 
 
 def _over_quota(session: Session, ledger: Ledger, placed: list[Pod], preemptors: list[Pod]) -> set[str]:
@@ -135,21 +139,42 @@ def needed(session: Session, plan: Plan, ledger: Ledger, preemptors: dict[str, P
     over. A PodGroup-mode group is needed whole if one of its members is, else given back whole."""
     placed, everyone = _outcome(session, plan, ledger, preemptors)
     reaching = {p.key for p in placed if p.key in session.specs and _reaches(session, p, everyone.moved(removed=[p]))}
-    gone = dict(ledger.evicted)
     account = session.after_victims(ledger, placed)
     needed: set[str] = set()
+    returned = _Returned(everyone)
     for unit in session.units_of(sorted(ledger.evicted.values(), key=lambda c: (-c.pod.priority, c.key))):
-        back = {k: c for k, c in gone.items() if k not in {m.key for m in unit}}
-        blocked = _needing_preemptor(session, unit, list(back.values()), placed, reaching)
+        blocked = _needing_preemptor(session, unit, returned, placed, reaching)
         if blocked is not None:
             for m in unit:
                 ledger.needed_by[m.key], ledger.why[m.key] = blocked[0], victim_reason(blocked[1])
         if blocked is not None or _quota_needed(session, account, unit, placed):
             needed.update(m.key for m in unit)
             continue
-        gone = back  # given back: every preemptor beside it still passes
+        returned.give_back(unit)  # every preemptor beside it still passes
         session.count(account, [c.pod for c in unit])
     return needed
+
+
+class _Returned:
+    """The view `needed` asks with: every victim gone and the preemptors placed (`everyone`), with the victims given
+    back so far back on their nodes (folded into it every FOLD_EVERY of them, so that a view with one more unit back
+    costs that unit and the few given back since, not every pod given back). A view of the stage's table, as the
+    kinds' shared state needs (`Batch.on`)."""
+
+    FOLD_EVERY = 64
+
+    def __init__(self, everyone: View):
+        self.view = everyone
+        self.back: list[Pod] = []
+
+    def give_back(self, unit: Unit) -> None:
+        self.back.extend(c.pod for c in unit)
+        if len(self.back) >= self.FOLD_EVERY:
+            self.view, self.back = self.view.moved(added=self.back), []
+
+    def with_back(self, unit: Unit) -> View:
+        """The unit back as well: on its members' nodes, as before they were chosen."""
+        return self.view.moved(added=[*self.back, *(c.pod for c in unit)])
 
 
 
@@ -163,7 +188,7 @@ def _reaches(session: Session, p: Pod, view: View) -> bool:
 
 
 
-def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate], placed: list[Pod],
+def _needing_preemptor(session: Session, unit: Unit, returned: _Returned, placed: list[Pod],
                        reaching: set[str]) -> tuple[str, Rejection | None] | None:
     """Some placed preemptor that may evict the unit is rejected by some kind with the unit back (`gone`: the victims
     still leaving; each preemptor asked about with the others bound where they go, without itself): one on a
@@ -172,15 +197,16 @@ def _needing_preemptor(session: Session, unit: Unit, gone: list[Candidate], plac
     or None. A preemptor whose rules were never compiled (its group cut short) counts as needing it (no rejection
     to tell)."""
     here = {c.node for c in unit}
-    view = session.view.moved(added=placed, removed=[c.pod for c in gone])
+    view: View | None = None  # made for the first preemptor asked about
     for p in placed:
         node = p.node_name or ""
-        if not all(session.may_evict(p, c.pod) for c in unit) or (node not in here and p.key not in reaching):
+        if (node not in here and p.key not in reaching) or not all(session.may_evict(p, c.pod) for c in unit):
             continue
         if p.key not in session.specs:
             if node in here:
                 return p.key, None
             continue
+        view = view or returned.with_back(unit)
         rejection = session.filter(p, node, view.moved(removed=[p]))
         if rejection is not None:
             return p.key, rejection

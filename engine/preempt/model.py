@@ -32,7 +32,7 @@ from ..model.cluster import Cluster, Gang, Moment, NodeSelectorTerm, Pod, Requir
 from ..model.view import View
 from ..planning.compile import PolicyRules
 from ..planning.plan import NodeUsage, Plan, PlanDetails, make_plan
-from .session import Candidate, Chosen, FeasibleNodes, PreemptionSettings, Session, Unserved, left
+from .session import Candidate, Chosen, FeasibleClass, FeasibleNodes, PreemptionSettings, Session, Unserved, left
 
 VARS_PER_SECOND = 20_000  # model variables compiled and built per second (engine.solve measures the same)
 MAX_VARS = 100_000  # beyond this the model is not tried at all: the search alone decides
@@ -64,16 +64,15 @@ class BatchModel:
         """Why the model is not tried (None: it is)."""
         if session.reclaim is not None or session.cluster.quotas:
             return "tenant quotas: the quota reclaim strategy decides"
-        nodes = [feasible.nodes_of(p) for p in preemptors]
-        if any(n is None for n in nodes):
+        classes = feasible.classes(preemptors)
+        if any(c.nodes is None for c in classes):
             return "not every preemptor's nodes were known in time"
-        running = optional(session, preemptors, feasible)
+        running = optional(session, classes)
         if not running:
             return "no running pod it may evict on the preemptors' nodes"
-        classes = {id(n): n for n in nodes if n}.values()  # per class: its pods share one tuple of nodes
-        if over := _overcommitted(session, {n for found in classes for n in found} | {r.node for r in running}):
+        if over := _overcommitted(session, {n for c in classes for n in c.nodes or ()} | {r.node for r in running}):
             return f"node {over} runs more than it has room for (pinned there, its pods could not all be weighed)"
-        size = sum(len(n) for n in classes)
+        size = sum(len(c.nodes or ()) for c in classes)
         if settings.deadline.passed() or not fits(len(running), size, left(settings.deadline)):
             return f"{len(running)} running pods on {size} preemptor nodes do not fit the time left"
         return None
@@ -84,10 +83,10 @@ class BatchModel:
         declined, was cut short or went over a cap)."""
         if (why := self.declines(session, preemptors, feasible, settings)) is not None:
             return Chosen(None, f"skipped: {why}")
-        running = optional(session, preemptors, feasible)
-        on: dict[int, frozenset[str]] = {}  # one set per class (its pods share one tuple of nodes)
-        pending = [replace(p, preempts_on=on.setdefault(id(n := feasible.nodes_of(p) or ()), frozenset(n)))
-                   for p in preemptors]
+        classes = feasible.classes(preemptors)
+        running = optional(session, classes)
+        on = {p.key: nodes for c in classes for nodes in (frozenset(c.nodes or ()),) for p in c.pods}  # a set per class
+        pending = [replace(p, preempts_on=on[p.key]) for p in preemptors]
         outcome = plan_together(session.cluster, session.view, pending, running, settings.policy, left(settings.deadline) / 2,
                                 settings.workers, settings.seed, session.moment)
         if outcome is None:
@@ -111,20 +110,16 @@ def fits(running: int, preemptor_nodes: int, seconds: float) -> bool:
     return size <= MAX_VARS and size <= VARS_PER_SECOND * MODEL_SHARE * seconds
 
 
-def optional(session: Session, preemptors: list[Pod], feasible: FeasibleNodes) -> list[Candidate]:
+def optional(session: Session, classes: list[FeasibleClass]) -> list[Candidate]:
     """The running pods the model may leave out: on some preemptor's feasible nodes, lower than it (a PodGroup-mode
     group whole with them). A group stays that holds a pod with device claims, its own or the one DRA made for its
     extended resources (the model does not reallocate devices); extended resources a node advertises itself (a
     device plugin's nvidia.com/gpu) are room like cpu."""
     chosen: dict[str, Candidate] = {}
     seen: set[tuple[int, str]] = set()
-    asked: set[tuple[int, int]] = set()  # (priority, class's nodes): a class's pods ask alike
-    for p in preemptors:
-        nodes = feasible.nodes.get(p.key) or ()
-        if (p.priority, id(nodes)) in asked:
-            continue
-        asked.add((p.priority, id(nodes)))
-        for node in nodes:
+    for feasible in classes:  # a class's pods ask alike: its first asks for all
+        p = feasible.pods[0]
+        for node in feasible.nodes or ():
             if (p.priority, node) in seen:
                 continue
             seen.add((p.priority, node))

@@ -405,6 +405,15 @@ def with_pods(usage: Usage | None, pods: Iterable[Pod], sign: int = 1) -> Usage 
 
 
 
+@dataclass(frozen=True, slots=True)
+class FeasibleClass:
+    """Preemptors of one compiled class: the nodes each passes once the pods it may evict are gone (None: not known
+    in time) and the pods."""
+
+    nodes: tuple[str, ...] | None
+    pods: list[Pod]
+
+
 @dataclass(slots=True)
 class FeasibleNodes:
     """Upstream's first step: the nodes each preemptor passes every filter on once all pods it may evict are gone.
@@ -418,6 +427,7 @@ class FeasibleNodes:
     groups: dict[str, list[Pod]]  # preemptor key -> its group
     nodes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     left: dict[str, list[tuple[Rejection, int]]] = field(default_factory=dict)  # why the other nodes fail, and on how many
+    class_of: dict[str, tuple[str, str]] = field(default_factory=dict)  # preemptor key -> (its group's first pod, class)
 
     @classmethod
     def of(cls, session: Session, policy: PolicyRules | None, preemptors: list[Pod]) -> FeasibleNodes:
@@ -431,6 +441,18 @@ class FeasibleNodes:
         if pod.key not in self.nodes:
             self._compile(self.groups[pod.key])
         return self.nodes[pod.key]
+
+    def classes(self, preemptors: list[Pod]) -> list[FeasibleClass]:
+        """The preemptors by class (the pods of one compiled class pass the same nodes and ask alike), in the order
+        their first pod comes; a pod whose nodes were not known in time is a class of its own with `nodes` None."""
+        found: dict[tuple[str, str] | str, FeasibleClass] = {}
+        for p in preemptors:
+            nodes = self.nodes_of(p)
+            key = self.class_of.get(p.key, p.key) if nodes is not None else p.key
+            if key not in found:
+                found[key] = FeasibleClass(nodes, [])
+            found[key].pods.append(p)
+        return list(found.values())
 
     def _compile(self, pods: list[Pod]) -> None:
         self.nodes.update(dict.fromkeys((p.key for p in pods), None))
@@ -449,6 +471,7 @@ class FeasibleNodes:
             if a not in unchecked:
                 nodes = tuple(compiled.cluster.nodes[i].name for i in info.rejected.passing())
                 self.nodes.update(dict.fromkeys((p.key for p in info.pods), nodes))
+                self.class_of.update(dict.fromkeys((p.key for p in info.pods), (pods[0].key, str(a))))
                 spec = ClassSpec(len(session.specs), info.sample, info.constraints)
                 session.specs.update(dict.fromkeys((p.key for p in info.pods), spec))
                 left = [(r, len(members)) for r, members in info.rejected.groups.items() if len(members)]

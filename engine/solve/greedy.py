@@ -133,6 +133,21 @@ class GreedyState:
         for i, group in enumerate(p.exclusive):
             for c in group:
                 self.excl_of[c].append(i)
+        self.pinned_below = _pinned_ranks(p)
+
+    def claimed_last(self, c: int, alive: list[int]) -> list[int]:
+        """`alive` with the nodes a lower-ranked class of one candidate node needs moved to the end, the lowest
+        ranked of those first (otherwise in their order): a pod that can go elsewhere leaves a pinned one its node,
+        and displaces the least important first (preemption's running pods, weighed below the preemptors, are such
+        classes: a preemptor takes empty room, then the lowest priority's, as upstream picks victims)."""
+        if self.pinned_below is None or not alive:
+            return alive
+        low = self.pinned_below[np.asarray(alive, dtype=np.intp)]
+        claimed = low < self.p.classes[c].rank
+        if not claimed.any():
+            return alive
+        order = np.lexsort((np.where(claimed, low, 0), claimed))  # unclaimed first, then by the rank they would displace
+        return [alive[i] for i in order.tolist()]
 
     def _domain_has(self, partition: int, classes, d: int) -> bool:
         return any(self.in_domain[(partition, o)].get(d, 0) > 0 for o in classes)
@@ -379,6 +394,7 @@ class GreedyState:
         if cls.scores:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
+        alive = self.claimed_last(c, alive)
         if spread_fill:
             return self._fill_spread(c, alive, limit)  # (a node blocked only for now would be dropped there)
         rolling = (soft and not cls.scores) or any(self.p.spreads[i].subject == c for i in self.spread_of.get(c, ()))
@@ -455,6 +471,17 @@ class GreedyState:
         """The pods spread `i` counts in node n's domain (0 outside its eligible domains)."""
         d = self.spread_node_domain[i].get(n)
         return 0 if d is None else self.spread_counts[i][d]
+
+
+def _pinned_ranks(problem: Problem) -> np.ndarray | None:
+    """Per node, the lowest rank of a class whose only candidate it is (None: no such class; +inf where none)."""
+    pinned = [(cls.candidates[0], cls.rank) for cls in problem.classes if len(cls.candidates) == 1 and cls.count]
+    if not pinned:
+        return None
+    low = np.full(len(problem.free), np.inf)
+    for n, rank in pinned:
+        low[n] = min(low[n], rank)
+    return low
 
 
 def members_that_fit(state: GreedyState, problem: Problem, gang) -> int:

@@ -67,3 +67,11 @@ def test_each_request_carries_the_token_as_it_is_then(control_plane: ControlPlan
     assert refused.value.status == 401
     keys[name] = good
     _nodes(api)
+
+
+def test_the_release_is_read_from_the_apiserver(control_plane: ControlPlane) -> None:
+    """What status writes that differ by release (a refused PodGroup's reason) are decided by."""
+    from testkit.controlplane import kube_version, major_minor
+
+    api = KubeAPI(load_client(str(control_plane.kubeconfig)))
+    assert api.server_version() == major_minor(kube_version())
