@@ -34,6 +34,7 @@ from ..model.ir import (
     Source,
     Tolerations,
     VictimRule,
+    WORKLOAD,
 )
 from . import ast as A
 
@@ -116,6 +117,8 @@ def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
     prefer = tuple(d.key for d in s.prefer)
     least = (s.least.domain.key, s.least.least) if s.least else None
     device = s.device.name if s.device else None
+    if s.workload:  # the pod's workload is its gang (engine.model.workload_gangs), of the size its object says
+        return GangRule("", 0, src, pod.namespace, WORKLOAD, "", within, prefer, least, device)
     if not s.label:
         group = pod.scheduling_group or pod.pod_group
         if group is None:
