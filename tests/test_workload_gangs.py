@@ -182,3 +182,31 @@ def test_gang_by_workload_errors_name_the_file_line_and_column(text: str, where:
         check_sources({"p.policy": text})
     rendered = [d.render() for d in err.value.diagnostics]
     assert any(r.startswith(where) and words in r for r in rendered), rendered
+
+
+def test_the_loop_reads_the_workload_and_binds_its_gang_whole_with_the_crds_absent() -> None:
+    from engine.loop.queue import QueueConfig
+    from engine.loop.scheduler import Profile, Scheduler, Settings
+    from loopfake import FakeAPI
+    from loopfake import node as fake_node
+
+    api = FakeAPI(absent_kinds={"JobSet", "PyTorchJob", "MPIJob", "RayCluster", "LeaderWorkerSet"})
+    api.put("Node", fake_node("n1", cpu="2"))
+    api.put("ConfigMap", {"metadata": {"name": "policies", "namespace": "kube-system"},
+                          "data": {"w.policy": WORKLOADS}})
+    api.put("Job", job("j", parallelism=3))
+    s = Scheduler(api, Settings((Profile("policy-scheduler", ("kube-system", "policies")),),
+                                QueueConfig(batch_window=0.0), time_limit=2))
+    for r in s.resources:  # an absent CRD: the reflector reads it as none (loop/sync.py)
+        s.store.replace(r, [] if r.kind in api.absent_kinds else api.list(r)[0])
+    loop = s.loops[0]
+    assert loop.refresh_policies()
+    for i in range(3):
+        s.store.apply("Pod", "ADDED", api.put("Pod", job_pod(f"j-{i}", "j", cpu="1")))
+    assert set(loop.queue._unit_of.values()) == {"gang:default/Job/j"}
+    loop.cycle([f"default/j-{i}" for i in range(3)]).result()
+    assert api.binds == []  # room for two of three: none starts
+    s.store.apply("Job", "MODIFIED", api.put("Job", job("j", parallelism=2)))  # parallelism lowered: a gang of 2
+    loop.cycle([f"default/j-{i}" for i in range(3)]).result()
+    assert len(api.binds) == 2
+    s.events.close()
