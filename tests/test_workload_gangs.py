@@ -148,7 +148,8 @@ def test_a_pod_whose_workload_object_is_missing_waits_for_it() -> None:
     docs = [node("n1", cpu="4"), job_pod("j-0", "j", cpu="1"), job_pod("j-1", "j", cpu="1")]
     cluster = cluster_of(docs)
     assert cluster.pending == []
-    assert cluster.skipped["default/j-0"].startswith("waiting for its Job default/j to appear (t.policy:3")
+    assert cluster.skipped["default/j-0"].startswith(
+        "waiting for its Job default/j to appear: its gang's size (gang by workload, t.policy:3")
     assert cluster.skipped_codes["default/j-0"].value == "InvalidObject"
     assert len(cluster_of(docs, None).pending) == 2  # without `gang by workload` the object is not needed
 

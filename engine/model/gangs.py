@@ -112,7 +112,8 @@ def _workload_gang(pod: Pod, cluster: Cluster, rule: GangRule) -> Gang | str | N
         return None
     workload = cluster.gang_workloads.get(found.workload_key)
     if workload is None:
-        return f"waiting for its {found.kind} {found.namespace}/{found.name} to appear ({rule.source}: gang by workload)"
+        return (f"waiting for its {found.kind} {found.namespace}/{found.name} to appear: its gang's size "
+                f"(gang by workload, {rule.source})")
     gang = workload_gang(pod, found, workload)
     if gang is None:
         return None
