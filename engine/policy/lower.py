@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..model.cluster import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Quota, Requirement, Toleration
 from ..model.ir import (
+    WORKLOAD,
     Constraint,
     CountLimit,
     DefaultSpreading,
@@ -34,7 +35,6 @@ from ..model.ir import (
     Source,
     Tolerations,
     VictimRule,
-    WORKLOAD,
 )
 from . import ast as A
 
