@@ -21,7 +21,9 @@ SAME = "all pods in a single pod group should have the same"  # upstream's words
 
 def gang_key(pod: Pod, rules: GangRules | None = None) -> str | None:
     """The key of the gang a pod would belong to, from its labels and the policies alone (no PodGroup
-    object needed): what the scheduler loop's queue groups pods by before any cycle has built the cluster."""
+    object needed): what the scheduler loop's queue groups pods by before any cycle has built the cluster. A
+    workload's pods: the workload (a LeaderWorkerSet's group), whatever its object says, so a JobSet started
+    InOrder or an MPIJob whose launcher waits is one unit of the queue though its gang is a part of it."""
     group = pod.scheduling_group or pod.pod_group
     if group is not None:
         return f"{pod.namespace}/{group}"
