@@ -115,8 +115,9 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     ObjectKind("DeviceTaintRule", (*DRA_APIS, "resource.k8s.io/v1alpha3"), "devicetaintrules", False, "device",
                "ResourceSlice", served=("v1", "v1beta2", "v1alpha3")),
     # the workloads `gang by workload` reads (engine.reading.convert.gang_workloads); all but Job are CRDs, optional: a
-    # kind not served is read as none; a new one may complete a gang its pods wait for (as a PodGroup does)
-    *(ObjectKind(kind, (version,), plural, True, "gang_workload", "PodGroup")
+    # kind not served is read as none; a new one may complete a gang its pods wait for (as a PodGroup does). Of all
+    # but Job only the spec is read (a Job's status.succeeded caps its gang)
+    *(ObjectKind(kind, (version,), plural, True, "gang_workload", "PodGroup", spec_only=kind != "Job")
       for kind, version, plural in (("Job", "batch/v1", "jobs"), ("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets"),
                                     ("PyTorchJob", "kubeflow.org/v1", "pytorchjobs"),
                                     ("MPIJob", "kubeflow.org/v2beta1", "mpijobs"),

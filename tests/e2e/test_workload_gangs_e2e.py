@@ -1,8 +1,9 @@
-"""`gang by workload` against a real kube-apiserver: the JobSet, LeaderWorkerSet and RayCluster CRDs installed from
-their pinned releases' manifests (testkit/workloads.py), the workload objects and their pods made by hand as their
-controllers would (no controller runs here), and the scheduler, as the chart's ServiceAccount, binding each gang
-whole or not at all: a JobSet larger than the room waits whole, one of two LeaderWorkerSet groups starts (never a
-part of each), a RayCluster's head and minimum workers start together."""
+"""`gang by workload` against a real kube-apiserver: the JobSet, LeaderWorkerSet, RayCluster, PyTorchJob and MPIJob
+CRDs installed from their pinned releases' manifests (testkit/workloads.py), the workload objects and their pods
+made by hand as their controllers would (no controller runs here), and the scheduler, as the chart's
+ServiceAccount, binding each gang whole or not at all: a JobSet larger than the room waits whole, one of two LeaderWorkerSet groups starts (never a
+part of each), a RayCluster's head and minimum workers start together, a PyTorchJob waits whole and an MPIJob starts
+whole."""
 from __future__ import annotations
 
 from testkit.controlplane import ControlPlane
@@ -14,6 +15,10 @@ from testkit.workloads import (
     jobset_pod,
     leaderworkerset,
     lws_pod,
+    mpi_pod,
+    mpijob,
+    pytorch_pod,
+    pytorchjob,
     ray_pod,
     raycluster,
     workload_crd,
@@ -108,3 +113,28 @@ def test_a_rayclusters_head_and_minimum_workers_start_together(control_plane: Co
     control_plane.create_ready_node("ray-1", cpu="1", labels=ns_nodes)  # room for all four
     wait_for("the whole cluster bound", lambda: sum(1 for p in kube.pods(RAY_NS).values() if node_of(p)) == 4,
              timeout=60)
+
+
+def test_kubeflow_jobs_start_whole(control_plane: ControlPlane, kube: Kube, chart_schedulers, chart_identity) -> None:
+    """A PyTorchJob (master and 3 workers) with room for 3 waits whole; an MPIJob (launcher and 2 workers, the launcher
+    a Job's pod) then starts whole in that room."""
+    for kind in ("PyTorchJob", "MPIJob"):
+        _install(kube, kind)
+    ns, nodes = "sched-kubeflow", {"e2e": "kubeflow"}
+    control_plane.ensure_namespace(ns)
+    control_plane.create_ready_node("kubeflow-0", cpu="3", labels=nodes)
+    pt = _create(kube, pytorchjob("pt", workers=3), ns)
+    mpi = _create(kube, mpijob("mpi", workers=2), ns)
+    _start(kube, chart_schedulers, chart_identity, ns)
+    spec = {"scheduler": SCHEDULER, "cpu": "1", "nodeSelector": nodes}
+    _pod(kube, pytorch_pod("pt-master-0", "pt", "master", **spec), pt["metadata"]["uid"], ns)
+    for i in range(3):
+        _pod(kube, pytorch_pod(f"pt-worker-{i}", "pt", "worker", **spec), pt["metadata"]["uid"], ns)
+    wait_for("the PyTorchJob's pods told they wait",
+             lambda: all(_said(kube, n, ns) for n in ("pt-master-0", "pt-worker-2")), timeout=60)
+    assert not any(node_of(p) for p in kube.pods(ns).values())
+    _pod(kube, mpi_pod("mpi-launcher", "mpi", "launcher", **spec), ns=ns)
+    for i in range(2):
+        _pod(kube, mpi_pod(f"mpi-worker-{i}", "mpi", "worker", **spec), mpi["metadata"]["uid"], ns)
+    wait_for("the MPIJob bound whole", lambda: sorted(n for n, p in kube.pods(ns).items() if node_of(p)) == [
+        "mpi-launcher", "mpi-worker-0", "mpi-worker-1"], timeout=60)
