@@ -6,6 +6,9 @@ apiserver's strict field validation checks them. Each kind's schema comes from w
 - built-in kinds: the Kubernetes Python client's models (`attribute_map`, `openapi_types`: Kubernetes 1.37's API,
   the client this project pins), e.g. `kubernetes.client.V1Pod`;
 - scheduler-plugins' PodGroup and ElasticQuota: their CRD manifests' `openAPIV3Schema` (deploy/);
+- the workloads `gang by workload` reads (JobSet, LeaderWorkerSet, RayCluster, PyTorchJob, MPIJob): their released CRD
+  manifests, from the pinned Go modules in the module cache (testkit/workloads.py; not downloaded: kept as the file
+  has them);
 - kinds the client lacks (`scheduling.k8s.io/v1alpha2` PodGroups, 1.36's; `v1beta1` CompositePodGroups, 1.38's):
   that release's OpenAPI document, from the Go module cache (`k8s.io/kubernetes@v1.36.3/api/openapi-spec/v3/`,
   which the e2e control plane's build fetches; `@v1.38.0-beta.0`'s, fetched by hand until 1.38 builds here).
@@ -153,12 +156,41 @@ def _crd_versions(paths: Iterable[Path]) -> dict[str, tuple[str, dict[str, Any]]
     return out
 
 
+def _module_crds() -> dict[str, tuple[str, dict[str, Any]]]:
+    """`group/version/Kind` -> (the module and file, that version's schema) of the workload CRDs whose pinned module
+    is in the module cache."""
+    import yaml
+
+    from .workloads import WORKLOAD_CRDS
+
+    out = {}
+    for module, version, path in WORKLOAD_CRDS.values():
+        file = module_cache() / f"{module}@{version}" / path
+        if not file.is_file():
+            continue
+        spec = yaml.safe_load(file.read_text())["spec"]
+        for v in spec["versions"]:
+            out[f"{spec['group']}/{v['name']}/{spec['names']['kind']}"] = (f"{module}@{version} {path}",
+                                                                          v["schema"]["openAPIV3Schema"])
+    return out
+
+
+def _module_kinds() -> frozenset[str]:
+    from .workloads import API, WORKLOAD_CRDS
+
+    return frozenset(f"{API[kind]}/{kind}" for kind in WORKLOAD_CRDS)
+
+
+_MODULE_KINDS = _module_kinds()
+
+
 def build(kinds: Mapping[str, Iterable[str]], documents: Mapping[str, dict[str, Any] | None]) -> dict[str, Any]:
     """The file's content for `kinds` (manifest kind -> the apiVersions read, engine.reading.objects.API_VERSIONS) and the
     OpenAPI `documents` of the group/versions the client lacks (None: not in the module cache; then kept from
     the file as it is). A kind found in none of the sources maps to null: not checked."""
     writer = _Writer()
     crds = _crd_versions(CRDS)
+    crds.update(_module_crds())
     old = json.loads(OUT.read_text()) if OUT.is_file() else {"kinds": {}, "types": {}}
     found: dict[str, Any] = {}
     for kind, versions in sorted(kinds.items()):
@@ -169,6 +201,9 @@ def build(kinds: Mapping[str, Iterable[str]], documents: Mapping[str, dict[str, 
                 source, schema = crds[crd]
                 found[key] = {"type": writer.root(schema, crd, {}), "source": source + ("" if crd == key else
                               f" (read as {crd.split('/')[0]}'s: the former group of the same CRD)")}
+            elif key in _MODULE_KINDS:  # its module is not in the cache: kept as the file has it
+                found[key] = old["kinds"].get(key) or {"type": None, "source": "no schema: not checked"}
+                _keep(writer, found[key]["type"], old["types"])
             elif name := writer.client_class(api_version, kind):
                 found[key] = {"type": name, "source": f"kubernetes {writer.client.__version__}"}
             elif api_version in OPENAPI:

@@ -341,8 +341,9 @@ def waiting_for_members(gi: GangInfo) -> str | None:
 
 
 def quorum_name(gang: Gang) -> str:
-    """What the group calls its minimum: minCount for a scheduling.k8s.io PodGroup, else minMember."""
-    return "minCount" if gang.label == SCHEDULING_GROUP else "minMember"
+    """What the group calls its minimum: minCount for a scheduling.k8s.io PodGroup, size for a workload's gang (its
+    object's pods at once), else minMember."""
+    return "minCount" if gang.label == SCHEDULING_GROUP else "size" if gang.workload else "minMember"
 
 
 def _quorum(gi: GangInfo) -> str:

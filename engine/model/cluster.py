@@ -616,11 +616,35 @@ class Gang:
     composite: str | None = None  # the CompositePodGroup (key) it starts with, for a scheduling.k8s.io PodGroup
     device_within: str | None = None  # device attribute (domain/name): every member's devices in one value of it
     device_source: str = ""  # the policy that asked for it (file:line:col), for explanations
+    part: tuple[str, str] | None = None  # a second label = value its members carry (a workload's part of it)
+    workload: str = ""  # the kind of the workload it is made from (`gang by workload`), named `value`
 
     def member(self, pod: Pod) -> bool:
         if self.label == SCHEDULING_GROUP:
             return pod.namespace == self.namespace and pod.scheduling_group == self.value
-        return pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
+        return (pod.namespace == self.namespace and pod.labels.get(self.label) == self.value
+                and (self.part is None or pod.labels.get(self.part[0]) == self.part[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class GangWorkload:
+    """A workload object whose pods a policy's `gang by workload` makes gangs of (engine.model.workload_gangs): a
+    batch/v1 Job, a JobSet, a PyTorchJob or MPIJob, a RayCluster, a LeaderWorkerSet. `size` is its gang's size;
+    `split` the pod label it is one gang per value of, when the object says so (a JobSet started InOrder: per
+    replicated job; an MPIJob whose launcher waits for its workers: the workers alone), with `parts` the size of
+    each value's gang (a value not there: its pods are no gang)."""
+
+    kind: str
+    namespace: str
+    name: str
+    size: int
+    split: str | None = None
+    parts: tuple[tuple[str, int], ...] = ()
+    created: str = ""  # metadata.creationTimestamp: among equal priorities, older gangs go first
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.kind}/{self.name}"
 
 
 class PodMatcher(Protocol):
@@ -743,6 +767,7 @@ class Cluster:
     composite_groups: dict[str, CompositeGroup] = field(default_factory=dict)  # their CompositePodGroups, by key
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     workloads: Workloads = field(default_factory=Workloads)
+    gang_workloads: dict[str, GangWorkload] = field(default_factory=dict)  # by key (namespace/Kind/name)
     notes: list[str] = field(default_factory=list)
     # pods of this scheduler without a node that are not pending at all (gated, terminating, unknown
     # PriorityClass, missing PodGroup): pod key -> reason; never placed, take no capacity

@@ -1,40 +1,52 @@
 """Gang identity, decided once: which all-or-nothing group each pod belongs to.
 
 A pod's native PodGroup (spec.schedulingGroup naming a scheduling.k8s.io PodGroup whose policy is `gang`) comes
-first, then its own Coscheduling PodGroup (label scheduling.x-k8s.io/pod-group, minMember > 0), then the first
-policy `gang by label` in load order; a policy's `gang by podgroup within …` adds its
+first, then its own Coscheduling PodGroup (label scheduling.x-k8s.io/pod-group, minMember > 0), then its workload
+when a policy's `gang by workload` covers it (engine.model.workload_gangs), then the first policy `gang by label` in
+load order; a policy's `gang by podgroup within …` adds its
 domain to the pod's PodGroup gang. The snapshot's resolver (engine.reading.resolve) calls `find_gangs` once;
 compile, preemption, the scheduler loop's queue (`gang_key`) and its binder read the result instead of working it out again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .cluster import POD_GROUP_LABEL, PREEMPT_LOWER, SCHEDULING_GROUP, TERMINAL_PHASES, Cluster, Gang, Pod, PodGroup
-from .ir import GangRule, GangRules, Source
+from .ir import WORKLOAD, GangRule, GangRules, Source
+from .workload_gangs import workload_gang, workload_of
 
 SAME = "all pods in a single pod group should have the same"  # upstream's words (validatePodGroup)
 
 
 def gang_key(pod: Pod, rules: GangRules | None = None) -> str | None:
     """The key of the gang a pod would belong to, from its labels and the policies alone (no PodGroup
-    object needed): what the scheduler loop's queue groups pods by before any cycle has built the cluster."""
+    object needed): what the scheduler loop's queue groups pods by before any cycle has built the cluster. A
+    workload's pods: the workload (a LeaderWorkerSet's group), whatever its object says, so a JobSet started
+    InOrder or an MPIJob whose launcher waits is one unit of the queue though its gang is a part of it."""
     group = pod.scheduling_group or pod.pod_group
     if group is not None:
         return f"{pod.namespace}/{group}"
-    label = next((r for r in rules(pod) if r.label != POD_GROUP_LABEL), None) if rules else None
+    found = rules(pod) if rules else ()
+    if any(r.label == WORKLOAD for r in found) and (workload := workload_of(pod)) is not None:
+        return workload.key
+    label = next((r for r in found if r.label not in _NOT_LABELS), None)
     return None if label is None else label.group
+
+
+_NOT_LABELS = (POD_GROUP_LABEL, WORKLOAD)  # rules that are not `gang by label`
 
 
 @dataclass(frozen=True, slots=True)
 class GangMembers:
     """The gangs of one snapshot: those with a pending member, by key, and which gang each pending and each bound
-    member belongs to (pod key -> gang key)."""
+    member belongs to (pod key -> gang key); `waiting`: pending pods whose workload object the snapshot lacks (a
+    `gang by workload` covers them), with why (they wait for it, as for a missing PodGroup)."""
 
     gangs: dict[str, Gang]
     pending: dict[str, str]
     bound: dict[str, str]
+    waiting: dict[str, str] = field(default_factory=dict)
 
 
 def find_gangs(cluster: Cluster, rules: GangRules | None = None) -> GangMembers:
@@ -42,26 +54,38 @@ def find_gangs(cluster: Cluster, rules: GangRules | None = None) -> GangMembers:
     pending member (in snapshot order) states the gang's domain."""
     gangs: dict[str, Gang] = {}
     pending: dict[str, str] = {}
+    waiting: dict[str, str] = {}
     for pod in cluster.pending:
         gang = _gang_of(pod, cluster, rules(pod) if rules else ())
-        if gang is not None:
+        if isinstance(gang, str):
+            waiting[pod.key] = gang
+        elif gang is not None:
             pending[pod.key] = gangs.setdefault(gang.key, gang).key
     if not gangs:
-        return GangMembers(gangs, pending, {})
-    wanted = {(g.namespace, g.label, g.value): g.key for g in gangs.values()}
+        return GangMembers(gangs, pending, {}, waiting)
+    return GangMembers(gangs, pending, _bound_members(cluster, gangs), waiting)
+
+
+def _bound_members(cluster: Cluster, gangs: dict[str, Gang]) -> dict[str, str]:
+    """The bound members of `gangs` (they count towards minMember), found by the label's value (and their part's)."""
+    wanted: dict[tuple[str, str, str], list[Gang]] = {}
+    for g in gangs.values():
+        wanted.setdefault((g.namespace, g.label, g.value), []).append(g)
     labels = {g.label for g in gangs.values()}
     bound: dict[str, str] = {}
-    for pod in cluster.bound:  # bound members count towards minMember, found by the label's value
+    for pod in cluster.bound:
         for label in labels:
             value = pod.scheduling_group if label == SCHEDULING_GROUP else pod.labels.get(label)
-            key = None if value is None else wanted.get((pod.namespace, label, value))
+            found = None if value is None else wanted.get((pod.namespace, label, value))
+            key = next((g.key for g in found if g.part is None or g.member(pod)), None) if found else None
             if key is not None:
                 bound[pod.key] = key
                 break
-    return GangMembers(gangs, pending, bound)
+    return bound
 
 
-def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | None:
+def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | str | None:
+    """The pod's gang (None: it has none), or why it waits (its workload object is missing)."""
     native = cluster.native_groups.get(f"{pod.namespace}/{pod.scheduling_group}") if pod.scheduling_group else None
     if native is not None and native.min_member > 0:
         return _native_gang(native, rules)
@@ -71,12 +95,32 @@ def _gang_of(pod: Pod, cluster: Cluster, rules: tuple[GangRule, ...]) -> Gang | 
         rule = _topology_rule(rules, own.name)
         return _with_device(Gang(own.key, own.namespace, own.min_member, f"PodGroup {own.key}", POD_GROUP_LABEL,
                                  own.name, rule.within, own.min_resources, own.created, rule.prefer, rule.least), rules)
-    label = next((r for r in rules if r.label != POD_GROUP_LABEL), None)
+    workload = next((r for r in rules if r.label == WORKLOAD), None)
+    if workload is not None and (found := _workload_gang(pod, cluster, workload)) is not None:
+        return found
+    label = next((r for r in rules if r.label not in _NOT_LABELS), None)
     if label is None:
         return None
     return Gang(label.group, label.namespace, label.min_member, str(label.source), label.label, label.value,
                 label.within, prefer=label.prefer, least=label.least, device_within=label.device_within,
                 device_source=str(label.source) if label.device_within else "")
+
+
+def _workload_gang(pod: Pod, cluster: Cluster, rule: GangRule) -> Gang | str | None:
+    """A `gang by workload` gang: the pod's workload's, with the rule's topology (None: the pod is of no workload
+    read, or alone in its part); a pod whose workload object is missing waits for it."""
+    found = workload_of(pod)
+    if found is None:
+        return None
+    workload = cluster.gang_workloads.get(found.workload_key)
+    if workload is None:
+        return (f"waiting for its {found.kind} {found.namespace}/{found.name} to appear: its gang's size "
+                f"(gang by workload, {rule.source})")
+    gang = workload_gang(pod, found, workload)
+    if gang is None:
+        return None
+    return replace(gang, within=rule.within, prefer=rule.prefer, least=rule.least, device_within=rule.device_within,
+                   device_source=str(rule.source) if rule.device_within else "")
 
 
 def _topology_rule(rules: tuple[GangRule, ...], group: str) -> GangRule:

@@ -106,13 +106,17 @@ class SpreadRule:
     source: Source
 
 
+WORKLOAD = "<workload>"  # a GangRule's `label` for `gang by workload`: the pod's workload is its gang
+
+
 @dataclass(frozen=True, slots=True)
 class GangRule:
     """A policy's gang statement as seen from one pod in its scope (`gang by label` / `gang by podgroup within`).
 
     Not a placement constraint of its own: engine.model.gangs turns these, with the pod's own PodGroup, into the
     cluster's gang identity (model.Gang) once, when the cluster is built. Members are the pods of the
-    namespace whose label `label` has the value `value`; `min_member` 0 only adds `within` to a PodGroup gang.
+    namespace whose label `label` has the value `value`; `min_member` 0 only adds `within` to a PodGroup gang, or
+    (label WORKLOAD) makes the pod's workload its gang (engine.model.workload_gangs).
     """
 
     group: str  # namespace/label=value, or namespace/name of the PodGroup

@@ -117,9 +117,12 @@ def _holders(compiled: Compiled, c: int, rejections: list[Rejection]) -> list[Re
 
 
 def gang_ref(gang: Gang) -> Ref:
-    """A gang as an object: its PodGroup, or a policy's gang by label (named by its key)."""
+    """A gang as an object: its PodGroup, its workload (`gang by workload`), or a policy's gang by label (named by
+    its key)."""
     if gang.source.startswith("PodGroup"):
         return Ref.namespaced("PodGroup", gang.key)
+    if gang.workload:
+        return Ref(gang.workload, gang.value, gang.namespace)
     return Ref("Gang", gang.key.rpartition("/")[2], gang.namespace)
 
 

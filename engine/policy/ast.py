@@ -378,7 +378,8 @@ class AtLeastPer:
 @dataclass(frozen=True, slots=True)
 class GangBy:
     """gang by label "k" min N [within D] [prefer within D1, D2…] [with at least K per D3], or the same by podgroup
-    (the PodGroup keeps its minMember and adds these to its own topology)."""
+    (the PodGroup keeps its minMember and adds these to its own topology), or by workload (each pod's Job, JobSet,
+    … is its gang, of the size its object says: engine.model.workload_gangs)."""
 
     label: str  # "" for a PodGroup
     min_member: int  # 0 for a PodGroup
@@ -387,6 +388,7 @@ class GangBy:
     prefer: tuple[Domain, ...] = ()  # the fewest domains of each, the first first
     least: AtLeastPer | None = None
     device: DeviceAttribute | None = None  # all members' devices in one value of this device attribute
+    workload: bool = False  # by workload (label "", min_member 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,6 +246,8 @@ def _gang(s: A.GangBy) -> Iterator[tuple[A.Pos, str]]:
     yield from _gang_topology(s)
     if s.device is not None and (problem := attribute_problem(s.device.name)) is not None:
         yield s.device.pos, f"invalid device attribute {s.device.name!r}: {problem}"
+    if s.workload:
+        return  # by workload: the workload's object says its size
     if not s.label:
         if s.within is None and not s.prefer and s.least is None and s.device is None:
             yield s.pos, ("gang by podgroup adds a topology to each pod's PodGroup: give `within …`, "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..model.cluster import POD_GROUP_LABEL, LabelSelector, Pod, PodAffinityTerm, Quota, Requirement, Toleration
 from ..model.ir import (
+    WORKLOAD,
     Constraint,
     CountLimit,
     DefaultSpreading,
@@ -116,6 +117,8 @@ def lower_gang(policy: A.Policy, s: A.GangBy, pod: Pod) -> GangRule | None:
     prefer = tuple(d.key for d in s.prefer)
     least = (s.least.domain.key, s.least.least) if s.least else None
     device = s.device.name if s.device else None
+    if s.workload:  # the pod's workload is its gang (engine.model.workload_gangs), of the size its object says
+        return GangRule("", 0, src, pod.namespace, WORKLOAD, "", within, prefer, least, device)
     if not s.label:
         group = pod.scheduling_group or pod.pod_group
         if group is None:

@@ -362,6 +362,10 @@ class _ToAst(Transformer):
         return A.GangBy("", 0, _pos(self.file, meta), *_gang_topology(items))
 
     @v_args(meta=True)
+    def gang_workload(self, meta, items):
+        return A.GangBy("", 0, _pos(self.file, meta), *_gang_topology(items), workload=True)
+
+    @v_args(meta=True)
     def gang(self, meta, items):
         return A.GangBy(_string(items[0]), int(items[1]), _pos(self.file, meta), *_gang_topology(items[2:]))
 

@@ -27,6 +27,7 @@ from ..model.ir import GangRules
 from ..model.reasons import Code
 from .convert.devices import add_dra_object
 from .convert.fields import PROBLEMS, InputError, as_text, describe, reason_of, refusal, str_map
+from .convert.gang_workloads import gang_workload
 from .convert.groups import (
     disruption_budgets,
     elastic_quota,
@@ -215,6 +216,11 @@ def _pod(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) ->
     found.pods.append((src, obj))  # converted once PriorityClasses, Namespaces and PodGroups are known
 
 
+def _gang_workload(found: _Sorted, src: str, obj: dict[str, Any], kind: str, name: str) -> None:
+    workload = gang_workload(kind, obj)
+    found.cluster.gang_workloads[workload.key] = workload
+
+
 _Sort = Callable[[_Sorted, str, dict[str, Any], str, str], None]
 
 
@@ -225,6 +231,7 @@ _FAMILIES: dict[str, _Sort] = {
     "priority_class": _priority_class, "budget": _budget, "quota": _quota, "pod": _pod,
     "storage": lambda found, src, obj, kind, name: add_storage_object(found.cluster.storage, kind, obj),
     "workload": lambda found, src, obj, kind, name: add_workload_object(found.cluster.workloads, kind, obj),
+    "gang_workload": _gang_workload,
     "device": lambda found, src, obj, kind, name: add_dra_object(found.cluster.devices, kind, obj),
 }
 

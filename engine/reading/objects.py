@@ -114,6 +114,15 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
     # (discovery; none served counts as no rules); a change re-taints slices, as upstream's tracker raises it
     ObjectKind("DeviceTaintRule", (*DRA_APIS, "resource.k8s.io/v1alpha3"), "devicetaintrules", False, "device",
                "ResourceSlice", served=("v1", "v1beta2", "v1alpha3")),
+    # the workloads `gang by workload` reads (engine.reading.convert.gang_workloads); all but Job are CRDs, optional: a
+    # kind not served is read as none; a new one may complete a gang its pods wait for (as a PodGroup does). Of all
+    # but Job only the spec is read (a Job's status.succeeded caps its gang)
+    *(ObjectKind(kind, (version,), plural, True, "gang_workload", "PodGroup", spec_only=kind != "Job")
+      for kind, version, plural in (("Job", "batch/v1", "jobs"), ("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets"),
+                                    ("PyTorchJob", "kubeflow.org/v1", "pytorchjobs"),
+                                    ("MPIJob", "kubeflow.org/v2beta1", "mpijobs"),
+                                    ("RayCluster", "ray.io/v1", "rayclusters"),
+                                    ("LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", "leaderworkersets"))),
     ObjectKind("Pod", ("v1",), "pods", True, "pod", "Pod", pruned=_POD_PRUNED),
     # not part of the model: the policies' ConfigMap, watched by the loop for policy reloads
     ObjectKind("ConfigMap", ("v1",), "configmaps", True, None, watched=False),

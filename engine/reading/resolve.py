@@ -17,6 +17,7 @@ from ..devices.storage import held_volumes, pending_volumes
 from ..model.cluster import Cluster, Pod
 from ..model.gangs import find_gangs
 from ..model.ir import GangRules
+from ..model.reasons import Code
 from .workloads import default_selector, missing_controllers
 
 
@@ -24,6 +25,8 @@ def resolve_cluster(cluster: Cluster, gangs: GangRules | None, bound: bool = Tru
     """`cluster` with its gangs, and copies of the pods whose facts differ from a bare pod's (`bound`: the bound
     pods' volumes too; the scheduler loop's cache keeps those itself)."""
     members = find_gangs(cluster, gangs)
+    if members.waiting:
+        cluster = _set_waiting_aside(cluster, members.waiting)
     pending, claims = extended_claims(cluster)
     dra = pod_claims(pending, claims, cluster.namespaces)
     devices = replace(cluster.devices, devices=tainted(cluster.devices), claims=claims)
@@ -49,6 +52,14 @@ def resolve_cluster(cluster: Cluster, gangs: GangRules | None, bound: bool = Tru
             "ReplicationControllers the snapshot lacks, so their default spreading counts only "
             "Services (include them: kubectl get replicasets,statefulsets,services -A -o yaml)"])
     return resolved
+
+
+def _set_waiting_aside(cluster: Cluster, waiting: dict[str, str]) -> Cluster:
+    """`cluster` with the pending pods that wait for their workload object skipped, saying so (InvalidObject, as a
+    pod waiting for its PodGroup)."""
+    return replace(cluster, pending=[p for p in cluster.pending if p.key not in waiting],
+                   skipped={**cluster.skipped, **waiting},
+                   skipped_codes={**cluster.skipped_codes, **dict.fromkeys(waiting, Code.INVALID_OBJECT)})
 
 
 def _placed(cluster: Cluster, gang_of: dict[str, str], volumes: bool) -> list[Pod]:
