@@ -137,10 +137,14 @@ class ExpectedStart:
     reserved: str = ""  # the node its reservation holds room on ("": no reservation)
     next_cycle: bool = False
 
+    def start_text(self) -> str | None:
+        """The start as the message says it: RFC3339, or `next-cycle` (None: not known)."""
+        return NEXT_CYCLE if self.next_cycle else None if self.start is None else _rfc3339(self.start)
+
     def tag(self) -> str:
         """`start=RFC3339` (or `start=next-cycle`) and `reserved=NODE`, space-separated ("" when it says nothing)."""
-        start = NEXT_CYCLE if self.next_cycle else None if self.start is None else _rfc3339(self.start)
-        return " ".join(f"{key}={value}" for key, value in (("start", start), ("reserved", self.reserved)) if value)
+        pairs = (("start", self.start_text()), ("reserved", self.reserved))
+        return " ".join(f"{key}={value}" for key, value in pairs if value)
 
     @classmethod
     def parse(cls, message: str) -> ExpectedStart | None:
