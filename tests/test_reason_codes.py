@@ -381,3 +381,20 @@ def test_an_expected_start_parses_back_from_its_message() -> None:
         assert words_of(message) == "0/3 nodes are available: x."
     assert prefixed(Code.CAPACITY, "w", ExpectedStart()) == "[Capacity] w"  # nothing to tell: the old form
     assert ExpectedStart.parse("[Capacity] [x] words") is None and words_of("plain [Capacity] words") == "plain [Capacity] words"
+
+
+def test_a_cycle_tells_each_waiting_pod_its_reservation_else_its_estimate() -> None:
+    """CycleResult.expected_starts: a reserved pod's start and node; an estimated one's start, or next-cycle when the
+    sweep placed it at its now (its time then would change every sweep while its words do not); none unknown."""
+    from engine.loop.cycle import CycleResult
+    from engine.model.cluster import Cluster, Reservation
+    from engine.model.reasons import ExpectedStart
+    from engine.planning.plan import Plan, Stats
+    from engine.time.timeline import Estimate
+    plan = Plan({}, {}, Stats(), reservations=(Reservation("default/g", (("default/g-0", "n1"), ("default/g-1", "n2")),
+                                                           1000.0, ()),),
+                estimates={"default/later": Estimate(2000.0, "by then"), "default/soon": Estimate(5.0, "next", True),
+                           "default/never": Estimate(None, "not estimated")})
+    assert CycleResult(plan, Cluster([], [])).expected_starts() == {
+        "default/g-0": ExpectedStart(1000.0, "n1"), "default/g-1": ExpectedStart(1000.0, "n2"),
+        "default/later": ExpectedStart(2000.0), "default/soon": ExpectedStart(5.0, next_cycle=True)}
