@@ -154,7 +154,7 @@ def _tune_one_shot(ctx: click.Context) -> None:
     objects, the model, every plan's candidates, CP-SAT's model, the answer) and exits: each full pass would walk
     all of it again to free nothing (seconds per compile at 20,000 nodes). Here, not in the core: the core is the
     loop's too, whose long-lived process is tuned phase by phase by its own policy (`run`: engine.loop.runtime)."""
-    if ctx.invoked_subcommand != "run":
+    if ctx.invoked_subcommand not in ("run", "queue"):  # (`queue --watch` runs as long as `run`)
         ctx.with_resource(collector_paused())
 
 
@@ -673,5 +673,15 @@ def waits_figure(runs, workload):
 if __name__ == "__main__":  # pragma: no cover
     main()
 from .loop.command import run as _run  # noqa: E402 — `policy-scheduler run` (engine/loop/), registered last
+from .loop.queue_command import queue as _queue  # noqa: E402 — `policy-scheduler queue` (engine/loop/)
 
 main.add_command(_run)
+main.add_command(_queue)
+
+KUBECTL_PLUGIN = "kubectl policy-scheduler"  # kubectl runs `kubectl-policy_scheduler` on PATH for `kubectl policy-scheduler`
+
+
+def kubectl_plugin(argv: list[str] | None = None) -> None:
+    """The `kubectl-policy_scheduler` entry point: kubectl hands a plugin the words after its name (`queue -o json`),
+    as a command's own are handed to `policy-scheduler`; only the name it says in help and errors differs."""
+    main.main(args=sys.argv[1:] if argv is None else argv, prog_name=KUBECTL_PLUGIN)

@@ -33,6 +33,7 @@ def test_a_pod_is_not_told_the_next_cycle_while_nothing_frees_for_30_minutes(sha
     assert set(got.assignments) == {"default/job-0", "default/job-1"}
     assert starts(got) == {"default/job-2": at(12, 30)}
     assert not any("next cycle" in why for why in got.unschedulable["default/job-2"])
+    assert not got.estimates["default/job-2"].next_cycle  # (the condition's start=next-cycle says the same)
 
 
 # --- the replay -------------------------------------------------------------------------------------------------

@@ -341,3 +341,60 @@ def test_room_split_over_nodes_full_before_the_plan_is_fragmentation_beside_a_pl
     plan = planned(*docs, preemption=False)
     assert plan.assignments == {"default/guard": "n3"}
     assert codes(plan, "w") == [Code.TOPOLOGY, Code.FRAGMENTATION]
+
+
+def test_the_loop_tells_a_waiting_pods_reservation_after_its_code() -> None:
+    """The running pod on the one node ends by its activeDeadlineSeconds: the pod that cannot start now gets a
+    reservation there, and its condition's message says when and where after the code, in the form the queue view
+    parses."""
+    import time as clock
+
+    from engine.model.reasons import ExpectedStart, words_of
+    from loopfake import FakeAPI, synced_loop
+    from loopfake import node as one_cpu_node
+    from loopfake import pod as loop_pod
+    started = clock.strftime("%Y-%m-%dT%H:%M:%SZ", clock.gmtime(clock.time() - 60))
+    api = FakeAPI()
+    api.put("Node", one_cpu_node("n1"))
+    running = loop_pod("running", node_name="n1", activeDeadlineSeconds=600)
+    running["status"]["startTime"] = started
+    api.put("Pod", running)
+    api.put("Pod", loop_pod("next"))
+    s, loop = synced_loop(api)
+    loop.cycle(["default/next"]).result()
+    loop.flush_binds()
+    s.events.close()
+    message = api.conditions["default/next"]
+    expected = ExpectedStart.parse(message)
+    assert code_of(message) is Code.CAPACITY and expected is not None and expected.reserved == "n1"
+    assert expected.start is not None and abs(expected.start - (clock.time() - 60 + 600)) < 5
+    assert words_of(message).startswith("0/1 nodes are available") and "reserved: expected to start on n1" in message
+    assert ExpectedStart.parse(prefixed(Code.CAPACITY, "words")) is None
+
+
+def test_an_expected_start_parses_back_from_its_message() -> None:
+    from engine.model.reasons import ExpectedStart, words_of
+    for expected in (ExpectedStart(1_800_000_000.0, "n3"), ExpectedStart(1_800_000_000.0),
+                     ExpectedStart(None, next_cycle=True)):
+        message = prefixed(Code.RESERVED, "0/3 nodes are available: x.", expected)
+        assert code_of(message) is Code.RESERVED and ExpectedStart.parse(message) == expected
+        assert words_of(message) == "0/3 nodes are available: x."
+    assert prefixed(Code.CAPACITY, "w", ExpectedStart()) == "[Capacity] w"  # nothing to tell: the old form
+    assert ExpectedStart.parse("[Capacity] [x] words") is None and words_of("plain [Capacity] words") == "plain [Capacity] words"
+
+
+def test_a_cycle_tells_each_waiting_pod_its_reservation_else_its_estimate() -> None:
+    """CycleResult.expected_starts: a reserved pod's start and node; an estimated one's start, or next-cycle when the
+    sweep placed it at its now (its time then would change every sweep while its words do not); none unknown."""
+    from engine.loop.cycle import CycleResult
+    from engine.model.cluster import Cluster, Reservation
+    from engine.model.reasons import ExpectedStart
+    from engine.planning.plan import Plan, Stats
+    from engine.time.timeline import Estimate
+    plan = Plan({}, {}, Stats(), reservations=(Reservation("default/g", (("default/g-0", "n1"), ("default/g-1", "n2")),
+                                                           1000.0, ()),),
+                estimates={"default/later": Estimate(2000.0, "by then"), "default/soon": Estimate(5.0, "next", True),
+                           "default/never": Estimate(None, "not estimated")})
+    assert CycleResult(plan, Cluster([], [])).expected_starts() == {
+        "default/g-0": ExpectedStart(1000.0, "n1"), "default/g-1": ExpectedStart(1000.0, "n2"),
+        "default/later": ExpectedStart(2000.0), "default/soon": ExpectedStart(5.0, next_cycle=True)}

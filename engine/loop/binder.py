@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ..devices.dra import ClaimAllocation
 from ..devices.storage import VolumeStep
-from ..model.reasons import Code, prefixed
+from ..model.reasons import Code, ExpectedStart, prefixed
 from ..reading.convert.native_groups import is_legacy
 from ..reading.objects import NATIVE_POD_GROUP
 from .devices import ClaimPreBind
@@ -139,15 +139,18 @@ class EventSink:
     def event(self, involved: Obj, type_: str, reason: str, message: str) -> None:
         self.outbox.submit(self.api.create_event, involved, type_, reason, message)
 
-    def unschedulable(self, pod: Obj, message: str, reason: str = UNSCHEDULABLE, code: Code | None = None) -> None:
+    def unschedulable(self, pod: Obj, message: str, reason: str = UNSCHEDULABLE, code: Code | None = None,
+                      expected: ExpectedStart | None = None) -> None:
         """Condition PodScheduled=False with `reason` (Unschedulable; SchedulerError when an error, not a lack of
         room, kept the pod out: a bind or PreBind failure, an object the engine could not evaluate), only when
         it changes, and the pod's one FailedScheduling event series. The condition's message opens with the reason
         code (`code`; SchedulerError's by default for that reason): the reason stays upstream's, which the
-        cluster-autoscaler and kubectl read; the event says the words alone, as upstream's."""
+        cluster-autoscaler and kubectl read; the event says the words alone, as upstream's. When the plan has a time
+        for the pod (`expected`: its reservation or estimate), that follows the code in the one fixed form the `queue`
+        view reads; it changes only when the words' times do, so it adds no write."""
         m = meta(pod)
         code = code or (Code.SCHEDULER_ERROR if reason == SCHEDULER_ERROR else None)
-        said = message if code is None else prefixed(code, message)
+        said = message if code is None else prefixed(code, message, expected)
         if _failed_condition(pod) != (reason, said):
             self.status.submit(self.api.set_unschedulable, m.get("namespace") or "default", m["name"], said, reason)
         self._tell(pod, message)

@@ -19,7 +19,7 @@ from ..devices.storage import VolumeStep, volume_steps
 from ..kinds import GangSpan, Waiting
 from ..model.cluster import SCHEDULING_GROUP, Cluster, Refusal
 from ..model.ir import Rules
-from ..model.reasons import Code, prefixed
+from ..model.reasons import Code, ExpectedStart, prefixed
 from ..model.rejections import Rejections, joined
 from ..planning.plan import OnPlaced, Plan
 from ..planning.planner import Options, TimeInputs, plan_batch
@@ -107,6 +107,14 @@ class CycleResult:
         PreemptionPending among them), and InvalidObject for a pod the model could not read."""
         out = {key: d.code for key, d in self.plan.waiting_reasons().items()}
         out.update(dict.fromkeys((key for key in self.refused_pods() if key in batch), Code.INVALID_OBJECT))
+        return out
+
+    def expected_starts(self) -> dict[str, ExpectedStart]:
+        """Each waiting pod the plan has a time for: its reservation's start and node, else its estimate (told in its
+        condition's message beside its code: `prefixed`). A pod without a time in the plan is not in it."""
+        out = {key: ExpectedStart(e.start, next_cycle=e.next_cycle) for key, e in self.plan.estimates.items()
+               if e.start is not None}
+        out.update((key, ExpectedStart(r.start, node)) for r in self.plan.reservations for key, node in r.pods)
         return out
 
     def group_conditions(self, refused: str = GROUP_SCHEDULER_ERROR) -> dict[str, tuple[bool, str, str]]:

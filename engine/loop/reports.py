@@ -54,7 +54,7 @@ class Reporter:
                       failed.trace)
         unplaced = result.unplaced()
         errors = set(result.plan.details.errors)
-        codes = result.codes(batch)
+        codes, expected = result.codes(batch), result.expected_starts()
         for key, reason in result.refused_pods().items():
             if key in batch:
                 unplaced[key] = [f"the scheduler cannot read this pod: {reason}"]
@@ -62,7 +62,8 @@ class Reporter:
         for key, reasons in unplaced.items():
             if key in pods:
                 self.events.unschedulable(pods[key], joined(reasons) or "no node fits",
-                                          SCHEDULER_ERROR if key in errors else UNSCHEDULABLE, codes.get(key))
+                                          SCHEDULER_ERROR if key in errors else UNSCHEDULABLE, codes.get(key),
+                                          expected.get(key))
         groups = result.group_conditions(refused_group_reason(self.server()))
         for key, (scheduled, reason, message) in groups.items():
             if (group := self.store.get(NATIVE_POD_GROUP, *key.split("/", 1))) is not None:

@@ -10,6 +10,7 @@ already matches reasons matches these the same way. The pod's `PodScheduled` con
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -121,15 +122,66 @@ class Diagnosis:
 
 
 PREFIX = re.compile(r"^\[([A-Za-z]+)\] ")  # how a condition's message opens with its code (`prefixed`)
+# …and then, for a pod the plan has a time for, its `ExpectedStart` ("[start=2026-11-29T12:20:00Z reserved=n3] ")
+EXPECTED = re.compile(r"^\[[A-Za-z]+\] \[((?:[a-z]+=[^\s\]]+ ?)+)\] ")
+NEXT_CYCLE = "next-cycle"  # the start of a pod that lost only to its own batch's competition
 
 
-def prefixed(code: Code, message: str) -> str:
+@dataclass(frozen=True, slots=True)
+class ExpectedStart:
+    """When a waiting pod is expected to start, as its condition's message says it for programs (the `queue` view):
+    the reservation's start and node when room is held for it, else its estimate; `next_cycle` when it lost only to
+    its batch's competition. A pod the plan has no time for has none."""
+
+    start: float | None = None  # seconds since the epoch
+    reserved: str = ""  # the node its reservation holds room on ("": no reservation)
+    next_cycle: bool = False
+
+    def start_text(self) -> str | None:
+        """The start as the message says it: RFC3339, or `next-cycle` (None: not known)."""
+        return NEXT_CYCLE if self.next_cycle else None if self.start is None else _rfc3339(self.start)
+
+    def tag(self) -> str:
+        """`start=RFC3339` (or `start=next-cycle`) and `reserved=NODE`, space-separated ("" when it says nothing)."""
+        pairs = (("start", self.start_text()), ("reserved", self.reserved))
+        return " ".join(f"{key}={value}" for key, value in pairs if value)
+
+    @classmethod
+    def parse(cls, message: str) -> ExpectedStart | None:
+        """The expected start a `prefixed` message carries (None: it has none)."""
+        found = EXPECTED.match(message)
+        if found is None:
+            return None
+        fields = dict(item.split("=", 1) for item in found.group(1).split())
+        start = fields.get("start")
+        try:
+            at = None if start in (None, NEXT_CYCLE) else datetime.datetime.strptime(
+                str(start), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC).timestamp()
+        except ValueError:
+            return None
+        return cls(at, fields.get("reserved", ""), start == NEXT_CYCLE)
+
+
+def prefixed(code: Code, message: str, expected: ExpectedStart | None = None) -> str:
     """A condition message opened with its code, in the one fixed form a program can parse ("[Capacity] 0/3 nodes
-    are available: …"): the condition's reason stays upstream's."""
-    return f"[{code.value}] {message}"
+    are available: …"): the condition's reason stays upstream's. An `expected` start follows the code in a second bracket
+    ("[Capacity] [start=2026-11-29T12:20:00Z reserved=n3] 0/3 nodes …"), before the words, so a message cut at the
+    API's limit keeps it."""
+    tag = expected.tag() if expected is not None else ""
+    return f"[{code.value}] [{tag}] {message}" if tag else f"[{code.value}] {message}"
 
 
 def code_of(message: str) -> Code | None:
     """The code a `prefixed` message opens with (None: it has none)."""
     found = PREFIX.match(message)
     return Code(found.group(1)) if found and found.group(1) in Code._value2member_map_ else None
+
+
+def words_of(message: str) -> str:
+    """A `prefixed` message's words, without its code and expected start."""
+    found = EXPECTED.match(message) or PREFIX.match(message)
+    return message[found.end():] if found else message
+
+
+def _rfc3339(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

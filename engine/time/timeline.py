@@ -432,6 +432,7 @@ class Estimate:
 
     start: float | None
     why: str
+    next_cycle: bool = False  # placed at now: it lost only to the batch's competition (start is the sweep's now)
 
 
 def waits_for_objects(cluster: Cluster) -> dict[str, str]:
@@ -501,7 +502,7 @@ def estimate(cluster: Cluster, waiting: Iterable[str], now: float, future: Futur
             got = future.place(t, ahead, [*due, *left], running)
             for pod in (p for p in [*due, *left] if p.key in got.where):
                 if pod.key in wanted:
-                    out[pod.key] = Estimate(t, _expected(t, now))
+                    out[pod.key] = Estimate(t, _expected(t, now), t == now)
                 begun.append(Begun(pod, got.where[pod.key], t, got.claims.get(pod.key, ())))
                 times.update(u for u in (begun[-1].until,) if u is not None and u <= now + horizon)
             ahead = [r for r in ahead if not all(key in got.where for key, _ in r.pods)]
