@@ -42,7 +42,7 @@ class Malformed(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class CaseOutcome:
     """What a case's plan is compared with: the plan, its tenants by quota name, and the now it was made at."""
 
     plan: Plan
@@ -178,7 +178,7 @@ SHAPES: dict[str, Callable[[str, Any], None]] = {
 
 # --- comparisons -------------------------------------------------------------------------------------------------
 
-def compare(expect: dict[str, Any], outcome: Outcome) -> list[str]:
+def compare(expect: dict[str, Any], outcome: CaseOutcome) -> list[str]:
     """One line per difference between the expectations of KEYS that `expect` gives and the plan."""
     failures: list[str] = []
     for key, compare_one in COMPARISONS.items():
@@ -201,7 +201,7 @@ def _fate(plan: Plan, pod: str) -> str:
     return f"skipped: {plan.skipped[pod]}" if pod in plan.skipped else "not a pending pod of this scheduler"
 
 
-def _timeless(outcome: Outcome) -> str:
+def _timeless(outcome: CaseOutcome) -> str:
     return "" if outcome.now is not None else " (no time in the plan: give the case a now:)"
 
 
@@ -209,7 +209,7 @@ def _as_list(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _evictions(expect: dict[str, Any], outcome: Outcome) -> list[str]:
+def _evictions(expect: dict[str, Any], outcome: CaseOutcome) -> list[str]:
     plan = outcome.plan
     done = {v.pod: (preemptor, v) for preemptor, p in plan.preemptions.items() for v in p.victims}
     failures = []
@@ -230,7 +230,7 @@ def _evictions(expect: dict[str, Any], outcome: Outcome) -> list[str]:
     return failures
 
 
-def _reservations(expect: dict[str, Any], outcome: Outcome) -> list[str]:
+def _reservations(expect: dict[str, Any], outcome: CaseOutcome) -> list[str]:
     plan = outcome.plan
     held = {key: (node, r.start) for r in plan.reservations for key, node in r.pods}
     failures = []
@@ -249,7 +249,7 @@ def _reservations(expect: dict[str, Any], outcome: Outcome) -> list[str]:
     return failures
 
 
-def _estimates(expect: dict[str, Any], outcome: Outcome) -> list[str]:
+def _estimates(expect: dict[str, Any], outcome: CaseOutcome) -> list[str]:
     plan = outcome.plan
     failures = []
     for pod, want in expect.items():
@@ -264,7 +264,7 @@ def _estimates(expect: dict[str, Any], outcome: Outcome) -> list[str]:
     return failures
 
 
-def _tenants(expect: dict[str, Any], outcome: Outcome) -> list[str]:
+def _tenants(expect: dict[str, Any], outcome: CaseOutcome) -> list[str]:
     failures = []
     for name, want in expect.items():
         line = outcome.tenants.get(str(name))
@@ -303,7 +303,7 @@ def _tenant_figures(want: dict[str, Any], line: TenantLine) -> list[str]:
     return failures
 
 
-def _codes(expect: dict[str, Any], outcome: Outcome) -> list[str]:
+def _codes(expect: dict[str, Any], outcome: CaseOutcome) -> list[str]:
     plan = outcome.plan
     waiting = plan.waiting_reasons()
     failures = []
@@ -318,7 +318,7 @@ def _codes(expect: dict[str, Any], outcome: Outcome) -> list[str]:
     return failures
 
 
-COMPARISONS: dict[str, Callable[[dict[str, Any], Outcome], list[str]]] = {
+COMPARISONS: dict[str, Callable[[dict[str, Any], CaseOutcome], list[str]]] = {
     "evicted": _evictions, "reserved": _reservations, "estimated": _estimates, "tenants": _tenants,
     "reason_codes": _codes,
 }

@@ -41,7 +41,7 @@ from ..reading.load import InputError, build_cluster
 from ..reading.manifests import read_documents
 from ..time import timeline
 from . import expectations
-from .expectations import Malformed, Outcome, parse_time, unknown_key
+from .expectations import CaseOutcome, Malformed, parse_time, unknown_key
 from .lower import lower
 from .sources import load_policies
 
@@ -200,7 +200,7 @@ def run_case(path: Path, index: int, case: Any, time_limit: float) -> CaseResult
                       time_inputs=TimeInputs(None if chosen is None else chosen.at))
     expect = case.get("expect") or {}
     tenants = {t.name: t for t in tenant_report.of_plan(plan, cluster)} if "tenants" in expect else {}
-    return CaseResult(str(path), name, _compare(expect, plan) + expectations.compare(expect, Outcome(plan, tenants, chosen)))
+    return CaseResult(str(path), name, _compare(expect, plan) + expectations.compare(expect, CaseOutcome(plan, tenants, chosen)))
 
 
 def _compare(expect: dict[str, Any], plan: Plan) -> list[str]:
