@@ -468,7 +468,10 @@ def _check_live(kubeconfig: str) -> int:
 def test_command(paths, time_limit) -> None:
     """Run policy test cases (*_test.yaml: a cluster, policies, the expected plan), like `opa test`.
 
-    Exit 0 when every case passes, 1 when one fails, 2 on a malformed test file or policy.
+    A case may expect placements, unschedulable and skipped pods, evictions (for which preemptor, which
+    PodDisruptionBudgets broken), reservations and estimated starts (at the case's `now:`), tenant figures and
+    reason codes (docs/policy-language.md, "Test files"). Exit 0 when every case passes, 1 when one fails, 2 on a
+    malformed test file, expectation or policy.
     """
     from .policy.parse import PolicyError
     from .policy.testing import TestFileError, find_test_files, run_file

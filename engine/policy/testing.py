@@ -6,21 +6,27 @@ A test file is YAML named `*_test.yaml`:
       - name: training jobs go to GPU nodes
         policies: [gpu-pools.policy]        # paths relative to the test file
         cluster: [ ...Kubernetes manifests... ]   # or cluster_file: cluster.yaml
+        now: 2026-11-25T12:00:00Z           # optional: the plan's now, as `dry-run --now`
         expect:
           placed: {ml/train-0: gpu-1, ml/train-1: [gpu-1, gpu-2]}   # a node, or any of several
           unschedulable: {default/web: "untolerated taint"}        # a substring of one reason
           skipped: {default/gated: "scheduling gate"}              # not pending at all; a substring of the reason
           placed_count: 3                                          # optional
+          evicted: {default/batch-1: {for: ml/train-0, violates: default/batch-pdb}}   # every victim
+          reserved: {ml/big-0: {node: gpu-1, start: 2026-11-25T12:30:00Z}}         # every reserved pod
+          estimated: {ml/small-0: 2026-11-25T12:40:00Z}
+          tenants: {policy/team-a: {used: {cpu: "6"}, borrowed: {cpu: "2"}, share: 0.75}}
+          reason_codes: {default/web: Policy}                      # the dominant code
 
-Each case is solved like a dry run, through the same planner (preemption included; one worker, fixed seed, so
-results are reproducible). A case needs at
-least one expectation, and an unknown key (`expcet:`) is an error naming its line, so a typo cannot make a
-case pass by checking nothing.
+Each case is solved like a dry run, through the same planner (preemption and time included, at the case's `now:`
+or else the snapshot's newest pod time; one worker, fixed seed, so results are reproducible). The expectations
+beyond placements are engine.policy.expectations'. A case needs at least one expectation, and an unknown key
+(`expcet:`) or a malformed expectation is an error naming its line, so a typo cannot make a case pass by checking
+nothing.
 """
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,15 +34,20 @@ from typing import Any
 import yaml
 
 from ..model.ir import Rules
-from ..planning.planner import Options, plan_batch
+from ..planning.plan import Plan
+from ..planning.planner import Options, TimeInputs, plan_batch
+from ..quotas import tenant_report
 from ..reading.load import InputError, build_cluster
 from ..reading.manifests import read_documents
+from ..time import timeline
+from . import expectations
+from .expectations import CaseOutcome, Malformed, parse_time, unknown_key
 from .lower import lower
 from .sources import load_policies
 
 SUFFIX = "_test.yaml"
-CASE_KEYS = ("name", "policies", "cluster", "cluster_file", "scheduler_name", "expect")
-EXPECT_KEYS = ("placed", "unschedulable", "skipped", "placed_count")
+CASE_KEYS = ("name", "policies", "cluster", "cluster_file", "scheduler_name", "now", "expect")
+EXPECT_KEYS = ("placed", "unschedulable", "skipped", "placed_count", *expectations.KEYS)
 
 
 class TestFileError(Exception):
@@ -93,6 +104,7 @@ class _CaseLines:
     start: int
     keys: dict[str, int] = field(default_factory=dict)
     expect: dict[str, int] = field(default_factory=dict)
+    entries: dict[tuple[str, str], int] = field(default_factory=dict)  # (expect key, pod or tenant) -> line
 
 
 def _case_lines(text: str) -> list[_CaseLines]:
@@ -107,14 +119,10 @@ def _case_lines(text: str) -> list[_CaseLines]:
             lines.keys[str(key.value)] = key.start_mark.line + 1
             if key.value == "expect" and isinstance(value, yaml.MappingNode):
                 lines.expect = {str(k.value): k.start_mark.line + 1 for k, _ in value.value}
+                lines.entries = {(str(k.value), str(e.value)): e.start_mark.line + 1 for k, v in value.value
+                                 if isinstance(v, yaml.MappingNode) for e, _ in v.value}
         out.append(lines)
     return out
-
-
-def _unknown_key(key: str, known: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else f" (one of {', '.join(known)})"
-    return f"unknown key {key!r}{hint}"
 
 
 def _validate_case(path: Path, index: int, case: Any, lines: _CaseLines) -> None:
@@ -125,8 +133,19 @@ def _validate_case(path: Path, index: int, case: Any, lines: _CaseLines) -> None
     for key in case:
         if key not in CASE_KEYS:
             where = f"{path}:{lines.keys.get(str(key), lines.start)}"
-            raise TestFileError(f"{where}: case {name!r}: {_unknown_key(str(key), CASE_KEYS)}")
-    expect = case.get("expect")
+            raise TestFileError(f"{where}: case {name!r}: {unknown_key(str(key), CASE_KEYS)}")
+    _validate_expect(path, name, case.get("expect"), lines)
+    policies = case.get("policies")
+    if policies is not None and not (isinstance(policies, list) and all(isinstance(p, str) for p in policies)):
+        raise TestFileError(f"{path}:{lines.keys.get('policies', lines.start)}: case {name!r}: policies must be a list of paths")
+    if "now" in case:
+        try:
+            parse_time(case["now"], "now")
+        except Malformed as exc:
+            raise TestFileError(f"{path}:{lines.keys.get('now', lines.start)}: case {name!r}: {exc}") from None
+
+
+def _validate_expect(path: Path, name: str, expect: Any, lines: _CaseLines) -> None:
     where = f"{path}:{lines.keys.get('expect', lines.start)}: case {name!r}"
     if not expect:
         raise TestFileError(f"{where}: no expectation (give expect: with {', '.join(EXPECT_KEYS)})")
@@ -135,17 +154,20 @@ def _validate_case(path: Path, index: int, case: Any, lines: _CaseLines) -> None
     for key, value in expect.items():
         at = f"{path}:{lines.expect.get(str(key), lines.start)}: case {name!r}: expect"
         if key not in EXPECT_KEYS:
-            raise TestFileError(f"{at}: {_unknown_key(str(key), EXPECT_KEYS)}")
-        if key == "placed_count" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise TestFileError(f"{at}: {unknown_key(str(key), EXPECT_KEYS)}")
+        if key in expectations.KEYS:
+            try:
+                expectations.check(key, value)
+            except Malformed as exc:
+                line = lines.entries.get((key, exc.item or ""), lines.expect.get(key, lines.start))
+                raise TestFileError(f"{path}:{line}: case {name!r}: {exc}") from None
+        elif key == "placed_count" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise TestFileError(f"{at}.placed_count must be a whole number, got {value!r}")
-        if key != "placed_count" and not isinstance(value, dict):
+        elif key != "placed_count" and not isinstance(value, dict):
             raise TestFileError(f"{at}.{key} must be a mapping of namespace/pod to what is expected")
-        if key == "placed" and not all(isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(n, str) for n in v))
-                                       for v in value.values()):
+        elif key == "placed" and not all(isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(n, str) for n in v))
+                                         for v in value.values()):
             raise TestFileError(f"{at}.placed: each pod maps to a node name or a list of node names")
-    policies = case.get("policies")
-    if policies is not None and not (isinstance(policies, list) and all(isinstance(p, str) for p in policies)):
-        raise TestFileError(f"{path}:{lines.keys.get('policies', lines.start)}: case {name!r}: policies must be a list of paths")
 
 
 def _docs(path: Path, case: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any]]]:
@@ -172,11 +194,16 @@ def run_case(path: Path, index: int, case: Any, time_limit: float) -> CaseResult
                                 rules.gangs)
     except InputError as exc:
         raise TestFileError(f"{path}: case {name!r}: {exc}") from None
-    plan = plan_batch(cluster, rules, Options(time_limit=time_limit, workers=1, seed=0))
-    return CaseResult(str(path), name, _compare(case.get("expect") or {}, plan))
+    # the plan's now as the dry-run's: the case's `now:` (its --now), else the snapshot's newest pod time
+    chosen = timeline.choose_now(cluster, parse_time(case["now"], "now") if "now" in case else None)
+    plan = plan_batch(cluster, rules, Options(time_limit=time_limit, workers=1, seed=0),
+                      time_inputs=TimeInputs(None if chosen is None else chosen.at))
+    expect = case.get("expect") or {}
+    tenants = {t.name: t for t in tenant_report.of_plan(plan, cluster)} if "tenants" in expect else {}
+    return CaseResult(str(path), name, _compare(expect, plan) + expectations.compare(expect, CaseOutcome(plan, tenants, chosen)))
 
 
-def _compare(expect: dict[str, Any], plan) -> list[str]:
+def _compare(expect: dict[str, Any], plan: Plan) -> list[str]:
     failures = []
     for pod, want in (expect.get("placed") or {}).items():
         allowed = [want] if isinstance(want, str) else list(want)
