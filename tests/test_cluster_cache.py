@@ -440,3 +440,25 @@ def test_a_watch_event_older_than_our_own_write_does_not_free_an_allocated_claim
     world.store.apply("ResourceClaim", "MODIFIED", allocated)
     world.store.apply("ResourceClaim", "DELETED", allocated)
     assert world.store.get("ResourceClaim", "default", "c0") is None
+
+
+def test_a_jobs_status_converts_the_rest_again_only_when_its_succeeded_count_moves(monkeypatch):
+    """A Job's succeeded count caps its `gang by workload` size; its other counts move with every pod it starts."""
+    from engine.loop import cache as cache_module
+    from testkit.workloads import job
+
+    world = World()
+    world.put("Node", node_doc(0, 4, 0, False, False))
+    j = job("train", parallelism=4, completions=8)
+    world.put("Job", j)
+    calls = []
+    real = cache_module.sort_objects
+    monkeypatch.setattr(cache_module, "sort_objects", lambda docs: calls.append(1) or real(docs))
+    world.cache.snapshot([], SCHEDULER, None)
+    world.put("Job", {**j, "status": {"active": 3, "ready": 2}})
+    world.cache.snapshot([], SCHEDULER, None)
+    assert len(calls) == 1
+    world.put("Job", {**j, "status": {"active": 3, "ready": 2, "succeeded": 1}})
+    world.cache.snapshot([], SCHEDULER, None)
+    assert len(calls) == 2
+    same_cluster(world)

@@ -35,8 +35,9 @@ def test_the_loop_watches_and_the_live_dry_run_lists_what_the_registry_says() ->
     assert [(w.kind, w.namespace, w.name) for w in targets[-2:]] == [("ConfigMap", "ns", "policies"),
                                                                       ("ConfigMap", "ns", "policies-last-valid")]
     assert LIVE_KINDS[-1] == "Pod"  # pods last: what they read is listed by then
-    assert {"Service", "ReplicationController", "ReplicaSet", "StatefulSet",  # and the workloads but Job (its status)
-            "JobSet", "PyTorchJob", "MPIJob", "RayCluster", "LeaderWorkerSet"} == SPEC_ONLY
+    assert {"Service", "ReplicationController", "ReplicaSet", "StatefulSet", "Job",  # and a Job's succeeded count
+            "JobSet", "PyTorchJob", "MPIJob", "RayCluster", "LeaderWorkerSet"} == set(SPEC_ONLY)
+    assert SPEC_ONLY["Job"] == ("succeeded",) and not SPEC_ONLY["JobSet"]
     assert REST_RESOURCES[NATIVE_POD_GROUP] is Resource.POD_GROUP and "Node" not in REST_RESOURCES
 
 

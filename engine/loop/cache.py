@@ -37,8 +37,9 @@ from ..reading.resolve import resolve_cluster
 from .ports import Obj
 from .store import Assumptions, meta, node_of, obj_key, on_node, pod_key, source_name, with_allocations
 
-# kinds of which planning reads only the spec and labels (system-default spreading's selectors)
-SPEC_ONLY = frozenset(k.name for k in OBJECT_KINDS if k.spec_only)
+# kinds of which planning reads only the spec and labels (system-default spreading's selectors, the workloads' sizes),
+# and the keys of their status it reads too
+SPEC_ONLY = {k.name: k.status_read for k in OBJECT_KINDS if k.spec_only}
 # the other kinds whose changes may help a waiting pod (Services, workloads, budgets never make one schedulable)
 REST_RESOURCES = {k.name: Resource(k.event) for k in OBJECT_KINDS if k.event and k.name not in ("Node", "Pod")}
 
@@ -221,7 +222,7 @@ class ClusterCache:
             if kind == "Pod":
                 return self._pod(old, new)
             if kind == "ConfigMap" or (kind in SPEC_ONLY and old is not None and new is not None
-                                       and _spec_and_labels(old) == _spec_and_labels(new)):
+                                       and _read(old, SPEC_ONLY[kind]) == _read(new, SPEC_ONLY[kind])):
                 return None  # (a ReplicaSet's status follows every pod bound: nothing planning reads)
             key = obj_key(kind, (new or old) or {})
             if new is None:
@@ -508,8 +509,10 @@ class ClusterCache:
         return self._nodes
 
 
-def _spec_and_labels(obj: Obj) -> tuple[Any, Any]:
-    return obj.get("spec"), meta(obj).get("labels")
+def _read(obj: Obj, status: tuple[str, ...]) -> tuple[Any, Any, tuple[Any, ...]]:
+    """What planning reads of a spec-only kind's object: its spec, its labels, those keys of its status."""
+    found = obj.get("status") or {}
+    return obj.get("spec"), meta(obj).get("labels"), tuple(found.get(k) for k in status)
 
 
 def _pod_ref(key: str) -> tuple[str, str, str]:

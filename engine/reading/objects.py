@@ -54,7 +54,8 @@ class ObjectKind:
     namespaced: bool
     family: str | None
     event: str | None = None
-    spec_only: bool = False  # planning reads only its spec and labels (its status moves with every bind)
+    spec_only: bool = False  # planning reads only its spec and labels (its status moves with every bind)…
+    status_read: tuple[str, ...] = ()  # …and these keys of its status (a Job's succeeded count)
     kind: str = ""  # the manifest's kind where `name` differs
     served: tuple[str, ...] = ()
     pruned: Pruned | None = None
@@ -116,8 +117,10 @@ OBJECT_KINDS: tuple[ObjectKind, ...] = (
                "ResourceSlice", served=("v1", "v1beta2", "v1alpha3")),
     # the workloads `gang by workload` reads (engine.reading.convert.gang_workloads); all but Job are CRDs, optional: a
     # kind not served is read as none; a new one may complete a gang its pods wait for (as a PodGroup does). Of all
-    # but Job only the spec is read (a Job's status.succeeded caps its gang)
-    *(ObjectKind(kind, (version,), plural, True, "gang_workload", "PodGroup", spec_only=kind != "Job")
+    # the spec is read, and of a Job's status its succeeded count (it caps the gang; its other counts move with
+    # every pod started)
+    *(ObjectKind(kind, (version,), plural, True, "gang_workload", "PodGroup", spec_only=True,
+                 status_read=("succeeded",) if kind == "Job" else ())
       for kind, version, plural in (("Job", "batch/v1", "jobs"), ("JobSet", "jobset.x-k8s.io/v1alpha2", "jobsets"),
                                     ("PyTorchJob", "kubeflow.org/v1", "pytorchjobs"),
                                     ("MPIJob", "kubeflow.org/v2beta1", "mpijobs"),
