@@ -201,3 +201,23 @@ def test_the_kubectl_plugin_takes_the_words_after_its_name(monkeypatch, capsys, 
     assert done.value.code == 2 and "cannot load kubeconfig" in capsys.readouterr().err
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kubectl-policy_scheduler"] == "engine.cli:kubectl_plugin"  # kubectl's name for `policy-scheduler`
+
+
+def test_a_workloads_pods_show_under_the_workload_with_its_gang_size() -> None:
+    """`gang by workload`'s kinds: a JobSet's pods (owned by its child Jobs) show under the JobSet, its progress
+    against the size the scheduler reads off the object; a LeaderWorkerSet's under each group; without the object,
+    said so."""
+    from testkit.workloads import jobset, jobset_pod, leaderworkerset, lws_pod
+
+    pods = [told(jobset_pod(f"js-w-{i}", "js", "workers", i), Code.GANG_INCOMPLETE) for i in range(3)]
+    pods.append(jobset_pod("js-d-0", "js", "driver", 0, node_name="n1"))
+    pods += [told(lws_pod(f"web-1-{w}", "web", 1, w), Code.CAPACITY) for w in range(2)]
+    workloads = [("JobSet", jobset("js", [("driver", 1, 1, 1), ("workers", 4, 1, 1)])),
+                 ("LeaderWorkerSet", leaderworkerset("web", 3, replicas=2))]
+    rows = {(r.kind, r.name): r for r in queue_view(Listed(pods, workloads=workloads)).rows}
+    assert set(rows) == {("JobSet", "js"), ("LeaderWorkerSet", "web/1")}
+    assert rows["JobSet", "js"].gang is not None and rows["JobSet", "js"].gang.words() == "4/5 members created, 1 bound"
+    assert rows["LeaderWorkerSet", "web/1"].gang is not None
+    assert rows["LeaderWorkerSet", "web/1"].gang.words() == "2/3 members created"
+    [row, _] = sorted(queue_view(Listed(pods)).rows, key=lambda r: r.kind)
+    assert row.gang is not None and row.gang.minimum is None and "no JobSet object" in row.gang.words()

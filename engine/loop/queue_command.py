@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..flags import Name
+from ..model.workload_gangs import KINDS as WORKLOAD_KINDS
 from ..reading.load import DEFAULT_SCHEDULER
 from ..reading.objects import NATIVE_POD_GROUP
 from .ports import ApiError, ApiUnavailable, NotFound, WatchTarget
@@ -28,7 +29,8 @@ from .queue_view import Listed, QueueView, WorkloadRow, queue_view
 if TYPE_CHECKING:
     from .ports import ClusterAPI
 
-KINDS = ("Pod", "PodGroup", NATIVE_POD_GROUP, "ElasticQuota")  # what the view lists, as `Listed` holds them
+# what the view lists, as `Listed` holds them: pods, groups, quotas, and the workloads `gang by workload` sizes
+KINDS = ("Pod", "PodGroup", NATIVE_POD_GROUP, "ElasticQuota", *WORKLOAD_KINDS)
 SETTLE = 0.5  # seconds --watch lets a burst of changes settle before it prints again
 
 
@@ -45,7 +47,7 @@ def profile_names(values: tuple[str, ...]) -> frozenset[str]:
 
 def listed(objects: dict[str, list[dict]]) -> Listed:
     return Listed(objects.get("Pod", []), objects.get("PodGroup", []), objects.get(NATIVE_POD_GROUP, []),
-                  objects.get("ElasticQuota", []))
+                  objects.get("ElasticQuota", []), [(k, o) for k in WORKLOAD_KINDS for o in objects.get(k, [])])
 
 
 def read_once(api: ClusterAPI, namespace: str | None) -> Listed:

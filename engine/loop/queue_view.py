@@ -13,8 +13,11 @@ from typing import Any
 
 from ..model.cluster import POD_GROUP_LABEL, Quota
 from ..model.reasons import ExpectedStart, code_of, words_of
+from ..model.workload_gangs import KINDS as WORKLOAD_KINDS
+from ..model.workload_gangs import workload_named
 from ..quotas.tenants import amounts, shown
-from ..reading.convert.fields import resource_amounts
+from ..reading.convert.fields import PROBLEMS, resource_amounts
+from ..reading.convert.gang_workloads import gang_workload
 from ..reading.convert.groups import elastic_quota
 from ..reading.convert.pods import pod_requests
 from ..reading.objects import NATIVE_POD_GROUP, is_terminal
@@ -139,12 +142,14 @@ class QueueView:
 
 @dataclass(frozen=True, slots=True)
 class Listed:
-    """What the view reads, as listed: pods, Coscheduling PodGroups, scheduling.k8s.io PodGroups, ElasticQuotas."""
+    """What the view reads, as listed: pods, Coscheduling PodGroups, scheduling.k8s.io PodGroups, ElasticQuotas, and
+    the workload objects `gang by workload` sizes gangs by (kind, object)."""
 
     pods: list[Obj]
     groups: list[Obj] = field(default_factory=list)
     native_groups: list[Obj] = field(default_factory=list)
     quotas: list[Obj] = field(default_factory=list)
+    workloads: list[tuple[str, Obj]] = field(default_factory=list)
 
 
 def queue_view(listed: Listed, profiles: frozenset[str] | None = None) -> QueueView:
@@ -153,22 +158,25 @@ def queue_view(listed: Listed, profiles: frozenset[str] | None = None) -> QueueV
     tenants = _tenants(listed.quotas)
     groups = {(COSCHEDULING, _ns(g), meta(g).get("name")): g for g in listed.groups}
     groups.update({(NATIVE_POD_GROUP, _ns(g), meta(g).get("name")): g for g in listed.native_groups})
-    members = Counter(g for p in listed.pods if not is_terminal(p) and (g := _group_of(p)) is not None)
-    bound = Counter(g for p in listed.pods if not is_terminal(p) and node_of(p) and (g := _group_of(p)) is not None)
+    sizes = _workload_sizes(listed.workloads)
+    members = Counter(_workload(p) for p in listed.pods if not is_terminal(p))
+    bound = Counter(_workload(p) for p in listed.pods if not is_terminal(p) and node_of(p))
     rows: dict[tuple[str, str, str, str], list[WaitingPod]] = {}
     for pod in listed.pods:
         profile = str((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
         if not _waiting(pod) or (profiles is not None and profile not in profiles):
             continue
-        kind, name = _workload(pod)
+        kind, _, name = _workload(pod)
         rows.setdefault((profile, _ns(pod), kind, name), []).append(_waiting_pod(pod))
     out = []
     for (profile, namespace, kind, name), pods in sorted(rows.items()):
         group = groups.get((kind, namespace, name))
-        gang = None
+        key, gang = (kind, namespace, name), None
         if kind in (COSCHEDULING, NATIVE_POD_GROUP):
-            key = (kind, namespace, name)
             gang = GangProgress(f"PodGroup {namespace}/{name}", members[key], bound[key], _minimum(group))
+        elif kind in WORKLOAD_KINDS:
+            gang = GangProgress(f"{kind} {namespace}/{name}", members[key], bound[key],
+                                sizes.get((kind, namespace, name.split("/", 1)[0])))
         tenant = tenants.get(namespace)
         out.append(WorkloadRow(profile, tenant[0] if tenant else None, namespace, _shown_kind(kind), name,
                                tuple(sorted(pods, key=lambda p: p.key)), gang, _group_code(group)))
@@ -196,15 +204,34 @@ def _group_of(pod: Obj) -> tuple[str, str, str] | None:
     return (COSCHEDULING, _ns(pod), label) if isinstance(label, str) and label else None
 
 
-def _workload(pod: Obj) -> tuple[str, str]:
-    """The workload a pod is shown under: its gang's PodGroup, else its controlling owner, else itself."""
+def _workload(pod: Obj) -> tuple[str, str, str]:
+    """The workload a pod is shown under, (kind, namespace, name): its gang's PodGroup, else the workload its
+    controller's labels name (`gang by workload`'s: a JobSet, a LeaderWorkerSet's group as NAME/GROUP, ...), else its
+    controlling owner, else itself."""
     if (group := _group_of(pod)) is not None:
-        return group[0], group[2]
-    owner = next((o for o in meta(pod).get("ownerReferences") or [] if isinstance(o, dict) and o.get("controller")),
-                 None)
-    if owner is not None and owner.get("kind") and owner.get("name"):
-        return str(owner["kind"]), str(owner["name"])
-    return "Pod", str(meta(pod).get("name"))
+        return group
+    refs = [o for o in meta(pod).get("ownerReferences") or [] if isinstance(o, dict) and o.get("controller")]
+    owner = (str(refs[0].get("kind")), str(refs[0].get("name"))) if refs and refs[0].get("kind") and refs[0].get("name") \
+        else None
+    labels = {str(k): str(v) for k, v in (meta(pod).get("labels") or {}).items()}
+    if (found := workload_named(_ns(pod), labels, owner)) is not None:
+        return found.kind, _ns(pod), found.name if found.group is None else f"{found.name}/{found.group[1]}"
+    if owner is not None:
+        return owner[0], _ns(pod), owner[1]
+    return "Pod", _ns(pod), str(meta(pod).get("name"))
+
+
+def _workload_sizes(workloads: Iterable[tuple[str, Obj]]) -> dict[tuple[str, str, str], int]:
+    """(kind, namespace, name) -> its gang's size as the scheduler reads it (a gang per part: their sizes together);
+    an object it cannot read has none."""
+    out: dict[tuple[str, str, str], int] = {}
+    for kind, obj in workloads:
+        try:
+            found = gang_workload(kind, obj)
+        except PROBLEMS:
+            continue
+        out[(kind, found.namespace, found.name)] = sum(n for _, n in found.parts) if found.split else found.size
+    return out
 
 
 def _shown_kind(kind: str) -> str:

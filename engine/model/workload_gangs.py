@@ -53,9 +53,14 @@ class WorkloadPod:
 
 
 def workload_of(pod: Pod) -> WorkloadPod | None:
-    """The workload `pod` was made for (None: none of the kinds `gang by workload` reads). A JobSet's pods are its
-    child Jobs' too, and an MPIJob's launcher is a Job's pod: the workload's own labels are looked at first."""
-    labels, ns = pod.labels, pod.namespace
+    """The workload `pod` was made for (None: none of the kinds `gang by workload` reads)."""
+    return workload_named(pod.namespace, pod.labels, pod.owner)
+
+
+def workload_named(ns: str, labels: dict[str, str], owner: tuple[str, str] | None) -> WorkloadPod | None:
+    """The workload a pod of namespace `ns` with these labels and controlling owner was made for (the queue view asks
+    with a manifest's). A JobSet's pods are its child Jobs' too, and an MPIJob's launcher is a Job's pod: the
+    workload's own labels are looked at first."""
     if name := labels.get(JOBSET_NAME):
         return WorkloadPod("JobSet", ns, name, JOBSET_NAME)
     if (name := labels.get(LWS_NAME)) and (group := labels.get(LWS_GROUP)) is not None:
@@ -64,19 +69,19 @@ def workload_of(pod: Pod) -> WorkloadPod | None:
         return WorkloadPod("RayCluster", ns, name, RAY_CLUSTER)
     if name := labels.get(TRAINING_JOB_NAME):
         kind = OPERATORS.get(labels.get(TRAINING_OPERATOR, ""))
-        if kind is None and pod.owner is not None and pod.owner[0] in ("PyTorchJob", "MPIJob"):
-            kind = pod.owner[0]
+        if kind is None and owner is not None and owner[0] in ("PyTorchJob", "MPIJob"):
+            kind = owner[0]
         return None if kind is None else WorkloadPod(kind, ns, name, TRAINING_JOB_NAME)
-    return _job(pod)
+    return _job(ns, labels, owner)
 
 
-def _job(pod: Pod) -> WorkloadPod | None:
+def _job(ns: str, labels: dict[str, str], owner: tuple[str, str] | None) -> WorkloadPod | None:
     """A batch/v1 Job's pod: by its job-name label (the newer one first), the owner's name when it has one."""
-    owner = pod.owner[1] if pod.owner is not None and pod.owner[0] == "Job" else None
+    job = owner[1] if owner is not None and owner[0] == "Job" else None
     for label in (JOB_NAME, LEGACY_JOB_NAME):
-        name = pod.labels.get(label)
-        if name and (owner is None or name == owner):
-            return WorkloadPod("Job", pod.namespace, name, label)
+        name = labels.get(label)
+        if name and (job is None or name == job):
+            return WorkloadPod("Job", ns, name, label)
     return None
 
 
