@@ -221,3 +221,25 @@ def test_a_workloads_pods_show_under_the_workload_with_its_gang_size() -> None:
     assert rows["LeaderWorkerSet", "web/1"].gang.words() == "2/3 members created"
     [row, _] = sorted(queue_view(Listed(pods)).rows, key=lambda r: r.kind)
     assert row.gang is not None and row.gang.minimum is None and "no JobSet object" in row.gang.words()
+
+
+def test_a_workload_kind_the_user_may_not_list_is_left_out_and_said(cluster, monkeypatch) -> None:
+    """Pods and groups are what the view is; the workload kinds only size gangs: a 403 on one is a note, not an error
+    (a 403 on pods still is one)."""
+    from engine.loop.ports import ApiError
+
+    real = cluster.list
+
+    def refusing(resource):
+        if resource.kind in ("JobSet", "Pod" if refusing.pods else ""):
+            raise ApiError(403, f'{resource.kind.lower()}s is forbidden: User "u" cannot list resource')
+        return real(resource)
+    refusing.pods = False
+    monkeypatch.setattr(cluster, "list", refusing)
+    result = CliRunner().invoke(main, ["queue", "--kubeconfig", "k", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert "note: cannot list JobSet objects (403" in result.stderr
+    assert {w["workload"]["name"] for w in json.loads(result.stdout)["workloads"]} == {"train", "web-1"}
+    refusing.pods = True
+    refused = CliRunner().invoke(main, ["queue", "--kubeconfig", "k"])
+    assert refused.exit_code == 2 and "pods is forbidden" in refused.stderr

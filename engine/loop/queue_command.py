@@ -50,15 +50,22 @@ def listed(objects: dict[str, list[dict]]) -> Listed:
                   objects.get("ElasticQuota", []), [(k, o) for k in WORKLOAD_KINDS for o in objects.get(k, [])])
 
 
-def read_once(api: ClusterAPI, namespace: str | None) -> Listed:
-    """One list of each kind (a kind the apiserver does not serve, a CRD not installed, lists as nothing)."""
+def read_once(api: ClusterAPI, namespace: str | None) -> tuple[Listed, tuple[str, ...]]:
+    """One list of each kind (a kind the apiserver does not serve, a CRD not installed, lists as nothing), and the
+    kinds listed: a workload kind the user may not list is left out, said once (its workloads are shown without
+    their sizes); any other refusal is the command's error."""
     out: dict[str, list[dict]] = {}
     for kind in KINDS:
         try:
             out[kind] = api.list(WatchTarget(kind, namespace))[0]
         except NotFound:
             out[kind] = []
-    return listed(out)
+        except ApiError as exc:
+            if kind not in WORKLOAD_KINDS or exc.status != 403:
+                raise
+            click.echo(f"policy-scheduler: note: cannot list {kind} objects ({exc}): their workloads are shown "
+                       "without their gang's size", err=True)
+    return listed(out), tuple(out)
 
 
 @click.command("queue")
@@ -90,9 +97,10 @@ def queue(kubeconfig, output, watch, profiles, namespace, all_namespaces) -> Non
     names = profile_names(profiles) or frozenset({DEFAULT_SCHEDULER})
     show = _printer(output, Console(highlight=False, soft_wrap=output == "json"), watch)
     try:
-        show(queue_view(read_once(api, namespace), names))  # (under --watch too: an apiserver that says no, said once)
+        found, kinds = read_once(api, namespace)  # (under --watch too: an apiserver that says no, said once)
+        show(queue_view(found, names))
         if watch:
-            _watch(api, namespace, lambda found: show(queue_view(found, names)))
+            _watch(api, namespace, lambda found: show(queue_view(found, names)), kinds=kinds)
     except (ApiUnavailable, ApiError) as exc:
         _fail(f"{kubeconfig or 'the cluster'}: {exc}")
     except KeyboardInterrupt:
@@ -159,7 +167,7 @@ def _cells(row: WorkloadRow, first: bool) -> list[str]:
 
 
 def _watch(api: ClusterAPI, namespace: str | None, show: Callable[[Listed], None],
-           stop: threading.Event | None = None) -> None:
+           stop: threading.Event | None = None, kinds: tuple[str, ...] = KINDS) -> None:
     """List and watch the view's kinds (the loop's reflectors, into a store of their own); show the view once all are
     listed, then after each burst of changes, until `stop` (or Ctrl-C). A watch that breaks resumes or lists again,
     as the loop's do."""
@@ -169,7 +177,7 @@ def _watch(api: ClusterAPI, namespace: str | None, show: Callable[[Listed], None
     stop = stop or threading.Event()
     store, changed = Store(), threading.Event()
     store.subscribe(lambda _change: changed.set())
-    targets = [WatchTarget(kind, namespace) for kind in KINDS]
+    targets = [WatchTarget(kind, namespace) for kind in kinds]
     for target in targets:
         threading.Thread(target=Reflector(api, target, store, stop).run, name=f"queue-{target.kind}", daemon=True).start()
     try:
@@ -180,6 +188,6 @@ def _watch(api: ClusterAPI, namespace: str | None, show: Callable[[Listed], None
             if changed.wait(0.5):
                 stop.wait(SETTLE)
                 changed.clear()
-                show(listed({kind: store.objects(kind) for kind in KINDS}))
+                show(listed({kind: store.objects(kind) for kind in kinds}))
     finally:
         stop.set()
