@@ -99,10 +99,10 @@ DIGEST = "sha256:" + "0123456789abcdef" * 4
 ALL_ON = {"image": {"digest": DIGEST},
           "tls": {"certManager": {"enabled": True, "issuerRef": {"name": "ca", "kind": "ClusterIssuer"}}},
           "serviceMonitor": {"enabled": True}, "networkPolicy": {"enabled": True}, "crd": {"install": True},
-          "preemption": {"enabled": False}}
+          "preemption": {"enabled": False}, "optIn": {"enabled": True}}
 EXISTING_SECRET = {"tls": {"existingSecret": "scheduler-tls"}, "serviceMonitor": {"enabled": True}}
 ALL_COMPONENTS = ("podgroup-crd", "elasticquota-crd", "example-policies", "no-preemption", "servicemonitor",
-                  "networkpolicy", "cert-manager")
+                  "networkpolicy", "cert-manager", "opt-in")
 
 
 def renders() -> dict[str, list[dict]]:

@@ -80,10 +80,13 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "DeviceTaintRule": "devicetaintrules",
            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
            "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas",
+           "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+           "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
            "CompositePodGroup": "compositepodgroups"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
                   "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "ResourceSlice", "DeviceClass",
-                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",
+                  "MutatingAdmissionPolicyBinding"}
 
 
 def collection(obj: dict) -> str:

@@ -21,7 +21,8 @@ def _kind(docs: list[dict], kind: str) -> list[dict]:
 @pytest.mark.parametrize("values", [[], ["--set", "preemption.enabled=false", "--set", "crd.install=true"],
                                     ["--set", "replicas=3", "--set", "profiles[0].name=web", "--set-string", "profiles[0].policies.a\\.policy=x"],
                                     ["--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca",
-                                     "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"]])
+                                     "--set", "serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"],
+                                    ["--set", "optIn.enabled=true"]])
 def test_helm_lint_is_clean(values: list[str]) -> None:
     out = run_tool("helm", "lint", "--strict", str(CHART), *values)
     assert "1 chart(s) linted, 0 chart(s) failed" in out.stdout, out.stdout + out.stderr
@@ -54,6 +55,7 @@ def test_the_chart_defaults_are_the_kustomize_defaults() -> None:
     docs, base = helm_template(), kustomize()
     kinds = {d["kind"] for d in docs}
     assert "CustomResourceDefinition" not in kinds
+    assert not {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"} & kinds  # opt-in is off
     # no policy: the one ConfigMap is the empty copy the scheduler keeps its policies in, as kustomize's
     assert [(d["metadata"]["name"], d.get("data")) for d in _kind(docs, "ConfigMap")] == [
         (d["metadata"]["name"], d.get("data")) for d in _kind(base, "ConfigMap")] == [
@@ -174,7 +176,58 @@ def test_the_network_policy_and_the_digest() -> None:
     assert _pod_spec(docs)["containers"][0]["image"] == f"policy-scheduler@{digest}"
 
 
+OPT_IN = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+
+
+def _opt_in(docs: list[dict]) -> dict[str, dict]:
+    """The opt-in policy and bindings by kind and what their name adds to the policy's (-namespaces, -pods)."""
+    policy = _kind(docs, "MutatingAdmissionPolicy")[0]["metadata"]["name"]
+    return {d["kind"] + d["metadata"]["name"].removeprefix(policy): d for d in docs if d["kind"] in OPT_IN}
+
+
+def test_opt_in_is_the_kustomize_component() -> None:
+    """With its defaults, in release and namespace policy-scheduler, the chart's opt-in is components/opt-in's."""
+    chart = _opt_in(helm_template("policy-scheduler", "policy-scheduler", "--set", "optIn.enabled=true"))
+    component = _opt_in([d for d in kustomize("opt-in") if d["kind"] in OPT_IN])
+    assert sorted(chart) == sorted(component) == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding-namespaces",
+                                                  "MutatingAdmissionPolicyBinding-pods"]
+    assert {k: d["spec"] for k, d in chart.items()} == {k: d["spec"] for k, d in component.items()}
+    assert [d["metadata"]["name"] for d in kustomize("opt-in") if d["kind"] in OPT_IN] == [
+        "policy-scheduler-opt-in", "policy-scheduler-opt-in-namespaces", "policy-scheduler-opt-in-pods"]
+
+
+def test_the_opt_in_values_reach_the_policy(tmp_path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"profiles": [{"name": "web"}, {"name": "batch"}],
+                                      "optIn": {"enabled": True, "namespaceLabel": "example.com/team-scheduler",
+                                                "podLabel": "example.com/scheduler", "profile": "batch",
+                                                "excludeNamespaces": ["kube-system", "ingress"]}}))
+    found = _opt_in(helm_template("ps", "ops", "-f", str(values)))
+    policy, namespaces, pods = (found[k]["spec"] for k in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding-"
+                                                           "namespaces", "MutatingAdmissionPolicyBinding-pods"))
+    assert namespaces["policyName"] == pods["policyName"] == "ps-opt-in"
+    excluded = {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "ingress", "ops"]}
+    opted = ["true", "web", "batch"]
+    assert namespaces["matchResources"]["namespaceSelector"]["matchExpressions"] == [
+        excluded, {"key": "example.com/team-scheduler", "operator": "In", "values": opted}]
+    assert namespaces["matchResources"]["objectSelector"]["matchExpressions"] == [
+        {"key": "example.com/scheduler", "operator": "DoesNotExist"}]
+    assert pods["matchResources"]["namespaceSelector"]["matchExpressions"] == [excluded]
+    assert pods["matchResources"]["objectSelector"]["matchExpressions"] == [
+        {"key": "example.com/scheduler", "operator": "In", "values": opted}]
+    variables = {v["name"]: v["expression"] for v in policy["variables"]}
+    assert 'object.metadata.labels["example.com/scheduler"]' in variables["optIn"]
+    assert 'namespaceObject.metadata.labels["example.com/team-scheduler"]' in variables["optIn"]
+    assert variables["profile"] == 'variables.optIn == "true" ? "batch" : variables.optIn'
+    assert policy["failurePolicy"] == "Fail" and policy["matchConstraints"]["resourceRules"][0]["operations"] == ["CREATE"]
+
+
 @pytest.mark.parametrize("values, message", [
+    (["--set", "optIn.enabled=true", "--set", "optIn.profile=nobody"],
+     'optIn.profile: "nobody" is none of the profiles (policy-scheduler)'),
+    (["--set", "optIn.enabled=true", "--set", f"profiles[0].name={'a' * 64}"], "cannot be named by a label value"),
+    (["--set", "optIn.podLabel=not a label"], "at '/optIn/podLabel'"),
+    (["--set", "optIn.excludeNamespaces={Kube-System}"], "at '/optIn/excludeNamespaces/0'"),
     (["--set", "tls.existingSecret=mine", "--set", "tls.certManager.enabled=true", "--set", "tls.certManager.issuerRef.name=ca"],
      "tls: set either existingSecret or certManager.enabled, not both"),
     (["--set", "tls.certManager.enabled=true"], "tls.certManager.issuerRef.name: cert-manager needs the Issuer"),

@@ -69,6 +69,11 @@ def test_each_component_adds_what_it_says() -> None:
                                                               and d["metadata"]["name"] != PREEMPTION]
     crd = [d for d in deploy_manifests("podgroup-crd") if d["kind"] == "CustomResourceDefinition"]
     assert [d["metadata"]["name"] for d in crd] == ["podgroups.scheduling.x-k8s.io"]
+    opt_in = deploy_manifests("opt-in")  # the admission policy and its two bindings, nothing else changed
+    assert [d for d in opt_in if d["kind"] not in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")] == base
+    assert sorted(d["kind"] for d in opt_in if d not in base) == [
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"]
+    assert not {"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"} & {d["kind"] for d in base}
 
 
 def _tls_mount(docs: list[dict]) -> tuple[dict, dict, list[str]]:
