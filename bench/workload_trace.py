@@ -256,6 +256,7 @@ class Figures:
     partial_end: int              # some but not all pods bound when the run ended
     partial_max: int              # the most partly started at one time (each for longer than PARTIAL_GRACE_S)
     partial_ever: int             # partly started for longer than PARTIAL_GRACE_S at some time
+    held_cpu_s: float             # cpu seconds bound pods held while their workload was not whole: room for nothing
     pods: int
     pods_bound: int
     wait_p50: float | None        # creation -> all pods bound, over the workloads started whole
@@ -291,12 +292,21 @@ def most_at_once(spans: list[tuple[float, float]]) -> int:
     return most
 
 
+def held_cpu_s(t: TraceJob, keys: list[str], bound: dict[str, float], end: float) -> float:
+    """The cpu seconds `t`'s bound pods held before the workload was whole (until the run's end if never)."""
+    until = whole_at(keys, bound)
+    until = end if until is None else until
+    return sum(until - bound[k] for k in keys if k in bound) * cpu_m(t.requests) / 1000
+
+
 def figures(jobs: list[TraceJob], seen: Seen) -> Figures:
     keys = {t.name: pod_keys(t) for t in jobs}
     waits = []
     spans = []
     partial_end = 0
+    held = 0.0
     for t in jobs:
+        held += held_cpu_s(t, keys[t.name], seen.bound, seen.end)
         done = whole_at(keys[t.name], seen.bound)
         if done is not None and t.name in seen.created:
             waits.append(done - seen.created[t.name])
@@ -307,8 +317,8 @@ def figures(jobs: list[TraceJob], seen: Seen) -> Figures:
     start = min(seen.created.values(), default=0.0)
     last = max(seen.bound.values(), default=start)
     return Figures(seen.scheduler, len(jobs), len(waits), len(seen.ended), partial_end, most_at_once(spans),
-                   len(spans), sum(len(k) for k in keys.values()), len(seen.bound), _round(percentile(waits, 0.5)),
-                   _round(percentile(waits, 0.9)),
+                   len(spans), round(held, 1), sum(len(k) for k in keys.values()), len(seen.bound),
+                   _round(percentile(waits, 0.5)), _round(percentile(waits, 0.9)),
                    round(len(seen.bound) / (last - start), 2) if last > start else 0.0, round(seen.end - start, 1),
                    seen.error)
 
@@ -320,14 +330,15 @@ def _round(value: float | None) -> float | None:
 def table(rows: list[Figures]) -> str:
     """The Markdown table the script prints."""
     out = ["| scheduler | workloads started whole | ended | partly started at the end | partly started at most "
-           "at once (ever) | creation → all pods bound p50 / p90 s | pods bound | pods/s | run s |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "at once (ever) | cpu·s held by partly started | creation → all pods bound p50 / p90 s | pods bound | "
+           "pods/s | run s |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         wait = f"{_fmt(r.wait_p50)} / {_fmt(r.wait_p90)}"
         err = f" ⚠ {r.error.splitlines()[0][:80]}" if r.error else ""
         out.append(f"| {r.scheduler}{err} | {r.whole}/{r.workloads} | {r.ended} | {r.partial_end} | "
-                   f"{r.partial_max} ({r.partial_ever}) | {wait} | {r.pods_bound}/{r.pods} | {r.pods_per_s:.1f} | "
-                   f"{r.seconds:.0f} |")
+                   f"{r.partial_max} ({r.partial_ever}) | {r.held_cpu_s:.0f} | {wait} | {r.pods_bound}/{r.pods} | "
+                   f"{r.pods_per_s:.1f} | {r.seconds:.0f} |")
     return "\n".join(out)
 
 
@@ -493,6 +504,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                            "$POLICY_SCHEDULER_KUBE_VERSION or v1.36.3)")
     ap.add_argument("--idle", type=float, default=15.0, help="seconds without a bind or an end that end a run")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take at most")
+    ap.add_argument("--figures", type=Path, metavar="RUN_DIR",
+                    help="print the table again from a run's directory (its trace.yaml and SCHEDULER-seen.json)")
     ap.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "policy-scheduler-workload-trace",
                     help="work directory: the trace, every process's logs, results.json")
     return ap.parse_args(argv)
@@ -501,6 +514,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.figures:
+        return print_again(args.figures)
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
         p for p in (os.environ.get("NO_PROXY"), LOOPBACK_NO_PROXY) if p)
     version = args.kube_version or kube_version()
@@ -534,6 +549,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"`{command(argv)}` (Kubernetes {version}; {len(nodes)} nodes, {len(jobs)} workloads)\n")
     print(table(rows))
     log(f"results in {workdir / 'results.json'}")
+    return 1 if any(r.error for r in rows) else 0
+
+
+def print_again(run: Path) -> int:
+    """The table of a run from what it saved (the figures of this code, from the same observations)."""
+    _, jobs = read_trace(yaml.safe_load((run / "trace.yaml").read_text()))
+    saved = json.loads((run / "results.json").read_text())
+    rows = [figures(jobs, Seen(**json.loads((run / f"{r['scheduler']}-seen.json").read_text()))) for r in saved["rows"]]
+    print(f"`{saved['command']}` (Kubernetes {saved['kube_version']}; {len(jobs)} workloads)\n")
+    print(table(rows))
     return 1 if any(r.error for r in rows) else 0
 
 

@@ -1,6 +1,7 @@
 """bench/workload_trace.py without a control plane: the generated trace (seeded, simulate's format with owners, more
 than the cluster holds), the objects and pods it makes read by the engine as one gang per workload of all its pods,
-the trace's errors, and the figures of a replay (whole, partly started at the end and at most at once, waits)."""
+the trace's errors, and the figures of a replay (whole, partly started at the end and at most at once, the room they
+held, waits)."""
 from __future__ import annotations
 
 import pytest
@@ -84,7 +85,8 @@ def test_the_figures_count_whole_and_partly_started_workloads() -> None:
     f = T.figures(jobs, seen)
     assert (f.whole, f.ended, f.partial_end, f.partial_max, f.partial_ever) == (2, 1, 1, 2, 2)
     assert (f.pods, f.pods_bound) == (8, 5)
+    assert f.held_cpu_s == 24.5  # room held for nothing: a 0.5 s (its first pod), b 7 s, c 17 s (to the end), 1 cpu each
     assert (f.wait_p50, f.wait_p90) == (1.0, 8.0)  # a: 1.5 - 0.5; b: 9 - 1
-    assert "| s | 2/4 | 1 | 1 | 2 (2) | 1.0 / 8.0 | 5/8 |" in T.table([f])
+    assert "| s | 2/4 | 1 | 1 | 2 (2) | 24 | 1.0 / 8.0 | 5/8 |" in T.table([f])
     seen.bound = {keys["b"][0]: 2.0, keys["b"][1]: 9.0, keys["c"][0]: 9.5}  # c partly started after b is whole
     assert T.figures(jobs, seen).partial_max == 1
