@@ -30,7 +30,8 @@ pods bound for longer than PARTIAL_GRACE_S), the time from a workload's creation
 pods bound per second.
 
     python bench/workload_trace.py                                  # 60 nodes, 60 workloads, both schedulers
-    python bench/workload_trace.py --nodes 4 --workloads 6 --runtime 2 4 --idle 3     # a smoke run
+    python bench/workload_trace.py --nodes 4 --workloads 8 --runtime 2 4 --idle 12    # a smoke run (idle > 10 s backoff)
+    python bench/workload_trace.py --figures RUN_DIR                # a run's table again, from what it saved
     python bench/workload_trace.py --trace /tmp/trace.yaml --kube-version v1.37.2
 """
 from __future__ import annotations
