@@ -45,30 +45,35 @@ def test_the_queue_shows_what_the_scheduler_left_waiting(control_plane: ControlP
     control_plane.create_ready_node("queue-1", cpu="2", labels=sel)
     kube.create({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
                  "metadata": {"name": "team", "namespace": ns}, "spec": {"max": {"cpu": "8"}}})
-    started = time.time() - 40
-    kube.create(created(pod("running", ns=ns, cpu="2", node_name="queue-1", activeDeadlineSeconds=640)))
-    kube.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/running/status",
-            {"status": {"phase": "Running", "startTime": _rfc3339(started)}}, content_type="application/merge-patch+json")
-    kube.create(podgroup("train", 3, ns))
-    chart_schedulers.start("--scheduler-name", SCHEDULER)
-    for k in range(2):  # two of its three members
-        kube.create(api_pod(f"train-{k}", ns, scheduler=SCHEDULER, cpu="100m", nodeSelector=sel,
-                            labels={GANG_LABEL: "train"}))
-    kube.create(api_pod("next", ns, scheduler=SCHEDULER, cpu="2", nodeSelector=sel))
-    wait_for("the gang told it is short", lambda: all(_told(kube, ns, f"train-{k}", "[GangIncomplete]")
-                                                      for k in range(2)), timeout=30)
-    wait_for("the next pod reserved", lambda: _told(kube, ns, "next", "reserved=queue-1]"), timeout=30)
+    try:
+        started = time.time() - 40
+        kube.create(created(pod("running", ns=ns, cpu="2", node_name="queue-1", activeDeadlineSeconds=640)))
+        kube.ok("PATCH", f"/api/v1/namespaces/{ns}/pods/running/status",
+                {"status": {"phase": "Running", "startTime": _rfc3339(started)}}, content_type="application/merge-patch+json")
+        kube.create(podgroup("train", 3, ns))
+        chart_schedulers.start("--scheduler-name", SCHEDULER)
+        for k in range(2):  # two of its three members
+            kube.create(api_pod(f"train-{k}", ns, scheduler=SCHEDULER, cpu="100m", nodeSelector=sel,
+                                labels={GANG_LABEL: "train"}))
+        kube.create(api_pod("next", ns, scheduler=SCHEDULER, cpu="2", nodeSelector=sel))
+        wait_for("the gang told it is short", lambda: all(_told(kube, ns, f"train-{k}", "[GangIncomplete]")
+                                                          for k in range(2)), timeout=30)
+        wait_for("the next pod reserved", lambda: _told(kube, ns, "next", "reserved=queue-1]"), timeout=30)
 
-    view = _queue(control_plane, "-n", ns, "--scheduler-name", SCHEDULER)
-    rows = {w["workload"]["name"]: w for w in view["workloads"]}
-    assert set(rows) == {"train", "next"}, rows
-    train, waiting = rows["train"], rows["next"]
-    assert train["gang"]["progress"] == "2/3 members created" and train["reason"] == "GangIncomplete"
-    assert (train["pending"], train["tenant"], train["profile"]) == (2, f"{ns}/team", SCHEDULER)
-    assert waiting["reserved"] == ["queue-1"] and waiting["reason"] is not None
-    expected = datetime.datetime.strptime(waiting["estimatedStart"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
-    assert abs(expected.timestamp() - (started + 640)) < 5  # the running pod's end: its room frees then
-    [team] = view["quotas"]
-    assert team == {"tenant": f"{ns}/team", "used": {"cpu": "2", "pods": "1"}, "min": {}, "max": {"cpu": "8"},
-                    "source": "pods"}
-    assert _queue(control_plane, "-n", ns)["workloads"] == []  # another profile's view: none of these
+        view = _queue(control_plane, "-n", ns, "--scheduler-name", SCHEDULER)
+        rows = {w["workload"]["name"]: w for w in view["workloads"]}
+        assert set(rows) == {"train", "next"}, rows
+        train, waiting = rows["train"], rows["next"]
+        assert train["gang"]["progress"] == "2/3 members created" and train["reason"] == "GangIncomplete"
+        assert (train["pending"], train["tenant"], train["profile"]) == (2, f"{ns}/team", SCHEDULER)
+        assert waiting["reserved"] == ["queue-1"] and waiting["reason"] is not None
+        expected = datetime.datetime.strptime(waiting["estimatedStart"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+        assert abs(expected.timestamp() - (started + 640)) < 5  # the running pod's end: its room frees then
+        [team] = view["quotas"]
+        assert team == {"tenant": f"{ns}/team", "used": {"cpu": "2", "pods": "1"}, "min": {}, "max": {"cpu": "8"},
+                        "source": "pods"}
+        assert _queue(control_plane, "-n", ns)["workloads"] == []  # another profile's view: none of these
+    finally:  # the control plane is the session's: a quota left here would make every later test's tenants borrow
+        kube.ok("DELETE", f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/elasticquotas/team")
+        for name in kube.pods(ns):
+            kube.request("DELETE", f"/api/v1/namespaces/{ns}/pods/{name}", {"gracePeriodSeconds": 0})
