@@ -618,7 +618,8 @@ def convert_group() -> None:
 @click.option("--sample", type=click.IntRange(1), default=None, metavar="N", help="Only N tasks, drawn at random.")
 @click.option("--sample-nodes", type=click.IntRange(1), default=None, metavar="N", help="Only N nodes, drawn at random.")
 @click.option("--seed", type=int, default=0, show_default=True, help="The random draws' seed (--sample, --sample-nodes).")
-@scheduler_option
+@click.option("--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
+              help="The pods' spec.schedulerName (dry-run's --scheduler-name plans them).")
 def convert_openb(nodes_csv, tasks_csv, out_dir, output, mode, sample, sample_nodes, seed, scheduler_name) -> None:
     """Alibaba's openb GPU trace (clusterdata cluster-trace-gpu-v2023: a node list and a task list) as Kubernetes
     objects: Nodes with a GPU model label, GPUs as DRA devices with consumable capacity, tasks as pending Pods
