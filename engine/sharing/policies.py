@@ -49,11 +49,6 @@ def feasible(nodes: Sequence[GpuNode], task: GpuTask) -> list[int]:
     return [i for i, node in enumerate(nodes) if fits(node, task)]
 
 
-def _go_div(a: int, b: int) -> int:
-    """Go's integer division (truncates toward zero; Python's // floors)."""
-    return int(a / b) if a * b < 0 else a // b
-
-
 def best_index(nodes: Sequence[GpuNode], scores: dict[int, int], rng: random.Random | None = None) -> int | None:
     """The index with the highest score; ties: uniformly at random with `rng` (kube-scheduler), else the smallest
     node name (the simulator's `selectHost`)."""
@@ -151,7 +146,8 @@ def balanced_allocation_score(node: GpuNode, task: GpuTask) -> int:
     capacity = (node.cpu_milli, node.memory_mib)
     allocated = (node.cpu_used, node.memory_used)
     with_task = _balance((node.cpu_used + task.cpu_milli, node.memory_used + task.memory_mib), capacity)
-    return MAX_SCORE // 2 + _go_div(MAX_SCORE // 2 + with_task - _balance(allocated, capacity), 2)
+    # never negative (a balance is 50..100), so Go's truncating division is Python's floor
+    return MAX_SCORE // 2 + (MAX_SCORE // 2 + with_task - _balance(allocated, capacity)) // 2
 
 
 def kube_default_score(node: GpuNode, task: GpuTask) -> int:
