@@ -66,8 +66,8 @@ def test_shared_and_whole_on_one_gpu_are_never_overcommitted() -> None:
     assert release(place(node, shared(300), (0,)), shared(300), (0,)) == node
 
 
-@pytest.mark.parametrize("bad", [dict(num_gpu=2, gpu_milli=500), dict(num_gpu=1, gpu_milli=0),
-                                 dict(num_gpu=0, gpu_milli=100), dict(num_gpu=1, gpu_milli=1001)])
+@pytest.mark.parametrize("bad", [{"num_gpu": 2, "gpu_milli": 500}, {"num_gpu": 1, "gpu_milli": 0},
+                                 {"num_gpu": 0, "gpu_milli": 100}, {"num_gpu": 1, "gpu_milli": 1001}])
 def test_a_task_shape_the_trace_cannot_have_is_refused(bad: dict) -> None:
     with pytest.raises(ValueError):
         GpuTask(1000, 1000, **bad)

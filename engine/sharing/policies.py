@@ -39,7 +39,7 @@ Scorer = Callable[[GpuNode, GpuTask], int]
 GpuPicker = Callable[[GpuNode, GpuTask], tuple[int, ...]]
 
 
-class Policy(Protocol):
+class PlacementPolicy(Protocol):
     name: ClassVar[str]
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None: ...
@@ -261,7 +261,7 @@ class Fgd:
         return None if best is None else GpuChoice(best, scored[best][1])
 
 
-def schedule(policy: Policy, nodes: Sequence[GpuNode], task: GpuTask) -> tuple[tuple[GpuNode, ...], GpuChoice | None]:
+def schedule(policy: PlacementPolicy, nodes: Sequence[GpuNode], task: GpuTask) -> tuple[tuple[GpuNode, ...], GpuChoice | None]:
     """One arrival: the nodes after `policy` places `task` (unchanged if it fits nowhere), and where it went."""
     choice = policy.choose(nodes, task)
     if choice is None:
@@ -273,11 +273,11 @@ def schedule(policy: Policy, nodes: Sequence[GpuNode], task: GpuTask) -> tuple[t
 POLICY_NAMES = ("random-fit", "best-fit", "dot-product", "gpu-packing", "gpu-clustering", "fgd", "kube-default")
 
 
-def make_policy(name: str, *, seed: int | None = None, shapes: Sequence[TaskShape] = ()) -> Policy:
+def make_policy(name: str, *, seed: int | None = None, shapes: Sequence[TaskShape] = ()) -> PlacementPolicy:
     """A policy by its name (POLICY_NAMES); `seed` for Random-fit's draws and kube-default's ties, `shapes` (the
     workload's `typical_shapes`) for FGD."""
     rng = random.Random(seed) if seed is not None else None
-    policies: dict[str, Callable[[], Policy]] = {
+    policies: dict[str, Callable[[], PlacementPolicy]] = {
         "random-fit": lambda: RandomFit(rng or random.Random(0)), "best-fit": BestFit, "dot-product": DotProduct,
         "gpu-packing": GpuPacking, "gpu-clustering": GpuClustering, "fgd": lambda: Fgd(tuple(shapes)),
         "kube-default": lambda: KubeDefault(rng)}
