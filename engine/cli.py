@@ -600,6 +600,73 @@ def _trace(path: str):
         _fail(str(exc))
 
 
+@main.group("convert")
+def convert_group() -> None:
+    """Convert public cluster traces into a cluster snapshot (for dry-run) and a trace (for simulate)."""
+
+
+@convert_group.command("openb")
+@click.argument("nodes_csv", metavar="NODES.csv")
+@click.argument("tasks_csv", metavar="PODS.csv")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Write snapshot.yaml and trace.yaml (when the tasks have creation and deletion times) here.")
+@click.option("-o", "--output", type=click.Choice(["snapshot", "trace"]), default=None,
+              help="Write this one to stdout [default: snapshot, without --out-dir].")
+@click.option("--gpus-as", "mode", type=click.Choice(["dra", "extended"]), default="dra", show_default=True,
+              help="dra: a ResourceSlice device per GPU with a consumable capacity of 1000 milli, a ResourceClaim per "
+              "GPU task; extended: nvidia.com/gpu (whole GPUs only: a task sharing a GPU is refused).")
+@click.option("--sample", type=click.IntRange(1), default=None, metavar="N", help="Only N tasks, drawn at random.")
+@click.option("--sample-nodes", type=click.IntRange(1), default=None, metavar="N", help="Only N nodes, drawn at random.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The random draws' seed (--sample, --sample-nodes).")
+@click.option("--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
+              help="The pods' spec.schedulerName (dry-run's --scheduler-name plans them).")
+def convert_openb(nodes_csv, tasks_csv, out_dir, output, mode, sample, sample_nodes, seed, scheduler_name) -> None:
+    """Alibaba's openb GPU trace (clusterdata cluster-trace-gpu-v2023: a node list and a task list) as Kubernetes
+    objects: Nodes with a GPU model label, GPUs as DRA devices with consumable capacity, tasks as pending Pods
+    with ResourceClaims (a shared GPU: part of one device). See docs/simulate-openb.md. Exit 2 on a bad CSV,
+    naming its file and line."""
+    from .time import openb
+
+    if out_dir is not None and output is not None:
+        _fail("give --out-dir or -o, not both")
+    try:
+        nodes = openb.sample(openb.read_nodes(nodes_csv), sample_nodes, seed)
+        tasks = openb.sample(openb.read_tasks(tasks_csv), sample, seed)
+        if out_dir is None:
+            made = (openb.trace(nodes, tasks, mode) if output == "trace"
+                    else openb.snapshot(nodes, tasks, mode, scheduler_name))
+            click.echo(_dump_yaml(made), nl=False)
+            return
+        _write_openb(out_dir, nodes, tasks, mode, scheduler_name)
+    except openb.OpenbError as exc:
+        _fail(str(exc))
+
+
+def _write_openb(out_dir: str, nodes, tasks, mode: str, scheduler_name: str) -> None:
+    """snapshot.yaml and, when every task has its times, trace.yaml in `out_dir` (a note says why not)."""
+    from pathlib import Path
+
+    from .time import openb
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "snapshot.yaml").write_text(_dump_yaml(openb.snapshot(nodes, tasks, mode, scheduler_name)), encoding="utf-8")
+    written = ["snapshot.yaml"]
+    try:
+        (out / "trace.yaml").write_text(_dump_yaml(openb.trace(nodes, tasks, mode)), encoding="utf-8")
+        written.append("trace.yaml")
+    except openb.OpenbError as exc:
+        click.echo(f"policy-scheduler: note: no trace.yaml: {exc}", err=True)
+    click.echo(f"{len(nodes)} nodes, {len(tasks)} tasks in {out}: {', '.join(written)}", err=True)
+
+
+def _dump_yaml(doc) -> str:
+    import yaml
+
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False, width=120)
+
+
 def _print_simulation(report: dict, console: Console) -> None:
     """The JSON's figures under the JSON's words (simulate.WAIT_WORDS), a section per mode with its utilisation on
     its first row; at a narrow width a class's name folds onto more lines, never cut."""
