@@ -20,7 +20,7 @@ from engine.model.ir import Rules
 from engine.planning.planner import Options, plan_batch
 from engine.reading.load import build_cluster
 from engine.time import openb
-from engine.time.simulate import TraceError, trace_of
+from engine.time.simulate import trace_of
 from testkit.checker import check_plan
 
 CASES = Path(__file__).parent / "cases"
@@ -190,15 +190,17 @@ def test_the_trace_has_a_job_per_task_arriving_at_creation_and_running_until_del
     assert openb.trace(nodes, [zero], "dra")["jobs"][0]["runtime"] == 1  # simulate needs a runtime above 0
 
 
-def test_simulate_reads_the_extended_trace_and_refuses_the_devices_it_does_not_replay_yet() -> None:
+def test_simulate_reads_the_extended_and_the_dra_trace() -> None:
     nodes, tasks = rows()
-    whole = [t for t in tasks if not t.shared and not t.gpu_spec]
+    whole = [t for t in tasks if not t.shared]
     read = trace_of(openb.trace(nodes, whole, "extended"))
     assert {j.name for j in read.jobs} == {t.name for t in whole}
     assert sum(s.count for s in read.nodes) == 5
     assert dict(read.jobs[0].requests) == {"cpu": "12000m", "memory": "16384Mi", "nvidia.com/gpu": "1"}
-    with pytest.raises(TraceError, match="unknown keys 'labels', 'devices'"):
-        trace_of(openb.trace(nodes, tasks, "dra"))
+    assert any(j.affinity for j in read.jobs) and any(s.labels for s in read.nodes)  # gpu_spec as node affinity
+    dra = trace_of(openb.trace(nodes, tasks, "dra"))
+    assert {j.name for j in dra.jobs if j.claim} == {t.name for t in tasks if t.num_gpu}
+    assert sum(len(s.devices) * s.count for s in dra.nodes) == sum(n.gpus for n in nodes)
 
 
 def test_a_task_list_without_times_makes_a_snapshot_but_no_trace(tmp_path: Path) -> None:

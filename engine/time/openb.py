@@ -285,9 +285,9 @@ def snapshot(nodes: Sequence[NodeRow], tasks: Sequence[TaskRow], mode: str, sche
 def trace(nodes: Sequence[NodeRow], tasks: Sequence[TaskRow], mode: str) -> dict[str, Any]:
     """The trace in `simulate`'s format: nodes grouped by shape (`count`, `allocatable`, `prefix`), a job per task
     (`name`, `arrival` = creation_time, `runtime` = deletion_time − creation_time, at least 1 s, `requests`,
-    `class`). What that format cannot say yet is written under keys of its own, which `simulate` refuses by name
-    until it replays them: a GPU node's `labels` and its ResourceSlice `devices`, a GPU task's `claim` (its
-    ResourceClaim's spec, as in the snapshot) and with extended resources a `gpu_spec`'s `affinity`."""
+    `class`), and the GPUs under keys of their own, which `simulate` replays: a GPU node's `labels` and its
+    ResourceSlice `devices`, a GPU task's `claim` (its ResourceClaim's spec, as in the snapshot) and with extended
+    resources a `gpu_spec`'s `affinity`."""
     untimed = next((t for t in tasks if t.creation is None or t.deletion is None), None)
     if untimed is not None:
         raise OpenbError(f"{untimed.file}:{untimed.line}: no creation_time or deletion_time: a trace needs both "

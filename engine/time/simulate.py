@@ -12,6 +12,9 @@ what it can, three ways:
 - `batch`: the whole waiting batch at once, without time;
 - `batch-time`: the batch with time in the plan (reservations, backfill; engine.time.timeline).
 
+GPUs may be DRA devices (issue 52): node labels, a ResourceSlice per node, one DeviceClass, a ResourceClaim per pod
+made from its job's `claim`; a started job's allocations (as its plan's Reserve made them) are kept until it ends.
+
 It reports per job class (its `class`, else its size) the waits (p50, p95, max), and the utilisation of the
 first resource the nodes share (time-weighted). Pure: the CLI reads the trace file.
 """
@@ -24,16 +27,17 @@ import itertools
 import math
 import random
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model.cluster import Cluster, Gang, Pod, PodGroup, Reservation
+from ..model.cluster import Cluster, Gang, Pod, PodGroup, Reservation, ResourceClaim
 from ..model.view import View
 from ..planning.plan import make_plan
 from ..planning.planner import Options, TimeInputs, plan_batch
 from ..reading.convert.fields import as_int, as_mapping, as_text, required, resource_amounts, show_value
 from ..reading.load import build_cluster
+from .dra_time import placed_claims
 from .timeline import rfc3339
 
 MODES = ("one-at-a-time", "batch", "batch-time")
@@ -51,6 +55,8 @@ class NodeShape:
     count: int
     allocatable: dict[str, str]
     prefix: str = "node"
+    labels: dict[str, str] = field(default_factory=dict)  # besides kubernetes.io/hostname
+    devices: tuple[dict[str, Any], ...] = ()  # each node's ResourceSlice devices (driver DRIVER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +69,8 @@ class Job:
     priority: int = 0
     limit: float | None = None  # the declared bound (activeDeadlineSeconds); None: unbounded
     kind: str = ""  # the job class it is reported under (default: its size)
+    claim: dict[str, Any] | None = None  # a ResourceClaim spec: each pod gets a claim of its own made from it
+    affinity: dict[str, Any] | None = None  # its pods' spec.affinity
 
     @property
     def label(self) -> str:
@@ -75,8 +83,10 @@ class Trace:
     jobs: tuple[Job, ...]
 
 
-NODE_KEYS = ("count", "allocatable", "prefix")
-JOB_KEYS = ("name", "arrival", "runtime", "requests", "pods", "priority", "limit", "class")
+NODE_KEYS = ("count", "allocatable", "prefix", "labels", "devices")
+JOB_KEYS = ("name", "arrival", "runtime", "requests", "pods", "priority", "limit", "class", "claim", "affinity")
+DRIVER = "gpu.openb"  # the DRA driver publishing a trace's devices, and the one DeviceClass selecting them
+DRA_API = "resource.k8s.io/v1"
 
 
 def trace_of(doc: Any, where: str = "trace") -> Trace:
@@ -139,9 +149,13 @@ def _node_shape(entry: Any, i: int, where: str) -> NodeShape:
         count = as_int(required(n, "count", "node"), "count", 1)
         allocatable = {str(k): str(v) for k, v in as_mapping(required(n, "allocatable", "node"), "allocatable").items()}
         resource_amounts(allocatable, "allocatable")
+        labels = {str(k): str(v) for k, v in as_mapping(n.get("labels") or {}, "labels").items()}
+        devices = n.get("devices") or []
+        if not isinstance(devices, list) or not all(isinstance(d, dict) for d in devices):
+            raise ValueError(f"devices must be a list of ResourceSlice devices, got {show_value(devices)}")
     except ValueError as exc:
         raise TraceError(f"{where}: {exc}") from None
-    return NodeShape(count, allocatable, str(n.get("prefix", f"pool{i}")))
+    return NodeShape(count, allocatable, str(n.get("prefix", f"pool{i}")), labels, tuple(devices))
 
 
 def _job(entry: Any, i: int, file: str) -> Job:
@@ -154,8 +168,9 @@ def _job(entry: Any, i: int, file: str) -> Job:
         limit = None if j.get("limit") is None else _seconds(j, "limit", 0.0, positive=True)
         requests = {str(k): str(v) for k, v in as_mapping(required(j, "requests", "job"), "requests").items()}
         resource_amounts(requests, "requests")
+        claim, affinity = (None if j.get(k) is None else dict(as_mapping(j[k], k)) for k in ("claim", "affinity"))
         job = Job(name, arrival, runtime, requests, as_int(j.get("pods", 1), "pods", 1), as_int(j.get("priority", 0), "priority"),
-                  limit, str(j.get("class", "")))
+                  limit, str(j.get("class", "")), claim, affinity)
     except ValueError as exc:
         raise TraceError(f"{where}: {exc}") from None
     if limit is not None and runtime > limit:
@@ -269,6 +284,7 @@ class _Models:
     pods: tuple[Pod, ...]
     group: PodGroup | None = None
     gang: Gang | None = None
+    claims: tuple[ResourceClaim, ...] = ()  # its pods' ResourceClaims, unallocated
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +297,7 @@ class _Running:
     start: float
     pods: tuple[Pod, ...] = ()
     use: float = 0.0
+    claims: tuple[ResourceClaim, ...] = ()  # its pods' ResourceClaims as their plan allocated them
 
     @property
     def end(self) -> float:
@@ -303,19 +320,24 @@ class _World:
     bound: list[Pod] = field(default_factory=list)  # the running jobs' pods, in order
     used: float = 0.0
     held: tuple[Reservation, ...] = ()  # batch-time: the last cycle's reservations, its promises (as the loop keeps)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)  # the running jobs' claims, allocated
 
     @classmethod
     def of(cls, trace: Trace) -> _World:
         base = build_cluster(_node_docs(trace), SCHEDULER)
         return cls(base, _shared_resource(trace), View.of(base.nodes, []))
 
-    def begin(self, started: Iterable[tuple[_Models, list[str]]], t: float) -> None:
-        """The jobs that start at t, bound after those running (as a snapshot would list them)."""
-        runs = [_running(models, tuple(nodes), t, self.resource) for models, nodes in started]
+    def begin(self, started: Iterable[tuple[_Models, list[str]]], t: float,
+              allocated: Mapping[str, tuple[ResourceClaim, ...]] | None = None) -> None:
+        """The jobs that start at t, bound after those running (as a snapshot would list them), holding the claims
+        their plan allocated (`allocated`: job name -> claims) until they end."""
+        runs = [_running(models, tuple(nodes), t, self.resource, (allocated or {}).get(models.job.name, ()))
+                for models, nodes in started]
         for run in runs:
             self.running[run.job.name] = run
             heapq.heappush(self.ends, (run.end, run.job.name))
             self.used += run.use
+            self.claims.update((c.key, c) for c in run.claims)
         added = tuple(p for run in runs for p in run.pods)
         self.bound += added
         self.view = self.view.moved(added=added).settled() if added else self.view
@@ -329,6 +351,8 @@ class _World:
             end, name = heapq.heappop(self.ends)
             run = self.running.pop(name)
             self.used -= run.use
+            for claim in run.claims:  # its pods are gone: upstream's resourceclaim controller deallocates their claims
+                del self.claims[claim.key]
             gone += run.pods
             if not self.ends or self.ends[0][0] > end:
                 drops.append((end, self.used))
@@ -340,9 +364,11 @@ class _World:
     def cluster(self, waiting: Iterable[_Models], also: Iterable[_Running]) -> Cluster:
         """The cluster with `also` running besides, exactly as build_cluster reads the same manifests
         (`_manifest_cluster`; the tests hold them equal), but assembled from the models."""
-        waiting = list(waiting)
+        waiting, also = list(waiting), list(also)
+        claims = {**self.claims, **{c.key: c for r in also for c in r.claims}, **{c.key: c for m in waiting for c in m.claims}}
         return replace(self.base, bound=[*self.bound, *(p for r in also for p in r.pods)],
                        pending=[p for m in waiting for p in m.pods], notes=[],
+                       devices=replace(self.base.devices, claims=claims) if claims else self.base.devices,
                        pod_groups={m.group.key: m.group for m in waiting if m.group is not None},
                        gangs={m.gang.key: m.gang for m in waiting if m.gang is not None})
 
@@ -369,13 +395,13 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
         while arrivals and arrivals[0].arrival <= t:
             world.waiting.append(_models(arrivals.popleft()))
         if world.waiting:
-            started, held = _place(world, t, mode, time_limit, prune)
+            started, held, allocated = _place(world, t, mode, time_limit, prune)
             out.cycles += 1
             for r in held:  # a gang's holder is its job's name, a pod's is `<job>-0`
                 name = r.holder.split("/", 1)[1]
                 out.promised.setdefault(name if name in names else name.rsplit("-", 1)[0], r.start - EPOCH)
             out.starts.update((models.job.name, t) for models, _ in started)
-            world.begin(started, t)
+            world.begin(started, t, allocated)
             done = {models.job.name for models, _ in started}
             world.waiting = [m for m in world.waiting if m.job.name not in done]
             if not started and not world.running and not arrivals:
@@ -384,11 +410,17 @@ def replay(trace: Trace, mode: str, horizon: float | None = None, time_limit: fl
     return out
 
 
+Started = list[tuple[_Models, list[str]]]  # jobs that start, each with its pods' nodes
+Allocated = dict[str, tuple[ResourceClaim, ...]]  # job name -> its pods' claims as their plan allocated them
+
+
 def _place(world: _World, t: float, mode: str, time_limit: float,
-           prune: bool) -> tuple[list[tuple[_Models, list[str]]], tuple[Reservation, ...]]:
-    """The jobs that start at t, each with its pods' nodes, and the reservations the plan holds."""
+           prune: bool) -> tuple[Started, tuple[Reservation, ...], Allocated]:
+    """The jobs that start at t, each with its pods' nodes, the reservations the plan holds and the claims the
+    starting jobs' pods allocated."""
     if mode == "one-at-a-time":
-        return _one_at_a_time(world, t, time_limit, prune), ()
+        started, allocated = _one_at_a_time(world, t, time_limit, prune)
+        return started, (), allocated
     cluster = world.cluster(world.waiting, ())
     waiting = {p.key for p in cluster.pending}  # the last cycle's reservations of jobs still waiting: kept promises
     kept = tuple(r for r in world.held if all(k in waiting for k, _ in r.pods))
@@ -398,15 +430,26 @@ def _place(world: _World, t: float, mode: str, time_limit: float,
                       time_inputs=time_inputs)
     world.held = plan.reservations
     got = plan.assignments
-    return [(m, [got[p.key] for p in m.pods]) for m in world.waiting
-            if all(p.key in got for p in m.pods)], plan.reservations
+    started = [(m, [got[p.key] for p in m.pods]) for m in world.waiting if all(p.key in got for p in m.pods)]
+    return started, plan.reservations, {m.job.name: _allocated(m, plan.details.reserved) for m, _ in started}
 
 
-def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> list[tuple[_Models, list[str]]]:
+def _allocated(models: _Models, reserved: Mapping[str, Mapping[str, object]]) -> tuple[ResourceClaim, ...]:
+    """A started job's claims as its plan's DynamicResources Reserve allocated them (engine.time.dra_time), each
+    reserved for the running pod `_running` makes of its pod."""
+    if not models.claims:
+        return ()
+    claims = {c.key: c for c in models.claims}
+    return tuple(replace(c, reserved_for=(f"{models.job.name}-r{k}",)) for k, p in enumerate(models.pods)
+                 for c in placed_claims(claims, reserved, p))
+
+
+def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> tuple[Started, Allocated]:
     """Units in queue order, each planned alone beside those placed before it. Within a cycle room only shrinks,
     so once a job of some requests did not fit, a later one of the same requests and at least as many pods cannot
     either: with `prune` it is not planned."""
-    placed: list[tuple[_Models, list[str]]] = []
+    placed: Started = []
+    allocated: Allocated = {}
     now: list[_Running] = []
     view = world.view
     failed: dict[tuple[tuple[str, str], ...], int] = {}  # requests -> fewest pods that did not fit this cycle
@@ -416,41 +459,46 @@ def _one_at_a_time(world: _World, t: float, time_limit: float, prune: bool) -> l
         if prune and failed.get(shape, math.inf) <= job.pods:
             continue
         cluster = world.cluster([models], now)
-        got = make_plan(cluster, time_limit=time_limit, workers=1, view=view).assignments
+        plan = make_plan(cluster, time_limit=time_limit, workers=1, view=view)
+        got = plan.assignments
         if all(p.key in got for p in models.pods):
             nodes = [got[p.key] for p in models.pods]
             placed.append((models, nodes))
-            now.append(_running(models, tuple(nodes), t, world.resource))
+            allocated[job.name] = _allocated(models, plan.details.reserved)
+            now.append(_running(models, tuple(nodes), t, world.resource, allocated[job.name]))
             view = view.moved(added=now[-1].pods).settled()
         else:
             failed[shape] = min(job.pods, failed.get(shape, job.pods))
-    return placed
+    return placed, allocated
 
 
 def _models(job: Job) -> _Models:
     """A job's pods converted once: build_cluster over its PodGroup and pods, as every snapshot would."""
     cluster = build_cluster(_job_docs(job), SCHEDULER)
     return _Models(job, tuple(cluster.pending), next(iter(cluster.pod_groups.values()), None),
-                   next(iter(cluster.gangs.values()), None))
+                   next(iter(cluster.gangs.values()), None), tuple(cluster.devices.claims.values()))
 
 
-def _running(models: _Models, nodes: tuple[str, ...], t: float, resource: str) -> _Running:
+def _running(models: _Models, nodes: tuple[str, ...], t: float, resource: str,
+             claims: tuple[ResourceClaim, ...] = ()) -> _Running:
     """A job started at t on `nodes`: its pending pods bound, as a snapshot converts a running pod (named
     `<job>-r<k>`, nodeName and startTime set, phase Running; a gang has no pending member left, so no gang)."""
     started = rfc3339(EPOCH + t)
     pods = tuple(replace(p, name=f"{models.job.name}-r{k}", node_name=node, phase="Running", started=started,
                          gang=None) for k, (p, node) in enumerate(zip(models.pods, nodes, strict=True)))
-    return _Running(models.job, nodes, t, pods, _amount(models.job.requests.get(resource, "0")) * models.job.pods)
+    return _Running(models.job, nodes, t, pods, _amount(models.job.requests.get(resource, "0")) * models.job.pods,
+                    claims)
 
 
 # --- the manifests: what the models are converted from, and the reference the tests hold them to ---------------
 
 def _manifest_cluster(trace: Trace, waiting: Iterable[Job], running: Iterable[_Running]) -> Cluster:
     """The cluster built from manifests as a snapshot is read: what `_World.cluster` assembles from models converted
-    once (the replay used to build this at every event)."""
+    once (the replay used to build this at every event). Running jobs' claims are not written (no status.allocation):
+    the equality holds for traces without `claim`."""
     docs = _node_docs(trace)
     for r in running:
-        docs += [(f"run[{r.job.name}-{k}]", _pod(r.job, f"{r.job.name}-r{k}", node, EPOCH + r.start))
+        docs += [(f"run[{r.job.name}-{k}]", _pod(r.job, k, f"{r.job.name}-r{k}", node, EPOCH + r.start))
                  for k, node in enumerate(r.nodes)]
     for job in waiting:
         docs += _job_docs(job)
@@ -458,14 +506,26 @@ def _manifest_cluster(trace: Trace, waiting: Iterable[Job], running: Iterable[_R
 
 
 def _node_docs(trace: Trace) -> list[tuple[str, dict[str, Any]]]:
+    """Each node, with its labels, and with devices its ResourceSlice (one pool a node) and the one DeviceClass."""
     docs = []
     for shape in trace.nodes:
         for i in range(shape.count):
             name = f"{shape.prefix}-{i}"
             docs.append((f"node[{name}]", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-                "kubernetes.io/hostname": name}}, "status": {"allocatable": dict(shape.allocatable),
-                                                             "capacity": dict(shape.allocatable)}}))
+                **shape.labels, "kubernetes.io/hostname": name}}, "status": {"allocatable": dict(shape.allocatable),
+                                                                             "capacity": dict(shape.allocatable)}}))
+            if shape.devices:
+                docs.append((f"node[{name}].devices", _slice(name, shape.devices)))
+    if any(shape.devices for shape in trace.nodes):
+        docs.append(("deviceclass", {"apiVersion": DRA_API, "kind": "DeviceClass", "metadata": {"name": DRIVER},
+                                     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}))
     return docs
+
+
+def _slice(node: str, devices: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    return {"apiVersion": DRA_API, "kind": "ResourceSlice", "metadata": {"name": f"{node}-{DRIVER}"},
+            "spec": {"driver": DRIVER, "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [dict(d) for d in devices]}}
 
 
 def _job_docs(job: Job) -> list[tuple[str, dict[str, Any]]]:
@@ -473,16 +533,26 @@ def _job_docs(job: Job) -> list[tuple[str, dict[str, Any]]]:
     docs = [(f"job[{job.name}]", {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
                                   "metadata": {"name": job.name, "namespace": "sim"},
                                   "spec": {"minMember": job.pods}})] if job.pods > 1 else []
-    return docs + [(f"job[{job.name}-{k}]", _pod(job, f"{job.name}-{k}", None, EPOCH + job.arrival))
-                   for k in range(job.pods)]
+    docs += [(f"job[{job.name}-{k}]", _pod(job, k, f"{job.name}-{k}", None, EPOCH + job.arrival))
+             for k in range(job.pods)]
+    if job.claim is not None:  # each pod's claim, named after the pending pod (`_running` keeps its resourceClaims)
+        docs += [(f"job[{job.name}-{k}].claim", {"apiVersion": DRA_API, "kind": "ResourceClaim", "metadata": {
+            "name": _claim_name(job, k), "namespace": "sim"}, "spec": job.claim}) for k in range(job.pods)]
+    return docs
 
 
-def _pod(job: Job, name: str, node: str | None, at: float) -> dict[str, Any]:
+def _pod(job: Job, k: int, name: str, node: str | None, at: float) -> dict[str, Any]:
+    """The job's k-th pod named `name`: pending, or running on `node` since `at`."""
     spec: dict[str, Any] = {"schedulerName": SCHEDULER, "priority": job.priority,
                             "containers": [{"name": "main", "image": "pause",
                                             "resources": {"requests": dict(job.requests)}}]}
     if job.limit is not None:
         spec["activeDeadlineSeconds"] = max(1, int(job.limit))
+    if job.affinity is not None:
+        spec["affinity"] = job.affinity
+    if job.claim is not None:
+        spec["containers"][0]["resources"]["claims"] = [{"name": "claim"}]
+        spec["resourceClaims"] = [{"name": "claim", "resourceClaimName": _claim_name(job, k)}]
     meta: dict[str, Any] = {"name": name, "namespace": "sim", "creationTimestamp": rfc3339(EPOCH + job.arrival)}
     if job.pods > 1:
         meta["labels"] = {GROUP_LABEL: job.name}
@@ -491,6 +561,10 @@ def _pod(job: Job, name: str, node: str | None, at: float) -> dict[str, Any]:
         spec["nodeName"] = node
         status = {"phase": "Running", "startTime": rfc3339(at)}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def _claim_name(job: Job, k: int) -> str:
+    return f"{job.name}-{k}-claim"
 
 
 def _shared_resource(trace: Trace) -> str:
