@@ -116,3 +116,13 @@ def test_a_malformed_claim_or_devices_entry_is_refused_naming_it() -> None:
         trace_of({**TRACE, "nodes": [{**gpu_node("a"), "devices": "gpu-0"}]})
     with pytest.raises(TraceError, match="job 'x': claim must be a mapping"):
         trace_of({**TRACE, "jobs": [{**job("x", 0), "claim": "gpu"}]})
+
+
+def test_with_time_a_waiting_job_is_promised_the_device_when_its_holder_reaches_its_bound() -> None:
+    """batch-time: a kept claim is reserved for the running pod, so the plan sees it free at that pod's bound
+    (engine.time.dra_time) and promises the device then, instead of holding it for ever."""
+    bounded = [{**job("whole-1", 0), "limit": 100}, {**job("whole-2", 10), "limit": 100},
+               {**job("share-1", 20, 500), "limit": 100}]
+    run = replay(trace_of({"nodes": TRACE["nodes"][:1], "jobs": bounded}), "batch-time")
+    assert run.promised == {"whole-2": 100.0, "share-1": 200.0} and not run.delayed()
+    assert run.starts == {"whole-1": 0.0, "whole-2": 100.0, "share-1": 200.0}
