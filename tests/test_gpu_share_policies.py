@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from engine.sharing.fragmentation import TaskShape, cluster_fragmentation, node_fragmentation, typical_shapes
 from engine.sharing.gpus import MILLI, GpuChoice, GpuNode, GpuTask, fits, gpu_node, place, release, usable_gpus
 from engine.sharing.policies import (
+    BEST_FIT,
+    DOT_PRODUCT,
+    GPU_CLUSTERING,
+    GPU_PACKING,
     POLICY_NAMES,
-    BestFit,
-    DotProduct,
     Fgd,
-    GpuClustering,
-    GpuPacking,
     KubeDefault,
     RandomFit,
     balanced_allocation_score,
@@ -118,10 +118,10 @@ def test_best_fit_and_packing_put_a_shared_task_on_the_partly_used_gpu_kube_defa
     nodes, task = case_shared_onto_a_used_gpu(), shared(300)
     # Best-fit: a: ½ (30000 − 1000)/128000 + ½ (1400 − 300)/8000 = 0.18203 → 81; b: 0.22734 → 77
     assert [best_fit_score(n, task) for n in nodes] == [81, 77]
-    assert BestFit().choose(nodes, task) == GpuChoice(0, (1,))  # the tightest GPU: 400 left
+    assert BEST_FIT.choose(nodes, task) == GpuChoice(0, (1,))  # the tightest GPU: 400 left
     # Packing: a uses a shared GPU: 100 − (400 × 100 // 1000) // 10 = 96; b is idle: max(33 − 2, 2) = 31
     assert [gpu_packing_score(n, task) for n in nodes] == [96, 31]
-    assert GpuPacking().choose(nodes, task) == GpuChoice(0, (1,))
+    assert GPU_PACKING.choose(nodes, task) == GpuChoice(0, (1,))
     # kube-scheduler: LeastAllocated a: (90 + 95) // 2 = 92, b: (96 + 98) // 2 = 97; BalancedAllocation a: 98 → 97
     # with the task: 50 + (50 + 97 − 98) // 2 = 74; b: 100 → 99: 50 + 49 // 2 = 74. b wins, DRA's first GPU.
     assert [least_allocated_score(n, task) for n in nodes] == [92, 97]
@@ -139,8 +139,8 @@ def test_fgd_keeps_a_gpu_whole_for_the_shape_that_would_not_fit_the_leftover() -
     # b: 1000 → 500, both fit a 500: fragment 0 → 0, sigmoid(0) × 100 = 50.
     assert [fgd.score(n, task)[0] for n in nodes] == [45, 50]
     assert fgd.choose(nodes, task) == GpuChoice(1, (0,))
-    assert BestFit().choose(nodes, task) == GpuChoice(0, (0,))  # tighter: 700 free against 1000
-    assert GpuPacking().choose(nodes, task) == GpuChoice(0, (0,))
+    assert BEST_FIT.choose(nodes, task) == GpuChoice(0, (0,))  # tighter: 700 free against 1000
+    assert GPU_PACKING.choose(nodes, task) == GpuChoice(0, (0,))
     assert KubeDefault().choose(nodes, task) == GpuChoice(0, (0,))  # equal scores: the smallest name without rng
 
 
@@ -153,7 +153,7 @@ def test_fgd_picks_the_gpu_within_a_node_that_leaves_the_least_fragment() -> Non
     # GPU 1 → [1000, 100, 800]: 300-shape: 100; whole: 900 → 500 → sigmoid(0.1) → 52
     # GPU 2 → [1000, 400, 500]: 300-shape: 0; whole: 900 → 450 → sigmoid(0.15) → 53
     assert fgd.score(node, shared(300)) == (53, (2,))
-    assert BestFit().choose([node], shared(300)) == GpuChoice(0, (1,))  # the tightest GPU, 400 free
+    assert BEST_FIT.choose([node], shared(300)) == GpuChoice(0, (1,))  # the tightest GPU, 400 free
 
 
 def test_dot_product_prefers_the_node_whose_free_resources_are_least_aligned_with_the_task() -> None:
@@ -162,10 +162,10 @@ def test_dot_product_prefers_the_node_whose_free_resources_are_least_aligned_wit
     nodes, task = [a, b], whole(1, cpu=32000)
     # a: 1 × 0.25 + 0.125 × 0.125 = 0.265625 → 100 × (1 − 0.1328) = 86; b: 0.25 × 0.25 + 1 × 0.125 = 0.1875 → 90
     assert [dot_product_score(n, task) for n in nodes] == [86, 90]
-    assert DotProduct().choose(nodes, task) == GpuChoice(1, (0,))
+    assert DOT_PRODUCT.choose(nodes, task) == GpuChoice(1, (0,))
     # Best-fit: a: ½ × 96000/128000 = 0.375 → 62; b: ½ × 7000/8000 = 0.4375 → 56
     assert [best_fit_score(n, task) for n in nodes] == [62, 56]
-    assert BestFit().choose(nodes, task) == GpuChoice(0, (0,))
+    assert BEST_FIT.choose(nodes, task) == GpuChoice(0, (0,))
     assert KubeDefault().choose(nodes, task).node == 0  # b would be full on cpu: LeastAllocated 0 for cpu
 
 
@@ -178,11 +178,11 @@ def test_gpu_clustering_puts_a_task_with_its_own_kind() -> None:
     # a: no GPU tasks, 25 + 25 × 6000 // 8000 = 43; b: only its kind, 75 + 25 × 5000 // 8000 = 90;
     # c: another kind only, 0 + 25 × 6500 // 8000 = 20
     assert [gpu_clustering_score(n, task) for n in nodes] == [43, 90, 20]
-    assert GpuClustering().choose(nodes, task) == GpuChoice(1, (1,))
-    assert BestFit().choose(nodes, task) == GpuChoice(2, (1,))  # least GPU left: 1500
+    assert GPU_CLUSTERING.choose(nodes, task) == GpuChoice(1, (1,))
+    assert BEST_FIT.choose(nodes, task) == GpuChoice(2, (1,))  # least GPU left: 1500
     # Packing: a idle: max(33 − 2, 2) = 31; b and c must use an idle GPU of a used node: 50 − 1 = 49; tie: "b"
     assert [gpu_packing_score(n, task) for n in nodes] == [31, 49, 49]
-    assert GpuPacking().choose(nodes, task) == GpuChoice(1, (1,))
+    assert GPU_PACKING.choose(nodes, task) == GpuChoice(1, (1,))
 
 
 def test_kube_default_counts_a_missing_memory_request_as_200_mib_for_least_allocated_only() -> None:
@@ -197,7 +197,7 @@ def test_kube_default_counts_a_missing_memory_request_as_200_mib_for_least_alloc
 
 def test_ties_go_to_the_smallest_name_or_at_random_with_a_seed() -> None:
     nodes = [gpu_node("z", 8000, 8000, 1), gpu_node("a", 8000, 8000, 1)]
-    assert BestFit().choose(nodes, whole(1)) == GpuChoice(1, (0,))
+    assert BEST_FIT.choose(nodes, whole(1)) == GpuChoice(1, (0,))
     picks = {KubeDefault(random.Random(seed)).choose(nodes, whole(1)).node for seed in range(20)}
     assert picks == {0, 1}
 

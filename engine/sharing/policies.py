@@ -40,7 +40,8 @@ GpuPicker = Callable[[GpuNode, GpuTask], tuple[int, ...]]
 
 
 class PlacementPolicy(Protocol):
-    name: ClassVar[str]
+    @property
+    def name(self) -> str: ...
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None: ...
 
@@ -173,35 +174,21 @@ class RandomFit:
 
 
 @dataclass(frozen=True)
-class BestFit:
-    name: ClassVar[str] = "best-fit"
+class ScoredFit:
+    """One of the simulator's score plugins (Best-fit, Dot-product, GPU Packing, GPU Clustering): the feasible node
+    `score` ranks highest (ties: the smallest name), the tightest GPUs there."""
+
+    name: str
+    score: Scorer
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        return pick(nodes, task, best_fit_score, tightest_gpus)
+        return pick(nodes, task, self.score, tightest_gpus)
 
 
-@dataclass(frozen=True)
-class DotProduct:
-    name: ClassVar[str] = "dot-product"
-
-    def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        return pick(nodes, task, dot_product_score, tightest_gpus)
-
-
-@dataclass(frozen=True)
-class GpuPacking:
-    name: ClassVar[str] = "gpu-packing"
-
-    def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        return pick(nodes, task, gpu_packing_score, tightest_gpus)
-
-
-@dataclass(frozen=True)
-class GpuClustering:
-    name: ClassVar[str] = "gpu-clustering"
-
-    def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        return pick(nodes, task, gpu_clustering_score, tightest_gpus)
+BEST_FIT = ScoredFit("best-fit", best_fit_score)
+DOT_PRODUCT = ScoredFit("dot-product", dot_product_score)
+GPU_PACKING = ScoredFit("gpu-packing", gpu_packing_score)
+GPU_CLUSTERING = ScoredFit("gpu-clustering", gpu_clustering_score)
 
 
 @dataclass(frozen=True)
@@ -278,8 +265,9 @@ def make_policy(name: str, *, seed: int | None = None, shapes: Sequence[TaskShap
     workload's `typical_shapes`) for FGD."""
     rng = random.Random(seed) if seed is not None else None
     policies: dict[str, Callable[[], PlacementPolicy]] = {
-        "random-fit": lambda: RandomFit(rng or random.Random(0)), "best-fit": BestFit, "dot-product": DotProduct,
-        "gpu-packing": GpuPacking, "gpu-clustering": GpuClustering, "fgd": lambda: Fgd(tuple(shapes)),
+        "random-fit": lambda: RandomFit(rng or random.Random(0)), "best-fit": lambda: BEST_FIT,
+        "dot-product": lambda: DOT_PRODUCT, "gpu-packing": lambda: GPU_PACKING, "gpu-clustering": lambda: GPU_CLUSTERING,
+        "fgd": lambda: Fgd(tuple(shapes)),
         "kube-default": lambda: KubeDefault(rng)}
     if name not in policies:
         raise ValueError(f"unknown placement policy {name!r}: one of {', '.join(POLICY_NAMES)}")
