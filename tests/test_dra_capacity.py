@@ -96,6 +96,17 @@ def test_pods_of_different_amounts_never_share_past_the_capacity() -> None:
     assert set(plan.assignments) == {"default/p1", "default/p2"}  # two pods beat one
 
 
+def test_a_refused_share_names_the_amounts_asked_once_each() -> None:
+    """Shares of different amounts on one device are different kinds of request: the reason names each by what it
+    asks (not the device class alone, repeated), and at most two of them, however many sizes the batch holds."""
+    amounts = ["30Gi", "20Gi", "20Gi", "15Gi", "25Gi"]
+    plan = plan_for([node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu()]), *_pods(amounts)])
+    said = " ".join(" ".join(why) for why in plan.unschedulable.values())
+    assert plan.unschedulable and ("asking 20Gi memory" in said or "asking 30Gi memory" in said), said
+    assert "gpu or gpu" not in said, said
+    assert "more kind(s)" in said, said
+
+
 def test_a_request_naming_no_amount_takes_the_whole_device() -> None:
     docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu()]), *_pods([None, "10Gi"])]
     assert len(plan_for(docs).assignments) == 1

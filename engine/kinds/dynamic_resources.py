@@ -351,7 +351,7 @@ def _device_rows(build: ProblemBuilder, asks: dict[SubRequest, dict[int, int]],
         per_class = [sum(asks[shape].get(a, 0) for shape in group) for a in range(len(build.classes))]
         unbounded = sum(build.problem.classes[a].count * k for a, k in enumerate(per_class)) + 1
         room, shared = _room(devices, nodes, where, unbounded, allocator, taken, group)
-        rows.append(DeviceRow(DEVICE_ROW + " or ".join(_kind_name(shape, list(askers[shape])) for shape in group),
+        rows.append(DeviceRow(DEVICE_ROW + _union_name([_kind_name(shape, list(askers[shape])) for shape in group]),
                               room, per_class, shared, unbounded))
     return rows + _counter_rows(build, asks, free, allocator, taken) + _capacity_rows(build, asks, free, allocator, taken)
 
@@ -632,10 +632,30 @@ def _kind_name(shape: SubRequest, askers: list[str]) -> str:
     """A kind of device in words: its DeviceClass by name, and where the requests add selectors or tolerations,
     the first request asking for it by claim and request name (never its CEL)."""
     within = f" within device attribute {shape.name.removeprefix(FENCE)}" if shape.name else ""
+    asked = " asking " + ", ".join(f"{_milli_shown(v)} {name}" for name, v in shape.capacity) if shape.capacity else ""
     if not (shape.selectors or shape.tolerations):
-        return shape.device_class + within
+        return shape.device_class + asked + within
     more = f" and {len(askers) - 1} more" if len(askers) > 1 else ""
-    return f"{shape.device_class} for {askers[0]}{more}{within}"
+    return f"{shape.device_class}{asked} for {askers[0]}{more}{within}"
+
+
+def _union_name(names: list[str]) -> str:
+    """Kinds that share devices, in words: each once, at most two named (shares of many sizes would fill a line)."""
+    unique = list(dict.fromkeys(names))
+    if len(unique) <= 2:
+        return " or ".join(unique)
+    return f"{unique[0]}, {unique[1]} or {len(unique) - 2} more kind(s)"
+
+
+def _milli_shown(amount: int) -> str:
+    """A capacity request (milli-units) in Kubernetes' notation: the largest binary unit that divides it (memory),
+    else whole units bare, else with the `m` suffix."""
+    if amount % 1000:
+        return f"{amount}m"
+    value = amount // 1000
+    unit = next((f"{value // 1024 ** k}{suffix}" for k, suffix in ((4, "Ti"), (3, "Gi"), (2, "Mi"), (1, "Ki"))
+                 if value and value % 1024 ** k == 0), None)
+    return unit or str(value)
 
 
 FENCE = "within "  # a kind of device asked for by a gang kept in one value of a device attribute: its shape's name
