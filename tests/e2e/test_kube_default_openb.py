@@ -174,10 +174,11 @@ def arrive(kube: Kube, task: openb.TaskRow) -> tuple[str, tuple[int, ...]] | str
                 return node_of(live), ()
             where = allocated(kube.ok("GET", f"{DRA}/namespaces/{NS}/resourceclaims/{openb.claim_name(task)}"))
             return (node_of(live), where[1]) if where else None
-        told = condition(live)
-        if told and told["status"] == "False" and told.get("reason") == "Unschedulable":
-            return told.get("message") or "unschedulable"
-        return None
+        told = condition(live) or {}
+        message = told.get("message") or ""
+        # only a FitError ("0/13 nodes are available: ...") is a refusal; a claim the scheduler's informer has not
+        # seen yet is Unschedulable too ("... not found") and retried once it has
+        return message if told.get("reason") == "Unschedulable" and message.startswith("0/") else None
     result = wait_for(f"{task.name} bound or refused", outcome, timeout=ARRIVAL_S, every=0.1)
     if isinstance(result, str):
         kube.ok("DELETE", path, {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
@@ -200,6 +201,7 @@ class Verdict:
     first: tuple[int, ...]  # first_gpus on the chosen node, before the arrival
     balance_decides: bool  # LeastAllocated alone would rank other nodes top
     order_decides: bool  # on the chosen node the tightest GPUs are not the first
+    told: str = ""  # kube-scheduler's message for a pod it left unschedulable
 
     @property
     def problem(self) -> str:
@@ -212,7 +214,7 @@ class Verdict:
         return ""
 
     def line(self) -> str:
-        where = "refused" if self.chosen is None else f"{self.chosen} {list(self.devices)}"
+        where = f"refused ({self.told})" if self.chosen is None else f"{self.chosen} {list(self.devices)}"
         tie = f", tied with {len(self.top) - 1}" if len(self.top) > 1 else ""
         notes = [n for n, on in (("BalancedAllocation decides", self.balance_decides),
                                  ("not the tightest GPU", self.order_decides)) if on]
@@ -232,7 +234,7 @@ def judge(nodes: list[GpuNode], row: openb.TaskRow, result: tuple[str, tuple[int
     top, best = top_nodes(nodes, task, kube_default_score)
     balance_decides = bool(top) and top != top_nodes(nodes, task, least_allocated_score)[0]
     if isinstance(result, str):
-        return Verdict(row.name, row.shape, None, (), top, best, (), balance_decides, False)
+        return Verdict(row.name, row.shape, None, (), top, best, (), balance_decides, False, result)
     chosen, devices = result
     here = next(n for n in nodes if n.name == chosen)
     first = first_gpus(here, task) if chosen in top else ()
