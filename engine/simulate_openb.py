@@ -157,7 +157,7 @@ def write_plots(document: dict[str, Any], directory: str) -> None:
     try:
         import matplotlib
     except ImportError:
-        _fail("--plot needs matplotlib (pip install matplotlib)")
+        _fail("--plot needs matplotlib (pip install 'policy-scheduler[plots]')")
     matplotlib.use("Agg")
     from .time.sweep_plot import unallocated_figures
 

@@ -10,6 +10,7 @@ as a good figure. A one-task-at-a-time `PlacementPolicy` is a BatchPlacer throug
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -92,16 +93,18 @@ def inflate(arrivals: Sequence[Arrival], capacity: int, ratio: float, seed: int,
         order.sort(key=lambda a: (a.creation if a.creation is not None else 0, a.name))
     total = sum(a.task.gpu_total for a in order)
     target = ratio * capacity
-    while total > target and order:  # tuneDownPods
-        total -= order.pop(rng.randrange(len(order))).task.gpu_total
-    i = 0
-    while total < target and by_name:  # tuneUpPods: a do-while that stops at the first draw that would pass
+    if total > target:  # tuneDownPods
+        while total > target and order:
+            total -= order.pop(rng.randrange(len(order))).task.gpu_total
+        return order
+    if total == target or not any(a.task.gpu_milli for a in by_name):
+        return order  # a trace asking for no GPU cannot be tuned up (a CPU-only draw never passes the target)
+    for i in itertools.count():  # tuneUpPods: draws until the first that would pass the target
         drawn = by_name[rng.randrange(len(by_name))]
         if total + drawn.task.gpu_milli > target:
             break
         order.append(Arrival(f"{drawn.name}-tuned-{i}", drawn.task, drawn.creation, drawn.deletion))
         total += drawn.task.gpu_total
-        i += 1
     return order
 
 
