@@ -63,7 +63,7 @@ def simulate_openb(nodes_csv, tasks_csv, schedulers, inflations, seeds, seed_lis
         _fail("give --parallel or --executor, not both")
     try:
         workload = S.read_openb(nodes_csv, tasks_csv)
-        jobs = S.grid(S.Trace(nodes_csv, tasks_csv), schedulers or list(S.SCHEDULERS),
+        jobs = S.grid(S.OpenbFiles(nodes_csv, tasks_csv), schedulers or list(S.SCHEDULERS),
                       list(range(1, seeds + 1)) if seeds else (seed_list or [1]), inflations or [1.3],
                       _settings(batches, windows, departures), [(p, _read(p)) for p in policy_files])
         if any(job.arrivals.is_timed for job in jobs):

@@ -178,7 +178,7 @@ class FragmentTracker:
 
 
 @dataclass(frozen=True)
-class Series:
+class StepMeasures:
     """The measures after each arrival step, one entry per step: arrived workload (GPU milli asked so far ÷
     capacity), GPUs allocated, unallocated and fragmented (the paper's measure ÷ 1000), tasks arrived and refused
     so far."""
@@ -206,7 +206,7 @@ class RunResult:
     scheduler: str
     capacity_gpus: float
     ratio: float
-    series: Series
+    series: StepMeasures
     placed: int
     refused: int
     unallocated_at_full: float | None
@@ -301,7 +301,7 @@ def run(nodes: Sequence[GpuNode], arrivals: Sequence[Arrival], placer: BatchPlac
                                            (cap - state.allocated) / MILLI, state.fragments.total / MILLI,
                                            step.stop, state.refused), strict=True):
             column.append(value)
-    return _result(placer.name, cap, ratio, Series(*(tuple(c) for c in columns)))  # type: ignore[arg-type]
+    return _result(placer.name, cap, ratio, StepMeasures(*(tuple(c) for c in columns)))  # type: ignore[arg-type]
 
 
 def _choices(placer: BatchPlacer, nodes: list[GpuNode], batch: list[Arrival]) -> list[GpuChoice | None]:
@@ -333,7 +333,7 @@ def _apply(state: _State, placer: BatchPlacer, arrival: Arrival, choice: GpuChoi
         heapq.heappush(state.leaving, (arrival.deletion, state.pushed, choice.node, task, choice.gpus))
 
 
-def _result(scheduler: str, cap: int, ratio: float, series: Series) -> RunResult:
+def _result(scheduler: str, cap: int, ratio: float, series: StepMeasures) -> RunResult:
     xs = (0.0, *series.arrived)
     ys = (cap / MILLI, *series.unallocated)
     placed = (series.tasks[-1] - series.refused[-1]) if series.tasks else 0

@@ -31,19 +31,19 @@ class SweepError(ValueError):
 
 
 @dataclass(frozen=True)
-class Scheduler:
+class Registered:
     """A registered scheduler: its factory, and whether it reads a policy (only those run once per policy)."""
 
     factory: Factory
     takes_policy: bool = False
 
 
-SCHEDULERS: dict[str, Scheduler] = {}
+SCHEDULERS: dict[str, Registered] = {}
 
 
 def register(name: str, factory: Factory, takes_policy: bool = False) -> None:
     """Make `name` a scheduler sweeps can run (the planner's placer registers itself here as `policy-scheduler`)."""
-    SCHEDULERS[name] = Scheduler(factory, takes_policy)
+    SCHEDULERS[name] = Registered(factory, takes_policy)
 
 
 def _one_at_a_time(name: str) -> Factory:
@@ -70,7 +70,7 @@ class Workload:
 
 
 @dataclass(frozen=True)
-class Trace:
+class OpenbFiles:
     """An openb trace by its files (what a job carries to a worker)."""
 
     nodes_csv: str
@@ -87,34 +87,34 @@ def read_openb(nodes_csv: str, tasks_csv: str) -> Workload:
     return Workload(nodes, arrivals)
 
 
-def workload_of(source: Trace | Workload) -> Workload:
-    return read_openb(source.nodes_csv, source.tasks_csv) if isinstance(source, Trace) else source
+def workload_of(source: OpenbFiles | Workload) -> Workload:
+    return read_openb(source.nodes_csv, source.tasks_csv) if isinstance(source, OpenbFiles) else source
 
 
 # --- jobs ---------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Job:
+class SweepJob:
     """One run of a sweep; everything in it pickles (names, numbers, text, file paths or a small Workload)."""
 
     scheduler: str
     seed: int
     inflation: float
     arrivals: Arrivals
-    source: Trace | Workload
+    source: OpenbFiles | Workload
     policy: str | None = None  # the policy's text, for a scheduler that takes one
     policy_name: str | None = None  # how the results name it (its file)
 
     def parameters(self) -> dict[str, Any]:
-        trace = asdict(self.source) if isinstance(self.source, Trace) else {"nodes": len(self.source.nodes),
+        trace = asdict(self.source) if isinstance(self.source, OpenbFiles) else {"nodes": len(self.source.nodes),
                                                                               "tasks": len(self.source.arrivals)}
         return {"scheduler": self.scheduler, "seed": self.seed, "inflation": self.inflation,
                 "batch": self.arrivals.batch, "batch_seconds": self.arrivals.seconds,
                 "departures": self.arrivals.departures, "policy": self.policy_name, "trace": trace}
 
 
-def grid(source: Trace | Workload, schedulers: Sequence[str], seeds: Sequence[int], inflations: Sequence[float],
-         settings: Sequence[Arrivals], policies: Sequence[tuple[str, str]] = ()) -> list[Job]:
+def grid(source: OpenbFiles | Workload, schedulers: Sequence[str], seeds: Sequence[int], inflations: Sequence[float],
+         settings: Sequence[Arrivals], policies: Sequence[tuple[str, str]] = ()) -> list[SweepJob]:
     """Every combination, schedulers outermost; `policies` ((name, text) pairs) multiply only the schedulers that
     take one (the others run once), which without any run with none. A SweepError names an unknown scheduler."""
     unknown = [s for s in schedulers if s not in SCHEDULERS]
@@ -125,12 +125,12 @@ def grid(source: Trace | Workload, schedulers: Sequence[str], seeds: Sequence[in
         texts: Sequence[tuple[str | None, str | None]] = (
             policies if policies and SCHEDULERS[name].takes_policy else [(None, None)])
         for policy_name, text in texts:
-            jobs += [Job(name, seed, inflation, how, source, text, policy_name)
+            jobs += [SweepJob(name, seed, inflation, how, source, text, policy_name)
                      for inflation in inflations for how in settings for seed in seeds]
     return jobs
 
 
-def run_job(job: Job) -> dict[str, Any]:
+def run_job(job: SweepJob) -> dict[str, Any]:
     """One run, in whatever process the executor chose: the workload inflated with the job's seed (shuffled,
     unless the protocol is timed), the placer built from the registry, the measures."""
     started = time.perf_counter()
@@ -144,7 +144,7 @@ def run_job(job: Job) -> dict[str, Any]:
             "seconds": round(time.perf_counter() - started, 3)}
 
 
-def sweep(jobs: Sequence[Job], executor: Executor | None = None) -> dict[str, Any]:
+def sweep(jobs: Sequence[SweepJob], executor: Executor | None = None) -> dict[str, Any]:
     """Every job's result, in the jobs' order, as one JSON-ready document; serially in this process without an
     executor."""
     started = time.perf_counter()
