@@ -54,6 +54,7 @@ def simulate_openb(nodes_csv, tasks_csv, schedulers, inflations, seeds, seed_lis
     departures; after each arrival step the GPUs allocated, unallocated and fragmented and the tasks refused.
     Prints, per scheduler, the unallocated GPUs at 100% arrived and the area under the curve (mean ± stdev over
     seeds). See docs/gpu-protocol.md. Exit 2 on bad input."""
+    from .sharing.protocol import ProtocolError
     from .time import openb
     from .time import sweep as S
 
@@ -68,11 +69,14 @@ def simulate_openb(nodes_csv, tasks_csv, schedulers, inflations, seeds, seed_lis
                       _settings(batches, windows, departures), [(p, _read(p)) for p in policy_files])
         if any(job.arrivals.is_timed for job in jobs):
             _check_times(workload)
+        S.check_policies(jobs)
         executor = _executor(executor_spec, parallel)
     except (openb.OpenbError, S.SweepError) as exc:
         _fail(str(exc))
     try:
         document = S.sweep(jobs, executor)
+    except ProtocolError as exc:  # a placer's bad answer (an overcommitment): which placer and task
+        _fail(str(exc))
     finally:
         if executor is not None:
             executor.shutdown()

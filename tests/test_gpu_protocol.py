@@ -312,3 +312,22 @@ def test_smoke_the_default_trace() -> None:
 
 def test_capacity_counts_every_gpu() -> None:
     assert capacity_milli(TWO) == 2000 and capacity_milli(small_workload().nodes) == 6000
+
+
+def test_a_policy_the_scheduler_refuses_and_an_overcommitting_placer_are_one_line_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def reads(seed: int, shapes: tuple[TaskShape, ...], policy: str | None) -> OneAtATime:
+        if policy != "good":
+            raise S.SweepError(f"policy {policy!r}: not understood")
+        return OneAtATime(make_policy("best-fit"))
+
+    monkeypatch.setitem(S.SCHEDULERS, "test-reads", S.Registered(reads, takes_policy=True))
+    monkeypatch.setitem(S.SCHEDULERS, "test-overcommits",
+                        S.Registered(lambda seed, shapes, policy: Sequenced(*[GpuChoice(1, (0, 0))] * 100)))
+    bad = tmp_path / "bad.policy"
+    bad.write_text("bad")
+    result = cli("--scheduler", "test-reads", "--policy", str(bad))
+    assert result.exit_code == 2 and result.output.strip() == "policy-scheduler: error: policy 'bad': not understood"
+    result = cli("--scheduler", "test-overcommits")
+    assert result.exit_code == 2 and "placer sequenced overcommits with task" in result.output
+    assert len(result.output.strip().splitlines()) == 1

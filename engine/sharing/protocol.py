@@ -10,6 +10,7 @@ as a good figure. A one-task-at-a-time `PlacementPolicy` is a BatchPlacer throug
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import random
 from collections.abc import Sequence
@@ -275,33 +276,42 @@ class _State:
         self.nodes[index] = node
         self.fragments.update(index, node)
 
+    def release_until(self, now: float) -> None:
+        """Every placed task whose deletion time is `now` or earlier leaves."""
+        while self.leaving and self.leaving[0][0] <= now:
+            _, _, index, task, gpus = heapq.heappop(self.leaving)
+            self.put(index, release(self.nodes[index], task, gpus))
+            self.allocated -= task.gpu_total
+
 
 def run(nodes: Sequence[GpuNode], arrivals: Sequence[Arrival], placer: BatchPlacer, shapes: Sequence[TaskShape],
         ratio: float, how: Arrivals = Arrivals()) -> RunResult:
     """The protocol over `arrivals` (already inflated, in arrival order): after each step, the measures."""
-    import heapq
-
     order = timed(arrivals) if how.is_timed else list(arrivals)
     state = _State(list(nodes), FragmentTracker(tuple(shapes)))
     state.fragments.reset(state.nodes)
     cap = capacity_milli(nodes)
     state.allocated = cap - sum(node.gpu_milli_free for node in nodes)
-    columns: tuple[list[float], ...] = ([], [], [], [], [], [])
+    arrived: list[float] = []
+    allocated: list[float] = []
+    unallocated: list[float] = []
+    fragmented: list[float] = []
+    tasks: list[int] = []
+    refused: list[int] = []
     for step in steps(order, how.batch, how.seconds):
         if how.departures:
-            now = step_time(order, step, how.seconds)
-            while state.leaving and state.leaving[0][0] <= now:
-                _, _, index, task, gpus = heapq.heappop(state.leaving)
-                state.put(index, release(state.nodes[index], task, gpus))
-                state.allocated -= task.gpu_total
-        for arrival, choice in zip([order[i] for i in step], _choices(placer, state.nodes, [order[i] for i in step]),
-                                   strict=True):
+            state.release_until(step_time(order, step, how.seconds))
+        batch = [order[i] for i in step]
+        for arrival, choice in zip(batch, _choices(placer, state.nodes, batch), strict=True):
             _apply(state, placer, arrival, choice, how.departures)
-        for column, value in zip(columns, (state.asked / cap if cap else 0.0, state.allocated / MILLI,
-                                           (cap - state.allocated) / MILLI, state.fragments.total / MILLI,
-                                           step.stop, state.refused), strict=True):
-            column.append(value)
-    return _result(placer.name, cap, ratio, StepMeasures(*(tuple(c) for c in columns)))  # type: ignore[arg-type]
+        arrived.append(state.asked / cap if cap else 0.0)
+        allocated.append(state.allocated / MILLI)
+        unallocated.append((cap - state.allocated) / MILLI)
+        fragmented.append(state.fragments.total / MILLI)
+        tasks.append(step.stop)
+        refused.append(state.refused)
+    return _result(placer.name, cap, ratio, StepMeasures(tuple(arrived), tuple(allocated), tuple(unallocated),
+                                                         tuple(fragmented), tuple(tasks), tuple(refused)))
 
 
 def _choices(placer: BatchPlacer, nodes: list[GpuNode], batch: list[Arrival]) -> list[GpuChoice | None]:
@@ -313,8 +323,6 @@ def _choices(placer: BatchPlacer, nodes: list[GpuNode], batch: list[Arrival]) ->
 
 def _apply(state: _State, placer: BatchPlacer, arrival: Arrival, choice: GpuChoice | None, leaves: bool) -> None:
     """One task placed (or refused) as the placer chose; a ProtocolError if that overcommits anything."""
-    import heapq
-
     task = arrival.task
     state.asked += task.gpu_total
     if choice is None:

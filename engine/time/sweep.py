@@ -42,7 +42,8 @@ SCHEDULERS: dict[str, Registered] = {}
 
 
 def register(name: str, factory: Factory, takes_policy: bool = False) -> None:
-    """Make `name` a scheduler sweeps can run (the planner's placer registers itself here as `policy-scheduler`)."""
+    """Make `name` a scheduler sweeps can run (the planner's placer registers itself here as `policy-scheduler`).
+    A factory refuses a policy it cannot use with a SweepError (the command prints it as one line, exit 2)."""
     SCHEDULERS[name] = Registered(factory, takes_policy)
 
 
@@ -128,6 +129,16 @@ def grid(source: OpenbFiles | Workload, schedulers: Sequence[str], seeds: Sequen
             jobs += [SweepJob(name, seed, inflation, how, source, text, policy_name)
                      for inflation in inflations for how in settings for seed in seeds]
     return jobs
+
+
+def check_policies(jobs: Sequence[SweepJob]) -> None:
+    """Build each (scheduler, policy) that reads a policy once, here, so that a policy its factory refuses (with a
+    SweepError saying why) stops the sweep before any run rather than in a worker halfway through."""
+    seen: set[tuple[str, str | None]] = set()
+    for job in jobs:
+        if SCHEDULERS[job.scheduler].takes_policy and (job.scheduler, job.policy) not in seen:
+            seen.add((job.scheduler, job.policy))
+            SCHEDULERS[job.scheduler].factory(job.seed, workload_of(job.source).shapes, job.policy)
 
 
 def run_job(job: SweepJob) -> dict[str, Any]:
