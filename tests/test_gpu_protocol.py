@@ -331,3 +331,17 @@ def test_a_policy_the_scheduler_refuses_and_an_overcommitting_placer_are_one_lin
     result = cli("--scheduler", "test-overcommits")
     assert result.exit_code == 2 and "placer sequenced overcommits with task" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_policy_kept_across_arrivals_sees_a_node_that_changed_at_the_same_index() -> None:
+    """The policies keep each node's answer per task shape while the node is unchanged (NodeCache): a node
+    replaced in the list (a placement) must be scored again, even at the same index and with the same name."""
+    from engine.sharing.gpus import place
+
+    for name in ("best-fit", "fgd", "kube-default", "random-fit"):
+        policy = make_policy(name, seed=1, shapes=typical_shapes([shared(500)]))
+        nodes = [gpu_node("a", 8000, 8000, 1, "T4"), gpu_node("b", 8000, 8000, 1, "T4")]
+        first = policy.choose(nodes, shared(500))
+        assert first is not None
+        nodes[first.node] = place(nodes[first.node], shared(600), first.gpus)  # 400 left there: 500 no longer fits
+        assert policy.choose(nodes, shared(500)) == GpuChoice(1 - first.node, (0,))
