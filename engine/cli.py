@@ -744,9 +744,11 @@ if __name__ == "__main__":  # pragma: no cover
     main()
 from .loop.command import run as _run  # noqa: E402 — `policy-scheduler run` (engine/loop/), registered last
 from .loop.queue_command import queue as _queue  # noqa: E402 — `policy-scheduler queue` (engine/loop/)
+from .simulate_openb import simulate_openb as _simulate_openb  # noqa: E402 — the FGD paper's protocol, sweeps
 
 main.add_command(_run)
 main.add_command(_queue)
+main.add_command(_simulate_openb)
 
 KUBECTL_PLUGIN = "kubectl policy-scheduler"  # kubectl runs `kubectl-policy_scheduler` on PATH for `kubectl policy-scheduler`
 

@@ -115,8 +115,17 @@ def usable_gpus(node: GpuNode, task: GpuTask) -> list[int]:
 
 
 def fits(node: GpuNode, task: GpuTask) -> bool:
-    return (node.cpu_free >= task.cpu_milli and node.memory_free >= task.memory_mib and model_allowed(node, task)
-            and len(usable_gpus(node, task)) >= task.num_gpu)
+    """CPU, memory, the model and enough GPUs with room (`usable_gpus`); written out, as the policies ask it of
+    every node at every arrival."""
+    if node.cpu_milli - node.cpu_used < task.cpu_milli or node.memory_mib - node.memory_used < task.memory_mib:
+        return False
+    if task.num_gpu == 0:
+        return True
+    if not node.gpu_free or (task.models and node.model not in task.models):
+        return False
+    if task.num_gpu == 1:
+        return max(node.gpu_free) >= task.gpu_milli
+    return sum(1 for free in node.gpu_free if free >= task.gpu_milli) >= task.num_gpu
 
 
 def _nonzero(task: GpuTask) -> tuple[int, int]:

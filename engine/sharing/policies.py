@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from .fragmentation import TaskShape, free_fragmentation
 from .gpus import (
@@ -50,6 +50,33 @@ def feasible(nodes: Sequence[GpuNode], task: GpuTask) -> list[int]:
     return [i for i, node in enumerate(nodes) if fits(node, task)]
 
 
+S = TypeVar("S")
+
+
+@dataclass
+class NodeCache(Generic[S]):
+    """What a policy worked out for a task on a node (its score, None where the task does not fit), kept while
+    the node is unchanged: a run changes one node per arrival, so at the next arrival of a task of the same shape
+    every other node's answer is already known. A row per task, an entry per node index holding the node it was
+    computed for (compared by identity, so a changed node is recomputed)."""
+
+    rows: dict[GpuTask, list[tuple[GpuNode, S | None] | None]] = field(default_factory=dict)
+
+    def scores(self, nodes: Sequence[GpuNode], task: GpuTask, score: Callable[[GpuNode, GpuTask], S | None]) -> dict[int, S]:
+        """{index: score} of the nodes the task fits, in index order."""
+        row = self.rows.get(task)
+        if row is None or len(row) != len(nodes):
+            row = self.rows[task] = [None] * len(nodes)
+        out: dict[int, S] = {}
+        for i, node in enumerate(nodes):
+            entry = row[i]
+            if entry is None or entry[0] is not node:
+                entry = row[i] = (node, score(node, task))
+            if entry[1] is not None:
+                out[i] = entry[1]
+        return out
+
+
 def best_index(nodes: Sequence[GpuNode], scores: dict[int, int], rng: random.Random | None = None) -> int | None:
     """The index with the highest score; ties: uniformly at random with `rng` (kube-scheduler), else the smallest
     node name (the simulator's `selectHost`)."""
@@ -61,9 +88,13 @@ def best_index(nodes: Sequence[GpuNode], scores: dict[int, int], rng: random.Ran
 
 
 def pick(nodes: Sequence[GpuNode], task: GpuTask, score: Scorer, gpus: GpuPicker,
-         rng: random.Random | None = None) -> GpuChoice | None:
-    """Score every node the task fits, take the best, choose its GPUs."""
-    best = best_index(nodes, {i: score(nodes[i], task) for i in feasible(nodes, task)}, rng)
+         rng: random.Random | None = None, cache: NodeCache[int] | None = None) -> GpuChoice | None:
+    """Score every node the task fits (the unchanged ones' scores from `cache`), take the best, choose its GPUs."""
+    if cache is None:
+        scores = {i: score(nodes[i], task) for i in feasible(nodes, task)}
+    else:
+        scores = cache.scores(nodes, task, lambda node, t: score(node, t) if fits(node, t) else None)
+    best = best_index(nodes, scores, rng)
     return None if best is None else GpuChoice(best, gpus(nodes[best], task))
 
 
@@ -164,9 +195,10 @@ class RandomFit:
 
     rng: random.Random
     name: ClassVar[str] = "random-fit"
+    _cache: NodeCache[bool] = field(default_factory=NodeCache, init=False, compare=False, repr=False)
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        candidates = feasible(nodes, task)
+        candidates = list(self._cache.scores(nodes, task, lambda node, t: True if fits(node, t) else None))
         if not candidates:
             return None
         node = self.rng.choice(candidates)
@@ -180,9 +212,10 @@ class ScoredFit:
 
     name: str
     score: Scorer
+    _cache: NodeCache[int] = field(default_factory=NodeCache, init=False, compare=False, repr=False)
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        return pick(nodes, task, self.score, tightest_gpus)
+        return pick(nodes, task, self.score, tightest_gpus, cache=self._cache)
 
 
 BEST_FIT = ScoredFit("best-fit", best_fit_score)
@@ -198,9 +231,10 @@ class KubeDefault:
 
     rng: random.Random | None = None
     name: ClassVar[str] = "kube-default"
+    _cache: NodeCache[int] = field(default_factory=NodeCache, init=False, compare=False, repr=False)
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        return pick(nodes, task, kube_default_score, first_gpus, self.rng)
+        return pick(nodes, task, kube_default_score, first_gpus, self.rng, self._cache)
 
 
 def _sigmoid_score(before: float, after: float) -> int:
@@ -218,6 +252,8 @@ class Fgd:
     shapes: tuple[TaskShape, ...]
     name: ClassVar[str] = "fgd"
     _memo: dict[tuple[int, tuple[int, ...], str], float] = field(default_factory=dict, compare=False, repr=False)
+    _cache: NodeCache[tuple[int, tuple[int, ...]]] = field(default_factory=NodeCache, init=False, compare=False,
+                                                           repr=False)
 
     def fragment(self, cpu_free: int, gpu_free: Sequence[int], model: str) -> float:
         key = (cpu_free, tuple(sorted(gpu_free)), model)
@@ -243,7 +279,7 @@ class Fgd:
         return _sigmoid_score(before, self.fragment(cpu_after, after, node.model)), gpus
 
     def choose(self, nodes: Sequence[GpuNode], task: GpuTask) -> GpuChoice | None:
-        scored = {i: self.score(nodes[i], task) for i in feasible(nodes, task)}
+        scored = self._cache.scores(nodes, task, lambda node, t: self.score(node, t) if fits(node, t) else None)
         best = best_index(nodes, {i: score for i, (score, _) in scored.items()})
         return None if best is None else GpuChoice(best, scored[best][1])
 
@@ -261,12 +297,13 @@ POLICY_NAMES = ("random-fit", "best-fit", "dot-product", "gpu-packing", "gpu-clu
 
 
 def make_policy(name: str, *, seed: int | None = None, shapes: Sequence[TaskShape] = ()) -> PlacementPolicy:
-    """A policy by its name (POLICY_NAMES); `seed` for Random-fit's draws and kube-default's ties, `shapes` (the
-    workload's `typical_shapes`) for FGD."""
+    """A new policy by its name (POLICY_NAMES), with caches of its own; `seed` for Random-fit's draws and
+    kube-default's ties, `shapes` (the workload's `typical_shapes`) for FGD."""
     rng = random.Random(seed) if seed is not None else None
     policies: dict[str, Callable[[], PlacementPolicy]] = {
-        "random-fit": lambda: RandomFit(rng or random.Random(0)), "best-fit": lambda: BEST_FIT,
-        "dot-product": lambda: DOT_PRODUCT, "gpu-packing": lambda: GPU_PACKING, "gpu-clustering": lambda: GPU_CLUSTERING,
+        "random-fit": lambda: RandomFit(rng or random.Random(0)), "best-fit": lambda: replace(BEST_FIT),
+        "dot-product": lambda: replace(DOT_PRODUCT), "gpu-packing": lambda: replace(GPU_PACKING),
+        "gpu-clustering": lambda: replace(GPU_CLUSTERING),
         "fgd": lambda: Fgd(tuple(shapes)),
         "kube-default": lambda: KubeDefault(rng)}
     if name not in policies:
