@@ -177,6 +177,14 @@ class Allocator:
         return (device.key not in taken and self.counters.fits(device, taken)
                 and (not sub.capacity or consumed(device, sub) is not None))
 
+    def left_after(self, device: Device, sub: SubRequest, taken: set[str]) -> int:
+        """What of its capacities a device allowing multiple allocations has left once `sub`'s share is taken
+        beside `taken`, summed (milli-units); 0 for any other device."""
+        if not device.multiple or (amount := consumed(device, sub)) is None:
+            return 0
+        used = sum(m for share in self.used_shares(device, taken) for _, _, m in share)
+        return sum(v for _, _, v in device.capacity) - used - sum(m for _, _, m in amount)
+
     def held(self, claim: str, picked: Iterable[tuple[str, str]], subs: dict[str, SubRequest]) -> set[str]:
         """What `picked` (request, device key) of `claim` adds to `taken`: each device's key, and for a device
         allowing multiple allocations a share token (what it consumes recorded)."""
@@ -335,13 +343,15 @@ class Allocator:
     def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str], agree: dict[str, object],
                  budget: list[int]) -> Iterator[list[tuple[str, str]]]:
         """The ways to serve one request, best first: its alternatives in order, and for each the devices
-        (those `preferred`, then those contested by the fewest pods, then the smallest partitions, first)."""
+        (those `preferred`, then those contested by the fewest pods, then the smallest partitions, then of devices
+        allowing multiple allocations the one the share leaves least free (best fit: idle ones are kept for
+        requests that take a device whole), first)."""
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
                            key=lambda d: (bool(d.binding_conditions), d.key not in self.preferred,
                                           self.contested.get(d.key, 0),
-                                          self.counters.share(d)))
+                                          self.counters.share(d), self.left_after(d, sub, used)))
             if sub.all:  # every matching device, none of them taken, their counters all met at once, and no pool
                 # the node reaches invalid or still being published (upstream cannot know what "all" is then)
                 if (found and len(found) == len(self.candidates(sub, node, set()) or ())

@@ -237,7 +237,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         dropped: dict[str, str] = {}
         results: dict[str, ClaimAllocation] = {}
         fence = _fences(compiled.cluster)
-        for pod, node in _reserve_order(allocator, placements, fence):
+        for pod, node in _reserve_order(allocator, placements, fence, taken):
             if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
             allocator.fence = fence(pod)  # a gang's device attribute: only devices of the node's value
@@ -471,16 +471,18 @@ def _cluster_limit(build: ProblemBuilder, name: str, room: list[int], per_class:
 
 
 def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]],
-                   fence: Callable[[Pod], DeviceDomain | None]) -> list[tuple[Pod, Node]]:
+                   fence: Callable[[Pod], DeviceDomain | None], taken: set[str]) -> list[tuple[Pod, Node]]:
     """Pods allocating before those following their shared claims; among them, the pods with the fewest
-    devices to choose from first, and each taking the devices fewest pods could use (the rows hold every set
-    of kinds to their devices, so a matching exists; first come, first served could miss it)."""
+    devices to choose from beside those `taken` first, and each taking the devices fewest pods could use (the rows
+    hold every set of kinds to their devices, so a matching exists; first come, first served could miss it). A
+    device allowing multiple allocations is a choice only where its free capacity takes the request: a whole GPU
+    a share already uses is none for a pod asking for it whole."""
     claims = allocator.devices.claims
     choice: dict[str, set[str]] = {}
     for pod, node in placements:
         allocator.fence = fence(pod)
         subs = [sub for key in pod.dra.to_allocate for r in claims[key].requests for sub in r.alternatives]
-        choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, set()) or ()}
+        choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, taken) or ()}
     for keys in choice.values():
         for key in keys:
             allocator.contested[key] = allocator.contested.get(key, 0) + 1
