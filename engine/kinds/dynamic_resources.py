@@ -116,9 +116,17 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
             return
         met = np.zeros(len(view.nodes), dtype=bool)
+        alike: dict[tuple, bool] = {}  # nodes whose devices are alike but for their names: one verdict
         for i in alive.tolist():
             node = view.nodes[i]
-            met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
+            state = devices_alike(allocator, node, taken)
+            if state is None or state not in alike:
+                verdict = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
+                if state is None:
+                    met[i] = verdict
+                    continue
+                alike[state] = verdict
+            met[i] = alike[state]
         if off:  # nodes refused only for the devices reservations hold there: the reason names them
             plain, free = self._allocator(batch, (), allocator.fence.attribute if allocator.fence else None)
             kept = np.zeros(len(view.nodes), dtype=bool)
@@ -130,8 +138,16 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
                 f"{held[k].holder} from {rfc3339(held[k].start)}" for k in off),)), kept)
             met |= kept
         unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
+        told: dict[tuple, tuple[str, bool]] = {}
         for i in alive[~met[alive]].tolist():
-            unmet[self._why_not(batch, off, allocator, claims, view.nodes[i], taken)].append(i)
+            state = devices_alike(allocator, view.nodes[i], taken)
+            if state is None or state not in told:
+                why = self._why_not(batch, off, allocator, claims, view.nodes[i], taken)
+                if state is None:
+                    unmet[why].append(i)
+                    continue
+                told[state] = why
+            unmet[told[state]].append(i)
         for (why, resolvable), nodes in unmet.items():
             out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
 
@@ -256,6 +272,24 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
+
+
+def devices_alike(allocator: Allocator, node: Node, taken: set[str]) -> tuple | None:
+    """What the allocator's verdict on `node` reads of it, without device names: the devices only it reaches, each's
+    driver, attributes, capacity, policies, taints, whether it is usable, taken, and its shares' amounts (selectors
+    never see a device's name, nor its pool's). Nodes alike here get one verdict (a cluster of a few node types asks
+    the allocator a few times, not once a node). None where names can matter: devices several nodes reach, a gang's
+    fence, shared counters, binding conditions, devices preferred or contested (Reserve's)."""
+    if allocator.roaming or allocator.fence is not None or allocator.preferred or allocator.contested:
+        return None
+    out = []
+    for d in allocator.pinned.get(node.name, ()):
+        if d.consumes or d.binding_conditions:
+            return None
+        shares = tuple(sorted(allocator.used_shares(d, taken))) if d.multiple else ()
+        out.append((d.driver, d.attributes, d.capacity, d.multiple, d.policies, d.taints, d.key in taken, shares,
+                    allocator.counters.usable(d)))
+    return tuple(out)
 
 
 def _why_not(allocator: Allocator, claims: list[ResourceClaim], node: Node, taken: set[str]) -> tuple[str, bool]:
