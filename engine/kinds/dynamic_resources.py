@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import reduce
 from itertools import combinations
 from math import gcd
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,7 @@ ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_INVALID_POOLS = "invalid resource pools were encountered"  # upstream's allocator: a pool the node reaches is invalid
 ERR_NO_CLASS = "request {request}: device class {device_class} does not exist"  # upstream's PreFilter
 ERR_RESERVE = "its ResourceClaims' devices went to other pods of this batch"
+T = TypeVar("T")
 RESERVED = "reserved for"  # a row of the devices reservations leave: "<row> reserved for ml/train from <time>"
 
 
@@ -116,17 +117,8 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
             return
         met = np.zeros(len(view.nodes), dtype=bool)
-        alike: dict[tuple, bool] = {}  # nodes whose devices are alike but for their names: one verdict
-        for i in alive.tolist():
-            node = view.nodes[i]
-            state = devices_alike(allocator, node, taken)
-            if state is None or state not in alike:
-                verdict = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
-                if state is None:
-                    met[i] = verdict
-                    continue
-                alike[state] = verdict
-            met[i] = alike[state]
+        met[alive] = per_kind_of_node(allocator, taken, [view.nodes[i] for i in alive.tolist()], lambda node: (
+            allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None))
         if off:  # nodes refused only for the devices reservations hold there: the reason names them
             plain, free = self._allocator(batch, (), allocator.fence.attribute if allocator.fence else None)
             kept = np.zeros(len(view.nodes), dtype=bool)
@@ -138,16 +130,10 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
                 f"{held[k].holder} from {rfc3339(held[k].start)}" for k in off),)), kept)
             met |= kept
         unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
-        told: dict[tuple, tuple[str, bool]] = {}
-        for i in alive[~met[alive]].tolist():
-            state = devices_alike(allocator, view.nodes[i], taken)
-            if state is None or state not in told:
-                why = self._why_not(batch, off, allocator, claims, view.nodes[i], taken)
-                if state is None:
-                    unmet[why].append(i)
-                    continue
-                told[state] = why
-            unmet[told[state]].append(i)
+        left = alive[~met[alive]].tolist()
+        for i, found in zip(left, per_kind_of_node(allocator, taken, [view.nodes[i] for i in left], lambda node: (
+                self._why_not(batch, off, allocator, claims, node, taken)))):
+            unmet[found].append(i)
         for (why, resolvable), nodes in unmet.items():
             out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
 
@@ -290,6 +276,22 @@ def devices_alike(allocator: Allocator, node: Node, taken: set[str]) -> tuple | 
         out.append((d.driver, d.attributes, d.capacity, d.multiple, d.policies, d.taints, d.key in taken, shares,
                     allocator.counters.usable(d)))
     return tuple(out)
+
+
+def per_kind_of_node(allocator: Allocator, taken: set[str], nodes: list[Node], ask: Callable[[Node], T]) -> list[T]:
+    """`ask` of each node, asked once per kind of node state (`devices_alike`): the allocator's verdicts and reasons
+    read nothing else of a node."""
+    seen: dict[tuple, T] = {}
+    out = []
+    for node in nodes:
+        state = devices_alike(allocator, node, taken)
+        if state is None:
+            out.append(ask(node))
+            continue
+        if state not in seen:
+            seen[state] = ask(node)
+        out.append(seen[state])
+    return out
 
 
 def _why_not(allocator: Allocator, claims: list[ResourceClaim], node: Node, taken: set[str]) -> tuple[str, bool]:
