@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..kinds.dynamic_resources import ERR_RESERVE
 from ..model.cluster import (
     Cluster,
     Device,
@@ -193,6 +192,6 @@ class PlannerPlacer:
             key = f"{NAMESPACE}/{task_name(k)}"
             node = plan.assignments.get(key)
             out.append(None if node is None else _choice(plan.details.reserved, where, node, task_name(k), task))
-            if node is None and any(ERR_RESERVE in why for why in plan.unschedulable.get(key, ())):
+            if key in plan.details.dropped:
                 dropped.append(k)
         return out, dropped
