@@ -649,3 +649,15 @@ def claim_shapes(pod: Pod) -> tuple:
     their pods form classes of their own (the solver keeps followers with their claim's allocating pod)."""
     dra = pod.dra
     return (dra.blocked, dra.allocated_terms, dra.shapes, dra.shared, dra.follows) if pod.resource_claims else ()
+
+
+def device_signature(device: Device) -> str:
+    """A kind of device by its attributes (`gpu.openb/model=V100`): what tells nodes apart where a measure takes a
+    node's devices alike (engine.kinds.fragmentation names a shape's allowed models by these)."""
+    return ",".join(f"{domain}/{name}={value}" for domain, name, value in sorted(device.attributes, key=str))
+
+
+def signatures_of(values: Iterable[str], attribute: str) -> frozenset[str]:
+    """The signatures of devices whose one attribute `attribute` (domain/name) has one of `values`: how a trace's
+    allowed GPU models (openb's `gpu_spec`) name the devices its tasks may use."""
+    return frozenset(f"{attribute}={value}" for value in values)

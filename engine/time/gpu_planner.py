@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ..devices.dra import signatures_of
 from ..model.cluster import (
     Cluster,
     Device,
@@ -127,10 +128,13 @@ def _choice(plan_reserved: dict[str, dict[str, object]], where: dict[str, int], 
 
 def with_shapes(rules: Rules, shapes: tuple[TaskShape, ...]) -> Rules:
     """`rules` whose fragmentation preferences weigh `shapes` (the trace's, as FGD weighs them) instead of the
-    cluster's own pods' (a sweep's cluster is GpuNode state: its running pods are one per node, no task's shape)."""
+    cluster's own pods' (a sweep's cluster is GpuNode state: its running pods are one per node, no task's shape). The
+    shapes' models become the signatures of the devices of those models (engine.devices.dra.device_signature)."""
     placement = rules.placement
     if placement is None or not shapes:
         return rules
+    shapes = tuple(replace(s, task=replace(s.task, models=signatures_of(s.task.models, f"{DRIVER}/model")))
+                   for s in shapes)
 
     def rules_of(pod: Pod) -> tuple[Constraint, ...]:
         return tuple(replace(c, shapes=shapes) if isinstance(c, FragmentationPreference) else c
