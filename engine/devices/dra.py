@@ -139,6 +139,9 @@ class Allocator:
     amounts: dict[str, Consumed] = field(default_factory=dict)  # share token -> what it consumes
     shares: dict[str, dict[str, None]] = field(default_factory=dict)  # device key -> its share tokens
     by_key: dict[str, Device] = field(init=False)
+    # engine.kinds.dynamic_resources: each node's state (devices alike but for names) per set of taken devices (by id,
+    # the set kept with it so that its id is never another's)
+    alike: dict[int, tuple[set[str], dict[str, tuple | None]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.counters = Counters.of(self.devices)

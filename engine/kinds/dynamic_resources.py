@@ -283,8 +283,11 @@ def per_kind_of_node(allocator: Allocator, taken: set[str], nodes: list[Node], a
     read nothing else of a node."""
     seen: dict[tuple, T] = {}
     out = []
+    states = allocator.alike.setdefault(id(taken), (taken, {}))[1]  # a node's state once per allocator and `taken`
     for node in nodes:
-        state = devices_alike(allocator, node, taken)
+        if node.name not in states:
+            states[node.name] = devices_alike(allocator, node, taken)
+        state = states[node.name]
         if state is None:
             out.append(ask(node))
             continue
