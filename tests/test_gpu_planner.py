@@ -11,7 +11,7 @@ from engine.planning.planner import Options, plan_batch
 from engine.policy.parse import PolicyError
 from engine.sharing.gpus import MILLI, GpuChoice, GpuNode, GpuTask, fits, gpu_node, place
 from engine.sharing.policies import KubeDefault, schedule
-from engine.time.gpu_planner import NAME, PlannerPlacer, gpu_cluster
+from engine.time.gpu_planner import NAME, PLACERS, PlannerPlacer, gpu_cluster
 
 
 def shared(milli: int, models: frozenset[str] = frozenset(), cpu: int = 1000) -> GpuTask:
@@ -104,6 +104,9 @@ def test_a_pod_reserve_takes_out_is_planned_again_on_what_the_others_leave() -> 
 
 def test_the_placer_is_named_and_its_policy_is_checked() -> None:
     assert PlannerPlacer().name == NAME == "policy-scheduler"
+    assert {name: factory(3, ()).name for name, factory in PLACERS.items()} == {
+        "policy-scheduler": "policy-scheduler", "policy-scheduler-frag": "policy-scheduler-frag"}
+    assert PLACERS["policy-scheduler-frag"](3, ()).seed == 3
     with pytest.raises(PolicyError, match="<policy>:1:"):
         PlannerPlacer(policy="policy p { applies to all pods prefer less }")
 

@@ -199,3 +199,23 @@ class PlannerPlacer:
             if key in plan.details.dropped:
                 dropped.append(k)
         return out, dropped
+
+
+FRAGMENTATION_POLICY = """policy less-fragmentation {
+  applies to all pods
+  prefer less fragmentation of device class "gpu.openb" weight 100
+}
+"""
+
+
+def policy_scheduler(seed: int, shapes: Sequence[TaskShape]) -> PlannerPlacer:
+    """The planner alone (a sweep registry's factory: seed and the trace's shapes in, a placer out)."""
+    return PlannerPlacer(seed=seed)
+
+
+def policy_scheduler_frag(seed: int, shapes: Sequence[TaskShape]) -> PlannerPlacer:
+    """The planner with `prefer less fragmentation` at weight 100 (FGD's integers) over the trace's shapes."""
+    return PlannerPlacer(name=f"{NAME}-frag", policy=FRAGMENTATION_POLICY, seed=seed, shapes=tuple(shapes))
+
+
+PLACERS = {NAME: policy_scheduler, f"{NAME}-frag": policy_scheduler_frag}  # name -> factory, for a sweep's registry
