@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.devices.dra import Allocator
 from engine.model.ir import Rules
+from engine.planning.compile import compile_cluster
 from engine.planning.planner import Options, plan_batch
 from engine.reading.load import build_cluster
 from testkit.checker import check_plan
@@ -389,3 +391,21 @@ def test_every_plan_gives_each_device_once_and_meets_every_claim(docs: list[dict
     if not any(r.get("exactly", {}).get("allocationMode") == "All" for d in docs if d["kind"] == "ResourceClaim"
                for r in d["spec"]["devices"]["requests"]):  # the rows are exact: Reserve never has to take a pod out
         assert not any("went to other pods" in r for rs in plan.unschedulable.values() for r in rs)
+
+
+def test_nodes_whose_devices_are_alike_are_asked_of_the_allocator_once(monkeypatch) -> None:
+    """Twenty nodes of one kind (a GPU each, one of them in use) and a pod asking for a GPU: the filter asks the
+    allocator once per kind of node state (free, in use), not once a node, and the verdicts stay each node's own."""
+    calls = []
+    allocate = Allocator.allocate
+    monkeypatch.setattr(Allocator, "allocate", lambda self, *a: calls.append(a[1].name) or allocate(self, *a))
+    names = [f"gpu-{i:02d}" for i in range(20)]
+    docs = [*(node(n) for n in names), device_class(), *(resource_slice(n, [gpu("g0")]) for n in names),
+            resource_claim("held", allocated=[("gpu-00", "g0")], node="gpu-00", reserved_for=["old"]),
+            resource_claim("train"), pod("trainer", resourceClaims=claims("train"))]
+    cluster_ = build_cluster([(f"doc{i}", d) for i, d in enumerate(docs)])
+    compiled = compile_cluster(cluster_, None)
+    (info,) = compiled.classes
+    assert "gpu-00" in {cluster_.nodes[i].name for i in info.rejected.as_dict()}
+    assert len(compiled.problem.classes[0].candidates) == 19
+    assert len([c for c in calls if c != "gpu-00"]) <= 2

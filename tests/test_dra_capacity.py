@@ -122,6 +122,32 @@ def test_shares_allocated_already_count() -> None:
     assert set(plan.assignments) == {"default/p1"}
 
 
+def _held(name: str, device: str, amount: str) -> dict:
+    claim = resource_claim(name, memory_request(amount))
+    claim["status"] = {"allocation": {"devices": {"results": [{
+        "request": "gpu", "driver": "gpu.example.com", "pool": "gpu-1", "device": device,
+        "shareID": "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "consumedCapacity": {"memory": amount}}]}}}
+    return claim
+
+
+def test_a_share_and_a_whole_device_both_fit_beside_a_share_held_already() -> None:
+    """g1 holds a 30Gi share: a pod asking g-whole and one asking 10Gi fit together only with the 10Gi on g1. Reserve
+    serves the pod with fewer free devices first, counting the share held (counting none, both had two choices and
+    the share took g0 first, leaving the whole pod out)."""
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu("g0"), shared_gpu("g1")]),
+            _held("held", "g1", "30Gi"), *_pods(["10Gi", None])]
+    plan = plan_for(docs)
+    assert set(plan.assignments) == {"default/p0", "default/p1"}
+    assert shares(plan) == [("gpu.example.com/gpu-1/g0", 40 * GI), ("gpu.example.com/gpu-1/g1", 10 * GI)]
+
+
+def test_a_share_goes_where_it_leaves_least_free() -> None:
+    """Best fit among shared devices: a 10Gi share on the GPU with 10Gi left, not on the idle one listed first."""
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu("g0"), shared_gpu("g1")]),
+            _held("held", "g1", "30Gi"), *_pods(["10Gi"])]
+    assert shares(plan_for(docs)) == [("gpu.example.com/gpu-1/g1", 10 * GI)]
+
+
 def test_a_device_not_shared_is_filtered_by_the_amount_asked() -> None:
     """capacity.requests on a device without allowMultipleAllocations: a filter (upstream's CmpRequestOverCapacity)."""
     plain = {"name": "g0", "capacity": {"memory": {"value": "40Gi"}}}

@@ -139,6 +139,9 @@ class Allocator:
     amounts: dict[str, Consumed] = field(default_factory=dict)  # share token -> what it consumes
     shares: dict[str, dict[str, None]] = field(default_factory=dict)  # device key -> its share tokens
     by_key: dict[str, Device] = field(init=False)
+    # engine.kinds.dynamic_resources: each node's state (devices alike but for names) per set of taken devices (by id,
+    # the set kept with it so that its id is never another's)
+    alike: dict[int, tuple[set[str], dict[str, tuple | None]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.counters = Counters.of(self.devices)
@@ -176,6 +179,14 @@ class Allocator:
             return amount is not None and capacity_fits(device, amount, shares) and self.counters.fits(device, taken)
         return (device.key not in taken and self.counters.fits(device, taken)
                 and (not sub.capacity or consumed(device, sub) is not None))
+
+    def left_after(self, device: Device, sub: SubRequest, taken: set[str]) -> int:
+        """What of its capacities a device allowing multiple allocations has left once `sub`'s share is taken
+        beside `taken`, summed (milli-units); 0 for any other device."""
+        if not device.multiple or (amount := consumed(device, sub)) is None:
+            return 0
+        used = sum(m for share in self.used_shares(device, taken) for _, _, m in share)
+        return sum(v for _, _, v in device.capacity) - used - sum(m for _, _, m in amount)
 
     def held(self, claim: str, picked: Iterable[tuple[str, str]], subs: dict[str, SubRequest]) -> set[str]:
         """What `picked` (request, device key) of `claim` adds to `taken`: each device's key, and for a device
@@ -335,13 +346,15 @@ class Allocator:
     def _request(self, alternatives: tuple[SubRequest, ...], node: Node, used: set[str], agree: dict[str, object],
                  budget: list[int]) -> Iterator[list[tuple[str, str]]]:
         """The ways to serve one request, best first: its alternatives in order, and for each the devices
-        (those `preferred`, then those contested by the fewest pods, then the smallest partitions, first)."""
+        (those `preferred`, then those contested by the fewest pods, then the smallest partitions, then of devices
+        allowing multiple allocations the one the share leaves least free (best fit: idle ones are kept for
+        requests that take a device whole), first)."""
         for sub in alternatives:
             found = sorted((d for d in self.candidates(sub, node, used) or ()
                             if all(_attribute(d, *a.rpartition("/")[::2]) == v for a, v in agree.items())),
                            key=lambda d: (bool(d.binding_conditions), d.key not in self.preferred,
                                           self.contested.get(d.key, 0),
-                                          self.counters.share(d)))
+                                          self.counters.share(d), self.left_after(d, sub, used)))
             if sub.all:  # every matching device, none of them taken, their counters all met at once, and no pool
                 # the node reaches invalid or still being published (upstream cannot know what "all" is then)
                 if (found and len(found) == len(self.candidates(sub, node, set()) or ())
@@ -639,3 +652,15 @@ def claim_shapes(pod: Pod) -> tuple:
     their pods form classes of their own (the solver keeps followers with their claim's allocating pod)."""
     dra = pod.dra
     return (dra.blocked, dra.allocated_terms, dra.shapes, dra.shared, dra.follows) if pod.resource_claims else ()
+
+
+def device_signature(device: Device) -> str:
+    """A kind of device by its attributes (`gpu.openb/model=V100`): what tells nodes apart where a measure takes a
+    node's devices alike (engine.kinds.fragmentation names a shape's allowed models by these)."""
+    return ",".join(f"{domain}/{name}={value}" for domain, name, value in sorted(device.attributes, key=str))
+
+
+def signatures_of(values: Iterable[str], attribute: str) -> frozenset[str]:
+    """The signatures of devices whose one attribute `attribute` (domain/name) has one of `values`: how a trace's
+    allowed GPU models (openb's `gpu_spec`) name the devices its tasks may use."""
+    return frozenset(f"{attribute}={value}" for value in values)

@@ -12,6 +12,8 @@ the amounts only say whether it fits. Amounts are milli-units (the 1.37 fraction
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..model.cluster import CapacityPolicy, Device, SubRequest
 
 Consumed = tuple[tuple[str, str, int], ...]  # (domain, name, milli-units), sorted
@@ -25,12 +27,20 @@ def qualified(name: str, driver: str) -> tuple[str, str]:
 
 def consumed(device: Device, sub: SubRequest) -> Consumed | None:
     """What `sub` consumes of each of the device's capacities (upstream's calculateConsumedCapacity and
-    violatesPolicy); None where the device cannot serve it at all."""
-    capacity = {(domain, name): value for domain, name, value in device.capacity}
-    wanted = {qualified(name, device.driver): milli for name, milli in sub.capacity}
+    violatesPolicy); None where the device cannot serve it at all. Worked out once per kind of device and request
+    (a cluster's devices are of a few kinds, and the allocator asks for every device it tries)."""
+    return _consumed(device.driver, device.capacity, device.policies, sub.capacity)
+
+
+@lru_cache(maxsize=4096)
+def _consumed(driver: str, capacities: tuple[tuple[str, str, int], ...],
+              request_policies: tuple[tuple[str, str, CapacityPolicy], ...],
+              asked: tuple[tuple[str, int], ...]) -> Consumed | None:
+    capacity = {(domain, name): value for domain, name, value in capacities}
+    wanted = {qualified(name, driver): milli for name, milli in asked}
     if any(key not in capacity for key in wanted):
         return None
-    policies = {(domain, name): policy for domain, name, policy in device.policies}
+    policies = {(domain, name): policy for domain, name, policy in request_policies}
     out = []
     for key, value in sorted(capacity.items()):
         policy = policies.get(key)

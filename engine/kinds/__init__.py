@@ -24,6 +24,7 @@ from ..solve.problem import Check
 from . import (
     count_limit,
     dynamic_resources,
+    fragmentation,
     gangs,
     node_affinity,
     node_declared_features,
@@ -92,6 +93,7 @@ KINDS: tuple[Kind, ...] = (
     count_limit.KIND,
     quotas.KIND,
     preferences.KIND,
+    fragmentation.KIND,
     protection.KIND,
 )
 

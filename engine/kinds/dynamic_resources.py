@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import reduce
 from itertools import combinations
 from math import gcd
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -46,6 +46,7 @@ ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_INVALID_POOLS = "invalid resource pools were encountered"  # upstream's allocator: a pool the node reaches is invalid
 ERR_NO_CLASS = "request {request}: device class {device_class} does not exist"  # upstream's PreFilter
 ERR_RESERVE = "its ResourceClaims' devices went to other pods of this batch"
+T = TypeVar("T")
 RESERVED = "reserved for"  # a row of the devices reservations leave: "<row> reserved for ml/train from <time>"
 
 
@@ -116,9 +117,8 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             out.add(Rejection(self.name, (error,), resolvable=False, error=True), alive)
             return
         met = np.zeros(len(view.nodes), dtype=bool)
-        for i in alive.tolist():
-            node = view.nodes[i]
-            met[i] = allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None
+        met[alive] = per_kind_of_node(allocator, taken, [view.nodes[i] for i in alive.tolist()], lambda node: (
+            allocator.reaches(node) and allocator.allocate(claims, node, set(taken)) is not None))
         if off:  # nodes refused only for the devices reservations hold there: the reason names them
             plain, free = self._allocator(batch, (), allocator.fence.attribute if allocator.fence else None)
             kept = np.zeros(len(view.nodes), dtype=bool)
@@ -130,8 +130,10 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
                 f"{held[k].holder} from {rfc3339(held[k].start)}" for k in off),)), kept)
             met |= kept
         unmet: dict[tuple[str, bool], list[int]] = defaultdict(list)
-        for i in alive[~met[alive]].tolist():
-            unmet[self._why_not(batch, off, allocator, claims, view.nodes[i], taken)].append(i)
+        left = alive[~met[alive]].tolist()
+        for i, found in zip(left, per_kind_of_node(allocator, taken, [view.nodes[i] for i in left], lambda node: (
+                self._why_not(batch, off, allocator, claims, node, taken)))):
+            unmet[found].append(i)
         for (why, resolvable), nodes in unmet.items():
             out.add(Rejection(self.name, (why,), resolvable=resolvable), nodes)
 
@@ -237,7 +239,7 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
         dropped: dict[str, str] = {}
         results: dict[str, ClaimAllocation] = {}
         fence = _fences(compiled.cluster)
-        for pod, node in _reserve_order(allocator, placements, fence):
+        for pod, node in _reserve_order(allocator, placements, fence, taken):
             if not pod.dra.to_allocate and not pod.dra.follows:
                 continue
             allocator.fence = fence(pod)  # a gang's device attribute: only devices of the node's value
@@ -256,6 +258,43 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             results.update(mine)
             reserved.setdefault(pod.key, {})[self.name] = mine
         return dropped
+
+
+def devices_alike(allocator: Allocator, node: Node, taken: set[str]) -> tuple | None:
+    """What the allocator's verdict on `node` reads of it, without device names: the devices only it reaches, each's
+    driver, attributes, capacity, policies, taints, whether it is usable, taken, and its shares' amounts (selectors
+    never see a device's name, nor its pool's). Nodes alike here get one verdict (a cluster of a few node types asks
+    the allocator a few times, not once a node). None where names can matter: devices several nodes reach, a gang's
+    fence, shared counters, binding conditions, devices preferred or contested (Reserve's)."""
+    if allocator.roaming or allocator.fence is not None or allocator.preferred or allocator.contested:
+        return None
+    out = []
+    for d in allocator.pinned.get(node.name, ()):
+        if d.consumes or d.binding_conditions:
+            return None
+        shares = tuple(sorted(allocator.used_shares(d, taken))) if d.multiple else ()
+        out.append((d.driver, d.attributes, d.capacity, d.multiple, d.policies, d.taints, d.key in taken, shares,
+                    allocator.counters.usable(d)))
+    return tuple(out)
+
+
+def per_kind_of_node(allocator: Allocator, taken: set[str], nodes: list[Node], ask: Callable[[Node], T]) -> list[T]:
+    """`ask` of each node, asked once per kind of node state (`devices_alike`): the allocator's verdicts and reasons
+    read nothing else of a node."""
+    seen: dict[tuple, T] = {}
+    out = []
+    states = allocator.alike.setdefault(id(taken), (taken, {}))[1]  # a node's state once per allocator and `taken`
+    for node in nodes:
+        if node.name not in states:
+            states[node.name] = devices_alike(allocator, node, taken)
+        state = states[node.name]
+        if state is None:
+            out.append(ask(node))
+            continue
+        if state not in seen:
+            seen[state] = ask(node)
+        out.append(seen[state])
+    return out
 
 
 def _why_not(allocator: Allocator, claims: list[ResourceClaim], node: Node, taken: set[str]) -> tuple[str, bool]:
@@ -471,16 +510,18 @@ def _cluster_limit(build: ProblemBuilder, name: str, room: list[int], per_class:
 
 
 def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]],
-                   fence: Callable[[Pod], DeviceDomain | None]) -> list[tuple[Pod, Node]]:
+                   fence: Callable[[Pod], DeviceDomain | None], taken: set[str]) -> list[tuple[Pod, Node]]:
     """Pods allocating before those following their shared claims; among them, the pods with the fewest
-    devices to choose from first, and each taking the devices fewest pods could use (the rows hold every set
-    of kinds to their devices, so a matching exists; first come, first served could miss it)."""
+    devices to choose from beside those `taken` first, and each taking the devices fewest pods could use (the rows
+    hold every set of kinds to their devices, so a matching exists; first come, first served could miss it). A
+    device allowing multiple allocations is a choice only where its free capacity takes the request: a whole GPU
+    a share already uses is none for a pod asking for it whole."""
     claims = allocator.devices.claims
     choice: dict[str, set[str]] = {}
     for pod, node in placements:
         allocator.fence = fence(pod)
         subs = [sub for key in pod.dra.to_allocate for r in claims[key].requests for sub in r.alternatives]
-        choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, set()) or ()}
+        choice[pod.key] = {d.key for sub in subs for d in allocator.candidates(sub, node, taken) or ()}
     for keys in choice.values():
         for key in keys:
             allocator.contested[key] = allocator.contested.get(key, 0) + 1

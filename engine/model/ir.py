@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .cluster import POD_GROUP_LABEL, Node, NodeSelectorTerm, Pod, Quota, SpreadConstraint, Toleration
+
+if TYPE_CHECKING:
+    from ..sharing.fragmentation import TaskShape
 
 
 class NodePredicate(Protocol):
@@ -173,6 +176,18 @@ class NodeOpening:
 
 
 @dataclass(frozen=True, slots=True)
+class FragmentationPreference:
+    """Soft: prefer nodes where one pod of the class grows the expected fragmentation of the devices of
+    `device_class` least (the FGD paper's measure, engine.kinds.fragmentation): FGD's 0–100 score scaled to
+    0–`weight`. `shapes`: the workload's task shapes to weigh (None: the cluster's own pods', running and pending)."""
+
+    device_class: str
+    weight: int
+    source: Source
+    shapes: tuple[TaskShape, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DefaultSpreading:
     """A policy's word on system-default spreading for the pods in scope: these (topology key, maxSkew) soft
     spreads instead of upstream's two (none: off). Settled into SpreadRules by podspec before any kind sees it."""
@@ -182,7 +197,7 @@ class DefaultSpreading:
 
 
 Constraint = (NodeRule | Tolerations | PodProximity | SpreadRule | NodeScore | PodCost | CountLimit | NodeOpening
-              | DefaultSpreading)
+              | DefaultSpreading | FragmentationPreference)
 
 
 # --- preemption rules: which running pods may be evicted, and how many per cycle -------------------

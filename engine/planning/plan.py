@@ -187,6 +187,9 @@ class PlanDetails:
     compiled: Compiled | None = field(default=None, repr=False, compare=False)  # the batch it was made from
     errors: frozenset[str] = frozenset()  # unschedulable for an error, not for room
     failures: tuple[Failure, ...] = ()  # planning raised for these pods (engine.planning.isolation)
+    # placed by the solve, then taken out by Reserve (their devices could not be allocated after all): the next
+    # cycle may place them on what the others leave
+    dropped: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -305,7 +308,7 @@ def _make_plan(cluster: Cluster, policy: PolicyRules | None, time_limit: float, 
     explain_by = Deadline(start + time_limit + max(EXPLAIN_GRACE_MIN, EXPLAIN_GRACE * time_limit))
     plan = plan_from_solution(compiled, solution, time.perf_counter() - start, compile_seconds, dropped, explain_by)
     reasons = {**plan.reasons, **{key: Diagnosis.one(code) for key, code in dropped_by.items()}}
-    return replace(plan, reasons=reasons, details=replace(plan.details, reserved=reserved))
+    return replace(plan, reasons=reasons, details=replace(plan.details, reserved=reserved, dropped=frozenset(dropped)))
 
 
 def _targets(solution: Solution) -> dict[int, list[int]]:

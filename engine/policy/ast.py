@@ -295,6 +295,16 @@ class NodeRequirement:
 
 
 @dataclass(frozen=True, slots=True)
+class LessFragmentation:
+    """prefer less fragmentation of device class "c" weight W: nodes where a pod of the scope grows the expected
+    fragmentation of the class's devices least (the FGD paper's measure, engine.kinds.fragmentation)."""
+
+    device_class: str
+    weight: float
+    pos: Pos
+
+
+@dataclass(frozen=True, slots=True)
 class TaintPattern:
     key: str  # "" with exists=True: every taint
     value: str | None  # None: any value (operator Exists)
@@ -500,7 +510,8 @@ class Reserve:
 
 
 Statement = (Scope | NodeRequirement | Tolerate | Minimize | MinimizeCost | Proximity | GangBy | AtMost | PackOrSpread
-             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight | Runtime | Reserve)
+             | Protect | EvictionsPerCycle | DefaultSpreadingRule | QuotaAmounts | QuotaWeight | Runtime | Reserve
+             | LessFragmentation)
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,6 +178,16 @@ def _tolerate(s: A.Tolerate) -> Iterator[tuple[A.Pos, str]]:
             yield t.pos, f"unknown taint effect {t.effect!r} (one of {', '.join(EFFECTS)})"
 
 
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _fragmentation(s: A.LessFragmentation) -> Iterator[tuple[A.Pos, str]]:
+    yield from _weight(s.weight, s.pos)
+    if not DNS_SUBDOMAIN.match(s.device_class) or len(s.device_class) > 253:
+        yield s.pos, (f"invalid device class name {s.device_class!r} (a DeviceClass is named as a DNS subdomain, "
+                      "such as 'gpu.example.com')")
+
+
 def _minimize(s: A.Minimize) -> Iterator[tuple[A.Pos, str]]:
     yield from _weight(s.weight, s.pos)
     if s.attr not in ("label", "annotation", "allocatable"):
@@ -279,6 +289,7 @@ _CHECKS: dict[type, Callable[[Any], Iterator[tuple[A.Pos, str]]]] = {
     A.Scope: _scope, A.NodeRequirement: _node_requirement, A.Tolerate: _tolerate, A.Minimize: _minimize,
     A.MinimizeCost: _minimize_cost, A.Proximity: _proximity, A.PackOrSpread: _node_usage, A.AtMost: _limit,
     A.EvictionsPerCycle: _eviction_cap, A.GangBy: _gang, A.DefaultSpreadingRule: _default_spreading,
+    A.LessFragmentation: _fragmentation,
 }
 
 

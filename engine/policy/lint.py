@@ -51,6 +51,10 @@ def lint(policies: list[A.Policy], cluster: Cluster, sources: dict[str, str]) ->
                     if size < s.min_member:
                         report(s.pos, f"gang {ns}/{s.label}={value} has {size} pod(s) in the snapshot but needs "
                                       f"{s.min_member}: it cannot start")
+            elif isinstance(s, A.LessFragmentation) and s.device_class not in cluster.devices.classes:
+                close = difflib.get_close_matches(s.device_class, sorted(cluster.devices.classes), n=1, cutoff=0.75)
+                report(s.pos, f"no DeviceClass {s.device_class!r} in the snapshot: 'prefer less fragmentation' scores "
+                              "every node alike" + (f" (did you mean {close[0]!r}?)" if close else ""))
             elif (isinstance(s, (A.Proximity, A.AtMost)) and isinstance(s.pods, A.PodsWhere)
                   and not any(s.pods.expr.matches(p) for p in pods)):
                     report(s.pods.pos, f"'pods where {s.pods.expr}' matches no pod in the snapshot")

@@ -18,6 +18,7 @@ from ..model.ir import (
     CountLimit,
     DefaultSpreading,
     EvictionCap,
+    FragmentationPreference,
     GangRule,
     GangRules,
     NodeOpening,
@@ -100,6 +101,8 @@ def lower_statement(policy: A.Policy, s: A.Statement, pod: Pod) -> list[Constrai
     if isinstance(s, A.Proximity):
         term = _term(s.pods, s.domain, pod)
         return [] if term is None else [PodProximity(term, s.anti, None if s.weight is None else int(s.weight), src)]
+    if isinstance(s, A.LessFragmentation):
+        return [FragmentationPreference(s.device_class, int(s.weight), src)]
     if isinstance(s, A.PackOrSpread):
         return [NodeOpening(int(s.weight) if s.pack else -int(s.weight), src)]
     if isinstance(s, A.AtMost):

@@ -238,6 +238,10 @@ class _ToAst(Transformer):
         return A.NodeRequirement("prefer", items[0], items[1], _pos(self.file, meta))
 
     @v_args(meta=True)
+    def fragmentation(self, meta, items):
+        return A.LessFragmentation(_string(items[0]), items[1], _pos(self.file, meta))
+
+    @v_args(meta=True)
     def avoid(self, meta, items):
         return A.NodeRequirement("avoid", items[0], items[1], _pos(self.file, meta))
 

@@ -1,0 +1,169 @@
+"""Less fragmentation (ours, from policies: `prefer less fragmentation of device class "gpu.openb" weight W`): each
+candidate node scores by how little one pod of the class grows the node's expected fragmentation, the FGD paper's
+measure (Weng et al., USENIX ATC '23; engine.sharing.fragmentation), with FGD's own score (engine.sharing.policies.Fgd:
+`sigmoid((before − after) ∕ 1000) × 100`, the GPU the share grows least, whole GPUs the first idle) scaled to 0–W.
+Soft only: it orders equally good plans and never costs a pod its place.
+
+A node's GPUs are the devices of the DeviceClass only it reaches (in slice order), each 1000 milli: a device allowing
+multiple allocations counts the free share of its consumable capacity (its first capacity by name), any other 1000
+when free and 0 when allocated. A pod's shape is its cpu request and its claims' one request of the class (`count`
+devices, and a capacity asked as that share of a device's; asking none, whole devices); a pod with none asks for no
+GPU. The workload's shapes are the cluster's own pods', running and pending (engine.sharing.fragmentation.
+typical_shapes), unless the rule carries its own (a sweep's trace's). The allowed models of a shape are the nodes
+whose devices its selectors accept, nodes told apart by their first device's attributes
+(engine.devices.dra.device_signature): a node's devices are taken alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..devices.dra import Allocator, device_signature, taken_devices
+from ..devices.dra_capacity import qualified
+from ..model.cluster import Cluster, Device, Node, Pod, SubRequest
+from ..model.ir import FragmentationPreference
+from ..model.reasons import Code
+from ..sharing.fragmentation import TaskShape, typical_shapes
+from ..sharing.gpus import MILLI, GpuNode, GpuTask
+from ..sharing.policies import Fgd
+from .base import Score, ScorePart
+
+if TYPE_CHECKING:
+    from ..model.view import View
+    from ..planning.classes import ClassInfo
+    from .context import Batch
+
+NO_NODE = "<no node>"  # the model of a shape whose selectors accept no node's devices
+
+
+@dataclass(frozen=True, slots=True)
+class ClassGpus:
+    """The devices of one DeviceClass as the measure reads them: per node its devices (slice order), one device per
+    signature (what a shape's selectors are asked of), and each device's free milli."""
+
+    allocator: Allocator
+    per_node: dict[str, list[Device]]
+    kinds: dict[str, Device]
+    free: dict[str, int]
+
+    @classmethod
+    def of(cls, cluster: Cluster, device_class: str) -> ClassGpus:
+        allocator, taken = Allocator(cluster.devices), taken_devices(cluster.devices)
+        found = cluster.devices.classes.get(device_class)
+        per_node: dict[str, list[Device]] = {}
+        for node, devices in allocator.pinned.items():
+            mine = [d for d in devices if found is not None and _selects(allocator, d, found.selectors, device_class)]
+            if mine:
+                per_node[node] = mine
+        kinds = {device_signature(ds[0]): ds[0] for ds in per_node.values()}
+        free = {d.key: _free_milli(allocator, d, taken) for ds in per_node.values() for d in ds}
+        return cls(allocator, per_node, kinds, free)
+
+    def models(self, selectors: tuple[str, ...]) -> frozenset[str]:
+        """The signatures whose devices `selectors` accept (none: any)."""
+        if not selectors:
+            return frozenset()
+        found = frozenset(s for s, d in self.kinds.items() if _selects(self.allocator, d, selectors))
+        return found or frozenset({NO_NODE})
+
+    def node(self, node: Node, cpu_free: int) -> GpuNode:
+        devices = self.per_node.get(node.name, [])
+        return GpuNode(node.name, cpu_free, 0, device_signature(devices[0]) if devices else "",
+                       tuple(self.free[d.key] for d in devices))
+
+    def milli(self, sub: SubRequest) -> int:
+        """What one device of `sub` takes, in milli of a device: its capacity asked as a share of a device's capacity
+        (the first device that has it), else a whole device."""
+        if not sub.capacity:
+            return MILLI
+        name, amount = sub.capacity[0]
+        for device in self.kinds.values():
+            value = {(d, n): v for d, n, v in device.capacity}.get(qualified(name, device.driver))
+            if value:
+                return min(MILLI, -(-amount * MILLI // value))
+        return MILLI
+
+
+def _selects(allocator: Allocator, device: Device, selectors: tuple[str, ...], device_class: str | None = None) -> bool:
+    """Whether the selectors accept the device (one that errs on it does not: DynamicResources says why)."""
+    from ..devices.cel import CelError  # imported where a selector is judged, as engine.devices.dra does
+    try:
+        return allocator.selectors.matches(device, selectors, device_class)
+    except CelError:
+        return False
+
+
+def _free_milli(allocator: Allocator, device: Device, taken: set[str]) -> int:
+    """A device's free share in milli: of its first consumable capacity when it allows multiple allocations, else all
+    or nothing."""
+    shares = allocator.used_shares(device, taken) if device.multiple else []
+    if device.key in taken and not shares:
+        return 0
+    if not device.multiple or not device.capacity:
+        return MILLI
+    domain, name, value = sorted(device.capacity)[0]
+    used = sum(m for share in shares for d, n, m in share if (d, n) == (domain, name))
+    return max(0, (value - used) * MILLI // value) if value else 0
+
+
+def pod_task(pod: Pod, cluster: Cluster, device_class: str, devices: ClassGpus) -> GpuTask | None:
+    """A pod's shape for the measure: its cpu and its one request of the class (None: a shape it cannot have, such as
+    several requests of the class or a share of several devices)."""
+    subs = [r.alternatives[0] for _, name in pod.resource_claims if name
+            for claim in [cluster.devices.claims.get(f"{pod.namespace}/{name}")] if claim is not None
+            for r in claim.requests if r.alternatives and r.alternatives[0].device_class == device_class]
+    cpu = pod.requests.get("cpu", 0)
+    if not subs:
+        return GpuTask(cpu, 0)
+    if len(subs) > 1 or subs[0].all:
+        return None
+    sub = subs[0]
+    milli = devices.milli(sub)
+    if sub.count > 1 and milli < MILLI:
+        return None
+    return GpuTask(cpu, 0, sub.count, milli, devices.models(sub.selectors))
+
+
+def cluster_shapes(cluster: Cluster, device_class: str, devices: ClassGpus) -> tuple[TaskShape, ...]:
+    """The cluster's own pods' shapes, running and pending, as FGD weighs a workload's."""
+    tasks = (pod_task(p, cluster, device_class, devices) for p in (*cluster.bound, *cluster.pending))
+    return typical_shapes(t for t in tasks if t is not None)
+
+
+class FragmentationPreferences(Score):
+    name, code = "LessFragmentation", Code.POLICY
+
+    def score(self, info: ClassInfo, candidates: np.ndarray, batch: Batch) -> list[ScorePart]:
+        parts = []
+        for rule in (c for c in info.constraints if isinstance(c, FragmentationPreference)):
+            devices, fgd, nodes = self._state(batch, rule)
+            task = pod_task(info.sample, batch.cluster, rule.device_class, devices)
+            if task is None:
+                continue
+            points = [round(rule.weight * fgd.score(nodes[i], task)[0] / 100) for i in candidates.tolist()]
+            parts.append(ScorePart(f"less fragmentation of device class {rule.device_class} [{rule.source}]",
+                                   np.array(points, dtype=np.int64)))
+        return parts
+
+    def _state(self, batch: Batch, rule: FragmentationPreference) -> tuple[ClassGpus, Fgd, list[GpuNode]]:
+        """The class's devices, FGD over the workload's shapes and every node as the measure reads it, once a batch
+        per rule (upstream's CycleState)."""
+        memo = batch.memo.setdefault(self.name, {})
+        key = (rule.device_class, rule.shapes)
+        if key not in memo:
+            devices = ClassGpus.of(batch.cluster, rule.device_class)
+            shapes = rule.shapes if rule.shapes is not None else cluster_shapes(batch.cluster, rule.device_class,
+                                                                                 devices)
+            memo[key] = (devices, Fgd(tuple(shapes)), _nodes(batch.view, devices))
+        return memo[key]
+
+
+def _nodes(view: View, devices: ClassGpus) -> list[GpuNode]:
+    cpu = view.free_of(("cpu",))[:, 0].tolist()
+    return [devices.node(node, int(free)) for node, free in zip(view.nodes, cpu)]
+
+
+KIND = FragmentationPreferences()
