@@ -24,7 +24,9 @@ def _fail(message: str) -> NoReturn:
 @click.argument("nodes_csv", metavar="NODES.csv")
 @click.argument("tasks_csv", metavar="PODS.csv")
 @click.option("--scheduler", "schedulers", multiple=True, metavar="NAME",
-              help="A scheduler to run (repeatable) [default: every registered one].")
+              help="A scheduler to run (repeatable): a baseline (random-fit, best-fit, dot-product, gpu-packing, "
+              "gpu-clustering, fgd, kube-default) or ours (policy-scheduler, with --policy; policy-scheduler-frag) "
+              "[default: every baseline].")
 @click.option("--inflation", "inflations", multiple=True, type=click.FloatRange(min=0, min_open=True),
               metavar="RATIO", help="Tasks arrive until the GPUs they ask for reach RATIO × capacity (repeatable) "
               "[default: 1.3].")
@@ -35,6 +37,10 @@ def _fail(message: str) -> NoReturn:
 @click.option("--batch-seconds", "windows", multiple=True, type=click.FloatRange(min=0, min_open=True), metavar="T",
               help="Arrival steps of the tasks created in each T seconds (repeatable; needs creation_time).")
 @click.option("--departures", is_flag=True, help="Tasks leave at their deletion_time [default: no departures].")
+@click.option("--prefill", default=None, metavar="NAME:SHARE",
+              help="Fill the cluster first with scheduler NAME, one task at a time, until SHARE of the GPUs has arrived "
+              "(e.g. fgd:0.9); each scheduler of the sweep takes over from there. Not with --batch-seconds or "
+              "--departures.")
 @click.option("--policy", "policy_files", multiple=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="A policy for the schedulers that read one (repeatable; each runs once per policy).")
 @click.option("--parallel", type=click.IntRange(1), default=1, show_default=True, metavar="N",
@@ -48,7 +54,7 @@ def _fail(message: str) -> NoReturn:
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Write PNG curves of unallocated GPUs against arrived workload here (needs matplotlib).")
 def simulate_openb(nodes_csv, tasks_csv, schedulers, inflations, seeds, seed_list, batches, windows, departures,
-                   policy_files, parallel, executor_spec, output, out_file, plot_dir) -> None:
+                   prefill, policy_files, parallel, executor_spec, output, out_file, plot_dir) -> None:
     """The FGD paper's evaluation protocol on Alibaba's openb trace (NODES.csv, PODS.csv): the workload inflated
     to a share of the GPU capacity with each seed, tasks arriving one at a time or in batches, with or without
     departures; after each arrival step the GPUs allocated, unallocated and fragmented and the tasks refused.
@@ -64,9 +70,10 @@ def simulate_openb(nodes_csv, tasks_csv, schedulers, inflations, seeds, seed_lis
         _fail("give --parallel or --executor, not both")
     try:
         workload = S.read_openb(nodes_csv, tasks_csv)
-        jobs = S.grid(S.OpenbFiles(nodes_csv, tasks_csv), schedulers or list(S.SCHEDULERS),
+        jobs = S.grid(S.OpenbFiles(nodes_csv, tasks_csv), schedulers or list(S.BASELINES),
                       list(range(1, seeds + 1)) if seeds else (seed_list or [1]), inflations or [1.3],
-                      _settings(batches, windows, departures), [(p, _read(p)) for p in policy_files])
+                      _settings(batches, windows, departures), [(p, _read(p)) for p in policy_files],
+                      _prefill(prefill))
         if any(job.arrivals.is_timed for job in jobs):
             _check_times(workload)
         S.check_policies(jobs)
@@ -91,13 +98,37 @@ def _settings(batches, windows, departures: bool):
     return made or [Arrivals(departures=departures)]
 
 
-def _read(path: str) -> str:
+def _prefill(spec: str | None) -> tuple[str, float] | None:
+    """`NAME:SHARE` as (name, share), or one error line."""
+    if spec is None:
+        return None
+    name, _, share = spec.rpartition(":")
     try:
-        return Path(path).read_text(encoding="utf-8")
+        value = float(share)
+    except ValueError:
+        value = -1.0
+    if not name or not 0 < value <= 10:
+        _fail(f"--prefill {spec!r}: give NAME:SHARE, a scheduler and the share of the GPUs it fills (e.g. fgd:0.9)")
+    return name, value
+
+
+def _read(path: str) -> str:
+    """A policy file's text, parsed and checked here so that a mistake is told by file, line and column before
+    any run (a scheduler's factory parses it again, nameless)."""
+    from .policy.parse import PolicyError
+    from .policy.sources import check_sources
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         _fail(f"{path}: cannot read file: {exc.strerror}")
     except UnicodeDecodeError:
         _fail(f"{path}: not UTF-8 text")
+    try:
+        check_sources({path: text})
+    except PolicyError as exc:
+        _fail(str(exc))
+    return text
 
 
 def _check_times(workload) -> None:
@@ -147,7 +178,9 @@ def print_summary(rows: list[dict[str, Any]], console: Console) -> None:
     cells: dict[str, Callable[[dict[str, Any]], str]] = {
         "policy": lambda r: r["policy"] or "-", "inflation": lambda r: f"{r['inflation']:g}", "arrivals": arrivals_label}
     varying = [name for name, cell in cells.items() if len({cell(r) for r in rows}) > 1]
-    t = Table(title="Unallocated GPUs (mean ± stdev over seeds)", title_justify="left")
+    prefills = sorted({r["prefill"] for r in rows if r.get("prefill")})
+    t = Table(title="Unallocated GPUs (mean ± stdev over seeds)"
+              + (f", the cluster first filled by {', '.join(prefills)}" if prefills else ""), title_justify="left")
     for column in ("scheduler", *varying, "seeds", "at 100% arrived", "area under curve", "refused"):
         t.add_column(column, justify="left" if column in ("scheduler", "policy") else "right", no_wrap=True)
     for row in rows:

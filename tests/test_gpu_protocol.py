@@ -22,6 +22,7 @@ from engine.sharing.protocol import (
     Arrival,
     Arrivals,
     OneAtATime,
+    Prefill,
     ProtocolError,
     area,
     capacity_milli,
@@ -294,7 +295,7 @@ def test_the_plot_is_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     result = cli("--scheduler", "fgd", "--scheduler", "best-fit", "--seeds", "2", "--plot", str(tmp_path))
     assert result.exit_code == 0, result.output
-    png = tmp_path / "unallocated_1.3_batch1.png"
+    png = tmp_path / "unallocated_1.3.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -316,18 +317,23 @@ def test_capacity_counts_every_gpu() -> None:
 
 def test_a_policy_the_scheduler_refuses_and_an_overcommitting_placer_are_one_line_each(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = "policy good {\n  applies to all pods\n}\n"
+
     def reads(seed: int, shapes: tuple[TaskShape, ...], policy: str | None) -> OneAtATime:
-        if policy != "good":
-            raise S.SweepError(f"policy {policy!r}: not understood")
+        if policy != good:
+            raise S.SweepError("policy: not understood")
         return OneAtATime(make_policy("best-fit"))
 
     monkeypatch.setitem(S.SCHEDULERS, "test-reads", S.Registered(reads, takes_policy=True))
     monkeypatch.setitem(S.SCHEDULERS, "test-overcommits",
                         S.Registered(lambda seed, shapes, policy: Sequenced(*[GpuChoice(1, (0, 0))] * 100)))
     bad = tmp_path / "bad.policy"
-    bad.write_text("bad")
+    bad.write_text("policy other {\n  applies to all pods\n}\n")
     result = cli("--scheduler", "test-reads", "--policy", str(bad))
-    assert result.exit_code == 2 and result.output.strip() == "policy-scheduler: error: policy 'bad': not understood"
+    assert result.exit_code == 2 and result.output.strip() == "policy-scheduler: error: policy: not understood"
+    bad.write_text("bad")  # not a policy at all: told by file, line and column before any scheduler reads it
+    result = cli("--scheduler", "test-reads", "--policy", str(bad))
+    assert result.exit_code == 2 and f"error: {bad}:1:1: unexpected 'bad'" in result.output, result.output
     result = cli("--scheduler", "test-overcommits")
     assert result.exit_code == 2 and "placer sequenced overcommits with task" in result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -345,3 +351,48 @@ def test_a_policy_kept_across_arrivals_sees_a_node_that_changed_at_the_same_inde
         assert first is not None
         nodes[first.node] = place(nodes[first.node], shared(600), first.gpus)  # 400 left there: 500 no longer fits
         assert policy.choose(nodes, shared(500)) == GpuChoice(1 - first.node, (0,))
+
+
+# --- prefill, and the planner in a sweep --------------------------------------------------------------------------
+
+def test_a_prefill_places_until_its_share_has_arrived_then_hands_over() -> None:
+    tasks = arrivals(shared(600), shared(300), shared(700), shared(200), shared(100))
+    first = Sequenced(GpuChoice(0, (0,)), GpuChoice(0, (0,)), GpuChoice(1, (0,)))
+    then = Sequenced(GpuChoice(1, (0,)), None)
+    result = run(TWO, tasks, then, SHAPE, 1.3, Arrivals(batch=2), Prefill(first, 0.5))
+    # 600, 900 asked of 2,000: below half, the prefill places the next; at 1,600 the placer under test takes the
+    # rest in one batch of two
+    assert first.answers == [] and then.answers == []
+    assert result.series.tasks == (1, 2, 3, 5) and result.series.refused == (0, 0, 0, 1)
+    assert result.series.allocated == pytest.approx((0.6, 0.9, 1.6, 1.8))
+    assert result.scheduler == "sequenced"
+
+
+def test_a_prefilled_run_cannot_be_timed() -> None:
+    with pytest.raises(ProtocolError, match="cannot be timed"):
+        run(TWO, arrivals(shared(600)), Sequenced(None), SHAPE, 1.3, Arrivals(departures=True),
+            Prefill(Sequenced(None), 0.5))
+    with pytest.raises(S.SweepError, match="--prefill cannot be used with --batch-seconds or --departures"):
+        S.grid(small_workload(), ["fgd"], [1], [1.3], [Arrivals(departures=True)], prefill=("best-fit", 0.5))
+    with pytest.raises(S.SweepError, match="unknown scheduler 'nope'"):
+        S.grid(small_workload(), ["fgd"], [1], [1.3], [Arrivals()], prefill=("nope", 0.5))
+
+
+def test_the_planner_runs_in_a_sweep_with_and_without_the_fragmentation_preference() -> None:
+    """Ours, by name, as any baseline: every choice it makes passes the harness's overcommitment check."""
+    jobs = S.grid(small_workload(), ["policy-scheduler", "policy-scheduler-frag"], [1], [1.3], [Arrivals(batch=3)],
+                  prefill=("fgd", 0.3))
+    document = S.sweep(jobs)
+    for r in document["runs"]:
+        assert r["parameters"]["prefill"] == "fgd:0.3"
+        assert r["summary"]["placed"] >= 1 and r["summary"]["placed"] + r["summary"]["refused"] == r["summary"]["tasks"]
+    assert [row["scheduler"] for row in document["summary"]] == ["policy-scheduler", "policy-scheduler-frag"]
+
+
+def test_the_command_s_prefill_is_checked() -> None:
+    result = cli("--scheduler", "fgd", "--prefill", "best-fit")
+    assert result.exit_code == 2 and "give NAME:SHARE" in result.output
+    result = cli("--scheduler", "fgd", "--prefill", "best-fit:0.5", "--departures")
+    assert result.exit_code == 2 and "--prefill cannot be used" in result.output
+    result = cli("--scheduler", "fgd", "--prefill", "best-fit:0.5", "-o", "json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["runs"][0]["parameters"]["prefill"] == "best-fit:0.5"

@@ -284,34 +284,71 @@ class _State:
             self.allocated -= task.gpu_total
 
 
+@dataclass(frozen=True)
+class Prefill:
+    """The cluster filled first, one task at a time by `placer`, until the arrived workload reaches `share` of the
+    GPU capacity; the placer under test takes over from there. Every scheduler compared then starts from the same
+    state, and an expensive one (the batch planner) skips the long start where every placer places everything (on
+    openb no baseline refuses a GPU task before ~90% arrived). Not with a timed protocol."""
+
+    placer: BatchPlacer
+    share: float
+
+
+@dataclass
+class _Recorder:
+    """The measures after each step, as lists grown step by step."""
+
+    cap: int
+    arrived: list[float] = field(default_factory=list)
+    allocated: list[float] = field(default_factory=list)
+    unallocated: list[float] = field(default_factory=list)
+    fragmented: list[float] = field(default_factory=list)
+    tasks: list[int] = field(default_factory=list)
+    refused: list[int] = field(default_factory=list)
+
+    def __call__(self, state: _State, tasks: int) -> None:
+        self.arrived.append(state.asked / self.cap if self.cap else 0.0)
+        self.allocated.append(state.allocated / MILLI)
+        self.unallocated.append((self.cap - state.allocated) / MILLI)
+        self.fragmented.append(state.fragments.total / MILLI)
+        self.tasks.append(tasks)
+        self.refused.append(state.refused)
+
+    def measures(self) -> StepMeasures:
+        return StepMeasures(tuple(self.arrived), tuple(self.allocated), tuple(self.unallocated),
+                            tuple(self.fragmented), tuple(self.tasks), tuple(self.refused))
+
+
 def run(nodes: Sequence[GpuNode], arrivals: Sequence[Arrival], placer: BatchPlacer, shapes: Sequence[TaskShape],
-        ratio: float, how: Arrivals = Arrivals()) -> RunResult:
-    """The protocol over `arrivals` (already inflated, in arrival order): after each step, the measures."""
+        ratio: float, how: Arrivals = Arrivals(), prefill: Prefill | None = None) -> RunResult:
+    """The protocol over `arrivals` (already inflated, in arrival order): after each step, the measures; with
+    `prefill`, its placer's steps (one task each) first."""
+    if prefill is not None and how.is_timed:
+        raise ProtocolError("a prefilled run cannot be timed (batches every T seconds, or departures)")
     order = timed(arrivals) if how.is_timed else list(arrivals)
     state = _State(list(nodes), FragmentTracker(tuple(shapes)))
     state.fragments.reset(state.nodes)
     cap = capacity_milli(nodes)
     state.allocated = cap - sum(node.gpu_milli_free for node in nodes)
-    arrived: list[float] = []
-    allocated: list[float] = []
-    unallocated: list[float] = []
-    fragmented: list[float] = []
-    tasks: list[int] = []
-    refused: list[int] = []
-    for step in steps(order, how.batch, how.seconds):
+    record = _Recorder(cap)
+    start = 0
+    while prefill is not None and start < len(order) and state.asked < prefill.share * cap:
+        _step(state, prefill.placer, order[start:start + 1], False)
+        start += 1
+        record(state, start)
+    rest = order[start:]
+    for step in steps(rest, how.batch, how.seconds):
         if how.departures:
-            state.release_until(step_time(order, step, how.seconds))
-        batch = [order[i] for i in step]
-        for arrival, choice in zip(batch, _choices(placer, state.nodes, batch), strict=True):
-            _apply(state, placer, arrival, choice, how.departures)
-        arrived.append(state.asked / cap if cap else 0.0)
-        allocated.append(state.allocated / MILLI)
-        unallocated.append((cap - state.allocated) / MILLI)
-        fragmented.append(state.fragments.total / MILLI)
-        tasks.append(step.stop)
-        refused.append(state.refused)
-    return _result(placer.name, cap, ratio, StepMeasures(tuple(arrived), tuple(allocated), tuple(unallocated),
-                                                         tuple(fragmented), tuple(tasks), tuple(refused)))
+            state.release_until(step_time(rest, step, how.seconds))
+        _step(state, placer, [rest[i] for i in step], how.departures)
+        record(state, start + step.stop)
+    return _result(placer.name, cap, ratio, record.measures())
+
+
+def _step(state: _State, placer: BatchPlacer, batch: list[Arrival], leaves: bool) -> None:
+    for arrival, choice in zip(batch, _choices(placer, state.nodes, batch), strict=True):
+        _apply(state, placer, arrival, choice, leaves)
 
 
 def _choices(placer: BatchPlacer, nodes: list[GpuNode], batch: list[Arrival]) -> list[GpuChoice | None]:

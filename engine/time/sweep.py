@@ -20,7 +20,7 @@ from typing import Any
 from ..sharing.fragmentation import TaskShape, typical_shapes
 from ..sharing.gpus import GpuNode, GpuTask
 from ..sharing.policies import POLICY_NAMES, make_policy
-from ..sharing.protocol import Arrival, Arrivals, BatchPlacer, OneAtATime, capacity_milli, inflate, run
+from ..sharing.protocol import Arrival, Arrivals, BatchPlacer, OneAtATime, Prefill, capacity_milli, inflate, run
 from . import openb
 
 Factory = Callable[[int, tuple[TaskShape, ...], "str | None"], BatchPlacer]
@@ -53,6 +53,30 @@ def _one_at_a_time(name: str) -> Factory:
 
 for _name in POLICY_NAMES:
     register(_name, _one_at_a_time(_name))
+
+
+def _planner(seed: int, shapes: tuple[TaskShape, ...], policy: str | None) -> BatchPlacer:
+    """The batch planner itself (engine.time.gpu_planner), with the policy given (none: no policy); imported only
+    when a sweep runs it."""
+    from ..policy.parse import PolicyError
+    from .gpu_planner import PlannerPlacer
+
+    try:
+        return PlannerPlacer(policy=policy or "", seed=seed, shapes=shapes)
+    except PolicyError as exc:
+        raise SweepError(f"policy-scheduler: {exc}") from None
+
+
+def _planner_frag(seed: int, shapes: tuple[TaskShape, ...], _policy: str | None) -> BatchPlacer:
+    """The batch planner with `prefer less fragmentation` (weight 100: FGD's own integers) over the trace's shapes."""
+    from .gpu_planner import policy_scheduler_frag
+
+    return policy_scheduler_frag(seed, shapes)
+
+
+register("policy-scheduler", _planner, takes_policy=True)
+register("policy-scheduler-frag", _planner_frag)
+BASELINES = POLICY_NAMES  # a sweep's default: the planner's runs take minutes each on openb, so they are asked for
 
 
 # --- the trace ----------------------------------------------------------------------------------------------------
@@ -105,20 +129,24 @@ class SweepJob:
     source: OpenbFiles | Workload
     policy: str | None = None  # the policy's text, for a scheduler that takes one
     policy_name: str | None = None  # how the results name it (its file)
+    prefill: tuple[str, float] | None = None  # (a registered scheduler, a share): it fills the cluster first
 
     def parameters(self) -> dict[str, Any]:
         trace = asdict(self.source) if isinstance(self.source, OpenbFiles) else {"nodes": len(self.source.nodes),
                                                                               "tasks": len(self.source.arrivals)}
         return {"scheduler": self.scheduler, "seed": self.seed, "inflation": self.inflation,
                 "batch": self.arrivals.batch, "batch_seconds": self.arrivals.seconds,
-                "departures": self.arrivals.departures, "policy": self.policy_name, "trace": trace}
+                "departures": self.arrivals.departures, "policy": self.policy_name,
+                "prefill": None if self.prefill is None else f"{self.prefill[0]}:{self.prefill[1]:g}", "trace": trace}
 
 
 def grid(source: OpenbFiles | Workload, schedulers: Sequence[str], seeds: Sequence[int], inflations: Sequence[float],
-         settings: Sequence[Arrivals], policies: Sequence[tuple[str, str]] = ()) -> list[SweepJob]:
+         settings: Sequence[Arrivals], policies: Sequence[tuple[str, str]] = (),
+         prefill: tuple[str, float] | None = None) -> list[SweepJob]:
     """Every combination, schedulers outermost; `policies` ((name, text) pairs) multiply only the schedulers that
-    take one (the others run once), which without any run with none. A SweepError names an unknown scheduler."""
-    unknown = [s for s in schedulers if s not in SCHEDULERS]
+    take one (the others run once), which without any run with none; `prefill` (a scheduler, a share) fills the
+    cluster first in every run. A SweepError names an unknown scheduler or a prefill a timed protocol cannot take."""
+    unknown = [s for s in [*schedulers, *([prefill[0]] if prefill else [])] if s not in SCHEDULERS]
     if unknown:
         raise SweepError(f"unknown scheduler {unknown[0]!r}: one of {', '.join(SCHEDULERS)}")
     jobs = []
@@ -126,8 +154,10 @@ def grid(source: OpenbFiles | Workload, schedulers: Sequence[str], seeds: Sequen
         texts: Sequence[tuple[str | None, str | None]] = (
             policies if policies and SCHEDULERS[name].takes_policy else [(None, None)])
         for policy_name, text in texts:
-            jobs += [SweepJob(name, seed, inflation, how, source, text, policy_name)
+            jobs += [SweepJob(name, seed, inflation, how, source, text, policy_name, prefill)
                      for inflation in inflations for how in settings for seed in seeds]
+    if prefill is not None and any(how.is_timed for how in settings):
+        raise SweepError("--prefill cannot be used with --batch-seconds or --departures (a prefilled run is not timed)")
     return jobs
 
 
@@ -150,7 +180,9 @@ def run_job(job: SweepJob) -> dict[str, Any]:
     arrivals = inflate(workload.arrivals, capacity_milli(workload.nodes), job.inflation, job.seed,
                        shuffle=not job.arrivals.is_timed)
     placer = SCHEDULERS[job.scheduler].factory(job.seed, shapes, job.policy)
-    result = run(workload.nodes, arrivals, placer, shapes, job.inflation, job.arrivals)
+    prefill = None if job.prefill is None else Prefill(SCHEDULERS[job.prefill[0]].factory(job.seed, shapes, None),
+                                                       job.prefill[1])
+    result = run(workload.nodes, arrivals, placer, shapes, job.inflation, job.arrivals, prefill)
     return {"parameters": job.parameters(), "summary": result.summary(), "series": result.series.to_dict(),
             "seconds": round(time.perf_counter() - started, 3)}
 
@@ -168,7 +200,10 @@ def sweep(jobs: Sequence[SweepJob], executor: Executor | None = None) -> dict[st
 
 
 def _setting(parameters: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(parameters[k] for k in ("scheduler", "policy", "inflation", "batch", "batch_seconds", "departures"))
+    return tuple(parameters[k] for k in SETTING)
+
+
+SETTING = ("scheduler", "policy", "inflation", "batch", "batch_seconds", "departures", "prefill")
 
 
 def summarise(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -179,7 +214,7 @@ def summarise(runs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         groups.setdefault(_setting(r["parameters"]), []).append(r)
     out = []
     for key, members in groups.items():
-        row = dict(zip(("scheduler", "policy", "inflation", "batch", "batch_seconds", "departures"), key, strict=True))
+        row = dict(zip(SETTING, key, strict=True))
         row["seeds"] = [m["parameters"]["seed"] for m in members]
         for measure in ("unallocated_at_full", "auc", "refused"):
             values = [m["summary"][measure] for m in members if m["summary"][measure] is not None]

@@ -1,6 +1,7 @@
 """The sweep's curves (issue 52): unallocated GPUs against the arrived workload, as the FGD paper draws them, a line
-per scheduler — the mean over its seeds, a band from the least to the most — one figure per inflation level and
-arrival setting. matplotlib is imported only here, when plots are asked for."""
+per scheduler — the mean over its seeds, a band from the least to the most — one figure per inflation level,
+departures and prefill (arrival settings side by side in it, named in the legend). matplotlib is imported only
+here, when plots are asked for."""
 from __future__ import annotations
 
 import warnings
@@ -14,13 +15,17 @@ ZOOM = 0.8  # the arrived share a figure starts at (when the inflation goes past
 
 
 def _figure_key(p: dict[str, Any]) -> tuple[Any, ...]:
-    return p["inflation"], p["batch"], p["batch_seconds"], p["departures"]
+    return p["inflation"], p["departures"], p.get("prefill")
 
 
 def _file_name(key: tuple[Any, ...]) -> str:
-    inflation, batch, seconds, departures = key
-    arrivals = f"every{seconds:g}s" if seconds is not None else f"batch{batch}"
-    return f"unallocated_{inflation:g}_{arrivals}{'_departures' if departures else ''}.png"
+    inflation, departures, prefill = key
+    return (f"unallocated_{inflation:g}{'_departures' if departures else ''}"
+            f"{'_prefill-' + prefill.replace(':', '-') if prefill else ''}.png")
+
+
+def _arrivals(p: dict[str, Any]) -> str:
+    return f"every {p['batch_seconds']:g} s" if p["batch_seconds"] is not None else f"batch {p['batch']}"
 
 
 def curve(run: dict[str, Any], xs: np.ndarray) -> np.ndarray:
@@ -34,14 +39,19 @@ def curve(run: dict[str, Any], xs: np.ndarray) -> np.ndarray:
 
 
 def unallocated_figures(runs: list[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
-    """(file name, figure) per inflation level and arrival setting."""
+    """(file name, figure) per inflation level, departures and prefill."""
     import matplotlib.pyplot as plt
 
+    settings: dict[tuple[Any, ...], set[str]] = {}
+    for r in runs:
+        settings.setdefault(_figure_key(r["parameters"]), set()).add(_arrivals(r["parameters"]))
     figures: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = {}
     for r in runs:
         p = r["parameters"]
+        key = _figure_key(p)
         label = p["scheduler"] + (f" ({p['policy']})" if p["policy"] else "")
-        figures.setdefault(_figure_key(p), {}).setdefault(label, []).append(r)
+        label += f", {_arrivals(p)}" if len(settings[key]) > 1 else ""  # batches of the same trace: one figure
+        figures.setdefault(key, {}).setdefault(label, []).append(r)
     for key, lines in figures.items():
         fig, ax = plt.subplots(figsize=(8, 4.5))
         xs = np.linspace(0.0, key[0], POINTS)
