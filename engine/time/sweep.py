@@ -200,7 +200,7 @@ def sweep(jobs: Sequence[SweepJob], executor: Executor | None = None) -> dict[st
 
 
 def _setting(parameters: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(parameters[k] for k in SETTING)
+    return tuple(parameters.get(k) for k in SETTING)  # (documents from before a setting existed lack it)
 
 
 SETTING = ("scheduler", "policy", "inflation", "batch", "batch_seconds", "departures", "prefill")
