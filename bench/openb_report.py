@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.time.sweep import summarise  # noqa: E402
+from engine.time.sweep import summarise
 
 STEP = 0.01  # the arrived share between two points of a compacted series
 
