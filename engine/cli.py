@@ -694,18 +694,17 @@ LINE_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))  # one per mode
 
 
 def _plot_simulation(runs, workload, directory: str) -> None:
-    try:
-        import matplotlib
-    except ImportError:
-        _fail("--plots needs matplotlib (pip install matplotlib)")
-    from pathlib import Path
+    from .figures import PlotsUnavailable, save_figures
 
-    matplotlib.use("Agg")
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    utilisation_figure(runs).savefig(out / "simulate_utilisation.png", dpi=110)
-    waits_figure(runs, workload).savefig(out / "simulate_waits.png", dpi=110)
-    click.echo(f"plots in {out}: simulate_utilisation.png, simulate_waits.png", err=True)
+    def figures():
+        yield "simulate_utilisation.png", utilisation_figure(runs)
+        yield "simulate_waits.png", waits_figure(runs, workload)
+
+    try:
+        written = save_figures(figures, directory)
+    except PlotsUnavailable as exc:
+        _fail(f"--plots needs matplotlib: {exc}")
+    click.echo(f"plots in {directory}: {', '.join(written)}", err=True)
 
 
 def utilisation_figure(runs):

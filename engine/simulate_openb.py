@@ -190,18 +190,12 @@ def print_summary(rows: list[dict[str, Any]], console: Console) -> None:
 
 
 def write_plots(document: dict[str, Any], directory: str) -> None:
-    """One PNG per inflation level and arrival setting: a line per scheduler (and policy)."""
-    try:
-        import matplotlib
-    except ImportError:
-        _fail("--plot needs matplotlib (pip install 'policy-scheduler[plots]')")
-    matplotlib.use("Agg")
+    """One PNG per inflation level, departures and prefill: a line per scheduler (and policy, and arrivals)."""
+    from .figures import PlotsUnavailable, save_figures
     from .time.sweep_plot import unallocated_figures
 
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, figure in unallocated_figures(document["runs"]):
-        figure.savefig(out / name, dpi=110)
-        written.append(name)
-    click.echo(f"plots in {out}: {', '.join(written)}", err=True)
+    try:
+        written = save_figures(lambda: unallocated_figures(document["runs"]), directory)
+    except PlotsUnavailable as exc:
+        _fail(f"--plot needs matplotlib: {exc}")
+    click.echo(f"plots in {directory}: {', '.join(written)}", err=True)

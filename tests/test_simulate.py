@@ -252,3 +252,13 @@ def test_the_command(tmp_path) -> None:
     out = subprocess.run([sys.executable, "-m", "engine", "simulate", str(bad)], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and "t.yaml" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_command_draws_its_plots(tmp_path) -> None:
+    pytest.importorskip("matplotlib")
+    out = subprocess.run([sys.executable, "-m", "engine", "simulate", "--generate", "kai", "--jobs", "6", "--mode",
+                          "batch", "--plots", str(tmp_path / "plots")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    for name in ("simulate_utilisation.png", "simulate_waits.png"):
+        assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "simulate_utilisation.png, simulate_waits.png" in out.stderr
