@@ -107,6 +107,19 @@ def test_a_refused_share_names_the_amounts_asked_once_each() -> None:
     assert "more kind(s)" in said, said
 
 
+def test_a_share_the_plan_promised_but_no_single_device_holds_is_told_where_it_was_planned() -> None:
+    """Two 40Gi GPUs and shares of 30, 30, 15 and 5Gi: the batch's capacity row counts the node's 80Gi together, so
+    the plan may promise all four, but once each GPU holds a 30Gi share neither has room for the 15Gi one; Reserve
+    serves three and the fourth is refused naming the node it was planned on (not "0/1 nodes", which a cluster of
+    many nodes would read as wrong)."""
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu("g0"), shared_gpu("g1")]),
+            *_pods(["30Gi", "30Gi", "15Gi", "5Gi"])]
+    plan = plan_for(docs)
+    assert len(plan.assignments) == 3
+    (why,) = plan.unschedulable.values()
+    assert why[0].startswith("node gpu-1 was planned for it, but it cannot allocate all claims there"), why
+
+
 def test_a_request_naming_no_amount_takes_the_whole_device() -> None:
     docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu()]), *_pods([None, "10Gi"])]
     assert len(plan_for(docs).assignments) == 1

@@ -252,7 +252,8 @@ class DynamicResources(ClassFields, PreFilter, Filter, Emit, Requeue, ReserveAft
             allocation = None if why else allocator.allocate(claims_of(pod, devices.claims), node, trial)
             taken.update(trial - off)
             if allocation is None:
-                dropped[pod.key] = f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why or ERR_RESERVE}"
+                dropped[pod.key] = (f"0/1 nodes are available: 1 {ERR_ALLOCATE}: {why}" if why else
+                                    f"node {node.name} was planned for it, but it {ERR_ALLOCATE} there: {ERR_RESERVE}")
                 continue
             mine = allocation_results(allocator, allocation, node.name)
             results.update(mine)
