@@ -120,6 +120,20 @@ def test_a_share_the_plan_promised_but_no_single_device_holds_is_told_where_it_w
     assert why[0].startswith("node gpu-1 was planned for it, but it cannot allocate all claims there"), why
 
 
+def test_larger_shares_are_served_first_so_mixed_sizes_pack_as_the_plan_promised() -> None:
+    """Two 40Gi GPUs and shares of 15, 15, 25 and 25Gi (80Gi in all, as the node's capacity row counts it): served
+    in the pods' order the two 15s take one GPU and the second 25 finds no room; served larger first (first-fit
+    decreasing) each GPU takes a 25 and a 15, and all four run."""
+    docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu("g0"), shared_gpu("g1")]),
+            *_pods(["15Gi", "15Gi", "25Gi", "25Gi"])]
+    plan = plan_for(docs)
+    assert len(plan.assignments) == 4, plan.unschedulable
+    per_device: dict[str, int] = {}
+    for device, amount in shares(plan):
+        per_device[device] = per_device.get(device, 0) + amount
+    assert per_device == {"gpu.example.com/gpu-1/g0": 40 * GI, "gpu.example.com/gpu-1/g1": 40 * GI}
+
+
 def test_a_request_naming_no_amount_takes_the_whole_device() -> None:
     docs = [node("gpu-1"), device_class(), resource_slice("gpu-1", [shared_gpu()]), *_pods([None, "10Gi"])]
     assert len(plan_for(docs).assignments) == 1

@@ -33,7 +33,7 @@ from ..time.timeline import exempt, rfc3339, takes_from
 from .base import Action, ClassFields, ClusterEvent, Emit, Filter, PreFilter, Requeue, ReserveAfterSolve, Resource
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Mapping
 
     from ..devices.cel import CelError
     from ..model.view import View
@@ -527,7 +527,18 @@ def _reserve_order(allocator: Allocator, placements: list[tuple[Pod, Node]],
         for key in keys:
             allocator.contested[key] = allocator.contested.get(key, 0) + 1
     allocator.fence = None
-    return sorted(placements, key=lambda pn: (bool(pn[0].dra.follows), len(choice[pn[0].key])))
+    asked = {pod.key: _share_asked(pod, claims) for pod, _ in placements}
+    return sorted(placements, key=lambda pn: (bool(pn[0].dra.follows), len(choice[pn[0].key]), -asked[pn[0].key]))
+
+
+WHOLE = 1 << 62  # a request asking no capacity of a device: the whole device, larger than any share
+
+
+def _share_asked(pod: Pod, claims: Mapping[str, ResourceClaim]) -> int:
+    """How much of a device the pod's requests ask for at most (a whole device: WHOLE): on ties, larger shares are
+    served first, as first-fit decreasing packs bins (shares of mixed sizes the batch's rows counted per node)."""
+    return max((sum(amount for _, amount in sub.capacity) or WHOLE for key in pod.dra.to_allocate
+                for r in claims[key].requests for sub in r.alternatives), default=0)
 
 
 def _fence_of(cluster: Cluster, pod: Pod) -> str | None:
