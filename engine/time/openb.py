@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..sharing.gpus import GpuNode, GpuTask, gpu_node
 from .timeline import rfc3339
 
 DRIVER = "gpu.openb"  # the DRA driver, the attribute domain, the DeviceClass
@@ -54,6 +55,11 @@ class NodeRow:
     model: str  # "" on a CPU-only node
     line: int
 
+    @property
+    def gpu_node(self) -> GpuNode:
+        """The node in engine.sharing's terms (the GPU-sharing policies and the protocol harness), empty."""
+        return gpu_node(self.name, self.cpu_milli, self.memory_mib, self.gpus, self.model)
+
 
 @dataclass(frozen=True, slots=True)
 class TaskRow:
@@ -71,6 +77,11 @@ class TaskRow:
     @property
     def shared(self) -> bool:
         return self.num_gpu == 1 and self.gpu_milli < WHOLE
+
+    @property
+    def gpu_task(self) -> GpuTask:
+        """The task in engine.sharing's terms (what the GPU-sharing policies place)."""
+        return GpuTask(self.cpu_milli, self.memory_mib, self.num_gpu, self.gpu_milli, frozenset(self.gpu_spec))
 
     @property
     def shape(self) -> str:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..sharing.fragmentation import TaskShape, typical_shapes
-from ..sharing.gpus import GpuNode, GpuTask
+from ..sharing.gpus import GpuNode
 from ..sharing.policies import POLICY_NAMES, make_policy
 from ..sharing.protocol import Arrival, Arrivals, BatchPlacer, OneAtATime, Prefill, capacity_milli, inflate, run
 from . import openb
@@ -105,10 +105,8 @@ class OpenbFiles:
 @functools.lru_cache(maxsize=4)
 def read_openb(nodes_csv: str, tasks_csv: str) -> Workload:
     """The openb CSVs as a Workload (once per process), or an openb.OpenbError naming the file and line."""
-    nodes = tuple(GpuNode(r.name, r.cpu_milli, r.memory_mib, r.model, (1000,) * r.gpus)
-                  for r in openb.read_nodes(nodes_csv))
-    arrivals = tuple(Arrival(r.name, GpuTask(r.cpu_milli, r.memory_mib, r.num_gpu, r.gpu_milli, frozenset(r.gpu_spec)),
-                             r.creation, r.deletion) for r in openb.read_tasks(tasks_csv))
+    nodes = tuple(r.gpu_node for r in openb.read_nodes(nodes_csv))
+    arrivals = tuple(Arrival(r.name, r.gpu_task, r.creation, r.deletion) for r in openb.read_tasks(tasks_csv))
     return Workload(nodes, arrivals)
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.sharing.gpus import GpuNode, GpuTask, first_gpus, gpu_node, place, tightest_gpus
+from engine.sharing.gpus import GpuNode, GpuTask, first_gpus, place, tightest_gpus
 from engine.sharing.policies import Scorer, feasible, kube_default_score, least_allocated_score
 from engine.time import openb
 from testkit.controlplane import (
@@ -119,10 +119,6 @@ def create_nodes(kube: Kube, rows: list[openb.NodeRow]) -> None:
                             "release, so a GPU cannot be shared by claims")
 
 
-def gpu_task(row: openb.TaskRow) -> GpuTask:
-    return GpuTask(row.cpu_milli, row.memory_mib, row.num_gpu, row.gpu_milli, frozenset(row.gpu_spec))
-
-
 def device_index(name: str) -> int:
     """`gpu-3` → 3: the converter names a node's devices gpu-0.. in its slice's order."""
     return int(name.removeprefix("gpu-"))
@@ -145,7 +141,7 @@ def claims(kube: Kube) -> dict[str, dict]:
 def state(kube: Kube, rows: list[openb.NodeRow], tasks: dict[str, openb.TaskRow]) -> list[GpuNode]:
     """Our nodes as kube-scheduler left them: every bound pod on its node, on the devices its claim was given
     (`place` raises if that overcommits anything)."""
-    nodes = {row.name: gpu_node(row.name, row.cpu_milli, row.memory_mib, row.gpus, row.model) for row in rows}
+    nodes = {row.name: row.gpu_node for row in rows}
     given = claims(kube)
     for name, pod in sorted(kube.pods(NS).items()):
         node = node_of(pod)
@@ -157,7 +153,7 @@ def state(kube: Kube, rows: list[openb.NodeRow], tasks: dict[str, openb.TaskRow]
             where = allocated(given[openb.claim_name(task)])
             assert where is not None and where[0] == node, f"{name} on {node}, its claim {where}"
             gpus = where[1]
-        nodes[node] = place(nodes[node], gpu_task(task), gpus)
+        nodes[node] = place(nodes[node], task.gpu_task, gpus)
     return [nodes[row.name] for row in rows]
 
 
@@ -232,7 +228,7 @@ def top_nodes(nodes: list[GpuNode], task: GpuTask, score: Scorer) -> tuple[tuple
 
 
 def judge(nodes: list[GpuNode], row: openb.TaskRow, result: tuple[str, tuple[int, ...]] | str) -> Verdict:
-    task = gpu_task(row)
+    task = row.gpu_task
     top, best = top_nodes(nodes, task, kube_default_score)
     balance_decides = bool(top) and top != top_nodes(nodes, task, least_allocated_score)[0]
     if isinstance(result, str):
