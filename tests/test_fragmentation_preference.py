@@ -20,6 +20,7 @@ from engine.model.ir import FragmentationPreference, Source
 from engine.model.rejections import Rejections
 from engine.model.view import View
 from engine.planning.classes import ClassInfo
+from engine.planning.compile import compile_cluster
 from engine.planning.planner import Options, plan_batch
 from engine.policy.check import check
 from engine.policy.lower import lower
@@ -28,7 +29,7 @@ from engine.reading.load import build_cluster
 from engine.sharing.fragmentation import typical_shapes
 from engine.sharing.gpus import MILLI, GpuChoice, GpuTask, gpu_node, place
 from engine.time import openb
-from engine.time.gpu_planner import PlannerPlacer, gpu_cluster
+from engine.time.gpu_planner import PlannerPlacer, gpu_cluster, with_shapes
 
 POLICY = """policy less-fragmentation {
   applies to all pods
@@ -198,3 +199,49 @@ def test_check_lints_a_device_class_the_snapshot_lacks(tmp_path) -> None:
                           timeout=120)
     assert (f"{tmp_path / 'frag.policy'}:3:3: warning: no DeviceClass 'gpu.opneb' in the snapshot: 'prefer less "
             "fragmentation' scores every node alike (did you mean 'gpu.openb'?)") in done.stdout + done.stderr
+
+
+# --- in the solver: marginal scores ----------------------------------------------------------------------------
+
+def marginal_problem(nodes, tasks, shapes):
+    rules = with_shapes(policy_rules(), tuple(shapes))
+    return compile_cluster(gpu_cluster(nodes, tasks, rules), rules.placement).problem
+
+
+SHARES = typical_shapes([GpuTask(0, 0, 1, MILLI)] + [GpuTask(0, 0, 1, 500)] * 2)  # whole ⅓, 500 ⅔
+
+
+def test_the_solver_gets_the_preference_as_marginal_scores_not_static_ones() -> None:
+    problem = marginal_problem(gpu_nodes((1000,), (1000,)), [GpuTask(0, 0, 1, 500)] * 2, SHARES)
+    assert problem.marginal is not None and problem.marginal.classes == frozenset(range(len(problem.classes)))
+    assert all(not cls.scores for cls in problem.classes)  # the points alone are explain's, not the solver's
+
+
+def test_a_pod_s_points_are_fgd_s_on_the_node_as_the_plan_filled_it() -> None:
+    """Two idle single-GPU nodes, shapes whole ⅓ and 500 ⅔: a 500 alone on an idle GPU leaves 500 no whole GPU can
+    use (45 points); the second 500 on that GPU leaves nothing (fragment 500·⅓ → 0: 54); then no share fits there."""
+    problem = marginal_problem(gpu_nodes((1000,), (1000,)), [GpuTask(0, 0, 1, 500)] * 2, SHARES)
+    (c,) = problem.marginal.classes
+    tracker = problem.marginal.tracker()
+    assert [tracker.points(c, 0), tracker.points(c, 1)] == [45, 45]
+    tracker.place(c, 0)
+    assert [tracker.points(c, 0), tracker.points(c, 1)] == [54, 45]
+    tracker.place(c, 0)
+    assert tracker.points(c, 0) is None
+    tracker.undo(c, 0)
+    assert tracker.points(c, 0) == 54
+
+
+def test_a_plan_sharing_one_gpu_is_worth_more_than_one_breaking_two() -> None:
+    problem = marginal_problem(gpu_nodes((1000,), (1000,)), [GpuTask(0, 0, 1, 500)] * 2, SHARES)
+    (c,) = problem.marginal.classes
+    together, apart = problem.marginal.value({(c, 0): 2}), problem.marginal.value({(c, 0): 1, (c, 1): 1})
+    assert together == 0 and apart < 0  # each broken GPU grows its node's fragment by 500·⅓
+    assert problem.marginal.value({(c, 1): 2}) == together
+
+
+def test_the_plan_fills_one_gpu_with_the_batch_s_two_shares() -> None:
+    rules = with_shapes(policy_rules(), SHARES)
+    cluster = gpu_cluster(gpu_nodes((1000,), (1000,)), [GpuTask(0, 0, 1, 500)] * 2, rules)
+    plan = plan_batch(cluster, rules, Options(time_limit=5, workers=1, preemption=False))
+    assert len(plan.assignments) == 2 and len(set(plan.assignments.values())) == 1

@@ -129,8 +129,8 @@ def score_parts(info: ClassInfo, candidates: np.ndarray, batch: Batch) -> tuple[
     every candidate left out. Compile keeps them on the class (`ClassInfo.score_parts`): `explain` says from
     these why a node won."""
     parts = (part for kind in SCORES for part in kind.score(info, candidates, batch))
-    out = ((part.label, np.asarray(part.points, dtype=np.int64)) for part in parts)
-    return tuple(ScorePart(label, _compact(points)) for label, points in out if points.any())
+    out = ((part, np.asarray(part.points, dtype=np.int64)) for part in parts)
+    return tuple(ScorePart(part.label, _compact(points), part.marginal) for part, points in out if points.any())
 
 
 def _compact(points: np.ndarray) -> np.ndarray:

@@ -110,10 +110,13 @@ class Waiting:
 
 @dataclass(frozen=True, slots=True)
 class ScorePart:
-    """One soft term in words, with its points for one pod of a class on each candidate node."""
+    """One soft term in words, with its points for one pod of a class on each candidate node. `marginal`: the points
+    a pod would earn alone on the node, shown by explain, while the solver asks the kind's marginal scores
+    (engine.solve.problem.MarginalScores) pod by pod instead, so they are no part of the class's scores."""
 
     label: str
     points: np.ndarray
+    marginal: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,7 +184,9 @@ def _filtered(spec: ClassSpec, batch: Batch, nodes: int) -> Rejections:
 
 
 def node_scores(parts: tuple[ScorePart, ...]) -> tuple[int, ...]:
-    """Per-pod soft score of each candidate node (the sum of every kind's parts); () when every candidate scores 0."""
+    """Per-pod soft score of each candidate node (the sum of every kind's parts but the marginal ones, which the
+    solver asks pod by pod); () when every candidate scores 0."""
+    parts = tuple(part for part in parts if not part.marginal)
     if not parts:
         return ()
     scores = tuple(np.sum([part.points for part in parts], axis=0).tolist())

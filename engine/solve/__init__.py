@@ -117,8 +117,14 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
     def late() -> bool:
         return clock is not None and clock.left() < first
 
-    if (not bound.reached_by(best) or problem.has_soft_terms() or problem.has_levels()) and not late():
+    if (not bound.reached_by(best) or problem.has_soft_terms() or problem.has_levels() or problem.marginal) \
+            and not late():
         other = _plan(problem, greedy(problem, largest_first=False, stop=stop), "greedy (smallest first)")
+        best = other if other.beats(best) else best
+    for k in range(problem.marginal.orders if problem.marginal is not None else 0):
+        if late():
+            break
+        other = _plan(problem, greedy(problem, stop=stop, shuffle=k), f"greedy (shuffled order {k + 1})")
         best = other if other.beats(best) else best
     placed_by_baseline = None
     if (not bound.reached_by(best) and not late()) or baseline:
@@ -138,12 +144,20 @@ def _proven(problem: Problem, plan: _Plan, bound: int) -> bool:
     went unchecked: its pods were not shown to be unplaceable)."""
     if problem.unchecked or plan.value < bound or not problem.fairness_settled(plan.placed):
         return False
-    if not _spans_settled(problem, plan):
+    if not _spans_settled(problem, plan) or problem.marginal is not None:
         return False
     if not problem.has_soft_terms():
         return True
     soft_bound = problem.soft_bound()
     return soft_bound is not None and plan.soft >= soft_bound
+
+
+def _only_marginal_left(problem: Problem, plan: _Plan, bound: int) -> bool:
+    """Placement, fairness and spans proven and no soft term CP-SAT could weigh: only the marginal scores could
+    still improve, which the starting orders have judged and CP-SAT cannot."""
+    return (not problem.unchecked and plan.value >= bound
+            and problem.fairness_settled(plan.placed) and _spans_settled(problem, plan)
+            and not problem.has_soft_terms())
 
 
 def solve(
@@ -172,6 +186,10 @@ def solve(
     unchecked = len(problem.unchecked)
     if _proven(problem, best, bound):
         return _solution(best, Status.OPTIMAL, bound, clock, phases, best.origin, by_baseline)
+    if problem.marginal is not None and _only_marginal_left(problem, best, bound):
+        orders = f"the best of {2 + problem.marginal.orders} starting orders by the marginal scores"
+        return _solution(best, Status.FEASIBLE, bound, clock, phases, f"{best.origin}, {orders} (CP-SAT has no "
+                         "term for them)", by_baseline)
     search = _Search(problem, best, bound, clock, phases, workers, seed, say)
     search.run()
     return _solution(search.best, search.status(), search.bound, clock, phases, search.strategy, by_baseline,

@@ -9,6 +9,7 @@ now wait and are tried again once others have landed (`requeue`, as kube-schedul
 from __future__ import annotations
 
 import heapq
+import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -96,6 +97,8 @@ class GreedyState:
         self.log: list[tuple[int, int]] = []
         self.room: np.ndarray | None = None  # `free` as an array (nodes × resources), made when a fill first asks
         self.node_arrays: dict[int, tuple[tuple[int, ...], np.ndarray]] = {}  # id(candidates) -> (them, array)
+        self.marginal = problem.marginal.tracker() if problem.marginal is not None else None
+        self.marginal_classes = problem.marginal.classes if problem.marginal is not None else frozenset()
         self._index(problem)
 
     def _index(self, p: Problem) -> None:
@@ -295,6 +298,8 @@ class GreedyState:
             self.group_used[b][g] += w
         self._count_spreads(c, n, 1)
         self.log.append((c, n))
+        if self.marginal is not None and c in self.marginal_classes:
+            self.marginal.place(c, n)
 
     def _count_spreads(self, c: int, n: int, k: int) -> None:
         """Add k pods of c on n to the domain counts of the spreads that count c (hard and soft)."""
@@ -323,6 +328,8 @@ class GreedyState:
                 self.group_used[b][g] -= w
                 self.budget_used[b] -= self._draw(b, g, w)
             self._count_spreads(c, n, -1)
+            if self.marginal is not None and c in self.marginal_classes:
+                self.marginal.undo(c, n)
 
     def with_room(self, c: int, nodes: tuple[int, ...]) -> list[int]:
         """`nodes`, in order, without those that lack the room for one more pod of c now: the nodes a fill's scan
@@ -395,6 +402,8 @@ class GreedyState:
             score = dict(zip(cls.candidates, cls.scores))
             alive.sort(key=lambda n: -score[n])
         alive = self.claimed_last(c, alive)
+        if self.marginal is not None and c in self.marginal_classes:
+            return self._fill_marginal(c, alive, limit, score if cls.scores else None)
         if spread_fill:
             return self._fill_spread(c, alive, limit)  # (a node blocked only for now would be dropped there)
         rolling = (soft and not cls.scores) or any(self.p.spreads[i].subject == c for i in self.spread_of.get(c, ()))
@@ -416,6 +425,30 @@ class GreedyState:
                 dead.clear()
                 chosen = alive.index(n) if n in alive else 0
             start = chosen + 1 if rolling else (0 if soft else chosen)
+        return placed
+
+    def _fill_marginal(self, c: int, alive: list[int], limit: int, score: dict[int, int] | None) -> int:
+        """A class the marginal scores weigh: each pod on the open node where its static score plus what it earns
+        there now (after the pods before it) less soft separation penalties is highest, the first of equals; a
+        node where it does not fit at the scores' grain is dropped (pods only take room)."""
+        assert self.marginal is not None
+        dead: set[int] = set()
+        placed = 0
+        while placed < limit and not self.stop():
+            best: tuple[int, int] | None = None  # (value, node)
+            for i in self._open(c, alive, dead, 0):
+                n = alive[i]
+                points = self.marginal.points(c, n)
+                if points is None:
+                    dead.add(n)
+                    continue
+                value = (score[n] if score is not None else 0) + points - self.soft_penalty(c, n)
+                if best is None or value > best[0]:
+                    best = (value, n)
+            if best is None:
+                break
+            self.place(c, best[1])
+            placed += 1
         return placed
 
     def _fill_spread(self, c: int, alive: list[int], limit: int) -> int:
@@ -569,18 +602,25 @@ def attempt_gang(state: GreedyState, problem: Problem, gang) -> tuple[int, bool]
     return placed, not placed and any(state.waits(m) for m in classes)
 
 
-def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = None) -> dict[tuple[int, int], int]:
+def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = None,
+           shuffle: int | None = None) -> dict[tuple[int, int], int]:
     """A feasible placement (every hard constraint holds), good but not optimal.
 
     Within a rank, largest pods first packs tightly (first-fit decreasing); smallest first places more
-    pods when the batch does not fit. The solver tries both. A class (or gang) that some node blocked only
+    pods when the batch does not fit. The solver tries both. With `shuffle` (a seed), the classes of a rank go in
+    a random order instead (the further orders of a problem with marginal scores, whose worth depends on which
+    pods come first). A class (or gang) that some node blocked only
     for now is tried again once pods have landed (`requeue`). Once `stop()` says the time is up it returns
     what it has placed so far (a gang it was filling is taken back whole), which is still feasible.
     """
     state = GreedyState(problem, stop)
     sign = -1 if largest_first else 1
     size = _sizes(problem)
-    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
+    if shuffle is None:
+        order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
+    else:
+        draw = random.Random(shuffle).random
+        order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, draw()))
     units: list[int] = []
     gangs: set[tuple[str, int]] = set()
     for c in order:  # a gang (or a set of gangs) once, at its first class

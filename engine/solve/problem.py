@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
+from typing import Protocol
 
 NO_DOMAIN = -1
 
@@ -41,6 +42,35 @@ class Blocker:
 
     check: Check
     rule: object = None
+
+
+class MarginalTracker(Protocol):
+    """One starting plan's running state of the marginal scores, told of every pod it places and takes back."""
+
+    def points(self, c: int, n: int) -> int | None:
+        """What one more pod of class c earns on node n now (None: it does not fit there at the grain the scores
+        see, such as one device's free share, which the capacity rows only sum per node)."""
+
+    def place(self, c: int, n: int) -> None: ...
+
+    def undo(self, c: int, n: int) -> None:
+        """The last `place(c, n)` taken back."""
+
+
+class MarginalScores(Protocol):
+    """Soft points a pod earns on a node that depend on the pods the same plan puts there before it — a node's
+    fragmentation: two half-GPU pods on one idle GPU leave nothing over, each alone leaves half a GPU no whole-GPU
+    pod can use. No term per pod and node says that, so neither the classes' `scores` nor CP-SAT's tier 2 hold
+    them: the starting plans ask them pod by pod (`tracker`), in their own orders and `orders` shuffled ones, and
+    every plan is judged by `value`."""
+
+    classes: frozenset[int]
+    orders: int
+
+    def tracker(self) -> MarginalTracker: ...
+
+    def value(self, placed: dict[tuple[int, int], int]) -> int:
+        """What a plan earns, whatever order its pods were placed in (part of tier 2)."""
 
 
 @dataclass(slots=True)
@@ -261,6 +291,7 @@ class Problem:
     unchecked: tuple[int, ...] = ()  # classes the compiler had no time to check: no candidates, not proven unplaceable
     # rows counted beside the nodes' allocatable (devices, volumes): per node, whether it has no limit there
     counted: dict[str, tuple[bool, ...]] = field(default_factory=dict)
+    marginal: MarginalScores | None = None  # soft points that depend on the pods placed before (fragmentation)
 
     def has_levels(self) -> bool:
         """Some gang prefers the fewest domains of a level (the topology tier has work)."""
@@ -327,7 +358,8 @@ class Problem:
         return all(counts[c] >= self.classes[c].count for s in self.shares for c in s.classes)
 
     def soft_value(self, placed: dict[tuple[int, int], int]) -> int:
-        """Tier 2 of a placement, counted exactly as the CP-SAT model counts it."""
+        """Tier 2 of a placement, counted exactly as the CP-SAT model counts it, and the marginal scores' value
+        (which the model has no term for)."""
         per_domain: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         for (c, n), k in placed.items():
             for p, part in enumerate(self.partitions):
@@ -346,13 +378,17 @@ class Problem:
         for classes, cost in self.openings:
             members = set(classes)
             total -= cost * len({n for (c, n), k in placed.items() if k and c in members and n in self.empty})
+        if self.marginal is not None:
+            total += self.marginal.value(placed)
         return total
 
     def soft_bound(self) -> int | None:
         """No plan that places every placeable pod (the plans `_proven` compares) has a tier 2 above this (None:
-        no cheap bound). Penalties can at best be avoided, so they bound at 0, except a soft spread's: its pods
-        cannot split evenly over domains that do not divide them; gains are bounded by every pod on its best
-        node or in a supported domain."""
+        no cheap bound, as for marginal scores). Penalties can at best be avoided, so they bound at 0, except a soft
+        spread's: its pods cannot split evenly over domains that do not divide them; gains are bounded by every pod
+        on its best node or in a supported domain."""
+        if self.marginal is not None:
+            return None
         if any(s.weight is not None and s.weight < 0 for s in self.separations + self.colocations):
             return None
         bound = self.score_bound()
