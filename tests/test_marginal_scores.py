@@ -111,3 +111,18 @@ def test_a_gang_taken_back_takes_its_points_back() -> None:
     state.undo_to(mark)
     assert +state.marginal.on == Counter()
     assert greedy(p) == {}
+
+
+def test_a_shuffled_order_takes_pods_one_by_one_within_ranks_and_gangs_whole() -> None:
+    from random import Random
+
+    from engine.solve.greedy import _shuffled
+    classes = [PodClass(count=3, demand=(1,), weight=1, candidates=(0,), rank=1),
+               PodClass(count=2, demand=(1,), weight=1, candidates=(0,), rank=0),
+               PodClass(count=4, demand=(1,), weight=1, candidates=(0,), rank=1, gang=0)]
+    p = Problem(resources=("cpu",), free=[(9,)], classes=classes, gangs=[GangRow((2,), 4)])
+    orders = {tuple(_shuffled(p, [(0, None), (2, None), (1, None)], Random(seed))) for seed in range(20)}
+    assert len(orders) > 1
+    for order in orders:
+        assert sorted(order[:4]) == [(0, 1), (0, 1), (0, 1), (2, None)]  # rank 1 first: a pod each, the gang whole
+        assert order[4:] == ((1, 1), (1, 1))

@@ -281,7 +281,7 @@ class FragmentationPreferences(Score, Emit):
                     nodes.append(_RuleNodes(fgd, state))
                 terms[a] = (*terms.get(a, ()), _Term(rules[key], rule.weight, task))
         if terms:
-            build.problem.marginal = FragmentationScores(nodes, terms)
+            build.problem.marginal = FragmentationScores(nodes, terms, ORDERS)
 
     def _state(self, batch: Batch, rule: FragmentationPreference) -> tuple[ClassGpus, Fgd, list[GpuNode]]:
         """The class's devices, FGD over the workload's shapes and every node as the measure reads it, once a batch

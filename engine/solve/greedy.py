@@ -602,26 +602,33 @@ def attempt_gang(state: GreedyState, problem: Problem, gang) -> tuple[int, bool]
     return placed, not placed and any(state.waits(m) for m in classes)
 
 
+def _shuffled(problem: Problem, units: list[tuple[int, int | None]],
+              rng: random.Random) -> list[tuple[int, int | None]]:
+    """The units a pod each (a gang stays whole), in a random order within each rank: pods of one class apart, as a
+    stream of arrivals would bring them (taken a class at a time, alike pods land side by side)."""
+    gang = [(c, n) for c, n in units if problem.classes[c].gang is not None]
+    pods = [(c, 1) for c, _ in units if problem.classes[c].gang is None for _ in range(problem.classes[c].count)]
+    pods += gang
+    draws = [rng.random() for _ in pods]
+    return [pods[i] for i in sorted(range(len(pods)), key=lambda i: (-problem.classes[pods[i][0]].rank, draws[i]))]
+
+
 def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = None,
            shuffle: int | None = None) -> dict[tuple[int, int], int]:
     """A feasible placement (every hard constraint holds), good but not optimal.
 
     Within a rank, largest pods first packs tightly (first-fit decreasing); smallest first places more
-    pods when the batch does not fit. The solver tries both. With `shuffle` (a seed), the classes of a rank go in
-    a random order instead (the further orders of a problem with marginal scores, whose worth depends on which
-    pods come first). A class (or gang) that some node blocked only
+    pods when the batch does not fit. The solver tries both. With `shuffle` (a seed), the pods of a rank go one by
+    one in a random order instead (`_shuffled`: the further orders of a problem with marginal scores, whose worth
+    depends on which pods come first). A class (or gang) that some node blocked only
     for now is tried again once pods have landed (`requeue`). Once `stop()` says the time is up it returns
     what it has placed so far (a gang it was filling is taken back whole), which is still feasible.
     """
     state = GreedyState(problem, stop)
     sign = -1 if largest_first else 1
     size = _sizes(problem)
-    if shuffle is None:
-        order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
-    else:
-        draw = random.Random(shuffle).random
-        order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, draw()))
-    units: list[int] = []
+    order = sorted(range(len(problem.classes)), key=lambda c: (-problem.classes[c].rank, sign * size[c]))
+    units: list[tuple[int, int | None]] = []  # (class, pods it places: None for all of them, or a gang)
     gangs: set[tuple[str, int]] = set()
     for c in order:  # a gang (or a set of gangs) once, at its first class
         gang = problem.classes[c].gang
@@ -629,17 +636,21 @@ def greedy(problem: Problem, largest_first: bool = True, stop: Stop | None = Non
             continue  # nothing to place (the other classes of a problem asking about a few, as a gang's fit alone)
         unit = None if gang is None else unit_of(problem, gang)
         if unit is None or unit not in gangs:
-            units.append(c)
+            units.append((c, None))
         if unit is not None:
             gangs.add(unit)
+    if shuffle is not None:
+        units = _shuffled(problem, units, random.Random(shuffle))
 
-    def attempt(c: int) -> tuple[int, bool]:
+    def attempt(unit: tuple[int, int | None]) -> tuple[int, bool]:
+        c, pods = unit
         cls = problem.classes[c]
         if cls.gang is not None:
             return attempt_gang(state, problem, problem.gangs[cls.gang])
         left = cls.count - state.placed_count[c]
-        placed = state.fill(c, left)
-        return placed, placed < left and state.waits(c)
+        want = left if pods is None else min(pods, left)
+        placed = state.fill(c, want)
+        return placed, placed < want and state.waits(c)
 
     requeue(units, attempt, state.stop)
     out: dict[tuple[int, int], int] = defaultdict(int)
