@@ -606,9 +606,8 @@ def _shuffled(problem: Problem, units: list[tuple[int, int | None]],
               rng: random.Random) -> list[tuple[int, int | None]]:
     """The units a pod each (a gang stays whole), in a random order within each rank: pods of one class apart, as a
     stream of arrivals would bring them (taken a class at a time, alike pods land side by side)."""
-    gang = [(c, n) for c, n in units if problem.classes[c].gang is not None]
-    pods = [(c, 1) for c, _ in units if problem.classes[c].gang is None for _ in range(problem.classes[c].count)]
-    pods += gang
+    pods: list[tuple[int, int | None]] = [(c, n) for c, n in units if problem.classes[c].gang is not None]
+    pods += [(c, 1) for c, _ in units if problem.classes[c].gang is None for _ in range(problem.classes[c].count)]
     draws = [rng.random() for _ in pods]
     return [pods[i] for i in sorted(range(len(pods)), key=lambda i: (-problem.classes[pods[i][0]].rank, draws[i]))]
 
