@@ -140,7 +140,7 @@ def cluster_shapes(cluster: Cluster, device_class: str, devices: ClassGpus) -> t
     return typical_shapes(t for t in tasks if t is not None)
 
 
-ORDERS = 6  # shuffled orders the starting plans try besides their own two, when marginal scores are in play
+ORDERS = 14  # shuffled orders the starting plans try besides their own two, when marginal scores are in play
 VALUE_SCALE = 4 * MILLI  # FGD's points move by weight ∕ 4000 per milli of fragment (sigmoid's slope at 0 is ¼)
 
 

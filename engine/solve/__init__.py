@@ -1,7 +1,9 @@
 """Solve a placement problem within a hard time limit.
 
-Starting plans first (two greedy orders and the one-at-a-time baseline); when they are provably best
-(every pod placed, preferences at their bound) CP-SAT never runs. Otherwise CP-SAT improves the best
+Starting plans first (two greedy orders and the one-at-a-time baseline, and shuffled orders when the problem
+has marginal scores, soft points that depend on the pods placed before: engine.solve.problem.MarginalScores);
+when they are provably best (every pod placed, preferences at their bound) CP-SAT never runs, nor when all that
+is left to improve is marginal scores, which CP-SAT has no term for. Otherwise CP-SAT improves the best
 start in two lexicographic tiers — tier 1 maximises pods placed (weighted by priority, gangs
 all-or-nothing), tier 2, with tier 1 fixed, soft preferences — on the full model when it fits the time
 left, else on neighbourhoods of bounded size, round after round while time is left. The best start is
