@@ -126,3 +126,17 @@ def test_a_shuffled_order_takes_pods_one_by_one_within_ranks_and_gangs_whole() -
     for order in orders:
         assert sorted(order[:4]) == [(0, 1), (0, 1), (0, 1), (2, None)]  # rank 1 first: a pod each, the gang whole
         assert order[4:] == ((1, 1), (1, 1))
+
+
+def test_a_plan_cp_sat_completes_is_not_optimal_on_marginal_scores() -> None:
+    """Both greedy orders and the one-at-a-time baseline place three of these pods; CP-SAT places four, which
+    proves placement (every pod that can be), but not the marginal scores."""
+    free = [(2,), (3,), (2,)]
+    classes = [PodClass(count=k, demand=(d,), weight=1, candidates=c)
+               for k, d, c in ((1, 2, (0, 1)), (1, 1, (0, 1, 2)), (2, 3, (0, 1, 2)), (2, 2, (0, 1, 2)))]
+    p = Problem(resources=("cpu",), free=free, capacity=free, classes=classes)
+    p.marginal = Crowding(frozenset(range(4)), orders=0)
+    solution = solve(p, time_limit=5, workers=1)
+    assert solution.placed_value == solution.bound == 4
+    assert solution.strategy.startswith("CP-SAT")
+    assert solution.status == Status.FEASIBLE

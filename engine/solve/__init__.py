@@ -345,6 +345,6 @@ class _Search:
         if self.p.unchecked:
             return Status.FEASIBLE
         if self.placement_proven and self.fairness_proven and self.topology_proven and (
-                not self.soft or self.preferences_proven):
-            return Status.OPTIMAL
+                not self.soft or self.preferences_proven) and self.p.marginal is None:
+            return Status.OPTIMAL  # (marginal scores are never proven: CP-SAT has no term for them)
         return Status.FEASIBLE
