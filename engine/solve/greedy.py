@@ -436,19 +436,29 @@ class GreedyState:
         placed = 0
         while placed < limit and not self.stop():
             best: tuple[int, int] | None = None  # (value, node)
-            for i in self._open(c, alive, dead, 0):
-                n = alive[i]
+            for n in alive:
+                if n in dead:
+                    continue
                 points = self.marginal.points(c, n)
                 if points is None:
                     dead.add(n)
                     continue
-                value = (score[n] if score is not None else 0) + points - self.soft_penalty(c, n)
-                if best is None or value > best[0]:
+                value = (score[n] if score is not None else 0) + points
+                if best is not None and value <= best[0]:
+                    continue  # a penalty only lowers it: the checks below are asked of nodes that could win
+                if self.permanently_blocked(c, n):
+                    dead.add(n)
+                    continue
+                value -= self.soft_penalty(c, n)
+                if (best is None or value > best[0]) and not self.currently_blocked(c, n):
                     best = (value, n)
             if best is None:
                 break
             self.place(c, best[1])
             placed += 1
+            if len(dead) * 2 > len(alive):  # compact now and then
+                alive = [n for n in alive if n not in dead]
+                dead = set()
         return placed
 
     def _fill_spread(self, c: int, alive: list[int], limit: int) -> int:
