@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engine.devices.dra import device_signature
 from engine.kinds.context import Batch, ClassMatcher
@@ -27,7 +29,7 @@ from engine.policy.lower import lower
 from engine.policy.parse import PolicyError, parse
 from engine.reading.load import build_cluster
 from engine.sharing.fragmentation import typical_shapes
-from engine.sharing.gpus import MILLI, GpuChoice, GpuTask, gpu_node, place
+from engine.sharing.gpus import MILLI, GpuChoice, GpuTask, fits, gpu_node, place
 from engine.time import openb
 from engine.time.gpu_planner import PlannerPlacer, gpu_cluster, with_shapes
 
@@ -245,3 +247,27 @@ def test_the_plan_fills_one_gpu_with_the_batch_s_two_shares() -> None:
     cluster = gpu_cluster(gpu_nodes((1000,), (1000,)), [GpuTask(0, 0, 1, 500)] * 2, rules)
     plan = plan_batch(cluster, rules, Options(time_limit=5, workers=1, preemption=False))
     assert len(plan.assignments) == 2 and len(set(plan.assignments.values())) == 1
+
+
+MILLIS = st.sampled_from([0, 250, 500, 750, 1000])
+TASKS = st.one_of(st.builds(lambda m, cpu: GpuTask(cpu, 0, 1, m), st.sampled_from([250, 500, 750]),
+                            st.sampled_from([1000, 8000])),
+                  st.builds(lambda n, cpu: GpuTask(cpu, 0, n, MILLI), st.integers(1, 2), st.sampled_from([1000, 8000])),
+                  st.builds(lambda cpu: GpuTask(cpu, 0), st.sampled_from([1000, 16000])))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(MILLIS, min_size=1, max_size=3).map(tuple), min_size=1, max_size=3),
+       st.lists(TASKS, min_size=1, max_size=6))
+def test_every_plan_with_the_preference_fits_every_gpu_and_node(free, tasks) -> None:
+    """Whatever the marginal scores prefer, the placements are feasible GPU by GPU and in cpu: applied with
+    `gpus.place`, which raises on any overcommitment, every choice fits; and a plan places some task whenever some
+    task fits some node."""
+    nodes = gpu_nodes(*free)
+    shapes = typical_shapes(tasks)
+    choices = PlannerPlacer(policy=POLICY, shapes=shapes, time_limit=5).place(tuple(nodes), tasks)
+    state = list(nodes)
+    for task, choice in zip(tasks, choices):
+        if choice is not None:
+            state[choice.node] = place(state[choice.node], task, choice.gpus)
+    assert any(choice is not None for choice in choices) or not any(fits(n, t) for n in nodes for t in tasks)
