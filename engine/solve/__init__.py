@@ -123,7 +123,8 @@ def starting_plan(problem: Problem, baseline: bool = False, clock: _Clock | None
             and not late():
         other = _plan(problem, greedy(problem, largest_first=False, stop=stop), "greedy (smallest first)")
         best = other if other.beats(best) else best
-    for k in range(problem.marginal.orders if problem.marginal is not None else 0):
+    several = sum(c.count for c in problem.classes if c.candidates) > 1  # one pod has one order
+    for k in range(problem.marginal.orders if problem.marginal is not None and several else 0):
         if late():
             break
         other = _plan(problem, greedy(problem, stop=stop, shuffle=k), f"greedy (shuffled order {k + 1})")
@@ -189,9 +190,8 @@ def solve(
     if _proven(problem, best, bound):
         return _solution(best, Status.OPTIMAL, bound, clock, phases, best.origin, by_baseline)
     if problem.marginal is not None and _only_marginal_left(problem, best, bound):
-        orders = f"the best of {2 + problem.marginal.orders} starting orders by the marginal scores"
-        return _solution(best, Status.FEASIBLE, bound, clock, phases, f"{best.origin}, {orders} (CP-SAT has no "
-                         "term for them)", by_baseline)
+        return _solution(best, Status.FEASIBLE, bound, clock, phases, f"{best.origin}, the best of the starting "
+                         "orders by the marginal scores (CP-SAT has no term for them)", by_baseline)
     search = _Search(problem, best, bound, clock, phases, workers, seed, say)
     search.run()
     return _solution(search.best, search.status(), search.bound, clock, phases, search.strategy, by_baseline,
