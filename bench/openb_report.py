@@ -56,8 +56,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         base = fgd.get((r["trace"], r["inflation"], r["prefill"]))
         ratio = f"{at['mean'] / base - 1:+.1%}" if base and at["mean"] is not None else "-"
         arrivals = f"batch {r['batch']}" if r["batch"] > 1 else "one at a time"
+        shown = "-" if at["mean"] is None else f"{at['mean']:,.1f} ± {at['stdev']:,.1f}"  # never reached 100%
         lines.append(f"| {r['trace']} | {r['scheduler']} | {arrivals} | {r['prefill'] or '-'} | {len(r['seeds'])} | "
-                     f"{at['mean']:,.1f} ± {at['stdev']:,.1f} | {ratio} | {r['auc']['mean']:,.1f} ± "
+                     f"{shown} | {ratio} | {r['auc']['mean']:,.1f} ± "
                      f"{r['auc']['stdev']:,.1f} | {r['refused']['mean']:,.0f} |")
     return "\n".join(lines)
 
