@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.sharing.fragmentation import TaskShape, free_fragmentation
+from engine.sharing.fragmentation import TaskShape
 from engine.sharing.gpus import GpuChoice, GpuNode, GpuTask, place
-from engine.sharing.policies import make_policy
-from engine.sharing.protocol import Arrivals, capacity_milli, inflate, run
+from engine.sharing.policies import Fgd
+from engine.sharing.protocol import Arrivals, OneAtATime, capacity_milli, inflate, run
 from engine.time.sweep import read_openb
 
 
@@ -32,25 +32,22 @@ class BestOfOrders:
     shapes: tuple[TaskShape, ...]
     name: str = "fgd-best-of-orders"
 
-    def fragment(self, node: GpuNode) -> float:
-        return free_fragmentation(node.cpu_free, node.gpu_free, node.model, self.shapes)
-
     def place(self, nodes: tuple[GpuNode, ...], tasks: list[GpuTask]) -> list[GpuChoice | None]:
-        rng, policy = random.Random(self.seed), make_policy("fgd", shapes=self.shapes)
+        rng, fgd = random.Random(self.seed), Fgd(self.shapes)
+        fragment = lambda node: fgd.fragment(node.cpu_free, node.gpu_free, node.model)  # noqa: E731 (memoised)
         best: tuple[tuple[int, float], list[GpuChoice | None]] | None = None
         for trial in range(self.k):
             order = list(range(len(tasks)))
             if trial:
                 rng.shuffle(order)
-            state, out = list(nodes), [None] * len(tasks)
-            for i in order:
-                choice = policy.choose(state, tasks[i])
+            out: list[GpuChoice | None] = [None] * len(tasks)
+            state = list(nodes)
+            for i, choice in zip(order, OneAtATime(fgd).place(nodes, [tasks[i] for i in order])):
+                out[i] = choice
                 if choice is not None:
                     state[choice.node] = place(state[choice.node], tasks[i], choice.gpus)
-                out[i] = choice
             touched = {c.node for c in out if c is not None}
-            key = (-sum(c is not None for c in out), sum(self.fragment(state[n]) - self.fragment(nodes[n])
-                                                           for n in touched))
+            key = (-sum(c is not None for c in out), sum(fragment(state[n]) - fragment(nodes[n]) for n in touched))
             if best is None or key < best[0]:
                 best = (key, out)
         assert best is not None

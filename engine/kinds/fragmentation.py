@@ -144,6 +144,12 @@ ORDERS = 14  # shuffled orders the starting plans try besides their own two, whe
 VALUE_SCALE = 4 * MILLI  # FGD's points move by weight ∕ 4000 per milli of fragment (sigmoid's slope at 0 is ¼)
 
 
+def _points(weight: int, score: int) -> int:
+    """FGD's score (0–100) scaled to a rule's weight: a pod's points alone (Score) and on a node as a plan filled it
+    (FragmentationTracker) alike."""
+    return round(weight * score / 100)
+
+
 @dataclass(frozen=True, slots=True)
 class _Term:
     """One rule's say on one class: the rule's nodes (an index into FragmentationScores.rules), its weight, the
@@ -225,7 +231,7 @@ class FragmentationTracker:
             found = self.scores.answer(term, n, self.nodes[term.rule][n])
             if found is None:
                 return None
-            total += round(term.weight * found[0] / 100)
+            total += _points(term.weight, found[0])
         return total
 
     def place(self, c: int, n: int) -> None:
@@ -257,7 +263,7 @@ class FragmentationPreferences(Score, Emit):
             task = pod_task(info.sample, batch.cluster, rule.device_class, devices)
             if task is None:
                 continue
-            points = [round(rule.weight * fgd.score(nodes[i], task)[0] / 100) for i in candidates.tolist()]
+            points = [_points(rule.weight, fgd.score(nodes[i], task)[0]) for i in candidates.tolist()]
             parts.append(ScorePart(f"less fragmentation of device class {rule.device_class} [{rule.source}]",
                                    np.array(points, dtype=np.int64), marginal=True))
         return parts
