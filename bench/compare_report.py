@@ -257,7 +257,7 @@ def _pyplot():
 
 
 COLORS = {"policy-scheduler": "tab:blue", "kube-scheduler": "tab:orange", "kube-binpack": "tab:green",
-          "coscheduling": "tab:red", "capacity-scheduling": "tab:purple"}
+          "coscheduling": "tab:red", "capacity-scheduling": "tab:purple", "policy-scheduler-json": "tab:cyan"}
 
 
 def _panel(ax: Any, title: str, xlabel: str, ylabel: str) -> None:

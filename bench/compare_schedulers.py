@@ -21,6 +21,7 @@ since our scheduler's client has no such limit. Leader election is off everywher
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -140,11 +141,11 @@ def apply_policy_configmap(cp: ControlPlane, policy_dir: Path) -> None:
 
 
 def launch_ours(kind: SchedulerKind, cp: ControlPlane, settings: Settings, workdir: Path,
-                with_policy: bool, native: bool = False, preemption: bool = False) -> Running:
+                with_policy: bool, native: bool = False, preemption: bool = False, extra: tuple[str, ...] = ()) -> Running:
     port = free_port()
     argv = [sys.executable, "-m", "engine", "run", "--kubeconfig", str(cp.kubeconfig),
             "--scheduler-name", kind.name, "--secure-port", "0", "--insecure-port", str(port), "--no-leader-elect",
-            *(["--policy-configmap", POLICY_CONFIGMAP] if with_policy else []), *settings.ours_args]
+            *(["--policy-configmap", POLICY_CONFIGMAP] if with_policy else []), *extra, *settings.ours_args]
     running = Running(kind.name, Process(kind.name, argv, workdir / f"{kind.name}.log"), time.monotonic(),
                       metrics_port=port)
     running.process.start()
@@ -249,6 +250,9 @@ def wait_ready(running: Running, ready: Callable[[], bool]) -> float:
 
 SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind("policy-scheduler", "this repository: `policy-scheduler run` (CP-SAT batches)", True, launch_ours),
+    SchedulerKind("policy-scheduler-json", "policy-scheduler speaking JSON to the apiserver "
+                  "(`--kube-api-content-type application/json`; the default is protobuf)", True,
+                  functools.partial(launch_ours, extra=("--kube-api-content-type", "application/json"))),
     SchedulerKind("kube-scheduler", "kube-scheduler of the control plane's release, default plugins (on workloads "
                   "with native gangs: its workload gates on, 1.37's GenericWorkload included)", False,
                   launch_kube(lambda s: s.kube_bin, default_profile, gates="native")),

@@ -82,7 +82,8 @@ PLURALS = {"Pod": "pods", "ConfigMap": "configmaps", "PodGroup": "podgroups", "N
            "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings", "ElasticQuota": "elasticquotas",
            "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
            "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings",
-           "CompositePodGroup": "compositepodgroups"}
+           "CompositePodGroup": "compositepodgroups", "ReplicationController": "replicationcontrollers",
+           "Job": "jobs"}
 CLUSTER_SCOPED = {"Node", "Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
                   "PersistentVolume", "StorageClass", "CSINode", "CSIDriver", "ResourceSlice", "DeviceClass",
                   "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy",

@@ -65,12 +65,13 @@ def test_a_request_the_apiserver_asks_to_retry_later_is_retried_only_when_idempo
     asks again, as the client's urllib3 did; a bind (POST) is not sent twice."""
     found, _ = _transport(_config())
     assert found is not None
-    answers = [(429, b"storage is (re)initializing", 0.01), (429, b"storage is (re)initializing", 0.01), (200, b"{}", None)]
+    busy = (429, b"storage is (re)initializing", "text/plain", 0.01)
+    answers = [busy, busy, (200, b"{}", "application/json", None)]
     sent: list[str] = []
 
-    def once(method_, path, body, content_type, timeout):
+    def once(method_, path, body, content_type, timeout, accept):
         sent.append(method_)
         return answers[len(sent) - 1]
     monkeypatch.setattr(found, "_once", once)
-    status, _ = found.request(method, "/api/v1/nodes", None, "application/json", 5.0)
+    status, _, _ = found.request(method, "/api/v1/nodes", None, "application/json", 5.0)
     assert len(sent) == tries and status == (200 if method == "GET" else 429)

@@ -36,6 +36,7 @@ from .ports import (
 )
 from .recorder import event_name
 from .transport import Transport, Unreachable
+from .wire import MAGIC, MEDIA, Codec, WireError
 
 COMPONENT = "policy-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # the API's limit on an Event's message
@@ -113,6 +114,9 @@ def _query(resource: WatchTarget) -> list[tuple[str, str]]:
     return [("fieldSelector", ",".join(selectors))] if selectors else []
 
 
+PROTOBUF_FIRST = f"{MEDIA}, application/json"  # the apiserver answers JSON where it has no protobuf (CRDs)
+
+
 def _object(data: bytes) -> Obj | None:
     try:
         found = json.loads(data)
@@ -121,18 +125,20 @@ def _object(data: bytes) -> Obj | None:
     return found if isinstance(found, dict) else None
 
 
-def _message(data: bytes) -> str:
+def _message(data: bytes, codec: Codec | None = None) -> str:
+    """The message of the Status an apiserver answered with (JSON or, with `codec`, protobuf)."""
     try:
-        return str(json.loads(data).get("message") or data[:300].decode(errors="replace"))
+        found = codec.decode(data) if codec is not None and data.startswith(MAGIC) else json.loads(data)
+        return str(found.get("message") or data[:300].decode(errors="replace"))
     except (ValueError, AttributeError):
         return data[:300].decode(errors="replace")
 
 
-def raise_for(status: int, data: bytes) -> None:
+def raise_for(status: int, data: bytes, codec: Codec | None = None) -> None:
     """Map an HTTP status to the port's exceptions (2xx: nothing)."""
     if 200 <= status < 300:
         return
-    message = _message(data)
+    message = _message(data, codec)
     if status == 404:
         raise NotFound(message)
     if status == 409:
@@ -145,13 +151,40 @@ def raise_for(status: int, data: bytes) -> None:
 
 
 class KubeAPI:
-    """`ports.ClusterAPI` over one ApiClient; thread-safe (urllib3's pool is)."""
+    """`ports.ClusterAPI` over one ApiClient; thread-safe (urllib3's pool is). With `protobuf` (the default), lists,
+    watches, binds, events and status writes speak protobuf as kube-scheduler does (engine.loop.wire), for every
+    kind the k8s.io/api release has a message for; JSON for the rest (CRDs), and wherever the apiserver answers it."""
 
-    def __init__(self, client: kubernetes.client.ApiClient, request_timeout: float = 30.0):
+    def __init__(self, client: kubernetes.client.ApiClient, request_timeout: float = 30.0, protobuf: bool = True):
         self.client = client
         self.request_timeout = request_timeout
         self._transport, self._base = _transport(client.configuration)  # one-shot requests; None: the client's
         self._served: dict[str, str] = {}  # kind -> the group/version found serving it
+        self._codec = Codec() if protobuf else None
+
+    def _accept(self, api_version: str, kind: str) -> str:
+        """What to ask the apiserver for when listing and watching `kind` at `api_version`: protobuf first where we
+        read it."""
+        return PROTOBUF_FIRST if self._codec is not None and self._codec.serves(api_version, f"{kind}List") \
+            else "application/json"
+
+    def _decode(self, data: bytes, media: str) -> Obj:
+        """An answer's body as its JSON dict, whichever encoding the apiserver chose."""
+        if self._codec is not None and media.startswith(MEDIA):
+            try:
+                return self._codec.decode(data)
+            except WireError as exc:
+                raise ApiError(200, f"undecodable protobuf answer: {exc}") from None
+        found = json.loads(data)
+        if not isinstance(found, dict):
+            raise ApiError(200, "the apiserver answered with JSON that is not an object")
+        return found
+
+    def _encoded(self, obj: Obj) -> tuple[Any, str]:
+        """`obj` as a request body and its content type: protobuf where we have its message."""
+        if self._codec is not None and self._codec.serves(str(obj["apiVersion"]), str(obj["kind"])):
+            return self._codec.encode(obj), MEDIA
+        return obj, "application/json"
 
     def _api_version(self, kind_name: str) -> str:
         """The group/version serving `kind_name`: fixed for most kinds; for those with `served` versions
@@ -175,16 +208,32 @@ class KubeAPI:
         return _path(resource, self._api_version(resource.kind))
 
     def _request(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
-                 content_type: str = "application/json", timeout: Any = None, stream: bool = False) -> Any:
+                 content_type: str = "application/json", timeout: Any = None, stream: bool = False,
+                 accept: str = "application/json") -> Any:
         """One HTTP call: (status, bytes), or the open urllib3 response when `stream`. Never raises on status."""
-        if not stream and self._transport is not None:
-            target = f"{self._base}{path}?{urlencode(query)}" if query else f"{self._base}{path}"
-            try:
-                return self._transport.request(method, target, None if body is None else json.dumps(body).encode(),
-                                               content_type, timeout or self.request_timeout)
-            except Unreachable as exc:
-                raise ApiUnavailable(str(exc)) from None
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        if stream:
+            return self._call(method, path, query, body, content_type, timeout, accept, stream=True)
+        return self._exchange(method, path, query, body, content_type, timeout, accept)[:2]
+
+    def _exchange(self, method: str, path: str, query: list[tuple[str, str]] | None = None, body: Any = None,
+                  content_type: str = "application/json", timeout: Any = None,
+                  accept: str = "application/json") -> tuple[int, bytes, str]:
+        """One HTTP call: (status, bytes, the answer's content type). A `body` of bytes is sent as it is (protobuf),
+        anything else as JSON. Never raises on status."""
+        if self._transport is None:
+            return self._call(method, path, query, body, content_type, timeout, accept)
+        target = f"{self._base}{path}?{urlencode(query)}" if query else f"{self._base}{path}"
+        data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+        try:
+            return self._transport.request(method, target, data, content_type, timeout or self.request_timeout, accept)
+        except Unreachable as exc:
+            raise ApiUnavailable(str(exc)) from None
+
+    def _call(self, method: str, path: str, query: list[tuple[str, str]] | None, body: Any, content_type: str,
+              timeout: Any, accept: str, stream: bool = False) -> Any:
+        """One HTTP call through the client: the open urllib3 response when `stream` and answered 200, else
+        (status, bytes, content type)."""
+        headers = {"Accept": accept, "Content-Type": content_type}
         params = self.client.param_serialize(method, path, query_params=query or [], header_params=headers,
                                              body=body, auth_settings=["BearerToken"])
         try:
@@ -194,46 +243,56 @@ class KubeAPI:
         if stream and response.status == 200:
             return response.response
         try:
-            return response.status, response.read()
+            return response.status, response.read(), response.getheader("Content-Type") or ""
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ApiUnavailable(f"{method} {path}: {exc}") from None
 
-    def _json(self, method: str, path: str, **kwargs: Any) -> Obj:
-        status, data = self._request(method, path, **kwargs)
-        raise_for(status, data)
-        return json.loads(data)
+    def _json(self, method: str, path: str, accept: str = "application/json", **kwargs: Any) -> Obj:
+        """One call whose answer is an object (in protobuf when `accept` asks and the apiserver agrees)."""
+        status, data, media = self._exchange(method, path, accept=accept, **kwargs)
+        raise_for(status, data, self._codec)
+        return self._decode(data, media)
 
     def list(self, resource: WatchTarget) -> tuple[list[Obj], str]:
+        kind = BY_NAME[resource.kind]
         try:
-            body = self._json("GET", self._resource_path(resource), query=_query(resource))
+            api_version = self._api_version(resource.kind)
+            body = self._json("GET", self._resource_path(resource), query=_query(resource),
+                              accept=self._accept(api_version, kind.manifest_kind))
         except NotFound:
             self._served.pop(resource.kind, None)  # looked for again next time
             raise
-        kind = BY_NAME[resource.kind]
-        items = [{"kind": kind.manifest_kind, "apiVersion": self._api_version(resource.kind), **item}
-                 for item in body.get("items") or []]
+        items = [{"kind": kind.manifest_kind, "apiVersion": api_version, **item} for item in body.get("items") or []]
         return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
 
     def watch(self, resource: WatchTarget, resource_version: str, timeout_seconds: int) -> Iterator[WatchEvent]:
         query = _query(resource) + [("watch", "true"), ("resourceVersion", resource_version),
                                     ("timeoutSeconds", str(timeout_seconds)), ("allowWatchBookmarks", "true")]
+        accept = self._accept(self._api_version(resource.kind), BY_NAME[resource.kind].manifest_kind)
         answer = self._request("GET", self._resource_path(resource), query=query, stream=True,
-                               timeout=(10, timeout_seconds + 30))
-        if isinstance(answer, tuple):
-            raise_for(*answer)
+                               timeout=(10, timeout_seconds + 30), accept=accept)
+        if isinstance(answer, tuple):  # refused: (status, bytes, content type)
+            raise_for(answer[0], answer[1], self._codec)
             return
         try:
-            for line in iter_resp_lines(answer):
-                event = json.loads(line)
-                if event.get("type") == "ERROR":
-                    status = event.get("object") or {}
-                    raise_for(int(status.get("code") or 500), json.dumps(status).encode())
-                yield WatchEvent(event["type"], event["object"])
-        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            for type_, obj in self._events(answer):
+                if type_ == "ERROR":
+                    raise_for(int(obj.get("code") or 500), json.dumps(obj).encode())
+                yield WatchEvent(type_, obj)
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:  # WireError is a ValueError
             raise ApiUnavailable(f"watch {resource.kind}: {exc}") from None
         finally:  # a watch left mid-stream must not hand its half-read connection back to the pool
             answer.close()
             answer.release_conn()
+
+    def _events(self, answer: Any) -> Iterator[tuple[str, Obj]]:
+        """A watch stream's (type, object), in the encoding the apiserver chose."""
+        if self._codec is not None and str(answer.headers.get("Content-Type") or "").startswith(MEDIA):
+            yield from self._codec.watch_events(answer.read)
+            return
+        for line in iter_resp_lines(answer):
+            event = json.loads(line)
+            yield event["type"], event.get("object") or {}
 
     def warm(self, connections: int) -> int:
         """Open `connections` connections now, so the first binds and events after the start do not each wait for
@@ -250,16 +309,21 @@ class KubeAPI:
             return None
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> ApiResult:
-        body = {"apiVersion": "v1", "kind": "Binding",
-                "metadata": {"name": name, "namespace": namespace, "uid": uid},
-                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        body, content_type = self._encoded({"apiVersion": "v1", "kind": "Binding",
+                                            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                                            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         try:
             status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding",
-                                         body=body)
+                                         body=body, content_type=content_type, accept=self._answers())
         except ApiUnavailable as exc:
             return ApiResult(False, 0, str(exc))
         ok = 200 <= status < 300
-        return ApiResult(ok, status, "" if ok else _message(data))
+        return ApiResult(ok, status, "" if ok else _message(data, self._codec))
+
+    def _answers(self) -> str:
+        """Accept for a write whose answer only its status is read (a bind's Status, a patched pod): the encoding
+        cheapest for the apiserver to write."""
+        return "application/json" if self._codec is None else PROTOBUF_FIRST
 
     def patch(self, kind: str, namespace: str, name: str, body: Obj, subresource: str = "") -> ApiResult:
         """A JSON merge patch of one object (metadata.resourceVersion in `body` makes it conditional: 409 when
@@ -293,7 +357,7 @@ class KubeAPI:
         """A strategic merge patch: the pod's other conditions (the kubelet's) stay."""
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
                    body={"status": {"conditions": [condition]}},
-                   content_type="application/strategic-merge-patch+json")
+                   content_type="application/strategic-merge-patch+json", accept=self._answers())
 
     def evict(self, namespace: str, name: str, uid: str, message: str) -> ApiResult:
         """kube-scheduler's way with a victim: a DisruptionTarget condition, then delete (UID precondition).
@@ -303,32 +367,35 @@ class KubeAPI:
                      "message": message, "lastTransitionTime": _now()}
         try:
             status, data = self._request("PATCH", f"{pod}/status", body={"status": {"conditions": [condition]}},
-                                         content_type="application/strategic-merge-patch+json")
+                                         content_type="application/strategic-merge-patch+json", accept=self._answers())
             if status == 404:
                 return ApiResult(True, 404)
             status, data = self._request("DELETE", pod, body={"apiVersion": "v1", "kind": "DeleteOptions",
-                                                              "preconditions": {"uid": uid}})
+                                                              "preconditions": {"uid": uid}}, accept=self._answers())
         except ApiUnavailable as exc:
             return ApiResult(False, 0, str(exc))
         ok = 200 <= status < 300 or status == 404
-        return ApiResult(ok, status, "" if ok else _message(data))
+        return ApiResult(ok, status, "" if ok else _message(data, self._codec))
 
     def nominate(self, namespace: str, name: str, node: str) -> None:
         self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
-                   body={"status": {"nominatedNodeName": node}}, content_type="application/merge-patch+json")
+                   body={"status": {"nominatedNodeName": node}}, content_type="application/merge-patch+json",
+                   accept=self._answers())
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
                      count: int = 1) -> None:
         event = event_body(involved, type_, reason, message, name, count)
         namespace = event["metadata"]["namespace"]
-        status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=event)
-        raise_for(status, data)  # the Event as created is never read: not decoded
+        body, content_type = self._encoded(event)
+        status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=body,
+                                     content_type=content_type, accept=self._answers())
+        raise_for(status, data, self._codec)  # the Event as created is never read: not decoded
 
     def update_event(self, namespace: str, name: str, message: str, count: int) -> bool:
         body = {"count": count, "lastTimestamp": _now(), "message": message[:EVENT_MESSAGE_LIMIT]}
         try:
             self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}", body=body,
-                       content_type="application/merge-patch+json")
+                       content_type="application/merge-patch+json", accept=self._answers())
         except NotFound:
             return False
         return True

@@ -26,6 +26,8 @@ from ..solve import load_solver
 from .runtime import RuntimePolicy
 from .serving.listen import SECURE_PORT, Serving
 
+PROTOBUF = "application/vnd.kubernetes.protobuf"  # engine.loop.wire.MEDIA, named here without importing protobuf
+
 if TYPE_CHECKING:  # the heavy modules (the client, the solver) load only when `run` runs
     from .api import KubeAPI
     from .leader import LeaderElector
@@ -101,6 +103,9 @@ def _configure_logging(level: str) -> None:
 @click.command("run")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), metavar="FILE",
               help="Kubeconfig to use; default: the in-cluster config, else $KUBECONFIG / ~/.kube/config.")
+@click.option("--kube-api-content-type", type=click.Choice([PROTOBUF, "application/json"]), default=PROTOBUF,
+              show_default=True, help="The encoding of lists, watches, binds, events and status writes (kube-scheduler's "
+              "flag): protobuf for every built-in kind, JSON for custom resources either way.")
 @click.option("--scheduler-name", type=Name(), default=DEFAULT_SCHEDULER, show_default=True,
               help="Schedule pods whose spec.schedulerName is this.")
 @click.option("--policy-configmap", type=PolicySource(), metavar="NS/NAME[,optional]",
@@ -152,9 +157,10 @@ def _configure_logging(level: str) -> None:
               "pods: deploy/ and the Helm chart grant it unless preemption is turned off). Without it they wait for "
               "room. The last of the two flags wins.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
-def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, batch_idle, max_batch, head, time_limit,
-        time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, secure_port, bind_address, tls_cert_file,
-        tls_private_key_file, insecure_port, metrics_port, bind_workers, preemption, log_level) -> None:
+def run(kubeconfig, kube_api_content_type, scheduler_name, policy_configmap, profiles, batch_window, batch_idle,
+        max_batch, head, time_limit, time_per_pod, leader_elect, lease_namespace, lease_name, lease_duration, secure_port,
+        bind_address, tls_cert_file, tls_private_key_file, insecure_port, metrics_port, bind_workers, preemption,
+        log_level) -> None:
     """Run as a named scheduler: watch the cluster, plan each batch of pending pods, bind them."""
     from .api import ConfigError, KubeAPI, load_client
     from .leader import LeaderElector
@@ -177,7 +183,8 @@ def run(kubeconfig, scheduler_name, policy_configmap, profiles, batch_window, ba
                                     batch_idle=batch_idle or None, head=head or None), time_limit=time_limit,
                         time_per_pod=time_per_pod, bind_workers=bind_workers, preemption=preemption, own_pod=_own_pod())
     try:
-        api = KubeAPI(load_client(kubeconfig, pool_size=connections(settings)))
+        api = KubeAPI(load_client(kubeconfig, pool_size=connections(settings)),
+                      protobuf=kube_api_content_type == PROTOBUF)
     except ConfigError as exc:
         _fail(str(exc))
     scheduler = Scheduler(api, settings, runtime=RuntimePolicy())  # how this process is tuned, phase by phase

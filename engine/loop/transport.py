@@ -81,21 +81,22 @@ class Transport:
         self._lock = threading.Lock()
 
     def request(self, method: str, path: str, body: bytes | None, content_type: str,
-                timeout: float) -> tuple[int, bytes]:
-        """One request: (status, body). An idempotent one the apiserver asks to retry later (429 or 503 with
-        Retry-After: "storage is (re)initializing" while a resource's cache starts) is retried after that wait, up
-        to RETRIES times, as the client's urllib3 does. Raises Unreachable when it got no answer."""
+                timeout: float, accept: str = "application/json") -> tuple[int, bytes, str]:
+        """One request: (status, body, the body's content type). An idempotent one the apiserver asks to retry
+        later (429 or 503 with Retry-After: "storage is (re)initializing" while a resource's cache starts) is
+        retried after that wait, up to RETRIES times, as the client's urllib3 does. Raises Unreachable when it got
+        no answer."""
         tries = RETRIES if method in IDEMPOTENT else 1
         while True:
-            status, data, retry_after = self._once(method, path, body, content_type, timeout)
+            status, data, media, retry_after = self._once(method, path, body, content_type, timeout, accept)
             tries -= 1
             if retry_after is None or tries == 0:
-                return status, data
+                return status, data, media
             time.sleep(min(retry_after, timeout))
 
     def _once(self, method: str, path: str, body: bytes | None, content_type: str,
-              timeout: float) -> tuple[int, bytes, float | None]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+              timeout: float, accept: str) -> tuple[int, bytes, str, float | None]:
+        headers = {"Accept": accept, "Content-Type": content_type}
         if (token := self.authorization()) is not None:
             headers["Authorization"] = token
         conn = self._take(timeout)
@@ -111,7 +112,7 @@ class Transport:
             conn.close()
         else:
             self._give_back(conn)
-        return response.status, data, _retry_after(response)
+        return response.status, data, response.getheader("Content-Type") or "", _retry_after(response)
 
     def warm(self, connections: int) -> int:
         """Open `connections` at once into the pool, ahead of the first requests (how many opened)."""

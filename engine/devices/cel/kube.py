@@ -15,7 +15,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # type: ignore[import-untyped]
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from ...model.quantity import QuantityError, parse_quantity
 
