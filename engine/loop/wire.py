@@ -45,6 +45,11 @@ def _package(api_version: str) -> str:
     return f"k8s.io.api.{group.split('.')[0] if group else 'core'}.{version}"
 
 
+def message_name(api_version: str, kind: str) -> str:
+    """The message of objects of `kind` at `api_version` (a Status is meta/v1's whatever the version says)."""
+    return STATUS if kind == "Status" else f"{_package(api_version)}.{kind}"
+
+
 def _rfc3339(seconds: int, nanos: int = 0, micro: bool = False) -> str:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
     return f"{stamp}.{nanos // 1000:06d}Z" if micro else f"{stamp}Z"
@@ -147,7 +152,7 @@ class Codec:
 
     def serves(self, api_version: str, kind: str) -> bool:
         """Whether objects of `kind` at `api_version` can be read and written here (a list's kind: `PodList`)."""
-        return self.message(f"{_package(api_version)}.{kind}") is not None
+        return self.message(message_name(api_version, kind)) is not None
 
     # -- reading
 
@@ -157,8 +162,7 @@ class Codec:
             raise WireError("not a Kubernetes protobuf object (no k8s\\x00 prefix)")
         envelope = self._parse(UNKNOWN, data[len(MAGIC):])
         api_version, kind = envelope.typeMeta.apiVersion, envelope.typeMeta.kind
-        name = STATUS if kind == "Status" else f"{_package(api_version)}.{kind}"
-        out = self.to_dict(self._parse(name, envelope.raw))
+        out = self.to_dict(self._parse(message_name(api_version, kind), envelope.raw))
         return {"kind": kind, "apiVersion": api_version, **out}
 
     def watch_events(self, read: Callable[[int], bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -252,7 +256,7 @@ class Codec:
     def encode(self, obj: dict[str, Any]) -> bytes:
         """An object (its apiVersion and kind say which) as the apiserver reads it in protobuf."""
         api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
-        message = self.from_dict(f"{_package(api_version)}.{kind}",
+        message = self.from_dict(message_name(api_version, kind),
                                  {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")})
         envelope = self._new(UNKNOWN)
         envelope.typeMeta.apiVersion, envelope.typeMeta.kind = api_version, kind
@@ -293,21 +297,31 @@ class Codec:
 
     def _fill_field(self, message: Message, field: FieldDescriptor, item: Any) -> None:
         target = getattr(message, field.name)
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            value_field = field.message_type.fields_by_name["value"]
-            for k, v in item.items():
-                if value_field.message_type is not None:
-                    self._fill(target[k], v)
-                else:
-                    target[k] = v
-        elif field.is_repeated:
-            for v in item:
-                if field.message_type is not None:
-                    self._fill(target.add(), v)
-                else:
-                    target.append(base64.b64decode(v) if field.type == FieldDescriptor.TYPE_BYTES else v)
-        elif field.message_type is not None:
-            self._fill(target, item)
-            target.SetInParent()  # an empty object ({}) is set, as JSON says
-        else:
-            setattr(message, field.name, base64.b64decode(item) if field.type == FieldDescriptor.TYPE_BYTES else item)
+        try:
+            if field.message_type is not None and field.message_type.GetOptions().map_entry:
+                value_field = field.message_type.fields_by_name["value"]
+                for k, v in item.items():
+                    if value_field.message_type is not None:
+                        self._fill(target[k], v)
+                    else:
+                        target[k] = _scalar(value_field, v)
+            elif field.is_repeated:
+                for v in item:
+                    if field.message_type is not None:
+                        self._fill(target.add(), v)
+                    else:
+                        target.append(_scalar(field, v))
+            elif field.message_type is not None:
+                self._fill(target, item)
+                target.SetInParent()  # an empty object ({}) is set, as JSON says
+            else:
+                setattr(message, field.name, _scalar(field, item))
+        except (TypeError, ValueError, AttributeError) as exc:
+            if isinstance(exc, WireError):
+                raise
+            raise WireError(f"{message.DESCRIPTOR.full_name}.{field.name}: {exc}") from None
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    """A JSON scalar as the field holds it (bytes are base64 in JSON)."""
+    return base64.b64decode(value) if field.type == FieldDescriptor.TYPE_BYTES else value
