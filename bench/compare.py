@@ -30,6 +30,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,9 +67,11 @@ from testkit.controlplane import (  # noqa: E402
     build_binaries,
     build_coscheduling,
     controllers,
+    http_get,
     kube_version,
     start_control_plane,
     supported_versions,
+    verifying_context,
 )
 from testkit.scheduling import Kube  # noqa: E402
 
@@ -105,6 +108,7 @@ class Plan:
     named: bool = False         # the schedulers were asked for by name: each runs every workload
     kube_version: str = DEFAULT_KUBE_VERSION  # the control plane's and kube-scheduler's release
     gc_trace: bool = False      # --apiserver-gc: split each run's waits by the apiserver's GC marks
+    profile_s: float = 0.0      # --apiserver-profile: seconds of the apiserver's CPU profile from the first create
 
     def schedulers_for(self, workload: Workload) -> tuple[SchedulerKind, ...]:
         """The contenders of one workload: a scheduler meant for some workloads only (capacity-scheduling) runs
@@ -141,6 +145,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
                              native=workload.native, preemption=workload.preemption)
         result.startup_s = running.ready_at - running.started_at
         t0 = running.ready_at
+        profiler = apiserver_profile(cp, plan.profile_s, logs / f"{kind.name}-apiserver.pprof")
         if not batch:
             t0 = time.monotonic()
             created, create_s = timed_create(kube, pods, plan.rate)
@@ -153,6 +158,8 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             result.bound_curve = bound_curve(list(watch.bound.values()), running.ready_at)
             t0 = min(t0, first)
         result.rss_mib = running.peak_rss_mib()
+        if profiler is not None:
+            profiler.join(plan.profile_s + 60)
         members = frozenset(gang_members(scenario))
         timing(result, created, dict(watch.bound), t0, batch, members)
         if plan.gc_trace and cp.apiserver.started_at is not None:
@@ -184,6 +191,21 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     waits = waits_of(created, dict(watch.bound), t0, arrival == "batch")
     finish(result, kube, scenario, reaper.victims if reaper is not None else set(), waits, provisioner)
     return result
+
+
+def apiserver_profile(cp: ControlPlane, seconds: float, out: Path) -> threading.Thread | None:
+    """The apiserver's Go CPU profile (its /debug/pprof, on by default) over the next `seconds`, written to `out` by a
+    thread (`go tool pprof -top OUT` reads it): where the apiserver's CPU goes while a scheduler runs."""
+    if seconds <= 0:
+        return None
+
+    def capture() -> None:
+        status, body = http_get(f"{cp.server}/debug/pprof/profile?seconds={seconds:.0f}", token=cp.token,
+                                context=verifying_context(cp.ca_file), timeout=seconds + 30)
+        out.write_bytes(body if status == 200 else f"{status}: {body[:300]!r}".encode())
+    thread = threading.Thread(target=capture, name="apiserver-profile", daemon=True)
+    thread.start()
+    return thread
 
 
 def apiserver_cpu_s(cp: ControlPlane) -> float | None:
@@ -382,6 +404,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--rate", type=float, help="stream arrival: create pods at this many per second (default: as "
                                                "fast as 16 clients go)")
     ap.add_argument("--idle", type=float, help="seconds without a binding that end a run (default: the mode's)")
+    ap.add_argument("--apiserver-profile", type=float, default=0.0, metavar="SECONDS",
+                    help="capture the apiserver's CPU profile for SECONDS from each run's first create "
+                         "(<logs>/<scheduler>-apiserver.pprof)")
     ap.add_argument("--apiserver-gc", action="store_true",
                     help="run the apiserver with GODEBUG=gctrace=1 and split each run's waits by its garbage "
                          "collector's mark phases: p99 of the pods waiting across one, and of the others")
@@ -414,7 +439,8 @@ def make_plan(args: argparse.Namespace) -> Plan:
                 Settings(build_binaries(version) / "kube-scheduler", plugins_dir / "kube-scheduler", tuple(args.ours_arg),
                          kube_version=version),
                 plugins_dir / "podgroups-crd.yaml", plugins_dir / "elasticquotas-crd.yaml", workdir, revision(),
-                args.arrival, args.rate, named=bool(args.scheduler), kube_version=version, gc_trace=args.apiserver_gc)
+                args.arrival, args.rate, named=bool(args.scheduler), kube_version=version, gc_trace=args.apiserver_gc,
+                profile_s=args.apiserver_profile)
 
 
 def revision() -> str:

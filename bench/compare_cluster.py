@@ -409,7 +409,7 @@ class PodWatch:
         if response.status != 200:
             raise ValueError(f"watch answered {response.status}: {response.read()[:300]!r}")
         self._ready.set()
-        for type_, obj in self.codec.watch_events(response.read):
+        for type_, obj in self.codec.watch_events(iter(lambda: response.read1(65536), b"")):
             if self._stop.is_set():
                 break
             if type_ == "ERROR":   # 410 Gone: start again from now

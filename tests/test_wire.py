@@ -35,15 +35,8 @@ def _frame(codec: Codec, type_: str, obj: dict) -> bytes:
     return struct.pack(">I", len(body)) + body
 
 
-def _reader(data: bytes):
-    position = 0
-
-    def read(n: int) -> bytes:
-        nonlocal position
-        chunk = data[position:position + n]
-        position += len(chunk)
-        return chunk
-    return read
+def _chunks(data: bytes, size: int) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
 
 
 def _module_cache() -> Path | None:
@@ -157,11 +150,14 @@ def test_a_watch_stream_is_read_frame_by_frame(codec: Codec) -> None:
     gone = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired",
             "message": "too old resource version"}
     stream = _frame(codec, "ADDED", pod) + _frame(codec, "BOOKMARK", bookmark) + _frame(codec, "ERROR", gone)
-    assert list(codec.watch_events(_reader(stream))) == [("ADDED", pod), ("BOOKMARK", bookmark), ("ERROR", gone)]
+    expected = [("ADDED", pod), ("BOOKMARK", bookmark), ("ERROR", gone)]
+    for size in (1, 3, 4, 5, 64, len(stream)):  # frames split across chunks, and several in one
+        assert list(codec.watch_events(_chunks(stream, size))) == expected, size
+    assert list(codec.watch_events([])) == []
     with pytest.raises(WireError, match="inside a frame"):
-        list(codec.watch_events(_reader(stream[:-3])))
-    with pytest.raises(WireError, match="frame's length"):
-        list(codec.watch_events(_reader(stream + b"\x00\x01")))
+        list(codec.watch_events(_chunks(stream[:-3], 7)))
+    with pytest.raises(WireError, match="inside a frame"):
+        list(codec.watch_events([stream, b"\x00\x01"]))
 
 
 def test_bytes_that_are_not_what_they_say_are_refused(codec: Codec) -> None:
@@ -188,7 +184,7 @@ def test_a_status_answer_says_why_in_either_encoding(codec: Codec) -> None:
 class _Client:
     """Just what KubeAPI's constructor reads of an ApiClient: a configuration that asks for the client's transport."""
 
-    class configuration:  # noqa: N801 (the ApiClient's attribute)
+    class configuration:
         host = "http://127.0.0.1:1"
         proxy = None
         assert_hostname = None

@@ -288,7 +288,7 @@ class KubeAPI:
     def _events(self, answer: Any) -> Iterator[tuple[str, Obj]]:
         """A watch stream's (type, object), in the encoding the apiserver chose."""
         if self._codec is not None and str(answer.headers.get("Content-Type") or "").startswith(MEDIA):
-            yield from self._codec.watch_events(answer.read)
+            yield from self._codec.watch_events(answer.stream(None, decode_content=False))  # chunk by chunk
             return
         for line in iter_resp_lines(answer):
             event = json.loads(line)

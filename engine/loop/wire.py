@@ -18,7 +18,7 @@ import base64
 import json
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import resources
 from typing import Any
 
@@ -124,6 +124,26 @@ def _write_special(name: str, message: Message, value: Any) -> bool:
     return True
 
 
+def frames(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The length-delimited frames (a 4-byte big-endian length, then that many bytes) of a byte stream."""
+    buffer = bytearray()
+    start = 0
+    for chunk in chunks:
+        buffer += chunk
+        while len(buffer) - start >= 4:
+            (size,) = struct.unpack_from(">I", buffer, start)
+            end = start + 4 + size
+            if len(buffer) < end:
+                break
+            yield bytes(buffer[start + 4:end])
+            start = end
+        if start:
+            del buffer[:start]
+            start = 0
+    if buffer:
+        raise WireError(f"a watch stream ended inside a frame ({len(buffer)} bytes left)")
+
+
 class Codec:
     """Upstream's messages (from the descriptor set) and the conversions between their bytes and JSON's dicts."""
 
@@ -165,18 +185,11 @@ class Codec:
         out = self.to_dict(self._parse(message_name(api_version, kind), envelope.raw))
         return {"kind": kind, "apiVersion": api_version, **out}
 
-    def watch_events(self, read: Callable[[int], bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(type, object) of each frame `read(n)` yields until the stream ends."""
-        while True:
-            head = read(4)
-            if len(head) < 4:
-                if head:
-                    raise WireError("a watch stream ended inside a frame's length")
-                return
-            (size,) = struct.unpack(">I", head)
-            body = read(size)
-            if len(body) < size:
-                raise WireError("a watch stream ended inside a frame")
+    def watch_events(self, chunks: Iterable[bytes]) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(type, object) of each frame in a watch stream, given as the byte chunks it arrives in (a frame may span
+        chunks, a chunk hold several: the apiserver flushes one event per HTTP chunk, which is read as it comes,
+        without waiting for more)."""
+        for body in frames(chunks):
             event = self._parse(WATCH_EVENT, body)
             yield event.type, self.decode(event.object.raw)
 
