@@ -331,7 +331,8 @@ def run_workload(plan: Plan, workload: Workload, nodes: int, repeat: int, bin_di
     cpdir = Path(tempfile.mkdtemp(prefix=f"cp-{workload.name}-{nodes}-", dir=plan.workdir))
     results = []
     gc_env = {"GODEBUG": "gctrace=1"} if plan.gc_trace else None
-    with start_control_plane(cpdir, bin_dir, version=plan.kube_version, apiserver_env=gc_env) as cp:
+    with start_control_plane(cpdir, bin_dir, version=plan.kube_version, apiserver_env=gc_env,
+                             profiling=plan.profile_s > 0) as cp:
         kube = Kube(cp.kubeconfig)
         started = time.monotonic()
         api.populate(cp, kube, scenario, plan.crd_file, plan.quota_crd_file)

@@ -436,13 +436,14 @@ def etcd_process(bin_dir: Path, workdir: Path) -> tuple[Process, str]:
 
 
 def apiserver_process(bin_dir: Path, workdir: Path, etcd_url: str, port: int,
-                      token_file: Path, sa_key: Path, flags: VersionFlags) -> Process:
+                      token_file: Path, sa_key: Path, flags: VersionFlags, profiling: bool = False) -> Process:
     """kube-apiserver on loopback with RBAC, a static admin token and a self-signed cert.
 
     TaintNodesByCondition is off: it taints every new Node not-ready, and no kubelet would
     ever clear it. The endpoint reconciler is off: a loopback address may not be published
     as the `kubernetes` Service's endpoint (a 1.37 apiserver fails to start with it on loopback).
-    `flags`: the version's gates and API versions (VERSION_FLAGS).
+    `flags`: the version's gates and API versions (VERSION_FLAGS); `profiling`: /debug/pprof served (a benchmark's
+    CPU profile of the apiserver).
     """
     argv = [str(bin_dir / "kube-apiserver"),
             "--etcd-servers", etcd_url,
@@ -458,7 +459,7 @@ def apiserver_process(bin_dir: Path, workdir: Path, etcd_url: str, port: int,
             "--endpoint-reconciler-type", "none",
             "--feature-gates", ",".join(f"{g}=true" for g in flags.feature_gates),
             "--runtime-config", ",".join(flags.runtime_config),
-            "--profiling=false", "--v=1"]
+            f"--profiling={str(profiling).lower()}", "--v=1"]
     return Process("kube-apiserver", argv, workdir / "kube-apiserver.log")
 
 
@@ -485,7 +486,7 @@ def controllers(cp: ControlPlane, names: tuple[str, ...], workdir: Path) -> Iter
 
 @contextlib.contextmanager
 def start_control_plane(workdir: Path, bin_dir: Path | None = None, version: str | None = None,
-                        apiserver_env: dict[str, str] | None = None) -> Iterator[ControlPlane]:
+                        apiserver_env: dict[str, str] | None = None, profiling: bool = False) -> Iterator[ControlPlane]:
     """Build `version` (default: `kube_version()`) if needed, start etcd then kube-apiserver in `workdir`, yield,
     and always stop both. A given `bin_dir` must hold that version's binaries; `apiserver_env` is set in the
     apiserver's environment (a benchmark's GODEBUG=gctrace=1)."""
@@ -499,7 +500,8 @@ def start_control_plane(workdir: Path, bin_dir: Path | None = None, version: str
     write_token_file(token_file, token)
     make_service_account_key(sa_key)
     port = free_port()
-    apiserver = apiserver_process(bin_dir, workdir, etcd_url, port, token_file, sa_key, version_flags(version))
+    apiserver = apiserver_process(bin_dir, workdir, etcd_url, port, token_file, sa_key, version_flags(version),
+                                  profiling)
     apiserver.env = dict(apiserver_env or {})
     ca_file = workdir / "apiserver-certs" / "apiserver.crt"
     cp = ControlPlane(workdir=workdir, bin_dir=bin_dir, server=f"https://127.0.0.1:{port}", token=token,
