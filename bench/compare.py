@@ -134,6 +134,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
     running, t0 = None, 0.0
     created: dict[str, float] = {}
     api_cpu, (requests_before, seconds_before) = apiserver_cpu_s(cp), api_requests(cp)
+    etcd_cpu = cpu_seconds(cp.etcd)
     try:
         batch = arrival == "batch"
         create_s = 0.0
@@ -151,6 +152,8 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             created, create_s = timed_create(kube, pods, plan.rate)
         result.create_s = create_s
         wait_done(watch, running, len(pods), plan.mode)
+        if api_cpu is not None:  # until the last bind, before the scheduler is stopped
+            result.apiserver_cpu_bound_s = _round((apiserver_cpu_s(cp) or 0.0) - api_cpu)
         if batch and watch.bound:
             first = min(watch.bound.values())
             result.first_bind_s = round(first - running.started_at, 3)
@@ -180,6 +183,7 @@ def run_one(plan: Plan, cp, kube: Kube, scenario: Scenario, workload: Workload, 
             result.scheduler_cpu_s = _round(running.cpu_s())
             running.stop()
         result.apiserver_cpu_s = _round(None if api_cpu is None else (apiserver_cpu_s(cp) or 0.0) - api_cpu)
+        result.etcd_cpu_s = _round(None if etcd_cpu is None else (cpu_seconds(cp.etcd) or 0.0) - etcd_cpu)
         after, seconds_after = api_requests(cp)
         result.api_requests = {k: n - requests_before.get(k, 0) for k, n in sorted(after.items())
                                if n > requests_before.get(k, 0)}
@@ -373,6 +377,7 @@ def summary(r: RunResult) -> str:
             f"start to ready {fmt(r.startup_s)} to first bind {fmt(r.first_bind_s)} (ready to first bind {fmt(r.seen_bind_s)}), "
             f"nodes {r.nodes_used}{gangs}, "
             f"rss {fmt(r.rss_mib, 0)} MiB, cpu s apiserver+etcd {fmt(r.apiserver_cpu_s)} "
+            f"(etcd {fmt(r.etcd_cpu_s)}, to the last bind {fmt(r.apiserver_cpu_bound_s)}) "
             f"scheduler {fmt(r.scheduler_cpu_s)}{err}")
 
 

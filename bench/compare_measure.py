@@ -60,6 +60,8 @@ class RunResult:
     # CPU seconds (user + system) during the run: kube-apiserver and etcd from just before the pods are created (or
     # the scheduler starts) to the end of the run; the scheduler process over its life, startup included
     apiserver_cpu_s: float | None = None
+    etcd_cpu_s: float | None = None  # etcd's part of apiserver_cpu_s
+    apiserver_cpu_bound_s: float | None = None  # apiserver_cpu_s until the last bind (before the scheduler stops)
     scheduler_cpu_s: float | None = None
     api_requests: dict[str, int] | None = None  # requests the apiserver served during the run, by "VERB resource"
     api_seconds: dict[str, float] | None = None  # seconds the apiserver spent serving them, by the same key
