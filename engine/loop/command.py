@@ -250,8 +250,8 @@ def _serve(scheduler: Scheduler, elector: LeaderElector | None, stop: threading.
 def _start(scheduler: Scheduler, stop: threading.Event, runtime: RuntimePolicy) -> bool:
     """The solver loaded, the watches started and the caches synced (False: stopped first)."""
     with runtime.starting():
-        load_solver()
         scheduler.start_watches(stop)  # standbys keep their caches warm: takeover needs no relist
+        load_solver()  # while the lists are on their way: the apiserver encodes them on the other core
         while not scheduler.wait_synced(stop, timeout=5.0):
             if stop.is_set():
                 return False

@@ -69,7 +69,7 @@ class _Clock:
 
 def load_solver() -> None:
     """Load OR-tools now rather than in the first batch that needs CP-SAT (about 0.3-0.6 s): a long-running
-    scheduler pays it once at start, before it lists the cluster, not in some pod's time to bind."""
+    scheduler pays it once at start, while its lists are on their way, not in some pod's time to bind."""
     _ = cp_model.CpModel
 
 
