@@ -253,6 +253,12 @@ class KubeAPI:
         raise_for(status, data, self._codec)
         return self._decode(data, media)
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> None:
+        """One write whose answer only its status is read: asked for in the encoding cheapest for the apiserver, and
+        not decoded."""
+        status, data = self._request(method, path, accept=self._answers(), **kwargs)
+        raise_for(status, data, self._codec)
+
     def list(self, resource: WatchTarget) -> tuple[list[Obj], str]:
         kind = BY_NAME[resource.kind]
         try:
@@ -355,9 +361,8 @@ class KubeAPI:
 
     def set_condition(self, namespace: str, name: str, condition: Obj) -> None:
         """A strategic merge patch: the pod's other conditions (the kubelet's) stay."""
-        self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
-                   body={"status": {"conditions": [condition]}},
-                   content_type="application/strategic-merge-patch+json", accept=self._answers())
+        self._send("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
+                   body={"status": {"conditions": [condition]}}, content_type="application/strategic-merge-patch+json")
 
     def evict(self, namespace: str, name: str, uid: str, message: str) -> ApiResult:
         """kube-scheduler's way with a victim: a DisruptionTarget condition, then delete (UID precondition).
@@ -378,24 +383,21 @@ class KubeAPI:
         return ApiResult(ok, status, "" if ok else _message(data, self._codec))
 
     def nominate(self, namespace: str, name: str, node: str) -> None:
-        self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
-                   body={"status": {"nominatedNodeName": node}}, content_type="application/merge-patch+json",
-                   accept=self._answers())
+        self._send("PATCH", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
+                   body={"status": {"nominatedNodeName": node}}, content_type="application/merge-patch+json")
 
     def create_event(self, involved: Obj, type_: str, reason: str, message: str, name: str | None = None,
                      count: int = 1) -> None:
         event = event_body(involved, type_, reason, message, name, count)
         namespace = event["metadata"]["namespace"]
         body, content_type = self._encoded(event)
-        status, data = self._request("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=body,
-                                     content_type=content_type, accept=self._answers())
-        raise_for(status, data, self._codec)  # the Event as created is never read: not decoded
+        self._send("POST", f"/api/v1/namespaces/{quote(namespace)}/events", body=body, content_type=content_type)
 
     def update_event(self, namespace: str, name: str, message: str, count: int) -> bool:
         body = {"count": count, "lastTimestamp": _now(), "message": message[:EVENT_MESSAGE_LIMIT]}
         try:
-            self._json("PATCH", f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}", body=body,
-                       content_type="application/merge-patch+json", accept=self._answers())
+            self._send("PATCH", f"/api/v1/namespaces/{quote(namespace)}/events/{quote(name)}", body=body,
+                       content_type="application/merge-patch+json")
         except NotFound:
             return False
         return True

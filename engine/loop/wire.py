@@ -1,11 +1,12 @@
 """Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), as kube-scheduler reads and writes it.
 
-The apiserver encodes and decodes protobuf for a fraction of what JSON costs it; for every watch event and every
-write of a stream that decides who keeps up on two cores. The messages are upstream's: `engine/data/kube-api.binpb`
-is the FileDescriptorSet protoc makes of the k8s.io/api release's `generated.proto` files (scripts/kube_proto.py),
-and the classes come from it at run time. An object read in protobuf becomes the same dict its JSON would
-(`to_dict`), so one conversion (engine.reading.convert) serves both encodings; CRDs and kinds without a message
-here stay JSON.
+Protobuf is what the apiserver's other clients (kubelets, controllers) speak, so a watch event it has encoded for
+them is not encoded again for us, and writes are cheaper for it to decode (BENCHMARKS.md, issue 53: 6% less of its
+CPU on a 5,000-node stream; to us, decoding a pod costs 71 µs against json.loads' 46). The messages are upstream's:
+`engine/data/kube-api.binpb` is the FileDescriptorSet protoc makes of the k8s.io/api release's `generated.proto`
+files (scripts/kube_proto.py), and the classes come from it at run time. An object read in protobuf becomes the
+same dict its JSON would (`to_dict`), so one conversion (engine.reading.convert) serves both encodings; CRDs and
+kinds without a message here stay JSON.
 
 On the wire (k8s.io/apimachinery/pkg/runtime/serializer/protobuf): an object is `k8s\\x00` + a runtime.Unknown
 holding its apiVersion, kind and the message's bytes; a watch streams frames of a 4-byte big-endian length and a
@@ -15,6 +16,7 @@ meta/v1 WatchEvent whose object's raw bytes are such an object.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import struct
 import time
@@ -57,7 +59,6 @@ def _rfc3339(seconds: int, nanos: int = 0, micro: bool = False) -> str:
 
 def _seconds(text: str) -> tuple[int, int]:
     """An RFC 3339 time's (seconds, nanos); a fraction is optional, the zone Z or ±hh:mm."""
-    import datetime
     parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return int(parsed.timestamp() // 1), parsed.microsecond * 1000
 
