@@ -37,7 +37,10 @@ POD_GROUP_INITIALLY_SCHEDULED, POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled
 COMPOSITE_SCHEDULED, COMPOSITE = "CompositePodGroupInitiallyScheduled", "CompositePodGroup"
 DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER = "DisruptionTarget", "PreemptionByScheduler"  # its other condition
 CONDITION_MESSAGE_LIMIT = 32_768  # metav1.Condition's message limit
-EVENT_WRITERS = 2  # the events outbox's threads: few, so binds keep most of the apiserver's time
+# the events outbox's threads: enough that a stream's events keep pace with its binds (at 300 binds/s, 2 left a
+# backlog written after the last bind, and the apiserver and etcd spent 12% more on the same writes: BENCHMARKS.md,
+# issue 53, runs C and E); binds still go first, the events waiting for a quiet moment (DEFER)
+EVENT_WRITERS = 8
 STATUS_WRITERS = 1  # the status outbox's (conditions, nominations, PodGroup status)
 DEFER = 0.5  # seconds a write waits, at most, for a moment with no pod in hand (Outbox)
 UNSCHEDULABLE, SCHEDULER_ERROR = "Unschedulable", "SchedulerError"  # PodScheduled=False's reasons (v1.PodReason…)
