@@ -284,6 +284,7 @@ class Codec:
         return cls()
 
     def from_dict(self, full_name: str, value: dict[str, Any]) -> Message:
+        """The message `full_name` holding what JSON's `value` says (WireError: a field it has not, a wrong type)."""
         message = self._new(full_name)
         self._fill(message, value)
         return message
