@@ -252,7 +252,8 @@ SCHEDULERS: dict[str, SchedulerKind] = {k.name: k for k in (
     SchedulerKind("policy-scheduler", "this repository: `policy-scheduler run` (CP-SAT batches)", True, launch_ours),
     SchedulerKind("policy-scheduler-json", "policy-scheduler speaking JSON to the apiserver "
                   "(`--kube-api-content-type application/json`; the default is protobuf)", True,
-                  functools.partial(launch_ours, extra=("--kube-api-content-type", "application/json"))),
+                  functools.partial(launch_ours, extra=("--kube-api-content-type", "application/json")),
+                  frozenset()),  # no workload of its own: it runs only when asked for by name (-s)
     SchedulerKind("kube-scheduler", "kube-scheduler of the control plane's release, default plugins (on workloads "
                   "with native gangs: its workload gates on, 1.37's GenericWorkload included)", False,
                   launch_kube(lambda s: s.kube_bin, default_profile, gates="native")),
