@@ -7,7 +7,7 @@ which (their tags), so they are read from the same release's types.go.
 A release step, not a run-time one: it needs the Go module cache (`go mod download k8s.io/api@VERSION
 k8s.io/apimachinery@VERSION`) and `grpcio-tools` (protoc as a Python package; `pip install "grpcio-tools<1.77"`,
 the line whose protobuf OR-tools accepts). Nothing is written by hand: the messages are upstream's, the set is what
-protoc makes of them; tests/test_wire.py checks that the committed set names this release.
+protoc makes of them; tests/test_wire.py regenerates both files and compares them byte for byte.
 
     python scripts/kube_proto.py            # k8s.io/api v0.37.2 (Kubernetes 1.37)
 """
@@ -17,10 +17,14 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the test kit (testkit/), which is not installed with the package
+
+from testkit.schemas import module_cache  # noqa: E402
 
 VERSION = "v0.37.2"
 # the groups/versions whose kinds the scheduler lists and watches (engine.reading.objects) and writes (Binding,
@@ -28,7 +32,7 @@ VERSION = "v0.37.2"
 API_PACKAGES = ("core/v1", "apps/v1", "batch/v1", "policy/v1", "scheduling/v1", "scheduling/v1alpha3",
                 "scheduling/v1beta1", "storage/v1", "resource/v1", "resource/v1beta2", "resource/v1alpha3")
 MACHINERY_PACKAGES = ("pkg/api/resource", "pkg/apis/meta/v1", "pkg/runtime", "pkg/runtime/schema", "pkg/util/intstr")
-OUT = Path(__file__).resolve().parents[1] / "engine" / "data" / "kube-api.binpb"
+OUT = ROOT / "engine" / "data" / "kube-api.binpb"
 STRUCT = re.compile(r"^type (\w+) struct \{")
 EMBEDDED = re.compile(r'^\s+\*?[A-Z]\w*\s+`json:"(,inline)?".*protobuf:"[^"]*\bname=(\w+)')
 
@@ -45,11 +49,6 @@ def inlined(types_go: str, package: str) -> dict[str, list[str]]:
         elif struct is not None and (field := EMBEDDED.match(line)) is not None:
             found.setdefault(f"{package}.{struct}", []).append(field.group(2))
     return found
-
-
-def module_cache() -> Path:
-    found = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
-    return Path(found)
 
 
 def main() -> int:

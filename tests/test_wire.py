@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import struct
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from engine.loop.ports import ApiError
 from engine.loop.wire import MAGIC, MEDIA, STATUS, UNKNOWN, WATCH_EVENT, Codec, WireError, go_duration, message_name
 from engine.reading.load import build_cluster
 from testkit.every_kind import OBJECTS
+from testkit.schemas import module_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,18 +39,11 @@ def _chunks(data: bytes, size: int) -> list[bytes]:
     return [data[i:i + size] for i in range(0, len(data), size)]
 
 
-def _module_cache() -> Path | None:
-    if shutil.which("go") is None:
-        return None
-    found = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True).stdout.strip()
-    return Path(found) if found else None
-
-
 def test_the_messages_are_what_protoc_makes_of_the_release(tmp_path: Path) -> None:
     """The committed descriptor set and inline list are scripts/kube_proto.py's output for k8s.io/api v0.37.2, byte
     for byte: nothing in them was written by hand."""
-    cache = _module_cache()
-    if importlib.util.find_spec("grpc_tools") is None or cache is None \
+    cache = module_cache()
+    if importlib.util.find_spec("grpc_tools") is None \
             or not (cache / "k8s.io/api@v0.37.2").is_dir() or not (cache / "k8s.io/apimachinery@v0.37.2").is_dir():
         pytest.skip("needs grpcio-tools (the test extra) and k8s.io/api, k8s.io/apimachinery v0.37.2 in the Go module "
                     "cache (go mod download)")
