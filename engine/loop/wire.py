@@ -104,25 +104,27 @@ _READ_SPECIAL: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def _write_special(name: str, message: Message, value: Any) -> bool:
-    """Fill `message` of a special type from its JSON `value`; False when it is not special."""
-    short = name.removeprefix(f"{MACHINERY}.")
-    if short == "api.resource.Quantity":
-        message.string = str(value)
-    elif short in ("apis.meta.v1.Time", "apis.meta.v1.MicroTime"):
-        message.seconds, message.nanos = _seconds(str(value))
-        if short.endswith(".Time"):
-            message.nanos = 0
-    elif short == "util.intstr.IntOrString":
-        if isinstance(value, str):
-            message.type, message.strVal = 1, value
-        else:
-            message.type, message.intVal = 0, int(value)
-    elif short in ("runtime.RawExtension", "apis.meta.v1.FieldsV1"):
-        setattr(message, "raw" if short.startswith("runtime") else "Raw", json.dumps(value).encode())
+def _write_time(message: Message, value: Any, micro: bool) -> None:
+    seconds, nanos = _seconds(str(value))
+    message.seconds, message.nanos = seconds, nanos if micro else 0  # a Time's JSON has whole seconds
+
+
+def _write_int_or_string(message: Message, value: Any) -> None:
+    if isinstance(value, str):
+        message.type, message.strVal = 1, value
     else:
-        return False
-    return True
+        message.type, message.intVal = 0, int(value)
+
+
+# the same types, filled from their JSON
+_WRITE_SPECIAL: dict[str, Callable[[Message, Any], None]] = {
+    f"{MACHINERY}.api.resource.Quantity": lambda m, v: setattr(m, "string", str(v)),
+    f"{MACHINERY}.apis.meta.v1.Time": lambda m, v: _write_time(m, v, micro=False),
+    f"{MACHINERY}.apis.meta.v1.MicroTime": lambda m, v: _write_time(m, v, micro=True),
+    f"{MACHINERY}.util.intstr.IntOrString": _write_int_or_string,
+    f"{MACHINERY}.runtime.RawExtension": lambda m, v: setattr(m, "raw", json.dumps(v).encode()),
+    f"{MACHINERY}.apis.meta.v1.FieldsV1": lambda m, v: setattr(m, "Raw", json.dumps(v).encode()),
+}
 
 
 def frames(chunks: Iterable[bytes]) -> Iterator[bytes]:
@@ -291,7 +293,9 @@ class Codec:
 
     def _fill(self, message: Message, value: Any) -> None:
         descriptor = message.DESCRIPTOR
-        if _write_special(descriptor.full_name, message, value):
+        special = _WRITE_SPECIAL.get(descriptor.full_name)
+        if special is not None:
+            special(message, value)
             return
         if not isinstance(value, dict):
             raise WireError(f"{descriptor.full_name}: {value!r} is not an object")
