@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from engine.loop.api import PROTOBUF_FIRST, KubeAPI, _message
+from engine.loop.command import PROTOBUF
 from engine.loop.ports import ApiError
 from engine.loop.wire import MAGIC, MEDIA, STATUS, UNKNOWN, WATCH_EVENT, Codec, WireError, go_duration, message_name
 from engine.reading.load import build_cluster
@@ -189,6 +190,7 @@ def test_the_encoding_asked_for_and_the_one_read() -> None:
     the apiserver chose (JSON for CRDs); with protobuf off, JSON throughout."""
     api, plain = KubeAPI(_Client()), KubeAPI(_Client(), protobuf=False)  # type: ignore[arg-type]
     assert api._accept("v1", "Pod") == PROTOBUF_FIRST == f"{MEDIA}, application/json"
+    assert PROTOBUF == MEDIA  # `run --kube-api-content-type`'s name for it, kept apart so the CLI loads no protobuf
     assert api._accept("scheduling.x-k8s.io/v1alpha1", "PodGroup") == "application/json"
     assert plain._accept("v1", "Pod") == "application/json"
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
